@@ -1,0 +1,47 @@
+// The per-environment addon instance: its Context (streams), the thread-safe function that
+// resolves sync-point promises from stream threads, and the live-handle counters.
+#pragma once
+#include <napi.h>
+#include <array>
+#include <optional>
+#include "../context.h"
+#include "../tensor.h"
+#include "tensor_handle.h"
+
+namespace flock::js {
+
+// A promise waiting on a stream: resolved on the JS thread by the thread-safe function.
+struct Completion {
+  Napi::Promise::Deferred deferred;
+  std::shared_ptr<std::vector<uint8_t>> bytes;  // the data read, for data(); null for sync()
+  std::optional<StreamError> error;
+};
+
+void resolve_completion(Napi::Env env, Napi::Function, std::nullptr_t*, Completion* c);
+using SyncFunction = Napi::TypedThreadSafeFunction<std::nullptr_t, Completion, resolve_completion>;
+
+class Addon : public Napi::Addon<Addon> {
+ public:
+  Addon(Napi::Env env, Napi::Object exports);
+  ~Addon();
+  static Addon& of(Napi::Env env) { return *env.GetInstanceData<Addon>(); }
+
+  // Wraps `t` in a new JS handle object.
+  Napi::Object wrap(Napi::Env env, Tensor t);
+  // Returns a promise resolved once `device`'s stream has run everything queued so far, with the
+  // bytes of `bytes` when given.
+  Napi::Promise when_done(Napi::Env env, Device device, std::shared_ptr<std::vector<uint8_t>> bytes);
+  void finish(Napi::Env env);
+
+  Context context;
+  Napi::FunctionReference tensor_class;
+  std::shared_ptr<LiveCounts> live = std::make_shared<LiveCounts>();
+
+ private:
+  SyncFunction sync_fn_;
+  int pending_ = 0;
+};
+
+int live_slot(Device d);
+
+}  // namespace flock::js

@@ -1,0 +1,112 @@
+#include "convert.h"
+#include <cmath>
+#include "tensor_handle.h"
+
+namespace flock::js {
+
+const napi_type_tag kTensorTag = {0x6f1c0c4e8a2b4f11ull, 0x9d3e7a55c0ffee01ull};
+
+void throw_js(Napi::Env env, Code code, const std::string& message) {
+  Napi::Error err = code_is_type_error(code) ? static_cast<Napi::Error>(Napi::TypeError::New(env, message))
+                                             : static_cast<Napi::Error>(Napi::RangeError::New(env, message));
+  err.Set("code", Napi::String::New(env, code_name(code)));
+  throw err;
+}
+
+std::string describe(Napi::Value v) {
+  switch (v.Type()) {
+    case napi_undefined: return "undefined";
+    case napi_null: return "null";
+    case napi_boolean: return "a boolean";
+    case napi_number: return "the number " + std::to_string(v.As<Napi::Number>().DoubleValue());
+    case napi_string: return "a string";
+    case napi_symbol: return "a symbol";
+    case napi_function: return "a function";
+    case napi_bigint: return "a bigint";
+    default: return v.IsArray() ? "an array" : "an object";
+  }
+}
+
+Tensor Args::tensor(size_t i, const char* name) const {
+  Napi::Value v = info[i];
+  if (!v.IsObject()) fail(Code::Arg, op, ": ", name, " must be a tensor, got ", describe(v));
+  Napi::Object o = v.As<Napi::Object>();
+  if (!o.CheckTypeTag(&kTensorTag)) fail(Code::Arg, op, ": ", name, " must be a tensor, got another object");
+  TensorHandle* h = TensorHandle::Unwrap(o);
+  if (!h || !h->tensor) fail(Code::Disposed, op, ": ", name, " has been disposed");
+  return *h->tensor;
+}
+
+std::vector<Tensor> Args::tensors(size_t i, const char* name) const {
+  Napi::Value v = info[i];
+  if (!v.IsArray()) fail(Code::Arg, op, ": ", name, " must be an array of tensors, got ", describe(v));
+  Napi::Array arr = v.As<Napi::Array>();
+  if (arr.Length() > 100000) fail(Code::Arg, op, ": ", name, " holds too many tensors (", arr.Length(), ")");
+  std::vector<Tensor> out;
+  for (uint32_t k = 0; k < arr.Length(); ++k) {
+    Napi::Value e = arr.Get(k);
+    if (!e.IsObject() || !e.As<Napi::Object>().CheckTypeTag(&kTensorTag))
+      fail(Code::Arg, op, ": ", name, "[", k, "] must be a tensor, got ", describe(e));
+    TensorHandle* h = TensorHandle::Unwrap(e.As<Napi::Object>());
+    if (!h || !h->tensor) fail(Code::Disposed, op, ": ", name, "[", k, "] has been disposed");
+    out.push_back(*h->tensor);
+  }
+  return out;
+}
+
+double Args::number(size_t i, const char* name) const {
+  Napi::Value v = info[i];
+  if (!v.IsNumber()) fail(Code::Arg, op, ": ", name, " must be a number, got ", describe(v));
+  return v.As<Napi::Number>().DoubleValue();
+}
+
+int64_t Args::integer(size_t i, const char* name, int64_t lo, int64_t hi) const {
+  const double d = number(i, name);
+  if (!std::isfinite(d) || d != std::floor(d)) fail(Code::Arg, op, ": ", name, " must be an integer, got ", d);
+  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+    fail(Code::Index, op, ": ", name, " ", d, " is out of range [", lo, ", ", hi, "]");
+  return static_cast<int64_t>(d);
+}
+
+bool Args::boolean(size_t i, const char* name) const {
+  Napi::Value v = info[i];
+  if (!v.IsBoolean()) fail(Code::Arg, op, ": ", name, " must be a boolean, got ", describe(v));
+  return v.As<Napi::Boolean>().Value();
+}
+
+std::string Args::string(size_t i, const char* name) const {
+  Napi::Value v = info[i];
+  if (!v.IsString()) fail(Code::Arg, op, ": ", name, " must be a string, got ", describe(v));
+  std::string s = v.As<Napi::String>().Utf8Value();
+  if (s.size() > 256) fail(Code::Arg, op, ": ", name, " is too long");
+  return s;
+}
+
+std::vector<int64_t> Args::ints(size_t i, const char* name, int64_t lo, int64_t hi) const {
+  Napi::Value v = info[i];
+  if (!v.IsArray()) fail(Code::Arg, op, ": ", name, " must be an array of integers, got ", describe(v));
+  Napi::Array arr = v.As<Napi::Array>();
+  if (arr.Length() > 16) fail(Code::Shape, op, ": ", name, " has ", arr.Length(), " entries; at most 16 dims are supported");
+  std::vector<int64_t> out;
+  for (uint32_t k = 0; k < arr.Length(); ++k) {
+    Napi::Value e = arr.Get(k);
+    if (!e.IsNumber()) fail(Code::Arg, op, ": ", name, "[", k, "] must be an integer, got ", describe(e));
+    const double d = e.As<Napi::Number>().DoubleValue();
+    if (!std::isfinite(d) || d != std::floor(d)) fail(Code::Shape, op, ": ", name, "[", k, "] must be an integer, got ", d);
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+      fail(Code::Shape, op, ": ", name, "[", k, "] = ", d, " is out of range [", lo, ", ", hi, "]");
+    out.push_back(static_cast<int64_t>(d));
+  }
+  return out;
+}
+
+DType Args::dtype(size_t i) const {
+  const std::string s = string(i, "dtype");
+  DType t;
+  if (!parse_dtype(s, &t)) fail(Code::DType, op, ": unknown dtype '", s, "' (expected f32, f64, i32, i64, u8, bool, bf16, f16)");
+  return t;
+}
+
+Device Args::device(size_t i) const { return parse_device(string(i, "device")); }
+
+}  // namespace flock::js

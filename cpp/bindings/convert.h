@@ -1,0 +1,57 @@
+// Converters from JS values to core types. Each checks the value fully and throws flock::Error
+// naming the op and the argument; `guarded` turns those into JS TypeError/RangeError with a code.
+#pragma once
+#include <napi.h>
+#include <string>
+#include <vector>
+#include "../kernels.h"
+
+namespace flock::js {
+
+extern const napi_type_tag kTensorTag;
+
+[[noreturn]] void throw_js(Napi::Env env, Code code, const std::string& message);
+
+template <Napi::Value (*F)(const Napi::CallbackInfo&)>
+Napi::Value guarded(const Napi::CallbackInfo& info) {
+  try {
+    return F(info);
+  } catch (const Error& e) {
+    throw_js(info.Env(), e.code, e.what());
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw_js(info.Env(), Code::OOM, "out of memory");
+  } catch (const std::exception& e) {
+    throw_js(info.Env(), Code::Internal, e.what());
+  }
+}
+
+// Exports `fn` as `name`, with core errors converted to JS errors.
+#define FLOCK_EXPORT(name, fn) exports.Set(name, Napi::Function::New(env, ::flock::js::guarded<fn>, name))
+
+struct Args {
+  const Napi::CallbackInfo& info;
+  const char* op;
+  Napi::Value at(size_t i) const { return info[i]; }
+  Tensor tensor(size_t i, const char* name) const;  // a copy: later conversions may run JS
+  std::vector<Tensor> tensors(size_t i, const char* name) const;
+  double number(size_t i, const char* name) const;
+  int64_t integer(size_t i, const char* name, int64_t lo, int64_t hi) const;
+  bool boolean(size_t i, const char* name) const;
+  std::string string(size_t i, const char* name) const;
+  std::vector<int64_t> ints(size_t i, const char* name, int64_t lo, int64_t hi) const;
+  Shape shape(size_t i, const char* name) const { return ints(i, name, 0, int64_t(1) << 48); }
+  DType dtype(size_t i) const;
+  Device device(size_t i) const;
+  template <class E> E enumeration(size_t i, const char* name, const char* const* names, int count) const {
+    const std::string s = string(i, name);
+    for (int k = 0; k < count; ++k)
+      if (s == names[k]) return static_cast<E>(k);
+    fail(Code::Arg, op, ": unknown ", name, " '", s, "'");
+  }
+};
+
+std::string describe(Napi::Value v);
+
+}  // namespace flock::js

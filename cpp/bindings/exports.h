@@ -1,0 +1,8 @@
+// Registration of the addon's exported functions, one group per bindings file.
+#pragma once
+#include <napi.h>
+
+namespace flock::js {
+void register_tensor_exports(Napi::Env env, Napi::Object exports);
+void register_op_exports(Napi::Env env, Napi::Object exports);
+}  // namespace flock::js

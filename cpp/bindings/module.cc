@@ -1,0 +1,79 @@
+// Addon entry point: one instance per Node.js environment (main thread or worker_thread).
+#include "addon.h"
+#include "convert.h"
+#include "exports.h"
+
+namespace flock::js {
+
+void resolve_completion(Napi::Env env, Napi::Function, std::nullptr_t*, Completion* c) {
+  std::unique_ptr<Completion> done(c);
+  if (!env) return;  // the environment is shutting down
+  if (c->error) {
+    Napi::Error err = code_is_type_error(c->error->code) ? static_cast<Napi::Error>(Napi::TypeError::New(env, c->error->message))
+                                                         : static_cast<Napi::Error>(Napi::RangeError::New(env, c->error->message));
+    err.Set("code", Napi::String::New(env, code_name(c->error->code)));
+    c->deferred.Reject(err.Value());
+  } else if (c->bytes) {
+    Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(env, c->bytes->size());
+    if (!c->bytes->empty()) std::memcpy(buf.Data(), c->bytes->data(), c->bytes->size());
+    c->deferred.Resolve(buf);
+  } else {
+    c->deferred.Resolve(env.Undefined());
+  }
+  Addon::of(env).finish(env);
+}
+
+Addon::Addon(Napi::Env env, Napi::Object exports) {
+  Context::set_current(&context);
+  tensor_class = Napi::Persistent(TensorHandle::define(env));
+  sync_fn_ = SyncFunction::New(env, "flockml.sync", 0, 1);
+  sync_fn_.Unref(env);  // only pending promises keep the process alive
+  exports.Set("NativeTensor", tensor_class.Value());
+  register_tensor_exports(env, exports);
+  register_op_exports(env, exports);
+}
+
+Addon::~Addon() {
+  try {
+    context.synchronize_all();
+  } catch (...) {
+    // the environment is going away; errors nobody can await are dropped
+  }
+  sync_fn_.Release();
+  Context::set_current(nullptr);
+}
+
+Napi::Object Addon::wrap(Napi::Env env, Tensor t) {
+  Napi::Object obj = tensor_class.New({});
+  TensorHandle::Unwrap(obj)->attach(env, std::move(t));
+  return obj;
+}
+
+Napi::Promise Addon::when_done(Napi::Env env, Device device, std::shared_ptr<std::vector<uint8_t>> bytes) {
+  auto deferred = Napi::Promise::Deferred::New(env);
+  Napi::Promise promise = deferred.Promise();
+  Stream& stream = context.stream(device);
+  auto* c = new Completion{deferred, std::move(bytes), std::nullopt};
+  if (pending_++ == 0) sync_fn_.Ref(env);
+  SyncFunction fn = sync_fn_;
+  try {
+    stream.notify([fn, c](std::optional<StreamError> err) mutable {
+      c->error = std::move(err);
+      if (fn.NonBlockingCall(c) != napi_ok) delete c;
+    });
+  } catch (...) {
+    delete c;
+    finish(env);
+    throw;
+  }
+  return promise;
+}
+
+void Addon::finish(Napi::Env env) {
+  if (--pending_ == 0) sync_fn_.Unref(env);
+}
+
+}  // namespace flock::js
+
+using FlockAddon = flock::js::Addon;
+NODE_API_ADDON(FlockAddon)

@@ -1,0 +1,163 @@
+// Op exports: thin wrappers that convert arguments, call the op front end and wrap the result.
+#include "../ops/ops.h"
+#include "addon.h"
+#include "convert.h"
+#include "exports.h"
+
+namespace flock::js {
+namespace {
+
+const char* const kUnaryOps[] = {"neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "tanh", "sigmoid", "relu",
+                                 "gelu", "gelu_tanh", "silu", "clamp", "leaky_relu", "logical_not", "square",
+                                 "reciprocal", "sin", "cos", "erf", "floor", "ceil", "round", "log1p", "expm1", "pow_scalar"};
+const char* const kBinaryOps[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                                  "logical_and", "logical_or"};
+const char* const kReduceOps[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin", "var", "logsumexp"};
+static_assert(sizeof(kUnaryOps) / sizeof(*kUnaryOps) == static_cast<size_t>(UnaryOp::count));
+static_assert(sizeof(kBinaryOps) / sizeof(*kBinaryOps) == static_cast<size_t>(BinaryOp::count));
+static_assert(sizeof(kReduceOps) / sizeof(*kReduceOps) == static_cast<size_t>(ReduceOp::count));
+
+constexpr int64_t kMaxDim = 64;
+
+Napi::Value out(const Napi::CallbackInfo& info, Tensor t) { return Addon::of(info.Env()).wrap(info.Env(), std::move(t)); }
+
+double optional_number(const Args& a, size_t i, const char* name) { return a.at(i).IsUndefined() ? 0.0 : a.number(i, name); }
+
+Napi::Value Unary(const Napi::CallbackInfo& info) {
+  Args a{info, "unary"};
+  auto op = a.enumeration<UnaryOp>(0, "op", kUnaryOps, static_cast<int>(UnaryOp::count));
+  return out(info, ops::unary(op, a.tensor(1, "x"), optional_number(a, 2, "a"), optional_number(a, 3, "b")));
+}
+
+Napi::Value UnaryBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "unaryBackward"};
+  auto op = a.enumeration<UnaryOp>(0, "op", kUnaryOps, static_cast<int>(UnaryOp::count));
+  return out(info, ops::unary_backward(op, a.tensor(1, "x"), a.tensor(2, "grad"), optional_number(a, 3, "a"), optional_number(a, 4, "b")));
+}
+
+Napi::Value Binary(const Napi::CallbackInfo& info) {
+  Args a{info, "binary"};
+  auto op = a.enumeration<BinaryOp>(0, "op", kBinaryOps, static_cast<int>(BinaryOp::count));
+  return out(info, ops::binary(op, a.tensor(1, "a"), a.tensor(2, "b")));
+}
+
+Napi::Value Where(const Napi::CallbackInfo& info) {
+  Args a{info, "where"};
+  return out(info, ops::where(a.tensor(0, "condition"), a.tensor(1, "a"), a.tensor(2, "b")));
+}
+
+Napi::Value Cast(const Napi::CallbackInfo& info) {
+  Args a{info, "cast"};
+  return out(info, ops::cast(a.tensor(0, "x"), a.dtype(1)));
+}
+
+Napi::Value Clone(const Napi::CallbackInfo& info) {
+  Args a{info, "clone"};
+  return out(info, ops::clone(a.tensor(0, "x")));
+}
+
+Napi::Value CopyInPlace(const Napi::CallbackInfo& info) {
+  Args a{info, "copy_"};
+  Tensor dst = a.tensor(0, "dst");
+  ops::copy_(dst, a.tensor(1, "src"));
+  return info.Env().Undefined();
+}
+
+Napi::Value To(const Napi::CallbackInfo& info) {
+  Args a{info, "to"};
+  return out(info, ops::to_device(a.tensor(0, "x"), a.device(1)));
+}
+
+Napi::Value Reduce(const Napi::CallbackInfo& info) {
+  Args a{info, "reduce"};
+  auto op = a.enumeration<ReduceOp>(0, "op", kReduceOps, static_cast<int>(ReduceOp::count));
+  const Tensor& x = a.tensor(1, "x");
+  auto dims = a.ints(2, "dims", -kMaxDim, kMaxDim);
+  return out(info, ops::reduce(op, x, dims, a.boolean(3, "keepdim"), optional_number(a, 4, "correction")));
+}
+
+Napi::Value Softmax(const Napi::CallbackInfo& info) {
+  Args a{info, "softmax"};
+  const Tensor& x = a.tensor(0, "x");
+  return out(info, ops::softmax(x, a.integer(1, "dim", -kMaxDim, kMaxDim), a.boolean(2, "log")));
+}
+
+Napi::Value Matmul(const Napi::CallbackInfo& info) {
+  Args a{info, "matmul"};
+  return out(info, ops::matmul(a.tensor(0, "a"), a.tensor(1, "b"), a.boolean(2, "transA"), a.boolean(3, "transB")));
+}
+
+Napi::Value Reshape(const Napi::CallbackInfo& info) {
+  Args a{info, "reshape"};
+  const Tensor& x = a.tensor(0, "x");
+  return out(info, ops::reshape(x, a.ints(1, "shape", -1, int64_t(1) << 48)));
+}
+
+Napi::Value Narrow(const Napi::CallbackInfo& info) {
+  Args a{info, "narrow"};
+  const Tensor& x = a.tensor(0, "x");
+  const int64_t big = int64_t(1) << 48;
+  return out(info, ops::narrow(x, a.integer(1, "dim", -kMaxDim, kMaxDim), a.integer(2, "start", -big, big), a.integer(3, "length", 0, big)));
+}
+
+Napi::Value Permute(const Napi::CallbackInfo& info) {
+  Args a{info, "permute"};
+  const Tensor& x = a.tensor(0, "x");
+  return out(info, ops::permute(x, a.ints(1, "dims", -kMaxDim, kMaxDim)));
+}
+
+Napi::Value Expand(const Napi::CallbackInfo& info) {
+  Args a{info, "expand"};
+  const Tensor& x = a.tensor(0, "x");
+  return out(info, ops::expand(x, a.ints(1, "shape", -1, int64_t(1) << 48)));
+}
+
+Napi::Value Cat(const Napi::CallbackInfo& info) {
+  Args a{info, "cat"};
+  auto xs = a.tensors(0, "tensors");
+  return out(info, ops::cat(xs, a.integer(1, "dim", -kMaxDim, kMaxDim)));
+}
+
+Napi::Value IndexSelect(const Napi::CallbackInfo& info) {
+  Args a{info, "indexSelect"};
+  const Tensor& x = a.tensor(0, "x");
+  return out(info, ops::index_select(x, a.integer(1, "dim", -kMaxDim, kMaxDim), a.tensor(2, "index")));
+}
+
+Napi::Value Gather(const Napi::CallbackInfo& info) {
+  Args a{info, "gather"};
+  const Tensor& x = a.tensor(0, "x");
+  return out(info, ops::gather(x, a.integer(1, "dim", -kMaxDim, kMaxDim), a.tensor(2, "index")));
+}
+
+Napi::Value ScatterAdd(const Napi::CallbackInfo& info) {
+  Args a{info, "scatterAdd"};
+  const Tensor& x = a.tensor(0, "x");
+  return out(info, ops::scatter_add(x, a.integer(1, "dim", -kMaxDim, kMaxDim), a.tensor(2, "index"), a.tensor(3, "src")));
+}
+
+}  // namespace
+
+void register_op_exports(Napi::Env env, Napi::Object exports) {
+  FLOCK_EXPORT("unary", Unary);
+  FLOCK_EXPORT("unaryBackward", UnaryBackward);
+  FLOCK_EXPORT("binary", Binary);
+  FLOCK_EXPORT("where", Where);
+  FLOCK_EXPORT("cast", Cast);
+  FLOCK_EXPORT("clone", Clone);
+  FLOCK_EXPORT("copy_", CopyInPlace);
+  FLOCK_EXPORT("to", To);
+  FLOCK_EXPORT("reduce", Reduce);
+  FLOCK_EXPORT("softmax", Softmax);
+  FLOCK_EXPORT("matmul", Matmul);
+  FLOCK_EXPORT("reshape", Reshape);
+  FLOCK_EXPORT("narrow", Narrow);
+  FLOCK_EXPORT("permute", Permute);
+  FLOCK_EXPORT("expand", Expand);
+  FLOCK_EXPORT("cat", Cat);
+  FLOCK_EXPORT("indexSelect", IndexSelect);
+  FLOCK_EXPORT("gather", Gather);
+  FLOCK_EXPORT("scatterAdd", ScatterAdd);
+}
+
+}  // namespace flock::js

@@ -1,0 +1,217 @@
+// Tensor exports: creation, metadata, disposal, reads (the sync points), memory and runtime info.
+#include <cmath>
+#include "../cpu/gemm.h"
+#include "../cpu/threadpool.h"
+#include "../gpu_runtime.h"
+#include "../ops/ops.h"
+#include "addon.h"
+#include "convert.h"
+#include "exports.h"
+
+namespace flock::js {
+namespace {
+
+Napi::Value Empty(const Napi::CallbackInfo& info) {
+  Args a{info, "empty"};
+  return Addon::of(info.Env()).wrap(info.Env(), empty(a.shape(0, "shape"), a.dtype(1), a.device(2), "empty"));
+}
+
+Napi::Value Full(const Napi::CallbackInfo& info) {
+  Args a{info, "full"};
+  Shape shape = a.shape(0, "shape");
+  DType dtype = a.dtype(1);
+  Device device = a.device(2);
+  return Addon::of(info.Env()).wrap(info.Env(), ops::full(shape, dtype, device, a.number(3, "value")));
+}
+
+Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
+  Args a{info, "tensor"};
+  Napi::Value v = info[0];
+  const void* data = nullptr;
+  size_t bytes = 0;
+  if (v.IsTypedArray()) {
+    Napi::TypedArray ta = v.As<Napi::TypedArray>();
+    data = static_cast<const uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+    bytes = ta.ByteLength();
+  } else if (v.IsArrayBuffer()) {
+    data = v.As<Napi::ArrayBuffer>().Data();
+    bytes = v.As<Napi::ArrayBuffer>().ByteLength();
+  } else {
+    fail(Code::Arg, "tensor: data must be a TypedArray or ArrayBuffer, got ", describe(v));
+  }
+  Shape shape = a.shape(1, "shape");
+  DType dtype = a.dtype(2);
+  Device device = a.device(3);
+  return Addon::of(info.Env()).wrap(info.Env(), ops::from_host(data, bytes, shape, dtype, device));
+}
+
+Napi::Value Arange(const Napi::CallbackInfo& info) {
+  Args a{info, "arange"};
+  return Addon::of(info.Env()).wrap(info.Env(), ops::arange(a.number(0, "start"), a.number(1, "end"), a.number(2, "step"), a.dtype(3), a.device(4)));
+}
+
+Napi::Value Linspace(const Napi::CallbackInfo& info) {
+  Args a{info, "linspace"};
+  return Addon::of(info.Env()).wrap(info.Env(), ops::linspace(a.number(0, "start"), a.number(1, "end"),
+                                                              a.integer(2, "steps", 0, int64_t(1) << 40), a.dtype(3), a.device(4)));
+}
+
+const char* const kRandomKinds[] = {"uniform", "normal", "randint", "bernoulli"};
+
+Napi::Value Random(const Napi::CallbackInfo& info) {
+  Args a{info, "random"};
+  auto kind = a.enumeration<RandomKind>(0, "kind", kRandomKinds, 4);
+  Shape shape = a.shape(1, "shape");
+  DType dtype = a.dtype(2);
+  Device device = a.device(3);
+  const int64_t seed = a.integer(4, "seed", 0, int64_t(1) << 53);
+  const int64_t offset = a.integer(5, "offset", 0, int64_t(1) << 53);
+  return Addon::of(info.Env()).wrap(info.Env(), ops::random(kind, shape, dtype, device, static_cast<uint64_t>(seed),
+                                                            static_cast<uint64_t>(offset), a.number(6, "a"), a.number(7, "b")));
+}
+
+Napi::Value Meta(const Napi::CallbackInfo& info) {
+  Args a{info, "meta"};
+  const Tensor& t = a.tensor(0, "tensor");
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  Napi::Array shape = Napi::Array::New(env, t.shape.size());
+  for (size_t i = 0; i < t.shape.size(); ++i) shape.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(t.shape[i])));
+  o.Set("shape", shape);
+  o.Set("dtype", dtype_name(t.dtype));
+  o.Set("device", t.device().str());
+  return o;
+}
+
+Napi::Value IsDisposed(const Napi::CallbackInfo& info) {
+  Napi::Value v = info[0];
+  if (!v.IsObject() || !v.As<Napi::Object>().CheckTypeTag(&kTensorTag))
+    fail(Code::Arg, "isDisposed: expected a tensor, got ", describe(v));
+  return Napi::Boolean::New(info.Env(), !TensorHandle::Unwrap(v.As<Napi::Object>())->tensor.has_value());
+}
+
+Napi::Value Dispose(const Napi::CallbackInfo& info) {
+  Napi::Value v = info[0];
+  if (!v.IsObject() || !v.As<Napi::Object>().CheckTypeTag(&kTensorTag))
+    fail(Code::Arg, "dispose: expected a tensor, got ", describe(v));
+  TensorHandle::Unwrap(v.As<Napi::Object>())->release(info.Env());
+  return info.Env().Undefined();
+}
+
+Napi::Value Read(const Napi::CallbackInfo& info) {
+  Args a{info, "data"};
+  const Tensor& t = a.tensor(0, "tensor");
+  auto bytes = std::make_shared<std::vector<uint8_t>>(t.nbytes());
+  ops::copy_to_host(t, bytes);
+  return Addon::of(info.Env()).when_done(info.Env(), t.device(), bytes);
+}
+
+Napi::Value ReadSync(const Napi::CallbackInfo& info) {
+  Args a{info, "dataSync"};
+  const Tensor& t = a.tensor(0, "tensor");
+  auto bytes = std::make_shared<std::vector<uint8_t>>(t.nbytes());
+  ops::copy_to_host(t, bytes);
+  Addon::of(info.Env()).context.stream(t.device()).synchronize();
+  Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(info.Env(), bytes->size());
+  if (!bytes->empty()) std::memcpy(buf.Data(), bytes->data(), bytes->size());
+  return buf;
+}
+
+Napi::Value Sync(const Napi::CallbackInfo& info) {
+  Args a{info, "sync"};
+  return Addon::of(info.Env()).when_done(info.Env(), a.device(0), nullptr);
+}
+
+Napi::Value SyncSync(const Napi::CallbackInfo& info) {
+  Args a{info, "syncSync"};
+  Addon::of(info.Env()).context.stream(a.device(0)).synchronize();
+  return info.Env().Undefined();
+}
+
+Napi::Value Memory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Addon& addon = Addon::of(env);
+  Napi::Object out = Napi::Object::New(env);
+  auto put = [&](Device d) {
+    DeviceMemory& m = memory_of(d);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("tensors", static_cast<double>(addon.live->tensors[live_slot(d)].load()));
+    o.Set("bytes", static_cast<double>(m.bytes.load()));
+    o.Set("peakBytes", static_cast<double>(m.peak.load()));
+    o.Set("storages", static_cast<double>(m.storages.load()));
+    out.Set(d.str(), o);
+  };
+  put(Device{DeviceType::CPU, 0});
+  const int n = gpu_device_count();
+  for (int i = 0; i < n && i < kMaxCudaDevices; ++i) put(Device{DeviceType::CUDA, i});
+  return out;
+}
+
+Napi::Value NumThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), cpu::num_threads()); }
+
+Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
+  Args a{info, "setNumThreads"};
+  const int64_t n = a.integer(0, "threads", 1, 1024);
+  Addon::of(info.Env()).context.synchronize_all();
+  cpu::set_num_threads(static_cast<int>(n));
+  return info.Env().Undefined();
+}
+
+Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  GpuRuntime& rt = gpu_runtime();
+  o.Set("cuda", rt.device_count != nullptr);
+  o.Set("cudaVersion", rt.version ? rt.version() : std::string());
+  o.Set("sgemm", cpu::sgemm_isa());
+  o.Set("threads", cpu::num_threads());
+  return o;
+}
+
+Napi::Value GpuDeviceCount(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), gpu_device_count()); }
+
+Napi::Value GpuDeviceName(const Napi::CallbackInfo& info) {
+  Args a{info, "deviceName"};
+  const int64_t i = a.integer(0, "index", 0, kMaxCudaDevices - 1);
+  if (i >= gpu_device_count()) fail(Code::Device, "deviceName: no CUDA device ", i, " (", gpu_device_count(), " found)");
+  return Napi::String::New(info.Env(), gpu_runtime().device_name(static_cast<int>(i)));
+}
+
+Napi::Value GpuMemoryInfo(const Napi::CallbackInfo& info) {
+  Args a{info, "memoryInfo"};
+  const int64_t i = a.integer(0, "index", 0, kMaxCudaDevices - 1);
+  if (i >= gpu_device_count()) fail(Code::Device, "memoryInfo: no CUDA device ", i, " (", gpu_device_count(), " found)");
+  int64_t free_b = 0, total_b = 0;
+  gpu_runtime().memory_info(static_cast<int>(i), &free_b, &total_b);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("free", static_cast<double>(free_b));
+  o.Set("total", static_cast<double>(total_b));
+  return o;
+}
+
+}  // namespace
+
+void register_tensor_exports(Napi::Env env, Napi::Object exports) {
+  FLOCK_EXPORT("empty", Empty);
+  FLOCK_EXPORT("full", Full);
+  FLOCK_EXPORT("fromBuffer", FromBuffer);
+  FLOCK_EXPORT("arange", Arange);
+  FLOCK_EXPORT("linspace", Linspace);
+  FLOCK_EXPORT("random", Random);
+  FLOCK_EXPORT("meta", Meta);
+  FLOCK_EXPORT("isDisposed", IsDisposed);
+  FLOCK_EXPORT("dispose", Dispose);
+  FLOCK_EXPORT("read", Read);
+  FLOCK_EXPORT("readSync", ReadSync);
+  FLOCK_EXPORT("sync", Sync);
+  FLOCK_EXPORT("syncSync", SyncSync);
+  FLOCK_EXPORT("memory", Memory);
+  FLOCK_EXPORT("numThreads", NumThreads);
+  FLOCK_EXPORT("setNumThreads", SetNumThreads);
+  FLOCK_EXPORT("buildInfo", BuildInfo);
+  FLOCK_EXPORT("gpuDeviceCount", GpuDeviceCount);
+  FLOCK_EXPORT("gpuDeviceName", GpuDeviceName);
+  FLOCK_EXPORT("gpuMemoryInfo", GpuMemoryInfo);
+}
+
+}  // namespace flock::js

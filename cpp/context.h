@@ -1,0 +1,33 @@
+// A Context owns the streams of one addon instance (one per Node.js environment, so each
+// worker_thread has its own). Ops find their stream through Context::current().
+#pragma once
+#include <array>
+#include <memory>
+#include <mutex>
+#include "device.h"
+
+namespace flock {
+
+using StreamFactory = std::unique_ptr<Stream> (*)(int device_index);
+// The CUDA runtime registers how to make a stream for a CUDA device.
+void register_stream_factory(DeviceType t, StreamFactory f);
+
+class Context {
+ public:
+  Context();
+  ~Context();
+  // The context of the calling JS thread; throws if the addon was not initialised on it.
+  static Context& current();
+  static void set_current(Context* c);
+
+  Stream& stream(Device d);
+  // Synchronises every stream this context has created.
+  void synchronize_all();
+
+ private:
+  std::unique_ptr<Stream> cpu_;
+  std::array<std::unique_ptr<Stream>, 16> cuda_;
+  std::mutex m_;
+};
+
+}  // namespace flock

@@ -1,0 +1,148 @@
+// CPU data movement: strided copies (permute, expand, narrow, cat), index_select, gather and
+// scatter_add. Indices are checked as they are read; a bad one fails the op with ERR_INDEX.
+#include <cstring>
+#include "../kernels.h"
+#include "loops.h"
+
+namespace flock::cpu {
+namespace {
+
+void strided_copy_cpu(const Tensor& src, Tensor& dst, const StridedCopy& p) {
+  int64_t total = 1;
+  for (int64_t s : p.shape) total *= s;
+  if (total == 0) return;
+  const size_t es = dtype_size(src.dtype);
+  const char* sp = static_cast<const char*>(src.raw());
+  char* dp = static_cast<char*>(dst.raw());
+  const int64_t nd = static_cast<int64_t>(p.shape.size());
+  const int64_t inner = nd ? p.shape[nd - 1] : 1;
+  const int64_t ss = nd ? p.src_strides[nd - 1] : 1, ds = nd ? p.dst_strides[nd - 1] : 1;
+  const int64_t rows = total / inner;
+  parallel_for(rows, std::max<int64_t>(1, kElementGrain / inner), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t so = p.src_offset, dof = p.dst_offset, rem = r;
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        int64_t i = rem % p.shape[d];
+        rem /= p.shape[d];
+        so += i * p.src_strides[d];
+        dof += i * p.dst_strides[d];
+      }
+      if (ss == 1 && ds == 1) {
+        std::memcpy(dp + dof * es, sp + so * es, static_cast<size_t>(inner) * es);
+      } else {
+        for (int64_t i = 0; i < inner; ++i) std::memcpy(dp + (dof + i * ds) * es, sp + (so + i * ss) * es, es);
+      }
+    }
+  });
+}
+
+// Reads index i of an i32/i64 index tensor and checks it against [0, limit).
+struct IndexReader {
+  const void* p;
+  bool wide;
+  explicit IndexReader(const Tensor& t) : p(t.raw()), wide(t.dtype == DType::i64) {}
+  int64_t operator()(int64_t i, int64_t limit, const char* op) const {
+    int64_t v = wide ? static_cast<const int64_t*>(p)[i] : static_cast<const int32_t*>(p)[i];
+    if (v < 0 || v >= limit) fail(Code::Index, op, ": index ", v, " is out of range for a dimension of size ", limit);
+    return v;
+  }
+};
+
+void index_select_cpu(const Tensor& x, const Tensor& index, Tensor& out, int64_t outer, int64_t dim_size, int64_t inner) {
+  const int64_t n = index.numel();
+  const size_t es = dtype_size(x.dtype);
+  const char* xp = static_cast<const char*>(x.raw());
+  char* op = static_cast<char*>(out.raw());
+  IndexReader idx(index);
+  const size_t row = static_cast<size_t>(inner) * es;
+  parallel_for(outer * n, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, inner)), [&](int64_t b, int64_t e) {
+    for (int64_t job = b; job < e; ++job) {
+      const int64_t o = job / n, j = job % n;
+      const int64_t k = idx(j, dim_size, "indexSelect");
+      std::memcpy(op + (o * n + j) * row, xp + (o * dim_size + k) * row, row);
+    }
+  });
+}
+
+// Offsets shared by gather and scatter_add: index/src/out are dense in `index.shape`; the other
+// tensor ("data") has its own, possibly larger, shape.
+struct GatherPlan {
+  int64_t outer = 1, n = 1, inner = 1, data_dim = 1;
+  std::vector<int64_t> outer_off, inner_off;  // element offsets into the data tensor
+  GatherPlan(const Shape& data, const Shape& index, int64_t dim) {
+    const int64_t nd = static_cast<int64_t>(index.size());
+    std::vector<int64_t> st(nd, 1);
+    for (int64_t d = nd - 2; d >= 0; --d) st[d] = st[d + 1] * data[d + 1];
+    for (int64_t d = 0; d < dim; ++d) outer *= index[d];
+    n = index[dim];
+    for (int64_t d = dim + 1; d < nd; ++d) inner *= index[d];
+    data_dim = data[dim];
+    stride = st[dim];
+    auto offsets = [&](int64_t d0, int64_t d1, int64_t count) {
+      std::vector<int64_t> offs(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t rem = i, off = 0;
+        for (int64_t d = d1 - 1; d >= d0; --d) { off += (rem % index[d]) * st[d]; rem /= index[d]; }
+        offs[i] = off;
+      }
+      return offs;
+    };
+    outer_off = offsets(0, dim, outer);
+    inner_off = offsets(dim + 1, nd, inner);
+  }
+  int64_t stride = 1;
+};
+
+void gather_cpu(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim) {
+  GatherPlan g(x.shape, index.shape, dim);
+  IndexReader idx(index);
+  const size_t es = dtype_size(x.dtype);
+  const char* xp = static_cast<const char*>(x.raw());
+  char* op = static_cast<char*>(out.raw());
+  parallel_for(g.outer * g.n, std::max<int64_t>(1, kElementGrain / g.inner), [&](int64_t b, int64_t e) {
+    for (int64_t job = b; job < e; ++job) {
+      const int64_t o = job / g.n, j = job % g.n;
+      for (int64_t i = 0; i < g.inner; ++i) {
+        const int64_t lin = job * g.inner + i;
+        const int64_t k = idx(lin, g.data_dim, "gather");
+        std::memcpy(op + lin * es, xp + (g.outer_off[o] + k * g.stride + g.inner_off[i]) * es, es);
+      }
+      (void)j;
+    }
+  });
+}
+
+void scatter_add_cpu(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim) {
+  GatherPlan g(out.shape, index.shape, dim);
+  IndexReader idx(index);
+  visit_numeric(out.dtype, "scatterAdd", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* op = out.data<T>();
+    const T* sp = src.data<T>();
+    // Writes for one (outer, inner) column never meet another column's, so split by outer.
+    parallel_for(g.outer, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, g.n * g.inner)), [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o)
+        for (int64_t j = 0; j < g.n; ++j)
+          for (int64_t i = 0; i < g.inner; ++i) {
+            const int64_t lin = (o * g.n + j) * g.inner + i;
+            const int64_t k = idx(lin, g.data_dim, "scatterAdd");
+            T& d = op[g.outer_off[o] + k * g.stride + g.inner_off[i]];
+            d = static_cast<T>(static_cast<acc_t<T>>(d) + static_cast<acc_t<T>>(sp[lin]));
+          }
+    });
+  });
+}
+
+void copy_to_host_cpu(const Tensor& src, void* host) { std::memcpy(host, src.raw(), src.nbytes()); }
+void copy_from_host_cpu(const void* host, Tensor& dst) { std::memcpy(dst.raw(), host, dst.nbytes()); }
+
+}  // namespace
+
+FLOCK_REGISTER_KERNEL(copy_to_host, CPU, copy_to_host_cpu);
+FLOCK_REGISTER_KERNEL(copy_from_host, CPU, copy_from_host_cpu);
+FLOCK_REGISTER_KERNEL(strided_copy, CPU, strided_copy_cpu);
+FLOCK_REGISTER_KERNEL(index_select, CPU, index_select_cpu);
+FLOCK_REGISTER_KERNEL(gather, CPU, gather_cpu);
+FLOCK_REGISTER_KERNEL(scatter_add, CPU, scatter_add_cpu);
+
+}  // namespace flock::cpu

@@ -1,0 +1,232 @@
+// Blocked, packed GEMM in the style of BLIS: K is cut into KC slices, A and B are packed into
+// MR-row and NR-column panels (zero padded), and a register-blocked micro-kernel computes each
+// MR×NR tile. The f32 micro-kernel uses AVX2+FMA when the CPU has it (chosen at run time), else a
+// portable one; f64 takes the portable path. Tiles are split over the intra-op pool.
+#include "gemm.h"
+#include <immintrin.h>
+#include <algorithm>
+#include <cstring>
+#include <vector>
+#include "../kernels.h"
+#include "threadpool.h"
+
+namespace flock::cpu {
+namespace {
+
+constexpr int64_t kMR = 6, kNR = 16;
+constexpr int64_t kKC = 256, kMC = 96, kNC = 3072;
+
+template <class T>
+using MicroKernel = void (*)(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, bool accumulate);
+
+// Portable micro-kernel; the compiler vectorises the inner j loop.
+template <class T>
+void micro_generic(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, bool accumulate) {
+  T acc[kMR][kNR] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* bp = b + p * kNR;
+    for (int64_t i = 0; i < kMR; ++i) {
+      const T av = a[p * kMR + i];
+      for (int64_t j = 0; j < kNR; ++j) acc[i][j] += av * bp[j];
+    }
+  }
+  for (int64_t i = 0; i < kMR; ++i)
+    for (int64_t j = 0; j < kNR; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+}
+
+__attribute__((target("avx2,fma")))
+void micro_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    __m256 av = _mm256_broadcast_ss(a + 0); c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a + 1); c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a + 2); c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a + 3); c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a + 4); c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a + 5); c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);
+    a += kMR;
+    b += kNR;
+  }
+  // Written out, not a lambda: a lambda would not inherit this function's target ISA.
+#define FLOCK_PUT_ROW(row, lo, hi)                                  \
+  do {                                                              \
+    __m256 l_ = (lo), h_ = (hi);                                    \
+    if (accumulate) {                                               \
+      l_ = _mm256_add_ps(l_, _mm256_loadu_ps(row));                 \
+      h_ = _mm256_add_ps(h_, _mm256_loadu_ps((row) + 8));           \
+    }                                                               \
+    _mm256_storeu_ps(row, l_);                                      \
+    _mm256_storeu_ps((row) + 8, h_);                                \
+  } while (0)
+  FLOCK_PUT_ROW(c, c00, c01);
+  FLOCK_PUT_ROW(c + ldc, c10, c11);
+  FLOCK_PUT_ROW(c + 2 * ldc, c20, c21);
+  FLOCK_PUT_ROW(c + 3 * ldc, c30, c31);
+  FLOCK_PUT_ROW(c + 4 * ldc, c40, c41);
+  FLOCK_PUT_ROW(c + 5 * ldc, c50, c51);
+#undef FLOCK_PUT_ROW
+}
+
+MicroKernel<float> pick_sgemm_kernel() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return micro_avx2;
+  return micro_generic<float>;
+}
+const MicroKernel<float> g_sgemm_kernel = pick_sgemm_kernel();
+
+template <class T>
+struct GemmArgs {
+  int64_t m, n, k;
+  const T* a; int64_t lda; bool ta;
+  const T* b; int64_t ldb; bool tb;
+  T* c; int64_t ldc;
+};
+
+// Packs rows [i0, i0+mc) × cols [p0, p0+kc) of op(A) into MR-row panels: panel[p*MR + i].
+template <class T>
+void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, T* dst) {
+  for (int64_t ip = 0; ip < mc; ip += kMR) {
+    const int64_t mr = std::min(kMR, mc - ip);
+    T* d = dst + ip * kc;
+    for (int64_t p = 0; p < kc; ++p) {
+      for (int64_t i = 0; i < mr; ++i) {
+        const int64_t r = i0 + ip + i, col = p0 + p;
+        d[p * kMR + i] = g.ta ? g.a[col * g.lda + r] : g.a[r * g.lda + col];
+      }
+      for (int64_t i = mr; i < kMR; ++i) d[p * kMR + i] = T(0);
+    }
+  }
+}
+
+// Packs rows [p0, p0+kc) × cols [j0, j0+nc) of op(B) into NR-column panels: panel[p*NR + j].
+template <class T>
+void pack_b_panel(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nr, T* d) {
+  if (!g.tb && nr == kNR) {
+    for (int64_t p = 0; p < kc; ++p) std::memcpy(d + p * kNR, g.b + (p0 + p) * g.ldb + j0, sizeof(T) * kNR);
+    return;
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    for (int64_t j = 0; j < nr; ++j) {
+      const int64_t row = p0 + p, col = j0 + j;
+      d[p * kNR + j] = g.tb ? g.b[col * g.ldb + row] : g.b[row * g.ldb + col];
+    }
+    for (int64_t j = nr; j < kNR; ++j) d[p * kNR + j] = T(0);
+  }
+}
+
+template <class T>
+void gemm_blocked(const GemmArgs<T>& g, MicroKernel<T> micro) {
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0) {
+    for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, T(0));
+    return;
+  }
+  const int64_t mpad = (g.m + kMR - 1) / kMR * kMR;
+  std::vector<T> packed_a(static_cast<size_t>(mpad * kKC));
+  std::vector<T> packed_b(static_cast<size_t>(((std::min(g.n, kNC) + kNR - 1) / kNR * kNR) * kKC));
+  for (int64_t jc = 0; jc < g.n; jc += kNC) {
+    const int64_t nc = std::min(kNC, g.n - jc);
+    const int64_t npanels = (nc + kNR - 1) / kNR;
+    for (int64_t pc = 0; pc < g.k; pc += kKC) {
+      const int64_t kc = std::min(kKC, g.k - pc);
+      const bool accumulate = pc > 0;
+      parallel_for(npanels, 4, [&](int64_t q0, int64_t q1) {
+        for (int64_t q = q0; q < q1; ++q)
+          pack_b_panel(g, pc, kc, jc + q * kNR, std::min(kNR, nc - q * kNR), packed_b.data() + q * kNR * kc);
+      });
+      const int64_t mblocks = (g.m + kMC - 1) / kMC;
+      parallel_for(mblocks, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t bi = b0; bi < b1; ++bi)
+          pack_a(g, bi * kMC, std::min(kMC, g.m - bi * kMC), pc, kc, packed_a.data() + bi * kMC * kc);
+      });
+      // Work units: (M block, N panel). Within a unit, the B panel stays in L1 while the MR-row
+      // panels of the M block stream from L2.
+      parallel_for(mblocks * npanels, 1, [&](int64_t u0, int64_t u1) {
+        alignas(64) T edge[kMR * kNR];
+        for (int64_t u = u0; u < u1; ++u) {
+          const int64_t bi = u / npanels, q = u % npanels;
+          const int64_t i_begin = bi * kMC, i_end = std::min(g.m, i_begin + kMC);
+          const int64_t j = jc + q * kNR, nr = std::min(kNR, nc - q * kNR);
+          const T* bp = packed_b.data() + q * kNR * kc;
+          for (int64_t i = i_begin; i < i_end; i += kMR) {
+            const int64_t mr = std::min(kMR, i_end - i);
+            const T* ap = packed_a.data() + i * kc;
+            T* cp = g.c + i * g.ldc + j;
+            if (mr == kMR && nr == kNR) {
+              micro(kc, ap, bp, cp, g.ldc, accumulate);
+            } else {
+              for (int64_t r = 0; r < mr; ++r)
+                for (int64_t s = 0; s < nr; ++s) edge[r * kNR + s] = accumulate ? cp[r * g.ldc + s] : T(0);
+              micro(kc, ap, bp, edge, kNR, true);
+              for (int64_t r = 0; r < mr; ++r)
+                for (int64_t s = 0; s < nr; ++s) cp[r * g.ldc + s] = edge[r * kNR + s];
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
+}  // namespace
+
+void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
+           const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc) {
+  gemm_blocked<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc}, g_sgemm_kernel);
+}
+
+void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
+           const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc) {
+  gemm_blocked<double>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc}, micro_generic<double>);
+}
+
+const char* sgemm_isa() { return g_sgemm_kernel == micro_avx2 ? "avx2" : "generic"; }
+
+namespace {
+
+void matmul_cpu(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan& p) {
+  const int64_t lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n;
+  const int64_t batch = static_cast<int64_t>(p.a_offsets.size());
+  switch (a.dtype) {
+    case DType::f32:
+      for (int64_t i = 0; i < batch; ++i)
+        sgemm(p.m, p.n, p.k, a.data<float>() + p.a_offsets[i], lda, p.trans_a, b.data<float>() + p.b_offsets[i], ldb,
+              p.trans_b, out.data<float>() + i * p.m * p.n, p.n);
+      return;
+    case DType::f64:
+      for (int64_t i = 0; i < batch; ++i)
+        dgemm(p.m, p.n, p.k, a.data<double>() + p.a_offsets[i], lda, p.trans_a, b.data<double>() + p.b_offsets[i], ldb,
+              p.trans_b, out.data<double>() + i * p.m * p.n, p.n);
+      return;
+    case DType::bf16:
+    case DType::f16: {
+      // Half types widen to f32 (exact), multiply with f32 accumulation, and round once at the end.
+      visit_float(a.dtype, "matmul", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const int64_t asz = p.m * p.k, bsz = p.k * p.n;
+        std::vector<float> fa(static_cast<size_t>(asz)), fb(static_cast<size_t>(bsz)), fc(static_cast<size_t>(p.m * p.n));
+        for (int64_t i = 0; i < batch; ++i) {
+          const T* ap = a.data<T>() + p.a_offsets[i];
+          const T* bp = b.data<T>() + p.b_offsets[i];
+          for (int64_t j = 0; j < asz; ++j) fa[j] = static_cast<float>(ap[j]);
+          for (int64_t j = 0; j < bsz; ++j) fb[j] = static_cast<float>(bp[j]);
+          sgemm(p.m, p.n, p.k, fa.data(), lda, p.trans_a, fb.data(), ldb, p.trans_b, fc.data(), p.n);
+          T* cp = out.data<T>() + i * p.m * p.n;
+          for (int64_t j = 0; j < p.m * p.n; ++j) cp[j] = T(fc[j]);
+        }
+      });
+      return;
+    }
+    default:
+      fail(Code::DType, "matmul: expected a floating dtype (f32, f64, bf16, f16), got ", dtype_name(a.dtype));
+  }
+}
+
+}  // namespace
+
+FLOCK_REGISTER_KERNEL(matmul, CPU, matmul_cpu);
+
+}  // namespace flock::cpu

@@ -1,0 +1,18 @@
+// The CPU GEMM: C = op(A) · op(B), row-major, with op = transpose or not read from the strides of
+// the packing routines, so transposed operands never need a copy.
+#pragma once
+#include <cstdint>
+
+namespace flock::cpu {
+
+// C[m, n] (ldc) = Σ_k A(i, k) · B(k, j). A(i, k) = a[i*lda + k], or a[k*lda + i] when trans_a;
+// B(k, j) = b[k*ldb + j], or b[j*ldb + k] when trans_b.
+void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
+           const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc);
+void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
+           const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc);
+
+// The instruction set the f32 micro-kernel was chosen for at load time ("avx2", "generic").
+const char* sgemm_isa();
+
+}  // namespace flock::cpu

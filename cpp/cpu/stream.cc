@@ -1,0 +1,72 @@
+#include "stream.h"
+#include <new>
+
+namespace flock::cpu {
+
+CpuStream::CpuStream(size_t capacity) : capacity_(capacity) { worker_ = std::thread([this] { loop(); }); }
+
+CpuStream::~CpuStream() {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    stopping_ = true;
+  }
+  has_work_.notify_all();
+  has_space_.notify_all();
+  worker_.join();  // drains the queue first: queued notifications still fire
+}
+
+void CpuStream::enqueue(const char* op, std::function<void()> task) {
+  std::unique_lock<std::mutex> lk(m_);
+  has_space_.wait(lk, [&] { return queue_.size() < capacity_ || stopping_; });
+  if (stopping_) fail(Code::Internal, op, ": the CPU stream is shutting down");
+  queue_.push_back({op, std::move(task)});
+  lk.unlock();
+  has_work_.notify_one();
+}
+
+void CpuStream::notify(std::function<void(std::optional<StreamError>)> done) {
+  enqueue("sync", [this, done = std::move(done)] {
+    std::optional<StreamError> err;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      err.swap(error_);
+    }
+    done(std::move(err));
+  });
+}
+
+size_t CpuStream::depth() {
+  std::lock_guard<std::mutex> lk(m_);
+  return queue_.size();
+}
+
+void CpuStream::loop() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lk(m_);
+      has_work_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and drained
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    has_space_.notify_one();
+    std::optional<StreamError> err;
+    try {
+      task.fn();
+    } catch (const Error& e) {
+      err = StreamError{e.code, std::string(task.op) + ": " + e.what()};
+    } catch (const std::bad_alloc&) {
+      err = StreamError{Code::OOM, std::string(task.op) + ": out of memory"};
+    } catch (const std::exception& e) {
+      err = StreamError{Code::Internal, std::string(task.op) + ": " + e.what()};
+    }
+    task.fn = nullptr;  // drop captured storages now, not when the next task arrives
+    if (err) {
+      std::lock_guard<std::mutex> lk(m_);
+      if (!error_) error_ = std::move(err);
+    }
+  }
+}
+
+}  // namespace flock::cpu

@@ -1,0 +1,45 @@
+// Devices and streams. A stream is an in-order work queue for one device: the CPU's is a worker
+// thread, a CUDA device's a cudaStream_t. Ops enqueue and return; sync points wait on a stream.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include "error.h"
+
+namespace flock {
+
+enum class DeviceType : uint8_t { CPU = 0, CUDA = 1 };
+constexpr int kNumDeviceTypes = 2;
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = 0;
+  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+};
+
+// Parses "cpu", "cuda" and "cuda:N"; throws ERR_DEVICE on anything else.
+Device parse_device(const std::string& s);
+
+// An error captured while work ran: it rejects the next sync point with the op's name.
+struct StreamError {
+  Code code;
+  std::string message;
+};
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  // Queues `task`; blocks only while the queue is full. `op` names the work in errors.
+  virtual void enqueue(const char* op, std::function<void()> task) = 0;
+  // Calls `done` (on a stream-owned thread) once everything queued before it has run, passing and
+  // clearing the first error captured since the last sync point.
+  virtual void notify(std::function<void(std::optional<StreamError>)> done) = 0;
+  // Blocks until everything queued has run; throws the captured error, if any.
+  void synchronize();
+};
+
+}  // namespace flock

@@ -1,0 +1,34 @@
+// The op table: for each kernel family, one function per device type. Kernels register with one
+// line each (FLOCK_REGISTER_KERNEL) next to their definition; ops look them up by device.
+#pragma once
+#include "device.h"
+#include "error.h"
+
+namespace flock {
+
+template <class Fn>
+struct KernelTable {
+  const char* name;
+  Fn fns[kNumDeviceTypes] = {};
+  Fn get(Device d) const {
+    Fn f = fns[static_cast<int>(d.type)];
+    if (!f) fail(Code::Device, name, ": no kernel for device ", d.str(), " in this build");
+    return f;
+  }
+};
+
+#define FLOCK_DECLARE_KERNEL(family, signature)    \
+  using family##_fn = signature;                   \
+  KernelTable<family##_fn*>& family##_table();
+
+#define FLOCK_DEFINE_KERNEL(family)                         \
+  KernelTable<family##_fn*>& family##_table() {             \
+    static KernelTable<family##_fn*> table{#family, {}};    \
+    return table;                                           \
+  }
+
+#define FLOCK_REGISTER_KERNEL(family, device, fn)                                       \
+  static const bool family##_##device##_registered =                                    \
+      (::flock::family##_table().fns[static_cast<int>(::flock::DeviceType::device)] = fn, true)
+
+}  // namespace flock

@@ -1,0 +1,60 @@
+// flock::Error — the one way the core reports failure. Bindings turn it into a JS TypeError or
+// RangeError carrying the code; nothing in the core aborts on a user-reachable path.
+#pragma once
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace flock {
+
+enum class Code { Shape, DType, Device, Disposed, OOM, Cuda, Nccl, Timeout, PeerLost, Arg, Index, Internal };
+
+inline const char* code_name(Code c) {
+  switch (c) {
+    case Code::Shape: return "ERR_SHAPE";
+    case Code::DType: return "ERR_DTYPE";
+    case Code::Device: return "ERR_DEVICE";
+    case Code::Disposed: return "ERR_DISPOSED";
+    case Code::OOM: return "ERR_OOM";
+    case Code::Cuda: return "ERR_CUDA";
+    case Code::Nccl: return "ERR_NCCL";
+    case Code::Timeout: return "ERR_TIMEOUT";
+    case Code::PeerLost: return "ERR_PEER_LOST";
+    case Code::Arg: return "ERR_ARG";
+    case Code::Index: return "ERR_INDEX";
+    case Code::Internal: return "ERR_INTERNAL";
+  }
+  return "ERR_INTERNAL";
+}
+
+// Type errors (wrong dtype, device, disposed handle, wrong kind of argument) become TypeError in
+// JS; everything about sizes, ranges and resources becomes RangeError.
+inline bool code_is_type_error(Code c) {
+  return c == Code::DType || c == Code::Device || c == Code::Disposed || c == Code::Arg;
+}
+
+struct Error : std::runtime_error {
+  Code code;
+  Error(Code c, const std::string& msg) : std::runtime_error(msg), code(c) {}
+};
+
+inline std::string shape_str(const std::vector<int64_t>& s) {
+  std::ostringstream o;
+  o << '[';
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? "," : "") << s[i];
+  o << ']';
+  return o.str();
+}
+
+template <class... Parts>
+[[noreturn]] void fail(Code c, const Parts&... parts) {
+  std::ostringstream o;
+  (o << ... << parts);
+  throw Error(c, o.str());
+}
+
+#define FLOCK_CHECK(cond, code, ...) \
+  do { if (!(cond)) ::flock::fail(::flock::Code::code, __VA_ARGS__); } while (0)
+
+}  // namespace flock

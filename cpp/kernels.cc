@@ -1,0 +1,22 @@
+#include "kernels.h"
+
+namespace flock {
+FLOCK_DEFINE_KERNEL(fill)
+FLOCK_DEFINE_KERNEL(cast)
+FLOCK_DEFINE_KERNEL(arange)
+FLOCK_DEFINE_KERNEL(unary)
+FLOCK_DEFINE_KERNEL(unary_backward)
+FLOCK_DEFINE_KERNEL(binary)
+FLOCK_DEFINE_KERNEL(where)
+FLOCK_DEFINE_KERNEL(reduce)
+FLOCK_DEFINE_KERNEL(matmul)
+FLOCK_DEFINE_KERNEL(softmax)
+FLOCK_DEFINE_KERNEL(strided_copy)
+FLOCK_DEFINE_KERNEL(index_select)
+FLOCK_DEFINE_KERNEL(gather)
+FLOCK_DEFINE_KERNEL(scatter_add)
+FLOCK_DEFINE_KERNEL(random)
+FLOCK_DEFINE_KERNEL(transfer)
+FLOCK_DEFINE_KERNEL(copy_to_host)
+FLOCK_DEFINE_KERNEL(copy_from_host)
+}  // namespace flock

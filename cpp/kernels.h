@@ -1,0 +1,60 @@
+// Every kernel family of the op table and the op codes they take. A device backend (cpu/, cuda/)
+// registers one function per family; ops in cpp/ops/ validate, allocate and enqueue them.
+#pragma once
+#include <cstdint>
+#include <vector>
+#include "dispatch.h"
+#include "tensor.h"
+
+namespace flock {
+
+enum class UnaryOp : int {
+  neg, exp, log, sqrt, rsqrt, abs, sign, tanh, sigmoid, relu, gelu, gelu_tanh, silu,
+  clamp, leaky_relu, logical_not, square, reciprocal, sin, cos, erf, floor, ceil, round,
+  log1p, expm1, pow_scalar, count
+};
+enum class BinaryOp : int {
+  add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logical_and, logical_or, count
+};
+enum class ReduceOp : int { sum, mean, max, min, prod, argmax, argmin, var, logsumexp, count };
+enum class RandomKind : int { uniform, normal, randint, bernoulli, count };
+
+constexpr bool binary_is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
+
+// Element offsets of each batch entry of a batched matmul (batch broadcasting resolved).
+struct MatmulPlan {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  std::vector<int64_t> a_offsets, b_offsets;  // one per batch entry; out is dense [batch, m, n]
+};
+
+// A strided element-wise copy: dst[dst_offset + Σ i_d·dst_strides_d] = src[src_offset + Σ i_d·src_strides_d].
+struct StridedCopy {
+  Shape shape;
+  std::vector<int64_t> src_strides, dst_strides;
+  int64_t src_offset = 0, dst_offset = 0;
+};
+
+FLOCK_DECLARE_KERNEL(fill, void(Tensor& out, double value))
+FLOCK_DECLARE_KERNEL(cast, void(const Tensor& src, Tensor& out))
+FLOCK_DECLARE_KERNEL(arange, void(Tensor& out, double start, double step))
+FLOCK_DECLARE_KERNEL(unary, void(UnaryOp op, const Tensor& x, Tensor& out, double a, double b))
+FLOCK_DECLARE_KERNEL(unary_backward, void(UnaryOp op, const Tensor& x, const Tensor& gy, Tensor& gx, double a, double b))
+FLOCK_DECLARE_KERNEL(binary, void(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out))
+FLOCK_DECLARE_KERNEL(where, void(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out))
+FLOCK_DECLARE_KERNEL(reduce, void(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64_t red, int64_t inner, double correction))
+FLOCK_DECLARE_KERNEL(matmul, void(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan& plan))
+FLOCK_DECLARE_KERNEL(softmax, void(const Tensor& x, Tensor& out, int64_t outer, int64_t dim, int64_t inner, bool log))
+FLOCK_DECLARE_KERNEL(strided_copy, void(const Tensor& src, Tensor& dst, const StridedCopy& plan))
+FLOCK_DECLARE_KERNEL(index_select, void(const Tensor& x, const Tensor& index, Tensor& out, int64_t outer, int64_t dim_size, int64_t inner))
+FLOCK_DECLARE_KERNEL(gather, void(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim))
+FLOCK_DECLARE_KERNEL(scatter_add, void(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim))
+// Host transfers: `host` is ordinary (pageable) memory owned by the caller until the work has run.
+FLOCK_DECLARE_KERNEL(copy_to_host, void(const Tensor& src, void* host))
+FLOCK_DECLARE_KERNEL(copy_from_host, void(const void* host, Tensor& dst))
+// Copies between a CPU tensor and a CUDA tensor, or between CUDA devices; registered by the GPU
+// backend on the GPU side's device type.
+FLOCK_DECLARE_KERNEL(transfer, void(const Tensor& src, Tensor& dst))
+FLOCK_DECLARE_KERNEL(random, void(RandomKind kind, Tensor& out, uint64_t seed, uint64_t offset, double a, double b))
+
+}  // namespace flock

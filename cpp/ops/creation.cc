@@ -1,0 +1,62 @@
+// Creation ops: full, from_host, arange, linspace, random.
+#include <cmath>
+#include <cstring>
+#include "ops.h"
+
+namespace flock::ops {
+
+Tensor full(const Shape& shape, DType dtype, Device device, double value) {
+  Tensor out = empty(shape, dtype, device, "full");
+  launch("full", device, [out, value]() mutable { fill_table().get(out.device())(out, value); });
+  return out;
+}
+
+Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype, Device device) {
+  const int64_t n = checked_numel(shape, "tensor");
+  if (bytes != static_cast<size_t>(n) * dtype_size(dtype))
+    fail(Code::Shape, "tensor: ", bytes, " bytes of data do not fill shape ", shape_str(shape), " of ", dtype_name(dtype));
+  Tensor out = empty(shape, dtype, device, "tensor");
+  if (device.is_cpu()) {
+    std::memcpy(out.raw(), data, bytes);  // a fresh storage: no queued work can touch it yet
+  } else {
+    auto staged = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
+    launch("tensor", device, [out, staged]() mutable { copy_from_host_table().get(out.device())(staged->data(), out); });
+  }
+  return out;
+}
+
+Tensor arange(double start, double end, double step, DType dtype, Device device) {
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step) || step == 0)
+    fail(Code::Arg, "arange: start, end and step must be finite and step non-zero (got ", start, ", ", end, ", ", step, ")");
+  const double count = std::ceil((end - start) / step);
+  if (count > static_cast<double>(int64_t(1) << 40)) fail(Code::OOM, "arange: ", count, " elements are too many");
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  Tensor out = empty({n}, dtype, device, "arange");
+  launch("arange", device, [out, start, step]() mutable { arange_table().get(out.device())(out, start, step); });
+  return out;
+}
+
+Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device) {
+  if (!std::isfinite(start) || !std::isfinite(end)) fail(Code::Arg, "linspace: start and end must be finite");
+  if (steps < 0) fail(Code::Shape, "linspace: steps must be non-negative, got ", steps);
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
+  Tensor out = empty({steps}, dtype, device, "linspace");
+  launch("linspace", device, [out, start, step]() mutable { arange_table().get(out.device())(out, start, step); });
+  return out;
+}
+
+Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, uint64_t seed, uint64_t offset, double a, double b) {
+  const char* op = kind == RandomKind::uniform ? "rand" : kind == RandomKind::normal ? "randn" : kind == RandomKind::randint ? "randint" : "bernoulli";
+  if (!std::isfinite(a) || !std::isfinite(b)) fail(Code::Arg, op, ": parameters must be finite");
+  if ((kind == RandomKind::uniform || kind == RandomKind::normal) && !is_floating(dtype))
+    fail(Code::DType, op, ": expected a floating dtype, got ", dtype_name(dtype));
+  if (kind == RandomKind::randint && (b <= a || b - a > 4294967296.0))
+    fail(Code::Arg, op, ": need low < high and high - low <= 2^32 (got ", a, ", ", b, ")");
+  if (kind == RandomKind::normal && b < 0) fail(Code::Arg, op, ": std must be non-negative, got ", b);
+  if (kind == RandomKind::bernoulli && (a < 0 || a > 1)) fail(Code::Arg, op, ": p must lie in [0, 1], got ", a);
+  Tensor out = empty(shape, dtype, device, op);
+  launch(op, device, [=]() mutable { random_table().get(out.device())(kind, out, seed, offset, a, b); });
+  return out;
+}
+
+}  // namespace flock::ops

@@ -1,0 +1,99 @@
+// Element-wise front ends: unary (and derivative), binary with broadcasting, where, casts, copies.
+#include "../context.h"
+#include "ops.h"
+
+namespace flock::ops {
+namespace {
+
+bool unary_needs_float(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::sign: case UnaryOp::relu: case UnaryOp::clamp:
+    case UnaryOp::square: return false;
+    default: return true;
+  }
+}
+
+}  // namespace
+
+Tensor unary(UnaryOp op, const Tensor& x, double a, double b) {
+  if (op >= UnaryOp::count) fail(Code::Arg, "unary: unknown op");
+  if (x.dtype == DType::boolean) fail(Code::DType, "unary: not defined for bool tensors");
+  if (unary_needs_float(op) && !is_floating(x.dtype))
+    fail(Code::DType, "unary: this op needs a floating dtype, got ", dtype_name(x.dtype), " of shape ", shape_str(x.shape));
+  Tensor out = empty(x.shape, x.dtype, x.device(), "unary");
+  launch("unary", x.device(), [op, x, out, a, b]() mutable { unary_table().get(x.device())(op, x, out, a, b); });
+  return out;
+}
+
+Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& gy, double a, double b) {
+  if (op >= UnaryOp::count) fail(Code::Arg, "unary_backward: unknown op");
+  check_same_device(x, gy, "unary_backward");
+  if (!is_floating(x.dtype) || x.dtype != gy.dtype)
+    fail(Code::DType, "unary_backward: expected matching floating dtypes, got ", dtype_name(x.dtype), " and ", dtype_name(gy.dtype));
+  if (x.shape != gy.shape)
+    fail(Code::Shape, "unary_backward: input ", shape_str(x.shape), " and gradient ", shape_str(gy.shape), " differ");
+  Tensor gx = empty(x.shape, x.dtype, x.device(), "unary_backward");
+  launch("unary_backward", x.device(), [=]() mutable { unary_backward_table().get(x.device())(op, x, gy, gx, a, b); });
+  return gx;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  if (op >= BinaryOp::count) fail(Code::Arg, "binary: unknown op");
+  check_same_device(a, b, "binary");
+  if (a.dtype != b.dtype)
+    fail(Code::DType, "binary: dtypes ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ (shapes ",
+         shape_str(a.shape), " and ", shape_str(b.shape), ")");
+  if (!binary_is_comparison(op) && a.dtype == DType::boolean) fail(Code::DType, "binary: arithmetic is not defined for bool tensors");
+  Shape shape = broadcast_shapes(a.shape, b.shape, "binary");
+  Tensor out = empty(shape, binary_is_comparison(op) ? DType::boolean : a.dtype, a.device(), "binary");
+  launch("binary", a.device(), [op, a, b, out]() mutable { binary_table().get(a.device())(op, a, b, out); });
+  return out;
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_same_device(cond, a, "where");
+  check_same_device(a, b, "where");
+  if (cond.dtype != DType::boolean) fail(Code::DType, "where: condition must be bool, got ", dtype_name(cond.dtype));
+  if (a.dtype != b.dtype) fail(Code::DType, "where: dtypes ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape, a.shape, "where"), b.shape, "where");
+  Tensor out = empty(shape, a.dtype, a.device(), "where");
+  launch("where", a.device(), [cond, a, b, out]() mutable { where_table().get(a.device())(cond, a, b, out); });
+  return out;
+}
+
+Tensor cast(const Tensor& x, DType dtype) {
+  Tensor out = empty(x.shape, dtype, x.device(), "cast");
+  launch("cast", x.device(), [x, out]() mutable { cast_table().get(x.device())(x, out); });
+  return out;
+}
+
+Tensor clone(const Tensor& x) { return cast(x, x.dtype); }
+
+void copy_(Tensor& dst, const Tensor& src) {
+  check_same_device(dst, src, "copy_");
+  if (dst.dtype != src.dtype) fail(Code::DType, "copy_: dtypes ", dtype_name(dst.dtype), " and ", dtype_name(src.dtype), " differ");
+  if (dst.shape != src.shape) fail(Code::Shape, "copy_: shapes ", shape_str(dst.shape), " and ", shape_str(src.shape), " differ");
+  Tensor d = dst;
+  launch("copy_", dst.device(), [d, src]() mutable { cast_table().get(d.device())(src, d); });
+}
+
+Tensor to_device(const Tensor& x, Device device) {
+  if (x.device() == device) return x;
+  const Device gpu = x.device().is_cpu() ? device : x.device();
+  auto transfer = transfer_table().get(gpu);
+  Tensor out = empty(x.shape, x.dtype, device, "to");
+  // Cross-device order: the source's queued work finishes before the copy is issued on the GPU's
+  // stream, and a copy into host memory finishes before the CPU stream may read it.
+  Context& ctx = Context::current();
+  ctx.stream(x.device()).synchronize();
+  launch("to", gpu, [transfer, x, out]() mutable { transfer(x, out); });
+  if (device.is_cpu()) ctx.stream(gpu).synchronize();
+  return out;
+}
+
+void copy_to_host(const Tensor& x, std::shared_ptr<std::vector<uint8_t>> dst) {
+  if (dst->size() != x.nbytes()) fail(Code::Internal, "copy_to_host: buffer size mismatch");
+  launch("data", x.device(), [x, dst]() { copy_to_host_table().get(x.device())(x, dst->data()); });
+}
+
+}  // namespace flock::ops

@@ -1,0 +1,69 @@
+// Indexing front ends: index_select, gather, scatter_add. Index values are checked by the kernels
+// as they read them (an out-of-range index rejects the next sync point with ERR_INDEX).
+#include "ops.h"
+
+namespace flock::ops {
+namespace {
+
+void check_index(const Tensor& x, const Tensor& index, const char* op) {
+  check_same_device(x, index, op);
+  if (index.dtype != DType::i64 && index.dtype != DType::i32)
+    fail(Code::DType, op, ": index must be i64 or i32, got ", dtype_name(index.dtype));
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_index(x, index, "indexSelect");
+  if (index.dim() > 1) fail(Code::Shape, "indexSelect: index must be 1-D, got ", shape_str(index.shape));
+  if (x.dim() == 0) fail(Code::Shape, "indexSelect: cannot index a 0-d tensor");
+  dim = normalize_dim(dim, x.dim(), "indexSelect");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= x.shape[d];
+  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.shape[d];
+  Shape shape = x.shape;
+  shape[dim] = index.numel();
+  Tensor out = empty(shape, x.dtype, x.device(), "indexSelect");
+  if (out.numel() == 0) return out;
+  if (x.shape[dim] == 0) fail(Code::Index, "indexSelect: cannot select from an empty dim of shape ", shape_str(x.shape));
+  const int64_t dim_size = x.shape[dim];
+  launch("indexSelect", x.device(), [=]() mutable { index_select_table().get(x.device())(x, index, out, outer, dim_size, inner); });
+  return out;
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_index(x, index, "gather");
+  if (index.dim() != x.dim())
+    fail(Code::Shape, "gather: index ", shape_str(index.shape), " must have as many dims as input ", shape_str(x.shape));
+  dim = normalize_dim(dim, x.dim(), "gather");
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim && index.shape[d] > x.shape[d])
+      fail(Code::Shape, "gather: index ", shape_str(index.shape), " is larger than input ", shape_str(x.shape), " in dim ", d);
+  Tensor out = empty(index.shape, x.dtype, x.device(), "gather");
+  if (out.numel() == 0) return out;
+  launch("gather", x.device(), [=]() mutable { gather_table().get(x.device())(x, index, out, dim); });
+  return out;
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_index(x, index, "scatterAdd");
+  check_same_device(x, src, "scatterAdd");
+  if (src.dtype != x.dtype) fail(Code::DType, "scatterAdd: src is ", dtype_name(src.dtype), ", input is ", dtype_name(x.dtype));
+  if (index.shape != src.shape)
+    fail(Code::Shape, "scatterAdd: index ", shape_str(index.shape), " and src ", shape_str(src.shape), " must have the same shape");
+  if (index.dim() != x.dim())
+    fail(Code::Shape, "scatterAdd: index ", shape_str(index.shape), " must have as many dims as input ", shape_str(x.shape));
+  dim = normalize_dim(dim, x.dim(), "scatterAdd");
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim && index.shape[d] > x.shape[d])
+      fail(Code::Shape, "scatterAdd: index ", shape_str(index.shape), " is larger than input ", shape_str(x.shape), " in dim ", d);
+  Tensor out = clone(x);
+  if (index.numel() == 0) return out;
+  launch("scatterAdd", x.device(), [=]() mutable {
+    Tensor o = out;
+    scatter_add_table().get(x.device())(o, index, src, dim);
+  });
+  return out;
+}
+
+}  // namespace flock::ops

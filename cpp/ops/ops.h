@@ -1,0 +1,54 @@
+// Device-independent op front ends: each validates its inputs (dtype, device, shapes), computes
+// the output shape, allocates the output and enqueues the device kernel on the device's stream.
+// They return at once; the work runs in stream order.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+#include "../kernels.h"
+
+namespace flock::ops {
+
+// Creation
+Tensor full(const Shape& shape, DType dtype, Device device, double value);
+Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype, Device device);
+Tensor arange(double start, double end, double step, DType dtype, Device device);
+Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device);
+Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, uint64_t seed, uint64_t offset, double a, double b);
+
+// Element-wise
+Tensor unary(UnaryOp op, const Tensor& x, double a = 0, double b = 0);
+Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& gy, double a = 0, double b = 0);
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor cast(const Tensor& x, DType dtype);
+Tensor clone(const Tensor& x);
+Tensor to_device(const Tensor& x, Device device);
+// dst[...] = src[...] in stream order (same shape, dtype and device); used for in-place updates.
+void copy_(Tensor& dst, const Tensor& src);
+
+// Reductions and normalisation
+Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, double correction = 1);
+Tensor softmax(const Tensor& x, int64_t dim, bool log);
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b);
+
+// Shapes and indexing
+Tensor reshape(const Tensor& x, Shape shape);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor expand(const Tensor& x, const Shape& shape);
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+
+// Host reads: copies x into `dst` (x.nbytes() bytes) in stream order.
+void copy_to_host(const Tensor& x, std::shared_ptr<std::vector<uint8_t>> dst);
+
+// Helpers shared by the front ends.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op);
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+void launch(const char* op, Device device, std::function<void()> work);
+
+}  // namespace flock::ops

@@ -1,0 +1,117 @@
+// Reductions, softmax and matmul front ends: they reduce any set of dims to the kernels'
+// [outer, red, inner] form, moving the dims to the end with a strided copy when they are not
+// adjacent.
+#include <algorithm>
+#include "ops.h"
+
+namespace flock::ops {
+
+Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, double correction) {
+  if (op >= ReduceOp::count) fail(Code::Arg, "reduce: unknown op");
+  if (x.dtype == DType::boolean) fail(Code::DType, "reduce: not defined for bool tensors; cast first");
+  const bool needs_float = op == ReduceOp::mean || op == ReduceOp::var || op == ReduceOp::logsumexp;
+  if (needs_float && !is_floating(x.dtype))
+    fail(Code::DType, "reduce: mean, var, std and logsumexp need a floating dtype, got ", dtype_name(x.dtype));
+  const int64_t nd = x.dim();
+  if (dims.empty())
+    for (int64_t d = 0; d < nd; ++d) dims.push_back(d);
+  std::vector<bool> reduced(static_cast<size_t>(std::max<int64_t>(nd, 1)), false);
+  for (int64_t& d : dims) {
+    d = normalize_dim(d, nd, "reduce");
+    if (reduced[d]) fail(Code::Arg, "reduce: dim ", d, " appears more than once");
+    reduced[d] = true;
+  }
+  Shape out_shape;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (!reduced[d]) out_shape.push_back(x.shape[d]);
+    else if (keepdim) out_shape.push_back(1);
+  }
+  const DType out_dtype = (op == ReduceOp::argmax || op == ReduceOp::argmin) ? DType::i64 : x.dtype;
+  Tensor out = empty(out_shape, out_dtype, x.device(), "reduce");
+  if (nd == 0) {  // a scalar reduces to itself (var of one element with correction is NaN, as torch)
+    launch("reduce", x.device(), [=]() mutable { reduce_table().get(x.device())(op, x, out, 1, 1, 1, correction); });
+    return out;
+  }
+  std::sort(dims.begin(), dims.end());
+  Tensor src = x;
+  const bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
+  int64_t outer = 1, red = 1, inner = 1;
+  if (adjacent) {
+    for (int64_t d = 0; d < dims.front(); ++d) outer *= x.shape[d];
+    for (int64_t d : dims) red *= x.shape[d];
+    for (int64_t d = dims.back() + 1; d < nd; ++d) inner *= x.shape[d];
+  } else {
+    std::vector<int64_t> perm;
+    for (int64_t d = 0; d < nd; ++d)
+      if (!reduced[d]) { perm.push_back(d); outer *= x.shape[d]; }
+    for (int64_t d : dims) { perm.push_back(d); red *= x.shape[d]; }
+    src = permute(x, perm);
+  }
+  if (red == 0 && (op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax || op == ReduceOp::argmin) && outer * inner > 0)
+    fail(Code::Shape, "reduce: cannot take max/min/argmax/argmin over an empty dimension of shape ", shape_str(x.shape));
+  launch("reduce", x.device(), [=]() mutable { reduce_table().get(src.device())(op, src, out, outer, red, inner, correction); });
+  return out;
+}
+
+Tensor softmax(const Tensor& x, int64_t dim, bool log) {
+  if (!is_floating(x.dtype)) fail(Code::DType, "softmax: expected a floating dtype, got ", dtype_name(x.dtype));
+  dim = normalize_dim(dim, x.dim(), "softmax");
+  int64_t outer = 1, n = x.dim() ? x.shape[dim] : 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= x.shape[d];
+  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.shape[d];
+  Tensor out = empty(x.shape, x.dtype, x.device(), "softmax");
+  if (x.numel() == 0) return out;
+  launch(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { softmax_table().get(x.device())(x, out, outer, n, inner, log); });
+  return out;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  check_same_device(a, b, "matmul");
+  if (a.dtype != b.dtype) fail(Code::DType, "matmul: dtypes ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
+  if (!is_floating(a.dtype)) fail(Code::DType, "matmul: expected a floating dtype, got ", dtype_name(a.dtype));
+  if (a.dim() < 2 || b.dim() < 2)
+    fail(Code::Shape, "matmul: operands need at least 2 dims here, got ", shape_str(a.shape), " and ", shape_str(b.shape));
+  MatmulPlan p;
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  const int64_t ar = a.shape[a.dim() - 2], ac = a.shape[a.dim() - 1];
+  const int64_t br = b.shape[b.dim() - 2], bc = b.shape[b.dim() - 1];
+  p.m = trans_a ? ac : ar;
+  p.k = trans_a ? ar : ac;
+  const int64_t kb = trans_b ? bc : br;
+  p.n = trans_b ? br : bc;
+  if (p.k != kb)
+    fail(Code::Shape, "matmul: inner dimensions differ: ", shape_str(a.shape), (trans_a ? "ᵀ" : ""), " @ ", shape_str(b.shape),
+         (trans_b ? "ᵀ" : ""), " (", p.k, " vs ", kb, ")");
+  Shape ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
+  Shape batch = broadcast_shapes(ab, bb, "matmul");
+  Shape out_shape = batch;
+  out_shape.push_back(p.m);
+  out_shape.push_back(p.n);
+  Tensor out = empty(out_shape, a.dtype, a.device(), "matmul");
+  int64_t nb = 1;
+  for (int64_t s : batch) nb *= s;
+  if (nb * p.m * p.n == 0) return out;
+  // Offsets of each batch entry in a and b, broadcasting size-1 batch dims.
+  auto offsets = [&](const Shape& own, int64_t mat) {
+    std::vector<int64_t> st(batch.size(), 0);
+    int64_t s = mat;
+    for (int64_t i = static_cast<int64_t>(own.size()) - 1, j = static_cast<int64_t>(batch.size()) - 1; i >= 0; --i, --j) {
+      st[j] = own[i] == 1 ? 0 : s;
+      s *= own[i];
+    }
+    std::vector<int64_t> offs(static_cast<size_t>(nb));
+    for (int64_t e = 0; e < nb; ++e) {
+      int64_t rem = e, off = 0;
+      for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) { off += (rem % batch[d]) * st[d]; rem /= batch[d]; }
+      offs[e] = off;
+    }
+    return offs;
+  };
+  p.a_offsets = offsets(ab, ar * ac);
+  p.b_offsets = offsets(bb, br * bc);
+  launch("matmul", a.device(), [a, b, out, p]() mutable { matmul_table().get(a.device())(a, b, out, p); });
+  return out;
+}
+
+}  // namespace flock::ops

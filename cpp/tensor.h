@@ -1,0 +1,60 @@
+// Storage (a refcounted device buffer) and Tensor (dtype, shape and an element offset into a
+// storage). Tensors are always row-major contiguous; views share storage through the offset.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+#include "device.h"
+#include "dtype.h"
+
+namespace flock {
+
+using Shape = std::vector<int64_t>;
+
+// Allocates and frees raw memory for one device type.
+struct Allocator {
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t bytes, int device_index) = 0;
+  virtual void release(void* p, size_t bytes, int device_index) noexcept = 0;
+};
+void register_allocator(DeviceType t, Allocator* a);
+
+struct Storage {
+  Device device;
+  size_t bytes = 0;
+  void* data = nullptr;
+  Storage(Device d, size_t n);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+};
+
+struct Tensor {
+  std::shared_ptr<Storage> storage;
+  DType dtype = DType::f32;
+  Shape shape;
+  int64_t offset = 0;  // in elements
+
+  int64_t numel() const;
+  int64_t dim() const { return static_cast<int64_t>(shape.size()); }
+  Device device() const { return storage->device; }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  void* raw() const { return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(dtype_size(dtype)); }
+  template <class T> T* data() const { return static_cast<T*>(raw()); }
+};
+
+// Checks a shape (non-negative, finite, product fits) and returns its element count.
+int64_t checked_numel(const Shape& shape, const char* op);
+// A new uninitialised tensor on `device`.
+Tensor empty(const Shape& shape, DType dtype, Device device, const char* op = "empty");
+
+struct DeviceMemory {
+  std::atomic<int64_t> bytes{0};
+  std::atomic<int64_t> peak{0};
+  std::atomic<int64_t> storages{0};
+};
+DeviceMemory& memory_of(Device d);
+constexpr int kMaxCudaDevices = 16;
+
+}  // namespace flock
