@@ -1,0 +1,97 @@
+/**
+ * Reverse-mode autograd over the recorded graph. Tensors are processed in reverse topological
+ * order, so a tensor's gradient is complete when it is reached; a leaf's gradient is final when
+ * its last consumer has run, and its hooks fire right then (data-parallel training starts its
+ * allreduce from there while the rest of backward continues).
+ */
+import { native } from '../native';
+import type { Tensor } from '../tensor';
+import { keep, tidy } from '../memory';
+import { noGrad } from './grad_mode';
+
+function shapeStr(s: readonly number[]): string {
+  return `[${s.join(',')}]`;
+}
+
+export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: boolean): void {
+  if (!root.requiresGrad)
+    throw Object.assign(new RangeError('backward: tensor does not require grad and has no grad_fn'), { code: 'ERR_ARG' });
+  if (grad === undefined && root.size !== 1)
+    throw Object.assign(new RangeError(`backward: grad can be implicitly created only for scalar outputs, got shape ${shapeStr(root.shape)}`), { code: 'ERR_SHAPE' });
+  if (grad !== undefined && (grad.shape.length !== root.shape.length || grad.shape.some((s, i) => s !== root.shape[i])))
+    throw Object.assign(new RangeError(`backward: grad shape ${shapeStr(grad.shape)} does not match output shape ${shapeStr(root.shape)}`), { code: 'ERR_SHAPE' });
+
+  // Topological order (iterative DFS) and the number of consumers of each tensor.
+  const order: Tensor[] = [];
+  const consumers = new Map<Tensor, number>();
+  const visited = new Set<Tensor>();
+  const stack: [Tensor, number][] = [[root, 0]];
+  visited.add(root);
+  while (stack.length) {
+    const top = stack[stack.length - 1];
+    const [t, i] = top;
+    const inputs = t.gradFn ? t.gradFn.inputs : [];
+    if (i < inputs.length) {
+      top[1]++;
+      const inp = inputs[i];
+      if (!inp.requiresGrad) continue;
+      consumers.set(inp, (consumers.get(inp) ?? 0) + 1);
+      if (!visited.has(inp)) {
+        visited.add(inp);
+        stack.push([inp, 0]);
+      }
+    } else {
+      stack.pop();
+      order.push(t);
+    }
+  }
+
+  noGrad(() =>
+    tidy(() => {
+      const grads = new Map<Tensor, Tensor>();
+      grads.set(root, grad ?? native_ones_like(root));
+      for (let k = order.length - 1; k >= 0; k--) {
+        const t = order[k];
+        let g = grads.get(t);
+        grads.delete(t);
+        if (!g) continue;
+        for (const hook of t._hooks) {
+          const replaced = hook(g);
+          if (replaced) g = replaced;
+        }
+        if (!t.gradFn) {
+          accumulate(t, g);
+          continue;
+        }
+        const node = t.gradFn;
+        const inputGrads = node.backward(g);
+        node.inputs.forEach((inp, i) => {
+          const gi = inputGrads[i];
+          if (!gi || !inp.requiresGrad) return;
+          const prev = grads.get(inp);
+          grads.set(inp, prev ? prev.add(gi) : gi);
+        });
+        if (!retainGraph && t !== root) t.gradFn = null;
+      }
+      if (!retainGraph) root.gradFn = null;
+    }),
+  );
+}
+
+function native_ones_like(t: Tensor): Tensor {
+  const ctor = t.constructor as new (h: ReturnType<typeof native.full>) => Tensor;
+  return new ctor(native.full([...t.shape], t.dtype, t.device, 1));
+}
+
+/** Adds `g` into a leaf's `.grad`; the stored gradient outlives the backward pass. */
+function accumulate(leaf: Tensor, g: Tensor): void {
+  let next: Tensor;
+  if (leaf.grad && !leaf.grad.isDisposed) {
+    next = leaf.grad.add(g);
+    leaf.grad.dispose();
+  } else {
+    // Own storage, so later in-place optimizer updates never alias an intermediate.
+    next = g.shape.length === leaf.shape.length && g.dtype === leaf.dtype ? g.clone() : g.to(leaf.dtype).reshape([...leaf.shape]);
+  }
+  leaf.grad = keep(next);
+}

@@ -1,0 +1,37 @@
+/**
+ * flockml: tensors, autograd and parallel training for Node.js on CPUs and NVIDIA GPUs.
+ *
+ *   import * as fl from 'flockml';
+ *   const x = fl.randn([64, 784]);
+ */
+export { Tensor } from './tensor';
+export type { TensorData, TensorLike, GradHook } from './tensor';
+export type { DType } from './dtype';
+export { promoteTypes, isFloating } from './dtype';
+export { cuda, sync, syncSync, type Device } from './device';
+export { tidy, keep, memory } from './memory';
+export { manualSeed, getRngState, setRngState } from './random';
+export { noGrad, enableGrad, isGradEnabled } from './autograd/grad_mode';
+export * from './ops/creation';
+export {
+  add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logicalAnd, logicalOr, logicalNot,
+  neg, exp, log, sqrt, rsqrt, abs, sign, square, tanh, sigmoid, relu, silu, gelu, leakyRelu, clamp, sin, cos, erf,
+  log1p, expm1, reciprocal, floor, ceil, round, where, maskedFill, clone, to,
+} from './ops/elementwise';
+export { sum, mean, max, min, argmax, argmin, variance as var, std, logsumexp, softmax, logSoftmax } from './ops/reduce';
+export { matmul, mm, bmm } from './ops/linalg';
+export { reshape, flatten, squeeze, unsqueeze, expand, permute, transpose, narrow, slice, cat, stack, split, chunk } from './ops/shape';
+export { indexSelect, gather, scatterAdd, oneHot } from './ops/index';
+
+import { native } from './native';
+/** Intra-op threads used by CPU kernels. */
+export function getNumThreads(): number {
+  return native.numThreads();
+}
+export function setNumThreads(n: number): void {
+  native.setNumThreads(n);
+}
+/** How the addon was built: CUDA compiled in, CPU GEMM instruction set, threads. */
+export function buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number } {
+  return native.buildInfo();
+}

@@ -1,0 +1,67 @@
+/** Tensor lifetimes: tidy scopes, keep, and memory statistics. */
+import { native } from './native';
+import type { DeviceMemoryStats } from '../types/native';
+
+interface Disposable {
+  dispose(): void;
+  readonly isDisposed: boolean;
+}
+
+const scopes: Set<Disposable>[] = [];
+
+/** Registers a new tensor with the innermost tidy scope, if any. */
+export function track(t: Disposable): void {
+  if (scopes.length > 0) scopes[scopes.length - 1].add(t);
+}
+
+/** Removes `t` from every tidy scope so that no scope disposes it. Returns `t`. */
+export function keep<T extends Disposable>(t: T): T {
+  for (const s of scopes) s.delete(t);
+  return t;
+}
+
+function collect(value: unknown, out: Set<unknown>, depth = 0): void {
+  if (value === null || typeof value !== 'object' || depth > 8) return;
+  if ('dispose' in value && 'isDisposed' in value) {
+    out.add(value);
+    return;
+  }
+  if (Array.isArray(value)) for (const v of value) collect(v, out, depth + 1);
+  else if (value instanceof Map) for (const v of value.values()) collect(v, out, depth + 1);
+  else for (const v of Object.values(value)) collect(v, out, depth + 1);
+}
+
+/**
+ * Runs `fn` and disposes every tensor created inside it except those it returns (directly, or in
+ * arrays, maps and plain objects) and those passed to {@link keep}. Returned tensors move to the
+ * enclosing scope. Async functions are not supported: await outside, tidy inside.
+ */
+export function tidy<T>(fn: () => T): T {
+  if (typeof fn !== 'function') throw new TypeError('tidy: expected a function');
+  const scope = new Set<Disposable>();
+  scopes.push(scope);
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    scopes.pop();
+    for (const t of scope) t.dispose();
+    throw e;
+  }
+  scopes.pop();
+  if (result instanceof Promise) throw new TypeError('tidy: the function must not be async');
+  const survivors = new Set<unknown>();
+  collect(result, survivors);
+  for (const t of scope) {
+    if (survivors.has(t)) track(t);
+    else t.dispose();
+  }
+  return result;
+}
+
+export type { DeviceMemoryStats };
+
+/** Live tensors, bytes and peak bytes per device, e.g. `{ cpu: { tensors, bytes, peakBytes, storages } }`. */
+export function memory(): Record<string, DeviceMemoryStats> {
+  return native.memory();
+}

@@ -1,0 +1,8 @@
+/** Loads the native addon once; everything native goes through this typed handle. */
+import type { NativeAddon } from '../types/native';
+
+// eslint-disable-next-line @typescript-eslint/no-var-requires
+const bindings = require('bindings') as (name: string) => unknown;
+
+export const native = bindings('flockml') as NativeAddon;
+export type { NativeTensor, NativeDType } from '../types/native';

@@ -1,0 +1,199 @@
+/** Element-wise ops with NumPy broadcasting, and their gradients. */
+import { native } from '../native';
+import type { UnaryOpName, BinaryOpName } from '../../types/native';
+import { Tensor, type TensorLike } from '../tensor';
+import { record } from '../autograd/node';
+import { noGrad } from '../autograd/grad_mode';
+import { type DType, isDType, isFloating } from '../dtype';
+import { normalizeDevice } from '../device';
+import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
+
+function binary(op: BinaryOpName, a: Tensor, b: Tensor): Tensor {
+  return wrap(native.binary(op, a.handle, b.handle));
+}
+
+/** Gradients of a binary op through broadcasting: each reduced to its input's shape. */
+function recordBinary(out: Tensor, name: string, a: Tensor, b: Tensor, grads: (g: Tensor) => [Tensor | null, Tensor | null]): Tensor {
+  return record(out, name, [a, b], (g) => {
+    const [ga, gb] = grads(g);
+    return [ga && a.requiresGrad ? sumTo(ga, a.shape) : null, gb && b.requiresGrad ? sumTo(gb, b.shape) : null];
+  });
+}
+
+export function add(x: Tensor, other: TensorLike, alpha = 1): Tensor {
+  const [a, b0] = operands('add', x, other);
+  const b = alpha === 1 ? b0 : mul(b0, alpha);
+  return recordBinary(binary('add', a, b), 'add', a, b, (g) => [g, g]);
+}
+
+export function sub(x: Tensor, other: TensorLike, alpha = 1): Tensor {
+  const [a, b0] = operands('sub', x, other);
+  const b = alpha === 1 ? b0 : mul(b0, alpha);
+  return recordBinary(binary('sub', a, b), 'sub', a, b, (g) => [g, neg(g)]);
+}
+
+export function mul(x: Tensor, other: TensorLike): Tensor {
+  const [a, b] = operands('mul', x, other);
+  return recordBinary(binary('mul', a, b), 'mul', a, b, (g) => [mul(g, b), mul(g, a)]);
+}
+
+export function div(x: Tensor, other: TensorLike): Tensor {
+  let [a, b] = operands('div', x, other);
+  if (!isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
+  return recordBinary(binary('div', a, b), 'div', a, b, (g) => [div(g, b), neg(div(mul(g, a), mul(b, b)))]);
+}
+
+export function pow(x: Tensor, exponent: TensorLike): Tensor {
+  if (typeof exponent === 'number') {
+    const a = isFloating(x.dtype) ? x : castTo(x, 'f32');
+    const out = wrap(native.unary('pow_scalar', a.handle, exponent));
+    return record(out, 'pow', [a], (g) => [unaryGrad('pow_scalar', a, g, exponent)]);
+  }
+  let [a, b] = operands('pow', x, exponent);
+  if (!isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
+  const out = binary('pow', a, b);
+  return recordBinary(out, 'pow', a, b, (g) => [
+    mul(g, mul(b, pow(a, sub(b, 1)))),
+    b.requiresGrad ? mul(g, mul(out, log(a))) : null,
+  ]);
+}
+
+function minmax(op: 'maximum' | 'minimum', x: Tensor, other: TensorLike): Tensor {
+  const [a, b] = operands(op, x, other);
+  return recordBinary(binary(op, a, b), op, a, b, (g) => {
+    // Ties split the gradient evenly, as torch.maximum/minimum do.
+    const win = op === 'maximum' ? gt(a, b) : lt(a, b);
+    const tie = castTo(eq(a, b), g.dtype);
+    const half = mul(tie, 0.5);
+    const wa = add(castTo(win, g.dtype), half);
+    const wb = sub(sub(scalar(1, g.dtype, g.device), castTo(win, g.dtype)), half);
+    return [mul(g, wa), mul(g, wb)];
+  });
+}
+export const maximum = (a: Tensor, b: TensorLike): Tensor => minmax('maximum', a, b);
+export const minimum = (a: Tensor, b: TensorLike): Tensor => minmax('minimum', a, b);
+
+function compare(op: BinaryOpName, x: Tensor, other: TensorLike): Tensor {
+  const [a, b] = operands(op, x, other);
+  return binary(op, a, b);
+}
+export const eq = (a: Tensor, b: TensorLike): Tensor => compare('eq', a, b);
+export const ne = (a: Tensor, b: TensorLike): Tensor => compare('ne', a, b);
+export const lt = (a: Tensor, b: TensorLike): Tensor => compare('lt', a, b);
+export const le = (a: Tensor, b: TensorLike): Tensor => compare('le', a, b);
+export const gt = (a: Tensor, b: TensorLike): Tensor => compare('gt', a, b);
+export const ge = (a: Tensor, b: TensorLike): Tensor => compare('ge', a, b);
+
+export function logicalAnd(a: Tensor, b: Tensor): Tensor {
+  return binary('logical_and', castTo(checkTensor('logicalAnd', 'a', a), 'bool'), castTo(checkTensor('logicalAnd', 'b', b), 'bool'));
+}
+export function logicalOr(a: Tensor, b: Tensor): Tensor {
+  return binary('logical_or', castTo(checkTensor('logicalOr', 'a', a), 'bool'), castTo(checkTensor('logicalOr', 'b', b), 'bool'));
+}
+export function logicalNot(a: Tensor): Tensor {
+  return eq(castTo(checkTensor('logicalNot', 'a', a), 'bool'), false as unknown as number);
+}
+
+function unaryGrad(op: UnaryOpName, x: Tensor, g: Tensor, a = 0, b = 0): Tensor {
+  return wrap(native.unaryBackward(op, x.handle, g.handle, a, b));
+}
+
+/** A unary op whose derivative the native kernel provides (float inputs; ints are promoted). */
+function unary(op: UnaryOpName, x: Tensor, a = 0, b = 0, keepInts = false): Tensor {
+  checkTensor(op, 'input', x);
+  const input = keepInts || isFloating(x.dtype) ? x : castTo(x, 'f32');
+  const out = wrap(native.unary(op, input.handle, a, b));
+  if (!isFloating(input.dtype)) return out;
+  return record(out, op, [input], (g) => [unaryGrad(op, input, g, a, b)]);
+}
+
+export const neg = (x: Tensor): Tensor => unary('neg', x, 0, 0, true);
+export const exp = (x: Tensor): Tensor => unary('exp', x);
+export const log = (x: Tensor): Tensor => unary('log', x);
+export const sqrt = (x: Tensor): Tensor => unary('sqrt', x);
+export const rsqrt = (x: Tensor): Tensor => unary('rsqrt', x);
+export const abs = (x: Tensor): Tensor => unary('abs', x, 0, 0, true);
+export const sign = (x: Tensor): Tensor => unary('sign', x, 0, 0, true);
+export const square = (x: Tensor): Tensor => unary('square', x, 0, 0, true);
+export const tanh = (x: Tensor): Tensor => unary('tanh', x);
+export const sigmoid = (x: Tensor): Tensor => unary('sigmoid', x);
+export const relu = (x: Tensor): Tensor => unary('relu', x, 0, 0, true);
+export const silu = (x: Tensor): Tensor => unary('silu', x);
+export const sin = (x: Tensor): Tensor => unary('sin', x);
+export const cos = (x: Tensor): Tensor => unary('cos', x);
+export const erf = (x: Tensor): Tensor => unary('erf', x);
+export const log1p = (x: Tensor): Tensor => unary('log1p', x);
+export const expm1 = (x: Tensor): Tensor => unary('expm1', x);
+export const reciprocal = (x: Tensor): Tensor => unary('reciprocal', x);
+export const floor = (x: Tensor): Tensor => unary('floor', x);
+export const ceil = (x: Tensor): Tensor => unary('ceil', x);
+export const round = (x: Tensor): Tensor => unary('round', x);
+export const leakyRelu = (x: Tensor, slope = 0.01): Tensor => unary('leaky_relu', x, slope);
+
+/** GELU, exact (erf) or with the tanh approximation. */
+export function gelu(x: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {
+  if (approximate !== 'none' && approximate !== 'tanh') throw typeError('gelu', `approximate must be 'none' or 'tanh', got ${String(approximate)}`);
+  return unary(approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x);
+}
+
+export function clamp(x: Tensor, min?: number | null, max?: number | null): Tensor {
+  const lo = min ?? -Infinity, hi = max ?? Infinity;
+  if (typeof lo !== 'number' || typeof hi !== 'number' || Number.isNaN(lo) || Number.isNaN(hi))
+    throw typeError('clamp', `min and max must be numbers, got ${String(min)} and ${String(max)}`);
+  return unary('clamp', x, lo, hi, true);
+}
+
+export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
+  checkTensor('where', 'condition', cond);
+  let ta: Tensor, tb: Tensor;
+  if (typeof a === 'number' && typeof b === 'number') {
+    ta = scalar(a, 'f32', cond.device);
+    tb = scalar(b, 'f32', cond.device);
+  } else if (typeof a === 'number') {
+    [tb, ta] = operands('where', b as Tensor, a);
+  } else {
+    [ta, tb] = operands('where', a, b);
+  }
+  const c = castTo(cond, 'bool');
+  const out = wrap(native.where(c.handle, ta.handle, tb.handle));
+  return record(out, 'where', [ta, tb], (g) => {
+    const zero = scalar(0, g.dtype, g.device);
+    return [
+      ta.requiresGrad ? sumTo(wrap(native.where(c.handle, g.handle, zero.handle)), ta.shape) : null,
+      tb.requiresGrad ? sumTo(wrap(native.where(c.handle, zero.handle, g.handle)), tb.shape) : null,
+    ];
+  });
+}
+
+/** `x` with `value` wherever `mask` is true (mask broadcasts). */
+export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
+  checkTensor('maskedFill', 'mask', mask);
+  if (mask.dtype !== 'bool') throw typeError('maskedFill', `mask must be a bool tensor, got ${mask.dtype}`, 'ERR_DTYPE');
+  return where(mask, scalar(value, x.dtype, x.device), x);
+}
+
+/** Casts to a dtype or moves to a device; recorded for autograd between float types. */
+export function to(x: Tensor, target: DType | string): Tensor {
+  checkTensor('to', 'input', x);
+  if (isDType(target)) {
+    if (target === x.dtype) return x;
+    const out = wrap(native.cast(x.handle, target));
+    if (!isFloating(target) || !isFloating(x.dtype)) return out;
+    return record(out, 'cast', [x], (g) => [to(g, x.dtype)]);
+  }
+  const device = normalizeDevice(target, 'to');
+  if (device === x.device) return x;
+  const out = wrap(native.to(x.handle, device));
+  return record(out, 'to', [x], (g) => [to(g, x.device)]);
+}
+
+export function clone(x: Tensor): Tensor {
+  checkTensor('clone', 'input', x);
+  return record(wrap(native.clone(x.handle)), 'clone', [x], (g) => [g]);
+}
+
+/** In-place copy of `src` into `dst` (no autograd); used by optimizers and state loading. */
+export function copy_(dst: Tensor, src: Tensor): Tensor {
+  noGrad(() => native.copy_(dst.handle, src.handle));
+  return dst;
+}

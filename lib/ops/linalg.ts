@@ -1,0 +1,48 @@
+/** Matrix products: matmul with NumPy semantics (1-D, 2-D, batched with broadcasting). */
+import { native } from '../native';
+import type { Tensor } from '../tensor';
+import { record } from '../autograd/node';
+import { promoteTypes } from '../dtype';
+import { castTo, checkTensor, rangeError, shapeStr, sumTo, wrap } from './util';
+
+/**
+ * op(a) · op(b) on ≥2-D operands, where op transposes the last two dims when asked. The kernels
+ * read transposed operands in place, so no copy is made.
+ */
+export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean): Tensor {
+  const out = wrap(native.matmul(a.handle, b.handle, transA, transB));
+  return record(out, 'matmul', [a, b], (g) => {
+    // C = A'B' with A' = op(A), B' = op(B): dA' = g·B'ᵀ, dB' = A'ᵀ·g, transposed back when needed.
+    const ga = a.requiresGrad ? (transA ? matmulT(b, g, transB, true) : matmulT(g, b, false, !transB)) : null;
+    const gb = b.requiresGrad ? (transB ? matmulT(g, a, true, transA) : matmulT(a, g, !transA, false)) : null;
+    return [ga && sumTo(ga, a.shape), gb && sumTo(gb, b.shape)];
+  });
+}
+
+export function matmul(x: Tensor, y: Tensor): Tensor {
+  checkTensor('matmul', 'a', x);
+  checkTensor('matmul', 'b', y);
+  if (x.ndim === 0 || y.ndim === 0) throw rangeError('matmul', `both operands need at least 1 dim, got ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  const dt = promoteTypes(x.dtype, y.dtype);
+  let a = castTo(x, dt), b = castTo(y, dt);
+  const vecA = a.ndim === 1, vecB = b.ndim === 1;
+  if (vecA) a = a.reshape([1, a.shape[0]]);
+  if (vecB) b = b.reshape([b.shape[0], 1]);
+  let out = matmulT(a, b, false, false);
+  if (vecA && vecB) out = out.reshape([]);
+  else if (vecA) out = out.squeeze(-2);
+  else if (vecB) out = out.squeeze(-1);
+  return out;
+}
+
+/** Matrix product of 2-D tensors, like torch.mm. */
+export function mm(a: Tensor, b: Tensor): Tensor {
+  if (a.ndim !== 2 || b.ndim !== 2) throw rangeError('mm', `expected 2-D operands, got ${shapeStr(a.shape)} and ${shapeStr(b.shape)}`);
+  return matmul(a, b);
+}
+
+/** Batched matrix product of 3-D tensors, like torch.bmm. */
+export function bmm(a: Tensor, b: Tensor): Tensor {
+  if (a.ndim !== 3 || b.ndim !== 3) throw rangeError('bmm', `expected 3-D operands, got ${shapeStr(a.shape)} and ${shapeStr(b.shape)}`);
+  return matmul(a, b);
+}

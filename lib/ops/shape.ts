@@ -1,0 +1,164 @@
+/** Shape ops: reshape/view/flatten/squeeze/unsqueeze (free views), expand, transpose/permute
+ *  (copies), narrow/slice, cat/stack/split/chunk — each with its gradient. */
+import { native } from '../native';
+import type { Tensor } from '../tensor';
+import { record } from '../autograd/node';
+import { checkTensor, normDim, rangeError, shapeStr, sumTo, typeError, wrap } from './util';
+
+/** Accepts `f(2, 3)` and `f([2, 3])`. */
+export function shapeArgs(args: number[] | [number[]]): number[] {
+  return Array.isArray(args[0]) ? [...(args[0] as number[])] : (args as number[]);
+}
+
+function checkInts(op: string, name: string, v: unknown): number[] {
+  if (!Array.isArray(v) || !v.every((d) => typeof d === 'number' && Number.isInteger(d)))
+    throw typeError(op, `${name} must be an array of integers, got ${JSON.stringify(v)}`);
+  return v as number[];
+}
+
+export function reshape(x: Tensor, shape: number[]): Tensor {
+  checkTensor('reshape', 'input', x);
+  checkInts('reshape', 'shape', shape);
+  const out = wrap(native.reshape(x.handle, shape));
+  return record(out, 'reshape', [x], (g) => [wrap(native.reshape(g.handle, [...x.shape]))]);
+}
+
+export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
+  if (x.ndim === 0) return reshape(x, [1]);
+  const s = normDim('flatten', startDim, x.ndim), e = normDim('flatten', endDim, x.ndim);
+  if (s > e) throw rangeError('flatten', `startDim ${startDim} comes after endDim ${endDim}`, 'ERR_INDEX');
+  const shape = [...x.shape.slice(0, s), x.shape.slice(s, e + 1).reduce((a, b) => a * b, 1), ...x.shape.slice(e + 1)];
+  return reshape(x, shape);
+}
+
+export function squeeze(x: Tensor, dim?: number): Tensor {
+  checkTensor('squeeze', 'input', x);
+  if (dim === undefined) return reshape(x, x.shape.filter((s) => s !== 1));
+  const d = normDim('squeeze', dim, x.ndim);
+  if (x.ndim === 0 || x.shape[d] !== 1) return x;
+  return reshape(x, x.shape.filter((_, i) => i !== d));
+}
+
+export function unsqueeze(x: Tensor, dim: number): Tensor {
+  checkTensor('unsqueeze', 'input', x);
+  const d = normDim('unsqueeze', dim, x.ndim + 1);
+  const shape = [...x.shape];
+  shape.splice(d, 0, 1);
+  return reshape(x, shape);
+}
+
+export function expand(x: Tensor, shape: number[]): Tensor {
+  checkTensor('expand', 'input', x);
+  checkInts('expand', 'shape', shape);
+  const out = wrap(native.expand(x.handle, shape));
+  if (out.shape.every((s, i) => s === x.shape[i]) && out.shape.length === x.shape.length) return x;
+  return record(out, 'expand', [x], (g) => [sumTo(g, x.shape)]);
+}
+
+export function permute(x: Tensor, dims: number[]): Tensor {
+  checkTensor('permute', 'input', x);
+  checkInts('permute', 'dims', dims);
+  const out = wrap(native.permute(x.handle, dims));
+  const norm = dims.map((d) => normDim('permute', d, x.ndim));
+  const inverse = new Array<number>(norm.length);
+  norm.forEach((d, i) => (inverse[d] = i));
+  return record(out, 'permute', [x], (g) => [permute(g, inverse)]);
+}
+
+export function transpose(x: Tensor, dim0 = 0, dim1 = 1): Tensor {
+  checkTensor('transpose', 'input', x);
+  if (x.ndim < 2 && dim0 === 0 && dim1 === 1) return x;
+  const a = normDim('transpose', dim0, x.ndim), b = normDim('transpose', dim1, x.ndim);
+  const dims = x.shape.map((_, i) => i);
+  [dims[a], dims[b]] = [dims[b], dims[a]];
+  return permute(x, dims);
+}
+
+export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
+  checkTensor('narrow', 'input', x);
+  const d = normDim('narrow', dim, x.ndim);
+  const out = wrap(native.narrow(x.handle, d, start, length));
+  const begin = start < 0 ? start + x.shape[d] : start;
+  return record(out, 'narrow', [x], (g) => {
+    // Pad the gradient with zeros on both sides along `d`.
+    const parts: Tensor[] = [];
+    const zerosAlong = (n: number) => wrap(native.full(x.shape.map((s, i) => (i === d ? n : s)), g.dtype, g.device, 0));
+    if (begin > 0) parts.push(zerosAlong(begin));
+    parts.push(g);
+    const after = x.shape[d] - begin - length;
+    if (after > 0) parts.push(zerosAlong(after));
+    return [parts.length === 1 ? g : wrap(native.cat(parts.map((p) => p.handle), d))];
+  });
+}
+
+/** Python-style slice along `dim`: [start, end), negative indices from the end, clamped. */
+export function slice(x: Tensor, dim: number, start = 0, end?: number): Tensor {
+  checkTensor('slice', 'input', x);
+  const d = normDim('slice', dim, x.ndim);
+  const n = x.shape[d];
+  const clampIdx = (i: number) => Math.min(Math.max(i < 0 ? i + n : i, 0), n);
+  const s = clampIdx(start), e = clampIdx(end ?? n);
+  return narrow(x, d, s, Math.max(0, e - s));
+}
+
+export function cat(xs: Tensor[], dim = 0): Tensor {
+  if (!Array.isArray(xs) || xs.length === 0) throw typeError('cat', 'expected a non-empty array of tensors');
+  xs.forEach((t, i) => checkTensor('cat', `tensors[${i}]`, t));
+  const first = xs[0];
+  xs.forEach((t, i) => {
+    if (t.dtype !== first.dtype) throw typeError('cat', `tensors[${i}] is ${t.dtype}, expected ${first.dtype}`, 'ERR_DTYPE');
+  });
+  const d = normDim('cat', dim, first.ndim);
+  const out = wrap(native.cat(xs.map((t) => t.handle), d));
+  return record(out, 'cat', xs, (g) => {
+    let at = 0;
+    return xs.map((t) => {
+      const part = t.requiresGrad ? wrap(native.narrow(g.handle, d, at, t.shape[d])) : null;
+      at += t.shape[d];
+      return part;
+    });
+  });
+}
+
+export function stack(xs: Tensor[], dim = 0): Tensor {
+  if (!Array.isArray(xs) || xs.length === 0) throw typeError('stack', 'expected a non-empty array of tensors');
+  xs.forEach((t, i) => checkTensor('stack', `tensors[${i}]`, t));
+  const s0 = xs[0].shape;
+  xs.forEach((t, i) => {
+    if (t.shape.length !== s0.length || t.shape.some((s, j) => s !== s0[j]))
+      throw rangeError('stack', `tensors[${i}] has shape ${shapeStr(t.shape)}, expected ${shapeStr(s0)}`);
+  });
+  const d = normDim('stack', dim, s0.length + 1);
+  return cat(xs.map((t) => unsqueeze(t, d)), d);
+}
+
+export function split(x: Tensor, sizeOrSections: number | number[], dim = 0): Tensor[] {
+  checkTensor('split', 'input', x);
+  const d = normDim('split', dim, x.ndim);
+  const n = x.shape[d];
+  let sizes: number[];
+  if (typeof sizeOrSections === 'number') {
+    if (!Number.isInteger(sizeOrSections) || sizeOrSections <= 0) throw rangeError('split', `split size must be a positive integer, got ${sizeOrSections}`);
+    sizes = [];
+    for (let at = 0; at < n; at += sizeOrSections) sizes.push(Math.min(sizeOrSections, n - at));
+    if (n === 0) sizes = [0];
+  } else {
+    sizes = checkInts('split', 'sections', sizeOrSections);
+    if (sizes.reduce((a, b) => a + b, 0) !== n || sizes.some((s) => s < 0))
+      throw rangeError('split', `sections ${JSON.stringify(sizes)} do not sum to ${n} (dim ${d} of ${shapeStr(x.shape)})`);
+  }
+  let at = 0;
+  return sizes.map((s) => {
+    const part = narrow(x, d, at, s);
+    at += s;
+    return part;
+  });
+}
+
+export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
+  checkTensor('chunk', 'input', x);
+  if (!Number.isInteger(chunks) || chunks <= 0) throw rangeError('chunk', `chunks must be a positive integer, got ${chunks}`);
+  const d = normDim('chunk', dim, x.ndim);
+  return split(x, Math.max(1, Math.ceil(x.shape[d] / chunks)), d);
+}
+

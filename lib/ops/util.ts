@@ -1,0 +1,74 @@
+/** Helpers shared by the op modules: wrapping handles, scalars, gradient reduction, errors. */
+import { native, type NativeTensor } from '../native';
+import { Tensor, type TensorLike } from '../tensor';
+import { type DType, promoteTypes, promoteWithScalar } from '../dtype';
+
+export function wrap(h: NativeTensor): Tensor {
+  return new Tensor(h);
+}
+
+export function shapeStr(s: readonly number[]): string {
+  return `[${s.join(',')}]`;
+}
+
+export function rangeError(op: string, message: string, code = 'ERR_SHAPE'): RangeError {
+  return Object.assign(new RangeError(`${op}: ${message}`), { code });
+}
+
+export function typeError(op: string, message: string, code = 'ERR_ARG'): TypeError {
+  return Object.assign(new TypeError(`${op}: ${message}`), { code });
+}
+
+export function checkTensor(op: string, name: string, v: unknown): Tensor {
+  if (!(v instanceof Tensor)) throw typeError(op, `${name} must be a Tensor, got ${v === null ? 'null' : typeof v}`);
+  return v;
+}
+
+/** A 0-d tensor holding `value`, matching `like`'s device. */
+export function scalar(value: number, dtype: DType, device: string): Tensor {
+  return wrap(native.full([], dtype, device, value));
+}
+
+/** Converts the dtype of `t` when needed (recorded for autograd). */
+export function castTo(t: Tensor, dtype: DType): Tensor {
+  return t.dtype === dtype ? t : t.to(dtype);
+}
+
+/** Both operands of a binary op as tensors of one promoted dtype. */
+export function operands(op: string, a: Tensor, b: TensorLike): [Tensor, Tensor] {
+  checkTensor(op, 'input', a);
+  if (typeof b === 'number') {
+    const dt = promoteWithScalar(a.dtype, b);
+    return [castTo(a, dt), scalar(b, dt, a.device)];
+  }
+  if (typeof b === 'boolean') return [a, scalar(b ? 1 : 0, a.dtype, a.device)];
+  checkTensor(op, 'other', b);
+  const dt = promoteTypes(a.dtype, b.dtype);
+  return [castTo(a, dt), castTo(b, dt)];
+}
+
+/** Sums a broadcast gradient back down to `shape`. */
+export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
+  if (g.shape.length === shape.length && g.shape.every((s, i) => s === shape[i])) return g;
+  const lead = g.shape.length - shape.length;
+  const dims: number[] = [];
+  for (let i = 0; i < g.shape.length; i++) {
+    if (i < lead || (shape[i - lead] === 1 && g.shape[i] !== 1)) dims.push(i);
+  }
+  let r = dims.length ? wrap(native.reduce('sum', g.handle, dims, true)) : g;
+  if (lead > 0 || r.shape.length !== shape.length) r = wrap(native.reshape(r.handle, [...shape]));
+  return r;
+}
+
+export function normDim(op: string, dim: number, ndim: number): number {
+  const n = Math.max(ndim, 1);
+  if (!Number.isInteger(dim)) throw typeError(op, `dim must be an integer, got ${dim}`);
+  if (dim < -n || dim >= n) throw rangeError(op, `dim ${dim} is out of range for a tensor of ${ndim} dimensions`, 'ERR_INDEX');
+  return dim < 0 ? dim + n : dim;
+}
+
+export function dimList(op: string, dim: number | number[] | undefined, ndim: number): number[] {
+  if (dim === undefined) return Array.from({ length: ndim }, (_, i) => i);
+  const list = Array.isArray(dim) ? dim : [dim];
+  return list.map((d) => normDim(op, d, ndim));
+}

@@ -1,0 +1,79 @@
+/** The typed contract of the native addon (build/Release/flockml.node): every export. */
+
+/** A tensor handle owned by the addon; opaque to TypeScript. */
+export interface NativeTensor {
+  readonly __nativeTensor: unique symbol;
+}
+
+export type NativeDType = 'f32' | 'f64' | 'i32' | 'i64' | 'u8' | 'bool' | 'bf16' | 'f16';
+
+export type UnaryOpName =
+  | 'neg' | 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'abs' | 'sign' | 'tanh' | 'sigmoid' | 'relu' | 'gelu' | 'gelu_tanh'
+  | 'silu' | 'clamp' | 'leaky_relu' | 'logical_not' | 'square' | 'reciprocal' | 'sin' | 'cos' | 'erf' | 'floor'
+  | 'ceil' | 'round' | 'log1p' | 'expm1' | 'pow_scalar';
+export type BinaryOpName =
+  | 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'maximum' | 'minimum' | 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge'
+  | 'logical_and' | 'logical_or';
+export type ReduceOpName = 'sum' | 'mean' | 'max' | 'min' | 'prod' | 'argmax' | 'argmin' | 'var' | 'logsumexp';
+export type RandomKind = 'uniform' | 'normal' | 'randint' | 'bernoulli';
+
+export interface NativeMeta {
+  shape: number[];
+  dtype: NativeDType;
+  device: string;
+}
+
+export interface DeviceMemoryStats {
+  tensors: number;
+  bytes: number;
+  peakBytes: number;
+  storages: number;
+}
+
+export interface NativeAddon {
+  NativeTensor: new () => NativeTensor;
+  // creation
+  empty(shape: number[], dtype: NativeDType, device: string): NativeTensor;
+  full(shape: number[], dtype: NativeDType, device: string, value: number): NativeTensor;
+  fromBuffer(data: ArrayBufferView | ArrayBuffer, shape: number[], dtype: NativeDType, device: string): NativeTensor;
+  arange(start: number, end: number, step: number, dtype: NativeDType, device: string): NativeTensor;
+  linspace(start: number, end: number, steps: number, dtype: NativeDType, device: string): NativeTensor;
+  random(kind: RandomKind, shape: number[], dtype: NativeDType, device: string, seed: number, offset: number, a: number, b: number): NativeTensor;
+  // handles
+  meta(t: NativeTensor): NativeMeta;
+  isDisposed(t: NativeTensor): boolean;
+  dispose(t: NativeTensor): void;
+  // sync points
+  read(t: NativeTensor): Promise<ArrayBuffer>;
+  readSync(t: NativeTensor): ArrayBuffer;
+  sync(device: string): Promise<void>;
+  syncSync(device: string): void;
+  // runtime
+  memory(): Record<string, DeviceMemoryStats>;
+  numThreads(): number;
+  setNumThreads(n: number): void;
+  buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number };
+  gpuDeviceCount(): number;
+  gpuDeviceName(index: number): string;
+  gpuMemoryInfo(index: number): { free: number; total: number };
+  // ops
+  unary(op: UnaryOpName, x: NativeTensor, a?: number, b?: number): NativeTensor;
+  unaryBackward(op: UnaryOpName, x: NativeTensor, grad: NativeTensor, a?: number, b?: number): NativeTensor;
+  binary(op: BinaryOpName, a: NativeTensor, b: NativeTensor): NativeTensor;
+  where(cond: NativeTensor, a: NativeTensor, b: NativeTensor): NativeTensor;
+  cast(x: NativeTensor, dtype: NativeDType): NativeTensor;
+  clone(x: NativeTensor): NativeTensor;
+  copy_(dst: NativeTensor, src: NativeTensor): void;
+  to(x: NativeTensor, device: string): NativeTensor;
+  reduce(op: ReduceOpName, x: NativeTensor, dims: number[], keepdim: boolean, correction?: number): NativeTensor;
+  softmax(x: NativeTensor, dim: number, log: boolean): NativeTensor;
+  matmul(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean): NativeTensor;
+  reshape(x: NativeTensor, shape: number[]): NativeTensor;
+  narrow(x: NativeTensor, dim: number, start: number, length: number): NativeTensor;
+  permute(x: NativeTensor, dims: number[]): NativeTensor;
+  expand(x: NativeTensor, shape: number[]): NativeTensor;
+  cat(xs: NativeTensor[], dim: number): NativeTensor;
+  indexSelect(x: NativeTensor, dim: number, index: NativeTensor): NativeTensor;
+  gather(x: NativeTensor, dim: number, index: NativeTensor): NativeTensor;
+  scatterAdd(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NativeTensor;
+}
