@@ -1,0 +1,50 @@
+/**
+ * Runs every test/**\/*.test.ts file in its own process (a crash in one cannot take down the rest),
+ * echoes its output, and ends with one line: `N passed, N failed`.
+ *   tsx test/run.ts [--gpu] [filter...]
+ * --gpu runs only the GPU conformance files (test/gpu/); filters match file paths.
+ */
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const root = join(__dirname);
+const args = process.argv.slice(2);
+const gpuOnly = args.includes('--gpu');
+const filters = args.filter((a) => !a.startsWith('--'));
+
+function find(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return find(p);
+    return name.endsWith('.test.ts') ? [p] : [];
+  });
+}
+
+const files = find(root)
+  .filter((f) => !gpuOnly || relative(root, f).startsWith('gpu'))
+  .filter((f) => filters.length === 0 || filters.some((flt) => f.includes(flt)))
+  .sort();
+
+const tsx = join(root, '..', 'node_modules', '.bin', 'tsx');
+let passed = 0;
+let failed = 0;
+for (const file of files) {
+  const rel = relative(join(root, '..'), file);
+  const started = Date.now();
+  const r = spawnSync(tsx, [file], { encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0' }, maxBuffer: 64 << 20, timeout: 20 * 60_000 });
+  const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+  const total = Number(/Total:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  const ok = Number(/Passed:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  const skipped = Number(/Skipped:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  let fileFailed = total - ok - skipped;
+  if (r.status !== 0 && fileFailed === 0) fileFailed = 1;  // crashed or exited non-zero outside a test
+  if (total === 0 && r.status === 0) fileFailed = 1;  // a file that ran no test is a failure
+  passed += ok;
+  failed += fileFailed;
+  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  console.log(`${fileFailed ? 'FAIL' : 'ok  '} ${rel}  (${ok}/${total} in ${secs}s${r.signal ? `, killed by ${r.signal}` : ''})`);
+  if (fileFailed || process.env.FLOCKML_TEST_VERBOSE) console.log(out.replace(/^/gm, '    '));
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
