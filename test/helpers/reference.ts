@@ -1,0 +1,44 @@
+/** Plain-JS f64 references and comparison helpers for op tests. */
+import * as assert from 'uvu/assert';
+import type { Tensor } from '../../lib/index';
+
+export function arr(t: Tensor): number[] {
+  return Array.from(t.dataSync() as ArrayLike<number | bigint>, Number);
+}
+
+export function close(actual: ArrayLike<number>, expected: ArrayLike<number>, rtol = 1e-5, atol = 1e-6, what = ''): void {
+  assert.is(actual.length, expected.length, `${what} length`);
+  for (let i = 0; i < expected.length; i++) {
+    const a = actual[i], e = expected[i];
+    if (Number.isNaN(e)) {
+      assert.ok(Number.isNaN(a), `${what}[${i}]: expected NaN, got ${a}`);
+      continue;
+    }
+    const ok = a === e || Math.abs(a - e) <= atol + rtol * Math.abs(e);
+    if (!ok) assert.unreachable(`${what}[${i}]: got ${a}, expected ${e}`);
+  }
+}
+
+/** Reference C = op(A)·op(B) in f64; A is m×k (or k×m when ta), B k×n (or n×k when tb). */
+export function refMatmul(a: ArrayLike<number>, b: ArrayLike<number>, m: number, n: number, k: number, ta = false, tb = false): Float64Array {
+  const c = new Float64Array(m * n);
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < n; j++) {
+      let s = 0;
+      for (let p = 0; p < k; p++) s += (ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+      c[i * n + j] = s;
+    }
+  return c;
+}
+
+export function expectError(fn: () => unknown, ctor: ErrorConstructor, code: string, pattern?: RegExp): void {
+  try {
+    fn();
+  } catch (e) {
+    assert.instance(e, ctor);
+    assert.is((e as { code?: string }).code, code, `code of: ${(e as Error).message}`);
+    if (pattern) assert.match((e as Error).message, pattern);
+    return;
+  }
+  assert.unreachable(`expected ${ctor.name} ${code}`);
+}

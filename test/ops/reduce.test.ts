@@ -1,0 +1,97 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import * as fl from '../../lib/index';
+import { arr, close, expectError } from '../helpers/reference';
+
+fl.manualSeed(21);
+
+/** Reference reduction over dims of a row-major array, returning the kept-dims result. */
+function refReduce(values: number[], shape: number[], dims: number[], f: (xs: number[]) => number): number[] {
+  const outShape = shape.map((s, i) => (dims.includes(i) ? 1 : s));
+  const n = outShape.reduce((a, b) => a * b, 1);
+  const groups: number[][] = Array.from({ length: n }, () => []);
+  values.forEach((v, lin) => {
+    let rem = lin, o = 0, mul = 1;
+    const idx: number[] = [];
+    for (let d = shape.length - 1; d >= 0; d--) {
+      idx[d] = rem % shape[d];
+      rem = Math.floor(rem / shape[d]);
+    }
+    for (let d = shape.length - 1; d >= 0; d--) {
+      o += (dims.includes(d) ? 0 : idx[d]) * mul;
+      mul *= outShape[d];
+    }
+    groups[o].push(v);
+  });
+  return groups.map(f);
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const mean = (xs: number[]) => sum(xs) / xs.length;
+const variance = (xs: number[], c = 1) => sum(xs.map((x) => (x - mean(xs)) ** 2)) / (xs.length - c);
+const lse = (xs: number[]) => {
+  const m = Math.max(...xs);
+  return m + Math.log(sum(xs.map((x) => Math.exp(x - m))));
+};
+
+for (const [shape, dims] of [[[7], [0]], [[3, 5], [1]], [[3, 5], [0]], [[2, 3, 4], [0, 2]], [[2, 3, 4], [1, 2]], [[4, 130, 3], [1]], [[1025], [0]]] as [number[], number[]][]) {
+  test(`sum/mean/max/min/var/logsumexp over ${JSON.stringify(dims)} of ${JSON.stringify(shape)}`, () => {
+    const x = fl.randn(shape, { dtype: 'f64' });
+    const v = arr(x);
+    close(arr(x.sum(dims)), refReduce(v, shape, dims, sum), 1e-12, 1e-12, 'sum');
+    close(arr(x.mean(dims, true)), refReduce(v, shape, dims, mean), 1e-12, 1e-12, 'mean');
+    close(arr(x.max(dims)), refReduce(v, shape, dims, (xs) => Math.max(...xs)), 0, 0, 'max');
+    close(arr(x.min(dims)), refReduce(v, shape, dims, (xs) => Math.min(...xs)), 0, 0, 'min');
+    close(arr(x.var(dims)), refReduce(v, shape, dims, (xs) => variance(xs)), 1e-10, 1e-12, 'var');
+    close(arr(x.std(dims, { correction: 0 })), refReduce(v, shape, dims, (xs) => Math.sqrt(variance(xs, 0))), 1e-10, 1e-12, 'std');
+    close(arr(x.logsumexp(dims)), refReduce(v, shape, dims, lse), 1e-12, 1e-12, 'logsumexp');
+    const f32 = x.to('f32');
+    close(arr(f32.sum(dims)), refReduce(v, shape, dims, sum), 1e-5, 1e-5, 'sum f32');
+  });
+}
+
+test('keepdim shapes and reduction of everything', () => {
+  const x = fl.ones([2, 3, 4]);
+  assert.equal(x.sum(1, true).shape, [2, 1, 4]);
+  assert.equal(x.sum([0, 2]).shape, [3]);
+  assert.equal(x.sum().shape, []);
+  assert.is(x.sum().itemSync(), 24);
+  assert.is(x.mean(-1).shape.length, 2);
+});
+
+test('argmax/argmin return i64 first occurrence', () => {
+  const x = fl.tensor([[1, 5, 5], [7, 0, 7]], { dtype: 'f32' });
+  const am = x.argmax(1);
+  assert.is(am.dtype, 'i64');
+  assert.equal(arr(am), [1, 0]);
+  assert.equal(arr(x.argmin(1)), [0, 1]);
+  assert.equal(arr(x.argmax()), [3]);
+  assert.equal(x.argmax(0, true).shape, [1, 3]);
+});
+
+test('integer sums stay integer; mean of ints is float', () => {
+  const x = fl.tensor([[1, 2], [3, 4]]);
+  assert.is(x.sum().dtype, 'i64');
+  assert.is(x.sum().itemSync(), 10);
+  assert.is(x.mean().dtype, 'f32');
+  assert.is(x.mean().itemSync(), 2.5);
+});
+
+test('softmax and logSoftmax match the reference, stable for large logits', () => {
+  const x = fl.tensor([[1000, 1001, 1002], [-5, 0, 5]], { dtype: 'f64' });
+  const rows = [[1000, 1001, 1002], [-5, 0, 5]];
+  const ref = rows.flatMap((r) => r.map((v) => Math.exp(v - lse(r))));
+  close(arr(x.softmax(1)), ref, 1e-12, 1e-15);
+  close(arr(x.logSoftmax(-1)), rows.flatMap((r) => r.map((v) => v - lse(r))), 1e-12, 1e-12);
+  const cols = fl.randn([3, 4, 5]);
+  close(arr(cols.softmax(1).sum(1)), new Array(15).fill(1), 1e-6, 1e-6);
+});
+
+test('max over an empty dim is an error; sum of empty is 0', () => {
+  expectError(() => fl.zeros([0, 3]).max(0), RangeError, 'ERR_SHAPE');
+  assert.equal(arr(fl.zeros([0, 3]).sum(0)), [0, 0, 0]);
+  expectError(() => fl.ones([2, 3]).sum(2), RangeError, 'ERR_INDEX', /dim 2/);
+  expectError(() => fl.ones([2, 3]).sum([0, 0]), TypeError, 'ERR_ARG');
+});
+
+test.run();

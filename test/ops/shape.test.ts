@@ -1,0 +1,68 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import * as fl from '../../lib/index';
+import { arr, expectError } from '../helpers/reference';
+
+const x = () => fl.arange(24, undefined, 1, { dtype: 'f32' }).reshape(2, 3, 4);
+
+test('reshape/view share storage, infer -1 and reject bad sizes', () => {
+  const a = x();
+  assert.equal(a.view(-1, 4).shape, [6, 4]);
+  assert.equal(a.reshape([4, 6]).shape, [4, 6]);
+  const before = fl.memory().cpu.storages;
+  a.reshape(24);
+  assert.is(fl.memory().cpu.storages, before, 'a view allocates no storage');
+  expectError(() => a.reshape(5, 5), RangeError, 'ERR_SHAPE', /\[2,3,4\]/);
+  expectError(() => a.reshape(-1, -1), RangeError, 'ERR_SHAPE');
+});
+
+test('flatten, squeeze, unsqueeze', () => {
+  assert.equal(x().flatten().shape, [24]);
+  assert.equal(x().flatten(1).shape, [2, 12]);
+  assert.equal(fl.zeros([1, 3, 1]).squeeze().shape, [3]);
+  assert.equal(fl.zeros([1, 3, 1]).squeeze(0).shape, [3, 1]);
+  assert.equal(fl.zeros([3]).unsqueeze(0).unsqueeze(-1).shape, [1, 3, 1]);
+});
+
+test('transpose and permute copy with the right element order', () => {
+  const t = x().transpose(0, 2);
+  assert.equal(t.shape, [4, 3, 2]);
+  const v = arr(t);
+  assert.is(v[1], 12);  // t[0,0,1] = x[1,0,0]
+  assert.is(v[2], 4);  // t[0,1,0] = x[0,1,0]
+  const p = x().permute(1, 2, 0);
+  assert.equal(p.shape, [3, 4, 2]);
+  assert.equal(arr(p).slice(0, 4), [0, 12, 1, 13]);
+  expectError(() => x().permute(0, 0, 1), TypeError, 'ERR_ARG');
+});
+
+test('expand broadcasts', () => {
+  const e = fl.tensor([[1], [2]], { dtype: 'f32' }).expand(2, 3);
+  assert.equal(arr(e), [1, 1, 1, 2, 2, 2]);
+  assert.equal(fl.tensor([1, 2], { dtype: 'f32' }).expand(3, -1).shape, [3, 2]);
+  expectError(() => fl.ones([2]).expand(3), RangeError, 'ERR_SHAPE');
+});
+
+test('narrow along dim 0 is a view; along other dims a copy', () => {
+  const a = x();
+  assert.equal(arr(a.narrow(0, 1, 1)).slice(0, 3), [12, 13, 14]);
+  assert.equal(arr(a.narrow(2, 1, 2)).slice(0, 4), [1, 2, 5, 6]);
+  assert.equal(arr(a.slice(1, -1)).slice(0, 4), [8, 9, 10, 11]);
+  expectError(() => a.narrow(1, 2, 5), RangeError, 'ERR_INDEX');
+});
+
+test('cat, stack, split, chunk', () => {
+  const a = fl.tensor([[1, 2]], { dtype: 'f32' }), b = fl.tensor([[3, 4], [5, 6]], { dtype: 'f32' });
+  assert.equal(arr(fl.cat([a, b])), [1, 2, 3, 4, 5, 6]);
+  assert.equal(arr(fl.cat([b, b], 1)), [3, 4, 3, 4, 5, 6, 5, 6]);
+  assert.equal(fl.stack([b, b], 2).shape, [2, 2, 2]);
+  assert.equal(arr(fl.stack([b, b], 2)), [3, 3, 4, 4, 5, 5, 6, 6]);
+  const parts = fl.arange(7).split(3);
+  assert.equal(parts.map((p) => p.shape[0]), [3, 3, 1]);
+  assert.equal(fl.arange(7).split([2, 5]).map((p) => arr(p)), [[0, 1], [2, 3, 4, 5, 6]]);
+  assert.equal(fl.arange(6).chunk(4).map((p) => p.shape[0]), [2, 2, 2]);
+  expectError(() => fl.cat([a, fl.ones([1, 3])]), RangeError, 'ERR_SHAPE');
+  expectError(() => fl.cat([a, fl.ones([1, 2], { dtype: 'f64' })]), TypeError, 'ERR_DTYPE');
+});
+
+test.run();
