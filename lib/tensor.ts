@@ -204,6 +204,8 @@ export class Tensor {
   /** A copy converted to `dtype`, or moved to `device` ('cpu', 'cuda:N'). */
   to(target: DType | string): Tensor { return ew.to(this, target); }
   clone(): Tensor { return ew.clone(this); }
+  /** Copies `src` into this tensor in place (same shape, dtype and device); not recorded by autograd. */
+  copy_(src: Tensor): this { ew.copy_(this, src); return this; }
   contiguous(): Tensor { return this; }
 
   // ---- reductions ----

@@ -1,0 +1,133 @@
+/** Tensor lifetimes: dispose, tidy, keep, `using`, finalizers, and 10,000 training-like steps. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import * as fl from '../lib/index';
+import { expectError } from './helpers/reference';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+const live = () => fl.memory().cpu.tensors;
+
+test('dispose frees at once and makes the tensor unusable', () => {
+  const before = fl.memory().cpu;
+  const t = fl.zeros([1000]);
+  assert.is(live(), before.tensors + 1);
+  t.dispose();
+  t.dispose();  // idempotent
+  assert.is(live(), before.tensors);
+  fl.syncSync();  // the queued fill still held the storage; once run, the bytes are back
+  assert.is(fl.memory().cpu.bytes, before.bytes);
+  assert.ok(t.isDisposed);
+  expectError(() => t.add(1), TypeError, 'ERR_DISPOSED');
+});
+
+test('dispose while work is queued keeps the storage alive until the work is done', async () => {
+  const a = fl.randn([256, 256]);
+  const b = a.matmul(a);
+  a.dispose();
+  const v = await b.data();
+  assert.is(v.length, 256 * 256);
+});
+
+test('tidy disposes intermediates and keeps what it returns', () => {
+  const before = live();
+  const kept = fl.tidy(() => {
+    const x = fl.ones([10]);
+    const y = x.mul(2).add(1);
+    return { y, list: [x.sum()] };
+  });
+  assert.is(live(), before + 2);
+  assert.equal(Array.from(kept.y.dataSync()), new Array(10).fill(3));
+  kept.y.dispose();
+  kept.list[0].dispose();
+  assert.is(live(), before);
+});
+
+test('keep() survives tidy; errors inside tidy still clean up', () => {
+  const before = live();
+  let k: fl.Tensor | undefined;
+  fl.tidy(() => {
+    k = fl.keep(fl.ones([2]));
+    fl.ones([3]);
+  });
+  assert.is(live(), before + 1);
+  k!.dispose();
+  assert.throws(() => fl.tidy(() => { fl.ones([4]); throw new Error('boom'); }), /boom/);
+  assert.is(live(), before);
+});
+
+test('using (Symbol.dispose) frees at scope exit', () => {
+  const before = live();
+  {
+    const t = fl.ones([5]);
+    t[Symbol.dispose]();
+  }
+  assert.is(live(), before);
+});
+
+const settle = async () => {
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((r) => setImmediate(r));
+  }
+};
+
+test('the finalizer frees tensors that become unreachable', async () => {
+  await settle();
+  const before = live();
+  (() => {
+    for (let i = 0; i < 100; i++) fl.ones([1000]);
+  })();
+  for (let i = 0; i < 5 && live() > before; i++) {
+    gc();
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.is(live(), before);
+});
+
+// Node-API runs finalizers when the event loop turns, so the loop yields every 100 steps, as a
+// loop that awaits its loss for logging does.
+test('10,000 training-like steps keep live tensors and RSS flat', async () => {
+  fl.manualSeed(3);
+  const w1 = fl.randn([32, 64]).mul(0.1).requiresGrad_();
+  const w2 = fl.randn([64, 10]).mul(0.1).requiresGrad_();
+  const params = [w1, w2];
+  const step = () =>
+    fl.tidy((): fl.Tensor => {
+      const x = fl.randn([16, 32]);
+      const target = fl.randint(0, 10, [16]);
+      const logits = x.matmul(w1).relu().matmul(w2);
+      const loss = logits.logSoftmax(1).gather(1, target.unsqueeze(1)).mean().neg();
+      loss.backward();
+      fl.noGrad(() => {
+        for (const p of params) {
+          p.copy_(p.sub(p.grad!.mul(0.01)));
+          p.grad!.dispose();
+          p.grad = null;
+        }
+      });
+      return loss.detach();
+    });
+  let tensorsAt1k = 0, bytesAt1k = 0, rssAt1k = 0;
+  for (let i = 1; i <= 10_000; i++) {
+    const loss = step();
+    if (i % 100 === 0) assert.ok(Number.isFinite(await loss.item()));
+    loss.dispose();
+    if (i === 1000) {
+      await settle();
+      tensorsAt1k = live();
+      bytesAt1k = fl.memory().cpu.bytes;
+      rssAt1k = process.memoryUsage().rss;
+    }
+  }
+  await settle();
+  assert.is(live(), tensorsAt1k, 'live tensors');
+  assert.is(fl.memory().cpu.bytes, bytesAt1k, 'live bytes');
+  const growth = (process.memoryUsage().rss - rssAt1k) / 2 ** 20;
+  assert.ok(growth < 32, `RSS grew by ${growth.toFixed(1)} MiB over 9,000 steps`);
+});
+
+test.run();
