@@ -1,0 +1,51 @@
+/**
+ * GPU benchmarks (JSON lines): GEMM TFLOP/s (f32, bf16) at 1024…8192 and the bandwidth of
+ * element-wise and softmax kernels as a fraction of a measured device-to-device copy.
+ * Anchor: bench/anchors/torch_gpu.py on the same machine prints the same shapes.
+ */
+import * as fl from '../lib/index';
+
+const dev = 'cuda:0';
+
+async function time(fn: () => void, iters: number): Promise<number> {
+  fn();
+  await fl.sync(dev);
+  const t0 = performance.now();
+  for (let i = 0; i < iters; i++) fl.tidy(fn);
+  await fl.sync(dev);
+  return (performance.now() - t0) / iters;
+}
+
+async function main(): Promise<void> {
+  if (!fl.cuda.isAvailable()) {
+    console.log(JSON.stringify({ bench: 'gpu', skipped: 'no CUDA device' }));
+    return;
+  }
+  const name = fl.cuda.deviceName(0);
+  for (const dtype of ['f32', 'bf16'] as const) {
+    for (const n of [1024, 2048, 4096, 8192]) {
+      const a = fl.randn([n, n], { device: dev }).to(dtype), b = fl.randn([n, n], { device: dev }).to(dtype);
+      const ms = await time(() => { a.matmul(b); }, n >= 4096 ? 10 : 30);
+      console.log(JSON.stringify({ bench: 'gemm', device: name, dtype, n, ms: +ms.toFixed(3), tflops: +((2 * n ** 3) / (ms * 1e9)).toFixed(2) }));
+      a.dispose();
+      b.dispose();
+    }
+  }
+  const n = 64 * 2 ** 20;
+  const x = fl.randn([n], { device: dev }), y = fl.randn([n], { device: dev });
+  const copyMs = await time(() => { x.clone(); }, 50);
+  const copyGbps = (2 * 4 * n) / (copyMs * 1e6);
+  console.log(JSON.stringify({ bench: 'bandwidth', op: 'copy', device: name, bytes: 8 * n, gbps: +copyGbps.toFixed(1) }));
+  const rows = x.reshape(n / 4096, 4096);
+  for (const [op, fn, bytes] of [
+    ['add', () => { x.add(y); }, 12 * n],
+    ['gelu', () => { x.gelu(); }, 8 * n],
+    ['softmax', () => { rows.softmax(-1); }, 8 * n],
+  ] as [string, () => void, number][]) {
+    const ms = await time(fn, 50);
+    const gbps = bytes / (ms * 1e6);
+    console.log(JSON.stringify({ bench: 'bandwidth', op, device: name, bytes, gbps: +gbps.toFixed(1), of_copy: +(gbps / copyGbps).toFixed(3) }));
+  }
+}
+
+void main();
