@@ -11,6 +11,18 @@ void check_index(const Tensor& x, const Tensor& index, const char* op) {
     fail(Code::DType, op, ": index must be i64 or i32, got ", dtype_name(index.dtype));
 }
 
+// gather/scatter_add: index has the input's rank and is no larger outside `dim`. Returns `dim`
+// normalised.
+int64_t check_gather_shapes(const Tensor& x, int64_t dim, const Tensor& index, const char* op) {
+  if (index.dim() != x.dim())
+    fail(Code::Shape, op, ": index ", shape_str(index.shape), " must have as many dims as input ", shape_str(x.shape));
+  dim = normalize_dim(dim, x.dim(), op);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim && index.shape[d] > x.shape[d])
+      fail(Code::Shape, op, ": index ", shape_str(index.shape), " is larger than input ", shape_str(x.shape), " in dim ", d);
+  return dim;
+}
+
 }  // namespace
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
@@ -33,12 +45,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   check_index(x, index, "gather");
-  if (index.dim() != x.dim())
-    fail(Code::Shape, "gather: index ", shape_str(index.shape), " must have as many dims as input ", shape_str(x.shape));
-  dim = normalize_dim(dim, x.dim(), "gather");
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (d != dim && index.shape[d] > x.shape[d])
-      fail(Code::Shape, "gather: index ", shape_str(index.shape), " is larger than input ", shape_str(x.shape), " in dim ", d);
+  dim = check_gather_shapes(x, dim, index, "gather");
   Tensor out = empty(index.shape, x.dtype, x.device(), "gather");
   if (out.numel() == 0) return out;
   launch("gather", x.device(), [=]() mutable { gather_table().get(x.device())(x, index, out, dim); });
@@ -51,12 +58,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   if (src.dtype != x.dtype) fail(Code::DType, "scatterAdd: src is ", dtype_name(src.dtype), ", input is ", dtype_name(x.dtype));
   if (index.shape != src.shape)
     fail(Code::Shape, "scatterAdd: index ", shape_str(index.shape), " and src ", shape_str(src.shape), " must have the same shape");
-  if (index.dim() != x.dim())
-    fail(Code::Shape, "scatterAdd: index ", shape_str(index.shape), " must have as many dims as input ", shape_str(x.shape));
-  dim = normalize_dim(dim, x.dim(), "scatterAdd");
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (d != dim && index.shape[d] > x.shape[d])
-      fail(Code::Shape, "scatterAdd: index ", shape_str(index.shape), " is larger than input ", shape_str(x.shape), " in dim ", d);
+  dim = check_gather_shapes(x, dim, index, "scatterAdd");
   Tensor out = clone(x);
   if (index.numel() == 0) return out;
   launch("scatterAdd", x.device(), [=]() mutable {

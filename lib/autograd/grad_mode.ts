@@ -5,10 +5,9 @@ export function isGradEnabled(): boolean {
   return enabled;
 }
 
-/** Runs `fn` without recording operations for autograd (like `torch.no_grad()`). */
-export function noGrad<T>(fn: () => T): T {
+function withGradMode<T>(flag: boolean, fn: () => T): T {
   const prev = enabled;
-  enabled = false;
+  enabled = flag;
   try {
     return fn();
   } finally {
@@ -16,13 +15,12 @@ export function noGrad<T>(fn: () => T): T {
   }
 }
 
+/** Runs `fn` without recording operations for autograd (like `torch.no_grad()`). */
+export function noGrad<T>(fn: () => T): T {
+  return withGradMode(false, fn);
+}
+
 /** Runs `fn` with recording on, even inside noGrad (like `torch.enable_grad()`). */
 export function enableGrad<T>(fn: () => T): T {
-  const prev = enabled;
-  enabled = true;
-  try {
-    return fn();
-  } finally {
-    enabled = prev;
-  }
+  return withGradMode(true, fn);
 }
