@@ -18,6 +18,8 @@ namespace flock::cuda {
 // The stream of the task now running on this thread (set by CudaStream::enqueue). Launchers
 // issue all their work on it, so kernels stay ordered with the tensors' allocations and frees.
 cudaStream_t current_stream();
+// The calling thread's context stream for another CUDA device (peer copies order against it).
+cudaStream_t context_stream(int device);
 
 // Where kernels report an out-of-range index without a host round trip; the stream reads it back
 // at its next sync point and rejects that sync with ERR_INDEX.

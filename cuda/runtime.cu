@@ -372,6 +372,13 @@ cudaStream_t current_stream() {
   return t_stream->handle();
 }
 
+cudaStream_t context_stream(int device) {
+  Stream& s = Context::current().stream(Device{DeviceType::CUDA, device});
+  auto* cs = dynamic_cast<CudaStream*>(&s);
+  if (!cs) fail(Code::Internal, "cuda:", device, " has no CUDA stream");
+  return cs->handle();
+}
+
 IndexFault* current_index_fault() {
   if (!t_stream) fail(Code::Internal, "a CUDA kernel was launched outside a CUDA stream task");
   return t_stream->fault();
