@@ -26,6 +26,18 @@ int device_count() {
   return n;
 }
 
+// The device set of a process does not change, so the count is read once, on first use.
+int known_device_count() {
+  static const int n = device_count();
+  return n;
+}
+
+void check_device(int device) {
+  const int n = known_device_count();
+  if (device < 0 || device >= n || device >= kMaxCudaDevices)
+    fail(Code::Device, "device cuda:", device, " is not available (", n, " CUDA devices found)");
+}
+
 std::string device_name(int index) {
   cudaDeviceProp p;
   if (cudaGetDeviceProperties(&p, index) != cudaSuccess) return "unknown";
@@ -77,8 +89,7 @@ thread_local CudaStream* t_stream = nullptr;
 class CudaStream final : public Stream {
  public:
   explicit CudaStream(int device) : device_(device) {
-    const int n = device_count();
-    if (device < 0 || device >= n) fail(Code::Device, "device cuda:", device, " is not available (", n, " CUDA devices found)");
+    check_device(device);
     DeviceGuard g(device_);
     check(cudaStreamCreate(&stream_), "cudaStreamCreate");
     check(cudaMalloc(&fault_dev_, sizeof(IndexFault)), "cudaMalloc");
@@ -327,7 +338,7 @@ struct CudaAllocator final : Allocator {
   }
 
   void* allocate(size_t bytes, int device) override {
-    if (device < 0 || device >= kMaxCudaDevices) fail(Code::Device, "device cuda:", device, " is out of range");
+    check_device(device);
     cudaStream_t s = stream_for(device);
     DeviceGuard g(device);
     configure(device);
