@@ -1,7 +1,17 @@
-// CUDA runtime glue: device enumeration and properties, reported to the core through the
-// GpuRuntime table. Loading never fails without a driver: every query degrades to "no device".
+// CUDA runtime glue: device enumeration for the GpuRuntime table, the CUDA stream behind
+// flock::Stream, and the stream-ordered allocator. Loading never touches the driver: static
+// initialisers only fill tables; streams and pools are made on first use.
 #include <cuda_runtime.h>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <new>
 #include <string>
+#include <thread>
+#include <vector>
+#include "common.cuh"
+#include "context.h"
 #include "gpu_runtime.h"
 
 namespace flock::cuda {
@@ -14,6 +24,18 @@ int device_count() {
     return 0;
   }
   return n;
+}
+
+// The device set of a process does not change, so the count is read once, on first use.
+int known_device_count() {
+  static const int n = device_count();
+  return n;
+}
+
+void check_device(int device) {
+  const int n = known_device_count();
+  if (device < 0 || device >= n || device >= kMaxCudaDevices)
+    fail(Code::Device, "device cuda:", device, " is not available (", n, " CUDA devices found)");
 }
 
 std::string device_name(int index) {
@@ -39,14 +61,338 @@ std::string version() {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
+// Makes `index` the calling thread's device for a scope, restoring the previous one after.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int index) {
+    cudaGetDevice(&prev_);
+    if (prev_ != index) check(cudaSetDevice(index), "cudaSetDevice");
+  }
+  ~DeviceGuard() {
+    int now = 0;
+    cudaGetDevice(&now);
+    if (now != prev_) cudaSetDevice(prev_);
+  }
+ private:
+  int prev_ = 0;
+};
+
+class CudaStream;
+thread_local CudaStream* t_stream = nullptr;
+
+// A cudaStream_t for one device. Tasks run on the calling thread and only *launch* work, so
+// enqueue returns as soon as the kernels are queued. Each task's closure (which holds its
+// tensors' storages) is kept until an event shows its work finished, so no buffer is freed
+// while a kernel still reads it, and the number of such closures bounds the queue depth.
+// Sync points are served by a notifier thread that waits on an event (blocking sync, no spin)
+// and never runs inside a CUDA callback, so it may call CUDA freely.
+class CudaStream final : public Stream {
+ public:
+  explicit CudaStream(int device) : device_(device) {
+    check_device(device);
+    DeviceGuard g(device_);
+    check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+    check(cudaMalloc(&fault_dev_, sizeof(IndexFault)), "cudaMalloc");
+    check(cudaMemset(fault_dev_, 0, sizeof(IndexFault)), "cudaMemset");
+    check(cudaMallocHost(&fault_host_, sizeof(IndexFault) * kFaultSlots), "cudaMallocHost");
+    notifier_ = std::thread([this] { notifier_loop(); });
+  }
+
+  ~CudaStream() override {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stopping_ = true;
+    }
+    has_job_.notify_all();
+    notifier_.join();  // drains: queued notifications still fire
+    CudaStream* prev = t_stream;
+    t_stream = this;  // frees from the closures below go on this stream
+    {
+      DeviceGuard g(device_);
+      cudaStreamSynchronize(stream_);
+      for (auto& p : pending_) cudaEventDestroy(p.event);
+      pending_.clear();
+      for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+      cudaFree(fault_dev_);
+      cudaFreeHost(fault_host_);
+      cudaStreamSynchronize(stream_);
+      cudaStreamDestroy(stream_);
+      cudaGetLastError();
+    }
+    t_stream = prev;
+  }
+
+  cudaStream_t handle() const { return stream_; }
+  int device() const { return device_; }
+  IndexFault* fault() const { return fault_dev_; }
+
+  void enqueue(const char* op, std::function<void()> task) override {
+    DeviceGuard g(device_);
+    CudaStream* prev = t_stream;
+    t_stream = this;
+    std::optional<StreamError> err;
+    try {
+      task();
+    } catch (const Error& e) {
+      err = StreamError{e.code, std::string(op) + ": " + e.what()};
+    } catch (const std::bad_alloc&) {
+      err = StreamError{Code::OOM, std::string(op) + ": out of memory"};
+    } catch (const std::exception& e) {
+      err = StreamError{Code::Internal, std::string(op) + ": " + e.what()};
+    }
+    last_op_ = op;
+    if (err) {
+      std::lock_guard<std::mutex> lk(m_);
+      if (!error_) error_ = std::move(err);
+    }
+    retain(std::move(task));
+    t_stream = prev;
+  }
+
+  void notify(std::function<void(std::optional<StreamError>)> done) override {
+    DeviceGuard g(device_);
+    Job job;
+    job.done = std::move(done);
+    job.op = last_op_;
+    std::unique_lock<std::mutex> lk(m_);
+    // A fault slot is read once its notification's event completes; bound the outstanding ones.
+    has_slot_.wait(lk, [&] { return outstanding_ < kFaultSlots; });
+    job.slot = next_slot_++ % kFaultSlots;
+    ++outstanding_;
+    cudaError_t e = cudaMemcpyAsync(fault_host_ + job.slot, fault_dev_, sizeof(IndexFault), cudaMemcpyDeviceToHost, stream_);
+    if (e == cudaSuccess) e = cudaMemsetAsync(fault_dev_, 0, sizeof(IndexFault), stream_);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&job.event, cudaEventBlockingSync | cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(job.event, stream_);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      job.launch_error = std::string("sync: ") + cudaGetErrorString(e);
+    }
+    jobs_.push_back(std::move(job));
+    lk.unlock();
+    has_job_.notify_one();
+  }
+
+ private:
+  static constexpr int kFaultSlots = 256;
+  static constexpr size_t kCapacity = 1024;
+
+  struct Pending {
+    cudaEvent_t event;
+    std::function<void()> task;
+  };
+  struct Job {
+    std::function<void(std::optional<StreamError>)> done;
+    cudaEvent_t event = nullptr;
+    int slot = 0;
+    const char* op = "sync";
+    std::string launch_error;
+  };
+
+  cudaEvent_t take_event() {
+    if (!free_events_.empty()) {
+      cudaEvent_t e = free_events_.back();
+      free_events_.pop_back();
+      return e;
+    }
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreateWithFlags(&e, cudaEventBlockingSync | cudaEventDisableTiming) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return e;
+  }
+
+  // Keeps the closure until its work is done; blocks (waits for the oldest) when the queue is full.
+  void retain(std::function<void()> task) {
+    std::vector<std::function<void()>> done;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      cudaEvent_t e = take_event();
+      if (!e || cudaEventRecord(e, stream_) != cudaSuccess) {
+        cudaGetLastError();
+        if (e) free_events_.push_back(e);
+        cudaStreamSynchronize(stream_);  // no event: fall back to waiting, which is always safe
+        cudaGetLastError();
+        done.push_back(std::move(task));
+      } else {
+        pending_.push_back({e, std::move(task)});
+      }
+      if (pending_.size() > kCapacity) {
+        cudaEventSynchronize(pending_.front().event);
+        cudaGetLastError();
+      }
+      reap_locked(&done);
+    }
+    // Destroyed outside the lock: dropping storages calls the allocator.
+  }
+
+  void reap_locked(std::vector<std::function<void()>>* out) {
+    while (!pending_.empty()) {
+      cudaError_t q = cudaEventQuery(pending_.front().event);
+      if (q == cudaErrorNotReady) break;
+      // Any other result (success or a device fault) means the work will not touch memory again.
+      if (q != cudaSuccess) cudaGetLastError();
+      free_events_.push_back(pending_.front().event);
+      out->push_back(std::move(pending_.front().task));
+      pending_.pop_front();
+    }
+  }
+
+  void notifier_loop() {
+    cudaSetDevice(device_);
+    t_stream = this;
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lk(m_);
+        has_job_.wait(lk, [&] { return stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      std::optional<StreamError> async_err;
+      if (!job.launch_error.empty()) {
+        cudaStreamSynchronize(stream_);
+        async_err = StreamError{Code::Cuda, job.launch_error};
+      } else {
+        cudaError_t e = cudaEventSynchronize(job.event);
+        if (e == cudaSuccess) e = cudaGetLastError();
+        if (e != cudaSuccess) async_err = StreamError{Code::Cuda, std::string(job.op) + ": " + cudaGetErrorString(e)};
+      }
+      if (job.event) cudaEventDestroy(job.event);
+      cudaGetLastError();
+      std::optional<StreamError> err;
+      std::vector<std::function<void()>> finished;
+      {
+        std::lock_guard<std::mutex> lk(m_);
+        err.swap(error_);
+        const IndexFault f = fault_host_[job.slot];
+        if (!err && async_err) err = std::move(async_err);
+        if (!err && f.flag) {
+          const char* name = f.op == kGather ? "gather" : f.op == kScatterAdd ? "scatterAdd" : "indexSelect";
+          err = StreamError{Code::Index, std::string(name) + ": index " + std::to_string(f.value) +
+                                             " is out of range for a dimension of size " + std::to_string(f.limit)};
+        }
+        --outstanding_;
+        reap_locked(&finished);
+      }
+      has_slot_.notify_all();
+      finished.clear();
+      job.done(std::move(err));
+    }
+  }
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  IndexFault* fault_dev_ = nullptr;
+  IndexFault* fault_host_ = nullptr;
+  const char* last_op_ = "sync";
+
+  std::mutex m_;
+  std::condition_variable has_job_, has_slot_;
+  std::deque<Job> jobs_;
+  std::deque<Pending> pending_;
+  std::vector<cudaEvent_t> free_events_;
+  std::optional<StreamError> error_;
+  int outstanding_ = 0;
+  unsigned next_slot_ = 0;
+  bool stopping_ = false;
+  std::thread notifier_;
+};
+
+std::unique_ptr<Stream> make_stream(int device_index) { return std::make_unique<CudaStream>(device_index); }
+
+// The stream a buffer of `device` is allocated and freed on: the running task's, else the
+// calling thread's context stream, else the legacy default stream, which is ordered against
+// every blocking stream of the device.
+cudaStream_t stream_for(int device) {
+  if (t_stream && t_stream->device() == device) return t_stream->handle();
+  try {
+    Stream& s = Context::current().stream(Device{DeviceType::CUDA, device});
+    if (auto* cs = dynamic_cast<CudaStream*>(&s)) return cs->handle();
+  } catch (...) {
+  }
+  return nullptr;
+}
+
+uint64_t release_threshold() {
+  const char* env = std::getenv("FLOCKML_CUDA_RELEASE_THRESHOLD");
+  if (!env || !*env) return UINT64_MAX;  // keep freed memory pooled, as a caching allocator does
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  return (end && *end == '\0') ? static_cast<uint64_t>(v) : UINT64_MAX;
+}
+
+struct CudaAllocator final : Allocator {
+  std::mutex m;
+  bool configured[kMaxCudaDevices] = {};
+
+  void configure(int device) {
+    std::lock_guard<std::mutex> lk(m);
+    if (configured[device]) return;
+    cudaMemPool_t pool;
+    check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+    uint64_t threshold = release_threshold();
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
+    configured[device] = true;
+  }
+
+  void* allocate(size_t bytes, int device) override {
+    check_device(device);
+    cudaStream_t s = stream_for(device);
+    DeviceGuard g(device);
+    configure(device);
+    void* p = nullptr;
+    cudaError_t e = cudaMallocAsync(&p, bytes, s);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;  // Storage turns this into ERR_OOM
+    }
+    check(e, "cudaMallocAsync");
+    return p;
+  }
+
+  void release(void* p, size_t, int device) noexcept override {
+    try {
+      cudaStream_t s = stream_for(device);
+      DeviceGuard g(device);
+      if (cudaFreeAsync(p, s) != cudaSuccess) cudaGetLastError();
+    } catch (...) {
+      // a failed free during a device fault has nobody to report to
+    }
+  }
+};
+
+CudaAllocator g_allocator;
+
 const bool registered = [] {
   GpuRuntime& rt = gpu_runtime();
   rt.device_count = device_count;
   rt.device_name = device_name;
   rt.memory_info = memory_info;
   rt.version = version;
+  register_stream_factory(DeviceType::CUDA, make_stream);
+  register_allocator(DeviceType::CUDA, &g_allocator);
   return true;
 }();
 
 }  // namespace
+
+cudaStream_t current_stream() {
+  if (!t_stream) fail(Code::Internal, "a CUDA kernel was launched outside a CUDA stream task");
+  return t_stream->handle();
+}
+
+cudaStream_t context_stream(int device) {
+  Stream& s = Context::current().stream(Device{DeviceType::CUDA, device});
+  auto* cs = dynamic_cast<CudaStream*>(&s);
+  if (!cs) fail(Code::Internal, "cuda:", device, " has no CUDA stream");
+  return cs->handle();
+}
+
+IndexFault* current_index_fault() {
+  if (!t_stream) fail(Code::Internal, "a CUDA kernel was launched outside a CUDA stream task");
+  return t_stream->fault();
+}
+
 }  // namespace flock::cuda

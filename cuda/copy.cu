@@ -1,0 +1,285 @@
+// CUDA data movement: strided copies, index_select, gather, scatter_add, host copies and
+// cross-device transfers. Copies move raw elements by size, so one kernel serves every dtype.
+// A bad index cannot throw from a kernel: it is recorded in the stream's fault slot and rejects
+// the next sync point with ERR_INDEX, as the CPU's check does.
+#include <cstring>
+#include "common.cuh"
+#include "kernels.h"
+
+namespace flock::cuda {
+namespace {
+
+template <class F>
+void with_word(size_t bytes, F f) {
+  switch (bytes) {
+    case 1: f(type_tag<uint8_t>{}); return;
+    case 2: f(type_tag<uint16_t>{}); return;
+    case 4: f(type_tag<uint32_t>{}); return;
+    case 8: f(type_tag<uint64_t>{}); return;
+    default: fail(Code::Internal, "copy: unsupported element size ", bytes);
+  }
+}
+
+struct StridedPlan {
+  int nd;
+  int64_t size[kMaxDims], src[kMaxDims], dst[kMaxDims];
+  int64_t src_offset, dst_offset;
+};
+
+template <class W>
+__global__ void strided_copy_kernel(const W* src, W* dst, int64_t n, StridedPlan p) {
+  FLOCK_GRID_STRIDE(i, n) {
+    int64_t rem = i, so = p.src_offset, dof = p.dst_offset;
+    for (int d = p.nd - 1; d >= 0; --d) {
+      const int64_t c = rem % p.size[d];
+      rem /= p.size[d];
+      so += c * p.src[d];
+      dof += c * p.dst[d];
+    }
+    dst[dof] = src[so];
+  }
+}
+
+__device__ __forceinline__ int64_t read_index(const void* index, bool wide, int64_t i) {
+  return wide ? static_cast<const int64_t*>(index)[i] : static_cast<const int32_t*>(index)[i];
+}
+
+__device__ __forceinline__ void report_fault(IndexFault* f, int op, int64_t v, int64_t limit) {
+  if (atomicCAS(&f->flag, 0, 1) == 0) {
+    f->op = op;
+    f->value = v;
+    f->limit = limit;
+  }
+}
+
+template <class W>
+__global__ void index_select_kernel(const W* x, const void* index, bool wide, W* out, int64_t outer, int64_t n,
+                                    int64_t dim_size, int64_t inner, IndexFault* fault) {
+  FLOCK_GRID_STRIDE(e, outer * n * inner) {
+    const int64_t i = e % inner, j = (e / inner) % n, o = e / (inner * n);
+    const int64_t k = read_index(index, wide, j);
+    if (k < 0 || k >= dim_size) {
+      report_fault(fault, kIndexSelect, k, dim_size);
+      continue;
+    }
+    out[e] = x[(o * dim_size + k) * inner + i];
+  }
+}
+
+// Index, src and out of gather/scatter are dense in the index's shape; the data tensor has its
+// own contiguous strides, so an element's data offset is its index coordinates dotted with them,
+// with the `dim` coordinate replaced by the index value.
+struct GatherPlan {
+  int nd, dim;
+  int64_t index_size[kMaxDims], data_stride[kMaxDims];
+  int64_t data_dim;
+};
+
+GatherPlan make_gather_plan(const Shape& data, const Shape& index, int64_t dim) {
+  GatherPlan g{};
+  g.nd = static_cast<int>(index.size());
+  g.dim = static_cast<int>(dim);
+  int64_t st = 1;
+  for (int d = g.nd - 1; d >= 0; --d) {
+    g.index_size[d] = index[d];
+    g.data_stride[d] = st;
+    st *= data[d];
+  }
+  g.data_dim = data[dim];
+  return g;
+}
+
+__device__ __forceinline__ int64_t gather_offset(const GatherPlan& g, int64_t e, int64_t k) {
+  int64_t off = 0;
+  for (int d = g.nd - 1; d >= 0; --d) {
+    const int64_t c = e % g.index_size[d];
+    e /= g.index_size[d];
+    off += (d == g.dim ? k : c) * g.data_stride[d];
+  }
+  return off;
+}
+
+template <class W>
+__global__ void gather_kernel(const W* x, const void* index, bool wide, W* out, int64_t n, GatherPlan g, IndexFault* fault) {
+  FLOCK_GRID_STRIDE(e, n) {
+    const int64_t k = read_index(index, wide, e);
+    if (k < 0 || k >= g.data_dim) {
+      report_fault(fault, kGather, k, g.data_dim);
+      continue;
+    }
+    out[e] = x[gather_offset(g, e, k)];
+  }
+}
+
+// Adds that several threads may aim at one element: hardware atomics where they exist, and a
+// compare-and-swap on the enclosing word otherwise (half types round after every add, as the
+// CPU's scalar loop does).
+template <class T>
+__device__ __forceinline__ void atomic_accumulate(T* p, T v) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t>) {
+    atomicAdd(p, v);
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+  } else if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+    unsigned short* w = reinterpret_cast<unsigned short*>(p);
+    unsigned short old = *w, assumed;
+    do {
+      assumed = old;
+      T cur;
+      cur.bits = assumed;
+      const unsigned short next = Num<T>::store(Num<T>::load(cur) + Num<T>::load(v)).bits;
+      old = atomicCAS(w, assumed, next);
+    } while (old != assumed);
+  } else {
+    // u8: update the byte inside its aligned 32-bit word.
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    unsigned int* w = reinterpret_cast<unsigned int*>(addr & ~uintptr_t(3));
+    const unsigned shift = static_cast<unsigned>(addr & 3) * 8;
+    unsigned int old = *w, assumed;
+    do {
+      assumed = old;
+      const unsigned byte = ((assumed >> shift) & 0xffu) + static_cast<unsigned>(v);
+      old = atomicCAS(w, assumed, (assumed & ~(0xffu << shift)) | ((byte & 0xffu) << shift));
+    } while (old != assumed);
+  }
+}
+
+template <class T>
+__global__ void scatter_add_kernel(T* out, const void* index, bool wide, const T* src, int64_t n, GatherPlan g, IndexFault* fault) {
+  FLOCK_GRID_STRIDE(e, n) {
+    const int64_t k = read_index(index, wide, e);
+    if (k < 0 || k >= g.data_dim) {
+      report_fault(fault, kScatterAdd, k, g.data_dim);
+      continue;
+    }
+    atomic_accumulate(out + gather_offset(g, e, k), src[e]);
+  }
+}
+
+void strided_copy_cuda(const Tensor& src, Tensor& dst, const StridedCopy& p) {
+  int64_t n = 1;
+  for (int64_t s : p.shape) n *= s;
+  if (n == 0) return;
+  if (p.shape.size() > kMaxDims) fail(Code::Shape, "strided_copy: at most ", kMaxDims, " dimensions are supported");
+  StridedPlan plan{};
+  plan.nd = static_cast<int>(p.shape.size());
+  for (int d = 0; d < plan.nd; ++d) {
+    plan.size[d] = p.shape[d];
+    plan.src[d] = p.src_strides[d];
+    plan.dst[d] = p.dst_strides[d];
+  }
+  plan.src_offset = p.src_offset;
+  plan.dst_offset = p.dst_offset;
+  cudaStream_t s = current_stream();
+  with_word(dtype_size(src.dtype), [&](auto tag) {
+    using W = typename decltype(tag)::type;
+    strided_copy_kernel<W><<<grid_for(n), kThreads, 0, s>>>(static_cast<const W*>(src.raw()), static_cast<W*>(dst.raw()), n, plan);
+  });
+  check_launch("strided_copy_kernel");
+}
+
+void index_select_cuda(const Tensor& x, const Tensor& index, Tensor& out, int64_t outer, int64_t dim_size, int64_t inner) {
+  const int64_t n = index.numel();
+  const int64_t total = outer * n * inner;
+  if (total == 0) return;
+  cudaStream_t s = current_stream();
+  IndexFault* fault = current_index_fault();
+  with_word(dtype_size(x.dtype), [&](auto tag) {
+    using W = typename decltype(tag)::type;
+    index_select_kernel<W><<<grid_for(total), kThreads, 0, s>>>(static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64,
+                                                                static_cast<W*>(out.raw()), outer, n, dim_size, inner, fault);
+  });
+  check_launch("index_select_kernel");
+}
+
+void gather_cuda(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim) {
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  const GatherPlan g = make_gather_plan(x.shape, index.shape, dim);
+  cudaStream_t s = current_stream();
+  IndexFault* fault = current_index_fault();
+  with_word(dtype_size(x.dtype), [&](auto tag) {
+    using W = typename decltype(tag)::type;
+    gather_kernel<W><<<grid_for(n), kThreads, 0, s>>>(static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64,
+                                                      static_cast<W*>(out.raw()), n, g, fault);
+  });
+  check_launch("gather_kernel");
+}
+
+void scatter_add_cuda(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim) {
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  const GatherPlan g = make_gather_plan(out.shape, index.shape, dim);
+  cudaStream_t s = current_stream();
+  IndexFault* fault = current_index_fault();
+  visit_numeric(out.dtype, "scatterAdd", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    scatter_add_kernel<T><<<grid_for(n), kThreads, 0, s>>>(out.data<T>(), index.raw(), index.dtype == DType::i64, src.data<T>(), n, g, fault);
+  });
+  check_launch("scatter_add_kernel");
+}
+
+// Pageable host memory: the runtime stages it, so the call may wait for the copy; the design
+// accepts that at sync points, where these run.
+void copy_to_host_cuda(const Tensor& src, void* host) {
+  if (src.nbytes() == 0) return;
+  check(cudaMemcpyAsync(host, src.raw(), src.nbytes(), cudaMemcpyDeviceToHost, current_stream()), "copy_to_host: cudaMemcpyAsync");
+}
+
+void copy_from_host_cuda(const void* host, Tensor& dst) {
+  if (dst.nbytes() == 0) return;
+  check(cudaMemcpyAsync(dst.raw(), host, dst.nbytes(), cudaMemcpyHostToDevice, current_stream()), "copy_from_host: cudaMemcpyAsync");
+}
+
+// Runs on the source's stream (to_device picks the GPU side, the source for CUDA->CUDA). For a
+// peer copy the destination was allocated on its own device's stream, so the copy waits for
+// that stream first and that stream then waits for the copy: work queued there later sees it.
+void transfer_cuda(const Tensor& src, Tensor& dst) {
+  const size_t bytes = src.nbytes();
+  if (bytes == 0) return;
+  if (bytes != dst.nbytes()) fail(Code::Internal, "transfer: source and destination sizes differ");
+  cudaStream_t s = current_stream();
+  const Device sd = src.device(), dd = dst.device();
+  if (sd.is_cpu()) {
+    check(cudaMemcpyAsync(dst.raw(), src.raw(), bytes, cudaMemcpyHostToDevice, s), "transfer: cudaMemcpyAsync");
+    return;
+  }
+  if (dd.is_cpu()) {
+    check(cudaMemcpyAsync(dst.raw(), src.raw(), bytes, cudaMemcpyDeviceToHost, s), "transfer: cudaMemcpyAsync");
+    return;
+  }
+  if (sd.index == dd.index) {
+    check(cudaMemcpyAsync(dst.raw(), src.raw(), bytes, cudaMemcpyDeviceToDevice, s), "transfer: cudaMemcpyAsync");
+    return;
+  }
+  cudaStream_t other = context_stream(dd.index);
+  cudaEvent_t before = nullptr, after = nullptr;
+  // An event must be recorded on a stream of the device it was created on.
+  int current = 0;
+  check(cudaGetDevice(&current), "transfer: cudaGetDevice");
+  check(cudaSetDevice(dd.index), "transfer: cudaSetDevice");
+  cudaError_t e = cudaEventCreateWithFlags(&before, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventRecord(before, other);
+  cudaSetDevice(current);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&after, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(s, before, 0);
+  if (e == cudaSuccess) e = cudaMemcpyPeerAsync(dst.raw(), dd.index, src.raw(), sd.index, bytes, s);
+  if (e == cudaSuccess) e = cudaEventRecord(after, s);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(other, after, 0);
+  // Destroying a recorded event is safe: its resources are released once the work completes.
+  if (before) cudaEventDestroy(before);
+  if (after) cudaEventDestroy(after);
+  check(e, "transfer: cudaMemcpyPeerAsync");
+}
+
+}  // namespace
+
+FLOCK_REGISTER_KERNEL(copy_to_host, CUDA, copy_to_host_cuda);
+FLOCK_REGISTER_KERNEL(copy_from_host, CUDA, copy_from_host_cuda);
+FLOCK_REGISTER_KERNEL(strided_copy, CUDA, strided_copy_cuda);
+FLOCK_REGISTER_KERNEL(index_select, CUDA, index_select_cuda);
+FLOCK_REGISTER_KERNEL(gather, CUDA, gather_cuda);
+FLOCK_REGISTER_KERNEL(scatter_add, CUDA, scatter_add_cuda);
+FLOCK_REGISTER_KERNEL(transfer, CUDA, transfer_cuda);
+
+}  // namespace flock::cuda

@@ -1,0 +1,203 @@
+// CUDA matmul over a MatmulPlan: out[z] = op(A_z) · op(B_z), row-major, transposes read through
+// the leading dimensions so no operand is copied. f32/f64 use a tiled SIMT kernel; bf16/f16 use
+// tensor cores (mma.sync m16n8k16) with f32 accumulation and one rounding at the end, which is
+// what the CPU computes too. Batch offsets ride in the kernel parameters (128 entries a launch),
+// so a broadcast batch needs no device-side table.
+#include <cstdint>
+#include "common.cuh"
+#include "kernels.h"
+
+namespace flock::cuda {
+namespace {
+
+constexpr int kTile = 64;     // output tile edge
+constexpr int kDepth = 16;    // K slice per shared-memory stage
+constexpr int kBatchChunk = 128;
+
+struct BatchOffsets {
+  int64_t a[kBatchChunk];
+  int64_t b[kBatchChunk];
+};
+
+struct GemmShape {
+  int64_t m, n, k, lda, ldb;
+  bool trans_a, trans_b;
+};
+
+// Stages a kTile×kDepth slice of A as [k][i] and of B as [k][j]; each mapping picks the index
+// that is contiguous in memory as the fast thread index, so global reads coalesce either way.
+template <class T, class Store>
+__device__ __forceinline__ void stage_a(const T* A, const GemmShape& s, int64_t row0, int64_t k0, int tid, int nthreads, Store put) {
+  for (int e = tid; e < kTile * kDepth; e += nthreads) {
+    const int i = s.trans_a ? e % kTile : e / kDepth;
+    const int kk = s.trans_a ? e / kTile : e % kDepth;
+    const int64_t r = row0 + i, c = k0 + kk;
+    const bool in = r < s.m && c < s.k;
+    put(kk, i, in, in ? (s.trans_a ? A[c * s.lda + r] : A[r * s.lda + c]) : T());
+  }
+}
+
+template <class T, class Store>
+__device__ __forceinline__ void stage_b(const T* B, const GemmShape& s, int64_t col0, int64_t k0, int tid, int nthreads, Store put) {
+  for (int e = tid; e < kTile * kDepth; e += nthreads) {
+    const int j = s.trans_b ? e / kDepth : e % kTile;
+    const int kk = s.trans_b ? e % kDepth : e / kTile;
+    const int64_t c = col0 + j, r = k0 + kk;
+    const bool in = r < s.k && c < s.n;
+    put(kk, j, in, in ? (s.trans_b ? B[c * s.ldb + r] : B[r * s.ldb + c]) : T());
+  }
+}
+
+// 256 threads, a 4×4 register block each; rows/cols are spread 16 apart so a warp's shared
+// reads hit distinct banks.
+template <class T>
+__global__ void __launch_bounds__(256) matmul_simt_kernel(const T* a, const T* b, T* c, GemmShape s, BatchOffsets offs) {
+  __shared__ T As[kDepth][kTile + 1];
+  __shared__ T Bs[kDepth][kTile + 1];
+  const int z = blockIdx.z;
+  const T* A = a + offs.a[z];
+  const T* B = b + offs.b[z];
+  T* C = c + static_cast<int64_t>(z) * s.m * s.n;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile, col0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  T acc[4][4] = {};
+  for (int64_t k0 = 0; k0 < s.k; k0 += kDepth) {
+    stage_a(A, s, row0, k0, tid, 256, [&](int kk, int i, bool, T v) { As[kk][i] = v; });
+    stage_b(B, s, col0, k0, tid, 256, [&](int kk, int j, bool, T v) { Bs[kk][j] = v; });
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kDepth; ++kk) {
+      T av[4], bv[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) av[r] = As[kk][ty + 16 * r];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) bv[q] = Bs[kk][tx + 16 * q];
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[r][q] += av[r] * bv[q];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int64_t i = row0 + ty + 16 * r;
+    if (i >= s.m) continue;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int64_t j = col0 + tx + 16 * q;
+      if (j < s.n) C[i * s.n + j] = acc[r][q];
+    }
+  }
+}
+
+template <bool kBf16>
+__device__ __forceinline__ void mma_16816(float* d, const uint32_t* a, const uint32_t* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (kBf16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+#endif
+}
+
+// 4 warps, each owning a 32×32 quarter of the 64×64 tile as 2×4 mma tiles of 16×8. Shared tiles
+// keep K innermost (A as [m][k], B as [n][k]) so each fragment register is one aligned 32-bit
+// load of two consecutive-k halves; rows are padded to 24 halves to spread banks.
+template <class T, bool kBf16>
+__global__ void __launch_bounds__(128) matmul_mma_kernel(const T* a, const T* b, T* c, GemmShape s, BatchOffsets offs) {
+  __shared__ __align__(16) uint16_t As[kTile][kDepth + 8];
+  __shared__ __align__(16) uint16_t Bs[kTile][kDepth + 8];
+  const int z = blockIdx.z;
+  const T* A = a + offs.a[z];
+  const T* B = b + offs.b[z];
+  T* C = c + static_cast<int64_t>(z) * s.m * s.n;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile, col0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32, g = lane >> 2, t = lane & 3;
+  float acc[2][4][4] = {};
+  for (int64_t k0 = 0; k0 < s.k; k0 += kDepth) {
+    stage_a(A, s, row0, k0, tid, 128, [&](int kk, int i, bool in, T v) { As[i][kk] = in ? v.bits : uint16_t(0); });
+    stage_b(B, s, col0, k0, tid, 128, [&](int kk, int j, bool in, T v) { Bs[j][kk] = in ? v.bits : uint16_t(0); });
+    __syncthreads();
+    uint32_t af[2][4], bfr[4][2];
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi) {
+      const int r = wm + mi * 16 + g;
+      af[mi][0] = *reinterpret_cast<const uint32_t*>(&As[r][2 * t]);
+      af[mi][1] = *reinterpret_cast<const uint32_t*>(&As[r + 8][2 * t]);
+      af[mi][2] = *reinterpret_cast<const uint32_t*>(&As[r][2 * t + 8]);
+      af[mi][3] = *reinterpret_cast<const uint32_t*>(&As[r + 8][2 * t + 8]);
+    }
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      const int col = wn + ni * 8 + g;
+      bfr[ni][0] = *reinterpret_cast<const uint32_t*>(&Bs[col][2 * t]);
+      bfr[ni][1] = *reinterpret_cast<const uint32_t*>(&Bs[col][2 * t + 8]);
+    }
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) mma_16816<kBf16>(acc[mi][ni], af[mi], bfr[ni]);
+    __syncthreads();
+  }
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t i = row0 + wm + mi * 16 + g + (e >= 2 ? 8 : 0);
+        const int64_t j = col0 + wn + ni * 8 + 2 * t + (e & 1);
+        if (i < s.m && j < s.n) C[i * s.n + j] = Num<T>::store(acc[mi][ni][e]);
+      }
+}
+
+template <class T, class Launch>
+void for_batch_chunks(const MatmulPlan& p, Launch launch) {
+  const int64_t batch = static_cast<int64_t>(p.a_offsets.size());
+  for (int64_t z0 = 0; z0 < batch; z0 += kBatchChunk) {
+    const int count = static_cast<int>(batch - z0 < kBatchChunk ? batch - z0 : kBatchChunk);
+    BatchOffsets offs{};
+    for (int i = 0; i < count; ++i) {
+      offs.a[i] = p.a_offsets[z0 + i];
+      offs.b[i] = p.b_offsets[z0 + i];
+    }
+    launch(z0, count, offs);
+  }
+}
+
+void matmul_cuda(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan& p) {
+  const int64_t batch = static_cast<int64_t>(p.a_offsets.size());
+  if (batch == 0 || p.m == 0 || p.n == 0) return;
+  if (p.b_offsets.size() != p.a_offsets.size()) fail(Code::Internal, "matmul: batch offset tables differ in length");
+  if (ceil_div(p.m, kTile) > 65535) fail(Code::Shape, "matmul: ", p.m, " rows exceed the CUDA grid limit");
+  cudaStream_t s = current_stream();
+  const GemmShape shape{p.m, p.n, p.k, p.trans_a ? p.m : p.k, p.trans_b ? p.k : p.n, p.trans_a, p.trans_b};
+  const unsigned gx = static_cast<unsigned>(ceil_div(p.n, kTile)), gy = static_cast<unsigned>(ceil_div(p.m, kTile));
+  auto run = [&](auto tag, auto kernel, int threads) {
+    using T = typename decltype(tag)::type;
+    for_batch_chunks<T>(p, [&](int64_t z0, int count, const BatchOffsets& offs) {
+      kernel<<<dim3(gx, gy, count), threads, 0, s>>>(a.data<T>(), b.data<T>(), out.data<T>() + z0 * p.m * p.n, shape, offs);
+      check_launch("matmul_kernel");
+    });
+  };
+  switch (a.dtype) {
+    case DType::f32: run(type_tag<float>{}, matmul_simt_kernel<float>, 256); return;
+    case DType::f64: run(type_tag<double>{}, matmul_simt_kernel<double>, 256); return;
+    case DType::bf16: run(type_tag<bf16>{}, matmul_mma_kernel<bf16, true>, 128); return;
+    case DType::f16: run(type_tag<f16>{}, matmul_mma_kernel<f16, false>, 128); return;
+    default: fail(Code::DType, "matmul: expected a floating dtype (f32, f64, bf16, f16), got ", dtype_name(a.dtype));
+  }
+}
+
+}  // namespace
+
+FLOCK_REGISTER_KERNEL(matmul, CUDA, matmul_cuda);
+
+}  // namespace flock::cuda
