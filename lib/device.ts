@@ -25,6 +25,12 @@ export const cuda = {
   memoryInfo(index = 0): { free: number; total: number } {
     return native.gpuMemoryInfo(index);
   },
+  /** flockml's own accounting for `cuda:index`: live tensors, bytes held, peak bytes. */
+  memoryStats(index = 0): { tensors: number; bytes: number; peakBytes: number; storages: number } {
+    const stats = native.memory()[`cuda:${index}`];
+    if (!stats) throw Object.assign(new TypeError(`memoryStats: no CUDA device ${index}`), { code: 'ERR_DEVICE' });
+    return stats;
+  },
 };
 
 /** Resolves once every stream of `device` (default: the CPU) has run all work queued so far. */
