@@ -17,11 +17,16 @@ CpuStream::~CpuStream() {
 
 void CpuStream::enqueue(const char* op, std::function<void()> task) {
   std::unique_lock<std::mutex> lk(m_);
-  has_space_.wait(lk, [&] { return queue_.size() < capacity_ || stopping_; });
+  if (queue_.size() >= capacity_ && !stopping_) {
+    ++producers_waiting_;
+    has_space_.wait(lk, [&] { return queue_.size() < capacity_ || stopping_; });
+    --producers_waiting_;
+  }
   if (stopping_) fail(Code::Internal, op, ": the CPU stream is shutting down");
   queue_.push_back({op, std::move(task)});
+  const bool wake = worker_idle_;
   lk.unlock();
-  has_work_.notify_one();
+  if (wake) has_work_.notify_one();
 }
 
 void CpuStream::notify(std::function<void(std::optional<StreamError>)> done) {
@@ -45,12 +50,14 @@ void CpuStream::loop() {
     Task task;
     {
       std::unique_lock<std::mutex> lk(m_);
+      worker_idle_ = true;
       has_work_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      worker_idle_ = false;
       if (queue_.empty()) return;  // stopping and drained
       task = std::move(queue_.front());
       queue_.pop_front();
+      if (producers_waiting_ > 0) has_space_.notify_one();
     }
-    has_space_.notify_one();
     std::optional<StreamError> err;
     try {
       task.fn();

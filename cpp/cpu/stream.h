@@ -29,6 +29,8 @@ class CpuStream final : public Stream {
   std::deque<Task> queue_;
   size_t capacity_;
   bool stopping_ = false;
+  bool worker_idle_ = false;    // only then does enqueue need to wake the worker
+  int producers_waiting_ = 0;   // only then does the worker need to signal free space
   std::optional<StreamError> error_;
   std::thread worker_;
 };
