@@ -35,6 +35,7 @@ Conv2dGeom conv_geom(const Shape& xs, const Shape& ws, const Conv2dArgs& a, cons
 
 int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
   const int64_t span = in + 2 * p - d * (k - 1) - 1;
+  if (span < 0) return 0;  // the window does not fit (C++ division would round toward zero)
   int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
   // The last window must start inside the input or its left padding (PyTorch's rule).
   if (ceil_mode && (o - 1) * s >= in + p) --o;

@@ -1,0 +1,46 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import * as fl from '../../lib';
+import { checkCase, close, fixtures, load, throwsCode } from '../fixtures/load';
+
+const F = fl.nn.functional;
+
+test('batchNorm in training matches PyTorch and updates running statistics', () => {
+  const c = fixtures.batch_norm_train;
+  const rm = load(c.runningMean), rv = load(c.runningVar);
+  checkCase(c, ({ x, w, b }) => F.batchNorm(x, rm, rv, { weight: w, bias: b, training: true }));
+  close(rm, c.newRunningMean, 1e-9, 'running mean');
+  close(rv, c.newRunningVar, 1e-9, 'running var');
+});
+
+test('batchNorm in eval uses the running statistics', () => {
+  const c = fixtures.batch_norm_eval;
+  checkCase(c, ({ x, w, b }) => F.batchNorm(x, load(c.runningMean), load(c.runningVar), { weight: w, bias: b, training: false }));
+});
+
+test('layerNorm matches PyTorch', () => {
+  checkCase(fixtures.layer_norm, ({ x, w, b }) => F.layerNorm(x, [7, 6], w, b));
+});
+
+test('groupNorm matches PyTorch', () => {
+  checkCase(fixtures.group_norm, ({ x, w, b }) => F.groupNorm(x, 2, w, b));
+});
+
+test('BatchNorm2d layer: buffers in the state dict, train/eval behaviour', () => {
+  const bn = new fl.nn.BatchNorm2d(3);
+  assert.equal(Object.keys(bn.stateDict()), ['weight', 'bias', 'runningMean', 'runningVar', 'numBatchesTracked']);
+  fl.manualSeed(3);
+  const x = fl.randn([4, 3, 2, 2]).mul(2).add(1);
+  bn.forward(x);
+  assert.is(bn.getBuffer('numBatchesTracked')?.itemSync(), 1);
+  const m = bn.runningMean?.dataSync() as Float32Array;
+  assert.ok(m.some((v) => v !== 0));
+  bn.eval();
+  const y = bn.forward(x);
+  assert.equal([...y.shape], [4, 3, 2, 2]);
+  throwsCode(() => bn.forward(fl.zeros([4, 3])), 'ERR_SHAPE');
+  throwsCode(() => new fl.nn.GroupNorm(3, 4), 'ERR_ARG');
+  throwsCode(() => F.layerNorm(fl.zeros([2, 3]), [4]), 'ERR_SHAPE');
+});
+
+test.run();
