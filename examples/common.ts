@@ -27,6 +27,10 @@ export function progress(total: number): (step: number, loss: number) => void {
 
 type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
 
+// Fashion-MNIST pixel mean and std (as torchvision's Normalize): centred inputs train faster.
+const MEAN = 0.286, STD = 0.353;
+export const normalize = (x: fl.Tensor): fl.Tensor => x.sub(MEAN).div(STD);
+
 /** Trains `model` with Adam (lr 1e-3) and returns the step count and the mean ms per step. */
 export async function train(model: Model, batchSize: number, epochs: number, limit?: number): Promise<{ steps: number; msPerStep: number; lastLoss: number }> {
   fl.manualSeed(0);
@@ -41,7 +45,7 @@ export async function train(model: Model, batchSize: number, epochs: number, lim
     for await (const batch of loader) {
       const [x, y] = batch as fl.Tensor[];
       const loss = fl.tidy(() => {
-        const l = fl.nn.functional.crossEntropy(model.forward(x), y);
+        const l = fl.nn.functional.crossEntropy(model.forward(normalize(x)), y);
         opt.zeroGrad();
         l.backward();
         opt.step();
@@ -69,7 +73,7 @@ export async function evaluate(model: Model): Promise<number> {
   let correct = 0;
   for (const batch of loader) {
     const [x, y] = batch as fl.Tensor[];
-    correct += await fl.noGrad(() => fl.tidy(() => model.forward(x).argmax(1).eq(y).sum())).item();
+    correct += await fl.noGrad(() => fl.tidy(() => model.forward(normalize(x)).argmax(1).eq(y).sum())).item();
     x.dispose();
     y.dispose();
   }
