@@ -13,11 +13,11 @@ const stepsArg = argv.indexOf('--steps');
 const steps = stepsArg >= 0 ? Number(argv[stepsArg + 1]) : 100;
 const { nn } = fl;
 
-function mlp(): nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
+function mlp(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
   return new nn.Sequential(new nn.Flatten(), new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
 }
 
-function cnn(): nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
+function cnn(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
   return new nn.Sequential(
     new nn.Conv2d(1, 32, 3), new nn.ReLU(), new nn.MaxPool2d(2),
     new nn.Conv2d(32, 64, 3), new nn.ReLU(), new nn.MaxPool2d(2),
@@ -25,7 +25,7 @@ function cnn(): nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
   );
 }
 
-async function measure(name: string, model: nn.Module & { forward(x: fl.Tensor): fl.Tensor }, batch: number): Promise<void> {
+async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor }, batch: number): Promise<void> {
   const ds = fl.datasets.fashionMNIST({ split: 'train', limit: batch * (steps + 10) });
   const batches = [...new fl.data.DataLoader(ds, { batchSize: batch })] as fl.Tensor[][];
   const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });

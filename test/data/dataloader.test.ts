@@ -24,7 +24,7 @@ test('DataLoader batches in order, with dropLast', () => {
 
 test('seeded shuffle: a permutation, reproducible, new each epoch', () => {
   const ds = new fl.data.TensorDataset(x, y);
-  const order = (dl: fl.data.DataLoader) => ([...dl] as fl.Tensor[][]).flatMap((b) => b[1].toArray() as number[]);
+  const order = (dl: fl.data.DataLoader<fl.Tensor[]>) => ([...dl] as fl.Tensor[][]).flatMap((b) => b[1].toArray() as number[]);
   const a = new fl.data.DataLoader(ds, { batchSize: 3, shuffle: true, seed: 7 });
   const b = new fl.data.DataLoader(ds, { batchSize: 3, shuffle: true, seed: 7 });
   const e1 = order(a), e2 = order(a);

@@ -71,7 +71,7 @@ test('to(dtype) replaces parameters; containers index and list', () => {
   assert.is(list.parameters().length, 4);
   const dict = new nn.ModuleDict({ enc: new nn.Linear(2, 2) });
   assert.equal(Object.keys(dict.stateDict()), ['enc.weight', 'enc.bias']);
-  throwsCode(() => new nn.Sequential({} as nn.Module), 'ERR_ARG', TypeError);
+  throwsCode(() => new nn.Sequential({} as fl.nn.Module), 'ERR_ARG', TypeError);
 });
 
 test('Linear default init bounds and shape errors', () => {
@@ -97,7 +97,7 @@ test('activations, dropout and embedding', () => {
   const out = emb.forward(fl.tensor([[1, 2], [3, 1]]));
   assert.equal([...out.shape], [2, 2, 3]);
   out.sum().backward();
-  assert.equal((emb.weight.grad as fl.Tensor).toArray()[1], [2, 2, 2]);
+  assert.equal(((emb.weight.grad as fl.Tensor).toArray() as number[][])[1], [2, 2, 2]);
 });
 
 test('init helpers follow PyTorch formulas', () => {

@@ -64,10 +64,10 @@ test('clipGradNorm_ and clipGradValue_', () => {
   p.grad = fl.tensor([3, 4], { dtype: 'f32' });
   const norm = fl.optim.clipGradNorm_([p], 1);
   assert.ok(Math.abs(norm.itemSync() - 5) < 1e-5);
-  const g = p.grad.dataSync();
+  const g = p.grad.dataSync() as Float32Array;
   assert.ok(Math.abs(g[0] - 0.6) < 1e-5 && Math.abs(g[1] - 0.8) < 1e-5);
   fl.optim.clipGradValue_([p], 0.7);
-  assert.ok(Math.abs(p.grad.dataSync()[1] - 0.7) < 1e-6);
+  assert.ok(Math.abs((p.grad.dataSync() as Float32Array)[1] - 0.7) < 1e-6);
 });
 
 test.run();
