@@ -18,6 +18,10 @@ test('crossEntropy over [N, C, d] with no reduction matches PyTorch', () => {
   checkCase(fixtures.cross_entropy_spatial, ({ x, t }) => F.crossEntropy(x, t, { reduction: 'none' }), 1e-9, ['t']);
 });
 
+test('crossEntropy with class weights and an ignored target matches PyTorch', () => {
+  checkCase(fixtures.cross_entropy_weighted, ({ x, t, w }) => F.crossEntropy(x, t, { weight: w.detach() }), 1e-9, ['t']);
+});
+
 test('crossEntropy with class probabilities matches PyTorch', () => {
   const c = fixtures.cross_entropy_probs;
   checkCase(c, ({ x, t }) => F.crossEntropy(x, t, c.options));

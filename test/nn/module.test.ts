@@ -98,6 +98,10 @@ test('activations, dropout and embedding', () => {
   assert.equal([...out.shape], [2, 2, 3]);
   out.sum().backward();
   assert.equal(((emb.weight.grad as fl.Tensor).toArray() as number[][])[1], [2, 2, 2]);
+  const padded = new nn.Embedding(4, 2, { paddingIdx: 0 });
+  assert.equal((padded.weight.toArray() as number[][])[0], [0, 0]);
+  padded.forward(fl.tensor([0, 1, 0])).sum().backward();
+  assert.equal((padded.weight.grad as fl.Tensor).toArray(), [[0, 0], [1, 1], [0, 0], [0, 0]]);
 });
 
 test('init helpers follow PyTorch formulas', () => {

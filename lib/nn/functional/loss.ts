@@ -27,6 +27,8 @@ function sameShape(op: string, a: Tensor, b: Tensor): void {
 
 export interface CrossEntropyOptions {
   reduction?: Reduction;
+  /** Per-class weights [C] (class-index targets without label smoothing). */
+  weight?: Tensor | null;
   ignoreIndex?: number;
   labelSmoothing?: number;
 }
@@ -59,10 +61,24 @@ export function crossEntropy(input: Tensor, target: Tensor, options: CrossEntrop
   const [lossH, lseH] = native.crossEntropy(x.handle, t.handle, ignoreIndex, eps);
   const lse = wrap(lseH);
   const rows = record(wrap(lossH), 'crossEntropy', [x], (g) => [wrap(native.crossEntropyBackward(x.handle, t.handle, lse.handle, g.handle, ignoreIndex, eps))]);
+  if (options.weight) return weighted(rows, t, options.weight, ignoreIndex, eps, reduction, expected, input.shape[1]);
   if (reduction === 'none') return rows.reshape(expected);
   if (reduction === 'sum') return rows.sum();
   // The mean runs over targets that are not ignored, as PyTorch's.
   return rows.sum().div(t.ne(ignoreIndex).sum().to(rows.dtype));
+}
+
+/** Scales each row's loss by its target's class weight; the mean divides by the summed weights. */
+function weighted(rows: Tensor, t: Tensor, weight: Tensor, ignoreIndex: number, eps: number, reduction: Reduction, shape: number[], classes: number): Tensor {
+  if (eps > 0) throw rangeError('crossEntropy', 'class weights together with labelSmoothing are not supported', 'ERR_ARG');
+  if (weight.ndim !== 1 || weight.shape[0] !== classes) throw rangeError('crossEntropy', `weight must be [${classes}], got ${shapeStr(weight.shape)}`);
+  const valid = t.ne(ignoreIndex);
+  const safe = t.mul(valid.to(t.dtype));  // ignored rows look up class 0, then get weight 0
+  const w = weight.to(rows.dtype).indexSelect(0, safe).mul(valid.to(rows.dtype));
+  const scaled = rows.mul(w);
+  if (reduction === 'none') return scaled.reshape(shape);
+  if (reduction === 'sum') return scaled.sum();
+  return scaled.sum().div(w.sum());
 }
 
 function crossEntropyProbs(input: Tensor, target: Tensor, eps: number, reduction: Reduction): Tensor {
