@@ -10,32 +10,46 @@ namespace flock::cpu {
 namespace {
 
 template <class T>
-void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& g) {
+void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geom) {
+  // Geometry in locals: stores through y/idx could otherwise alias the struct and force reloads.
+  const int64_t H = geom.h, W = geom.w, OH = geom.oh, OW = geom.ow, KH = geom.kh, KW = geom.kw;
+  const int64_t SH = geom.sh, SW = geom.sw, PH = geom.ph, PW = geom.pw, DH = geom.dh, DW = geom.dw;
   const T* x = xt.data<T>();
   T* y = yt.data<T>();
   int64_t* idx = it.data<int64_t>();
-  parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
+  parallel_for(geom.n * geom.c, 4, [=](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
-      const T* plane = x + p * g.h * g.w;
-      for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const T* plane = x + p * H * W;
+      T* yp = y + p * OH * OW;
+      int64_t* ip = idx + p * OH * OW;
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        const int64_t y0 = oy * SH - PH;
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          const int64_t x0 = ox * SW - PW;
           T best = -std::numeric_limits<T>::infinity();
-          int64_t at = -1;
-          for (int64_t i = 0; i < g.kh; ++i) {
-            const int64_t iy = oy * g.sh - g.ph + i * g.dh;
-            if (iy < 0 || iy >= g.h) continue;
-            for (int64_t j = 0; j < g.kw; ++j) {
-              const int64_t ix = ox * g.sw - g.pw + j * g.dw;
-              if (ix < 0 || ix >= g.w) continue;
-              const T v = plane[iy * g.w + ix];
-              // NaN propagates, as in PyTorch.
-              if (at < 0 || v > best || v != v) { best = v; at = iy * g.w + ix; }
+          int64_t at = -1, first = -1;
+          for (int64_t i = 0; i < KH; ++i) {
+            const int64_t iy = y0 + i * DH;
+            if (iy < 0 || iy >= H) continue;
+            const T* row = plane + iy * W;
+            for (int64_t j = 0; j < KW; ++j) {
+              const int64_t ix = x0 + j * DW;
+              if (ix < 0 || ix >= W) continue;
+              const T v = row[ix];
+              const int64_t pos = iy * W + ix;
+              if (first < 0) first = pos;
+              // Branch-free select (conditional moves): on real activations the comparison is
+              // unpredictable. !(v <= best) is also true for NaN, which propagates as in PyTorch.
+              const bool take = !(v <= best);
+              best = take ? v : best;
+              at = take ? pos : at;
             }
           }
-          const int64_t o = p * g.oh * g.ow + oy * g.ow + ox;
-          y[o] = best;
-          idx[o] = at;
+          if (at < 0) at = first;  // a window of -inf values points at its first element
+          yp[oy * OW + ox] = best;
+          ip[oy * OW + ox] = at;
         }
+      }
     }
   });
 }
