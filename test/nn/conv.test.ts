@@ -35,6 +35,16 @@ test('conv2d gradients pass a numerical check in f64', () => {
   numericGradCheck((wt) => F.conv2d(x, wt, null, { stride: 2, padding: [0, 1] }).mul(r2).sum(), w);
 });
 
+test('convTranspose2d gradients pass a numerical check in f64', () => {
+  fl.manualSeed(6);
+  const w = fl.randn([4, 1, 3, 2], { dtype: 'f64' });
+  const opts = { stride: 2, padding: [1, 0] as [number, number], outputPadding: 1, groups: 2 };
+  const r = fl.randn([1, 2, 6, 7], { dtype: 'f64' });
+  const x = fl.randn([1, 4, 3, 3], { dtype: 'f64' });
+  numericGradCheck((xx) => F.convTranspose2d(xx, w, null, opts).mul(r).sum(), x);
+  numericGradCheck((ww) => F.convTranspose2d(x, ww, null, opts).mul(r).sum(), w);
+});
+
 test('Conv2d layer: shapes, default init bounds, parameters', () => {
   const conv = new fl.nn.Conv2d(4, 8, 3, { padding: 1 });
   assert.equal([...conv.weight.shape], [8, 4, 3, 3]);

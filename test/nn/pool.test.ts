@@ -25,6 +25,7 @@ test('pooling gradients pass a numerical check in f64', () => {
   const r = fl.randn([1, 2, 2, 2], { dtype: 'f64' });
   numericGradCheck((x) => F.maxPool2d(x, 2).mul(r).sum(), fl.randn([1, 2, 4, 5], { dtype: 'f64' }));
   numericGradCheck((x) => F.avgPool2d(x, 3, { stride: 2, padding: 1 }).mul(r).sum(), fl.randn([1, 2, 4, 3], { dtype: 'f64' }));
+  numericGradCheck((x) => F.adaptiveAvgPool2d(x, 2).mul(r).sum(), fl.randn([1, 2, 5, 3], { dtype: 'f64' }));
 });
 
 test('maxPool2dWithIndices returns flat argmax positions', () => {
