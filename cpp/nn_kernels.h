@@ -43,6 +43,10 @@ FLOCK_DECLARE_KERNEL(avg_pool2d_backward, void(const Tensor& gy, Tensor& gx, con
 // per-row loss and the row's logsumexp (kept for backward).
 FLOCK_DECLARE_KERNEL(cross_entropy_forward, void(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse, int64_t ignore_index, double smoothing))
 FLOCK_DECLARE_KERNEL(cross_entropy_backward, void(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, Tensor& glogits, int64_t ignore_index, double smoothing))
+// Row normalisation of a [rows, d] view (layer and group norm without the affine part); saves the
+// per-row mean and 1/std for backward.
+FLOCK_DECLARE_KERNEL(row_norm_forward, void(const Tensor& x, Tensor& y, Tensor& mean, Tensor& rstd, double eps))
+FLOCK_DECLARE_KERNEL(row_norm_backward, void(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy, Tensor& gx))
 // In-place multi-tensor optimizer steps: every parameter of a group in one queued call.
 FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, const AdamConfig& cfg))
 FLOCK_DECLARE_KERNEL(sgd_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, const SgdConfig& cfg))

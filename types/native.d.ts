@@ -89,6 +89,9 @@ export interface NativeAddon {
   /** Fused log-softmax + NLL over [rows, classes]: [per-row loss, per-row logsumexp]. */
   crossEntropy(x: NativeTensor, target: NativeTensor, ignoreIndex: number, labelSmoothing: number): [NativeTensor, NativeTensor];
   crossEntropyBackward(x: NativeTensor, target: NativeTensor, lse: NativeTensor, grad: NativeTensor, ignoreIndex: number, labelSmoothing: number): NativeTensor;
+  /** Normalises each row of [rows, d]: [y, mean [rows], rstd [rows]]. */
+  rowNorm(x: NativeTensor, eps: number): [NativeTensor, NativeTensor, NativeTensor];
+  rowNormBackward(x: NativeTensor, mean: NativeTensor, rstd: NativeTensor, grad: NativeTensor): NativeTensor;
   /** In-place fused Adam/AdamW over many tensors, queued on their device's stream. */
   adamStep(params: NativeTensor[], grads: NativeTensor[], expAvg: NativeTensor[], expAvgSq: NativeTensor[], lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, step: number, decoupled: boolean): void;
   sgdStep(params: NativeTensor[], grads: NativeTensor[], momentumBuffers: NativeTensor[], lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, firstStep: boolean): void;

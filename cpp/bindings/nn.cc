@@ -123,6 +123,18 @@ Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info) {
   return out(info, ops::cross_entropy_backward(x, t, lse, g, ignore, eps));
 }
 
+Napi::Value RowNorm(const Napi::CallbackInfo& info) {
+  Args a{info, "rowNorm"};
+  Tensor x = a.tensor(0, "input");
+  return pair_out(info, ops::row_norm_forward(x, a.number(1, "eps")));
+}
+
+Napi::Value RowNormBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "rowNormBackward"};
+  Tensor x = a.tensor(0, "input"), mean = a.tensor(1, "mean"), rstd = a.tensor(2, "rstd"), gy = a.tensor(3, "grad");
+  return out(info, ops::row_norm_backward(x, mean, rstd, gy));
+}
+
 Napi::Value AdamStep(const Napi::CallbackInfo& info) {
   Args a{info, "adamStep"};
   auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), m = a.tensors(2, "expAvg"), v = a.tensors(3, "expAvgSq");
@@ -155,6 +167,8 @@ void register_nn_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("adaptiveAvgPool2dBackward", AdaptiveAvgPool2dBackward);
   FLOCK_EXPORT("crossEntropy", CrossEntropy);
   FLOCK_EXPORT("crossEntropyBackward", CrossEntropyBackward);
+  FLOCK_EXPORT("rowNorm", RowNorm);
+  FLOCK_EXPORT("rowNormBackward", RowNormBackward);
   FLOCK_EXPORT("adamStep", AdamStep);
   FLOCK_EXPORT("sgdStep", SgdStep);
 }

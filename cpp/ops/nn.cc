@@ -189,6 +189,31 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
   return gx;
 }
 
+std::vector<Tensor> row_norm_forward(const Tensor& x, double eps) {
+  check_float(x, "rowNorm", "input");
+  if (x.dim() != 2) fail(Code::Shape, "rowNorm: input must be [rows, d], got ", shape_str(x.shape));
+  if (!(eps >= 0)) fail(Code::Arg, "rowNorm: eps must be ≥ 0, got ", eps);
+  Tensor y = empty(x.shape, x.dtype, x.device(), "rowNorm");
+  Tensor mean = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
+  Tensor rstd = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
+  if (x.numel() > 0) launch("rowNorm", x.device(), [=]() mutable { row_norm_forward_table().get(x.device())(x, y, mean, rstd, eps); });
+  return {y, mean, rstd};
+}
+
+Tensor row_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy) {
+  check_float(x, "rowNormBackward", "input");
+  check_pair(x, gy, "rowNormBackward");
+  check_pair(x, mean, "rowNormBackward");
+  check_pair(x, rstd, "rowNormBackward");
+  if (x.dim() != 2) fail(Code::Shape, "rowNormBackward: input must be [rows, d], got ", shape_str(x.shape));
+  check_shape(gy, x.shape, "rowNormBackward", "grad");
+  check_shape(mean, {x.shape[0]}, "rowNormBackward", "mean");
+  check_shape(rstd, {x.shape[0]}, "rowNormBackward", "rstd");
+  Tensor gx = empty(x.shape, x.dtype, x.device(), "rowNormBackward");
+  if (x.numel() > 0) launch("rowNormBackward", x.device(), [=]() mutable { row_norm_backward_table().get(x.device())(x, mean, rstd, gy, gx); });
+  return gx;
+}
+
 namespace {
 void check_group(const std::vector<Tensor>& params, const std::vector<const std::vector<Tensor>*>& others, const char* op) {
   if (params.empty()) return;

@@ -30,6 +30,10 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& gy, const Shape& input_shape);
 std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index, double smoothing);
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, int64_t ignore_index, double smoothing);
 
+// Normalises each row of x [rows, d]; returns {y, mean [rows], rstd [rows]}.
+std::vector<Tensor> row_norm_forward(const Tensor& x, double eps);
+Tensor row_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy);
+
 void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, const AdamConfig& cfg);
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, const SgdConfig& cfg);
 

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
-import { checkCase, close, fixtures, load, throwsCode } from '../fixtures/load';
+import { checkCase, close, fixtures, load, numericGradCheck, throwsCode } from '../fixtures/load';
 
 const F = fl.nn.functional;
 
@@ -24,6 +24,18 @@ test('layerNorm matches PyTorch', () => {
 
 test('groupNorm matches PyTorch', () => {
   checkCase(fixtures.group_norm, ({ x, w, b }) => F.groupNorm(x, 2, w, b));
+});
+
+test('layer and group norm gradients pass a numerical check in f64', () => {
+  fl.manualSeed(9);
+  const r = fl.randn([2, 4, 3], { dtype: 'f64' });
+  numericGradCheck((x) => F.layerNorm(x, [4, 3]).mul(r).sum(), fl.randn([2, 4, 3], { dtype: 'f64' }));
+  numericGradCheck((x) => F.groupNorm(x, 2).mul(r).sum(), fl.randn([2, 4, 3], { dtype: 'f64' }));
+});
+
+test('layerNorm in f32 agrees with the f64 golden values', () => {
+  const c = fixtures.layer_norm;
+  close(F.layerNorm(load(c.inputs.x, 'f32'), [7, 6], load(c.inputs.w, 'f32'), load(c.inputs.b, 'f32')), c.output, 1e-5);
 });
 
 test('BatchNorm2d layer: buffers in the state dict, train/eval behaviour', () => {

@@ -1,15 +1,27 @@
 /**
- * Normalisation layers as compositions of reductions and element-wise ops, whose gradients the
- * autograd engine already knows. Statistics use the biased variance, as PyTorch's forward does.
+ * Normalisation. Layer and group norm run the native row kernel (one pass for the statistics, one
+ * for the output; mean and 1/std kept for backward); batch norm, whose statistics run across the
+ * batch, is a composition of reductions and element-wise ops. Variances are biased, as PyTorch's.
  */
+import { native } from '../../native';
 import type { Tensor } from '../../tensor';
+import { record } from '../../autograd/node';
 import { noGrad } from '../../autograd/grad_mode';
 import { copy_ } from '../../ops/elementwise';
-import { checkTensor, rangeError, shapeStr } from '../../ops/util';
+import { checkTensor, rangeError, shapeStr, wrap } from '../../ops/util';
 
 /** Reshapes a per-channel vector [C] to broadcast over dim 1 of an n-D input. */
 function perChannel(v: Tensor, ndim: number): Tensor {
   return v.reshape([1, v.shape[0], ...Array(Math.max(0, ndim - 2)).fill(1)]);
+}
+
+/** Each row of `x` [rows, d] to zero mean and unit variance; composed ops for dtypes other than f32/f64. */
+function normalizeRows(x: Tensor, eps: number): Tensor {
+  if (x.dtype !== 'f32' && x.dtype !== 'f64') {
+    return x.sub(x.mean(1, true)).mul(x.var(1, { correction: 0, keepdim: true }).add(eps).rsqrt());
+  }
+  const [y, mean, rstd] = native.rowNorm(x.handle, eps).map(wrap);
+  return record(y, 'rowNorm', [x], (g) => [wrap(native.rowNormBackward(x.handle, mean.handle, rstd.handle, g.handle))]);
 }
 
 export interface BatchNormOptions {
@@ -62,10 +74,8 @@ export function layerNorm(x: Tensor, normalizedShape: number[], weight?: Tensor 
   const tail = x.shape.slice(x.ndim - k);
   if (k === 0 || k > x.ndim || tail.some((s, i) => s !== normalizedShape[i]))
     throw rangeError('layerNorm', `normalizedShape ${shapeStr(normalizedShape)} does not match the trailing dims of input ${shapeStr(x.shape)}`);
-  const dims = Array.from({ length: k }, (_, i) => x.ndim - k + i);
-  const mean = x.mean(dims, true);
-  const variance = x.var(dims, { correction: 0, keepdim: true });
-  let y = x.sub(mean).mul(variance.add(eps).rsqrt());
+  const d = normalizedShape.reduce((a, b) => a * b, 1);
+  let y = normalizeRows(x.reshape([x.size / Math.max(d, 1), d]), eps).reshape([...x.shape]);
   if (weight) y = y.mul(weight);
   if (bias) y = y.add(bias);
   return y;
@@ -78,10 +88,8 @@ export function groupNorm(x: Tensor, numGroups: number, weight?: Tensor | null, 
   const c = x.shape[1];
   if (!Number.isInteger(numGroups) || numGroups < 1 || c % numGroups !== 0)
     throw rangeError('groupNorm', `number of channels ${c} must be divisible by numGroups ${numGroups}`);
-  const g = x.reshape([x.shape[0], numGroups, -1]);
-  const mean = g.mean(2, true);
-  const variance = g.var(2, { correction: 0, keepdim: true });
-  let y = g.sub(mean).mul(variance.add(eps).rsqrt()).reshape([...x.shape]);
+  const rows = x.shape[0] * numGroups;
+  let y = normalizeRows(x.reshape([rows, x.size / Math.max(rows, 1)]), eps).reshape([...x.shape]);
   if (weight) y = y.mul(perChannel(weight, x.ndim));
   if (bias) y = y.add(perChannel(bias, x.ndim));
   return y;
