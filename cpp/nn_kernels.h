@@ -32,7 +32,8 @@ struct SgdConfig {
   bool nesterov, first_step;
 };
 
-FLOCK_DECLARE_KERNEL(conv2d_forward, void(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dGeom& g))
+// `bias` may be empty (no bias); when given it is added while each image's output is in cache.
+FLOCK_DECLARE_KERNEL(conv2d_forward, void(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Conv2dGeom& g))
 FLOCK_DECLARE_KERNEL(conv2d_backward_input, void(const Tensor& gy, const Tensor& w, Tensor& gx, const Conv2dGeom& g))
 FLOCK_DECLARE_KERNEL(conv2d_backward_weight, void(const Tensor& x, const Tensor& gy, Tensor& gw, const Conv2dGeom& g))
 FLOCK_DECLARE_KERNEL(max_pool2d_forward, void(const Tensor& x, Tensor& y, Tensor& indices, const Pool2dGeom& g))

@@ -77,7 +77,7 @@ export interface NativeAddon {
   gather(x: NativeTensor, dim: number, index: NativeTensor): NativeTensor;
   scatterAdd(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NativeTensor;
   // nn (cpp/bindings/nn.cc): geometry as [h, w] pairs
-  conv2d(x: NativeTensor, w: NativeTensor, stride: number[], padding: number[], dilation: number[], groups: number): NativeTensor;
+  conv2d(x: NativeTensor, w: NativeTensor, stride: number[], padding: number[], dilation: number[], groups: number, bias?: NativeTensor | null): NativeTensor;
   conv2dBackwardInput(grad: NativeTensor, w: NativeTensor, inputShape: number[], stride: number[], padding: number[], dilation: number[], groups: number): NativeTensor;
   conv2dBackwardWeight(x: NativeTensor, grad: NativeTensor, weightShape: number[], stride: number[], padding: number[], dilation: number[], groups: number): NativeTensor;
   maxPool2d(x: NativeTensor, kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): [NativeTensor, NativeTensor];

@@ -49,7 +49,10 @@ ops::Pool2dArgs pool_args(const Args& a, size_t i) {
 Napi::Value Conv2d(const Napi::CallbackInfo& info) {
   Args a{info, "conv2d"};
   Tensor x = a.tensor(0, "input"), w = a.tensor(1, "weight");
-  return out(info, ops::conv2d_forward(x, w, conv_args(a, 2)));
+  const ops::Conv2dArgs c = conv_args(a, 2);
+  const bool has_bias = !a.at(6).IsUndefined() && !a.at(6).IsNull();
+  Tensor b = has_bias ? a.tensor(6, "bias") : Tensor{};
+  return out(info, ops::conv2d_forward(x, w, has_bias ? &b : nullptr, c));
 }
 
 Napi::Value Conv2dBackwardInput(const Napi::CallbackInfo& info) {

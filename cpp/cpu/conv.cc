@@ -64,7 +64,8 @@ void col2im(const T* col, T* x, int64_t channels, const Conv2dGeom& g) {
 }
 
 template <class T>
-void forward_typed(const Tensor& xt, const Tensor& wt, Tensor& yt, const Conv2dGeom& g) {
+void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor* bt, Tensor& yt, const Conv2dGeom& g) {
+  const T* bias = bt ? bt->data<T>() : nullptr;
   const T* x = xt.data<T>();
   const T* w = wt.data<T>();
   T* y = yt.data<T>();
@@ -75,6 +76,11 @@ void forward_typed(const Tensor& xt, const Tensor& wt, Tensor& yt, const Conv2dG
       for (int64_t gi = 0; gi < g.groups; ++gi) {
         im2col(x + (n * g.c + gi * cg) * g.h * g.w, col.data(), cg, g);
         gemm(ocg, ohw, kk, w + gi * ocg * kk, kk, false, col.data(), ohw, false, y + (n * g.oc + gi * ocg) * ohw, ohw);
+        if (bias)
+          for (int64_t o = gi * ocg; o < (gi + 1) * ocg; ++o) {
+            T* row = y + (n * g.oc + o) * ohw;
+            for (int64_t i = 0; i < ohw; ++i) row[i] += bias[o];
+          }
       }
   });
 }
@@ -130,9 +136,9 @@ void backward_weight_typed(const Tensor& xt, const Tensor& gyt, Tensor& gwt, con
 }
 
 
-void conv2d_forward_cpu(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dGeom& g) {
-  if (x.dtype == DType::f64) forward_typed<double>(x, w, y, g);
-  else forward_typed<float>(x, w, y, g);
+void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Conv2dGeom& g) {
+  if (x.dtype == DType::f64) forward_typed<double>(x, w, b, y, g);
+  else forward_typed<float>(x, w, b, y, g);
 }
 void conv2d_backward_input_cpu(const Tensor& gy, const Tensor& w, Tensor& gx, const Conv2dGeom& g) {
   if (gy.dtype == DType::f64) backward_input_typed<double>(gy, w, gx, g);

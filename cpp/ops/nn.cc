@@ -61,13 +61,20 @@ void check_shape(const Tensor& t, const Shape& s, const char* op, const char* na
 
 }  // namespace
 
-Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Conv2dArgs& a) {
+Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, const Conv2dArgs& a) {
   check_float(x, "conv2d", "input");
   check_pair(x, w, "conv2d");
   const Conv2dGeom g = conv_geom(x.shape, w.shape, a, "conv2d");
+  Tensor b;
+  const bool has_bias = bias != nullptr;
+  if (has_bias) {
+    check_pair(x, *bias, "conv2d");
+    check_shape(*bias, {g.oc}, "conv2d", "bias");
+    b = *bias;
+  }
   Tensor y = empty({g.n, g.oc, g.oh, g.ow}, x.dtype, x.device(), "conv2d");
   if (y.numel() == 0) return y;
-  launch("conv2d", x.device(), [=]() mutable { conv2d_forward_table().get(x.device())(x, w, y, g); });
+  launch("conv2d", x.device(), [=]() mutable { conv2d_forward_table().get(x.device())(x, w, has_bias ? &b : nullptr, y, g); });
   return y;
 }
 

@@ -9,7 +9,7 @@ struct Conv2dArgs {
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
 };
 
-Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Conv2dArgs& a);
+Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, const Conv2dArgs& a);
 // Gradient of conv2d with respect to its input of shape `input_shape` (also ConvTranspose2d's forward).
 Tensor conv2d_backward_input(const Tensor& gy, const Tensor& w, const Shape& input_shape, const Conv2dArgs& a);
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& gy, const Shape& weight_shape, const Conv2dArgs& a);

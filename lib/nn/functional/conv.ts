@@ -6,7 +6,7 @@
 import { native } from '../../native';
 import type { Tensor } from '../../tensor';
 import { record } from '../../autograd/node';
-import { checkTensor, rangeError, shapeStr, wrap } from '../../ops/util';
+import { castTo, checkTensor, rangeError, shapeStr, wrap } from '../../ops/util';
 import { check4d, checkFloat, pair, type Pair } from './args';
 
 export interface Conv2dOptions {
@@ -25,9 +25,14 @@ function geometry(op: string, o: Conv2dOptions) {
   };
 }
 
+function checkBias(bias: Tensor, channels: number, op: string): void {
+  checkTensor(op, 'bias', bias);
+  if (bias.ndim !== 1 || bias.shape[0] !== channels) throw rangeError(op, `bias must be [${channels}], got ${shapeStr(bias.shape)}`);
+}
+
 function addBias(y: Tensor, bias: Tensor | null | undefined, channels: number, op: string): Tensor {
   if (!bias) return y;
-  if (bias.ndim !== 1 || bias.shape[0] !== channels) throw rangeError(op, `bias must be [${channels}], got ${shapeStr(bias.shape)}`);
+  checkBias(bias, channels, op);
   return y.add(bias.reshape([1, channels, 1, 1]));
 }
 
@@ -39,12 +44,15 @@ export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
   checkFloat('conv2d', x);
   const g = geometry('conv2d', options);
   const args = [g.stride, g.padding, g.dilation, g.groups] as const;
-  const y = wrap(native.conv2d(x.handle, weight.handle, ...args));
-  const out = record(y, 'conv2d', [x, weight], (gy) => [
+  if (bias) checkBias(bias, weight.shape[0], 'conv2d');
+  // The bias is added inside the kernel, saving a pass over the (largest) activation tensor.
+  const y = wrap(native.conv2d(x.handle, weight.handle, ...args, bias ? castTo(bias, x.dtype).handle : null));
+  const inputs = bias ? [x, weight, bias] : [x, weight];
+  return record(y, 'conv2d', inputs, (gy) => [
     x.requiresGrad ? wrap(native.conv2dBackwardInput(gy.handle, weight.handle, [...x.shape], ...args)) : null,
     weight.requiresGrad ? wrap(native.conv2dBackwardWeight(x.handle, gy.handle, [...weight.shape], ...args)) : null,
+    bias?.requiresGrad ? gy.sum([0, 2, 3]) : null,
   ]);
-  return addBias(out, bias, weight.shape[0], 'conv2d');
 }
 
 export interface ConvTranspose2dOptions extends Conv2dOptions {
