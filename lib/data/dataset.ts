@@ -33,7 +33,9 @@ export class TensorDataset implements Dataset<Tensor[]> {
 
   /** Many rows at once (used by DataLoader): one gather per tensor instead of one op per row. */
   getBatch(indices: number[]): Tensor[] {
-    const idx = tensor(Int32Array.from(indices)).to('i64');
-    return this.tensors.map((t) => t.indexSelect(0, t.device === 'cpu' ? idx : idx.to(t.device)));
+    const idx = tensor(Int32Array.from(indices));
+    const out = this.tensors.map((t) => t.indexSelect(0, t.device === 'cpu' ? idx : idx.to(t.device)));
+    idx.dispose();  // queued gathers hold their own reference
+    return out;
   }
 }

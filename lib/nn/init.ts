@@ -7,6 +7,7 @@ import { noGrad } from '../autograd/grad_mode';
 import { copy_ } from '../ops/elementwise';
 import { full, rand, randn } from '../ops/creation';
 import { rangeError } from '../ops/util';
+import { tidy } from '../memory';
 
 export type Nonlinearity = 'linear' | 'conv2d' | 'sigmoid' | 'tanh' | 'relu' | 'leaky_relu' | 'selu';
 
@@ -29,21 +30,25 @@ export function fans(t: Tensor): [number, number] {
   return [t.shape[1] * field, t.shape[0] * field];
 }
 
-function fill(t: Tensor, src: Tensor): Tensor {
-  noGrad(() => copy_(t, src.dtype === t.dtype ? src : src.to(t.dtype)));
+/** Copies `src()` into t; the drawn temporary is freed at once (queued work keeps what it reads). */
+function fill(t: Tensor, src: () => Tensor): Tensor {
+  tidy(() => noGrad(() => {
+    const s = src();
+    copy_(t, s.dtype === t.dtype ? s : s.to(t.dtype));
+  }));
   return t;
 }
 
 export function uniform_(t: Tensor, a = 0, b = 1): Tensor {
-  return fill(t, rand([...t.shape], { low: a, high: b, dtype: t.dtype === 'f64' ? 'f64' : 'f32', device: t.device }));
+  return fill(t, () => rand([...t.shape], { low: a, high: b, dtype: t.dtype === 'f64' ? 'f64' : 'f32', device: t.device }));
 }
 
 export function normal_(t: Tensor, mean = 0, std = 1): Tensor {
-  return fill(t, randn([...t.shape], { mean, std, dtype: t.dtype === 'f64' ? 'f64' : 'f32', device: t.device }));
+  return fill(t, () => randn([...t.shape], { mean, std, dtype: t.dtype === 'f64' ? 'f64' : 'f32', device: t.device }));
 }
 
 export function constant_(t: Tensor, value: number): Tensor {
-  return fill(t, full([...t.shape], value, { dtype: t.dtype, device: t.device }));
+  return fill(t, () => full([...t.shape], value, { dtype: t.dtype, device: t.device }));
 }
 export const zeros_ = (t: Tensor): Tensor => constant_(t, 0);
 export const ones_ = (t: Tensor): Tensor => constant_(t, 1);

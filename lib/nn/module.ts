@@ -4,7 +4,7 @@
  * `this.weight = new Parameter(...)` or `this.fc = new Linear(...)`.
  */
 import { Tensor } from '../tensor';
-import { keep } from '../memory';
+import { keep, tidy } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
 import { copy_ } from '../ops/elementwise';
 import { Parameter } from './parameter';
@@ -115,7 +115,8 @@ export abstract class Module {
         p.grad.dispose();
         p.grad = null;
       } else {
-        copy_(p.grad, p.grad.mul(0));
+        const g = p.grad;
+        tidy(() => noGrad(() => copy_(g, g.mul(0))));
       }
     }
   }

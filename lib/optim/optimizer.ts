@@ -3,7 +3,7 @@
  * and state dicts, as torch.optim.Optimizer. Subclasses implement step().
  */
 import { Tensor } from '../tensor';
-import { keep } from '../memory';
+import { keep, tidy } from '../memory';
 import { copy_ } from '../ops/elementwise';
 import { noGrad } from '../autograd/grad_mode';
 
@@ -53,7 +53,8 @@ export abstract class Optimizer<H extends { lr: number }> {
           p.grad.dispose();
           p.grad = null;
         } else {
-          noGrad(() => copy_(p.grad as Tensor, (p.grad as Tensor).mul(0)));
+          const g = p.grad;
+          tidy(() => noGrad(() => copy_(g, g.mul(0))));
         }
       }
   }
