@@ -35,3 +35,8 @@ export function setNumThreads(n: number): void {
 export function buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number } {
   return native.buildInfo();
 }
+
+export * as nn from './nn';
+export * as optim from './optim';
+export * as data from './data';
+export * as datasets from './data/datasets';

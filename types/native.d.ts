@@ -76,4 +76,23 @@ export interface NativeAddon {
   indexSelect(x: NativeTensor, dim: number, index: NativeTensor): NativeTensor;
   gather(x: NativeTensor, dim: number, index: NativeTensor): NativeTensor;
   scatterAdd(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NativeTensor;
+  // nn (cpp/bindings/nn.cc): geometry as [h, w] pairs
+  conv2d(x: NativeTensor, w: NativeTensor, stride: number[], padding: number[], dilation: number[], groups: number, bias?: NativeTensor | null): NativeTensor;
+  conv2dBackwardInput(grad: NativeTensor, w: NativeTensor, inputShape: number[], stride: number[], padding: number[], dilation: number[], groups: number): NativeTensor;
+  conv2dBackwardWeight(x: NativeTensor, grad: NativeTensor, weightShape: number[], stride: number[], padding: number[], dilation: number[], groups: number): NativeTensor;
+  maxPool2d(x: NativeTensor, kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): [NativeTensor, NativeTensor];
+  maxPool2dBackward(grad: NativeTensor, indices: NativeTensor, inputShape: number[], kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): NativeTensor;
+  avgPool2d(x: NativeTensor, kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): NativeTensor;
+  avgPool2dBackward(grad: NativeTensor, inputShape: number[], kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): NativeTensor;
+  adaptiveAvgPool2d(x: NativeTensor, outputSize: number[]): NativeTensor;
+  adaptiveAvgPool2dBackward(grad: NativeTensor, inputShape: number[]): NativeTensor;
+  /** Fused log-softmax + NLL over [rows, classes]: [per-row loss, per-row logsumexp]. */
+  crossEntropy(x: NativeTensor, target: NativeTensor, ignoreIndex: number, labelSmoothing: number): [NativeTensor, NativeTensor];
+  crossEntropyBackward(x: NativeTensor, target: NativeTensor, lse: NativeTensor, grad: NativeTensor, ignoreIndex: number, labelSmoothing: number): NativeTensor;
+  /** Normalises each row of [rows, d]: [y, mean [rows], rstd [rows]]. */
+  rowNorm(x: NativeTensor, eps: number): [NativeTensor, NativeTensor, NativeTensor];
+  rowNormBackward(x: NativeTensor, mean: NativeTensor, rstd: NativeTensor, grad: NativeTensor): NativeTensor;
+  /** In-place fused Adam/AdamW over many tensors, queued on their device's stream. */
+  adamStep(params: NativeTensor[], grads: NativeTensor[], expAvg: NativeTensor[], expAvgSq: NativeTensor[], lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, step: number, decoupled: boolean): void;
+  sgdStep(params: NativeTensor[], grads: NativeTensor[], momentumBuffers: NativeTensor[], lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, firstStep: boolean): void;
 }

@@ -31,6 +31,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeTensor", tensor_class.Value());
   register_tensor_exports(env, exports);
   register_op_exports(env, exports);
+  register_nn_exports(env, exports);
 }
 
 Addon::~Addon() {

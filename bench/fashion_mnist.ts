@@ -1,0 +1,61 @@
+/**
+ * Training-step time of the Fashion-MNIST MLP (batch 100) and CNN (batch 64) on the CPU, the models
+ * of examples/, with the PyTorch anchor (bench/anchors/torch_fashion_mnist.py, 2 threads) run in
+ * the same command when /usr/bin/python3 has torch. Prints one JSON line per measurement.
+ *   npm run bench -- fashion_mnist [--steps N] [--no-anchor]
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import * as fl from '../lib';
+
+const argv = process.argv.slice(2);
+const stepsArg = argv.indexOf('--steps');
+const steps = stepsArg >= 0 ? Number(argv[stepsArg + 1]) : 100;
+const { nn } = fl;
+
+function mlp(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
+  return new nn.Sequential(new nn.Flatten(), new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
+}
+
+function cnn(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
+  return new nn.Sequential(
+    new nn.Conv2d(1, 32, 3), new nn.ReLU(), new nn.MaxPool2d(2),
+    new nn.Conv2d(32, 64, 3), new nn.ReLU(), new nn.MaxPool2d(2),
+    new nn.Flatten(), new nn.Linear(1600, 128), new nn.ReLU(), new nn.Linear(128, 10),
+  );
+}
+
+async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor }, batch: number): Promise<void> {
+  const ds = fl.datasets.fashionMNIST({ split: 'train', limit: batch * (steps + 10) });
+  const batches = [...new fl.data.DataLoader(ds, { batchSize: batch })] as fl.Tensor[][];
+  const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
+  const step = ([x, y]: fl.Tensor[]) =>
+    fl.tidy(() => {
+      const loss = fl.nn.functional.crossEntropy(model.forward(x), y);
+      opt.zeroGrad();
+      loss.backward();
+      opt.step();
+    });
+  for (let i = 0; i < 10; i++) step(batches[i]);  // warm-up: allocations, thread pool, page faults
+  await fl.sync();
+  const t0 = performance.now();
+  for (let i = 10; i < steps + 10; i++) step(batches[i]);
+  await fl.sync();
+  const ms = (performance.now() - t0) / steps;
+  console.log(JSON.stringify({ bench: name, device: 'cpu', impl: 'flockml', threads: fl.getNumThreads(), batch, steps, ms_per_step: Number(ms.toFixed(3)) }));
+}
+
+async function main(): Promise<void> {
+  fl.manualSeed(0);
+  await measure('fashion-mnist-mlp', mlp(), 100);
+  await measure('fashion-mnist-cnn', cnn(), 64);
+  if (argv.includes('--no-anchor')) return;
+  const anchor = spawnSync('/usr/bin/python3', [join(__dirname, 'anchors', 'torch_fashion_mnist.py'), '--steps', String(steps)], { encoding: 'utf8' });
+  if (anchor.status === 0) process.stdout.write(anchor.stdout);
+  else console.log(JSON.stringify({ bench: 'fashion-mnist', impl: 'torch', skipped: (anchor.stderr || anchor.error?.message || '').trim().split('\n').pop() }));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,179 @@
+// Neural-network exports: convolution, pooling, fused cross-entropy and fused optimizer steps.
+// Geometry arrives as [h, w] pairs; every value is range-checked here before reaching the core.
+#include "../ops/nn.h"
+#include "addon.h"
+#include "convert.h"
+#include "exports.h"
+
+namespace flock::js {
+namespace {
+
+constexpr int64_t kBig = int64_t(1) << 30;
+
+Napi::Value out(const Napi::CallbackInfo& info, Tensor t) { return Addon::of(info.Env()).wrap(info.Env(), std::move(t)); }
+
+Napi::Value pair_out(const Napi::CallbackInfo& info, std::vector<Tensor> ts) {
+  Napi::Array arr = Napi::Array::New(info.Env(), ts.size());
+  for (uint32_t i = 0; i < ts.size(); ++i) arr.Set(i, out(info, ts[i]));
+  return arr;
+}
+
+std::pair<int64_t, int64_t> pair(const Args& a, size_t i, const char* name, int64_t lo) {
+  auto v = a.ints(i, name, lo, kBig);
+  if (v.size() != 2) fail(Code::Arg, a.op, ": ", name, " must be a pair [h, w]");
+  return {v[0], v[1]};
+}
+
+// (…, stride, padding, dilation, groups) starting at argument i.
+ops::Conv2dArgs conv_args(const Args& a, size_t i) {
+  ops::Conv2dArgs c;
+  std::tie(c.sh, c.sw) = pair(a, i, "stride", 1);
+  std::tie(c.ph, c.pw) = pair(a, i + 1, "padding", 0);
+  std::tie(c.dh, c.dw) = pair(a, i + 2, "dilation", 1);
+  c.groups = a.integer(i + 3, "groups", 1, kBig);
+  return c;
+}
+
+// (…, kernel, stride, padding, dilation, ceilMode, countIncludePad) starting at argument i.
+ops::Pool2dArgs pool_args(const Args& a, size_t i) {
+  ops::Pool2dArgs p{};
+  std::tie(p.kh, p.kw) = pair(a, i, "kernelSize", 1);
+  std::tie(p.sh, p.sw) = pair(a, i + 1, "stride", 1);
+  std::tie(p.ph, p.pw) = pair(a, i + 2, "padding", 0);
+  std::tie(p.dh, p.dw) = pair(a, i + 3, "dilation", 1);
+  p.ceil_mode = a.boolean(i + 4, "ceilMode");
+  p.count_include_pad = a.boolean(i + 5, "countIncludePad");
+  return p;
+}
+
+Napi::Value Conv2d(const Napi::CallbackInfo& info) {
+  Args a{info, "conv2d"};
+  Tensor x = a.tensor(0, "input"), w = a.tensor(1, "weight");
+  const ops::Conv2dArgs c = conv_args(a, 2);
+  const bool has_bias = !a.at(6).IsUndefined() && !a.at(6).IsNull();
+  Tensor b = has_bias ? a.tensor(6, "bias") : Tensor{};
+  return out(info, ops::conv2d_forward(x, w, has_bias ? &b : nullptr, c));
+}
+
+Napi::Value Conv2dBackwardInput(const Napi::CallbackInfo& info) {
+  Args a{info, "conv2dBackwardInput"};
+  Tensor gy = a.tensor(0, "grad"), w = a.tensor(1, "weight");
+  Shape s = a.shape(2, "inputShape");
+  return out(info, ops::conv2d_backward_input(gy, w, s, conv_args(a, 3)));
+}
+
+Napi::Value Conv2dBackwardWeight(const Napi::CallbackInfo& info) {
+  Args a{info, "conv2dBackwardWeight"};
+  Tensor x = a.tensor(0, "input"), gy = a.tensor(1, "grad");
+  Shape s = a.shape(2, "weightShape");
+  return out(info, ops::conv2d_backward_weight(x, gy, s, conv_args(a, 3)));
+}
+
+Napi::Value MaxPool2d(const Napi::CallbackInfo& info) {
+  Args a{info, "maxPool2d"};
+  Tensor x = a.tensor(0, "input");
+  return pair_out(info, ops::max_pool2d_forward(x, pool_args(a, 1)));
+}
+
+Napi::Value MaxPool2dBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "maxPool2dBackward"};
+  Tensor gy = a.tensor(0, "grad"), idx = a.tensor(1, "indices");
+  Shape s = a.shape(2, "inputShape");
+  return out(info, ops::max_pool2d_backward(gy, idx, s, pool_args(a, 3)));
+}
+
+Napi::Value AvgPool2d(const Napi::CallbackInfo& info) {
+  Args a{info, "avgPool2d"};
+  Tensor x = a.tensor(0, "input");
+  return out(info, ops::avg_pool2d_forward(x, pool_args(a, 1)));
+}
+
+Napi::Value AvgPool2dBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "avgPool2dBackward"};
+  Tensor gy = a.tensor(0, "grad");
+  Shape s = a.shape(1, "inputShape");
+  return out(info, ops::avg_pool2d_backward(gy, s, pool_args(a, 2)));
+}
+
+Napi::Value AdaptiveAvgPool2d(const Napi::CallbackInfo& info) {
+  Args a{info, "adaptiveAvgPool2d"};
+  Tensor x = a.tensor(0, "input");
+  auto [oh, ow] = pair(a, 1, "outputSize", 1);
+  return out(info, ops::adaptive_avg_pool2d_forward(x, oh, ow));
+}
+
+Napi::Value AdaptiveAvgPool2dBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "adaptiveAvgPool2dBackward"};
+  Tensor gy = a.tensor(0, "grad");
+  return out(info, ops::adaptive_avg_pool2d_backward(gy, a.shape(1, "inputShape")));
+}
+
+Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
+  Args a{info, "crossEntropy"};
+  Tensor x = a.tensor(0, "input"), t = a.tensor(1, "target");
+  const int64_t ignore = a.integer(2, "ignoreIndex", -kBig, kBig);
+  const double eps = a.number(3, "labelSmoothing");
+  if (!(eps >= 0 && eps <= 1)) fail(Code::Arg, "crossEntropy: labelSmoothing must be in [0, 1], got ", eps);
+  return pair_out(info, ops::cross_entropy_forward(x, t, ignore, eps));
+}
+
+Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "crossEntropyBackward"};
+  Tensor x = a.tensor(0, "input"), t = a.tensor(1, "target"), lse = a.tensor(2, "lse"), g = a.tensor(3, "grad");
+  const int64_t ignore = a.integer(4, "ignoreIndex", -kBig, kBig);
+  const double eps = a.number(5, "labelSmoothing");
+  if (!(eps >= 0 && eps <= 1)) fail(Code::Arg, "crossEntropyBackward: labelSmoothing must be in [0, 1], got ", eps);
+  return out(info, ops::cross_entropy_backward(x, t, lse, g, ignore, eps));
+}
+
+Napi::Value RowNorm(const Napi::CallbackInfo& info) {
+  Args a{info, "rowNorm"};
+  Tensor x = a.tensor(0, "input");
+  return pair_out(info, ops::row_norm_forward(x, a.number(1, "eps")));
+}
+
+Napi::Value RowNormBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "rowNormBackward"};
+  Tensor x = a.tensor(0, "input"), mean = a.tensor(1, "mean"), rstd = a.tensor(2, "rstd"), gy = a.tensor(3, "grad");
+  return out(info, ops::row_norm_backward(x, mean, rstd, gy));
+}
+
+Napi::Value AdamStep(const Napi::CallbackInfo& info) {
+  Args a{info, "adamStep"};
+  auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), m = a.tensors(2, "expAvg"), v = a.tensors(3, "expAvgSq");
+  AdamConfig c{a.number(4, "lr"), a.number(5, "beta1"), a.number(6, "beta2"), a.number(7, "eps"), a.number(8, "weightDecay"),
+               a.integer(9, "step", 1, int64_t(1) << 52), a.boolean(10, "decoupled")};
+  ops::adam_step(std::move(p), std::move(g), std::move(m), std::move(v), c);
+  return info.Env().Undefined();
+}
+
+Napi::Value SgdStep(const Napi::CallbackInfo& info) {
+  Args a{info, "sgdStep"};
+  auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), b = a.tensors(2, "momentumBuffers");
+  SgdConfig c{a.number(3, "lr"), a.number(4, "momentum"), a.number(5, "dampening"), a.number(6, "weightDecay"),
+              a.boolean(7, "nesterov"), a.boolean(8, "firstStep")};
+  ops::sgd_step(std::move(p), std::move(g), std::move(b), c);
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void register_nn_exports(Napi::Env env, Napi::Object exports) {
+  FLOCK_EXPORT("conv2d", Conv2d);
+  FLOCK_EXPORT("conv2dBackwardInput", Conv2dBackwardInput);
+  FLOCK_EXPORT("conv2dBackwardWeight", Conv2dBackwardWeight);
+  FLOCK_EXPORT("maxPool2d", MaxPool2d);
+  FLOCK_EXPORT("maxPool2dBackward", MaxPool2dBackward);
+  FLOCK_EXPORT("avgPool2d", AvgPool2d);
+  FLOCK_EXPORT("avgPool2dBackward", AvgPool2dBackward);
+  FLOCK_EXPORT("adaptiveAvgPool2d", AdaptiveAvgPool2d);
+  FLOCK_EXPORT("adaptiveAvgPool2dBackward", AdaptiveAvgPool2dBackward);
+  FLOCK_EXPORT("crossEntropy", CrossEntropy);
+  FLOCK_EXPORT("crossEntropyBackward", CrossEntropyBackward);
+  FLOCK_EXPORT("rowNorm", RowNorm);
+  FLOCK_EXPORT("rowNormBackward", RowNormBackward);
+  FLOCK_EXPORT("adamStep", AdamStep);
+  FLOCK_EXPORT("sgdStep", SgdStep);
+}
+
+}  // namespace flock::js

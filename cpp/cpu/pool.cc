@@ -1,0 +1,151 @@
+// CPU 2-D pooling. Max pooling records the flat argmax (within the H·W plane, as PyTorch) so
+// backward is a scatter; average pooling (fixed windows or adaptive ones) spreads the gradient
+// evenly over each window. Planes (n, c) run in parallel.
+#include <algorithm>
+#include <limits>
+#include "../nn_kernels.h"
+#include "threadpool.h"
+
+namespace flock::cpu {
+namespace {
+
+template <class T>
+void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geom) {
+  // Geometry in locals: stores through y/idx could otherwise alias the struct and force reloads.
+  const int64_t H = geom.h, W = geom.w, OH = geom.oh, OW = geom.ow, KH = geom.kh, KW = geom.kw;
+  const int64_t SH = geom.sh, SW = geom.sw, PH = geom.ph, PW = geom.pw, DH = geom.dh, DW = geom.dw;
+  const T* x = xt.data<T>();
+  T* y = yt.data<T>();
+  int64_t* idx = it.data<int64_t>();
+  parallel_for(geom.n * geom.c, 4, [=](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const T* plane = x + p * H * W;
+      T* yp = y + p * OH * OW;
+      int64_t* ip = idx + p * OH * OW;
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        const int64_t y0 = oy * SH - PH;
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          const int64_t x0 = ox * SW - PW;
+          T best = -std::numeric_limits<T>::infinity();
+          int64_t at = -1, first = -1;
+          for (int64_t i = 0; i < KH; ++i) {
+            const int64_t iy = y0 + i * DH;
+            if (iy < 0 || iy >= H) continue;
+            const T* row = plane + iy * W;
+            for (int64_t j = 0; j < KW; ++j) {
+              const int64_t ix = x0 + j * DW;
+              if (ix < 0 || ix >= W) continue;
+              const T v = row[ix];
+              const int64_t pos = iy * W + ix;
+              if (first < 0) first = pos;
+              // Branch-free select (conditional moves): on real activations the comparison is
+              // unpredictable. !(v <= best) is also true for NaN, which propagates as in PyTorch.
+              const bool take = !(v <= best);
+              best = take ? v : best;
+              at = take ? pos : at;
+            }
+          }
+          if (at < 0) at = first;  // a window of -inf values points at its first element
+          yp[oy * OW + ox] = best;
+          ip[oy * OW + ox] = at;
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void max_backward(const Tensor& gyt, const Tensor& it, Tensor& gxt, const Pool2dGeom& g) {
+  const T* gy = gyt.data<T>();
+  const int64_t* idx = it.data<int64_t>();
+  T* gx = gxt.data<T>();
+  parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      T* plane = gx + p * g.h * g.w;
+      std::fill(plane, plane + g.h * g.w, T(0));
+      for (int64_t o = 0; o < g.oh * g.ow; ++o) {
+        const int64_t at = idx[p * g.oh * g.ow + o];
+        if (at >= 0) plane[at] += gy[p * g.oh * g.ow + o];
+      }
+    }
+  });
+}
+
+// The window of output (oy, ox): rows [y0, y1), cols [x0, x1) clipped to the input, and the divisor.
+struct Window { int64_t y0, y1, x0, x1, count; };
+
+inline Window window(const Pool2dGeom& g, bool adaptive, int64_t oy, int64_t ox) {
+  if (adaptive) {
+    // PyTorch's adaptive bins: floor(o·H/OH) to ceil((o+1)·H/OH).
+    const int64_t y0 = oy * g.h / g.oh, y1 = ((oy + 1) * g.h + g.oh - 1) / g.oh;
+    const int64_t x0 = ox * g.w / g.ow, x1 = ((ox + 1) * g.w + g.ow - 1) / g.ow;
+    return {y0, y1, x0, x1, (y1 - y0) * (x1 - x0)};
+  }
+  int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+  int64_t y1 = std::min(y0 + g.kh, g.h + g.ph), x1 = std::min(x0 + g.kw, g.w + g.pw);
+  const int64_t padded = (y1 - y0) * (x1 - x0);
+  y0 = std::max<int64_t>(y0, 0); x0 = std::max<int64_t>(x0, 0);
+  y1 = std::min(y1, g.h); x1 = std::min(x1, g.w);
+  return {y0, y1, x0, x1, g.count_include_pad ? padded : (y1 - y0) * (x1 - x0)};
+}
+
+template <class T>
+void avg_forward(const Tensor& xt, Tensor& yt, const Pool2dGeom& g, bool adaptive) {
+  const T* x = xt.data<T>();
+  T* y = yt.data<T>();
+  parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const T* plane = x + p * g.h * g.w;
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const Window wd = window(g, adaptive, oy, ox);
+          T s = 0;
+          for (int64_t iy = wd.y0; iy < wd.y1; ++iy)
+            for (int64_t ix = wd.x0; ix < wd.x1; ++ix) s += plane[iy * g.w + ix];
+          y[p * g.oh * g.ow + oy * g.ow + ox] = wd.count > 0 ? s / T(wd.count) : T(0);
+        }
+    }
+  });
+}
+
+template <class T>
+void avg_backward(const Tensor& gyt, Tensor& gxt, const Pool2dGeom& g, bool adaptive) {
+  const T* gy = gyt.data<T>();
+  T* gx = gxt.data<T>();
+  parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      T* plane = gx + p * g.h * g.w;
+      std::fill(plane, plane + g.h * g.w, T(0));
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const Window wd = window(g, adaptive, oy, ox);
+          if (wd.count <= 0) continue;
+          const T v = gy[p * g.oh * g.ow + oy * g.ow + ox] / T(wd.count);
+          for (int64_t iy = wd.y0; iy < wd.y1; ++iy)
+            for (int64_t ix = wd.x0; ix < wd.x1; ++ix) plane[iy * g.w + ix] += v;
+        }
+    }
+  });
+}
+
+void max_forward_cpu(const Tensor& x, Tensor& y, Tensor& i, const Pool2dGeom& g) {
+  if (x.dtype == DType::f64) max_forward<double>(x, y, i, g); else max_forward<float>(x, y, i, g);
+}
+void max_backward_cpu(const Tensor& gy, const Tensor& i, Tensor& gx, const Pool2dGeom& g) {
+  if (gy.dtype == DType::f64) max_backward<double>(gy, i, gx, g); else max_backward<float>(gy, i, gx, g);
+}
+void avg_forward_cpu(const Tensor& x, Tensor& y, const Pool2dGeom& g, bool adaptive) {
+  if (x.dtype == DType::f64) avg_forward<double>(x, y, g, adaptive); else avg_forward<float>(x, y, g, adaptive);
+}
+void avg_backward_cpu(const Tensor& gy, Tensor& gx, const Pool2dGeom& g, bool adaptive) {
+  if (gy.dtype == DType::f64) avg_backward<double>(gy, gx, g, adaptive); else avg_backward<float>(gy, gx, g, adaptive);
+}
+
+}  // namespace
+
+FLOCK_REGISTER_KERNEL(max_pool2d_forward, CPU, max_forward_cpu);
+FLOCK_REGISTER_KERNEL(max_pool2d_backward, CPU, max_backward_cpu);
+FLOCK_REGISTER_KERNEL(avg_pool2d_forward, CPU, avg_forward_cpu);
+FLOCK_REGISTER_KERNEL(avg_pool2d_backward, CPU, avg_backward_cpu);
+
+}  // namespace flock::cpu

@@ -1,0 +1,55 @@
+// Kernel families of the neural-network layer (conv, pooling, fused losses, fused optimizer steps).
+// Kept apart from kernels.h so the core op table stays small; same registration scheme.
+#pragma once
+#include <cstdint>
+#include <vector>
+#include "dispatch.h"
+#include "tensor.h"
+
+namespace flock {
+
+// Geometry of a 2-D convolution (NCHW input, [OC, C/groups, KH, KW] weight).
+struct Conv2dGeom {
+  int64_t n, c, h, w, oc, kh, kw, oh, ow;
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+};
+
+// Geometry of a 2-D pooling window over an NCHW input.
+struct Pool2dGeom {
+  int64_t n, c, h, w, kh, kw, oh, ow;
+  int64_t sh, sw, ph, pw, dh, dw;
+  bool count_include_pad;
+};
+
+struct AdamConfig {
+  double lr, beta1, beta2, eps, weight_decay;
+  int64_t step;
+  bool decoupled;  // AdamW: decay the weights directly instead of adding to the gradient
+};
+
+struct SgdConfig {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, first_step;
+};
+
+// `bias` may be empty (no bias); when given it is added while each image's output is in cache.
+FLOCK_DECLARE_KERNEL(conv2d_forward, void(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Conv2dGeom& g))
+FLOCK_DECLARE_KERNEL(conv2d_backward_input, void(const Tensor& gy, const Tensor& w, Tensor& gx, const Conv2dGeom& g))
+FLOCK_DECLARE_KERNEL(conv2d_backward_weight, void(const Tensor& x, const Tensor& gy, Tensor& gw, const Conv2dGeom& g))
+FLOCK_DECLARE_KERNEL(max_pool2d_forward, void(const Tensor& x, Tensor& y, Tensor& indices, const Pool2dGeom& g))
+FLOCK_DECLARE_KERNEL(max_pool2d_backward, void(const Tensor& gy, const Tensor& indices, Tensor& gx, const Pool2dGeom& g))
+FLOCK_DECLARE_KERNEL(avg_pool2d_forward, void(const Tensor& x, Tensor& y, const Pool2dGeom& g, bool adaptive))
+FLOCK_DECLARE_KERNEL(avg_pool2d_backward, void(const Tensor& gy, Tensor& gx, const Pool2dGeom& g, bool adaptive))
+// Fused log-softmax + NLL over rows of [rows, classes] logits with integer targets; writes the
+// per-row loss and the row's logsumexp (kept for backward).
+FLOCK_DECLARE_KERNEL(cross_entropy_forward, void(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse, int64_t ignore_index, double smoothing))
+FLOCK_DECLARE_KERNEL(cross_entropy_backward, void(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, Tensor& glogits, int64_t ignore_index, double smoothing))
+// Row normalisation of a [rows, d] view (layer and group norm without the affine part); saves the
+// per-row mean and 1/std for backward.
+FLOCK_DECLARE_KERNEL(row_norm_forward, void(const Tensor& x, Tensor& y, Tensor& mean, Tensor& rstd, double eps))
+FLOCK_DECLARE_KERNEL(row_norm_backward, void(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy, Tensor& gx))
+// In-place multi-tensor optimizer steps: every parameter of a group in one queued call.
+FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, const AdamConfig& cfg))
+FLOCK_DECLARE_KERNEL(sgd_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, const SgdConfig& cfg))
+
+}  // namespace flock

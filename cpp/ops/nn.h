@@ -1,0 +1,40 @@
+// Front ends of the neural-network ops: validate, allocate outputs, enqueue the nn kernels.
+#pragma once
+#include <vector>
+#include "../nn_kernels.h"
+
+namespace flock::ops {
+
+struct Conv2dArgs {
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+};
+
+Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, const Conv2dArgs& a);
+// Gradient of conv2d with respect to its input of shape `input_shape` (also ConvTranspose2d's forward).
+Tensor conv2d_backward_input(const Tensor& gy, const Tensor& w, const Shape& input_shape, const Conv2dArgs& a);
+Tensor conv2d_backward_weight(const Tensor& x, const Tensor& gy, const Shape& weight_shape, const Conv2dArgs& a);
+
+struct Pool2dArgs {
+  int64_t kh, kw, sh, sw, ph = 0, pw = 0, dh = 1, dw = 1;
+  bool ceil_mode = false, count_include_pad = true;
+};
+// Returns {values, indices}.
+std::vector<Tensor> max_pool2d_forward(const Tensor& x, const Pool2dArgs& a);
+Tensor max_pool2d_backward(const Tensor& gy, const Tensor& indices, const Shape& input_shape, const Pool2dArgs& a);
+Tensor avg_pool2d_forward(const Tensor& x, const Pool2dArgs& a);
+Tensor avg_pool2d_backward(const Tensor& gy, const Shape& input_shape, const Pool2dArgs& a);
+Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t oh, int64_t ow);
+Tensor adaptive_avg_pool2d_backward(const Tensor& gy, const Shape& input_shape);
+
+// Returns {per-row loss, per-row logsumexp}.
+std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index, double smoothing);
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, int64_t ignore_index, double smoothing);
+
+// Normalises each row of x [rows, d]; returns {y, mean [rows], rstd [rows]}.
+std::vector<Tensor> row_norm_forward(const Tensor& x, double eps);
+Tensor row_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy);
+
+void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, const AdamConfig& cfg);
+void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, const SgdConfig& cfg);
+
+}  // namespace flock::ops

@@ -1,0 +1,22 @@
+/**
+ * Fashion-MNIST with a two-layer MLP on the CPU: Flatten → Linear(784,128) → ReLU → Linear(128,10),
+ * Adam lr 1e-3, batch 100. Prints a progress line on a terminal and, last, one JSON line.
+ *   npm run example:mlp -- --epochs 1
+ */
+import * as fl from '../lib';
+import { evaluate, parseArgs, train } from './common';
+
+async function main(): Promise<void> {
+  const { epochs, limit } = parseArgs();
+  fl.manualSeed(0);
+  const { nn } = fl;
+  const model = new nn.Sequential(new nn.Flatten(), new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
+  const { steps, msPerStep } = await train(model, 100, epochs, limit);
+  const acc = await evaluate(model);
+  console.log(JSON.stringify({ example: 'fashion-mnist-mlp', epochs, steps, test_acc: Number(acc.toFixed(4)), ms_per_step: Number(msPerStep.toFixed(3)) }));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,41 @@
+/** Datasets: anything with a length and an indexed get; TensorDataset slices tensors by row. */
+import { Tensor } from '../tensor';
+import { tensor } from '../ops/creation';
+
+export interface Dataset<T = unknown> {
+  readonly length: number;
+  get(index: number): T | Promise<T>;
+}
+
+/** Rows of several tensors sharing dim 0; batches are gathered in one indexSelect per tensor. */
+export class TensorDataset implements Dataset<Tensor[]> {
+  readonly tensors: Tensor[];
+
+  constructor(...tensors: Tensor[]) {
+    if (!tensors.length) throw Object.assign(new RangeError('TensorDataset: expected at least one tensor'), { code: 'ERR_ARG' });
+    for (const t of tensors) {
+      if (!(t instanceof Tensor)) throw Object.assign(new TypeError('TensorDataset: arguments must be tensors'), { code: 'ERR_ARG' });
+      if (t.ndim === 0 || t.shape[0] !== tensors[0].shape[0])
+        throw Object.assign(new RangeError(`TensorDataset: tensors must share dim 0, got [${tensors.map((x) => `[${x.shape}]`).join(', ')}]`), { code: 'ERR_SHAPE' });
+    }
+    this.tensors = tensors;
+  }
+
+  get length(): number {
+    return this.tensors[0].shape[0];
+  }
+
+  get(index: number): Tensor[] {
+    if (!Number.isInteger(index) || index < 0 || index >= this.length)
+      throw Object.assign(new RangeError(`TensorDataset: index ${index} is out of range for ${this.length} rows`), { code: 'ERR_INDEX' });
+    return this.tensors.map((t) => t.narrow(0, index, 1).squeeze(0));
+  }
+
+  /** Many rows at once (used by DataLoader): one gather per tensor instead of one op per row. */
+  getBatch(indices: number[]): Tensor[] {
+    const idx = tensor(Int32Array.from(indices));
+    const out = this.tensors.map((t) => t.indexSelect(0, t.device === 'cpu' ? idx : idx.to(t.device)));
+    idx.dispose();  // queued gathers hold their own reference
+    return out;
+  }
+}

@@ -1,0 +1,14 @@
+/** fl.nn: modules, layers, losses, initialisers and the functional API. */
+export { Module } from './module';
+export { Parameter } from './parameter';
+export { Sequential, ModuleList, ModuleDict } from './container';
+export { Linear, type LayerOptions } from './linear';
+export { ReLU, LeakyReLU, GELU, SiLU, Tanh, Sigmoid, Softmax, LogSoftmax, Flatten, Identity } from './activation';
+export { Dropout } from './dropout';
+export { Embedding } from './embedding';
+export { Conv2d, ConvTranspose2d, type Conv2dLayerOptions } from './conv';
+export { MaxPool2d, AvgPool2d, AdaptiveAvgPool2d } from './pool';
+export { BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, type NormOptions } from './norm';
+export { CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCEWithLogitsLoss } from './loss';
+export * as functional from './functional';
+export * as init from './init';

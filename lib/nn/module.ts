@@ -1,0 +1,202 @@
+/**
+ * Module: the base of every layer. Parameters, buffers and sub-modules are found the way PyTorch
+ * finds them — by walking the module's own fields in definition order — so a layer only assigns
+ * `this.weight = new Parameter(...)` or `this.fc = new Linear(...)`.
+ */
+import { Tensor } from '../tensor';
+import { keep, tidy } from '../memory';
+import { noGrad } from '../autograd/grad_mode';
+import { copy_ } from '../ops/elementwise';
+import { Parameter } from './parameter';
+import { isDType, isFloating } from '../dtype';
+
+function stateError(message: string, code = 'ERR_STATE_DICT'): RangeError {
+  return Object.assign(new RangeError(`loadStateDict: ${message}`), { code });
+}
+
+export abstract class Module {
+  /** Whether the module is in training mode (Dropout and BatchNorm behave differently). */
+  training = true;
+  /** @internal buffers by name: non-trainable state saved in the state dict (running stats). */
+  protected _buffers = new Map<string, Tensor | null>();
+
+  /** Computes the module's output; call it directly: `model.forward(x)`. */
+  abstract forward(...inputs: never[]): unknown;
+
+  /** Registers a buffer (kept out of tidy scopes) readable as a state-dict entry. */
+  registerBuffer(name: string, t: Tensor | null): void {
+    this._buffers.set(name, t && keep(t));
+  }
+
+  getBuffer(name: string): Tensor | null {
+    return this._buffers.get(name) ?? null;
+  }
+
+  /** Replaces a buffer's tensor (used by running-statistics updates and device moves). */
+  setBuffer(name: string, t: Tensor | null): void {
+    if (!this._buffers.has(name)) throw new RangeError(`setBuffer: no buffer named '${name}'`);
+    this._buffers.set(name, t && keep(t));
+  }
+
+  /** Direct sub-modules and parameters, in field order. */
+  protected *ownEntries(): Generator<[string, Parameter | Module]> {
+    for (const [k, v] of Object.entries(this)) {
+      if (k.startsWith('_')) continue;
+      if (v instanceof Parameter || v instanceof Module) yield [k, v];
+    }
+  }
+
+  *namedChildren(): Generator<[string, Module]> {
+    for (const [k, v] of this.ownEntries()) if (v instanceof Module) yield [k, v];
+  }
+
+  *children(): Generator<Module> {
+    for (const [, m] of this.namedChildren()) yield m;
+  }
+
+  /** This module and every descendant, each once, with dotted names ('' for this one). */
+  *namedModules(prefix = '', seen = new Set<Module>()): Generator<[string, Module]> {
+    if (seen.has(this)) return;
+    seen.add(this);
+    yield [prefix, this];
+    for (const [k, m] of this.namedChildren()) yield* m.namedModules(prefix ? `${prefix}.${k}` : k, seen);
+  }
+
+  *modules(): Generator<Module> {
+    for (const [, m] of this.namedModules()) yield m;
+  }
+
+  /** Parameters with dotted names; a parameter shared by two modules is listed once. */
+  *namedParameters(prefix = '', recurse = true): Generator<[string, Parameter]> {
+    const seen = new Set<Parameter>();
+    const mods: Iterable<[string, Module]> = recurse ? this.namedModules(prefix) : [[prefix, this]];
+    for (const [mp, m] of mods)
+      for (const [k, v] of m.ownEntries())
+        if (v instanceof Parameter && !seen.has(v)) {
+          seen.add(v);
+          yield [mp ? `${mp}.${k}` : k, v];
+        }
+  }
+
+  parameters(recurse = true): Parameter[] {
+    return Array.from(this.namedParameters('', recurse), ([, p]) => p);
+  }
+
+  *namedBuffers(prefix = ''): Generator<[string, Tensor]> {
+    for (const [mp, m] of this.namedModules(prefix))
+      for (const [k, b] of m._buffers) if (b) yield [mp ? `${mp}.${k}` : k, b];
+  }
+
+  buffers(): Tensor[] {
+    return Array.from(this.namedBuffers(), ([, b]) => b);
+  }
+
+  /** Calls `fn` on every sub-module (children first) and then on this one. */
+  apply(fn: (m: Module) => void): this {
+    for (const c of this.children()) c.apply(fn);
+    fn(this);
+    return this;
+  }
+
+  train(mode = true): this {
+    for (const m of this.modules()) m.training = mode;
+    return this;
+  }
+
+  eval(): this {
+    return this.train(false);
+  }
+
+  /** Clears (setToNone, the default) or zeroes the gradients of all parameters. */
+  zeroGrad(setToNone = true): void {
+    for (const p of this.parameters()) {
+      if (!p.grad) continue;
+      if (setToNone) {
+        p.grad.dispose();
+        p.grad = null;
+      } else {
+        const g = p.grad;
+        tidy(() => noGrad(() => copy_(g, g.mul(0))));
+      }
+    }
+  }
+
+  /** Turns gradient tracking of every parameter on or off (freezing a model). */
+  requiresGrad_(flag = true): this {
+    for (const p of this.parameters()) p.requiresGrad_(flag);
+    return this;
+  }
+
+  /**
+   * Moves parameters and buffers to a device or casts floating ones to a dtype. Parameters are
+   * replaced by new Parameter objects: build optimizers after moving the model.
+   */
+  to(target: string): this {
+    noGrad(() => {
+      for (const m of this.modules()) {
+        const self = m as unknown as Record<string, unknown>;
+        for (const [k, v] of m.ownEntries()) {
+          if (!(v instanceof Parameter)) continue;
+          const moved = v.to(target);
+          if (moved !== v) self[k] = new Parameter(moved, v.requiresGrad);
+        }
+        for (const [k, b] of m._buffers) {
+          if (!b) continue;
+          // A dtype cast applies to floating buffers only (counters stay integers), as in PyTorch.
+          const moved = isDType(target) && !isFloating(b.dtype) ? b : b.to(target);
+          if (moved !== b) m._buffers.set(k, keep(moved));
+        }
+      }
+    });
+    return this;
+  }
+
+  /** Parameters then buffers by dotted name, sharing storage with the module (as PyTorch). */
+  stateDict(): Record<string, Tensor> {
+    const out: Record<string, Tensor> = {};
+    for (const [k, p] of this.namedParameters()) out[k] = p;
+    for (const [k, b] of this.namedBuffers()) out[k] = b;
+    return out;
+  }
+
+  /**
+   * Copies values from `state` into this module's parameters and buffers. With `strict` (the
+   * default) missing and unexpected keys are errors; a shape mismatch is always an error.
+   */
+  loadStateDict(state: Record<string, Tensor> | Map<string, Tensor>, options: { strict?: boolean } = {}): { missingKeys: string[]; unexpectedKeys: string[] } {
+    const strict = options.strict ?? true;
+    const src = state instanceof Map ? state : new Map(Object.entries(state));
+    const own = this.stateDict();
+    const missingKeys = Object.keys(own).filter((k) => !src.has(k));
+    const unexpectedKeys = [...src.keys()].filter((k) => !(k in own));
+    if (strict && (missingKeys.length || unexpectedKeys.length)) {
+      const parts = [];
+      if (missingKeys.length) parts.push(`missing keys: ${missingKeys.join(', ')}`);
+      if (unexpectedKeys.length) parts.push(`unexpected keys: ${unexpectedKeys.join(', ')}`);
+      throw stateError(parts.join('; '));
+    }
+    for (const [k, dst] of Object.entries(own)) {
+      const v = src.get(k);
+      if (!v) continue;
+      if (!(v instanceof Tensor)) throw Object.assign(new TypeError(`loadStateDict: '${k}' must be a Tensor`), { code: 'ERR_ARG' });
+      if (v.shape.length !== dst.shape.length || v.shape.some((s, i) => s !== dst.shape[i]))
+        throw stateError(`size mismatch for '${k}': checkpoint has [${v.shape.join(',')}], module has [${dst.shape.join(',')}]`, 'ERR_SHAPE');
+      noGrad(() => copy_(dst, v.dtype === dst.dtype && v.device === dst.device ? v : v.to(dst.dtype).to(dst.device)));
+    }
+    return { missingKeys, unexpectedKeys };
+  }
+
+  /** One line per module with its extra representation, like PyTorch's print(model). */
+  toString(): string {
+    const kids = [...this.namedChildren()];
+    const head = `${this.constructor.name}(${this.extraRepr()}`;
+    if (!kids.length) return `${head})`;
+    const body = kids.map(([k, m]) => `  (${k}): ${m.toString().replace(/\n/g, '\n  ')}`).join('\n');
+    return `${head}\n${body}\n)`;
+  }
+
+  /** Layer settings shown by toString(). */
+  extraRepr(): string {
+    return '';
+  }
+}

@@ -1,0 +1,13 @@
+/** Parameter: a leaf tensor that requires grad and that a Module registers as trainable state. */
+import { native } from '../native';
+import { Tensor } from '../tensor';
+import { keep } from '../memory';
+
+export class Parameter extends Tensor {
+  /** Shares `data`'s storage; the parameter outlives any tidy scope it is created in. */
+  constructor(data: Tensor, requiresGrad = true) {
+    super(native.reshape(data.handle, [...data.shape]));
+    keep(this);
+    this.requiresGrad = requiresGrad;
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Learning-rate schedulers in PyTorch's chainable form: each step() updates every group's lr from
+ * its current value, so several schedulers can drive one optimizer (see ChainedScheduler).
+ */
+import type { Optimizer } from './optimizer';
+
+type AnyOptimizer = Optimizer<{ lr: number }>;
+
+export abstract class LRScheduler {
+  /** Steps taken so far (PyTorch's last_epoch); 0 after construction. */
+  lastEpoch = 0;
+  readonly baseLrs: number[];
+
+  constructor(readonly optimizer: AnyOptimizer) {
+    this.baseLrs = optimizer.paramGroups.map((g) => g.lr);
+  }
+
+  /** Applies step 0; subclasses call it last in their constructor, once their fields are set. */
+  protected start(): void {
+    this.apply();
+  }
+
+  /** The next lr of group `i` given its current one (at this.lastEpoch). */
+  protected abstract nextLr(current: number, i: number): number;
+
+  private apply(): void {
+    this.optimizer.paramGroups.forEach((g, i) => (g.lr = this.nextLr(g.lr, i)));
+  }
+
+  step(): void {
+    this.lastEpoch++;
+    this.apply();
+  }
+
+  getLastLr(): number[] {
+    return this.optimizer.paramGroups.map((g) => g.lr);
+  }
+
+  stateDict(): { lastEpoch: number; baseLrs: number[] } {
+    return { lastEpoch: this.lastEpoch, baseLrs: [...this.baseLrs] };
+  }
+
+  loadStateDict(s: { lastEpoch: number }): void {
+    this.lastEpoch = s.lastEpoch;
+  }
+}
+
+/** Multiplies the lr by gamma every stepSize steps. */
+export class StepLR extends LRScheduler {
+  constructor(optimizer: AnyOptimizer, readonly stepSize: number, readonly gamma = 0.1) {
+    super(optimizer);
+    this.start();
+  }
+  protected nextLr(lr: number): number {
+    return this.lastEpoch === 0 || this.lastEpoch % this.stepSize !== 0 ? lr : lr * this.gamma;
+  }
+}
+
+/** Multiplies the lr by gamma at each milestone step. */
+export class MultiStepLR extends LRScheduler {
+  constructor(optimizer: AnyOptimizer, readonly milestones: number[], readonly gamma = 0.1) {
+    super(optimizer);
+    this.start();
+  }
+  protected nextLr(lr: number): number {
+    const hits = this.milestones.filter((m) => m === this.lastEpoch).length;
+    return lr * this.gamma ** hits;
+  }
+}
+
+export class ExponentialLR extends LRScheduler {
+  constructor(optimizer: AnyOptimizer, readonly gamma: number) {
+    super(optimizer);
+    this.start();
+  }
+  protected nextLr(lr: number): number {
+    return this.lastEpoch === 0 ? lr : lr * this.gamma;
+  }
+}
+
+/** Cosine from the base lr down to etaMin over tMax steps (PyTorch's recursive form). */
+export class CosineAnnealingLR extends LRScheduler {
+  constructor(optimizer: AnyOptimizer, readonly tMax: number, readonly etaMin = 0) {
+    super(optimizer);
+    this.start();
+  }
+  protected nextLr(lr: number, i: number): number {
+    const e = this.lastEpoch, T = this.tMax, base = this.baseLrs[i];
+    if (e === 0) return lr;
+    if ((e - 1 - T) % (2 * T) === 0) return lr + ((base - this.etaMin) * (1 - Math.cos(Math.PI / T))) / 2;
+    return ((1 + Math.cos((Math.PI * e) / T)) / (1 + Math.cos((Math.PI * (e - 1)) / T))) * (lr - this.etaMin) + this.etaMin;
+  }
+}
+
+/** Linear warm-up: the lr factor grows from startFactor to endFactor over totalIters steps. */
+export class LinearWarmup extends LRScheduler {
+  constructor(optimizer: AnyOptimizer, readonly totalIters = 5, readonly startFactor = 1 / 3, readonly endFactor = 1) {
+    super(optimizer);
+    if (!(startFactor > 0 && startFactor <= 1)) throw Object.assign(new RangeError(`LinearWarmup: startFactor must be in (0, 1], got ${startFactor}`), { code: 'ERR_ARG' });
+    this.start();
+  }
+  protected nextLr(lr: number): number {
+    const e = this.lastEpoch, s = this.startFactor, d = this.endFactor - this.startFactor;
+    if (e === 0) return lr * s;
+    if (e > this.totalIters) return lr;
+    return lr * (1 + d / (this.totalIters * s + (e - 1) * d));
+  }
+}
+
+/** Steps several schedulers together; their factors compose. */
+export class ChainedScheduler {
+  constructor(readonly schedulers: LRScheduler[]) {
+    if (!schedulers.length) throw Object.assign(new RangeError('ChainedScheduler: expected at least one scheduler'), { code: 'ERR_ARG' });
+  }
+  step(): void {
+    for (const s of this.schedulers) s.step();
+  }
+  getLastLr(): number[] {
+    return this.schedulers[this.schedulers.length - 1].getLastLr();
+  }
+}

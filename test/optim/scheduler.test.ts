@@ -1,0 +1,38 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import * as fl from '../../lib';
+
+function opt(lr = 1): fl.optim.SGD {
+  return new fl.optim.SGD([new fl.nn.Parameter(fl.zeros([1]))], { lr });
+}
+
+function run(s: { step(): void; getLastLr(): number[] }, n: number): number[] {
+  const out = [s.getLastLr()[0]];
+  for (let i = 0; i < n; i++) {
+    s.step();
+    out.push(s.getLastLr()[0]);
+  }
+  return out;
+}
+
+const near = (a: number[], b: number[]) => assert.ok(a.every((v, i) => Math.abs(v - b[i]) < 1e-9), `${a} vs ${b}`);
+
+test('StepLR, MultiStepLR, ExponentialLR', () => {
+  near(run(new fl.optim.StepLR(opt(), 2, 0.5), 4), [1, 1, 0.5, 0.5, 0.25]);
+  near(run(new fl.optim.MultiStepLR(opt(), [1, 3], 0.1), 3), [1, 0.1, 0.1, 0.01]);
+  near(run(new fl.optim.ExponentialLR(opt(), 0.9), 2), [1, 0.9, 0.81]);
+});
+
+test('CosineAnnealingLR follows the closed form', () => {
+  const lrs = run(new fl.optim.CosineAnnealingLR(opt(), 4, 0.1), 4);
+  near(lrs, [0, 1, 2, 3, 4].map((e) => 0.1 + 0.9 * (1 + Math.cos((Math.PI * e) / 4)) / 2));
+});
+
+test('LinearWarmup and ChainedScheduler', () => {
+  near(run(new fl.optim.LinearWarmup(opt(), 4, 0.25), 5), [0.25, 0.4375, 0.625, 0.8125, 1, 1]);
+  const o = opt();
+  const chain = new fl.optim.ChainedScheduler([new fl.optim.LinearWarmup(o, 2, 0.5), new fl.optim.ExponentialLR(o, 0.5)]);
+  near(run(chain, 2), [0.5, 0.375, 0.25]);
+});
+
+test.run();
