@@ -7,6 +7,23 @@
 namespace flock::cpu {
 namespace {
 
+// One run of `n` elements with element strides; typed by size so it is a plain load/store loop.
+template <class U>
+void copy_run(const char* s, int64_t ss, char* d, int64_t ds, int64_t n) {
+  const U* src = reinterpret_cast<const U*>(s);
+  U* dst = reinterpret_cast<U*>(d);
+  for (int64_t i = 0; i < n; ++i) dst[i * ds] = src[i * ss];
+}
+
+void copy_strided_run(const char* s, int64_t ss, char* d, int64_t ds, int64_t n, size_t es) {
+  switch (es) {
+    case 1: copy_run<uint8_t>(s, ss, d, ds, n); break;
+    case 2: copy_run<uint16_t>(s, ss, d, ds, n); break;
+    case 4: copy_run<uint32_t>(s, ss, d, ds, n); break;
+    default: copy_run<uint64_t>(s, ss, d, ds, n); break;
+  }
+}
+
 void strided_copy_cpu(const Tensor& src, Tensor& dst, const StridedCopy& p) {
   int64_t total = 1;
   for (int64_t s : p.shape) total *= s;
@@ -30,7 +47,7 @@ void strided_copy_cpu(const Tensor& src, Tensor& dst, const StridedCopy& p) {
       if (ss == 1 && ds == 1) {
         std::memcpy(dp + dof * es, sp + so * es, static_cast<size_t>(inner) * es);
       } else {
-        for (int64_t i = 0; i < inner; ++i) std::memcpy(dp + (dof + i * ds) * es, sp + (so + i * ss) * es, es);
+        copy_strided_run(sp + so * es, ss, dp + dof * es, ds, inner, es);
       }
     }
   });

@@ -91,12 +91,19 @@ void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc
   for (int64_t ip = 0; ip < mc; ip += kMR) {
     const int64_t mr = std::min(kMR, mc - ip);
     T* d = dst + ip * kc;
-    for (int64_t p = 0; p < kc; ++p) {
-      for (int64_t i = 0; i < mr; ++i) {
-        const int64_t r = i0 + ip + i, col = p0 + p;
-        d[p * kMR + i] = g.ta ? g.a[col * g.lda + r] : g.a[r * g.lda + col];
+    if (g.ta) {  // op(A) = Aᵀ: a row of the panel is contiguous in memory
+      for (int64_t p = 0; p < kc; ++p) {
+        const T* src = g.a + (p0 + p) * g.lda + i0 + ip;
+        for (int64_t i = 0; i < mr; ++i) d[p * kMR + i] = src[i];
+        for (int64_t i = mr; i < kMR; ++i) d[p * kMR + i] = T(0);
       }
-      for (int64_t i = mr; i < kMR; ++i) d[p * kMR + i] = T(0);
+    } else {  // read each of the MR rows along k, so memory is walked in order
+      for (int64_t i = 0; i < mr; ++i) {
+        const T* src = g.a + (i0 + ip + i) * g.lda + p0;
+        for (int64_t p = 0; p < kc; ++p) d[p * kMR + i] = src[p];
+      }
+      for (int64_t i = mr; i < kMR; ++i)
+        for (int64_t p = 0; p < kc; ++p) d[p * kMR + i] = T(0);
     }
   }
 }
@@ -104,17 +111,25 @@ void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc
 // Packs rows [p0, p0+kc) × cols [j0, j0+nc) of op(B) into NR-column panels: panel[p*NR + j].
 template <class T>
 void pack_b_panel(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nr, T* d) {
-  if (!g.tb && nr == kNR) {
-    for (int64_t p = 0; p < kc; ++p) std::memcpy(d + p * kNR, g.b + (p0 + p) * g.ldb + j0, sizeof(T) * kNR);
+  if (!g.tb) {
+    if (nr == kNR) {
+      for (int64_t p = 0; p < kc; ++p) std::memcpy(d + p * kNR, g.b + (p0 + p) * g.ldb + j0, sizeof(T) * kNR);
+      return;
+    }
+    for (int64_t p = 0; p < kc; ++p) {
+      const T* src = g.b + (p0 + p) * g.ldb + j0;
+      for (int64_t j = 0; j < nr; ++j) d[p * kNR + j] = src[j];
+      for (int64_t j = nr; j < kNR; ++j) d[p * kNR + j] = T(0);
+    }
     return;
   }
-  for (int64_t p = 0; p < kc; ++p) {
-    for (int64_t j = 0; j < nr; ++j) {
-      const int64_t row = p0 + p, col = j0 + j;
-      d[p * kNR + j] = g.tb ? g.b[col * g.ldb + row] : g.b[row * g.ldb + col];
-    }
-    for (int64_t j = nr; j < kNR; ++j) d[p * kNR + j] = T(0);
+  // op(B) = Bᵀ: each panel column is a contiguous row of B, so walk it along k.
+  for (int64_t j = 0; j < nr; ++j) {
+    const T* src = g.b + (j0 + j) * g.ldb + p0;
+    for (int64_t p = 0; p < kc; ++p) d[p * kNR + j] = src[p];
   }
+  for (int64_t j = nr; j < kNR; ++j)
+    for (int64_t p = 0; p < kc; ++p) d[p * kNR + j] = T(0);
 }
 
 template <class T>
