@@ -35,3 +35,7 @@ export function setNumThreads(n: number): void {
 export function buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number } {
   return native.buildInfo();
 }
+
+export * as distributed from './distributed/index';
+export * as parallel from './parallel/index';
+export { DistributedSampler, type DistributedSamplerOptions } from './data/distributed_sampler';

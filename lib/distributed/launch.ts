@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { constants } from 'node:os';
+import { pathToFileURL } from 'node:url';
 
 export interface LaunchOptions {
   script: string;
@@ -27,7 +28,9 @@ export interface LaunchOptions {
 
 function interpreterFor(script: string): string[] {
   // TypeScript runs through tsx, as in the rest of flockml's tooling.
-  if (/\.[cm]?ts$/.test(script)) return [process.execPath, require.resolve('tsx/cli'), script];
+  // The loader, not the tsx CLI: the CLI is a parent process, and a rank must be the process we
+  // signal, or killing it would orphan the real worker.
+  if (/\.[cm]?ts$/.test(script)) return [process.execPath, '--import', pathToFileURL(require.resolve('tsx')).href, script];
   return [process.execPath, script];
 }
 

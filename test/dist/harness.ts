@@ -2,7 +2,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
+import { pathToFileURL } from 'node:url';
+
 export const tsx = join(__dirname, '..', '..', 'node_modules', '.bin', 'tsx');
+// Workers run as `node --import <tsx loader>`, not through the tsx wrapper: a SIGKILL must reach
+// the process that does the work, not a parent that would leave it orphaned.
+export const tsNode = [process.execPath, '--import', pathToFileURL(require.resolve('tsx')).href];
 
 /** A port unlikely to collide with another test file running at the same time. */
 export function freePort(): number {
@@ -28,7 +33,7 @@ export function runRanks(worker: string, n: number, opts: { env?: NodeJS.Process
   const children: ChildProcess[] = [];
   const results: Promise<RankResult>[] = [];
   for (let rank = 0; rank < n; rank++) {
-    const child = spawn(tsx, [join(__dirname, 'workers', worker), ...(opts.args ?? [])], {
+    const child = spawn(tsNode[0], [...tsNode.slice(1), join(__dirname, 'workers', worker), ...(opts.args ?? [])], {
       env: {
         ...process.env, RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: String(n), LOCAL_WORLD_SIZE: String(n),
         MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), FLOCKML_TOKEN: 'test-token', ...opts.env,
