@@ -209,7 +209,11 @@ class Ring final : public RingGroup {
     const size_t es = dtype_size(dt);
     const Link& next = links_[mod(rank_ + 1, size_)];
     const Link& prev = links_[mod(rank_ - 1, size_)];
-    std::vector<char> tmp(*std::max_element(len.begin(), len.end()) * es);
+    // Reused across calls: zero-filling a fresh 128 MB buffer per allreduce cost more than the
+    // reduction itself on large tensors.
+    const size_t need = *std::max_element(len.begin(), len.end()) * es;
+    if (scratch_.size() < need) scratch_.resize(need);
+    char* tmp = scratch_.data();
     for (int s = 0; s < size_ - 1; ++s) {
       const int sk = mod(rank_ - s - 1, size_), rk = mod(rank_ - s - 2, size_);
       char* dst = base + off[rk] * es;
@@ -217,10 +221,10 @@ class Ring final : public RingGroup {
       auto fold = [&](size_t got_bytes) {
         const size_t ready = got_bytes / es;
         if (ready - reduced < kChunk / es && ready != len[rk]) return;
-        reduce_into(dst + reduced * es, tmp.data() + reduced * es, ready - reduced, dt, op);
+        reduce_into(dst + reduced * es, tmp + reduced * es, ready - reduced, dt, op);
         reduced = ready;
       };
-      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, tmp.data(), len[rk] * es, timeout_ms_, fold);
+      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, tmp, len[rk] * es, timeout_ms_, fold);
     }
   }
 
@@ -269,6 +273,7 @@ class Ring final : public RingGroup {
   std::atomic<int> timeout_ms_;
   int listen_fd_ = -1, port_ = 0;
   std::vector<Link> links_;
+  std::vector<char> scratch_;  // receive buffer of reduce-scatter steps; comm thread only
   std::mutex m_;
   std::optional<StreamError> failed_;
   bool aborted_ = false;
