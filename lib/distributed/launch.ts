@@ -30,7 +30,15 @@ function interpreterFor(script: string): string[] {
   // TypeScript runs through tsx, as in the rest of flockml's tooling.
   // The loader, not the tsx CLI: the CLI is a parent process, and a rank must be the process we
   // signal, or killing it would orphan the real worker.
-  if (/\.[cm]?ts$/.test(script)) return [process.execPath, '--import', pathToFileURL(require.resolve('tsx')).href, script];
+  if (/\.[cm]?ts$/.test(script)) {
+    let loader: string;
+    try {
+      loader = require.resolve('tsx');
+    } catch {
+      throw new RangeError(`launch: ${script} is TypeScript, which needs tsx (npm install --save-dev tsx), or pass the compiled .js`);
+    }
+    return [process.execPath, '--import', pathToFileURL(loader).href, script];
+  }
   return [process.execPath, script];
 }
 

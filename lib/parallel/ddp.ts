@@ -77,6 +77,15 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     return ddp;
   }
 
+  /** Buckets whose allreduce has been started since the last syncGradients (observable mid-backward). */
+  get bucketsInFlight(): number {
+    return this.#states.filter((s) => s.work !== null).length;
+  }
+
+  get bucketCount(): number {
+    return this.#states.length;
+  }
+
   get worldSize(): number {
     return this.#group?.size ?? getWorldSize();
   }

@@ -1,7 +1,7 @@
 /** `flockml launch`: environment, [rank] prefixes, and teardown with the failing rank's exit code. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { freePort, tsx } from './harness';
 
@@ -15,6 +15,25 @@ test('a failing rank stops the others and its exit code is the launcher\'s', () 
   assert.ok(Date.now() - started < 30_000);
   for (const rank of [0, 1, 2]) assert.match(r.stdout, new RegExp(`^\\[${rank}\\] hello from rank ${rank} of 3 token=set$`, 'm'));
   assert.match(r.stderr, /rank 1 exited with code 7/);
+});
+
+test('SIGINT to the launcher reaches every rank and ends the job', async () => {
+  const job = spawn(tsx, [cli, 'launch', '--nproc-per-node', '2', '--master-port', String(freePort()), worker('exit_code.ts')], {
+    env: { ...process.env, MODE: 'forever' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => job.on('close', (code) => resolve(code)));
+  await new Promise<void>((resolve) => job.stdout!.on('data', (d) => {
+    out += d;
+    if ((out.match(/hello from rank/g) ?? []).length === 2) resolve();
+  }));
+  // tsx's wrapper relays the signal to the launcher, which forwards it to the ranks.
+  job.kill('SIGINT');
+  const killer = setTimeout(() => job.kill('SIGKILL'), 20_000);
+  const code = await exited;
+  clearTimeout(killer);
+  assert.ok(code !== 0 && code !== null, `exit ${code}`);
 });
 
 test('a job whose ranks all succeed exits 0', () => {

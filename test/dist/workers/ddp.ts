@@ -52,14 +52,23 @@ async function main() {
 
   // DDP: each rank its half of every batch; a small bucket cap so there are several buckets.
   const model = makeModel(pg.rank === 0 ? 0 : 0.5);
+  // Overlap: this hook runs before DDP's own hook on the first layer's weight (hooks fire in
+  // registration order), i.e. when that is the only gradient still missing: every other bucket's
+  // allreduce must already be on the wire while backward is still running.
+  let inFlightAtFirstLayer = -1;
+  const unhook = model.parameters()[0].registerHook(() => void (inFlightAtFirstLayer = ddp.bucketsInFlight));
   const ddp = await DistributedDataParallel.create(model, model.forward, { bucketCapMB: 0.0005 });
   const half = BATCH / pg.size;
+  if (ddp.bucketCount < 2) throw new Error(`expected several buckets, got ${ddp.bucketCount}`);
   for (let s = 0; s < STEPS; s++) {
     const at = s * BATCH + pg.rank * half;
     fl.tidy(() => ddp.forward(x.narrow(0, at, half)).sub(y.narrow(0, at, half)).square().mean().backward());
     await ddp.syncGradients();
     sgd(model.parameters());
   }
+  unhook();
+  if (inFlightAtFirstLayer !== ddp.bucketCount - 1)
+    throw new Error(`${inFlightAtFirstLayer} of ${ddp.bucketCount - 1} earlier buckets were in flight before the last gradient`);
   const got = await flat(model.parameters()), want = await flat(ref.parameters());
   for (let i = 0; i < want.length; i++)
     if (Math.abs(got[i] - want[i]) > 1e-4 + 1e-4 * Math.abs(want[i])) throw new Error(`param element ${i}: ddp ${got[i]} vs single-process ${want[i]}`);
