@@ -40,3 +40,6 @@ export * as nn from './nn';
 export * as optim from './optim';
 export * as data from './data';
 export * as datasets from './data/datasets';
+export * as distributed from './distributed/index';
+export * as parallel from './parallel/index';
+export { DistributedSampler, type DistributedSamplerOptions } from './data/distributed_sampler';

@@ -96,3 +96,27 @@ export interface NativeAddon {
   adamStep(params: NativeTensor[], grads: NativeTensor[], expAvg: NativeTensor[], expAvgSq: NativeTensor[], lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, step: number, decoupled: boolean): void;
   sgdStep(params: NativeTensor[], grads: NativeTensor[], momentumBuffers: NativeTensor[], lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, firstStep: boolean): void;
 }
+
+// ---- distributed (cpp/bindings/dist.cc) ----
+/** A native process group; opaque to TypeScript. */
+export interface NativeGroup {
+  readonly __nativeGroup: unique symbol;
+}
+export type NativeReduceOp = 'sum' | 'avg' | 'max' | 'min' | 'prod';
+
+export interface NativeAddon {
+  /** Binds a listening socket for a ring group now; connect later with the peers' addresses. */
+  ringListen(rank: number, size: number, host: string, timeoutMs: number): { group: NativeGroup; port: number };
+  /** Connects to every peer (index = rank) on the group's communication thread. */
+  ringConnect(group: NativeGroup, hosts: string[], ports: number[]): Promise<void>;
+  pgAllReduce(group: NativeGroup, t: NativeTensor, op: NativeReduceOp): Promise<void>;
+  pgBroadcast(group: NativeGroup, t: NativeTensor, root: number): Promise<void>;
+  pgAllGather(group: NativeGroup, input: NativeTensor, output: NativeTensor): Promise<void>;
+  pgReduceScatter(group: NativeGroup, input: NativeTensor, output: NativeTensor, op: NativeReduceOp): Promise<void>;
+  pgSend(group: NativeGroup, t: NativeTensor, dst: number): Promise<void>;
+  pgRecv(group: NativeGroup, t: NativeTensor, src: number): Promise<void>;
+  pgBarrier(group: NativeGroup): Promise<void>;
+  pgSetTimeout(group: NativeGroup, timeoutMs: number): void;
+  pgDestroy(group: NativeGroup): void;
+  ncclInfo(): { available: boolean; reason: string; version: string };
+}

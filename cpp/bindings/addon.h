@@ -3,6 +3,7 @@
 #pragma once
 #include <napi.h>
 #include <array>
+#include <functional>
 #include <optional>
 #include "../context.h"
 #include "../tensor.h"
@@ -32,6 +33,10 @@ class Addon : public Napi::Addon<Addon> {
   // bytes of `bytes` when given.
   Napi::Promise when_done(Napi::Env env, Device device, std::shared_ptr<std::vector<uint8_t>> bytes);
   void finish(Napi::Env env);
+  // Returns a promise settled on the JS thread when the callback handed to `start` is called,
+  // from any thread, with an error or none. Collectives resolve their Work through this.
+  using Settle = std::function<void(std::optional<StreamError>)>;
+  Napi::Promise promise_from(Napi::Env env, const std::function<void(Settle)>& start);
 
   Context context;
   Napi::FunctionReference tensor_class;

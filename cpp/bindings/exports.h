@@ -6,4 +6,5 @@ namespace flock::js {
 void register_tensor_exports(Napi::Env env, Napi::Object exports);
 void register_op_exports(Napi::Env env, Napi::Object exports);
 void register_nn_exports(Napi::Env env, Napi::Object exports);
+void register_dist_exports(Napi::Env env, Napi::Object exports);
 }  // namespace flock::js

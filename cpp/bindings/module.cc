@@ -32,6 +32,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   register_tensor_exports(env, exports);
   register_op_exports(env, exports);
   register_nn_exports(env, exports);
+  register_dist_exports(env, exports);
 }
 
 Addon::~Addon() {
@@ -59,6 +60,25 @@ Napi::Promise Addon::when_done(Napi::Env env, Device device, std::shared_ptr<std
   SyncFunction fn = sync_fn_;
   try {
     stream.notify([fn, c](std::optional<StreamError> err) mutable {
+      c->error = std::move(err);
+      if (fn.NonBlockingCall(c) != napi_ok) delete c;
+    });
+  } catch (...) {
+    delete c;
+    finish(env);
+    throw;
+  }
+  return promise;
+}
+
+Napi::Promise Addon::promise_from(Napi::Env env, const std::function<void(Settle)>& start) {
+  auto deferred = Napi::Promise::Deferred::New(env);
+  Napi::Promise promise = deferred.Promise();
+  auto* c = new Completion{deferred, nullptr, std::nullopt};
+  if (pending_++ == 0) sync_fn_.Ref(env);
+  SyncFunction fn = sync_fn_;
+  try {
+    start([fn, c](std::optional<StreamError> err) mutable {
       c->error = std::move(err);
       if (fn.NonBlockingCall(c) != napi_ok) delete c;
     });

@@ -1,3 +1,4 @@
-/** fl.data: datasets and the DataLoader. */
+/** fl.data: datasets, the DataLoader and the DistributedSampler. */
 export { type Dataset, TensorDataset } from './dataset';
 export { DataLoader, defaultCollate, type DataLoaderOptions } from './dataloader';
+export { DistributedSampler, type DistributedSamplerOptions } from './distributed_sampler';

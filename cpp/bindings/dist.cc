@@ -1,0 +1,174 @@
+// Distributed exports: process-group handles and collectives. A collective is queued behind the
+// compute already on its tensors' stream (Stream::notify), then handed to the group's
+// communication thread; its promise settles through Addon::promise_from. The JS thread never
+// touches a socket.
+#include "../dist/process_group.h"
+#include "addon.h"
+#include "convert.h"
+#include "exports.h"
+
+namespace flock::js {
+namespace {
+
+const napi_type_tag kGroupTag = {0x8f3b5c1d2e4a6b70ULL, 0x1a2b3c4d5e6f7081ULL};
+
+struct GroupHandle {
+  std::shared_ptr<dist::RingGroup> group;
+};
+
+std::shared_ptr<dist::RingGroup> group_arg(const Args& a, size_t i) {
+  Napi::Value v = a.at(i);
+  if (!v.IsExternal() || !v.As<Napi::Object>().CheckTypeTag(&kGroupTag))
+    fail(Code::Arg, a.op, ": expected a process group handle, got ", describe(v));
+  auto* h = v.As<Napi::External<GroupHandle>>().Data();
+  if (!h->group) fail(Code::Disposed, a.op, ": the process group has been destroyed");
+  return h->group;
+}
+
+dist::ReduceOp reduce_op(const Args& a, size_t i) { return a.enumeration<dist::ReduceOp>(i, "op", dist::kReduceOpNames, 5); }
+
+// Runs `issue(done)` on a stream thread once everything queued on `device` before now has run;
+// an error from that earlier work fails the collective instead of reaching the next sync point.
+Napi::Value after_compute(const Napi::CallbackInfo& info, Device device, std::function<void(dist::Done)> issue) {
+  Addon& addon = Addon::of(info.Env());
+  Stream& stream = addon.context.stream(device);
+  return addon.promise_from(info.Env(), [&stream, issue = std::move(issue)](Addon::Settle settle) {
+    stream.notify([issue, settle](std::optional<StreamError> err) {
+      if (err) return settle(std::move(err));
+      try {
+        issue(settle);
+      } catch (const Error& e) {
+        settle(StreamError{e.code, e.what()});
+      }
+    });
+  });
+}
+
+Napi::Value RingListen(const Napi::CallbackInfo& info) {
+  Args a{info, "ringListen"};
+  const int rank = static_cast<int>(a.integer(0, "rank", 0, 1 << 20));
+  const int size = static_cast<int>(a.integer(1, "size", 1, 1 << 20));
+  const std::string host = a.string(2, "host");
+  const int timeout = static_cast<int>(a.integer(3, "timeoutMs", 1, int64_t(1) << 30));
+  auto* h = new GroupHandle{dist::RingGroup::listen(rank, size, host, timeout)};
+  Napi::Env env = info.Env();
+  auto ext = Napi::External<GroupHandle>::New(env, h, [](Napi::Env, GroupHandle* g) { delete g; });
+  ext.TypeTag(&kGroupTag);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("group", ext);
+  o.Set("port", h->group->port());
+  return o;
+}
+
+Napi::Value RingConnect(const Napi::CallbackInfo& info) {
+  Args a{info, "ringConnect"};
+  auto g = group_arg(a, 0);
+  Napi::Value hv = info[1];
+  if (!hv.IsArray()) fail(Code::Arg, "ringConnect: hosts must be an array of strings");
+  Napi::Array hosts = hv.As<Napi::Array>();
+  std::vector<int64_t> ports = a.ints(2, "ports", 0, 65535);
+  if (hosts.Length() != ports.size()) fail(Code::Arg, "ringConnect: ", hosts.Length(), " hosts but ", ports.size(), " ports");
+  std::vector<dist::PeerAddress> peers;
+  for (uint32_t i = 0; i < hosts.Length(); ++i) {
+    Napi::Value h = hosts.Get(i);
+    if (!h.IsString()) fail(Code::Arg, "ringConnect: hosts[", i, "] must be a string, got ", describe(h));
+    peers.push_back({h.As<Napi::String>().Utf8Value(), static_cast<int>(ports[i])});
+  }
+  return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { g->connect(std::move(peers), settle); });
+}
+
+Napi::Value AllReduce(const Napi::CallbackInfo& info) {
+  Args a{info, "allReduce"};
+  auto g = group_arg(a, 0);
+  Tensor t = a.tensor(1, "tensor");
+  auto op = reduce_op(a, 2);
+  return after_compute(info, t.device(), [g, t, op](dist::Done d) { g->allreduce(t, op, std::move(d)); });
+}
+
+Napi::Value Broadcast(const Napi::CallbackInfo& info) {
+  Args a{info, "broadcast"};
+  auto g = group_arg(a, 0);
+  Tensor t = a.tensor(1, "tensor");
+  const int root = static_cast<int>(a.integer(2, "root", 0, g->size() - 1));
+  return after_compute(info, t.device(), [g, t, root](dist::Done d) { g->broadcast(t, root, std::move(d)); });
+}
+
+Napi::Value AllGather(const Napi::CallbackInfo& info) {
+  Args a{info, "allGather"};
+  auto g = group_arg(a, 0);
+  Tensor in = a.tensor(1, "input"), out = a.tensor(2, "output");
+  return after_compute(info, in.device(), [g, in, out](dist::Done d) { g->allgather(in, out, std::move(d)); });
+}
+
+Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
+  Args a{info, "reduceScatter"};
+  auto g = group_arg(a, 0);
+  Tensor in = a.tensor(1, "input"), out = a.tensor(2, "output");
+  auto op = reduce_op(a, 3);
+  return after_compute(info, in.device(), [g, in, out, op](dist::Done d) { g->reduce_scatter(in, out, op, std::move(d)); });
+}
+
+Napi::Value Send(const Napi::CallbackInfo& info) {
+  Args a{info, "send"};
+  auto g = group_arg(a, 0);
+  Tensor t = a.tensor(1, "tensor");
+  const int peer = static_cast<int>(a.integer(2, "dst", 0, g->size() - 1));
+  return after_compute(info, t.device(), [g, t, peer](dist::Done d) { g->send(t, peer, std::move(d)); });
+}
+
+Napi::Value Recv(const Napi::CallbackInfo& info) {
+  Args a{info, "recv"};
+  auto g = group_arg(a, 0);
+  Tensor t = a.tensor(1, "tensor");
+  const int peer = static_cast<int>(a.integer(2, "src", 0, g->size() - 1));
+  return after_compute(info, t.device(), [g, t, peer](dist::Done d) { g->recv(t, peer, std::move(d)); });
+}
+
+Napi::Value Barrier(const Napi::CallbackInfo& info) {
+  Args a{info, "barrier"};
+  auto g = group_arg(a, 0);
+  return after_compute(info, Device{}, [g](dist::Done d) { g->barrier(std::move(d)); });
+}
+
+Napi::Value SetTimeout(const Napi::CallbackInfo& info) {
+  Args a{info, "setTimeout"};
+  group_arg(a, 0)->set_timeout(static_cast<int>(a.integer(1, "timeoutMs", 1, int64_t(1) << 30)));
+  return info.Env().Undefined();
+}
+
+Napi::Value Destroy(const Napi::CallbackInfo& info) {
+  Args a{info, "destroyGroup"};
+  auto g = group_arg(a, 0);
+  g->abort("the process group was destroyed");
+  info[0].As<Napi::External<GroupHandle>>().Data()->group.reset();  // the thread ends with the last owner
+  return info.Env().Undefined();
+}
+
+Napi::Value NcclInfo(const Napi::CallbackInfo& info) {
+  std::string why;
+  const bool ok = dist::nccl_available(&why);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("available", ok);
+  o.Set("reason", why);
+  o.Set("version", ok ? dist::nccl_version() : std::string());
+  return o;
+}
+
+}  // namespace
+
+void register_dist_exports(Napi::Env env, Napi::Object exports) {
+  FLOCK_EXPORT("ringListen", RingListen);
+  FLOCK_EXPORT("ringConnect", RingConnect);
+  FLOCK_EXPORT("pgAllReduce", AllReduce);
+  FLOCK_EXPORT("pgBroadcast", Broadcast);
+  FLOCK_EXPORT("pgAllGather", AllGather);
+  FLOCK_EXPORT("pgReduceScatter", ReduceScatter);
+  FLOCK_EXPORT("pgSend", Send);
+  FLOCK_EXPORT("pgRecv", Recv);
+  FLOCK_EXPORT("pgBarrier", Barrier);
+  FLOCK_EXPORT("pgSetTimeout", SetTimeout);
+  FLOCK_EXPORT("pgDestroy", Destroy);
+  FLOCK_EXPORT("ncclInfo", NcclInfo);
+}
+
+}  // namespace flock::js

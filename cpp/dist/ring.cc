@@ -1,0 +1,289 @@
+// The `ring` backend: CPU tensors over TCP. Every rank holds a connection to every other (the
+// ring uses its two neighbours; send/recv use the direct link). Allreduce is the bandwidth-optimal
+// ring: reduce-scatter then all-gather, each rank sending 2(n-1)/n of the data, with received
+// bytes reduced chunk by chunk while the rest of the step is still on the wire.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <sys/socket.h>
+#include "comm_thread.h"
+#include "process_group.h"
+#include "reduce.h"
+#include "socket.h"
+
+namespace flock::dist {
+namespace {
+
+constexpr uint32_t kMagic = 0x666c6b31;  // "flk1": refuses strays that are not our ranks
+constexpr size_t kChunk = size_t(1) << 20;  // pipelining grain for reductions and broadcasts
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+class Ring final : public RingGroup {
+ public:
+  Ring(int rank, int size, const std::string& host, int timeout_ms) : rank_(rank), size_(size), timeout_ms_(timeout_ms) {
+    FLOCK_CHECK(size >= 1 && rank >= 0 && rank < size, Arg, "ring: rank ", rank, " is outside a world of size ", size);
+    listen_fd_ = tcp_listen(host, &port_, size + 8);
+    links_.resize(size);
+    for (int r = 0; r < size; ++r) links_[r].peer = r;
+  }
+  ~Ring() override {
+    abort("the process group was destroyed");
+    comm_.stop();
+    for (auto& l : links_) close_fd(l.fd);
+    close_fd(listen_fd_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend() const override { return "ring"; }
+  int port() const override { return port_; }
+  void set_timeout(int ms) override { timeout_ms_ = ms; }
+
+  void connect(std::vector<PeerAddress> peers, Done done) override {
+    FLOCK_CHECK(static_cast<int>(peers.size()) == size_, Arg, "ring: expected ", size_, " peer addresses, got ", peers.size());
+    run("connect", std::move(done), [this, peers = std::move(peers)] {
+      // Dial the higher ranks (their listen backlog takes us before they accept), then accept
+      // the lower ones: no ordering between ranks can deadlock.
+      for (int r = rank_ + 1; r < size_; ++r) {
+        links_[r].fd = tcp_connect(peers[r].host, peers[r].port, timeout_ms_, r);
+        const int32_t hello[3] = {static_cast<int32_t>(kMagic), rank_, size_};
+        write_exact(links_[r], hello, sizeof hello, timeout_ms_);
+      }
+      for (int k = 0; k < rank_; ++k) {
+        Link l{tcp_accept(listen_fd_, timeout_ms_), -1};
+        int32_t hello[3];
+        try {
+          read_exact(l, hello, sizeof hello, timeout_ms_);
+        } catch (...) {
+          close_fd(l.fd);
+          throw;
+        }
+        if (static_cast<uint32_t>(hello[0]) != kMagic || hello[2] != size_ || hello[1] < 0 || hello[1] >= rank_ || links_[hello[1]].fd >= 0) {
+          close_fd(l.fd);
+          fail(Code::Arg, "ring: a connection on port ", port_, " did not identify as a lower rank of this group");
+        }
+        links_[hello[1]].fd = l.fd;
+      }
+      for (auto& l : links_)
+        if (l.fd >= 0) set_nonblocking(l.fd);
+      close_fd(listen_fd_);
+    });
+  }
+
+  void allreduce(Tensor t, ReduceOp op, Done done) override {
+    check_cpu(t, "allreduce");
+    if (op == ReduceOp::Avg && !is_floating(t.dtype)) fail(Code::DType, "allreduce: avg needs a floating dtype, got ", dtype_name(t.dtype));
+    run("allreduce", std::move(done), [this, t, op] {
+      const size_t n = static_cast<size_t>(t.numel());
+      std::vector<size_t> off, len;
+      split(n, &off, &len);
+      reduce_scatter_steps(static_cast<char*>(t.raw()), t.dtype, op, off, len);
+      if (op == ReduceOp::Avg) scale_into(static_cast<char*>(t.raw()) + off[rank_] * esize(t), len[rank_], t.dtype, 1.0 / size_);
+      all_gather_steps(static_cast<char*>(t.raw()), esize(t), off, len);
+    });
+  }
+
+  void reduce_scatter(Tensor in, Tensor out, ReduceOp op, Done done) override {
+    check_cpu(in, "reduceScatter");
+    check_cpu(out, "reduceScatter");
+    FLOCK_CHECK(in.dtype == out.dtype, DType, "reduceScatter: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
+    FLOCK_CHECK(in.numel() == out.numel() * size_, Shape, "reduceScatter: input has ", in.numel(), " elements; expected ", size_,
+                " x output (", out.numel(), ")");
+    if (op == ReduceOp::Avg && !is_floating(in.dtype)) fail(Code::DType, "reduceScatter: avg needs a floating dtype, got ", dtype_name(in.dtype));
+    run("reduceScatter", std::move(done), [this, in, out, op] {
+      const size_t m = static_cast<size_t>(out.numel()), es = esize(in);
+      std::vector<size_t> off(size_), len(size_, m);
+      for (int k = 0; k < size_; ++k) off[k] = k * m;
+      std::vector<char> scratch(in.nbytes());  // the input is not ours to overwrite
+      if (!scratch.empty()) std::memcpy(scratch.data(), in.raw(), in.nbytes());
+      reduce_scatter_steps(scratch.data(), in.dtype, op, off, len);
+      if (m) std::memcpy(out.raw(), scratch.data() + off[rank_] * es, m * es);
+      if (op == ReduceOp::Avg) scale_into(out.raw(), m, out.dtype, 1.0 / size_);
+    });
+  }
+
+  void allgather(Tensor in, Tensor out, Done done) override {
+    check_cpu(in, "allGather");
+    check_cpu(out, "allGather");
+    FLOCK_CHECK(in.dtype == out.dtype, DType, "allGather: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
+    FLOCK_CHECK(out.numel() == in.numel() * size_, Shape, "allGather: output has ", out.numel(), " elements; expected ", size_,
+                " x input (", in.numel(), ")");
+    run("allGather", std::move(done), [this, in, out] {
+      const size_t m = static_cast<size_t>(in.numel()), es = esize(in);
+      std::vector<size_t> off(size_), len(size_, m);
+      for (int k = 0; k < size_; ++k) off[k] = k * m;
+      char* base = static_cast<char*>(out.raw());
+      if (m) std::memmove(base + off[rank_] * es, in.raw(), m * es);
+      all_gather_steps(base, es, off, len);
+    });
+  }
+
+  void broadcast(Tensor t, int root, Done done) override {
+    check_cpu(t, "broadcast");
+    check_rank(root, "broadcast", "root");
+    run("broadcast", std::move(done), [this, t, root] {
+      if (size_ == 1 || t.nbytes() == 0) return;
+      // A pipeline along the ring starting at root: each rank forwards chunk c-1 while chunk c
+      // arrives, so the time is about (bytes + (n-2) chunks) / bandwidth, not n x bytes.
+      const int pos = mod(rank_ - root, size_);
+      const Link& next = links_[mod(rank_ + 1, size_)];
+      const Link& prev = links_[mod(rank_ - 1, size_)];
+      char* p = static_cast<char*>(t.raw());
+      const size_t bytes = t.nbytes(), chunks = (bytes + kChunk - 1) / kChunk;
+      auto span = [&](size_t c) { return std::min(kChunk, bytes - c * kChunk); };
+      if (pos == 0) {
+        exchange(&next, p, bytes, &next, nullptr, 0, timeout_ms_);
+        return;
+      }
+      const bool forward = pos != size_ - 1;
+      for (size_t c = 0; c <= chunks; ++c) {
+        const bool has_send = forward && c > 0, has_recv = c < chunks;
+        exchange(&next, has_send ? p + (c - 1) * kChunk : nullptr, has_send ? span(c - 1) : 0, &prev,
+                 has_recv ? p + c * kChunk : nullptr, has_recv ? span(c) : 0, timeout_ms_);
+      }
+    });
+  }
+
+  void send(Tensor t, int dst, Done done) override {
+    check_cpu(t, "send");
+    check_rank(dst, "send", "dst");
+    run("send", std::move(done), [this, t, dst] { exchange(&links_[dst], t.raw(), t.nbytes(), &links_[dst], nullptr, 0, timeout_ms_); });
+  }
+
+  void recv(Tensor t, int src, Done done) override {
+    check_cpu(t, "recv");
+    check_rank(src, "recv", "src");
+    run("recv", std::move(done), [this, t, src] { exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_); });
+  }
+
+  void barrier(Done done) override {
+    run("barrier", std::move(done), [this] {
+      // A one-element-per-rank allreduce: nobody leaves before everyone has arrived.
+      std::vector<int32_t> token(size_, 1);
+      std::vector<size_t> off(size_), len(size_, 1);
+      for (int k = 0; k < size_; ++k) off[k] = k;
+      reduce_scatter_steps(reinterpret_cast<char*>(token.data()), DType::i32, ReduceOp::Sum, off, len);
+      all_gather_steps(reinterpret_cast<char*>(token.data()), 4, off, len);
+    });
+  }
+
+  void abort(const std::string& why) override {
+    std::lock_guard<std::mutex> lk(m_);
+    if (!failed_) failed_ = StreamError{Code::PeerLost, why};
+    aborted_ = true;
+    // shutdown (not close) wakes a poll in progress on the communication thread safely.
+    for (auto& l : links_)
+      if (l.fd >= 0) ::shutdown(l.fd, SHUT_RDWR);
+  }
+
+ private:
+  static size_t esize(const Tensor& t) { return dtype_size(t.dtype); }
+
+  void check_cpu(const Tensor& t, const char* op) const {
+    FLOCK_CHECK(t.device().is_cpu(), Device, op, ": the ring backend takes CPU tensors, got one on ", t.device().str(),
+                " (use the nccl backend for GPUs)");
+    FLOCK_CHECK(t.dtype != DType::boolean, DType, op, ": bool tensors are not supported; cast to u8 or i32");
+  }
+  void check_rank(int r, const char* op, const char* name) const {
+    FLOCK_CHECK(r >= 0 && r < size_, Index, op, ": ", name, " rank ", r, " is outside a group of size ", size_);
+    FLOCK_CHECK(std::string(name) == "root" || r != rank_, Arg, op, ": ", name, " is this rank (", r, ")");
+  }
+
+  // Near-equal segments, the first n % size one element longer.
+  void split(size_t n, std::vector<size_t>* off, std::vector<size_t>* len) const {
+    off->resize(size_);
+    len->resize(size_);
+    size_t o = 0;
+    for (int k = 0; k < size_; ++k) {
+      (*len)[k] = n / size_ + (static_cast<size_t>(k) < n % size_ ? 1 : 0);
+      (*off)[k] = o;
+      o += (*len)[k];
+    }
+  }
+
+  // After size-1 steps, segment `rank` of `base` holds the reduction over all ranks.
+  void reduce_scatter_steps(char* base, DType dt, ReduceOp op, const std::vector<size_t>& off, const std::vector<size_t>& len) {
+    if (size_ == 1) return;
+    const size_t es = dtype_size(dt);
+    const Link& next = links_[mod(rank_ + 1, size_)];
+    const Link& prev = links_[mod(rank_ - 1, size_)];
+    // Reused across calls: zero-filling a fresh 128 MB buffer per allreduce cost more than the
+    // reduction itself on large tensors.
+    const size_t need = *std::max_element(len.begin(), len.end()) * es;
+    if (scratch_.size() < need) scratch_.resize(need);
+    char* tmp = scratch_.data();
+    for (int s = 0; s < size_ - 1; ++s) {
+      const int sk = mod(rank_ - s - 1, size_), rk = mod(rank_ - s - 2, size_);
+      char* dst = base + off[rk] * es;
+      size_t reduced = 0;  // elements of this step already folded in
+      auto fold = [&](size_t got_bytes) {
+        const size_t ready = got_bytes / es;
+        if (ready - reduced < kChunk / es && ready != len[rk]) return;
+        reduce_into(dst + reduced * es, tmp + reduced * es, ready - reduced, dt, op);
+        reduced = ready;
+      };
+      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, tmp, len[rk] * es, timeout_ms_, fold);
+    }
+  }
+
+  // Starting from each rank owning segment `rank`, leaves every segment everywhere.
+  void all_gather_steps(char* base, size_t es, const std::vector<size_t>& off, const std::vector<size_t>& len) {
+    if (size_ == 1) return;
+    const Link& next = links_[mod(rank_ + 1, size_)];
+    const Link& prev = links_[mod(rank_ - 1, size_)];
+    for (int s = 0; s < size_ - 1; ++s) {
+      const int sk = mod(rank_ - s, size_), rk = mod(rank_ - s - 1, size_);
+      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, base + off[rk] * es, len[rk] * es, timeout_ms_);
+    }
+  }
+
+  // Queues `body` on the communication thread. After any failure the byte streams between ranks
+  // are out of step, so the group aborts (its peers see the connections close and fail fast
+  // instead of waiting out their timeouts) and all later work fails with the first error.
+  void run(const char* op, Done done, std::function<void()> body) {
+    comm_.push([this, op, done = std::move(done), body = std::move(body)] {
+      std::optional<StreamError> err;
+      {
+        std::lock_guard<std::mutex> lk(m_);
+        if (failed_) err = StreamError{failed_->code, std::string(op) + ": the process group failed earlier: " + failed_->message};
+      }
+      if (!err) {
+        try {
+          body();
+        } catch (const Error& e) {
+          err = StreamError{e.code, std::string(op) + " on rank " + std::to_string(rank_) + ": " + e.what()};
+        } catch (const std::exception& e) {
+          err = StreamError{Code::Internal, std::string(op) + ": " + e.what()};
+        }
+        bool first_failure = false;
+        if (err) {
+          std::lock_guard<std::mutex> lk(m_);
+          if (aborted_) err->message = std::string(op) + ": " + failed_->message;
+          else failed_ = err, first_failure = true;
+        }
+        if (first_failure) abort(err->message);
+      }
+      done(std::move(err));
+    });
+  }
+
+  const int rank_, size_;
+  std::atomic<int> timeout_ms_;
+  int listen_fd_ = -1, port_ = 0;
+  std::vector<Link> links_;
+  std::vector<char> scratch_;  // receive buffer of reduce-scatter steps; comm thread only
+  std::mutex m_;
+  std::optional<StreamError> failed_;
+  bool aborted_ = false;
+  CommThread comm_;  // last: its thread stops before the links it uses are torn down
+};
+
+}  // namespace
+
+std::shared_ptr<RingGroup> RingGroup::listen(int rank, int size, const std::string& bind_host, int timeout_ms) {
+  return std::make_shared<Ring>(rank, size, bind_host, timeout_ms);
+}
+
+}  // namespace flock::dist

@@ -1,0 +1,140 @@
+#include "socket.h"
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include "../error.h"
+
+namespace flock::dist {
+namespace {
+
+addrinfo* resolve(const std::string& host, int port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;  // loopback and cluster networks; IPv6 can come when someone needs it
+  hints.ai_socktype = SOCK_STREAM;
+  if (passive) hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  const std::string p = std::to_string(port);
+  int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), p.c_str(), &hints, &res);
+  if (rc != 0) fail(Code::Arg, "cannot resolve host '", host, "': ", gai_strerror(rc));
+  return res;
+}
+
+void tune(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // small messages (barriers) must not wait
+}
+
+[[noreturn]] void lost(int peer, const char* what, int err) {
+  fail(Code::PeerLost, "lost connection to rank ", peer, " (", what, err ? std::string(": ") + std::strerror(err) : std::string(), ")");
+}
+
+}  // namespace
+
+int tcp_listen(const std::string& host, int* port, int backlog) {
+  addrinfo* res = resolve(host, *port, true);
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) { freeaddrinfo(res); fail(Code::Internal, "socket: ", std::strerror(errno)); }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, backlog) != 0) {
+    int e = errno;
+    freeaddrinfo(res);
+    ::close(fd);
+    fail(Code::Arg, "cannot listen on ", host, ":", *port, ": ", std::strerror(e));
+  }
+  freeaddrinfo(res);
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
+int tcp_connect(const std::string& host, int port, int timeout_ms, int peer) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int last = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    addrinfo* res = resolve(host, port, false);
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int rc = fd < 0 ? -1 : ::connect(fd, res->ai_addr, res->ai_addrlen);
+    last = errno;
+    freeaddrinfo(res);
+    if (rc == 0) { tune(fd); return fd; }
+    if (fd >= 0) ::close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  fail(Code::Timeout, "could not connect to rank ", peer, " at ", host, ":", port, " within ", timeout_ms, " ms (",
+       std::strerror(last), ")");
+}
+
+int tcp_accept(int listen_fd, int timeout_ms) {
+  pollfd p{listen_fd, POLLIN, 0};
+  int rc;
+  do rc = poll(&p, 1, timeout_ms); while (rc < 0 && errno == EINTR);
+  if (rc == 0) fail(Code::Timeout, "no peer connected within ", timeout_ms, " ms");
+  int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) fail(Code::Internal, "accept: ", std::strerror(errno));
+  tune(fd);
+  return fd;
+}
+
+// ioctl, not fcntl: <fcntl.h> declares a global `struct flock` that collides with our namespace.
+void set_nonblocking(int fd) {
+  int on = 1;
+  ioctl(fd, FIONBIO, &on);
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+void exchange(const Link* out, const void* send, size_t send_len, const Link* in, void* recv, size_t recv_len,
+              int timeout_ms, const std::function<void(size_t)>& on_recv) {
+  size_t sent = 0, got = 0;
+  const char* sp = static_cast<const char*>(send);
+  char* rp = static_cast<char*>(recv);
+  while (sent < send_len || got < recv_len) {
+    pollfd p[2];
+    int np = 0, si = -1, ri = -1;
+    if (sent < send_len) { p[np] = {out->fd, POLLOUT, 0}; si = np++; }
+    if (got < recv_len) {
+      if (si >= 0 && in->fd == out->fd) { p[si].events |= POLLIN; ri = si; }
+      else { p[np] = {in->fd, POLLIN, 0}; ri = np++; }
+    }
+    int rc = poll(p, np, timeout_ms);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) {
+      const int peer = got < recv_len ? in->peer : out->peer;
+      fail(Code::Timeout, "rank ", peer, " sent nothing for ", timeout_ms, " ms (is it alive and running the same collectives?)");
+    }
+    if (ri >= 0 && (p[ri].revents & (POLLIN | POLLHUP | POLLERR))) {
+      ssize_t n = ::recv(in->fd, rp + got, recv_len - got, 0);
+      if (n == 0) lost(in->peer, "it closed the connection", 0);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) lost(in->peer, "receive failed", errno);
+      if (n > 0) {
+        got += static_cast<size_t>(n);
+        if (on_recv) on_recv(got);
+      }
+    }
+    if (si >= 0 && (p[si].revents & (POLLOUT | POLLHUP | POLLERR))) {
+      ssize_t n = ::send(out->fd, sp + sent, send_len - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) lost(out->peer, "send failed", errno);
+      if (n > 0) sent += static_cast<size_t>(n);
+    }
+  }
+}
+
+void write_exact(const Link& l, const void* p, size_t n, int timeout_ms) { exchange(&l, p, n, &l, nullptr, 0, timeout_ms); }
+void read_exact(const Link& l, void* p, size_t n, int timeout_ms) { exchange(&l, nullptr, 0, &l, p, n, timeout_ms); }
+
+}  // namespace flock::dist

@@ -1,0 +1,35 @@
+// TCP plumbing for the ring backend: listen, connect with retry, and a poll loop that sends to
+// one peer while receiving from another, so neither side blocks on a full socket buffer. Every
+// wait is bounded: silence longer than `timeout_ms` is ERR_TIMEOUT, a closed or reset connection
+// is ERR_PEER_LOST, both naming the peer's rank.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace flock::dist {
+
+struct Link {
+  int fd = -1;
+  int peer = -1;  // the rank at the other end
+};
+
+// Binds `host` (port 0: any free port); returns the listening socket and sets *port.
+int tcp_listen(const std::string& host, int* port, int backlog);
+// Connects, retrying refused attempts until `timeout_ms` has passed.
+int tcp_connect(const std::string& host, int port, int timeout_ms, int peer);
+// Accepts one connection within `timeout_ms`.
+int tcp_accept(int listen_fd, int timeout_ms);
+void set_nonblocking(int fd);
+void close_fd(int& fd);
+
+// Sends `send_len` bytes on `out` while receiving `recv_len` bytes from `in`. `on_recv(total)` is
+// called as bytes arrive so the caller can reduce completed chunks while the rest streams in.
+void exchange(const Link* out, const void* send, size_t send_len, const Link* in, void* recv, size_t recv_len,
+              int timeout_ms, const std::function<void(size_t)>& on_recv = nullptr);
+
+// Blocking whole-buffer helpers for the connection handshake (sockets still blocking then).
+void write_exact(const Link& l, const void* p, size_t n, int timeout_ms);
+void read_exact(const Link& l, void* p, size_t n, int timeout_ms);
+
+}  // namespace flock::dist

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+/**
+ * The flockml command line.
+ *   flockml launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] script.ts [args...]
+ *   flockml info
+ */
+import { launch } from '../distributed/launch';
+
+const USAGE = `usage:
+  flockml launch --nproc-per-node N [--nnodes M] [--node-rank R] [--master-addr A] [--master-port P] script [args...]
+  flockml info`;
+
+function parseLaunch(argv: string[]): Parameters<typeof launch>[0] {
+  const opts: Record<string, string> = {};
+  let i = 0;
+  for (; i < argv.length && argv[i].startsWith('--'); i++) {
+    const [flag, inline] = argv[i].slice(2).split('=', 2);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new RangeError(`launch: --${flag} needs a value`);
+    opts[flag] = value;
+  }
+  const script = argv[i];
+  if (!script) throw new RangeError('launch: no script given');
+  const known = ['nproc-per-node', 'nnodes', 'node-rank', 'master-addr', 'master-port'];
+  for (const k of Object.keys(opts)) if (!known.includes(k)) throw new RangeError(`launch: unknown option --${k}`);
+  const num = (k: string, d: number) => {
+    if (opts[k] === undefined) return d;
+    const v = Number(opts[k]);
+    if (!Number.isInteger(v)) throw new RangeError(`launch: --${k} must be an integer, got ${opts[k]}`);
+    return v;
+  };
+  return {
+    script,
+    args: argv.slice(i + 1),
+    nprocPerNode: num('nproc-per-node', 1),
+    nnodes: num('nnodes', 1),
+    nodeRank: num('node-rank', 0),
+    masterAddr: opts['master-addr'],
+    masterPort: opts['master-port'] === undefined ? undefined : num('master-port', 29500),
+  };
+}
+
+async function info(): Promise<number> {
+  // Loaded lazily: `flockml launch` must work even where the addon is mid-rebuild.
+  const { native } = await import('../native');
+  const build = native.buildInfo();
+  const nccl = native.ncclInfo();
+  const devices = ['cpu', ...Array.from({ length: native.gpuDeviceCount() }, (_, i) => `cuda:${i} (${native.gpuDeviceName(i)})`)];
+  console.log(JSON.stringify({
+    devices,
+    cuda: build.cuda ? { compiled: true, version: build.cudaVersion } : { compiled: false },
+    nccl: nccl.available ? { found: true, version: nccl.version } : { found: false, reason: nccl.reason },
+    build,
+    node: process.version,
+  }, null, 2));
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (cmd === 'launch') return launch(parseLaunch(rest));
+  if (cmd === 'info') return info();
+  console.error(USAGE);
+  return cmd === undefined || cmd === '--help' || cmd === '-h' ? 0 : 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: Error) => {
+    console.error(`flockml: ${e.message}`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,10 @@
+/** fl.distributed: process groups, collectives, the rendezvous store and the launcher. */
+export {
+  ProcessGroup, initProcessGroup, newGroup, destroyProcessGroup, isInitialized, getRank, getWorldSize, getLocalRank, getStore,
+  allReduce, broadcast, allGather, reduceScatter, send, recv, barrier,
+  type ReduceOp, type Backend, type InitOptions,
+} from './process_group';
+export { Work } from './work';
+export { Store, type StoreOptions } from './store';
+export { readEnv, type DistEnv } from './env';
+export { launch, type LaunchOptions } from './launch';

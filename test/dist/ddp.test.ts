@@ -1,0 +1,9 @@
+/** DistributedDataParallel on 2 real ranks against single-process training. */
+import { test } from 'uvu';
+import { expectAllOk, runRanks } from './harness';
+
+test('2 ranks x batch 32 match 1 process x batch 64 over 20 SGD steps; noSync; missing gradients', async () => {
+  expectAllOk(await runRanks('ddp.ts', 2).done);
+});
+
+test.run();

@@ -1,0 +1,61 @@
+/** `flockml launch`: environment, [rank] prefixes, and teardown with the failing rank's exit code. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { freePort, tsx } from './harness';
+
+const cli = join(__dirname, '..', '..', 'lib', 'cli', 'main.ts');
+const worker = (name: string) => join(__dirname, 'workers', name);
+
+test('a failing rank stops the others and its exit code is the launcher\'s', () => {
+  const started = Date.now();
+  const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node', '3', '--master-port', String(freePort()), worker('exit_code.ts')], { encoding: 'utf8', timeout: 60_000 });
+  assert.is(r.status, 7, r.stdout + r.stderr);
+  assert.ok(Date.now() - started < 30_000);
+  for (const rank of [0, 1, 2]) assert.match(r.stdout, new RegExp(`^\\[${rank}\\] hello from rank ${rank} of 3 token=set$`, 'm'));
+  assert.match(r.stderr, /rank 1 exited with code 7/);
+});
+
+test('SIGINT to the launcher reaches every rank and ends the job', async () => {
+  const job = spawn(tsx, [cli, 'launch', '--nproc-per-node', '2', '--master-port', String(freePort()), worker('exit_code.ts')], {
+    env: { ...process.env, MODE: 'forever' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => job.on('close', (code) => resolve(code)));
+  await new Promise<void>((resolve) => job.stdout!.on('data', (d) => {
+    out += d;
+    if ((out.match(/hello from rank/g) ?? []).length === 2) resolve();
+  }));
+  // tsx's wrapper relays the signal to the launcher, which forwards it to the ranks.
+  job.kill('SIGINT');
+  const killer = setTimeout(() => job.kill('SIGKILL'), 20_000);
+  const code = await exited;
+  clearTimeout(killer);
+  assert.ok(code !== 0 && code !== null, `exit ${code}`);
+});
+
+test('a job whose ranks all succeed exits 0', () => {
+  const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node=2', `--master-port=${freePort()}`, worker('store_client.ts')], { encoding: 'utf8', timeout: 60_000 });
+  assert.is(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /^\[0\] ok$/m);
+  assert.match(r.stdout, /^\[1\] ok$/m);
+});
+
+test('bad arguments are reported with usage-level errors', () => {
+  const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node', '0', 'x.ts'], { encoding: 'utf8', timeout: 30_000 });
+  assert.is(r.status, 2);
+  assert.match(r.stderr, /nproc-per-node/);
+});
+
+test('flockml info reports devices and NCCL', () => {
+  const r = spawnSync(tsx, [cli, 'info'], { encoding: 'utf8', timeout: 30_000 });
+  assert.is(r.status, 0, r.stderr);
+  const info = JSON.parse(r.stdout);
+  assert.ok(info.devices.includes('cpu'));
+  assert.type(info.nccl.found, 'boolean');
+  if (!info.nccl.found) assert.type(info.nccl.reason, 'string');
+});
+
+test.run();

@@ -1,0 +1,109 @@
+/**
+ * Every collective, dtype and size against a reference each rank computes itself: rank r's input
+ * element i is a small integer f(r, i), so sums are exact even in bf16/f16.
+ */
+import * as fl from '../../../lib/index';
+import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
+import type { DType } from '../../../lib/dtype';
+
+const dtypes: DType[] = ['f32', 'f64', 'i32', 'i64', 'bf16', 'f16'];
+const sizes = (process.env.SIZES ?? '0,1,7,1048579').split(',').map(Number);
+const value = (r: number, i: number) => ((r * 7 + i * 3) % 11) - 5 + r;  // small, distinct per rank, negative too
+
+function make(n: number, dtype: DType, f: (i: number) => number): fl.Tensor {
+  const a = new Float64Array(n);
+  for (let i = 0; i < n; i++) a[i] = f(i);
+  return fl.tensor(a, { dtype: 'f64' }).to(dtype);
+}
+
+async function values(t: fl.Tensor): Promise<number[]> {
+  return Array.from(await t.to('f64').data(), Number);
+}
+
+function check(what: string, got: number[], want: (i: number) => number): void {
+  if (got.length === 0) return;
+  for (let i = 0; i < got.length; i++) {
+    const w = want(i);
+    if (Math.abs(got[i] - w) > 1e-9 * Math.max(1, Math.abs(w))) throw new Error(`${what}: element ${i} is ${got[i]}, expected ${w}`);
+  }
+}
+
+async function main() {
+  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const n = pg.size, r = pg.rank;
+  // Reductions over ranks without allocating: the checks run over a million elements.
+  const fold = (i: number, f: (a: number, b: number) => number) => {
+    let acc = value(0, i);
+    for (let k = 1; k < n; k++) acc = f(acc, value(k, i));
+    return acc;
+  };
+  const sum = (i: number) => fold(i, (a, b) => a + b);
+  for (const dtype of dtypes) {
+    for (const size of sizes) {
+      const tag = `${dtype}[${size}]`;
+      const ops = [
+        ['sum', sum],
+        ['max', (i: number) => fold(i, Math.max)],
+        ['min', (i: number) => fold(i, Math.min)],
+      ] as const;
+      // Large tensors: every dtype through sum; the other ops in f32 only, to keep the test short.
+      const big = size > 65536;
+      for (const [op, want] of ops) {
+        if (big && op !== 'sum' && dtype !== 'f32') continue;
+        const t = make(size, dtype, (i) => value(r, i));
+        await pg.allReduce(t, { op }).wait();
+        check(`allReduce(${op}) ${tag}`, await values(t), want);
+      }
+      if (size <= 7) {
+        const t = make(size, dtype, (i) => (i % 2) + 1);
+        await pg.allReduce(t, { op: 'prod' }).wait();
+        check(`allReduce(prod) ${tag}`, await values(t), (i) => ((i % 2) + 1) ** n);
+      }
+      if (dtype === 'f64' || (dtype === 'f32' && !big)) {
+        const t = make(size, dtype, (i) => value(r, i) * n);
+        await pg.allReduce(t, { op: 'avg' }).wait();
+        check(`allReduce(avg) ${tag}`, await values(t), sum);
+      }
+      const root = n - 1;
+      const b = make(size, dtype, (i) => value(r, i));
+      await pg.broadcast(b, root).wait();
+      check(`broadcast ${tag}`, await values(b), (i) => value(root, i));
+
+      if (big && dtype !== 'f32') continue;
+      const m = Math.min(size, 65537);  // gather/scatter move n x m: keep them small
+      const gin = make(m, dtype, (i) => value(r, i));
+      const gout = fl.zeros([n * m], { dtype });
+      await pg.allGather(gout, gin).wait();
+      check(`allGather ${tag}`, await values(gout), (j) => value(Math.floor(j / m), j % m));
+
+      const sin = make(n * m, dtype, (j) => value(r, j));
+      const sout = fl.zeros([m], { dtype });
+      await pg.reduceScatter(sout, sin, { op: 'sum' }).wait();
+      check(`reduceScatter ${tag}`, await values(sout), (i) => sum(r * m + i));
+    }
+  }
+  if (n > 1) await pointToPoint(pg);
+  await pg.barrier().wait();
+  await destroyProcessGroup();
+  console.log(`rank ${r}: ok`);
+}
+
+async function pointToPoint(pg: Awaited<ReturnType<typeof initProcessGroup>>) {
+  const n = pg.size, r = pg.rank;
+  // a ring of sends, posted so that nobody waits on a recv before its send
+  const next = (r + 1) % n, prev = (r + n - 1) % n;
+  const mine = make(5, 'f32', (i) => r * 10 + i), got = fl.zeros([5]);
+  if (r % 2 === 0) {
+    await pg.send(mine, next).wait();
+    await pg.recv(got, prev).wait();
+  } else {
+    await pg.recv(got, prev).wait();
+    await pg.send(mine, next).wait();
+  }
+  check('send/recv', await values(got), (i) => prev * 10 + i);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,117 @@
+/**
+ * DDP equivalence: 2 ranks x batch 32 for 20 SGD steps must match 1 process x batch 64 (computed
+ * here as the reference), and every rank must end with identical parameters. A third phase
+ * checks noSync accumulation, and a fourth that a missing gradient is reported.
+ */
+import * as fl from '../../../lib/index';
+import { copy_ } from '../../../lib/ops/elementwise';
+import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
+import { DistributedDataParallel } from '../../../lib/parallel/ddp';
+
+const STEPS = 20, BATCH = 64, LR = 0.05;
+
+function makeModel(perturb: number) {
+  fl.manualSeed(1234);
+  const params = [fl.randn([8, 16], { std: 0.3 }), fl.zeros([16]), fl.randn([16, 16], { std: 0.3 }), fl.zeros([16]), fl.randn([16, 1], { std: 0.3 }), fl.zeros([1])];
+  // Ranks other than 0 start elsewhere: DDP's initial broadcast must fix that.
+  const ps = params.map((p) => fl.keep(perturb ? p.add(perturb) : p).requiresGrad_());
+  return {
+    parameters: () => ps,
+    forward: (x: fl.Tensor) => x.matmul(ps[0]).add(ps[1]).relu().matmul(ps[2]).add(ps[3]).tanh().matmul(ps[4]).add(ps[5]),
+  };
+}
+
+function data() {
+  fl.manualSeed(99);
+  const x = fl.keep(fl.randn([STEPS * BATCH, 8]));
+  const y = fl.keep(fl.randn([STEPS * BATCH, 1]));
+  return { x, y };
+}
+
+function sgd(params: fl.Tensor[]) {
+  fl.noGrad(() => fl.tidy(() => params.forEach((p) => copy_(p, p.sub(p.grad!.mul(LR))))));
+  params.forEach((p) => { p.grad?.dispose(); p.grad = null; });
+}
+
+async function flat(params: fl.Tensor[]): Promise<number[]> {
+  const out: number[] = [];
+  for (const p of params) out.push(...(await p.data()));
+  return out;
+}
+
+async function main() {
+  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const { x, y } = data();
+
+  // Reference: one process, the whole batch.
+  const ref = makeModel(0);
+  for (let s = 0; s < STEPS; s++) {
+    fl.tidy(() => ref.forward(x.narrow(0, s * BATCH, BATCH)).sub(y.narrow(0, s * BATCH, BATCH)).square().mean().backward());
+    sgd(ref.parameters());
+  }
+
+  // DDP: each rank its half of every batch; a small bucket cap so there are several buckets.
+  const model = makeModel(pg.rank === 0 ? 0 : 0.5);
+  // Overlap: this hook runs before DDP's own hook on the first layer's weight (hooks fire in
+  // registration order), i.e. when that is the only gradient still missing: every other bucket's
+  // allreduce must already be on the wire while backward is still running.
+  let inFlightAtFirstLayer = -1;
+  const unhook = model.parameters()[0].registerHook(() => void (inFlightAtFirstLayer = ddp.bucketsInFlight));
+  const ddp = await DistributedDataParallel.create(model, model.forward, { bucketCapMB: 0.0005 });
+  const half = BATCH / pg.size;
+  if (ddp.bucketCount < 2) throw new Error(`expected several buckets, got ${ddp.bucketCount}`);
+  for (let s = 0; s < STEPS; s++) {
+    const at = s * BATCH + pg.rank * half;
+    fl.tidy(() => ddp.forward(x.narrow(0, at, half)).sub(y.narrow(0, at, half)).square().mean().backward());
+    await ddp.syncGradients();
+    sgd(model.parameters());
+  }
+  unhook();
+  if (inFlightAtFirstLayer !== ddp.bucketCount - 1)
+    throw new Error(`${inFlightAtFirstLayer} of ${ddp.bucketCount - 1} earlier buckets were in flight before the last gradient`);
+  const got = await flat(model.parameters()), want = await flat(ref.parameters());
+  for (let i = 0; i < want.length; i++)
+    if (Math.abs(got[i] - want[i]) > 1e-4 + 1e-4 * Math.abs(want[i])) throw new Error(`param element ${i}: ddp ${got[i]} vs single-process ${want[i]}`);
+
+  // Identical across ranks, bit for bit: compare with rank 0's copy.
+  const mine = fl.tensor(got), theirs = fl.tensor(got);
+  await pg.broadcast(theirs, 0).wait();
+  const a = await mine.data(), b = await theirs.data();
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) throw new Error(`rank ${pg.rank} differs from rank 0 at ${i}`);
+
+  // noSync: two half-steps accumulated locally, then one synchronised step, equals one step on both halves.
+  const probe = makeModel(0);
+  const ddp2 = await DistributedDataParallel.create(probe, probe.forward);
+  const xb = x.narrow(0, pg.rank * half, half), yb = y.narrow(0, pg.rank * half, half);
+  const lossOf = (xs: fl.Tensor, ys: fl.Tensor) => ddp2.forward(xs).sub(ys).square().mean();
+  ddp2.noSync(() => fl.tidy(() => lossOf(xb.narrow(0, 0, half / 2), yb.narrow(0, 0, half / 2)).backward()));
+  fl.tidy(() => lossOf(xb.narrow(0, half / 2, half / 2), yb.narrow(0, half / 2, half / 2)).backward());
+  await ddp2.syncGradients();
+  const refAcc = makeModel(0);
+  for (let k = 0; k < 2 * pg.size; k++) {
+    const rows = x.narrow(0, k * (half / 2), half / 2), ys = y.narrow(0, k * (half / 2), half / 2);
+    fl.tidy(() => refAcc.forward(rows).sub(ys).square().mean().div(pg.size).backward());
+  }
+  const g1 = await flat(probe.parameters().map((p) => p.grad!)), g2 = await flat(refAcc.parameters().map((p) => p.grad!));
+  for (let i = 0; i < g1.length; i++)
+    if (Math.abs(g1[i] - g2[i]) > 1e-5 + 1e-4 * Math.abs(g2[i])) throw new Error(`noSync grad ${i}: ${g1[i]} vs ${g2[i]}`);
+  ddp2.dispose();
+
+  // A parameter outside the loss: the error names it.
+  const unused = makeModel(0);
+  const ddp3 = await DistributedDataParallel.create(unused, unused.forward);
+  fl.tidy(() => unused.parameters()[0].sum().backward());
+  try {
+    await ddp3.syncGradients();
+    throw new Error('expected a missing-gradient error');
+  } catch (e) {
+    if (!/no gradient arrived.*#1 \[16\]/.test((e as Error).message)) throw e;
+  }
+  await destroyProcessGroup();
+  console.log(`rank ${pg.rank}: ddp ok`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,39 @@
+/**
+ * Fault injection. MODE=kill: the last rank SIGKILLs itself while the others are inside a large
+ * allreduce. MODE=silent: the last rank stays alive but stops taking part. Survivors print the
+ * error's code and message as JSON and exit 3.
+ */
+import * as fl from '../../../lib/index';
+import { initProcessGroup } from '../../../lib/distributed/index';
+
+async function main() {
+  const mode = process.env.MODE ?? 'kill';
+  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: Number(process.env.PG_TIMEOUT_MS ?? 30_000) });
+  const victim = pg.size - 1;
+  const t = fl.ones([4 << 20]);
+  await pg.allReduce(t).wait();  // everyone is connected and working
+  if (pg.rank === victim) {
+    if (mode === 'kill') setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50);
+    else setInterval(() => undefined, 1000);  // alive, silent
+    if (mode === 'kill') for (;;) await pg.allReduce(t).wait();
+    return;
+  }
+  const started = Date.now();
+  try {
+    for (let i = 0; i < 1000; i++) await pg.allReduce(t).wait();
+    console.log(JSON.stringify({ failed: false }));
+    process.exit(0);
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    console.log(JSON.stringify({ failed: true, code: err.code, message: err.message, ms: Date.now() - started }));
+    // Later work on the broken group fails at once with the same cause.
+    const again = await pg.barrier().wait().then(() => 'ok', (e2: Error & { code?: string }) => e2.code);
+    console.log(JSON.stringify({ again }));
+    process.exit(3);
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
