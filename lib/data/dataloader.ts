@@ -15,6 +15,8 @@ export interface DataLoaderOptions<T, B> {
   seed?: number;
   dropLast?: boolean;
   collate?: (items: T[]) => B;
+  /** Where the sample indices come from, e.g. a DistributedSampler; replaces shuffle. */
+  sampler?: Iterable<number> & { readonly length: number };
 }
 
 /** Stacks tensors, recurses into arrays and objects, and turns numbers into a tensor. */
@@ -46,6 +48,7 @@ export class DataLoader<T = unknown, B = unknown> {
   readonly dropLast: boolean;
   private readonly seed: number;
   private readonly collate: (items: T[]) => B;
+  private readonly sampler: (Iterable<number> & { readonly length: number }) | undefined;
   private epoch = 0;
 
   constructor(readonly dataset: Dataset<T>, options: DataLoaderOptions<T, B> = {}) {
@@ -56,16 +59,20 @@ export class DataLoader<T = unknown, B = unknown> {
     this.dropLast = options.dropLast ?? false;
     this.seed = options.seed ?? 0;
     this.collate = options.collate ?? (defaultCollate as (items: T[]) => B);
+    this.sampler = options.sampler;
+    if (this.sampler && this.shuffle)
+      throw Object.assign(new TypeError('DataLoader: shuffle and sampler are mutually exclusive (the sampler orders the samples)'), { code: 'ERR_ARG' });
   }
 
   /** Number of batches per epoch. */
   get length(): number {
-    const n = this.dataset.length;
+    const n = this.sampler ? this.sampler.length : this.dataset.length;
     return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
   }
 
   /** The sample order of the next epoch (advances the epoch counter). */
   private order(): number[] {
+    if (this.sampler) return [...this.sampler];
     const n = this.dataset.length;
     const idx = Array.from({ length: n }, (_, i) => i);
     if (this.shuffle) {

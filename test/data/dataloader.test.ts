@@ -42,4 +42,13 @@ test('async iteration prefetches and supports async datasets with collate', asyn
   assert.equal([...custom], ['0,1,2']);
 });
 
+test('a sampler (DistributedSampler) chooses and orders the samples', () => {
+  const ds = new fl.data.TensorDataset(x, y);
+  const sampler = new fl.data.DistributedSampler(ds, { numReplicas: 3, rank: 1, shuffle: false });
+  const dl = new fl.data.DataLoader(ds, { batchSize: 2, sampler });
+  assert.is(dl.length, 2);
+  assert.equal(([...dl] as fl.Tensor[][]).flatMap((b) => b[1].toArray() as number[]), [1, 4, 7, 0]);
+  assert.throws(() => new fl.data.DataLoader(ds, { sampler, shuffle: true }), (e: { code?: string }) => e.code === 'ERR_ARG');
+});
+
 test.run();
