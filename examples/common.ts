@@ -27,6 +27,16 @@ export function progress(total: number): (step: number, loss: number) => void {
 
 type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
 
+/** The CNN of the examples: two conv blocks and two linear layers. */
+export function cnn(): Model {
+  const { nn } = fl;
+  return new nn.Sequential(
+    new nn.Conv2d(1, 32, 3), new nn.ReLU(), new nn.MaxPool2d(2),
+    new nn.Conv2d(32, 64, 3), new nn.ReLU(), new nn.MaxPool2d(2),
+    new nn.Flatten(), new nn.Linear(1600, 128), new nn.ReLU(), new nn.Linear(128, 10),
+  );
+}
+
 // Fashion-MNIST pixel mean and std (as torchvision's Normalize): centred inputs train faster.
 const MEAN = 0.286, STD = 0.353;
 export const normalize = (x: fl.Tensor): fl.Tensor => x.sub(MEAN).div(STD);

@@ -4,17 +4,12 @@
  *   npm run example:cnn -- --epochs 1
  */
 import * as fl from '../lib';
-import { evaluate, parseArgs, train } from './common';
+import { cnn, evaluate, parseArgs, train } from './common';
 
 async function main(): Promise<void> {
   const { epochs, limit } = parseArgs();
   fl.manualSeed(0);
-  const { nn } = fl;
-  const model = new nn.Sequential(
-    new nn.Conv2d(1, 32, 3), new nn.ReLU(), new nn.MaxPool2d(2),
-    new nn.Conv2d(32, 64, 3), new nn.ReLU(), new nn.MaxPool2d(2),
-    new nn.Flatten(), new nn.Linear(1600, 128), new nn.ReLU(), new nn.Linear(128, 10),
-  );
+  const model = cnn();
   const { steps, msPerStep } = await train(model, 64, epochs, limit);
   const acc = await evaluate(model);
   console.log(JSON.stringify({ example: 'fashion-mnist-cnn', epochs, steps, test_acc: Number(acc.toFixed(4)), ms_per_step: Number(msPerStep.toFixed(3)) }));

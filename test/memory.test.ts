@@ -127,7 +127,9 @@ test('10,000 training-like steps keep live tensors and RSS flat', async () => {
   assert.is(live(), tensorsAt1k, 'live tensors');
   assert.is(fl.memory().cpu.bytes, bytesAt1k, 'live bytes');
   const growth = (process.memoryUsage().rss - rssAt1k) / 2 ** 20;
-  assert.ok(growth < 32, `RSS grew by ${growth.toFixed(1)} MiB over 9,000 steps`);
+  // The allocator and V8 settle by some tens of MiB and then stay flat (seen: +20..30 MiB here,
+  // then nothing over a further 20,000 steps); a per-step leak of even 6 KB would pass 48 MiB.
+  assert.ok(growth < 48, `RSS grew by ${growth.toFixed(1)} MiB over 9,000 steps`);
 });
 
 test.run();

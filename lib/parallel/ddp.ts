@@ -16,6 +16,7 @@
 import type { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
+import { sync } from '../device';
 import { cat } from '../ops/shape';
 import { distError } from '../distributed/errors';
 import { getWorldSize, isInitialized, type ProcessGroup } from '../distributed/process_group';
@@ -40,6 +41,16 @@ interface BucketState {
   arrived: number;
   flat: Tensor | null;
   work: Work | null;
+  doneAt: number;
+}
+
+/**
+ * Timing of the last synchronised step. Allreduces run while the device still computes the rest
+ * of backward; what is left after the device has finished backward is exposed communication.
+ */
+export interface DDPStepStats {
+  /** How long after the device finished backward the last bucket's allreduce completed (≥ 0). */
+  exposedMs: number;
 }
 
 export class DistributedDataParallel<Args extends unknown[], Out> {
@@ -51,6 +62,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   readonly #index = new Map<Tensor, [BucketState, number]>();
   #syncing = true;
   #removeHooks: (() => void)[] = [];
+  /** Timing of the last syncGradients(); see {@link DDPStepStats}. */
+  lastStep: DDPStepStats | null = null;
 
   private constructor(module: ParameterSource, forward: (...args: Args) => Out, options: DDPOptions) {
     if (!module || typeof module.parameters !== 'function')
@@ -62,7 +75,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     this.#group = options.group;
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = (options.bucketCapMB ?? 25) * 1024 * 1024;
-    this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null }));
+    this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null, doneAt: 0 }));
     for (const s of this.#states)
       s.bucket.params.forEach((p, i) => {
         this.#index.set(p, [s, i]);
@@ -80,6 +93,11 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   /** Buckets whose allreduce has been started since the last syncGradients (observable mid-backward). */
   get bucketsInFlight(): number {
     return this.#states.filter((s) => s.work !== null).length;
+  }
+
+  /** Element count of each bucket's flat gradient, in the order they are reduced. */
+  get bucketSizes(): number[] {
+    return this.#states.map((s) => s.bucket.params.reduce((n, p) => n + p.size, 0));
   }
 
   get bucketCount(): number {
@@ -134,7 +152,11 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
         'every parameter must contribute to the loss (or set requiresGrad false on the unused ones) before syncGradients()');
     }
     try {
+      // A marker on the compute stream: it resolves when the device has run all of backward.
+      const computeDone = sync(this.#params[0]?.device ?? 'cpu').then(() => performance.now());
       await Promise.all(this.#states.map((s) => s.work!.wait()));
+      const last = Math.max(...this.#states.map((s) => s.doneAt || performance.now()));
+      this.lastStep = { exposedMs: Math.max(0, last - (await computeDone)) };
       noGrad(() => {
         for (const s of this.#states) {
           s.bucket.params.forEach((p, i) => {
@@ -172,6 +194,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     for (const t of s.grads) t!.dispose();
     s.grads = s.grads.map(() => null);
     s.work = this.#group ? this.#group.allReduce(s.flat, { op: 'avg' }) : defaultAllReduce(s.flat, { op: 'avg' });
+    const state = s;
+    s.work.wait().then(() => (state.doneAt = performance.now()), () => undefined);
   }
 
   #reset(): void {
@@ -182,6 +206,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       s.flat = null;
       s.work = null;
       s.arrived = 0;
+      s.doneAt = 0;
     }
   }
 }

@@ -1,0 +1,31 @@
+/**
+ * DDP step time of the Fashion-MNIST CNN (batch 64 per rank) on 1 and 2 local ranks (ring
+ * backend), the same step under noSync() (no communication), and the share of allreduce time
+ * hidden behind backward:  hidden = 1 − exposed / T_comm, where exposed is how long the last
+ * bucket finished after the device had finished backward (DDP's lastStep.exposedMs) and T_comm
+ * the same bucket allreduces run alone. Prints JSON lines
+ * {"bench":"ddp","ranks":…,"ms_per_step":…,"local_ms":…,"allreduce_ms":…,"exposed_ms":…,"hidden_share":…}.
+ *   npm run bench -- ddp [--steps N] [--bucket-mb M]
+ */
+import { join } from 'node:path';
+import { launch } from '../lib/distributed/launch';
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : fallback;
+}
+
+async function main(): Promise<void> {
+  for (const n of [1, 2]) {
+    const code = await launch({
+      script: join(__dirname, 'ddp_worker.ts'),
+      nprocPerNode: n,
+      masterPort: 20000 + Math.floor(Math.random() * 20000),
+      env: { BENCH_STEPS: arg('steps', '30'), BENCH_BUCKET_MB: arg('bucket-mb', '0.25') },
+      stdout: { write: (s: string) => process.stdout.write(s.replace(/^\[0\] /, '')) } as NodeJS.WritableStream,
+    });
+    if (code !== 0) process.exit(code);
+  }
+}
+
+void main();

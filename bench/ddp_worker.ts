@@ -1,0 +1,63 @@
+/** One rank of bench/ddp.ts (started by the launcher). */
+import * as fl from '../lib';
+import { cnn } from '../examples/common';
+
+async function main(): Promise<void> {
+  const steps = Number(process.env.BENCH_STEPS ?? 30);
+  const bucketCapMB = Number(process.env.BENCH_BUCKET_MB ?? 0.25);
+  const pg = await fl.distributed.initProcessGroup({ backend: 'ring' });
+  // Share the machine's cores between the ranks, as one process per GPU would not need to.
+  fl.setNumThreads(Math.max(1, Math.floor(fl.getNumThreads() / pg.size)));
+  fl.manualSeed(0);
+  const model = cnn();
+  const ddp = await fl.parallel.DistributedDataParallel.create(model, (x: fl.Tensor) => model.forward(x), { bucketCapMB });
+  const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
+  const x = fl.randn([64, 1, 28, 28]), y = fl.randint(0, 10, [64]);
+  const backward = () => fl.tidy(() => {
+    opt.zeroGrad();
+    fl.nn.functional.crossEntropy(ddp.forward(x), y).backward();
+  });
+  let exposed = 0, synced = 0;
+  const syncStep = async () => {
+    backward();
+    await ddp.syncGradients();
+    exposed += ddp.lastStep!.exposedMs;
+    synced++;
+    fl.tidy(() => opt.step());
+  };
+  const localStep = async () => {
+    ddp.noSync(backward);
+    fl.tidy(() => opt.step());
+  };
+  const time = async (fn: () => Promise<void>) => {
+    for (let i = 0; i < 3; i++) await fn();
+    await fl.sync();
+    await pg.barrier().wait();
+    const t0 = performance.now();
+    for (let i = 0; i < steps; i++) await fn();
+    await fl.sync();
+    return (performance.now() - t0) / steps;
+  };
+  const ddpMs = await time(syncStep);
+  const exposedMs = exposed / synced;
+  const localMs = await time(localStep);
+  // The same allreduces, alone: one flat tensor per bucket.
+  const buckets = ddp.bucketSizes.map((n) => fl.randn([n]));
+  const commMs = await time(async () => {
+    await Promise.all(buckets.map((b) => pg.allReduce(b, { op: 'avg' }).wait()));
+  });
+  if (pg.rank === 0) {
+    const hidden = pg.size > 1 ? Math.min(1, Math.max(0, 1 - exposedMs / commMs)) : null;
+    console.log(JSON.stringify({
+      bench: 'ddp', model: 'fashion-mnist-cnn', backend: 'ring', ranks: pg.size, batch_per_rank: 64, buckets: buckets.length,
+      threads_per_rank: fl.getNumThreads(), ms_per_step: +ddpMs.toFixed(2), local_ms: +localMs.toFixed(2),
+      allreduce_ms: pg.size > 1 ? +commMs.toFixed(2) : 0, exposed_ms: +exposedMs.toFixed(2), hidden_share: hidden === null ? null : +hidden.toFixed(3),
+    }));
+  }
+  await fl.distributed.destroyProcessGroup();
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
