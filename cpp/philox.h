@@ -49,4 +49,24 @@ FLOCK_PHILOX_HD void philox_normal2(uint32_t a, uint32_t b, float* z0, float* z1
   *z1 = r * sinf(t);
 }
 
+// The four values of counter group `r` for a RandomKind (0 uniform in [a, b), 1 normal with
+// mean a and std b, 3 bernoulli with p = a); randint reads the raw words instead.
+FLOCK_PHILOX_HD void philox_values(int kind, const Philox4& r, double a, double b, float v[4]) {
+  switch (kind) {
+    case 0:
+      for (int j = 0; j < 4; ++j) v[j] = static_cast<float>(a + (b - a) * philox_uniform(r.v[j]));
+      break;
+    case 1:
+      philox_normal2(r.v[0], r.v[1], &v[0], &v[1]);
+      philox_normal2(r.v[2], r.v[3], &v[2], &v[3]);
+      for (int j = 0; j < 4; ++j) v[j] = static_cast<float>(a + b * v[j]);
+      break;
+    case 3:
+      for (int j = 0; j < 4; ++j) v[j] = philox_uniform(r.v[j]) < a ? 1.0f : 0.0f;
+      break;
+    default:
+      for (int j = 0; j < 4; ++j) v[j] = 0.0f;
+  }
+}
+
 }  // namespace flock

@@ -17,20 +17,7 @@ __global__ void random_kernel(RandomKind kind, T* out, int64_t n, uint64_t seed,
   FLOCK_GRID_STRIDE(g, groups) {
     const Philox4 r = philox(seed, offset + static_cast<uint64_t>(g));
     float v[4] = {0, 0, 0, 0};
-    switch (kind) {
-      case RandomKind::uniform:
-        for (int j = 0; j < 4; ++j) v[j] = static_cast<float>(a + (b - a) * philox_uniform(r.v[j]));
-        break;
-      case RandomKind::normal:
-        philox_normal2(r.v[0], r.v[1], &v[0], &v[1]);
-        philox_normal2(r.v[2], r.v[3], &v[2], &v[3]);
-        for (int j = 0; j < 4; ++j) v[j] = static_cast<float>(a + b * v[j]);
-        break;
-      case RandomKind::bernoulli:
-        for (int j = 0; j < 4; ++j) v[j] = philox_uniform(r.v[j]) < a ? 1.0f : 0.0f;
-        break;
-      default: break;
-    }
+    philox_values(static_cast<int>(kind), r, a, b, v);
     for (int j = 0; j < 4; ++j) {
       const int64_t i = g * 4 + j;
       if (i >= n) break;

@@ -36,7 +36,8 @@ class Addon : public Napi::Addon<Addon> {
   // Returns a promise settled on the JS thread when the callback handed to `start` is called,
   // from any thread, with an error or none. Collectives resolve their Work through this.
   using Settle = std::function<void(std::optional<StreamError>)>;
-  Napi::Promise promise_from(Napi::Env env, const std::function<void(Settle)>& start);
+  Napi::Promise promise_from(Napi::Env env, const std::function<void(Settle)>& start,
+                             std::shared_ptr<std::vector<uint8_t>> bytes = nullptr);
 
   Context context;
   Napi::FunctionReference tensor_class;

@@ -52,29 +52,15 @@ Napi::Object Addon::wrap(Napi::Env env, Tensor t) {
 }
 
 Napi::Promise Addon::when_done(Napi::Env env, Device device, std::shared_ptr<std::vector<uint8_t>> bytes) {
-  auto deferred = Napi::Promise::Deferred::New(env);
-  Napi::Promise promise = deferred.Promise();
   Stream& stream = context.stream(device);
-  auto* c = new Completion{deferred, std::move(bytes), std::nullopt};
-  if (pending_++ == 0) sync_fn_.Ref(env);
-  SyncFunction fn = sync_fn_;
-  try {
-    stream.notify([fn, c](std::optional<StreamError> err) mutable {
-      c->error = std::move(err);
-      if (fn.NonBlockingCall(c) != napi_ok) delete c;
-    });
-  } catch (...) {
-    delete c;
-    finish(env);
-    throw;
-  }
-  return promise;
+  return promise_from(env, [&stream](Settle settle) { stream.notify(std::move(settle)); }, std::move(bytes));
 }
 
-Napi::Promise Addon::promise_from(Napi::Env env, const std::function<void(Settle)>& start) {
+Napi::Promise Addon::promise_from(Napi::Env env, const std::function<void(Settle)>& start,
+                                  std::shared_ptr<std::vector<uint8_t>> bytes) {
   auto deferred = Napi::Promise::Deferred::New(env);
   Napi::Promise promise = deferred.Promise();
-  auto* c = new Completion{deferred, nullptr, std::nullopt};
+  auto* c = new Completion{deferred, std::move(bytes), std::nullopt};
   if (pending_++ == 0) sync_fn_.Ref(env);
   SyncFunction fn = sync_fn_;
   try {
