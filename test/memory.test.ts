@@ -111,25 +111,30 @@ test('10,000 training-like steps keep live tensors and RSS flat', async () => {
       });
       return loss.detach();
     });
-  let tensorsAt1k = 0, bytesAt1k = 0, rssAt1k = 0;
+  let tensorsAt1k = 0, bytesAt1k = 0;
+  const rss: number[] = [];  // MiB after steps 1000, 2000, ..., 10000
   for (let i = 1; i <= 10_000; i++) {
     const loss = step();
     if (i % 100 === 0) assert.ok(Number.isFinite(await loss.item()));
     loss.dispose();
-    if (i === 1000) {
+    if (i % 1000 === 0) {
       await settle();
-      tensorsAt1k = live();
-      bytesAt1k = fl.memory().cpu.bytes;
-      rssAt1k = process.memoryUsage().rss;
+      rss.push(process.memoryUsage().rss / 2 ** 20);
+      if (i === 1000) {
+        tensorsAt1k = live();
+        bytesAt1k = fl.memory().cpu.bytes;
+      }
     }
   }
   await settle();
   assert.is(live(), tensorsAt1k, 'live tensors');
   assert.is(fl.memory().cpu.bytes, bytesAt1k, 'live bytes');
-  const growth = (process.memoryUsage().rss - rssAt1k) / 2 ** 20;
-  // The allocator and V8 settle by some tens of MiB and then stay flat (seen: +20..30 MiB here,
-  // then nothing over a further 20,000 steps); a per-step leak of even 6 KB would pass 48 MiB.
-  assert.ok(growth < 48, `RSS grew by ${growth.toFixed(1)} MiB over 9,000 steps`);
+  // V8 and malloc settle by some tens of MiB early on (JIT code, arenas) and then stay flat; a leak
+  // grows steadily. So the second half may grow only a little, the whole run a bounded amount.
+  const lateGrowth = rss[9] - rss[4], totalGrowth = rss[9] - rss[0];
+  if (process.env.FLOCKML_TEST_VERBOSE) console.log(`rss MiB: ${rss.map((r) => r.toFixed(0)).join(' ')}`);
+  assert.ok(lateGrowth < 32, `RSS grew by ${lateGrowth.toFixed(1)} MiB over steps 5,000-10,000 (${rss.map((r) => r.toFixed(0)).join(' ')})`);
+  assert.ok(totalGrowth < 96, `RSS grew by ${totalGrowth.toFixed(1)} MiB over steps 1,000-10,000`);
 });
 
 test.run();
