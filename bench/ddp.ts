@@ -2,9 +2,10 @@
  * DDP step time of the Fashion-MNIST CNN (batch 64 per rank) on 1 and 2 local ranks (ring
  * backend), the same step under noSync() (no communication), and the share of allreduce time
  * hidden behind backward:  hidden = 1 − exposed / T_comm, where exposed is how long the last
- * bucket finished after the device had finished backward (DDP's lastStep.exposedMs) and T_comm
- * the same bucket allreduces run alone. Prints JSON lines
- * {"bench":"ddp","ranks":…,"ms_per_step":…,"local_ms":…,"allreduce_ms":…,"exposed_ms":…,"hidden_share":…}.
+ * bucket's allreduce ran on after the slowest rank's device had finished backward, and T_comm the
+ * same bucket allreduces run alone. rank_skew_ms is how far apart the ranks finished backward.
+ * Prints JSON lines {"bench":"ddp","ranks":…,"ms_per_step":…,"local_ms":…,"allreduce_ms":…,
+ * "exposed_ms":…,"rank_skew_ms":…,"hidden_share":…}.
  *   npm run bench -- ddp [--steps N] [--bucket-mb M]
  */
 import { join } from 'node:path';

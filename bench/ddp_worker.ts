@@ -17,12 +17,14 @@ async function main(): Promise<void> {
     opt.zeroGrad();
     fl.nn.functional.crossEntropy(ddp.forward(x), y).backward();
   });
-  let exposed = 0, synced = 0;
+  // Per timed step: when this rank's device finished backward and when the allreduces completed,
+  // on the machine's wall clock so ranks can be compared.
+  const computeDone: number[] = [], commDone: number[] = [];
   const syncStep = async () => {
     backward();
     await ddp.syncGradients();
-    exposed += ddp.lastStep!.exposedMs;
-    synced++;
+    computeDone.push(performance.timeOrigin + ddp.lastStep!.computeDoneAt);
+    commDone.push(performance.timeOrigin + ddp.lastStep!.commDoneAt);
     fl.tidy(() => opt.step());
   };
   const localStep = async () => {
@@ -39,7 +41,27 @@ async function main(): Promise<void> {
     return (performance.now() - t0) / steps;
   };
   const ddpMs = await time(syncStep);
-  const exposedMs = exposed / synced;
+  // Exposed communication: how long the allreduces ran on after the LAST rank finished backward
+  // (waiting for a slower rank is skew between ranks, not communication).
+  const timed = computeDone.slice(-steps), base = timed[0];
+  const mine = fl.tensor(timed.map((t) => t - base).concat(commDone.slice(-steps).map((t) => t - base)), { dtype: 'f64' });
+  const all = fl.zeros([pg.size, 2 * steps], { dtype: 'f64' });
+  await pg.allGather(all, mine).wait();
+  const rows = all.toArray() as number[][];
+  const offsets = await (async () => {
+    const b = fl.tensor([base], { dtype: 'f64' }), bs = fl.zeros([pg.size], { dtype: 'f64' });
+    await pg.allGather(bs, b).wait();
+    return Array.from(bs.dataSync() as Float64Array);
+  })();
+  let exposedSum = 0, skewSum = 0;
+  for (let i = 0; i < steps; i++) {
+    const done = rows.map((r, k) => offsets[k] + r[i]);
+    const lastCompute = Math.max(...done), firstCompute = Math.min(...done);
+    const commEnd = offsets[pg.rank] + rows[pg.rank][steps + i];
+    exposedSum += Math.max(0, commEnd - lastCompute);
+    skewSum += lastCompute - firstCompute;
+  }
+  const exposedMs = exposedSum / steps, skewMs = skewSum / steps;
   const localMs = await time(localStep);
   // The same allreduces, alone: one flat tensor per bucket.
   const buckets = ddp.bucketSizes.map((n) => fl.randn([n]));
@@ -51,7 +73,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({
       bench: 'ddp', model: 'fashion-mnist-cnn', backend: 'ring', ranks: pg.size, batch_per_rank: 64, buckets: buckets.length,
       threads_per_rank: fl.getNumThreads(), ms_per_step: +ddpMs.toFixed(2), local_ms: +localMs.toFixed(2),
-      allreduce_ms: pg.size > 1 ? +commMs.toFixed(2) : 0, exposed_ms: +exposedMs.toFixed(2), hidden_share: hidden === null ? null : +hidden.toFixed(3),
+      allreduce_ms: pg.size > 1 ? +commMs.toFixed(2) : 0, exposed_ms: +exposedMs.toFixed(2), rank_skew_ms: +skewMs.toFixed(2), hidden_share: hidden === null ? null : +hidden.toFixed(3),
     }));
   }
   await fl.distributed.destroyProcessGroup();

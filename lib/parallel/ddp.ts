@@ -51,6 +51,9 @@ interface BucketState {
 export interface DDPStepStats {
   /** How long after the device finished backward the last bucket's allreduce completed (≥ 0). */
   exposedMs: number;
+  /** When the device finished backward, and when the last allreduce completed (performance.now()). */
+  computeDoneAt: number;
+  commDoneAt: number;
 }
 
 export class DistributedDataParallel<Args extends unknown[], Out> {
@@ -156,7 +159,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       const computeDone = sync(this.#params[0]?.device ?? 'cpu').then(() => performance.now());
       await Promise.all(this.#states.map((s) => s.work!.wait()));
       const last = Math.max(...this.#states.map((s) => s.doneAt || performance.now()));
-      this.lastStep = { exposedMs: Math.max(0, last - (await computeDone)) };
+      const done = await computeDone;
+      this.lastStep = { exposedMs: Math.max(0, last - done), computeDoneAt: done, commDoneAt: last };
       noGrad(() => {
         for (const s of this.#states) {
           s.bucket.params.forEach((p, i) => {
