@@ -8,6 +8,7 @@ import { keep, tidy } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
 import { copy_ } from '../ops/elementwise';
 import { Parameter } from './parameter';
+import { zeroGrads } from '../autograd/zero_grad';
 import { isDType, isFloating } from '../dtype';
 
 function stateError(message: string, code = 'ERR_STATE_DICT'): RangeError {
@@ -109,16 +110,7 @@ export abstract class Module {
 
   /** Clears (setToNone, the default) or zeroes the gradients of all parameters. */
   zeroGrad(setToNone = true): void {
-    for (const p of this.parameters()) {
-      if (!p.grad) continue;
-      if (setToNone) {
-        p.grad.dispose();
-        p.grad = null;
-      } else {
-        const g = p.grad;
-        tidy(() => noGrad(() => copy_(g, g.mul(0))));
-      }
-    }
+    zeroGrads(this.parameters(), setToNone);
   }
 
   /** Turns gradient tracking of every parameter on or off (freezing a model). */

@@ -3,9 +3,8 @@
  * and state dicts, as torch.optim.Optimizer. Subclasses implement step().
  */
 import { Tensor } from '../tensor';
-import { keep, tidy } from '../memory';
-import { copy_ } from '../ops/elementwise';
-import { noGrad } from '../autograd/grad_mode';
+import { keep } from '../memory';
+import { zeroGrads } from '../autograd/zero_grad';
 
 export type ParamGroup<H> = H & { params: Tensor[] };
 export type ParamsArg<H> = Tensor[] | Iterable<Tensor> | Array<Partial<H> & { params: Iterable<Tensor> }>;
@@ -46,17 +45,7 @@ export abstract class Optimizer<H extends { lr: number }> {
 
   /** Clears (setToNone, the default) or zeroes every parameter's gradient. */
   zeroGrad(setToNone = true): void {
-    for (const g of this.paramGroups)
-      for (const p of g.params) {
-        if (!p.grad) continue;
-        if (setToNone) {
-          p.grad.dispose();
-          p.grad = null;
-        } else {
-          const g = p.grad;
-          tidy(() => noGrad(() => copy_(g, g.mul(0))));
-        }
-      }
+    zeroGrads(this.paramGroups.flatMap((g) => g.params), setToNone);
   }
 
   abstract step(): void;

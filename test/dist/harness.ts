@@ -57,3 +57,13 @@ export function expectAllOk(results: RankResult[]): void {
   const bad = results.filter((r) => r.code !== 0);
   if (bad.length) throw new Error(bad.map((r) => `rank ${r.rank} exited ${r.code ?? r.signal}:\n${r.out}`).join('\n'));
 }
+
+/** The error a promise rejects with; throws if it resolves. */
+export async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error & { code?: string };
+  }
+  throw new Error('expected a rejection');
+}

@@ -2,18 +2,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { freePort } from './harness';
+import { freePort, rejection } from './harness';
 
 const env = () => ({ RANK: '0', WORLD_SIZE: '1', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(freePort()), FLOCKML_TOKEN: 'pg-test' });
-
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error & { code?: string };
-  }
-  throw new Error('expected a rejection');
-}
 
 test('the nccl backend explains why it is unavailable (no GPU/NCCL here)', async () => {
   const info = fl.distributed.isInitialized();

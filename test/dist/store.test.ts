@@ -2,16 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Store } from '../../lib/distributed/store';
-import { expectAllOk, freePort, runRanks } from './harness';
-
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error & { code?: string };
-  }
-  throw new Error('expected a rejection');
-}
+import { expectAllOk, freePort, rejection, runRanks } from './harness';
 
 test('set, get, add, check, delete and wait in one process', async () => {
   const port = freePort();
