@@ -91,6 +91,20 @@ export class Tensor {
     this.dispose();
   }
 
+  /**
+   * @internal Makes this tensor share `source`'s storage, shape, dtype and device, keeping its
+   * identity (autograd state, hooks, references held by optimizers). Used by Module.to().
+   */
+  _adopt(source: Tensor): void {
+    const h = native.reshape(source.handle, [...source.shape]);
+    if (this.#h !== null) native.dispose(this.#h);
+    this.#h = h;
+    const self = this as { shape: readonly number[]; dtype: DType; device: string };
+    self.shape = source.shape;
+    self.dtype = source.dtype;
+    self.device = source.device;
+  }
+
   // ---- sync points ----
   /** Resolves with the values once all queued work producing them has run. */
   async data(): Promise<TensorData> {

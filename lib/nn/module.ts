@@ -11,6 +11,14 @@ import { Parameter } from './parameter';
 import { zeroGrads } from '../autograd/zero_grad';
 import { isDType, isFloating } from '../dtype';
 
+/** Moves or casts `t` to `target` (a device or dtype) keeping the object; no-op when it is there. */
+function moveInPlace(t: Tensor, target: string): void {
+  const moved = t.to(target);
+  if (moved === t) return;
+  t._adopt(moved);
+  moved.dispose();
+}
+
 function stateError(message: string, code = 'ERR_STATE_DICT'): RangeError {
   return Object.assign(new RangeError(`loadStateDict: ${message}`), { code });
 }
@@ -126,11 +134,12 @@ export abstract class Module {
   to(target: string): this {
     noGrad(() => {
       for (const m of this.modules()) {
-        const self = m as unknown as Record<string, unknown>;
-        for (const [k, v] of m.ownEntries()) {
+        for (const [, v] of m.ownEntries()) {
           if (!(v instanceof Parameter)) continue;
-          const moved = v.to(target);
-          if (moved !== v) self[k] = new Parameter(moved, v.requiresGrad);
+          // In place, as PyTorch's: Parameter objects keep their identity, so an optimizer built
+          // before the move still updates the module's weights.
+          moveInPlace(v, target);
+          if (v.grad) moveInPlace(v.grad, target);
         }
         for (const [k, b] of m._buffers) {
           if (!b) continue;

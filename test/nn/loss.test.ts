@@ -22,6 +22,13 @@ test('crossEntropy with class weights and an ignored target matches PyTorch', ()
   checkCase(fixtures.cross_entropy_weighted, ({ x, t, w }) => F.crossEntropy(x, t, { weight: w.detach() }), 1e-9, ['t']);
 });
 
+for (const red of ['mean', 'sum', 'none']) {
+  test(`crossEntropy with class weights, label smoothing and an ignored target (${red}) matches PyTorch`, () => {
+    const c = fixtures[`cross_entropy_weighted_smoothing_${red}`];
+    checkCase(c, ({ x, t, w }) => F.crossEntropy(x, t, { ...c.options, weight: w.detach() }), 1e-9, ['t']);
+  });
+}
+
 test('crossEntropy with class probabilities matches PyTorch', () => {
   const c = fixtures.cross_entropy_probs;
   checkCase(c, ({ x, t }) => F.crossEntropy(x, t, c.options));

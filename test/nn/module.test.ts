@@ -61,9 +61,20 @@ test('stateDict / loadStateDict round-trip and report bad keys and shapes', () =
   }
 });
 
-test('to(dtype) replaces parameters; containers index and list', () => {
-  const net = new Net().to('f64');
-  assert.ok(net.parameters().every((p) => p.dtype === 'f64'));
+test('to(dtype) casts parameters in place, keeping their identity and values; containers index and list', () => {
+  const net = new Net();
+  const before = net.parameters();
+  const values = before.map((p) => Array.from(p.dataSync() as Float32Array));
+  const opt = new fl.optim.SGD(before, { lr: 0.5 });
+  assert.is(net.to('f64'), net);
+  const after = net.parameters();
+  assert.ok(after.every((p, i) => p === before[i] && p.dtype === 'f64' && p instanceof nn.Parameter && p.requiresGrad));
+  after.forEach((p, i) => assert.equal(Array.from(p.dataSync() as Float64Array), values[i].map(Number)));
+  // The optimizer built before the move updates the moved weights.
+  net.eval();
+  net.forward(fl.ones([1, 4], { dtype: 'f64' })).sum().backward();
+  opt.step();
+  assert.ok(after.some((p, i) => (p.dataSync() as Float64Array).some((v, j) => v !== values[i][j])));
   const seq = new nn.Sequential(new nn.Identity(), new nn.Tanh());
   assert.is(seq.length, 2);
   assert.instance(seq.at(-1), nn.Tanh);

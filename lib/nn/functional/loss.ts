@@ -27,7 +27,7 @@ function sameShape(op: string, a: Tensor, b: Tensor): void {
 
 export interface CrossEntropyOptions {
   reduction?: Reduction;
-  /** Per-class weights [C] (class-index targets without label smoothing). */
+  /** Per-class weights [C] for class-index targets. */
   weight?: Tensor | null;
   ignoreIndex?: number;
   labelSmoothing?: number;
@@ -58,27 +58,41 @@ export function crossEntropy(input: Tensor, target: Tensor, options: CrossEntrop
     throw rangeError('crossEntropy', `target ${shapeStr(target.shape)} must be ${shapeStr(expected)} for input ${shapeStr(input.shape)}`);
   const x = rowsOf(input);
   const t = target.reshape([-1]);
-  const [lossH, lseH] = native.crossEntropy(x.handle, t.handle, ignoreIndex, eps);
-  const lse = wrap(lseH);
-  const rows = record(wrap(lossH), 'crossEntropy', [x], (g) => [wrap(native.crossEntropyBackward(x.handle, t.handle, lse.handle, g.handle, ignoreIndex, eps))]);
-  if (options.weight) return weighted(rows, t, options.weight, ignoreIndex, eps, reduction, expected, input.shape[1]);
+  if (options.weight) return weighted(x, t, options.weight, ignoreIndex, eps, reduction, expected);
+  const rows = nllRows(x, t, ignoreIndex, eps);
   if (reduction === 'none') return rows.reshape(expected);
   if (reduction === 'sum') return rows.sum();
   // The mean runs over targets that are not ignored, as PyTorch's.
   return rows.sum().div(t.ne(ignoreIndex).sum().to(rows.dtype));
 }
 
-/** Scales each row's loss by its target's class weight; the mean divides by the summed weights. */
-function weighted(rows: Tensor, t: Tensor, weight: Tensor, ignoreIndex: number, eps: number, reduction: Reduction, shape: number[], classes: number): Tensor {
-  if (eps > 0) throw rangeError('crossEntropy', 'class weights together with labelSmoothing are not supported', 'ERR_ARG');
+/**
+ * Class-weighted cross-entropy, as PyTorch's: each row's NLL is scaled by its target's weight and
+ * the smoothing term by every class's weight; the mean divides by the summed target weights.
+ */
+function weighted(x: Tensor, t: Tensor, weight: Tensor, ignoreIndex: number, eps: number, reduction: Reduction, shape: number[]): Tensor {
+  const classes = x.shape[1];
   if (weight.ndim !== 1 || weight.shape[0] !== classes) throw rangeError('crossEntropy', `weight must be [${classes}], got ${shapeStr(weight.shape)}`);
+  const w = weight.to(x.dtype);
   const valid = t.ne(ignoreIndex);
+  const validF = valid.to(x.dtype);
   const safe = t.mul(valid.to(t.dtype));  // ignored rows look up class 0, then get weight 0
-  const w = weight.to(rows.dtype).indexSelect(0, safe).mul(valid.to(rows.dtype));
-  const scaled = rows.mul(w);
-  if (reduction === 'none') return scaled.reshape(shape);
-  if (reduction === 'sum') return scaled.sum();
-  return scaled.sum().div(w.sum());
+  const wy = w.indexSelect(0, safe).mul(validF);
+  let rows = nllRows(x, t, ignoreIndex, 0).mul(wy);
+  if (eps > 0) {
+    const smooth = x.logSoftmax(1).mul(w).sum(1).neg().mul(validF);
+    rows = rows.mul(1 - eps).add(smooth.mul(eps / classes));
+  }
+  if (reduction === 'none') return rows.reshape(shape);
+  if (reduction === 'sum') return rows.sum();
+  return rows.sum().div(wy.sum());
+}
+
+/** Per-row loss of the fused native log-softmax + NLL kernel (0 on ignored rows). */
+function nllRows(x: Tensor, t: Tensor, ignoreIndex: number, eps: number): Tensor {
+  const [lossH, lseH] = native.crossEntropy(x.handle, t.handle, ignoreIndex, eps);
+  const lse = wrap(lseH);
+  return record(wrap(lossH), 'crossEntropy', [x], (g) => [wrap(native.crossEntropyBackward(x.handle, t.handle, lse.handle, g.handle, ignoreIndex, eps))]);
 }
 
 function crossEntropyProbs(input: Tensor, target: Tensor, eps: number, reduction: Reduction): Tensor {
