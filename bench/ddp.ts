@@ -3,7 +3,8 @@
  * backend), the same step under noSync() (no communication), and the share of allreduce time
  * hidden behind backward:  hidden = 1 − exposed / T_comm, where exposed is how long the last
  * bucket's allreduce ran on after the slowest rank's device had finished backward, and T_comm the
- * same bucket allreduces run alone. rank_skew_ms is how far apart the ranks finished backward.
+ * same bucket allreduces run alone (medians over the timed steps; exposed_mean_ms is the mean).
+ * rank_skew_ms is how far apart the ranks finished backward.
  * Prints JSON lines {"bench":"ddp","ranks":…,"ms_per_step":…,"local_ms":…,"allreduce_ms":…,
  * "exposed_ms":…,"rank_skew_ms":…,"hidden_share":…}.
  *   npm run bench -- ddp [--steps N] [--bucket-mb M]
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
       script: join(__dirname, 'ddp_worker.ts'),
       nprocPerNode: n,
       masterPort: 20000 + Math.floor(Math.random() * 20000),
-      env: { BENCH_STEPS: arg('steps', '30'), BENCH_BUCKET_MB: arg('bucket-mb', '0.25') },
+      env: { BENCH_STEPS: arg('steps', '50'), BENCH_BUCKET_MB: arg('bucket-mb', '0.25') },
       stdout: { write: (s: string) => process.stdout.write(s.replace(/^\[0\] /, '')) } as NodeJS.WritableStream,
     });
     if (code !== 0) process.exit(code);

@@ -2,7 +2,8 @@
  * Training-step time of the Fashion-MNIST MLP (batch 100) and CNN (batch 64) on the CPU, the models
  * of examples/, with the PyTorch anchor (bench/anchors/torch_fashion_mnist.py, 2 threads) run in
  * the same command when /usr/bin/python3 has torch. Prints one JSON line per measurement.
- *   npm run bench -- fashion_mnist [--steps N] [--no-anchor]
+ * Each figure is the median of `rounds` timed rounds of `steps` steps (ms_min: the fastest round).
+ *   npm run bench -- fashion-mnist [--steps N] [--rounds R] [--no-anchor]
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -11,6 +12,8 @@ import * as fl from '../lib';
 const argv = process.argv.slice(2);
 const stepsArg = argv.indexOf('--steps');
 const steps = stepsArg >= 0 ? Number(argv[stepsArg + 1]) : 100;
+const roundsArg = argv.indexOf('--rounds');
+const rounds = roundsArg >= 0 ? Number(argv[roundsArg + 1]) : 5;
 const { nn } = fl;
 
 function mlp(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
@@ -25,6 +28,7 @@ function cnn(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
   );
 }
 
+/** Median and minimum of `rounds` timed rounds of `steps` steps each, after a warm-up. */
 async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor }, batch: number): Promise<void> {
   const ds = fl.datasets.fashionMNIST({ split: 'train', limit: batch * (steps + 10) });
   const batches = [...new fl.data.DataLoader(ds, { batchSize: batch })] as fl.Tensor[][];
@@ -38,11 +42,19 @@ async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tenso
     });
   for (let i = 0; i < 10; i++) step(batches[i]);  // warm-up: allocations, thread pool, page faults
   await fl.sync();
-  const t0 = performance.now();
-  for (let i = 10; i < steps + 10; i++) step(batches[i]);
-  await fl.sync();
-  const ms = (performance.now() - t0) / steps;
-  console.log(JSON.stringify({ bench: name, device: 'cpu', impl: 'flockml', threads: fl.getNumThreads(), batch, steps, ms_per_step: Number(ms.toFixed(3)) }));
+  const times: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const t0 = performance.now();
+    for (let i = 10; i < steps + 10; i++) step(batches[i]);
+    await fl.sync();
+    times.push((performance.now() - t0) / steps);
+  }
+  times.sort((a, b) => a - b);
+  const median = times[Math.floor(times.length / 2)];
+  console.log(JSON.stringify({
+    bench: name, device: 'cpu', impl: 'flockml', threads: fl.getNumThreads(), batch, steps, rounds,
+    ms_per_step: Number(median.toFixed(3)), ms_min: Number(times[0].toFixed(3)),
+  }));
 }
 
 async function main(): Promise<void> {
@@ -50,7 +62,7 @@ async function main(): Promise<void> {
   await measure('fashion-mnist-mlp', mlp(), 100);
   await measure('fashion-mnist-cnn', cnn(), 64);
   if (argv.includes('--no-anchor')) return;
-  const anchor = spawnSync('/usr/bin/python3', [join(__dirname, 'anchors', 'torch_fashion_mnist.py'), '--steps', String(steps)], { encoding: 'utf8' });
+  const anchor = spawnSync('/usr/bin/python3', [join(__dirname, 'anchors', 'torch_fashion_mnist.py'), '--steps', String(steps), '--rounds', String(rounds)], { encoding: 'utf8' });
   if (anchor.status === 0) process.stdout.write(anchor.stdout);
   else console.log(JSON.stringify({ bench: 'fashion-mnist', impl: 'torch', skipped: (anchor.stderr || anchor.error?.message || '').trim().split('\n').pop() }));
 }

@@ -139,31 +139,37 @@ void gemm_blocked(const GemmArgs<T>& g, MicroKernel<T> micro) {
     for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, T(0));
     return;
   }
-  const int64_t mpad = (g.m + kMR - 1) / kMR * kMR;
-  std::vector<T> packed_a(static_cast<size_t>(mpad * kKC));
-  std::vector<T> packed_b(static_cast<size_t>(((std::min(g.n, kNC) + kNR - 1) / kNR * kNR) * kKC));
+  // Blocks of equal size rather than full blocks and a ragged remainder: a K of 784 runs as four
+  // slices of 196 (not 3×256 + 16), an M of 100 as two blocks of 54 and 46 (not 96 + 4).
+  const int64_t kslices = (g.k + kKC - 1) / kKC, kcb = (g.k + kslices - 1) / kslices;
+  const int64_t mparts = (g.m + kMC - 1) / kMC;
+  const int64_t mc_max = ((g.m + mparts - 1) / mparts + kMR - 1) / kMR * kMR;
+  const int64_t mblocks = (g.m + mc_max - 1) / mc_max;  // rounding mc up to MR may save a block
+  const int64_t mpad = mc_max * mblocks;
+  std::vector<T> packed_a(static_cast<size_t>(mpad * kcb));
+  std::vector<T> packed_b(static_cast<size_t>(((std::min(g.n, kNC) + kNR - 1) / kNR * kNR) * kcb));
   for (int64_t jc = 0; jc < g.n; jc += kNC) {
     const int64_t nc = std::min(kNC, g.n - jc);
     const int64_t npanels = (nc + kNR - 1) / kNR;
-    for (int64_t pc = 0; pc < g.k; pc += kKC) {
-      const int64_t kc = std::min(kKC, g.k - pc);
+    for (int64_t pc = 0; pc < g.k; pc += kcb) {
+      const int64_t kc = std::min(kcb, g.k - pc);
       const bool accumulate = pc > 0;
       parallel_for(npanels, 4, [&](int64_t q0, int64_t q1) {
         for (int64_t q = q0; q < q1; ++q)
           pack_b_panel(g, pc, kc, jc + q * kNR, std::min(kNR, nc - q * kNR), packed_b.data() + q * kNR * kc);
       });
-      const int64_t mblocks = (g.m + kMC - 1) / kMC;
       parallel_for(mblocks, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t bi = b0; bi < b1; ++bi)
-          pack_a(g, bi * kMC, std::min(kMC, g.m - bi * kMC), pc, kc, packed_a.data() + bi * kMC * kc);
+          pack_a(g, bi * mc_max, std::min(mc_max, g.m - bi * mc_max), pc, kc, packed_a.data() + bi * mc_max * kc);
       });
-      // Work units: (M block, N panel). Within a unit, the B panel stays in L1 while the MR-row
-      // panels of the M block stream from L2.
+      // Work units: (N panel, M block), panel-major, so the pool's contiguous split hands each
+      // thread whole panels of every M block — equal work — and a B panel stays in L1 across the
+      // M blocks while A's MR-row panels stream from L2.
       parallel_for(mblocks * npanels, 1, [&](int64_t u0, int64_t u1) {
         alignas(64) T edge[kMR * kNR];
         for (int64_t u = u0; u < u1; ++u) {
-          const int64_t bi = u / npanels, q = u % npanels;
-          const int64_t i_begin = bi * kMC, i_end = std::min(g.m, i_begin + kMC);
+          const int64_t q = u / mblocks, bi = u % mblocks;
+          const int64_t i_begin = bi * mc_max, i_end = std::min(g.m, i_begin + mc_max);
           const int64_t j = jc + q * kNR, nr = std::min(kNR, nc - q * kNR);
           const T* bp = packed_b.data() + q * kNR * kc;
           for (int64_t i = i_begin; i < i_end; i += kMR) {
