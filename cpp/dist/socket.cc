@@ -11,14 +11,16 @@
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 #include "../error.h"
 
 namespace flock::dist {
 namespace {
 
+// IPv4 and IPv6 alike: hostnames (cluster DNS names), dotted quads and IPv6 literals.
 addrinfo* resolve(const std::string& host, int port, bool passive) {
   addrinfo hints{};
-  hints.ai_family = AF_INET;  // loopback and cluster networks; IPv6 can come when someone needs it
+  hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   if (passive) hints.ai_flags = AI_PASSIVE;
   addrinfo* res = nullptr;
@@ -26,6 +28,13 @@ addrinfo* resolve(const std::string& host, int port, bool passive) {
   int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), p.c_str(), &hints, &res);
   if (rc != 0) fail(Code::Arg, "cannot resolve host '", host, "': ", gai_strerror(rc));
   return res;
+}
+
+int port_of(int fd) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  return ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
 }
 
 void tune(int fd) {
@@ -41,21 +50,28 @@ void tune(int fd) {
 
 int tcp_listen(const std::string& host, int* port, int backlog) {
   addrinfo* res = resolve(host, *port, true);
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) { freeaddrinfo(res); fail(Code::Internal, "socket: ", std::strerror(errno)); }
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, backlog) != 0) {
-    int e = errno;
-    freeaddrinfo(res);
+  // With no host, listen on the IPv6 wildcard with IPv4 mapped in (one socket for both), and fall
+  // back to IPv4 where the kernel has no IPv6.
+  std::vector<addrinfo*> order;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    if (a->ai_family == AF_INET6) order.insert(order.begin(), a);
+    else order.push_back(a);
+  }
+  int fd = -1, err = 0;
+  for (addrinfo* a : order) {
+    fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) { err = errno; continue; }
+    int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (a->ai_family == AF_INET6 && host.empty()) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, backlog) == 0) break;
+    err = errno;
     ::close(fd);
-    fail(Code::Arg, "cannot listen on ", host, ":", *port, ": ", std::strerror(e));
+    fd = -1;
   }
   freeaddrinfo(res);
-  sockaddr_in sa{};
-  socklen_t len = sizeof sa;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  *port = ntohs(sa.sin_port);
+  if (fd < 0) fail(Code::Arg, "cannot listen on ", host.empty() ? "any address" : host, ":", *port, ": ", std::strerror(err));
+  *port = port_of(fd);
   return fd;
 }
 
@@ -64,12 +80,17 @@ int tcp_connect(const std::string& host, int port, int timeout_ms, int peer) {
   int last = 0;
   while (std::chrono::steady_clock::now() < deadline) {
     addrinfo* res = resolve(host, port, false);
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int rc = fd < 0 ? -1 : ::connect(fd, res->ai_addr, res->ai_addrlen);
-    last = errno;
+    for (addrinfo* a = res; a; a = a->ai_next) {  // every address of the name, in resolver order
+      int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        freeaddrinfo(res);
+        tune(fd);
+        return fd;
+      }
+      last = errno;
+      if (fd >= 0) ::close(fd);
+    }
     freeaddrinfo(res);
-    if (rc == 0) { tune(fd); return fd; }
-    if (fd >= 0) ::close(fd);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   fail(Code::Timeout, "could not connect to rank ", peer, " at ", host, ":", port, " within ", timeout_ms, " ms (",

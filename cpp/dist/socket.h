@@ -14,7 +14,8 @@ struct Link {
   int peer = -1;  // the rank at the other end
 };
 
-// Binds `host` (port 0: any free port); returns the listening socket and sets *port.
+// Binds `host` (empty: every address, IPv6 and IPv4; port 0: any free port); returns the listening
+// socket and sets *port.
 int tcp_listen(const std::string& host, int* port, int backlog);
 // Connects, retrying refused attempts until `timeout_ms` has passed.
 int tcp_connect(const std::string& host, int port, int timeout_ms, int peer);

@@ -125,8 +125,11 @@ async function makeGroup(w: World, ranks: number[]): Promise<ProcessGroup | null
       : `distributed: the nccl backend is unavailable: ${info.reason}; use backend 'ring' for CPU tensors`);
   }
   const loop = isLoopback(w.env.masterAddr);
-  const advertise = w.env.masterAddr && loop ? '127.0.0.1' : process.env.FLOCKML_ADVERTISE_ADDR || hostname();
-  const { group, port } = native.ringListen(me, ranks.length, loop ? '127.0.0.1' : '0.0.0.0', w.timeoutMs);
+  // On loopback the ranks meet on the master's own loopback address (127.0.0.1 or ::1); across
+  // machines each listens on every address and advertises its host name (or FLOCKML_ADVERTISE_ADDR).
+  const loopAddr = w.env.masterAddr === '::1' ? '::1' : '127.0.0.1';
+  const advertise = w.env.masterAddr && loop ? loopAddr : process.env.FLOCKML_ADVERTISE_ADDR || hostname();
+  const { group, port } = native.ringListen(me, ranks.length, loop ? loopAddr : '', w.timeoutMs);
   try {
     const key = (r: number) => `pg/${id}/addr/${r}`;
     await w.store.set(key(me), `${advertise}:${port}`);

@@ -8,4 +8,11 @@ for (const n of [2, 3, 4]) {
   });
 }
 
+// Rendezvous and ring connections by IPv6 literal and by host name, not only by IPv4 address.
+for (const addr of ['::1', 'localhost']) {
+  test(`ring collectives on 2 ranks meeting at ${addr}`, async () => {
+    expectAllOk(await runRanks('collectives.ts', 2, { env: { MASTER_ADDR: addr, SIZES: '0,7,4099' } }).done);
+  });
+}
+
 test.run();
