@@ -14,4 +14,6 @@ FLOCK_DEFINE_KERNEL(row_norm_forward)
 FLOCK_DEFINE_KERNEL(row_norm_backward)
 FLOCK_DEFINE_KERNEL(adam_step)
 FLOCK_DEFINE_KERNEL(sgd_step)
+FLOCK_DEFINE_KERNEL(grad_norm)
+FLOCK_DEFINE_KERNEL(clip_by_norm)
 }  // namespace flock

@@ -52,4 +52,11 @@ FLOCK_DECLARE_KERNEL(row_norm_backward, void(const Tensor& x, const Tensor& mean
 FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, const AdamConfig& cfg))
 FLOCK_DECLARE_KERNEL(sgd_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, const SgdConfig& cfg))
 
+// Global gradient norm over a list of same-dtype tensors in one queued call: `acc` (0-d f64)
+// receives Σ|x|^p (max |x| for p = inf), `out` (0-d, the tensors' dtype) its p-th root.
+FLOCK_DECLARE_KERNEL(grad_norm, void(const std::vector<Tensor>& ts, Tensor& acc, Tensor& out, double p))
+// In place: every tensor times min(1, max_norm / (total + 1e-6)), read from the 0-d `total` on
+// the device, so clipping needs no host round trip.
+FLOCK_DECLARE_KERNEL(clip_by_norm, void(std::vector<Tensor>& ts, const Tensor& total, double max_norm))
+
 }  // namespace flock

@@ -94,6 +94,8 @@ export interface NativeAddon {
   rowNormBackward(x: NativeTensor, mean: NativeTensor, rstd: NativeTensor, grad: NativeTensor): NativeTensor;
   /** In-place fused Adam/AdamW over many tensors, queued on their device's stream. */
   adamStep(params: NativeTensor[], grads: NativeTensor[], expAvg: NativeTensor[], expAvgSq: NativeTensor[], lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, step: number, decoupled: boolean): void;
+  gradNorm(tensors: NativeTensor[], normType: number): NativeTensor;
+  clipByNorm(tensors: NativeTensor[], total: NativeTensor, maxNorm: number): void;
   sgdStep(params: NativeTensor[], grads: NativeTensor[], momentumBuffers: NativeTensor[], lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, firstStep: boolean): void;
 }
 

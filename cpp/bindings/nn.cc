@@ -156,6 +156,17 @@ Napi::Value SgdStep(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+Napi::Value GradNorm(const Napi::CallbackInfo& info) {
+  Args a{info, "gradNorm"};
+  return out(info, ops::grad_norm(a.tensors(0, "tensors"), a.number(1, "normType")));
+}
+
+Napi::Value ClipByNorm(const Napi::CallbackInfo& info) {
+  Args a{info, "clipByNorm"};
+  ops::clip_by_norm(a.tensors(0, "tensors"), a.tensor(1, "total"), a.number(2, "maxNorm"));
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void register_nn_exports(Napi::Env env, Napi::Object exports) {
@@ -174,6 +185,8 @@ void register_nn_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("rowNormBackward", RowNormBackward);
   FLOCK_EXPORT("adamStep", AdamStep);
   FLOCK_EXPORT("sgdStep", SgdStep);
+  FLOCK_EXPORT("gradNorm", GradNorm);
+  FLOCK_EXPORT("clipByNorm", ClipByNorm);
 }
 
 }  // namespace flock::js

@@ -37,4 +37,9 @@ Tensor row_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd
 void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, const AdamConfig& cfg);
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, const SgdConfig& cfg);
 
+// The p-norm (p = Infinity: max-abs) of all tensors together, as a 0-d tensor on their device.
+Tensor grad_norm(std::vector<Tensor> ts, double p);
+// Scales every tensor in place by min(1, max_norm / (total + 1e-6)).
+void clip_by_norm(std::vector<Tensor> ts, const Tensor& total, double max_norm);
+
 }  // namespace flock::ops

@@ -1,13 +1,37 @@
 /** Gradient clipping in place: by total norm (returned) or by value. */
 import type { Tensor } from '../tensor';
 import { noGrad } from '../autograd/grad_mode';
-import { copy_, reciprocal } from '../ops/elementwise';
+import { copy_ } from '../ops/elementwise';
 import { stack } from '../ops/shape';
 import { full } from '../ops/creation';
 import { tidy } from '../memory';
+import { native } from '../native';
+import { rangeError, wrap } from '../ops/util';
 
 function grads(params: Iterable<Tensor>): Tensor[] {
   return Array.from(params).flatMap((p) => (p.grad ? [p.grad] : []));
+}
+
+/**
+ * The `normType`-norm of all gradients together, as a 0-d tensor (no sync): one fused native
+ * kernel per device and dtype, combined on the first gradient's device.
+ */
+export function gradNorm(params: Iterable<Tensor>, normType = 2): Tensor {
+  return normOf(grads(params), normType);
+}
+
+function normOf(list: Tensor[], normType: number): Tensor {
+  if (typeof normType !== 'number' || !(normType > 0)) throw rangeError('gradNorm', `normType must be > 0 or Infinity, got ${normType}`, 'ERR_ARG');
+  const groups = byDeviceAndDtype(list);
+  return noGrad(() => tidy(() => {
+    if (!groups.length) return full([], 0);
+    const norms = groups.map((g) => wrap(native.gradNorm(g.map((t) => t.handle), normType)));
+    if (norms.length === 1) return norms[0];
+    const first = norms[0];
+    const on = norms.map((n) => n.to(first.device).to('f64'));
+    const total = normType === Infinity ? stack(on).max() : stack(on).pow(normType).sum().pow(1 / normType);
+    return total.to('f32');
+  }));
 }
 
 /**
@@ -15,17 +39,26 @@ function grads(params: Iterable<Tensor>): Tensor[] {
  * before clipping as a 0-d tensor (no sync: the scale is computed on the device).
  */
 export function clipGradNorm_(params: Iterable<Tensor>, maxNorm: number, normType = 2): Tensor {
-  const gs = grads(params);
-  // tidy: the per-tensor norms and the scale are temporaries; only the total survives.
-  return noGrad(() => tidy(() => {
-    if (!gs.length) return full([], 0);
-    let total: Tensor;
-    if (normType === Infinity) total = stack(gs.map((g) => g.abs().max())).max();
-    else total = stack(gs.map((g) => g.abs().pow(normType).sum())).sum().pow(1 / normType);
-    const coef = reciprocal(total.add(1e-6)).mul(maxNorm).clamp(null, 1);
-    for (const g of gs) copy_(g, g.mul(coef.to(g.dtype)));
-    return total;
+  if (typeof maxNorm !== 'number' || !(maxNorm >= 0) || maxNorm === Infinity)
+    throw rangeError('clipGradNorm_', `maxNorm must be a finite number ≥ 0, got ${maxNorm}`, 'ERR_ARG');
+  const list = grads(params);
+  const total = normOf(list, normType);
+  noGrad(() => tidy(() => {
+    for (const g of byDeviceAndDtype(list)) {
+      const t = total.device === g[0].device && total.dtype === g[0].dtype ? total : total.to(g[0].device).to(g[0].dtype);
+      native.clipByNorm(g.map((x) => x.handle), t.handle, maxNorm);
+    }
   }));
+  return total;
+}
+
+function byDeviceAndDtype(ts: Tensor[]): Tensor[][] {
+  const groups = new Map<string, Tensor[]>();
+  for (const t of ts) {
+    const key = `${t.device}/${t.dtype}`;
+    groups.set(key, [...(groups.get(key) ?? []), t]);
+  }
+  return [...groups.values()];
 }
 
 export function clipGradValue_(params: Iterable<Tensor>, clipValue: number): void {

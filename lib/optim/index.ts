@@ -3,4 +3,4 @@ export { Optimizer, type OptimizerStateDict, type ParamGroup } from './optimizer
 export { SGD, type SGDOptions } from './sgd';
 export { Adam, AdamW, type AdamOptions } from './adam';
 export { LRScheduler, StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearWarmup, ChainedScheduler } from './scheduler';
-export { clipGradNorm_, clipGradValue_ } from './clip';
+export { clipGradNorm_, clipGradValue_, gradNorm } from './clip';

@@ -78,4 +78,56 @@ test('clipGradNorm_ and clipGradValue_', () => {
   assert.ok(Math.abs((p.grad.dataSync() as Float32Array)[1] - 0.7) < 1e-6);
 });
 
+function refNorm(arrays: number[][], p: number): number {
+  const all = arrays.flat().map(Math.abs);
+  return p === Infinity ? Math.max(...all) : all.reduce((a, v) => a + v ** p, 0) ** (1 / p);
+}
+
+for (const dtype of ['f32', 'f64'] as const) {
+  for (const p of [2, 1, 3, Infinity]) {
+    test(`clipGradNorm_ over several tensors (${dtype}, p=${p}) matches an f64 reference`, () => {
+      fl.manualSeed(11);
+      const params = [1, 7, 70001].map((n) => new fl.nn.Parameter(fl.zeros([n], { dtype })));
+      params.forEach((q) => (q.grad = fl.randn([...q.shape], { dtype })));
+      const before = params.map((q) => Array.from(q.grad!.dataSync() as Float64Array, Number));
+      const want = refNorm(before, p);
+      const tol = dtype === 'f64' ? 1e-12 : 1e-5;
+      assert.ok(Math.abs(fl.optim.gradNorm(params, p).itemSync() - want) <= tol * want);
+      const maxNorm = want / 4;
+      const norm = fl.optim.clipGradNorm_(params, maxNorm, p);
+      assert.is(norm.dtype, dtype);
+      assert.ok(Math.abs(norm.itemSync() - want) <= tol * want);
+      const coef = maxNorm / (want + 1e-6);
+      params.forEach((q, k) => {
+        const got = q.grad!.dataSync() as Float64Array;
+        before[k].forEach((v, i) => assert.ok(Math.abs(got[i] - v * coef) <= tol * Math.max(1, Math.abs(v)), `grad ${k}[${i}]`));
+      });
+      // Below the limit nothing changes.
+      const after = params.map((q) => Array.from(q.grad!.dataSync() as Float64Array, Number));
+      fl.optim.clipGradNorm_(params, want, p);
+      params.forEach((q, k) => assert.equal(Array.from(q.grad!.dataSync() as Float64Array, Number), after[k]));
+    });
+  }
+}
+
+test('clipGradNorm_ combines gradients of different dtypes; NaN gradients give a NaN norm', () => {
+  const a = new fl.nn.Parameter(fl.zeros([2])), b = new fl.nn.Parameter(fl.zeros([1], { dtype: 'f64' }));
+  a.grad = fl.tensor([3, 0], { dtype: 'f32' });
+  b.grad = fl.tensor([4], { dtype: 'f64' });
+  assert.ok(Math.abs(fl.optim.clipGradNorm_([a, b], 1).itemSync() - 5) < 1e-6);
+  assert.ok(Math.abs((a.grad.dataSync() as Float32Array)[0] - 0.6) < 1e-6 && Math.abs((b.grad.dataSync() as Float64Array)[0] - 0.8) < 1e-6);
+  a.grad = fl.tensor([NaN, 1], { dtype: 'f32' });
+  assert.ok(Number.isNaN(fl.optim.gradNorm([a]).itemSync()));
+  assert.ok(Number.isNaN(fl.optim.gradNorm([a], Infinity).itemSync()));
+});
+
+test('gradNorm and clipGradNorm_ reject bad arguments with codes', () => {
+  const a = new fl.nn.Parameter(fl.zeros([2]));
+  a.grad = fl.ones([2]);
+  throwsCode(() => fl.optim.gradNorm([a], 0), 'ERR_ARG', RangeError);
+  throwsCode(() => fl.optim.clipGradNorm_([a], -1), 'ERR_ARG', RangeError);
+  throwsCode(() => fl.optim.clipGradNorm_([a], NaN), 'ERR_ARG', RangeError);
+  assert.is(fl.optim.gradNorm([new fl.nn.Parameter(fl.zeros([1]))]).itemSync(), 0);
+});
+
 test.run();
