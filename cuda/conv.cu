@@ -269,8 +269,9 @@ void expect(const Tensor& t, const Shape& shape, DType dtype, const char* op, co
 ConvDims dims_of(const Conv2dGeom& g, DType dtype, const char* op) {
   if (dtype != DType::f32 && dtype != DType::f64) fail(Code::DType, op, ": expected f32 or f64, got ", dtype_name(dtype));
   if (g.groups < 1 || g.c % g.groups || g.oc % g.groups) fail(Code::Shape, op, ": channels ", g.c, " and ", g.oc, " are not divisible by groups ", g.groups);
-  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0 || g.kh < 1 || g.kw < 1)
-    fail(Code::Arg, op, ": kernel, stride and dilation must be ≥ 1 and padding ≥ 0");
+  // An empty kernel is allowed, as on the CPU: the reduction is empty and the output is the bias.
+  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0 || g.kh < 0 || g.kw < 0)
+    fail(Code::Arg, op, ": stride and dilation must be ≥ 1, padding and kernel size ≥ 0");
   if (g.oh != (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1 || g.ow != (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1)
     fail(Code::Shape, op, ": output ", g.oh, "x", g.ow, " does not follow from the geometry");
   constexpr int64_t lim = std::numeric_limits<int>::max();
