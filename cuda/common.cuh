@@ -29,7 +29,7 @@ struct IndexFault {
   long long value;
   long long limit;
 };
-enum IndexOp : int { kIndexSelect = 1, kGather = 2, kScatterAdd = 3 };
+enum IndexOp : int { kIndexSelect = 1, kGather = 2, kScatterAdd = 3, kCrossEntropy = 4 };
 IndexFault* current_index_fault();
 
 [[noreturn]] inline void fail_cuda(const char* what, cudaError_t e) {

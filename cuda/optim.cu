@@ -1,0 +1,210 @@
+// CUDA fused optimizer steps over many tensors at once, in the formulas of cpp/cpu/optim.cc
+// (torch.optim's Adam/AdamW with bias correction; SGD with momentum, dampening, Nesterov). A model
+// has many small parameters (biases, norm scales), so one launch covers up to kMaxTensors of them:
+// their pointers, sizes and the first block of each ride in the kernel parameters, every block
+// updating one fixed-size chunk of one tensor. Large tensors simply own many blocks.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+#include "common.cuh"
+#include "nn_kernels.h"
+
+namespace flock::cuda {
+namespace {
+
+constexpr int kMaxTensors = 48;  // keeps the parameter block near 2.3 KB, under the 4 KB classic limit
+constexpr int64_t kChunk = 4096;  // elements per block
+constexpr int kOptimThreads = 256;
+
+// Up to kMaxTensors tensors of one dtype: list k of the step (params, grads, state...) in ptr[k].
+template <class T, int kLists>
+struct TensorBatch {
+  T* ptr[kLists][kMaxTensors];
+  int64_t numel[kMaxTensors];
+  int64_t first_block[kMaxTensors + 1];  // tensor t owns blocks [first_block[t], first_block[t+1])
+  int count;
+};
+
+// Which tensor and which chunk of it this block updates; a short linear scan of the parameter
+// table, uniform across the block.
+template <class T, int kLists>
+__device__ __forceinline__ int block_tensor(const TensorBatch<T, kLists>& b, int64_t* begin, int64_t* end) {
+  const int64_t blk = blockIdx.x;
+  int t = 0;
+  while (t + 1 < b.count && blk >= b.first_block[t + 1]) ++t;
+  *begin = (blk - b.first_block[t]) * kChunk;
+  *end = min(b.numel[t], *begin + kChunk);
+  return t;
+}
+
+template <class T>
+struct AdamScalars {
+  T step_size, b1, b2, eps, wd, rbc2, decay;
+  bool decoupled, l2;  // AdamW decays the weights; Adam with weight decay adds it to the gradient
+};
+
+// Lists: 0 params, 1 grads, 2 exp_avg, 3 exp_avg_sq. __grid_constant__ lets the kernel index the
+// table in parameter space instead of copying it to local memory.
+template <class T>
+__global__ void __launch_bounds__(kOptimThreads) adam_step_kernel(const __grid_constant__ TensorBatch<T, 4> b, const AdamScalars<T> c) {
+  int64_t begin, end;
+  const int t = block_tensor(b, &begin, &end);
+  T* __restrict__ p = b.ptr[0][t];
+  const T* __restrict__ g = b.ptr[1][t];
+  T* __restrict__ m = b.ptr[2][t];
+  T* __restrict__ v = b.ptr[3][t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    T gi = g[i], pi = p[i];
+    if (c.decoupled) pi *= c.decay;
+    else if (c.l2) gi += c.wd * pi;
+    const T mi = c.b1 * m[i] + (T(1) - c.b1) * gi;
+    const T vi = c.b2 * v[i] + (T(1) - c.b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = pi - c.step_size * mi / (sqrt(vi) * c.rbc2 + c.eps);
+  }
+}
+
+template <class T>
+struct SgdScalars {
+  T lr, momentum, damp, wd;
+  bool has_buf, nesterov, first_step;
+};
+
+// Lists: 0 params, 1 grads, 2 momentum buffers (null without momentum).
+template <class T>
+__global__ void __launch_bounds__(kOptimThreads) sgd_step_kernel(const __grid_constant__ TensorBatch<T, 3> b, const SgdScalars<T> c) {
+  int64_t begin, end;
+  const int t = block_tensor(b, &begin, &end);
+  T* __restrict__ p = b.ptr[0][t];
+  const T* __restrict__ g = b.ptr[1][t];
+  T* __restrict__ buf = b.ptr[2][t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const T pi = p[i];
+    T d = g[i] + c.wd * pi;
+    if (c.has_buf) {
+      const T bi = c.first_step ? d : c.momentum * buf[i] + c.damp * d;
+      buf[i] = bi;
+      d = c.nesterov ? d + c.momentum * bi : bi;
+    }
+    p[i] = pi - c.lr * d;
+  }
+}
+
+void check_list(const std::vector<Tensor>& params, const std::vector<Tensor>& list, const char* op, const char* name) {
+  if (list.size() != params.size()) fail(Code::Arg, op, ": ", list.size(), " ", name, " for ", params.size(), " params");
+  for (size_t k = 0; k < params.size(); ++k) {
+    const Tensor& p = params[k];
+    const Tensor& t = list[k];
+    if (t.device() != p.device() || t.dtype != p.dtype || t.shape != p.shape)
+      fail(Code::Shape, op, ": ", name, " tensor ", k, " ", shape_str(t.shape), " ", dtype_name(t.dtype), " on ", t.device().str(),
+           " does not match param ", shape_str(p.shape), " ", dtype_name(p.dtype), " on ", p.device().str());
+  }
+}
+
+void check_params(const std::vector<Tensor>& params, const char* op) {
+  for (size_t k = 0; k < params.size(); ++k) {
+    const Tensor& p = params[k];
+    if (p.device().type != DeviceType::CUDA || p.device() != params[0].device())
+      fail(Code::Device, op, ": param ", k, " is on ", p.device().str(), ", expected ", params[0].device().str());
+    if (p.dtype != DType::f32 && p.dtype != DType::f64) fail(Code::DType, op, ": param ", k, " must be f32 or f64, got ", dtype_name(p.dtype));
+    // Checked before anything launches, so a refused step leaves every param untouched.
+    if (ceil_div(p.numel(), kChunk) > INT32_MAX) fail(Code::Shape, op, ": param ", k, " of ", p.numel(), " elements is larger than one launch covers");
+  }
+}
+
+// Packs the tensors of dtype T into batches and calls launch(batch, blocks) for each full batch.
+// lists[k] may be null (an absent optional list): its pointers are then null.
+template <class T, int kLists, class Launch>
+void for_each_batch(const std::vector<const std::vector<Tensor>*>& lists, DType dtype, Launch launch) {
+  const std::vector<Tensor>& params = *lists[0];
+  TensorBatch<T, kLists> b{};
+  auto flush = [&] {
+    if (b.count == 0) return;
+    launch(b, b.first_block[b.count]);
+    b = TensorBatch<T, kLists>{};
+  };
+  for (size_t k = 0; k < params.size(); ++k) {
+    const Tensor& p = params[k];
+    if (p.dtype != dtype || p.numel() == 0) continue;
+    const int64_t blocks = ceil_div(p.numel(), kChunk);
+    // A launch's grid must fit in gridDim.x (2³¹ − 1 blocks).
+    if (b.count == kMaxTensors || b.first_block[b.count] + blocks > INT32_MAX) flush();
+    for (int l = 0; l < kLists; ++l) b.ptr[l][b.count] = lists[l] ? (*lists[l])[k].data<T>() : nullptr;
+    b.numel[b.count] = p.numel();
+    b.first_block[b.count + 1] = b.first_block[b.count] + blocks;
+    ++b.count;
+  }
+  flush();
+}
+
+template <class T>
+void adam_typed(const std::vector<const std::vector<Tensor>*>& lists, const AdamConfig& cfg, cudaStream_t s) {
+  const double bc1 = 1 - std::pow(cfg.beta1, double(cfg.step)), bc2 = 1 - std::pow(cfg.beta2, double(cfg.step));
+  AdamScalars<T> c;
+  c.step_size = T(cfg.lr / bc1);
+  c.b1 = T(cfg.beta1);
+  c.b2 = T(cfg.beta2);
+  c.eps = T(cfg.eps);
+  c.wd = T(cfg.weight_decay);
+  c.rbc2 = T(1 / std::sqrt(bc2));
+  c.decay = T(1 - cfg.lr * cfg.weight_decay);
+  c.decoupled = cfg.decoupled;
+  c.l2 = !cfg.decoupled && cfg.weight_decay != 0;
+  const DType dtype = std::is_same_v<T, double> ? DType::f64 : DType::f32;
+  for_each_batch<T, 4>(lists, dtype, [&](const TensorBatch<T, 4>& b, int64_t blocks) {
+    adam_step_kernel<T><<<static_cast<unsigned>(blocks), kOptimThreads, 0, s>>>(b, c);
+    check_launch("adam_step_kernel");
+  });
+}
+
+template <class T>
+void sgd_typed(const std::vector<const std::vector<Tensor>*>& lists, const SgdConfig& cfg, cudaStream_t s) {
+  SgdScalars<T> c;
+  c.lr = T(cfg.lr);
+  c.momentum = T(cfg.momentum);
+  c.damp = T(1 - cfg.dampening);
+  c.wd = T(cfg.weight_decay);
+  c.has_buf = lists[2] != nullptr;
+  c.nesterov = cfg.nesterov;
+  c.first_step = cfg.first_step;
+  const DType dtype = std::is_same_v<T, double> ? DType::f64 : DType::f32;
+  for_each_batch<T, 3>(lists, dtype, [&](const TensorBatch<T, 3>& b, int64_t blocks) {
+    sgd_step_kernel<T><<<static_cast<unsigned>(blocks), kOptimThreads, 0, s>>>(b, c);
+    check_launch("sgd_step_kernel");
+  });
+}
+
+void adam_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v,
+                    const AdamConfig& cfg) {
+  const char* op = "adamStep";
+  check_params(params, op);
+  check_list(params, grads, op, "grads");
+  check_list(params, m, op, "exp_avg");
+  check_list(params, v, op, "exp_avg_sq");
+  if (params.empty()) return;
+  if (cfg.step < 1) fail(Code::Arg, op, ": step must be ≥ 1, got ", cfg.step);
+  cudaStream_t s = current_stream();
+  const std::vector<const std::vector<Tensor>*> lists{&params, &grads, &m, &v};
+  adam_typed<float>(lists, cfg, s);
+  adam_typed<double>(lists, cfg, s);
+}
+
+void sgd_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, const SgdConfig& cfg) {
+  const char* op = "sgdStep";
+  check_params(params, op);
+  check_list(params, grads, op, "grads");
+  if (!bufs.empty()) check_list(params, bufs, op, "momentum buffers");
+  if (params.empty()) return;
+  cudaStream_t s = current_stream();
+  const std::vector<const std::vector<Tensor>*> lists{&params, &grads, bufs.empty() ? nullptr : &bufs};
+  sgd_typed<float>(lists, cfg, s);
+  sgd_typed<double>(lists, cfg, s);
+}
+
+}  // namespace
+
+FLOCK_REGISTER_KERNEL(adam_step, CUDA, adam_step_cuda);
+FLOCK_REGISTER_KERNEL(sgd_step, CUDA, sgd_step_cuda);
+
+}  // namespace flock::cuda
