@@ -171,7 +171,7 @@ Napi::Value NcclInfo(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("available", ok);
   o.Set("reason", why);
-  o.Set("version", ok ? dist::nccl_version() : std::string());
+  o.Set("version", dist::nccl_version());  // "" when the library does not load
   return o;
 }
 
