@@ -37,6 +37,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kPollInterval = std::chrono::milliseconds(1);
+constexpr auto kDrainLimit = std::chrono::seconds(1);
 
 const nccl::Api& api() {
   std::string why;
@@ -197,14 +198,17 @@ class Nccl final : public ProcessGroup, public std::enable_shared_from_this<Nccl
     if (watcher_.get_id() == std::this_thread::get_id()) watcher_.detach();
     else watcher_.join();
     DeviceScope d(device_);
+    // Aborted NCCL kernels exit soon after ncclCommAbort; give them a moment before giving up.
+    const auto deadline = Clock::now() + kDrainLimit;
     for (InFlight& f : graveyard_) {
-      if (f.finish && cudaEventQuery(f.finish) != cudaErrorNotReady) {
-        cudaEventDestroy(f.finish);
-        continue;
-      }
-      // The communication stream may still read these buffers after an abort: keeping them
-      // allocated is the only safe choice left.
-      new std::vector<Tensor>(std::move(f.tensors));
+      while (f.finish && cudaEventQuery(f.finish) == cudaErrorNotReady && Clock::now() < deadline)
+        std::this_thread::sleep_for(kPollInterval);
+      const bool drained = f.finish && cudaEventQuery(f.finish) != cudaErrorNotReady;
+      if (f.start) cudaEventDestroy(f.start);
+      if (drained) cudaEventDestroy(f.finish);
+      // The communication stream may still read these buffers: keeping them allocated for good
+      // is the only safe choice left.
+      else new std::vector<Tensor>(std::move(f.tensors));
     }
     cudaStreamDestroy(side_);  // its resources go once the work on it has drained
     cudaGetLastError();
