@@ -447,7 +447,8 @@ class Nccl final : public ProcessGroup, public std::enable_shared_from_this<Nccl
   cudaStream_t side_ = nullptr;  // the communication stream
 
   // Held while NCCL is called on comm_ (launches, abort, error queries), so an abort from the
-  // watcher never frees the communicator under a launch. Taken before m_.
+  // watcher never frees the communicator under a launch. Taken before m_. A launch only queues
+  // work, except the first one to a peer, where NCCL may connect to it before returning.
   std::mutex issue_m_;
   nccl::Comm comm_ = nullptr;
 
@@ -490,7 +491,8 @@ void Nccl::issue(std::vector<Member>& ms) {
         if (!m.launch.call) continue;
         launched = true;
         const nccl::Result r = m.launch.call(a, m.g->comm_, m.g->side_);
-        if (r != nccl::Success) fail(Code::Nccl, "nccl", op, " on rank ", m.g->rank_, " failed: ", a.GetErrorString(r));
+        if (r != nccl::Success)
+          fail(Code::Nccl, "NCCL failed on rank ", m.g->rank_, " (cuda:", m.g->device_, "): ", a.GetErrorString(r));
       }
     } catch (...) {
       if (grouped) a.GroupEnd();  // closes the group this thread opened; its result adds nothing
