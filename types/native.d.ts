@@ -120,5 +120,12 @@ export interface NativeAddon {
   pgBarrier(group: NativeGroup): Promise<void>;
   pgSetTimeout(group: NativeGroup, timeoutMs: number): void;
   pgDestroy(group: NativeGroup): void;
+  /** available: the nccl backend can run here, else `reason` says why; version: the library's ('' when it does not load). */
   ncclInfo(): { available: boolean; reason: string; version: string };
+  /** A fresh ncclUniqueId (128 bytes); throws ERR_NCCL with the reason where NCCL cannot be used. */
+  ncclUniqueId(): Uint8Array;
+  /** This process's member of an NCCL group on CUDA `device`; `ready` settles once ncclCommInitRank has finished. */
+  ncclInitRank(rank: number, size: number, device: number, id: Uint8Array, timeoutMs: number): { group: NativeGroup; ready: Promise<void> };
+  /** One group member per device, all in this process (ncclCommInitAll); `ready` settles once all exist. */
+  ncclInitAll(devices: number[], timeoutMs: number): { groups: NativeGroup[]; ready: Promise<void> };
 }

@@ -1,8 +1,10 @@
-// Distributed exports: process-group handles and collectives. A collective is queued behind the
-// compute already on its tensors' stream (Stream::notify), then handed to the group's
-// communication thread; its promise settles through Addon::promise_from. The JS thread never
-// touches a socket.
+// Distributed exports: process-group handles and collectives. A ring collective is queued behind
+// the compute already on its tensors' stream (Stream::notify), then handed to the group's
+// communication thread; an nccl collective orders itself on the device (the group enqueues on the
+// tensors' stream). Either way its promise settles through Addon::promise_from, and the JS thread
+// never touches a socket.
 #include "../dist/process_group.h"
+#include "../gpu_runtime.h"
 #include "addon.h"
 #include "convert.h"
 #include "exports.h"
@@ -13,16 +15,29 @@ namespace {
 const napi_type_tag kGroupTag = {0x8f3b5c1d2e4a6b70ULL, 0x1a2b3c4d5e6f7081ULL};
 
 struct GroupHandle {
-  std::shared_ptr<dist::RingGroup> group;
+  std::shared_ptr<dist::ProcessGroup> group;
 };
 
-std::shared_ptr<dist::RingGroup> group_arg(const Args& a, size_t i) {
+Napi::External<GroupHandle> wrap_group(Napi::Env env, std::shared_ptr<dist::ProcessGroup> g) {
+  auto* h = new GroupHandle{std::move(g)};
+  auto ext = Napi::External<GroupHandle>::New(env, h, [](Napi::Env, GroupHandle* g) { delete g; });
+  ext.TypeTag(&kGroupTag);
+  return ext;
+}
+
+std::shared_ptr<dist::ProcessGroup> group_arg(const Args& a, size_t i) {
   Napi::Value v = a.at(i);
   if (!v.IsExternal() || !v.As<Napi::Object>().CheckTypeTag(&kGroupTag))
     fail(Code::Arg, a.op, ": expected a process group handle, got ", describe(v));
   auto* h = v.As<Napi::External<GroupHandle>>().Data();
   if (!h->group) fail(Code::Disposed, a.op, ": the process group has been destroyed");
   return h->group;
+}
+
+std::shared_ptr<dist::RingGroup> ring_arg(const Args& a, size_t i) {
+  auto g = std::dynamic_pointer_cast<dist::RingGroup>(group_arg(a, i));
+  if (!g) fail(Code::Arg, a.op, ": expected a ring process group");
+  return g;
 }
 
 dist::ReduceOp reduce_op(const Args& a, size_t i) { return a.enumeration<dist::ReduceOp>(i, "op", dist::kReduceOpNames, 5); }
@@ -44,25 +59,31 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, Device device, std::fu
   });
 }
 
+// Issues a collective: straight away for a group that orders itself on the device (argument errors
+// throw here), else after the compute queued on `device`.
+Napi::Value collective(const Napi::CallbackInfo& info, const dist::ProcessGroup& g, Device device,
+                       std::function<void(dist::Done)> issue) {
+  if (!g.orders_on_device()) return after_compute(info, device, std::move(issue));
+  return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { issue(std::move(settle)); });
+}
+
 Napi::Value RingListen(const Napi::CallbackInfo& info) {
   Args a{info, "ringListen"};
   const int rank = static_cast<int>(a.integer(0, "rank", 0, 1 << 20));
   const int size = static_cast<int>(a.integer(1, "size", 1, 1 << 20));
   const std::string host = a.string(2, "host");
   const int timeout = static_cast<int>(a.integer(3, "timeoutMs", 1, int64_t(1) << 30));
-  auto* h = new GroupHandle{dist::RingGroup::listen(rank, size, host, timeout)};
+  auto g = dist::RingGroup::listen(rank, size, host, timeout);
   Napi::Env env = info.Env();
-  auto ext = Napi::External<GroupHandle>::New(env, h, [](Napi::Env, GroupHandle* g) { delete g; });
-  ext.TypeTag(&kGroupTag);
   Napi::Object o = Napi::Object::New(env);
-  o.Set("group", ext);
-  o.Set("port", h->group->port());
+  o.Set("group", wrap_group(env, g));
+  o.Set("port", g->port());
   return o;
 }
 
 Napi::Value RingConnect(const Napi::CallbackInfo& info) {
   Args a{info, "ringConnect"};
-  auto g = group_arg(a, 0);
+  auto g = ring_arg(a, 0);
   Napi::Value hv = info[1];
   if (!hv.IsArray()) fail(Code::Arg, "ringConnect: hosts must be an array of strings");
   Napi::Array hosts = hv.As<Napi::Array>();
@@ -82,7 +103,7 @@ Napi::Value AllReduce(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor t = a.tensor(1, "tensor");
   auto op = reduce_op(a, 2);
-  return after_compute(info, t.device(), [g, t, op](dist::Done d) { g->allreduce(t, op, std::move(d)); });
+  return collective(info, *g, t.device(), [g, t, op](dist::Done d) { g->allreduce(t, op, std::move(d)); });
 }
 
 Napi::Value Broadcast(const Napi::CallbackInfo& info) {
@@ -90,14 +111,14 @@ Napi::Value Broadcast(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor t = a.tensor(1, "tensor");
   const int root = static_cast<int>(a.integer(2, "root", 0, g->size() - 1));
-  return after_compute(info, t.device(), [g, t, root](dist::Done d) { g->broadcast(t, root, std::move(d)); });
+  return collective(info, *g, t.device(), [g, t, root](dist::Done d) { g->broadcast(t, root, std::move(d)); });
 }
 
 Napi::Value AllGather(const Napi::CallbackInfo& info) {
   Args a{info, "allGather"};
   auto g = group_arg(a, 0);
   Tensor in = a.tensor(1, "input"), out = a.tensor(2, "output");
-  return after_compute(info, in.device(), [g, in, out](dist::Done d) { g->allgather(in, out, std::move(d)); });
+  return collective(info, *g, in.device(), [g, in, out](dist::Done d) { g->allgather(in, out, std::move(d)); });
 }
 
 Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
@@ -105,7 +126,7 @@ Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor in = a.tensor(1, "input"), out = a.tensor(2, "output");
   auto op = reduce_op(a, 3);
-  return after_compute(info, in.device(), [g, in, out, op](dist::Done d) { g->reduce_scatter(in, out, op, std::move(d)); });
+  return collective(info, *g, in.device(), [g, in, out, op](dist::Done d) { g->reduce_scatter(in, out, op, std::move(d)); });
 }
 
 Napi::Value Send(const Napi::CallbackInfo& info) {
@@ -113,7 +134,7 @@ Napi::Value Send(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor t = a.tensor(1, "tensor");
   const int peer = static_cast<int>(a.integer(2, "dst", 0, g->size() - 1));
-  return after_compute(info, t.device(), [g, t, peer](dist::Done d) { g->send(t, peer, std::move(d)); });
+  return collective(info, *g, t.device(), [g, t, peer](dist::Done d) { g->send(t, peer, std::move(d)); });
 }
 
 Napi::Value Recv(const Napi::CallbackInfo& info) {
@@ -121,13 +142,13 @@ Napi::Value Recv(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor t = a.tensor(1, "tensor");
   const int peer = static_cast<int>(a.integer(2, "src", 0, g->size() - 1));
-  return after_compute(info, t.device(), [g, t, peer](dist::Done d) { g->recv(t, peer, std::move(d)); });
+  return collective(info, *g, t.device(), [g, t, peer](dist::Done d) { g->recv(t, peer, std::move(d)); });
 }
 
 Napi::Value Barrier(const Napi::CallbackInfo& info) {
   Args a{info, "barrier"};
   auto g = group_arg(a, 0);
-  return after_compute(info, Device{}, [g](dist::Done d) { g->barrier(std::move(d)); });
+  return collective(info, *g, Device{}, [g](dist::Done d) { g->barrier(std::move(d)); });
 }
 
 Napi::Value SetTimeout(const Napi::CallbackInfo& info) {
@@ -150,7 +171,72 @@ Napi::Value NcclInfo(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("available", ok);
   o.Set("reason", why);
-  o.Set("version", ok ? dist::nccl_version() : std::string());
+  o.Set("version", dist::nccl_version());  // "" when the library does not load
+  return o;
+}
+
+Napi::Value NcclUniqueId(const Napi::CallbackInfo& info) {
+  const dist::NcclId id = dist::nccl_unique_id();
+  return Napi::Buffer<char>::Copy(info.Env(), id.data(), id.size());
+}
+
+// Fails with the reason when the backend cannot be used here at all.
+void require_nccl(const char* op) {
+  std::string why;
+  if (!dist::nccl_backend().init_rank || !dist::nccl_available(&why)) fail(Code::Nccl, op, ": nccl unavailable: ", why);
+}
+
+int timeout_arg(const Args& a, size_t i) { return static_cast<int>(a.integer(i, "timeoutMs", 1, int64_t(1) << 30)); }
+
+Napi::Value NcclInitRank(const Napi::CallbackInfo& info) {
+  Args a{info, "ncclInitRank"};
+  const int size = static_cast<int>(a.integer(1, "size", 1, 1 << 20));
+  const int rank = static_cast<int>(a.integer(0, "rank", 0, size - 1));
+  const int device = static_cast<int>(a.integer(2, "device", 0, kMaxCudaDevices - 1));
+  Napi::Value idv = info[3];
+  if (!idv.IsTypedArray() || idv.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    fail(Code::Arg, "ncclInitRank: id must be a Uint8Array, got ", describe(idv));
+  Napi::Uint8Array idarr = idv.As<Napi::Uint8Array>();
+  dist::NcclId id;
+  if (idarr.ByteLength() != id.size()) fail(Code::Arg, "ncclInitRank: id must hold ", id.size(), " bytes, got ", idarr.ByteLength());
+  std::copy(idarr.Data(), idarr.Data() + id.size(), reinterpret_cast<uint8_t*>(id.data()));
+  const int timeout = timeout_arg(a, 4);
+  require_nccl("ncclInitRank");
+  if (device >= gpu_device_count()) fail(Code::Device, "ncclInitRank: no CUDA device ", device, " (", gpu_device_count(), " found)");
+  Napi::Env env = info.Env();
+  std::shared_ptr<dist::ProcessGroup> g;
+  Napi::Promise ready = Addon::of(env).promise_from(env, [&](Addon::Settle settle) {
+    g = dist::nccl_backend().init_rank(rank, size, device, id, timeout, std::move(settle));
+  });
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("group", wrap_group(env, g));
+  o.Set("ready", ready);
+  return o;
+}
+
+Napi::Value NcclInitAll(const Napi::CallbackInfo& info) {
+  Args a{info, "ncclInitAll"};
+  const std::vector<int64_t> devs = a.ints(0, "devices", 0, kMaxCudaDevices - 1);
+  const int timeout = timeout_arg(a, 1);
+  if (devs.empty()) fail(Code::Arg, "ncclInitAll: devices must list at least one CUDA device index");
+  require_nccl("ncclInitAll");
+  std::vector<int> devices(devs.begin(), devs.end());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i] >= gpu_device_count())
+      fail(Code::Device, "ncclInitAll: no CUDA device ", devices[i], " (", gpu_device_count(), " found)");
+    for (size_t j = 0; j < i; ++j)
+      if (devices[j] == devices[i]) fail(Code::Arg, "ncclInitAll: device ", devices[i], " is listed twice");
+  }
+  Napi::Env env = info.Env();
+  std::vector<std::shared_ptr<dist::ProcessGroup>> gs;
+  Napi::Promise ready = Addon::of(env).promise_from(env, [&](Addon::Settle settle) {
+    gs = dist::nccl_backend().init_all(devices, timeout, std::move(settle));
+  });
+  Napi::Array groups = Napi::Array::New(env, gs.size());
+  for (uint32_t i = 0; i < gs.size(); ++i) groups.Set(i, wrap_group(env, gs[i]));
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("groups", groups);
+  o.Set("ready", ready);
   return o;
 }
 
@@ -169,6 +255,9 @@ void register_dist_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("pgSetTimeout", SetTimeout);
   FLOCK_EXPORT("pgDestroy", Destroy);
   FLOCK_EXPORT("ncclInfo", NcclInfo);
+  FLOCK_EXPORT("ncclUniqueId", NcclUniqueId);
+  FLOCK_EXPORT("ncclInitRank", NcclInitRank);
+  FLOCK_EXPORT("ncclInitAll", NcclInitAll);
 }
 
 }  // namespace flock::js

@@ -2,6 +2,7 @@
 // itself unavailable with the reason, and the ring backend remains.
 #include "nccl.h"
 #include <dlfcn.h>
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include "../gpu_runtime.h"
@@ -56,12 +57,33 @@ const Api* load(std::string* why) {
 
 }  // namespace nccl
 
+NcclBackend& nccl_backend() {
+  static NcclBackend b;
+  return b;
+}
+
 bool nccl_available(std::string* why) {
+  if (!nccl_backend().init_rank) {
+    if (why) *why = "this build has no CUDA (rebuild with FLOCKML_CUDA=ON)";
+    return false;
+  }
   if (gpu_device_count() == 0) {
-    if (why) *why = gpu_runtime().device_count ? "no CUDA device is visible" : "flockml was built without CUDA";
+    if (why) *why = "no CUDA device is visible";
     return false;
   }
   return nccl::load(why) != nullptr;
+}
+
+NcclId nccl_unique_id() {
+  std::string why;
+  if (!nccl_available(&why)) fail(Code::Nccl, "nccl unavailable: ", why);
+  const nccl::Api* a = nccl::load(nullptr);
+  nccl::UniqueId id{};
+  const nccl::Result r = a->GetUniqueId(&id);
+  if (r != nccl::Success) fail(Code::Nccl, "ncclGetUniqueId failed: ", a->GetErrorString(r));
+  NcclId out;
+  std::copy(id.internal, id.internal + sizeof id.internal, out.begin());
+  return out;
 }
 
 std::string nccl_version() {

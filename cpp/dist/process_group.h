@@ -1,6 +1,7 @@
 // ProcessGroup: the collectives every backend provides. Each call returns at once with a Work;
 // the data moves on the backend's own communication thread (or stream), never the caller's.
 #pragma once
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -37,6 +38,12 @@ class ProcessGroup {
   virtual void barrier(Done done) = 0;
   // Fails pending and future work, closes connections; safe to call twice.
   virtual void abort(const std::string& why) = 0;
+  // Bounds how long a collective may wait on its peers before it fails with ERR_TIMEOUT.
+  virtual void set_timeout(int timeout_ms) = 0;
+  // False: the caller waits for the compute queued on the tensors' stream before issuing (the
+  // ring reads host memory). True: the group orders itself behind that stream on the device and
+  // must be called on the JS thread that owns the stream (nccl).
+  virtual bool orders_on_device() const { return false; }
 };
 
 struct PeerAddress {
@@ -51,11 +58,29 @@ class RingGroup : public ProcessGroup {
   static std::shared_ptr<RingGroup> listen(int rank, int size, const std::string& bind_host, int timeout_ms);
   virtual int port() const = 0;
   virtual void connect(std::vector<PeerAddress> peers, Done done) = 0;
-  virtual void set_timeout(int timeout_ms) = 0;
 };
 
 // NCCL, found at run time. available() explains why not when it is not.
 bool nccl_available(std::string* why);
 std::string nccl_version();
+
+using NcclId = std::array<char, 128>;
+// A fresh ncclUniqueId (rank 0 makes it; the store hands it to the others). ERR_NCCL when the
+// backend is unavailable, with the reason.
+NcclId nccl_unique_id();
+
+// The nccl backend's constructors, filled in by cuda/nccl_group.cu when flockml is built with
+// CUDA; empty in a CPU-only build. Both return at once: the communicators are created on a
+// thread of their own and `ready` runs exactly once when that has finished (or failed, or the
+// group was destroyed first). Collectives are refused until then.
+struct NcclBackend {
+  // This process's member of a group of `size` processes (ncclCommInitRank on CUDA `device`).
+  std::shared_ptr<ProcessGroup> (*init_rank)(int rank, int size, int device, const NcclId& id, int timeout_ms,
+                                             Done ready) = nullptr;
+  // One group member per device, all driven by this process (ncclCommInitAll): rank i on devices[i].
+  std::vector<std::shared_ptr<ProcessGroup>> (*init_all)(const std::vector<int>& devices, int timeout_ms,
+                                                         Done ready) = nullptr;
+};
+NcclBackend& nccl_backend();
 
 }  // namespace flock::dist

@@ -49,7 +49,9 @@ async function info(): Promise<number> {
   console.log(JSON.stringify({
     devices,
     cuda: build.cuda ? { compiled: true, version: build.cudaVersion } : { compiled: false },
-    nccl: nccl.available ? { found: true, version: nccl.version } : { found: false, reason: nccl.reason },
+    // found: the backend can run here; version: the library's, whenever it loads (even without a GPU).
+    nccl: nccl.available ? { found: true, version: nccl.version }
+      : { found: false, reason: nccl.reason, ...(nccl.version ? { version: nccl.version } : {}) },
     build,
     node: process.version,
   }, null, 2));

@@ -4,6 +4,7 @@ export {
   allReduce, broadcast, allGather, reduceScatter, send, recv, barrier,
   type ReduceOp, type Backend, type InitOptions,
 } from './process_group';
+export { initLocalGroups, type LocalGroupsOptions } from './local_groups';
 export { Work } from './work';
 export { Store, type StoreOptions } from './store';
 export { readEnv, type DistEnv } from './env';

@@ -1,16 +1,19 @@
 /**
- * Process groups: the TS face of cpp/dist. initProcessGroup() reads the launcher's environment,
- * meets the other ranks at the store on rank 0, exchanges listening addresses there, and has the
- * native group connect to every peer. Collectives return a {@link Work} at once; the data moves
- * on the group's communication thread, after the compute queued before the call.
+ * Process groups: the TS face of cpp/dist. initProcessGroup() reads the launcher's environment and
+ * meets the other ranks at the store on rank 0. For `ring` they exchange listening addresses there
+ * and the native group connects to every peer; for `nccl` rank 0's ncclUniqueId travels through
+ * the store and every rank creates its communicator on its CUDA device. Collectives return a
+ * {@link Work} at once; the data moves on the group's communication thread (ring) or stream
+ * (nccl), after the compute queued before the call.
  *
- *   const pg = await fl.distributed.initProcessGroup({ backend: 'ring' });
+ *   const pg = await fl.distributed.initProcessGroup({ backend: 'nccl' });
  *   await fl.distributed.allReduce(grad, { op: 'avg' }).wait();
  */
 import { hostname } from 'node:os';
 import { native } from '../native';
 import type { NativeGroup, NativeReduceOp } from '../../types/native';
 import type { Tensor } from '../tensor';
+import type { DType } from '../dtype';
 import { Store } from './store';
 import { readEnv, type DistEnv } from './env';
 import { distError } from './errors';
@@ -25,7 +28,12 @@ export interface InitOptions {
   timeoutMs?: number;
   /** Environment to read instead of process.env. */
   env?: NodeJS.ProcessEnv;
+  /** nccl: the CUDA device index this process's groups run on (default LOCAL_RANK). */
+  device?: number;
 }
+
+/** The dtypes NCCL reduces and moves; u8 and bool are refused. */
+export const NCCL_DTYPES: readonly DType[] = ['f32', 'f64', 'bf16', 'f16', 'i32', 'i64'];
 
 const isLoopback = (h: string) => h === 'localhost' || h.startsWith('127.') || h === '::1';
 
@@ -36,15 +44,30 @@ export class ProcessGroup {
   readonly backend: Backend;
   /** Global ranks of the members, in group-rank order. */
   readonly ranks: readonly number[];
+  /** nccl: the CUDA device whose tensors this group takes ('cuda:N'); null for ring (CPU tensors). */
+  readonly device: string | null;
   #h: NativeGroup | null;
 
-  /** @internal use initProcessGroup / newGroup. */
-  constructor(handle: NativeGroup, rank: number, ranks: number[], backend: Backend) {
+  /** @internal use initProcessGroup / newGroup / initLocalGroups. */
+  constructor(handle: NativeGroup, rank: number, ranks: number[], backend: Backend, device: string | null = null) {
     this.#h = handle;
     this.rank = rank;
     this.size = ranks.length;
     this.ranks = Object.freeze([...ranks]);
     this.backend = backend;
+    this.device = device;
+  }
+
+  // The native side checks again; this names the problem before any work is queued.
+  #check(op: string, ...ts: Tensor[]): void {
+    if (this.backend !== 'nccl') return;
+    for (const t of ts) {
+      if (t.device !== this.device)
+        throw Object.assign(new TypeError(`${op}: this nccl group takes tensors on ${this.device}, got one on ${t.device}` +
+          (t.device === 'cpu' ? ' (use the ring backend for CPU tensors)' : '')), { code: 'ERR_DEVICE' });
+      if (!NCCL_DTYPES.includes(t.dtype))
+        throw Object.assign(new TypeError(`${op}: the nccl backend takes ${NCCL_DTYPES.join(', ')} tensors, got ${t.dtype}; cast it first`), { code: 'ERR_DTYPE' });
+    }
   }
 
   get #handle(): NativeGroup {
@@ -54,30 +77,36 @@ export class ProcessGroup {
 
   /** Reduces `t` in place across the group (sum by default; avg needs a floating dtype). */
   allReduce(t: Tensor, options: { op?: ReduceOp } = {}): Work {
+    this.#check('allReduce', t);
     return new Work('allReduce', native.pgAllReduce(this.#handle, t.handle, options.op ?? 'sum'));
   }
 
   /** Overwrites `t` everywhere with its value on group rank `root`. */
   broadcast(t: Tensor, root = 0): Work {
+    this.#check('broadcast', t);
     return new Work('broadcast', native.pgBroadcast(this.#handle, t.handle, root));
   }
 
   /** Fills `output` (size x input.size elements, rank-major) with every rank's `input`. */
   allGather(output: Tensor, input: Tensor): Work {
+    this.#check('allGather', input, output);
     return new Work('allGather', native.pgAllGather(this.#handle, input.handle, output.handle));
   }
 
   /** Reduces `input` (size blocks of output.size elements) and leaves block `rank` in `output`. */
   reduceScatter(output: Tensor, input: Tensor, options: { op?: ReduceOp } = {}): Work {
+    this.#check('reduceScatter', input, output);
     return new Work('reduceScatter', native.pgReduceScatter(this.#handle, input.handle, output.handle, options.op ?? 'sum'));
   }
 
   /** Sends `t` to group rank `dst`, which must post a matching recv of the same size. */
   send(t: Tensor, dst: number): Work {
+    this.#check('send', t);
     return new Work('send', native.pgSend(this.#handle, t.handle, dst));
   }
 
   recv(t: Tensor, src: number): Work {
+    this.#check('recv', t);
     return new Work('recv', native.pgRecv(this.#handle, t.handle, src));
   }
 
@@ -90,7 +119,7 @@ export class ProcessGroup {
     native.pgSetTimeout(this.#handle, ms);
   }
 
-  /** Fails pending work and closes connections. */
+  /** Fails pending work and closes connections (nccl: aborts the communicator). */
   destroy(): void {
     if (!this.#h) return;
     native.pgDestroy(this.#h);
@@ -103,6 +132,7 @@ interface World {
   store: Store;
   backend: Backend;
   timeoutMs: number;
+  device: number;  // nccl only
   groups: number;  // groups created so far, so every rank names the n-th group alike
   all: ProcessGroup[];
   default: ProcessGroup;
@@ -118,12 +148,60 @@ async function makeGroup(w: World, ranks: number[]): Promise<ProcessGroup | null
   const id = w.groups++;
   const me = ranks.indexOf(w.env.rank);
   if (me < 0) return null;
-  if (w.backend === 'nccl') {
-    const info = native.ncclInfo();
-    throw distError('ERR_NCCL', info.available
-      ? `distributed: NCCL ${info.version} was found, but CUDA collectives are not wired into this build yet; use backend 'ring'`
-      : `distributed: the nccl backend is unavailable: ${info.reason}; use backend 'ring' for CPU tensors`);
+  const pg = w.backend === 'nccl' ? await makeNcclGroup(w, id, me, ranks) : await makeRingGroup(w, id, me, ranks);
+  w.all.push(pg);
+  return pg;
+}
+
+/** Throws ERR_NCCL saying why when the nccl backend cannot run here (no CUDA build, no device, no library). */
+export function requireNccl(op: string): void {
+  const info = native.ncclInfo();
+  if (!info.available) throw distError('ERR_NCCL', `${op}: the nccl backend is unavailable: ${info.reason}; use backend 'ring' for CPU tensors`);
+}
+
+/** Resolves with `ready`, or rejects with ERR_TIMEOUT after `ms` (the native side is then torn down by the caller). */
+export async function withinTimeout(ready: Promise<void>, ms: number, what: string): Promise<void> {
+  ready.catch(() => {});  // settles later after a timeout; nobody waits for it then
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(distError('ERR_TIMEOUT', `${what} did not finish within ${ms} ms; a rank may be missing`)), ms);
+  });
+  try {
+    await Promise.race([ready, expired]);
+  } finally {
+    clearTimeout(timer);
   }
+}
+
+async function makeNcclGroup(w: World, id: number, me: number, ranks: number[]): Promise<ProcessGroup> {
+  requireNccl('distributed');
+  const key = `pg/${id}/nccl-id`;
+  let uid: Uint8Array;
+  if (me === 0) {
+    try {
+      uid = native.ncclUniqueId();
+    } catch (e) {
+      // The others would otherwise wait out their timeout for an id that never comes.
+      await w.store.set(key, `error:${(e as Error).message}`);
+      throw e;
+    }
+    await w.store.set(key, Buffer.from(uid).toString('base64'));
+  } else {
+    const v = await w.store.get(key, w.timeoutMs);
+    if (v.startsWith('error:')) throw distError('ERR_NCCL', `distributed: rank ${ranks[0]} could not create the NCCL id: ${v.slice(6)}`);
+    uid = new Uint8Array(Buffer.from(v, 'base64'));
+  }
+  const { group, ready } = native.ncclInitRank(me, ranks.length, w.device, uid, w.timeoutMs);
+  try {
+    await withinTimeout(ready, w.timeoutMs, `distributed: ncclCommInitRank (rank ${me} of ${ranks.length}, cuda:${w.device})`);
+  } catch (e) {
+    native.pgDestroy(group);
+    throw e;
+  }
+  return new ProcessGroup(group, me, ranks, 'nccl', `cuda:${w.device}`);
+}
+
+async function makeRingGroup(w: World, id: number, me: number, ranks: number[]): Promise<ProcessGroup> {
   const loop = isLoopback(w.env.masterAddr);
   // On loopback the ranks meet on the master's own loopback address (127.0.0.1 or ::1); across
   // machines each listens on every address and advertises its host name (or FLOCKML_ADVERTISE_ADDR).
@@ -141,9 +219,7 @@ async function makeGroup(w: World, ranks: number[]): Promise<ProcessGroup | null
     native.pgDestroy(group);
     throw e;
   }
-  const pg = new ProcessGroup(group, me, ranks, w.backend);
-  w.all.push(pg);
-  return pg;
+  return new ProcessGroup(group, me, ranks, 'ring');
 }
 
 /**
@@ -156,8 +232,12 @@ export async function initProcessGroup(options: InitOptions = {}): Promise<Proce
   if (backend !== 'ring' && backend !== 'nccl') throw distError('ERR_ARG', `distributed.initProcessGroup: unknown backend '${String(backend)}' (ring, nccl)`);
   const timeoutMs = options.timeoutMs ?? 60_000;
   const env = readEnv(options.env);
+  const device = options.device ?? env.localRank;
+  if (!Number.isInteger(device) || device < 0) throw distError('ERR_ARG', `distributed.initProcessGroup: device must be a CUDA device index, got ${String(device)}`);
+  // Before the store: a rank that cannot run NCCL says why at once instead of timing out later.
+  if (backend === 'nccl') requireNccl('distributed.initProcessGroup');
   const store = await Store.connect({ host: env.masterAddr, port: env.masterPort, token: env.token, isServer: env.rank === 0, timeoutMs });
-  const w: World = { env, store, backend, timeoutMs, groups: 0, all: [], default: null as unknown as ProcessGroup };
+  const w: World = { env, store, backend, timeoutMs, device, groups: 0, all: [], default: null as unknown as ProcessGroup };
   try {
     w.default = (await makeGroup(w, Array.from({ length: env.worldSize }, (_, i) => i)))!;
   } catch (e) {
