@@ -56,6 +56,9 @@ export interface NativeAddon {
   gpuDeviceCount(): number;
   gpuDeviceName(index: number): string;
   gpuMemoryInfo(index: number): { free: number; total: number };
+  /** fl.backends.cuda.allowTF32, kept per addon instance and read when a matmul is queued. */
+  allowTF32(): boolean;
+  setAllowTF32(allow: boolean): void;
   // ops
   unary(op: UnaryOpName, x: NativeTensor, a?: number, b?: number): NativeTensor;
   unaryBackward(op: UnaryOpName, x: NativeTensor, grad: NativeTensor, a?: number, b?: number): NativeTensor;

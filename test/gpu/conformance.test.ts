@@ -64,6 +64,34 @@ if (!hasGpu) {
     for (const dt of ['bf16', 'f16'] as const)
       check(`matmul ${m}x${n}x${k}`, ([a, b]) => a.matmul(b), () => [fl.randn([m, k]).to(dt), fl.randn([k, n]).to(dt)], dt, [2e-2, 5e-2]);
   }
+  // TF32 keeps 10 mantissa bits per operand: errors grow like sqrt(k) times the operand rounding.
+  const tf32 = (f: (xs: Tensor[]) => Tensor) => (xs: Tensor[]) => {
+    fl.backends.cuda.allowTF32 = true;
+    try {
+      return f(xs);
+    } finally {
+      fl.backends.cuda.allowTF32 = false;
+    }
+  };
+  for (const [m, n, k] of [[1, 1, 1], [3, 127, 65], [127, 129, 1025], [256, 256, 256]]) {
+    for (const [ta, tb] of [[false, false], [true, false], [false, true], [true, true]]) {
+      check(`matmul tf32 ${m}x${n}x${k} tA=${ta} tB=${tb}`, tf32(([a, b]) => (ta ? a.T : a).matmul(tb ? b.T : b)),
+        () => [fl.randn(ta ? [k, m] : [m, k]), fl.randn(tb ? [n, k] : [k, n])], 'f32', [1e-3, 3e-3 * Math.sqrt(k)]);
+    }
+  }
+  check('matmul tf32 batched with broadcast', tf32(([a, b]) => a.matmul(b)), () => [fl.randn([3, 1, 33, 70]), fl.randn([4, 70, 19])],
+    'f32', [1e-3, 3e-3 * Math.sqrt(70)]);
+  test('allowTF32 rounds f32 operands on CUDA only, and is read when the matmul is queued', () => {
+    // 1 + 2^-12 needs 12 mantissa bits; TF32 keeps 10 and rounds it to 1.
+    const a = fl.tensor([[1 + 2 ** -12]]), b = fl.tensor([[1]]);
+    const exact = Math.fround(1 + 2 ** -12);
+    assert.is(values(a.to(dev).matmul(b.to(dev)))[0], exact);
+    fl.backends.cuda.allowTF32 = true;
+    const queued = a.to(dev).matmul(b.to(dev));
+    fl.backends.cuda.allowTF32 = false;
+    assert.is(values(queued)[0], 1);
+    assert.is(a.matmul(b).dataSync()[0], exact);
+  });
   check('matmul f64', ([a, b]) => a.matmul(b), () => [fl.randn([33, 17], { dtype: 'f64' }), fl.randn([17, 9], { dtype: 'f64' })], 'f64');
   check('gather/scatterAdd', ([a, s]) => a.scatterAdd(1, fl.tensor([[0, 2], [1, 1]]).to(dev), s).gather(1, fl.tensor([[1, 0]]).to(dev)),
     () => [fl.randn([2, 3]), fl.randn([2, 2])]);
