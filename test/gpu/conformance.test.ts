@@ -92,6 +92,32 @@ if (!hasGpu) {
     assert.is(values(queued)[0], 1);
     assert.is(a.matmul(b).dataSync()[0], exact);
   });
+  const acts = ['none', 'relu', 'gelu', 'gelu_tanh', 'silu', 'tanh', 'sigmoid'] as const;
+  // Widths that take the 16-byte pack path (multiples of 8) and the element path (the rest).
+  for (const n of [1, 3, 127, 128, 1024, 1025]) {
+    for (const act of acts)
+      check(`linear ${act} out=${n}`, ([x, w, b]) => fl.nn.functional.linear(x, w, b, { activation: act }),
+        () => [fl.randn([7, 33]), fl.randn([n, 33]), fl.randn([n])], 'f32', [1e-4, 1e-4]);
+  }
+  for (const dt of ['bf16', 'f16'] as const)
+    check(`linear gelu out=64`, ([x, w, b]) => fl.nn.functional.linear(x, w, b, { activation: 'gelu' }),
+      () => [fl.randn([5, 32]).to(dt), fl.randn([64, 32]).to(dt), fl.randn([64]).to(dt)], dt, [2e-2, 5e-2]);
+  // A bias that is a view one element in is not 16-byte aligned: the element path must serve it.
+  check('linear silu with an unaligned bias view', ([x, w, b]) => fl.nn.functional.linear(x, w, b.narrow(0, 1, 64), { activation: 'silu' }),
+    () => [fl.randn([6, 16]), fl.randn([64, 16]), fl.randn([65])], 'f32', [1e-4, 1e-4]);
+  for (const act of acts) {
+    test(`linear ${act} gradients on ${dev} match the CPU`, () => {
+      const run = (device: string) => {
+        fl.manualSeed(31);
+        const x = fl.randn([9, 24]).to(device).requiresGrad_(), w = fl.randn([40, 24]).to(device).requiresGrad_();
+        const b = fl.randn([40]).to(device).requiresGrad_(), r = fl.randn([9, 40]).to(device);
+        fl.nn.functional.linear(x, w, b, { activation: act }).mul(r).sum().backward();
+        return [x, w, b].map((t) => values(t.grad!));
+      };
+      const c = run('cpu'), g = run(dev);
+      c.forEach((vs, k) => vs.forEach((v, i) => assert.ok(Math.abs(v - g[k][i]) <= 1e-4 + 1e-4 * Math.abs(v), `${act} grad ${k}[${i}]: ${g[k][i]} vs ${v}`)));
+    });
+  }
   check('matmul f64', ([a, b]) => a.matmul(b), () => [fl.randn([33, 17], { dtype: 'f64' }), fl.randn([17, 9], { dtype: 'f64' })], 'f64');
   check('gather/scatterAdd', ([a, s]) => a.scatterAdd(1, fl.tensor([[0, 2], [1, 1]]).to(dev), s).gather(1, fl.tensor([[1, 0]]).to(dev)),
     () => [fl.randn([2, 3]), fl.randn([2, 2])]);
