@@ -323,9 +323,18 @@ uint64_t release_threshold() {
   return (end && *end == '\0') ? static_cast<uint64_t>(v) : UINT64_MAX;
 }
 
+// FLOCKML_CUDA_POISON=1 (read once, when the addon loads): every new allocation is filled with
+// 0xFF bytes in stream order, a NaN in every float dtype, so a kernel that leaves part of its
+// output unwritten shows up in the GPU conformance tests instead of passing on leftover values.
+bool poison_from_env() {
+  const char* env = std::getenv("FLOCKML_CUDA_POISON");
+  return env && *env && std::string(env) != "0";
+}
+
 struct CudaAllocator final : Allocator {
   std::mutex m;
   bool configured[kMaxCudaDevices] = {};
+  const bool poison = poison_from_env();
 
   void configure(int device) {
     std::lock_guard<std::mutex> lk(m);
@@ -349,6 +358,14 @@ struct CudaAllocator final : Allocator {
       return nullptr;  // Storage turns this into ERR_OOM
     }
     check(e, "cudaMallocAsync");
+    if (poison && bytes > 0) {
+      e = cudaMemsetAsync(p, 0xFF, bytes, s);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        cudaFreeAsync(p, s);
+        fail_cuda("cudaMemsetAsync (FLOCKML_CUDA_POISON)", e);
+      }
+    }
     return p;
   }
 

@@ -1,11 +1,14 @@
 /**
  * GPU conformance: every op on cuda:0 against the CPU backend (f64 reference where it exists), on
  * fresh random inputs with odd sizes. Without a CUDA device this file checks only that CUDA
- * tensors are refused cleanly, and says so in one line.
+ * tensors are refused cleanly, and says so in one line. New CUDA allocations are poisoned with NaN
+ * (./poison_env), so an output element a kernel does not write cannot match.
  */
+import './poison_env';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
+import { native } from '../../lib/native';
 import type { Tensor } from '../../lib/index';
 
 const hasGpu = fl.cuda.isAvailable();
@@ -139,6 +142,13 @@ if (!hasGpu) {
     };
     const c = run('cpu'), g = run(dev);
     c.forEach((v, i) => assert.ok(Math.abs(v - g[i]) < 1e-4, `grad[${i}]: ${g[i]} vs ${v}`));
+  });
+  test('fresh CUDA memory is poisoned with NaN while the conformance suite runs', () => {
+    assert.is(process.env.FLOCKML_CUDA_POISON, '1');
+    for (const dtype of ['f32', 'bf16', 'f16'] as const) {
+      const t = new fl.Tensor(native.empty([1031], dtype, dev));
+      assert.ok(values(t).every(Number.isNaN), `${dtype}: uninitialised memory is not NaN`);
+    }
   });
   test('out of memory is a catchable RangeError and the device keeps working', () => {
     assert.throws(() => fl.zeros([2 ** 40], { device: dev }), (e: Error & { code?: string }) => e instanceof RangeError && e.code === 'ERR_OOM');
