@@ -150,6 +150,19 @@ if (!hasGpu) {
       assert.ok(values(t).every(Number.isNaN), `${dtype}: uninitialised memory is not NaN`);
     }
   });
+  test('host transfers larger than the pinned staging buffer arrive whole, in order', async () => {
+    const n = 9_000_003;  // 36 MB of f32: more than one staging chunk, and not a multiple of one
+    const src = new Float32Array(n);
+    for (let i = 0; i < n; i++) src[i] = i * 0.5;
+    const t = fl.tensor(src, { device: dev });
+    const [a, b] = await Promise.all([t.data(), t.mul(2).data()]);
+    for (let i = 0; i < n; i++) {
+      if (a[i] !== src[i]) assert.unreachable(`data()[${i}]: ${a[i]} vs ${src[i]}`);
+      if (b[i] !== 2 * src[i]) assert.unreachable(`(t·2).data()[${i}]: ${b[i]} vs ${2 * src[i]}`);
+    }
+    const small = await Promise.all([1, 2, 3].map((v) => fl.full([5], v, { device: dev }).data()));
+    small.forEach((d, k) => assert.equal(Array.from(d as Float32Array), Array(5).fill(k + 1)));
+  });
   test('out of memory is a catchable RangeError and the device keeps working', () => {
     assert.throws(() => fl.zeros([2 ** 40], { device: dev }), (e: Error & { code?: string }) => e instanceof RangeError && e.code === 'ERR_OOM');
     assert.is(fl.ones([10], { device: dev }).sum().to('cpu').itemSync(), 10);
