@@ -1,6 +1,6 @@
 /**
- * GPU benchmarks (JSON lines): GEMM TFLOP/s (f32, bf16) at 1024…8192 and the bandwidth of
- * element-wise and softmax kernels as a fraction of a measured device-to-device copy.
+ * GPU benchmarks (JSON lines): GEMM TFLOP/s (f32, tf32, bf16) at 1024…8192 and the bandwidth of
+ * element-wise, softmax and layernorm kernels as a fraction of a measured device-to-device copy.
  * Anchor: bench/anchors/torch_gpu.py on the same machine prints the same shapes.
  */
 import * as fl from '../lib/index';
@@ -22,15 +22,19 @@ async function main(): Promise<void> {
     return;
   }
   const name = fl.cuda.deviceName(0);
-  for (const dtype of ['f32', 'bf16'] as const) {
+  // tf32 is f32 storage with fl.backends.cuda.allowTF32 on (read when each matmul is queued).
+  for (const dtype of ['f32', 'tf32', 'bf16'] as const) {
+    fl.backends.cuda.allowTF32 = dtype === 'tf32';
+    const storage = dtype === 'tf32' ? 'f32' : dtype;
     for (const n of [1024, 2048, 4096, 8192]) {
-      const a = fl.randn([n, n], { device: dev }).to(dtype), b = fl.randn([n, n], { device: dev }).to(dtype);
+      const a = fl.randn([n, n], { device: dev }).to(storage), b = fl.randn([n, n], { device: dev }).to(storage);
       const ms = await time(() => { a.matmul(b); }, n >= 4096 ? 10 : 30);
       console.log(JSON.stringify({ bench: 'gemm', device: name, dtype, n, ms: +ms.toFixed(3), tflops: +((2 * n ** 3) / (ms * 1e9)).toFixed(2) }));
       a.dispose();
       b.dispose();
     }
   }
+  fl.backends.cuda.allowTF32 = false;
   const n = 64 * 2 ** 20;
   const x = fl.randn([n], { device: dev }), y = fl.randn([n], { device: dev });
   const copyMs = await time(() => { x.clone(); }, 50);
@@ -41,8 +45,16 @@ async function main(): Promise<void> {
     ['add', () => { x.add(y); }, 12 * n],
     ['gelu', () => { x.gelu(); }, 8 * n],
     ['softmax', () => { rows.softmax(-1); }, 8 * n],
+    ['layernorm', () => { fl.nn.functional.layerNorm(rows, [4096]); }, 8 * n],
   ] as [string, () => void, number][]) {
-    const ms = await time(fn, 50);
+    let ms: number;
+    try {
+      ms = await time(fn, 50);
+    } catch (e) {
+      // A build may lack a kernel (e.g. no CUDA layernorm yet): report it and go on.
+      console.log(JSON.stringify({ bench: 'bandwidth', op, device: name, skipped: (e as Error).message }));
+      continue;
+    }
     const gbps = bytes / (ms * 1e6);
     console.log(JSON.stringify({ bench: 'bandwidth', op, device: name, bytes, gbps: +gbps.toFixed(1), of_copy: +(gbps / copyGbps).toFixed(3) }));
   }

@@ -2,6 +2,7 @@
 // worker_thread has its own). Ops find their stream through Context::current().
 #pragma once
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include "device.h"
@@ -23,6 +24,10 @@ class Context {
   Stream& stream(Device d);
   // Synchronises every stream this context has created.
   void synchronize_all();
+
+  // fl.backends.cuda.allowTF32: f32 matmuls on CUDA may use tf32 tensor cores. Off by default,
+  // as in PyTorch, because it keeps only 10 mantissa bits of each operand.
+  std::atomic<bool> allow_tf32{false};
 
  private:
   std::unique_ptr<Stream> cpu_;

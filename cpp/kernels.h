@@ -25,6 +25,9 @@ constexpr bool binary_is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
 struct MatmulPlan {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
+  // f32 on CUDA may round operands to tf32 for tensor cores; read from the Context when the
+  // matmul is queued, so changing the setting later leaves queued work as it was.
+  bool allow_tf32 = false;
   std::vector<int64_t> a_offsets, b_offsets;  // one per batch entry; out is dense [batch, m, n]
 };
 

@@ -32,6 +32,15 @@ struct IndexFault {
 enum IndexOp : int { kIndexSelect = 1, kGather = 2, kScatterAdd = 3, kCrossEntropy = 4 };
 IndexFault* current_index_fault();
 
+// The running task's pinned host buffer for host transfers: at least min(want, a cap of tens of
+// MiB) bytes, so larger copies go through it in chunks. Reused by later tasks of the same stream
+// (stream order keeps their uses apart); data is null when pinned memory cannot be had.
+struct Staging {
+  char* data;
+  size_t bytes;
+};
+Staging current_staging(size_t want);
+
 [[noreturn]] inline void fail_cuda(const char* what, cudaError_t e) {
   throw Error(e == cudaErrorMemoryAllocation ? Code::OOM : Code::Cuda, std::string(what) + ": " + cudaGetErrorString(e));
 }

@@ -2,7 +2,9 @@
 // cross-device transfers. Copies move raw elements by size, so one kernel serves every dtype.
 // A bad index cannot throw from a kernel: it is recorded in the stream's fault slot and rejects
 // the next sync point with ERR_INDEX, as the CPU's check does.
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include "common.cuh"
 #include "kernels.h"
 
@@ -219,16 +221,66 @@ void scatter_add_cuda(Tensor& out, const Tensor& index, const Tensor& src, int64
   check_launch("scatter_add_kernel");
 }
 
-// Pageable host memory: the runtime stages it, so the call may wait for the copy; the design
-// accepts that at sync points, where these run.
+// Host transfers go through the stream's pinned staging buffer: a copy from pageable memory may
+// hold the calling (JS) thread until the stream has drained, a copy to pinned memory does not.
+// The host side of each chunk is a memcpy run by a host function in stream order, after the
+// device-to-host copy it follows or before the host-to-device copy it feeds; the staging buffer
+// is reused chunk after chunk because the stream never runs two of these steps at once. The
+// task that queued them keeps the caller's host buffer alive until the stream has passed them.
+struct HostCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+
+void CUDART_CB run_host_copy(void* arg) {
+  std::unique_ptr<HostCopy> c(static_cast<HostCopy*>(arg));
+  std::memcpy(c->dst, c->src, c->bytes);
+}
+
+void queue_host_copy(void* dst, const void* src, size_t bytes, cudaStream_t s) {
+  auto* c = new HostCopy{dst, src, bytes};
+  const cudaError_t e = cudaLaunchHostFunc(s, run_host_copy, c);
+  if (e != cudaSuccess) {
+    delete c;
+    check(e, "cudaLaunchHostFunc");
+  }
+}
+
 void copy_to_host_cuda(const Tensor& src, void* host) {
-  if (src.nbytes() == 0) return;
-  check(cudaMemcpyAsync(host, src.raw(), src.nbytes(), cudaMemcpyDeviceToHost, current_stream()), "copy_to_host: cudaMemcpyAsync");
+  const size_t bytes = src.nbytes();
+  if (bytes == 0) return;
+  cudaStream_t s = current_stream();
+  const Staging st = current_staging(bytes);
+  if (!st.data) {  // no pinned memory to be had: the runtime stages pageable memory itself
+    check(cudaMemcpyAsync(host, src.raw(), bytes, cudaMemcpyDeviceToHost, s), "copy_to_host: cudaMemcpyAsync");
+    return;
+  }
+  const char* from = static_cast<const char*>(src.raw());
+  char* to = static_cast<char*>(host);
+  for (size_t off = 0; off < bytes; off += st.bytes) {
+    const size_t n = std::min(st.bytes, bytes - off);
+    check(cudaMemcpyAsync(st.data, from + off, n, cudaMemcpyDeviceToHost, s), "copy_to_host: cudaMemcpyAsync");
+    queue_host_copy(to + off, st.data, n, s);
+  }
 }
 
 void copy_from_host_cuda(const void* host, Tensor& dst) {
-  if (dst.nbytes() == 0) return;
-  check(cudaMemcpyAsync(dst.raw(), host, dst.nbytes(), cudaMemcpyHostToDevice, current_stream()), "copy_from_host: cudaMemcpyAsync");
+  const size_t bytes = dst.nbytes();
+  if (bytes == 0) return;
+  cudaStream_t s = current_stream();
+  const Staging st = current_staging(bytes);
+  if (!st.data) {
+    check(cudaMemcpyAsync(dst.raw(), host, bytes, cudaMemcpyHostToDevice, s), "copy_from_host: cudaMemcpyAsync");
+    return;
+  }
+  const char* from = static_cast<const char*>(host);
+  char* to = static_cast<char*>(dst.raw());
+  for (size_t off = 0; off < bytes; off += st.bytes) {
+    const size_t n = std::min(st.bytes, bytes - off);
+    queue_host_copy(st.data, from + off, n, s);
+    check(cudaMemcpyAsync(to + off, st.data, n, cudaMemcpyHostToDevice, s), "copy_from_host: cudaMemcpyAsync");
+  }
 }
 
 // Runs on the source's stream (to_device picks the GPU side, the source for CUDA->CUDA). For a

@@ -1,8 +1,9 @@
 // CUDA matmul over a MatmulPlan: out[z] = op(A_z) · op(B_z), row-major, transposes read through
-// the leading dimensions so no operand is copied. f32/f64 use a tiled SIMT kernel; bf16/f16 use
-// tensor cores (mma.sync m16n8k16) with f32 accumulation and one rounding at the end, which is
-// what the CPU computes too. Batch offsets ride in the kernel parameters (128 entries a launch),
-// so a broadcast batch needs no device-side table.
+// the leading dimensions so no operand is copied. f64, and f32 by default, use a tiled SIMT
+// kernel; bf16/f16 use tensor cores (mma.sync m16n8k16) and f32 with allow_tf32 uses them too
+// (m16n8k8 on operands rounded to tf32), all with f32 accumulation and one rounding at the end,
+// which is what the CPU computes for the half types. Batch offsets ride in the kernel parameters
+// (128 entries a launch), so a broadcast batch needs no device-side table.
 #include <cstdint>
 #include "common.cuh"
 #include "kernels.h"
@@ -91,28 +92,71 @@ __global__ void __launch_bounds__(256) matmul_simt_kernel(const T* a, const T* b
   }
 }
 
-template <bool kBf16>
-__device__ __forceinline__ void mma_16816(float* d, const uint32_t* a, const uint32_t* b) {
+// The tensor-core element types: how a value is kept in shared memory and which mma.sync shape
+// consumes it. Shared tiles keep K innermost, so one fragment register is always one aligned
+// 32-bit word: two consecutive-k halves, or one tf32 value.
+struct Bf16Mma {
+  using Smem = uint16_t;
+  static constexpr int kK = 16;   // K of one mma
+  static constexpr int kPad = 8;  // row padding in elements, spreads a fragment load over banks
+  __device__ __forceinline__ static Smem encode(bf16 v) { return v.bits; }
+  __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (kBf16) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else {
+#endif
+  }
+};
+
+struct F16Mma {
+  using Smem = uint16_t;
+  static constexpr int kK = 16;
+  static constexpr int kPad = 8;
+  __device__ __forceinline__ static Smem encode(f16 v) { return v.bits; }
+  __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
 #endif
-}
+  }
+};
+
+// f32 operands rounded to nearest (ties away) to tf32's 10-bit mantissa once, while staging, as
+// cuBLAS does; products are exact in the f32 accumulator.
+struct Tf32Mma {
+  using Smem = uint32_t;
+  static constexpr int kK = 8;
+  static constexpr int kPad = 4;
+  __device__ __forceinline__ static Smem encode(float v) {
+    uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+#endif
+    return r;
+  }
+  __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
 
 // 4 warps, each owning a 32×32 quarter of the 64×64 tile as 2×4 mma tiles of 16×8. Shared tiles
-// keep K innermost (A as [m][k], B as [n][k]) so each fragment register is one aligned 32-bit
-// load of two consecutive-k halves; rows are padded to 24 halves to spread banks.
-template <class T, bool kBf16>
+// are A as [m][k] and B as [n][k]. In every supported shape a thread's fragment words sit at
+// k = step + e·t and k = step + e·t + kK/2 (e elements per word, t = lane % 4), rows g and g + 8
+// for A, column g for B (g = lane / 4): the PTX fragment layouts of m16n8k16 (f16/bf16) and
+// m16n8k8 (tf32) agree on that once counted in words.
+template <class T, class M>
 __global__ void __launch_bounds__(128) matmul_mma_kernel(const T* a, const T* b, T* c, GemmShape s, BatchOffsets offs) {
-  __shared__ __align__(16) uint16_t As[kTile][kDepth + 8];
-  __shared__ __align__(16) uint16_t Bs[kTile][kDepth + 8];
+  using S = typename M::Smem;
+  constexpr int kPerWord = 4 / sizeof(S);
+  static_assert(kDepth % M::kK == 0, "a shared K slice holds whole mma steps");
+  __shared__ __align__(16) S As[kTile][kDepth + M::kPad];
+  __shared__ __align__(16) S Bs[kTile][kDepth + M::kPad];
   const int z = blockIdx.z;
   const T* A = a + offs.a[z];
   const T* B = b + offs.b[z];
@@ -120,30 +164,35 @@ __global__ void __launch_bounds__(128) matmul_mma_kernel(const T* a, const T* b,
   const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile, col0 = static_cast<int64_t>(blockIdx.x) * kTile;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32, g = lane >> 2, t = lane & 3;
+  auto word = [](const S* p) { return *reinterpret_cast<const uint32_t*>(p); };
   float acc[2][4][4] = {};
   for (int64_t k0 = 0; k0 < s.k; k0 += kDepth) {
-    stage_a(A, s, row0, k0, tid, 128, [&](int kk, int i, bool in, T v) { As[i][kk] = in ? v.bits : uint16_t(0); });
-    stage_b(B, s, col0, k0, tid, 128, [&](int kk, int j, bool in, T v) { Bs[j][kk] = in ? v.bits : uint16_t(0); });
+    stage_a(A, s, row0, k0, tid, 128, [&](int kk, int i, bool in, T v) { As[i][kk] = in ? M::encode(v) : S(0); });
+    stage_b(B, s, col0, k0, tid, 128, [&](int kk, int j, bool in, T v) { Bs[j][kk] = in ? M::encode(v) : S(0); });
     __syncthreads();
-    uint32_t af[2][4], bfr[4][2];
 #pragma unroll
-    for (int mi = 0; mi < 2; ++mi) {
-      const int r = wm + mi * 16 + g;
-      af[mi][0] = *reinterpret_cast<const uint32_t*>(&As[r][2 * t]);
-      af[mi][1] = *reinterpret_cast<const uint32_t*>(&As[r + 8][2 * t]);
-      af[mi][2] = *reinterpret_cast<const uint32_t*>(&As[r][2 * t + 8]);
-      af[mi][3] = *reinterpret_cast<const uint32_t*>(&As[r + 8][2 * t + 8]);
+    for (int step = 0; step < kDepth; step += M::kK) {
+      const int lo = step + kPerWord * t, hi = lo + M::kK / 2;
+      uint32_t af[2][4], bfr[4][2];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi) {
+        const int r = wm + mi * 16 + g;
+        af[mi][0] = word(&As[r][lo]);
+        af[mi][1] = word(&As[r + 8][lo]);
+        af[mi][2] = word(&As[r][hi]);
+        af[mi][3] = word(&As[r + 8][hi]);
+      }
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        const int col = wn + ni * 8 + g;
+        bfr[ni][0] = word(&Bs[col][lo]);
+        bfr[ni][1] = word(&Bs[col][hi]);
+      }
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) M::mma(acc[mi][ni], af[mi], bfr[ni]);
     }
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni) {
-      const int col = wn + ni * 8 + g;
-      bfr[ni][0] = *reinterpret_cast<const uint32_t*>(&Bs[col][2 * t]);
-      bfr[ni][1] = *reinterpret_cast<const uint32_t*>(&Bs[col][2 * t + 8]);
-    }
-#pragma unroll
-    for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni) mma_16816<kBf16>(acc[mi][ni], af[mi], bfr[ni]);
     __syncthreads();
   }
 #pragma unroll
@@ -188,10 +237,13 @@ void matmul_cuda(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan
     });
   };
   switch (a.dtype) {
-    case DType::f32: run(type_tag<float>{}, matmul_simt_kernel<float>, 256); return;
+    case DType::f32:
+      if (p.allow_tf32) run(type_tag<float>{}, matmul_mma_kernel<float, Tf32Mma>, 128);
+      else run(type_tag<float>{}, matmul_simt_kernel<float>, 256);
+      return;
     case DType::f64: run(type_tag<double>{}, matmul_simt_kernel<double>, 256); return;
-    case DType::bf16: run(type_tag<bf16>{}, matmul_mma_kernel<bf16, true>, 128); return;
-    case DType::f16: run(type_tag<f16>{}, matmul_mma_kernel<f16, false>, 128); return;
+    case DType::bf16: run(type_tag<bf16>{}, matmul_mma_kernel<bf16, Bf16Mma>, 128); return;
+    case DType::f16: run(type_tag<f16>{}, matmul_mma_kernel<f16, F16Mma>, 128); return;
     default: fail(Code::DType, "matmul: expected a floating dtype (f32, f64, bf16, f16), got ", dtype_name(a.dtype));
   }
 }

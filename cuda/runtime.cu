@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 #include "common.cuh"
 #include "context.h"
@@ -113,6 +114,8 @@ class CudaStream final : public Stream {
       for (auto& p : pending_) cudaEventDestroy(p.event);
       pending_.clear();
       for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+      retired_.clear();
+      staging_.reset();
       cudaFree(fault_dev_);
       cudaFreeHost(fault_host_);
       cudaStreamSynchronize(stream_);
@@ -125,6 +128,28 @@ class CudaStream final : public Stream {
   cudaStream_t handle() const { return stream_; }
   int device() const { return device_; }
   IndexFault* fault() const { return fault_dev_; }
+
+  // Called from tasks only, so on the thread that enqueues: no lock. The buffer is per stream,
+  // not per device, because each worker_thread has its own stream on a device and a shared buffer
+  // would need ordering across them. A buffer that is outgrown is retired with the current task,
+  // so it is freed once the work queued before it (which may still copy through it) is done.
+  Staging staging(size_t want) {
+    size_t need = kStagingMin;
+    while (need < want && need < kStagingMax) need *= 2;
+    if (staging_bytes_ < need) {
+      if (staging_) need = kStagingMax;  // outgrown once: go to the cap, so at most one buffer is retired
+      void* p = nullptr;
+      if (cudaMallocHost(&p, need) != cudaSuccess) {
+        cudaGetLastError();
+        if (staging_) return {static_cast<char*>(staging_.get()), staging_bytes_};
+        return {nullptr, 0};
+      }
+      if (staging_) retired_.push_back(std::move(staging_));
+      staging_ = std::shared_ptr<void>(p, [](void* q) { cudaFreeHost(q); });
+      staging_bytes_ = need;
+    }
+    return {static_cast<char*>(staging_.get()), staging_bytes_};
+  }
 
   void enqueue(const char* op, std::function<void()> task) override {
     DeviceGuard g(device_);
@@ -175,6 +200,8 @@ class CudaStream final : public Stream {
  private:
   static constexpr int kFaultSlots = 256;
   static constexpr size_t kCapacity = 1024;
+  static constexpr size_t kStagingMin = size_t(1) << 20;
+  static constexpr size_t kStagingMax = size_t(32) << 20;
 
   struct Pending {
     cudaEvent_t event;
@@ -204,6 +231,7 @@ class CudaStream final : public Stream {
 
   // Keeps the closure until its work is done; blocks (waits for the oldest) when the queue is full.
   void retain(std::function<void()> task) {
+    if (!retired_.empty()) task = [t = std::move(task), old = std::exchange(retired_, {})] {};
     std::vector<std::function<void()>> done;
     {
       std::lock_guard<std::mutex> lk(m_);
@@ -287,6 +315,9 @@ class CudaStream final : public Stream {
   IndexFault* fault_dev_ = nullptr;
   IndexFault* fault_host_ = nullptr;
   const char* last_op_ = "sync";
+  std::shared_ptr<void> staging_;  // pinned; see staging()
+  size_t staging_bytes_ = 0;
+  std::vector<std::shared_ptr<void>> retired_;
 
   std::mutex m_;
   std::condition_variable has_job_, has_slot_;
@@ -323,9 +354,18 @@ uint64_t release_threshold() {
   return (end && *end == '\0') ? static_cast<uint64_t>(v) : UINT64_MAX;
 }
 
+// FLOCKML_CUDA_POISON=1 (read once, when the addon loads): every new allocation is filled with
+// 0xFF bytes in stream order, a NaN in every float dtype, so a kernel that leaves part of its
+// output unwritten shows up in the GPU conformance tests instead of passing on leftover values.
+bool poison_from_env() {
+  const char* env = std::getenv("FLOCKML_CUDA_POISON");
+  return env && *env && std::string(env) != "0";
+}
+
 struct CudaAllocator final : Allocator {
   std::mutex m;
   bool configured[kMaxCudaDevices] = {};
+  const bool poison = poison_from_env();
 
   void configure(int device) {
     std::lock_guard<std::mutex> lk(m);
@@ -349,6 +389,14 @@ struct CudaAllocator final : Allocator {
       return nullptr;  // Storage turns this into ERR_OOM
     }
     check(e, "cudaMallocAsync");
+    if (poison && bytes > 0) {
+      e = cudaMemsetAsync(p, 0xFF, bytes, s);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        cudaFreeAsync(p, s);
+        fail_cuda("cudaMemsetAsync (FLOCKML_CUDA_POISON)", e);
+      }
+    }
     return p;
   }
 
@@ -388,6 +436,11 @@ cudaStream_t context_stream(int device) {
   auto* cs = dynamic_cast<CudaStream*>(&s);
   if (!cs) fail(Code::Internal, "cuda:", device, " has no CUDA stream");
   return cs->handle();
+}
+
+Staging current_staging(size_t want) {
+  if (!t_stream) fail(Code::Internal, "a host transfer was queued outside a CUDA stream task");
+  return t_stream->staging(want);
 }
 
 IndexFault* current_index_fault() {

@@ -9,6 +9,7 @@ export type { TensorData, TensorLike, GradHook } from './tensor';
 export type { DType } from './dtype';
 export { promoteTypes, isFloating } from './dtype';
 export { cuda, sync, syncSync, type Device } from './device';
+export * as backends from './backends';
 export { tidy, keep, memory } from './memory';
 export { manualSeed, getRngState, setRngState } from './random';
 export { noGrad, enableGrad, isGradEnabled } from './autograd/grad_mode';

@@ -2,7 +2,8 @@
  * Runs every test/**\/*.test.ts file in its own process (a crash in one cannot take down the rest),
  * echoes its output, and ends with one line: `N passed, N failed`.
  *   tsx test/run.ts [--gpu] [filter...]
- * --gpu runs only the GPU conformance files (test/gpu/); filters match file paths.
+ * --gpu runs only the GPU conformance files (test/gpu/); filters match file paths. Files under
+ * test/gpu/ run with FLOCKML_CUDA_POISON=1 (fresh CUDA memory filled with NaN).
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
@@ -32,7 +33,8 @@ let failed = 0;
 for (const file of files) {
   const rel = relative(join(root, '..'), file);
   const started = Date.now();
-  const r = spawnSync(tsx, [file], { encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0' }, maxBuffer: 64 << 20, timeout: 20 * 60_000 });
+  const env = { ...process.env, FORCE_COLOR: '0', ...(relative(root, file).startsWith('gpu') ? { FLOCKML_CUDA_POISON: '1' } : {}) };
+  const r = spawnSync(tsx, [file], { encoding: 'utf8', env, maxBuffer: 64 << 20, timeout: 20 * 60_000 });
   const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
   const total = Number(/Total:\s+(\d+)/.exec(out)?.[1] ?? 0);
   const ok = Number(/Passed:\s+(\d+)/.exec(out)?.[1] ?? 0);

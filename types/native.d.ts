@@ -17,6 +17,8 @@ export type BinaryOpName =
 export type ReduceOpName = 'sum' | 'mean' | 'max' | 'min' | 'prod' | 'argmax' | 'argmin' | 'var' | 'logsumexp';
 export type RandomKind = 'uniform' | 'normal' | 'randint' | 'bernoulli';
 
+export type BiasActivation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'tanh' | 'sigmoid';
+
 export interface NativeMeta {
   shape: number[];
   dtype: NativeDType;
@@ -56,6 +58,9 @@ export interface NativeAddon {
   gpuDeviceCount(): number;
   gpuDeviceName(index: number): string;
   gpuMemoryInfo(index: number): { free: number; total: number };
+  /** fl.backends.cuda.allowTF32, kept per addon instance and read when a matmul is queued. */
+  allowTF32(): boolean;
+  setAllowTF32(allow: boolean): void;
   // ops
   unary(op: UnaryOpName, x: NativeTensor, a?: number, b?: number): NativeTensor;
   unaryBackward(op: UnaryOpName, x: NativeTensor, grad: NativeTensor, a?: number, b?: number): NativeTensor;
@@ -92,6 +97,10 @@ export interface NativeAddon {
   /** Normalises each row of [rows, d]: [y, mean [rows], rstd [rows]]. */
   rowNorm(x: NativeTensor, eps: number): [NativeTensor, NativeTensor, NativeTensor];
   rowNormBackward(x: NativeTensor, mean: NativeTensor, rstd: NativeTensor, grad: NativeTensor): NativeTensor;
+  /** act(x + bias) over x [rows, n] and bias [n]: the fused epilogue of linear. */
+  biasAct(x: NativeTensor, bias: NativeTensor, activation: BiasActivation): NativeTensor;
+  /** grad · act'(saved + bias), or act'(saved) without bias (relu may pass its output as saved). */
+  biasActBackward(grad: NativeTensor, saved: NativeTensor, bias: NativeTensor | null, activation: BiasActivation): NativeTensor;
   /** In-place fused Adam/AdamW over many tensors, queued on their device's stream. */
   adamStep(params: NativeTensor[], grads: NativeTensor[], expAvg: NativeTensor[], expAvgSq: NativeTensor[], lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, step: number, decoupled: boolean): void;
   gradNorm(tensors: NativeTensor[], normType: number): NativeTensor;

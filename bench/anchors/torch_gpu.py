@@ -17,8 +17,8 @@ def bench(fn, iters):
     return (time.perf_counter() - t0) / iters * 1e3
 
 
-torch.backends.cuda.matmul.allow_tf32 = False
-for dtype, tname in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+for dtype, tname in ((torch.float32, "f32"), (torch.float32, "tf32"), (torch.bfloat16, "bf16")):
+    torch.backends.cuda.matmul.allow_tf32 = tname == "tf32"
     for n in (1024, 2048, 4096, 8192):
         a = torch.randn(n, n, device=dev, dtype=dtype)
         b = torch.randn(n, n, device=dev, dtype=dtype)
@@ -33,7 +33,8 @@ copy_gbps = 8 * n / (copy_ms * 1e6)
 print(json.dumps({"bench": "bandwidth", "op": "copy", "impl": "torch", "device": name, "bytes": 8 * n, "gbps": round(copy_gbps, 1)}))
 rows = x.view(n // 4096, 4096)
 for op, fn, nbytes in (("add", lambda: x + y, 12 * n), ("gelu", lambda: torch.nn.functional.gelu(x), 8 * n),
-                       ("softmax", lambda: torch.softmax(rows, -1), 8 * n)):
+                       ("softmax", lambda: torch.softmax(rows, -1), 8 * n),
+                       ("layernorm", lambda: torch.nn.functional.layer_norm(rows, (4096,)), 8 * n)):
     ms = bench(fn, 50)
     gbps = nbytes / (ms * 1e6)
     print(json.dumps({"bench": "bandwidth", "op": op, "impl": "torch", "device": name, "bytes": nbytes,

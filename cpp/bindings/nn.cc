@@ -138,6 +138,27 @@ Napi::Value RowNormBackward(const Napi::CallbackInfo& info) {
   return out(info, ops::row_norm_backward(x, mean, rstd, gy));
 }
 
+const char* const kBiasActs[] = {"none", "relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"};
+static_assert(sizeof(kBiasActs) / sizeof(*kBiasActs) == static_cast<size_t>(BiasAct::count));
+
+BiasAct bias_activation(const Args& a, size_t i) {
+  return a.enumeration<BiasAct>(i, "activation", kBiasActs, static_cast<int>(BiasAct::count));
+}
+
+Napi::Value BiasActivation(const Napi::CallbackInfo& info) {
+  Args a{info, "biasAct"};
+  Tensor x = a.tensor(0, "input"), b = a.tensor(1, "bias");
+  return out(info, ops::bias_act(x, b, bias_activation(a, 2)));
+}
+
+Napi::Value BiasActivationBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "biasActBackward"};
+  Tensor gy = a.tensor(0, "grad"), saved = a.tensor(1, "saved");
+  const bool has_bias = !a.at(2).IsUndefined() && !a.at(2).IsNull();
+  Tensor b = has_bias ? a.tensor(2, "bias") : Tensor{};
+  return out(info, ops::bias_act_backward(gy, saved, has_bias ? &b : nullptr, bias_activation(a, 3)));
+}
+
 Napi::Value AdamStep(const Napi::CallbackInfo& info) {
   Args a{info, "adamStep"};
   auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), m = a.tensors(2, "expAvg"), v = a.tensors(3, "expAvgSq");
@@ -183,6 +204,8 @@ void register_nn_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("crossEntropyBackward", CrossEntropyBackward);
   FLOCK_EXPORT("rowNorm", RowNorm);
   FLOCK_EXPORT("rowNormBackward", RowNormBackward);
+  FLOCK_EXPORT("biasAct", BiasActivation);
+  FLOCK_EXPORT("biasActBackward", BiasActivationBackward);
   FLOCK_EXPORT("adamStep", AdamStep);
   FLOCK_EXPORT("sgdStep", SgdStep);
   FLOCK_EXPORT("gradNorm", GradNorm);

@@ -189,6 +189,16 @@ Napi::Value GpuMemoryInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
+Napi::Value AllowTf32(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), Addon::of(info.Env()).context.allow_tf32.load());
+}
+
+Napi::Value SetAllowTf32(const Napi::CallbackInfo& info) {
+  Args a{info, "setAllowTF32"};
+  Addon::of(info.Env()).context.allow_tf32.store(a.boolean(0, "allow"));
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void register_tensor_exports(Napi::Env env, Napi::Object exports) {
@@ -212,6 +222,8 @@ void register_tensor_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("gpuDeviceCount", GpuDeviceCount);
   FLOCK_EXPORT("gpuDeviceName", GpuDeviceName);
   FLOCK_EXPORT("gpuMemoryInfo", GpuMemoryInfo);
+  FLOCK_EXPORT("allowTF32", AllowTf32);
+  FLOCK_EXPORT("setAllowTF32", SetAllowTf32);
 }
 
 }  // namespace flock::js

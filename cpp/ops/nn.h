@@ -1,6 +1,7 @@
 // Front ends of the neural-network ops: validate, allocate outputs, enqueue the nn kernels.
 #pragma once
 #include <vector>
+#include "../bias_act.h"
 #include "../nn_kernels.h"
 
 namespace flock::ops {
@@ -33,6 +34,11 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
 // Normalises each row of x [rows, d]; returns {y, mean [rows], rstd [rows]}.
 std::vector<Tensor> row_norm_forward(const Tensor& x, double eps);
 Tensor row_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy);
+
+// y = act(x + bias) for x [rows, n] and bias [n].
+Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act);
+// grad · act'(pre): pre = saved + bias, or saved itself when bias is null (see bias_act.h).
+Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bias, BiasAct act);
 
 void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, const AdamConfig& cfg);
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, const SgdConfig& cfg);

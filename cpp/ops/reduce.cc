@@ -2,6 +2,7 @@
 // [outer, red, inner] form, moving the dims to the end with a strided copy when they are not
 // adjacent.
 #include <algorithm>
+#include "../context.h"
 #include "ops.h"
 
 namespace flock::ops {
@@ -110,6 +111,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   };
   p.a_offsets = offsets(ab, ar * ac);
   p.b_offsets = offsets(bb, br * bc);
+  p.allow_tf32 = Context::current().allow_tf32.load();
   launch("matmul", a.device(), [a, b, out, p]() mutable { matmul_table().get(a.device())(a, b, out, p); });
   return out;
 }

@@ -1,5 +1,5 @@
 /** fl.nn.functional: the stateless twins of the layers in fl.nn. */
-export { linear, dropout, embedding } from './functional/basic';
+export { linear, dropout, embedding, type LinearActivation, type LinearOptions } from './functional/basic';
 export { conv2d, convTranspose2d, type Conv2dOptions, type ConvTranspose2dOptions } from './functional/conv';
 export { maxPool2d, maxPool2dWithIndices, avgPool2d, adaptiveAvgPool2d, type Pool2dOptions } from './functional/pool';
 export { batchNorm, layerNorm, groupNorm, type BatchNormOptions } from './functional/norm';

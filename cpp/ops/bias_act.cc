@@ -1,0 +1,53 @@
+// Front ends of the fused bias + activation: dtype, device and shape checks that name the shapes,
+// then one queued kernel.
+#include "nn.h"
+#include "ops.h"
+
+namespace flock::ops {
+namespace {
+
+void check_operand(const Tensor& x, const Tensor& t, const char* op, const char* name) {
+  check_same_device(x, t, op);
+  if (t.dtype != x.dtype) fail(Code::DType, op, ": ", name, " is ", dtype_name(t.dtype), ", input is ", dtype_name(x.dtype));
+}
+
+void check_bias(const Tensor& x, const Tensor& bias, const char* op) {
+  check_operand(x, bias, op, "bias");
+  if (bias.dim() != 1 || bias.shape[0] != x.shape[1])
+    fail(Code::Shape, op, ": bias ", shape_str(bias.shape), " does not match input ", shape_str(x.shape), " (expected [", x.shape[1], "])");
+}
+
+void check_input(const Tensor& x, BiasAct act, const char* op) {
+  if (act < BiasAct::none || act >= BiasAct::count) fail(Code::Arg, op, ": unknown activation");
+  if (!is_floating(x.dtype)) fail(Code::DType, op, ": expected a floating dtype, got ", dtype_name(x.dtype));
+  if (x.dim() != 2) fail(Code::Shape, op, ": input must be 2-D [rows, n], got ", shape_str(x.shape));
+}
+
+}  // namespace
+
+Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act) {
+  check_input(x, act, "biasAct");
+  check_bias(x, bias, "biasAct");
+  Tensor y = empty(x.shape, x.dtype, x.device(), "biasAct");
+  if (y.numel() > 0) launch("biasAct", x.device(), [=]() mutable { bias_act_table().get(x.device())(x, bias, y, act); });
+  return y;
+}
+
+Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bias, BiasAct act) {
+  check_input(gy, act, "biasActBackward");
+  check_operand(gy, saved, "biasActBackward", "saved");
+  if (saved.shape != gy.shape)
+    fail(Code::Shape, "biasActBackward: saved ", shape_str(saved.shape), " and grad ", shape_str(gy.shape), " differ");
+  Tensor b;
+  const bool has_bias = bias != nullptr;
+  if (has_bias) {
+    check_bias(gy, *bias, "biasActBackward");
+    b = *bias;
+  }
+  Tensor gx = empty(gy.shape, gy.dtype, gy.device(), "biasActBackward");
+  if (gx.numel() > 0)
+    launch("biasActBackward", gy.device(), [=]() mutable { bias_act_backward_table().get(gy.device())(gy, saved, has_bias ? &b : nullptr, gx, act); });
+  return gx;
+}
+
+}  // namespace flock::ops

@@ -1,0 +1,19 @@
+/** Backend switches, like torch.backends: settings that trade precision for speed. */
+import { native } from './native';
+
+/** Settings of the CUDA backend. */
+export const cuda = {
+  /**
+   * When true, f32 matmuls on CUDA devices round their operands to TF32 (10 mantissa bits) and
+   * run on tensor cores with f32 accumulation, like `torch.backends.cuda.matmul.allow_tf32`.
+   * Default false. The setting is read when a matmul is queued; CPU matmuls ignore it.
+   */
+  get allowTF32(): boolean {
+    return native.allowTF32();
+  },
+  set allowTF32(allow: boolean) {
+    if (typeof allow !== 'boolean')
+      throw Object.assign(new TypeError(`backends.cuda.allowTF32: expected a boolean, got ${allow === null ? 'null' : typeof allow}`), { code: 'ERR_ARG' });
+    native.setAllowTF32(allow);
+  },
+};
