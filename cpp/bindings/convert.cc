@@ -82,11 +82,11 @@ std::string Args::string(size_t i, const char* name) const {
   return s;
 }
 
-std::vector<int64_t> Args::ints(size_t i, const char* name, int64_t lo, int64_t hi) const {
+std::vector<int64_t> Args::ints(size_t i, const char* name, int64_t lo, int64_t hi, uint32_t max_len) const {
   Napi::Value v = info[i];
   if (!v.IsArray()) fail(Code::Arg, op, ": ", name, " must be an array of integers, got ", describe(v));
   Napi::Array arr = v.As<Napi::Array>();
-  if (arr.Length() > 16) fail(Code::Shape, op, ": ", name, " has ", arr.Length(), " entries; at most 16 dims are supported");
+  if (arr.Length() > max_len) fail(Code::Shape, op, ": ", name, " has ", arr.Length(), " entries; at most ", max_len, " are supported");
   std::vector<int64_t> out;
   for (uint32_t k = 0; k < arr.Length(); ++k) {
     Napi::Value e = arr.Get(k);

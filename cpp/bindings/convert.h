@@ -40,7 +40,8 @@ struct Args {
   int64_t integer(size_t i, const char* name, int64_t lo, int64_t hi) const;
   bool boolean(size_t i, const char* name) const;
   std::string string(size_t i, const char* name) const;
-  std::vector<int64_t> ints(size_t i, const char* name, int64_t lo, int64_t hi) const;
+  // At most `max_len` entries: 16 for shapes and dims; lists of ranks pass their own bound.
+  std::vector<int64_t> ints(size_t i, const char* name, int64_t lo, int64_t hi, uint32_t max_len = 16) const;
   Shape shape(size_t i, const char* name) const { return ints(i, name, 0, int64_t(1) << 48); }
   DType dtype(size_t i) const;
   Device device(size_t i) const;

@@ -87,7 +87,7 @@ Napi::Value RingConnect(const Napi::CallbackInfo& info) {
   Napi::Value hv = info[1];
   if (!hv.IsArray()) fail(Code::Arg, "ringConnect: hosts must be an array of strings");
   Napi::Array hosts = hv.As<Napi::Array>();
-  std::vector<int64_t> ports = a.ints(2, "ports", 0, 65535);
+  std::vector<int64_t> ports = a.ints(2, "ports", 0, 65535, 1u << 20);
   if (hosts.Length() != ports.size()) fail(Code::Arg, "ringConnect: ", hosts.Length(), " hosts but ", ports.size(), " ports");
   std::vector<dist::PeerAddress> peers;
   for (uint32_t i = 0; i < hosts.Length(); ++i) {
