@@ -1,11 +1,14 @@
 // Blocked, packed GEMM in the style of BLIS: K is cut into KC slices, A and B are packed into
 // MR-row and NR-column panels (zero padded), and a register-blocked micro-kernel computes each
 // MR×NR tile. The f32 micro-kernel uses AVX2+FMA when the CPU has it (chosen at run time), else a
-// portable one; f64 takes the portable path. Tiles are split over the intra-op pool.
+// portable one; f64 takes the portable path. C is split into one block per pool thread, each an
+// independent GEMM that packs only what it reads.
 #include "gemm.h"
 #include <immintrin.h>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 #include "../kernels.h"
 #include "threadpool.h"
@@ -39,17 +42,36 @@ void micro_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ld
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
   __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-  for (int64_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    __m256 av = _mm256_broadcast_ss(a + 0); c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(a + 1); c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(a + 2); c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(a + 3); c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(a + 4); c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(a + 5); c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);
+  // The C tile is written at the end: start pulling its rows into cache now.
+  for (int r = 0; r < kMR; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+#define FLOCK_K_STEP(a, b)                                                                                       \
+  do {                                                                                                         \
+    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps((b) + 8);                                         \
+    __m256 av = _mm256_broadcast_ss((a) + 0); c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01); \
+    av = _mm256_broadcast_ss((a) + 1); c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);  \
+    av = _mm256_broadcast_ss((a) + 2); c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);  \
+    av = _mm256_broadcast_ss((a) + 3); c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);  \
+    av = _mm256_broadcast_ss((a) + 4); c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);  \
+    av = _mm256_broadcast_ss((a) + 5); c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);  \
+  } while (0)
+  // Four k steps per iteration: fewer loop branches, and the prefetch runs ahead of the panels.
+  int64_t p = 0;
+  for (; p + 4 <= kc; p += 4) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + 4 * kMR * 4), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b + 4 * kNR * 4), _MM_HINT_T0);
+    FLOCK_K_STEP(a, b);
+    FLOCK_K_STEP(a + kMR, b + kNR);
+    FLOCK_K_STEP(a + 2 * kMR, b + 2 * kNR);
+    FLOCK_K_STEP(a + 3 * kMR, b + 3 * kNR);
+    a += 4 * kMR;
+    b += 4 * kNR;
+  }
+  for (; p < kc; ++p) {
+    FLOCK_K_STEP(a, b);
     a += kMR;
     b += kNR;
   }
+#undef FLOCK_K_STEP
   // Written out, not a lambda: a lambda would not inherit this function's target ISA.
 #define FLOCK_PUT_ROW(row, lo, hi)                                  \
   do {                                                              \
@@ -76,6 +98,25 @@ MicroKernel<float> pick_sgemm_kernel() {
   return micro_generic<float>;
 }
 const MicroKernel<float> g_sgemm_kernel = pick_sgemm_kernel();
+
+// A 64-byte aligned scratch array (B panels are read with aligned loads), grown on demand.
+template <class T>
+class AlignedBuffer {
+ public:
+  ~AlignedBuffer() { std::free(p_); }
+  void reserve(size_t n) {
+    if (n <= n_) return;
+    std::free(p_);
+    p_ = static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64));
+    if (!p_) throw std::bad_alloc();
+    n_ = n;
+  }
+  T* data() { return p_; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
 
 template <class T>
 struct GemmArgs {
@@ -132,50 +173,40 @@ void pack_b_panel(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int6
     for (int64_t p = 0; p < kc; ++p) d[p * kNR + j] = T(0);
 }
 
+// One thread's GEMM on its own block of C, in BLIS's loop order: a KC×NC slice of B packed once
+// (L3), then per MC-row block of A packed (L2), every NR panel of the slice (L1) against it.
+// Blocks are cut to equal sizes rather than full blocks and a ragged remainder: a K of 784 runs as
+// four slices of 196 (not 3×256 + 16), an M of 100 as blocks of 54 and 46.
 template <class T>
-void gemm_blocked(const GemmArgs<T>& g, MicroKernel<T> micro) {
-  if (g.m == 0 || g.n == 0) return;
-  if (g.k == 0) {
-    for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, T(0));
-    return;
-  }
-  // Blocks of equal size rather than full blocks and a ragged remainder: a K of 784 runs as four
-  // slices of 196 (not 3×256 + 16), an M of 100 as two blocks of 54 and 46 (not 96 + 4).
+void gemm_serial(const GemmArgs<T>& g, MicroKernel<T> micro) {
   const int64_t kslices = (g.k + kKC - 1) / kKC, kcb = (g.k + kslices - 1) / kslices;
   const int64_t mparts = (g.m + kMC - 1) / kMC;
   const int64_t mc_max = ((g.m + mparts - 1) / mparts + kMR - 1) / kMR * kMR;
-  const int64_t mblocks = (g.m + mc_max - 1) / mc_max;  // rounding mc up to MR may save a block
-  const int64_t mpad = mc_max * mblocks;
-  std::vector<T> packed_a(static_cast<size_t>(mpad * kcb));
-  std::vector<T> packed_b(static_cast<size_t>(((std::min(g.n, kNC) + kNR - 1) / kNR * kNR) * kcb));
+  const int64_t nc_max = std::min(kNC, (g.n + kNR - 1) / kNR * kNR);
+  // Per-thread buffers, kept between calls: small GEMMs (an MLP's) would otherwise pay for
+  // allocation on every call.
+  thread_local AlignedBuffer<T> packed_a, packed_b;
+  packed_a.reserve(static_cast<size_t>(mc_max * kcb));
+  packed_b.reserve(static_cast<size_t>(nc_max * kcb));
+  alignas(64) T edge[kMR * kNR];
   for (int64_t jc = 0; jc < g.n; jc += kNC) {
     const int64_t nc = std::min(kNC, g.n - jc);
     const int64_t npanels = (nc + kNR - 1) / kNR;
     for (int64_t pc = 0; pc < g.k; pc += kcb) {
       const int64_t kc = std::min(kcb, g.k - pc);
       const bool accumulate = pc > 0;
-      parallel_for(npanels, 4, [&](int64_t q0, int64_t q1) {
-        for (int64_t q = q0; q < q1; ++q)
-          pack_b_panel(g, pc, kc, jc + q * kNR, std::min(kNR, nc - q * kNR), packed_b.data() + q * kNR * kc);
-      });
-      parallel_for(mblocks, 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t bi = b0; bi < b1; ++bi)
-          pack_a(g, bi * mc_max, std::min(mc_max, g.m - bi * mc_max), pc, kc, packed_a.data() + bi * mc_max * kc);
-      });
-      // Work units: (N panel, M block), panel-major, so the pool's contiguous split hands each
-      // thread whole panels of every M block — equal work — and a B panel stays in L1 across the
-      // M blocks while A's MR-row panels stream from L2.
-      parallel_for(mblocks * npanels, 1, [&](int64_t u0, int64_t u1) {
-        alignas(64) T edge[kMR * kNR];
-        for (int64_t u = u0; u < u1; ++u) {
-          const int64_t q = u / mblocks, bi = u % mblocks;
-          const int64_t i_begin = bi * mc_max, i_end = std::min(g.m, i_begin + mc_max);
+      for (int64_t q = 0; q < npanels; ++q)
+        pack_b_panel(g, pc, kc, jc + q * kNR, std::min(kNR, nc - q * kNR), packed_b.data() + q * kNR * kc);
+      for (int64_t ic = 0; ic < g.m; ic += mc_max) {
+        const int64_t mc = std::min(mc_max, g.m - ic);
+        pack_a(g, ic, mc, pc, kc, packed_a.data());
+        for (int64_t q = 0; q < npanels; ++q) {
           const int64_t j = jc + q * kNR, nr = std::min(kNR, nc - q * kNR);
           const T* bp = packed_b.data() + q * kNR * kc;
-          for (int64_t i = i_begin; i < i_end; i += kMR) {
-            const int64_t mr = std::min(kMR, i_end - i);
+          for (int64_t i = 0; i < mc; i += kMR) {
+            const int64_t mr = std::min(kMR, mc - i);
             const T* ap = packed_a.data() + i * kc;
-            T* cp = g.c + i * g.ldc + j;
+            T* cp = g.c + (ic + i) * g.ldc + j;
             if (mr == kMR && nr == kNR) {
               micro(kc, ap, bp, cp, g.ldc, accumulate);
             } else {
@@ -187,9 +218,48 @@ void gemm_blocked(const GemmArgs<T>& g, MicroKernel<T> micro) {
             }
           }
         }
-      });
+      }
     }
   }
+}
+
+// Splits C into tn column ranges × tm row ranges, one independent serial GEMM each: no barrier
+// inside a call, and each thread packs only the A rows and B panels its block reads. The split
+// minimises the block's rows + columns (what a thread packs), within the panel and row counts.
+template <class T>
+void gemm_blocked(const GemmArgs<T>& g, MicroKernel<T> micro) {
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0) {
+    for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, T(0));
+    return;
+  }
+  const int64_t panels = (g.n + kNR - 1) / kNR, rows = (g.m + kMR - 1) / kMR;
+  int64_t threads = g.m * g.n * g.k < (int64_t(1) << 20) ? 1 : num_threads();
+  threads = std::min(threads, panels * rows);
+  int64_t tn = 1, tm = threads;
+  double best = -1;
+  for (int64_t a = 1; a <= threads; ++a) {
+    if (threads % a || a > panels || threads / a > rows) continue;
+    const double cost = double(g.n) / a + double(g.m) / (threads / a);
+    if (best < 0 || cost < best) best = cost, tn = a, tm = threads / a;
+  }
+  if (best < 0) tn = 1, tm = 1;  // no exact factorisation fits: one block
+  parallel_for(tn * tm, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t tq = t % tn, tr = t / tn;
+      const int64_t q0 = panels * tq / tn, q1 = panels * (tq + 1) / tn;
+      const int64_t r0 = rows * tr / tm, r1 = rows * (tr + 1) / tm;
+      const int64_t j0 = q0 * kNR, j1 = std::min(g.n, q1 * kNR), i0 = r0 * kMR, i1 = std::min(g.m, r1 * kMR);
+      if (j0 >= j1 || i0 >= i1) continue;
+      GemmArgs<T> sub = g;
+      sub.m = i1 - i0;
+      sub.n = j1 - j0;
+      sub.a = g.ta ? g.a + i0 : g.a + i0 * g.lda;
+      sub.b = g.tb ? g.b + j0 * g.ldb : g.b + j0;
+      sub.c = g.c + i0 * g.ldc + j0;
+      gemm_serial(sub, micro);
+    }
+  });
 }
 
 }  // namespace

@@ -5,7 +5,8 @@ import { arr, close, expectError, refMatmul } from '../helpers/reference';
 
 fl.manualSeed(7);
 
-for (const [m, n, k] of [[1, 1, 1], [3, 5, 7], [17, 33, 9], [127, 65, 300], [6, 16, 256], [97, 200, 513]]) {
+// Sizes cross every blocking boundary of the CPU GEMM: K slices, M blocks, and N beyond one 3072-column chunk.
+for (const [m, n, k] of [[1, 1, 1], [3, 5, 7], [17, 33, 9], [127, 65, 300], [6, 16, 256], [97, 200, 513], [13, 3100, 40]]) {
   for (const [ta, tb] of [[false, false], [true, false], [false, true], [true, true]]) {
     test(`matmul f32 ${m}x${k}·${k}x${n} transA=${ta} transB=${tb}`, () => {
       const a = fl.randn(ta ? [k, m] : [m, k]);
