@@ -11,13 +11,12 @@
 #include <cstdint>
 #include <limits>
 #include "common.cuh"
+#include "simt_tile.cuh"
 #include "nn_kernels.h"
 
 namespace flock::cuda {
 namespace {
 
-constexpr int kTile = 64;   // output tile edge
-constexpr int kDepth = 16;  // reduction slice per shared-memory stage
 constexpr int kConvThreads = 256;
 constexpr unsigned kMaxGridYZ = 65535;
 
@@ -30,24 +29,6 @@ struct ConvDims {
   int taps;  // kh·kw
   int k;     // cg·kh·kw, the forward reduction length
 };
-
-// Accumulates one staged slice: thread (ty, tx) owns rows ty+16r and cols tx+16q of the tile,
-// spread 16 apart so a warp's shared reads fall in distinct banks or broadcast.
-template <class T>
-__device__ __forceinline__ void tile_mma(const T (&As)[kDepth][kTile + 1], const T (&Bs)[kDepth][kTile + 1], T (&acc)[4][4], int tx, int ty) {
-#pragma unroll
-  for (int kk = 0; kk < kDepth; ++kk) {
-    T av[4], bv[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) av[r] = As[kk][ty + 16 * r];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) bv[q] = Bs[kk][tx + 16 * q];
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[r][q] += av[r] * bv[q];
-  }
-}
 
 // Rows: output channels of the group; columns: (n, oy, ox) over the whole batch.
 template <class T>

@@ -6,13 +6,12 @@
 // (128 entries a launch), so a broadcast batch needs no device-side table.
 #include <cstdint>
 #include "common.cuh"
+#include "simt_tile.cuh"
 #include "kernels.h"
 
 namespace flock::cuda {
 namespace {
 
-constexpr int kTile = 64;     // output tile edge
-constexpr int kDepth = 16;    // K slice per shared-memory stage
 constexpr int kBatchChunk = 128;
 
 struct BatchOffsets {
@@ -66,18 +65,7 @@ __global__ void __launch_bounds__(256) matmul_simt_kernel(const T* a, const T* b
     stage_a(A, s, row0, k0, tid, 256, [&](int kk, int i, bool, T v) { As[kk][i] = v; });
     stage_b(B, s, col0, k0, tid, 256, [&](int kk, int j, bool, T v) { Bs[kk][j] = v; });
     __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < kDepth; ++kk) {
-      T av[4], bv[4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r) av[r] = As[kk][ty + 16 * r];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) bv[q] = Bs[kk][tx + 16 * q];
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) acc[r][q] += av[r] * bv[q];
-    }
+    tile_mma(As, Bs, acc, tx, ty);
     __syncthreads();
   }
 #pragma unroll

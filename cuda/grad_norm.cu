@@ -1,52 +1,21 @@
-// CUDA global gradient norm and clipping over many tensors per launch: a by-value table of up to
-// kMaxTensors (pointer, length, first block) entries, so a model's few hundred gradients take a
-// handful of launches instead of one reduction per tensor. Partial sums are double and meet in
-// one f64 accumulator (atomicAdd, or atomicMax on the bits for the max-norm: non-negative doubles
-// order like their bit patterns, and a NaN's bits sort above +inf so NaN wins).
+// CUDA global gradient norm and clipping over many tensors per launch (multi_tensor.cuh), so a
+// model's few hundred gradients take a handful of launches instead of one reduction per tensor.
+// Partial sums are double and meet in one f64 accumulator: atomicAdd, or for the max-norm atomicMax
+// on the bits (non-negative doubles order like their bit patterns; a NaN's sort above +inf).
 #include <cmath>
 #include <vector>
 #include "common.cuh"
+#include "multi_tensor.cuh"
+#include "row_team.cuh"
 #include "nn_kernels.h"
 
 namespace flock::cuda {
 namespace {
 
-constexpr int kMaxTensors = 48;
-constexpr int64_t kChunk = 16384;  // elements per block: 64 per thread at 256 threads
-
-template <class P>
-struct Table {
-  P ptr[kMaxTensors];
-  int64_t n[kMaxTensors];
-  int64_t first_block[kMaxTensors + 1];
-  int count;
-};
-
-template <class P>
-__device__ __forceinline__ int find_tensor(const Table<P>& t, int64_t block) {
-  int k = 0;
-  while (k + 1 < t.count && t.first_block[k + 1] <= block) ++k;
-  return k;
-}
-
-__device__ __forceinline__ double warp_sum(double v) {
-  for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffffu, v, d);
-  return v;
-}
-__device__ __forceinline__ double warp_max(double v) {
-  for (int d = 16; d > 0; d >>= 1) {
-    const double o = __shfl_down_sync(0xffffffffu, v, d);
-    v = (o > v || o != o) ? o : v;
-  }
-  return v;
-}
-
 template <class T>
-__global__ void grad_norm_partial_kernel(const Table<const T*> table, double p, int mode, double* acc) {
-  const int k = find_tensor(table, blockIdx.x);
-  const T* x = table.ptr[k];
-  const int64_t begin = (blockIdx.x - table.first_block[k]) * kChunk;
-  const int64_t end = min(table.n[k], begin + kChunk);
+__global__ void grad_norm_partial_kernel(const __grid_constant__ TensorBatch<T, 1> b, double p, int mode, double* acc) {
+  int64_t begin, end;
+  const T* x = b.ptr[0][block_tensor(b, &begin, &end)];
   double s = 0;
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     const double a = fabs(static_cast<double>(Num<T>::load(x[i])));
@@ -55,18 +24,12 @@ __global__ void grad_norm_partial_kernel(const Table<const T*> table, double p, 
     else if (mode == 1) s += a;
     else s += pow(a, p);
   }
-  __shared__ double part[32];
-  s = mode == 0 ? warp_max(s) : warp_sum(s);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) part[warp] = s;
-  __syncthreads();
-  if (warp == 0) {
-    s = lane < (blockDim.x >> 5) ? part[lane] : 0.0;
-    s = mode == 0 ? warp_max(s) : warp_sum(s);
-    if (lane == 0) {
-      if (mode == 0) atomicMax(reinterpret_cast<unsigned long long*>(acc), static_cast<unsigned long long>(__double_as_longlong(s)));
-      else atomicAdd(acc, s);
-    }
+  // NaN wins the max, as it would in a norm that propagates it.
+  s = mode == 0 ? RowTeam<false>::all_reduce(s, [](double x, double y) { return (y > x || y != y) ? y : x; })
+                : RowTeam<false>::all_reduce(s, [](double x, double y) { return x + y; });
+  if (threadIdx.x == 0) {
+    if (mode == 0) atomicMax(reinterpret_cast<unsigned long long*>(acc), static_cast<unsigned long long>(__double_as_longlong(s)));
+    else atomicAdd(acc, s);
   }
 }
 
@@ -78,41 +41,15 @@ __global__ void grad_norm_finish_kernel(const double* acc, T* out, double p, int
 }
 
 template <class T>
-__global__ void clip_by_norm_kernel(const Table<T*> table, const T* total, double max_norm) {
+__global__ void clip_by_norm_kernel(const __grid_constant__ TensorBatch<T, 1> b, const T* total, double max_norm) {
   // As PyTorch's clamp(max=1): a NaN norm scales by NaN rather than being ignored.
   const double raw = max_norm / (Num<T>::to_double(*total) + 1e-6);
   if (raw >= 1.0) return;
   using C = typename Num<T>::C;
   const C coef = static_cast<C>(raw);
-  const int k = find_tensor(table, blockIdx.x);
-  T* x = table.ptr[k];
-  const int64_t begin = (blockIdx.x - table.first_block[k]) * kChunk;
-  const int64_t end = min(table.n[k], begin + kChunk);
+  int64_t begin, end;
+  T* x = b.ptr[0][block_tensor(b, &begin, &end)];
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) x[i] = Num<T>::store(Num<T>::load(x[i]) * coef);
-}
-
-// Calls launch(table, blocks) for consecutive groups of at most kMaxTensors non-empty tensors.
-template <class P, class Get, class Launch>
-void for_each_table(size_t count, Get get, Launch launch) {
-  Table<P> t{};
-  int64_t blocks = 0;
-  auto flush = [&] {
-    if (t.count == 0) return;
-    t.first_block[t.count] = blocks;
-    launch(t, blocks);
-    t = Table<P>{};
-    blocks = 0;
-  };
-  for (size_t i = 0; i < count; ++i) {
-    auto [ptr, n] = get(i);
-    if (n == 0) continue;
-    t.ptr[t.count] = ptr;
-    t.n[t.count] = n;
-    t.first_block[t.count] = blocks;
-    blocks += ceil_div(n, kChunk);
-    if (++t.count == kMaxTensors) flush();
-  }
-  flush();
 }
 
 int norm_mode(double p) { return std::isinf(p) ? 0 : p == 2 ? 2 : p == 1 ? 1 : 3; }
@@ -126,11 +63,10 @@ void grad_norm_cuda(const std::vector<Tensor>& ts, Tensor& acc, Tensor& out, dou
     using T = typename decltype(tag)::type;
     for (const Tensor& t : ts)
       if (t.dtype != out.dtype) fail(Code::DType, "gradNorm: tensors of mixed dtypes");
-    for_each_table<const T*>(ts.size(), [&](size_t i) { return std::pair<const T*, int64_t>{ts[i].data<T>(), ts[i].numel()}; },
-                             [&](const Table<const T*>& table, int64_t blocks) {
-                               grad_norm_partial_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(table, p, mode, a);
-                               check_launch("grad_norm_partial_kernel");
-                             });
+    for_each_batch<T, 1>({&ts}, out.dtype, [&](const TensorBatch<T, 1>& b, int64_t blocks) {
+      grad_norm_partial_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(b, p, mode, a);
+      check_launch("grad_norm_partial_kernel");
+    });
     grad_norm_finish_kernel<T><<<1, 1, 0, s>>>(a, out.data<T>(), p, mode);
     check_launch("grad_norm_finish_kernel");
   });
@@ -143,11 +79,10 @@ void clip_by_norm_cuda(std::vector<Tensor>& ts, const Tensor& total, double max_
     for (const Tensor& t : ts)
       if (t.dtype != total.dtype) fail(Code::DType, "clipByNorm: tensors of mixed dtypes");
     const T* norm = total.data<T>();
-    for_each_table<T*>(ts.size(), [&](size_t i) { return std::pair<T*, int64_t>{ts[i].data<T>(), ts[i].numel()}; },
-                       [&](const Table<T*>& table, int64_t blocks) {
-                         clip_by_norm_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(table, norm, max_norm);
-                         check_launch("clip_by_norm_kernel");
-                       });
+    for_each_batch<T, 1>({&ts}, total.dtype, [&](const TensorBatch<T, 1>& b, int64_t blocks) {
+      clip_by_norm_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(b, norm, max_norm);
+      check_launch("clip_by_norm_kernel");
+    });
   });
 }
 

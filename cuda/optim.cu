@@ -1,41 +1,17 @@
-// CUDA fused optimizer steps over many tensors at once, in the formulas of cpp/cpu/optim.cc
-// (torch.optim's Adam/AdamW with bias correction; SGD with momentum, dampening, Nesterov). A model
-// has many small parameters (biases, norm scales), so one launch covers up to kMaxTensors of them:
-// their pointers, sizes and the first block of each ride in the kernel parameters, every block
-// updating one fixed-size chunk of one tensor. Large tensors simply own many blocks.
+// CUDA fused optimizer steps, in the formulas of cpp/cpu/optim.cc (torch.optim's Adam/AdamW with
+// bias correction; SGD with momentum, dampening, Nesterov): one launch covers up to kMaxTensors
+// parameters (multi_tensor.cuh).
 #include <cmath>
 #include <cstdint>
 #include <vector>
 #include "common.cuh"
+#include "multi_tensor.cuh"
 #include "nn_kernels.h"
 
 namespace flock::cuda {
 namespace {
 
-constexpr int kMaxTensors = 48;  // keeps the parameter block near 2.3 KB, under the 4 KB classic limit
-constexpr int64_t kChunk = 4096;  // elements per block
 constexpr int kOptimThreads = 256;
-
-// Up to kMaxTensors tensors of one dtype: list k of the step (params, grads, state...) in ptr[k].
-template <class T, int kLists>
-struct TensorBatch {
-  T* ptr[kLists][kMaxTensors];
-  int64_t numel[kMaxTensors];
-  int64_t first_block[kMaxTensors + 1];  // tensor t owns blocks [first_block[t], first_block[t+1])
-  int count;
-};
-
-// Which tensor and which chunk of it this block updates; a short linear scan of the parameter
-// table, uniform across the block.
-template <class T, int kLists>
-__device__ __forceinline__ int block_tensor(const TensorBatch<T, kLists>& b, int64_t* begin, int64_t* end) {
-  const int64_t blk = blockIdx.x;
-  int t = 0;
-  while (t + 1 < b.count && blk >= b.first_block[t + 1]) ++t;
-  *begin = (blk - b.first_block[t]) * kChunk;
-  *end = min(b.numel[t], *begin + kChunk);
-  return t;
-}
 
 template <class T>
 struct AdamScalars {
@@ -109,33 +85,8 @@ void check_params(const std::vector<Tensor>& params, const char* op) {
       fail(Code::Device, op, ": param ", k, " is on ", p.device().str(), ", expected ", params[0].device().str());
     if (p.dtype != DType::f32 && p.dtype != DType::f64) fail(Code::DType, op, ": param ", k, " must be f32 or f64, got ", dtype_name(p.dtype));
     // Checked before anything launches, so a refused step leaves every param untouched.
-    if (ceil_div(p.numel(), kChunk) > INT32_MAX) fail(Code::Shape, op, ": param ", k, " of ", p.numel(), " elements is larger than one launch covers");
+    if (ceil_div(p.numel(), kTensorChunk) > INT32_MAX) fail(Code::Shape, op, ": param ", k, " of ", p.numel(), " elements is larger than one launch covers");
   }
-}
-
-// Packs the tensors of dtype T into batches and calls launch(batch, blocks) for each full batch.
-// lists[k] may be null (an absent optional list): its pointers are then null.
-template <class T, int kLists, class Launch>
-void for_each_batch(const std::vector<const std::vector<Tensor>*>& lists, DType dtype, Launch launch) {
-  const std::vector<Tensor>& params = *lists[0];
-  TensorBatch<T, kLists> b{};
-  auto flush = [&] {
-    if (b.count == 0) return;
-    launch(b, b.first_block[b.count]);
-    b = TensorBatch<T, kLists>{};
-  };
-  for (size_t k = 0; k < params.size(); ++k) {
-    const Tensor& p = params[k];
-    if (p.dtype != dtype || p.numel() == 0) continue;
-    const int64_t blocks = ceil_div(p.numel(), kChunk);
-    // A launch's grid must fit in gridDim.x (2³¹ − 1 blocks).
-    if (b.count == kMaxTensors || b.first_block[b.count] + blocks > INT32_MAX) flush();
-    for (int l = 0; l < kLists; ++l) b.ptr[l][b.count] = lists[l] ? (*lists[l])[k].data<T>() : nullptr;
-    b.numel[b.count] = p.numel();
-    b.first_block[b.count + 1] = b.first_block[b.count] + blocks;
-    ++b.count;
-  }
-  flush();
 }
 
 template <class T>
