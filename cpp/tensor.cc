@@ -1,6 +1,9 @@
 #include "tensor.h"
 #include <unistd.h>
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 namespace flock {
 namespace {
@@ -15,13 +18,79 @@ size_t physical_memory() {
   return total;
 }
 
-struct CpuAllocator final : Allocator {
+// CPU memory: 64-byte aligned blocks (AVX-512 loads; rows of packed GEMM panels on cache lines).
+// Blocks of 256 KiB and up are kept when released and handed to the next request of their size
+// class: glibc gives such blocks back to the kernel, so each new activation of a training step
+// would otherwise pay a page fault per 4 KiB on first touch — in a virtual machine most of the
+// time of an element-wise op over a few megabytes. FLOCKML_CPU_CACHE_MB bounds what is kept
+// (default 1024; 0 turns the cache off); a failed allocation empties the cache and retries.
+class CpuAllocator final : public Allocator {
+ public:
+  CpuAllocator() {
+    const char* env = std::getenv("FLOCKML_CPU_CACHE_MB");
+    if (env && *env) limit_ = static_cast<size_t>(std::strtoull(env, nullptr, 10)) << 20;
+  }
   void* allocate(size_t bytes, int) override {
     if (bytes > physical_memory()) return nullptr;
-    // 64-byte alignment suits AVX-512 loads and keeps rows of packed panels on cache lines.
-    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    const size_t n = size_class(bytes);
+    if (n >= kMinCached) {
+      std::lock_guard<std::mutex> lk(m_);
+      auto it = free_.find(n);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= n;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, n);
+    if (!p && empty_cache() > 0) p = std::aligned_alloc(64, n);
+    return p;
   }
-  void release(void* p, size_t, int) noexcept override { std::free(p); }
+  void release(void* p, size_t bytes, int) noexcept override {
+    const size_t n = size_class(bytes);
+    if (n >= kMinCached) {
+      std::lock_guard<std::mutex> lk(m_);
+      if (cached_ + n <= limit_) {
+        try {
+          free_[n].push_back(p);
+          cached_ += n;
+          return;
+        } catch (...) {  // no room to remember it: free it instead
+        }
+      }
+    }
+    std::free(p);
+  }
+  size_t empty_cache() noexcept {
+    std::lock_guard<std::mutex> lk(m_);
+    const size_t was = cached_;
+    for (auto& [n, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_ = 0;
+    return was;
+  }
+  size_t cached() {
+    std::lock_guard<std::mutex> lk(m_);
+    return cached_;
+  }
+
+ private:
+  static constexpr size_t kMinCached = size_t(256) << 10;
+  // Rounds to 64 bytes, and from kMinCached up to an eighth of the size's power of two, so at most
+  // 12.5% is wasted and repeated shapes land in one class.
+  static size_t size_class(size_t bytes) {
+    size_t n = (bytes + 63) / 64 * 64;
+    if (n < kMinCached) return n;
+    size_t e = kMinCached;
+    while (e * 2 <= n) e *= 2;
+    const size_t step = e / 8;
+    return (n + step - 1) / step * step;
+  }
+  std::mutex m_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0, limit_ = size_t(1024) << 20;
 };
 CpuAllocator g_cpu_allocator;
 const bool g_cpu_registered = (g_allocators[0] = &g_cpu_allocator, true);

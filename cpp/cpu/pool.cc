@@ -2,12 +2,56 @@
 // backward is a scatter; average pooling (fixed windows or adaptive ones) spreads the gradient
 // evenly over each window. Planes (n, c) run in parallel.
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include "../nn_kernels.h"
 #include "threadpool.h"
 
 namespace flock::cpu {
 namespace {
+
+// mask ? a : b for an all-ones or all-zeros mask, on the bits.
+template <class T>
+inline T select_bits(int64_t mask, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  U ua, ub;
+  std::memcpy(&ua, &a, sizeof(T));
+  std::memcpy(&ub, &b, sizeof(T));
+  const U r = (ua & static_cast<U>(mask)) | (ub & ~static_cast<U>(mask));
+  T out;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
+
+// Max pooling of one plane whose windows all lie inside it (KH_/KW_: compile-time window size,
+// 0 for a run-time one). !(v <= best) also takes NaN, as the general path does; the first element
+// compared with itself changes nothing. Selected through masks: the comparison is unpredictable
+// on real activations, and written as ?: the compiler makes it a branch that mispredicts half
+// the time (5x slower here).
+template <class T, int KH_, int KW_>
+void max_plane_inside(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW, int64_t SH, int64_t SW, int64_t kh, int64_t kw) {
+  const int64_t KH = KH_ ? KH_ : kh, KW = KW_ ? KW_ : kw;
+  for (int64_t oy = 0; oy < OH; ++oy) {
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      const int64_t start = oy * SH * W + ox * SW;
+      T best = plane[start];
+      int64_t at = start;
+      for (int64_t i = 0; i < KH; ++i) {
+        for (int64_t j = 0; j < KW; ++j) {
+          const int64_t pos = start + i * W + j;
+          const T v = plane[pos];
+          const int64_t take = -static_cast<int64_t>(!(v <= best));
+          best = select_bits(take, v, best);
+          at = (take & pos) | (~take & at);
+        }
+      }
+      yp[oy * OW + ox] = best;
+      ip[oy * OW + ox] = at;
+    }
+  }
+}
 
 template <class T>
 void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geom) {
@@ -17,11 +61,21 @@ void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geo
   const T* x = xt.data<T>();
   T* y = yt.data<T>();
   int64_t* idx = it.data<int64_t>();
+  // Every window inside the input (no padding, no dilation, no ceil-mode overhang: the usual
+  // pooling layer): no bounds checks, and every window has a first element.
+  const bool inside = PH == 0 && PW == 0 && DH == 1 && DW == 1 && (OH - 1) * SH + KH <= H && (OW - 1) * SW + KW <= W;
   parallel_for(geom.n * geom.c, 4, [=](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       const T* plane = x + p * H * W;
       T* yp = y + p * OH * OW;
       int64_t* ip = idx + p * OH * OW;
+      if (inside) {
+        // Window sizes known at compile time for the usual 2×2 and 3×3 pools (unrolled).
+        if (KH == 2 && KW == 2) max_plane_inside<T, 2, 2>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);
+        else if (KH == 3 && KW == 3) max_plane_inside<T, 3, 3>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);
+        else max_plane_inside<T, 0, 0>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);
+        continue;
+      }
       for (int64_t oy = 0; oy < OH; ++oy) {
         const int64_t y0 = oy * SH - PH;
         for (int64_t ox = 0; ox < OW; ++ox) {
