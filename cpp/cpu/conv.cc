@@ -1,15 +1,19 @@
-// CPU 2-D convolution by im2col + GEMM. Each batch image is unfolded into a [C/g·KH·KW, OH·OW]
-// column matrix and multiplied with the group's weights; images run in parallel over the pool
-// (the GEMM inside then runs inline), which keeps every core busy at small batch-free sizes too.
+// CPU 2-D convolution by im2col + GEMM, batched: a chunk of images is unfolded side by side into
+// one [C/g·KH·KW, images·OH·OW] column matrix, so each group costs one large GEMM per chunk
+// instead of one small GEMM per image (and the GEMM splits itself over the pool). Chunks bound the
+// column matrix to kColumnBytes. Unfolding, folding and the layout copies run image-parallel.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 #include "../nn_kernels.h"
 #include "gemm.h"
+#include "scratch.h"
 #include "threadpool.h"
 
 namespace flock::cpu {
 namespace {
+
+constexpr int64_t kColumnBytes = int64_t(32) << 20;
 
 inline void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb, float* c, int64_t ldc) {
   sgemm(m, n, k, a, lda, ta, b, ldb, tb, c, ldc);
@@ -18,14 +22,13 @@ inline void gemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, 
   dgemm(m, n, k, a, lda, ta, b, ldb, tb, c, ldc);
 }
 
-// col[(c·KH + i)·KW + j, oy·OW + ox] = x[c, oy·sh − ph + i·dh, ox·sw − pw + j·dw] (0 outside).
+// col[(c·KH + i)·KW + j, oy·OW + ox] (row stride ld) = x[c, oy·sh − ph + i·dh, ox·sw − pw + j·dw] (0 outside).
 template <class T>
-void im2col(const T* x, T* col, int64_t channels, const Conv2dGeom& g) {
-  const int64_t ohw = g.oh * g.ow;
+void im2col(const T* x, T* col, int64_t ld, int64_t channels, const Conv2dGeom& g) {
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
-        T* row = col + ((c * g.kh + i) * g.kw + j) * ohw;
+        T* row = col + ((c * g.kh + i) * g.kw + j) * ld;
         const T* plane = x + c * g.h * g.w;
         for (int64_t oy = 0; oy < g.oh; ++oy) {
           const int64_t iy = oy * g.sh - g.ph + i * g.dh;
@@ -42,13 +45,12 @@ void im2col(const T* x, T* col, int64_t channels, const Conv2dGeom& g) {
 
 // The adjoint of im2col: accumulates every column entry back into its input pixel.
 template <class T>
-void col2im(const T* col, T* x, int64_t channels, const Conv2dGeom& g) {
-  const int64_t ohw = g.oh * g.ow;
+void col2im(const T* col, int64_t ld, T* x, int64_t channels, const Conv2dGeom& g) {
   std::fill(x, x + channels * g.h * g.w, T(0));
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
-        const T* row = col + ((c * g.kh + i) * g.kw + j) * ohw;
+        const T* row = col + ((c * g.kh + i) * g.kw + j) * ld;
         T* plane = x + c * g.h * g.w;
         for (int64_t oy = 0; oy < g.oh; ++oy) {
           const int64_t iy = oy * g.sh - g.ph + i * g.dh;
@@ -63,78 +65,118 @@ void col2im(const T* col, T* x, int64_t channels, const Conv2dGeom& g) {
       }
 }
 
+// Sizes shared by the three kernels: per group cg input and ocg output channels, kk = cg·KH·KW
+// rows of the column matrix, ohw output pixels per image, `chunk` images per GEMM.
+struct Plan {
+  int64_t cg, ocg, kk, ohw, chunk;
+  template <class T>
+  static Plan of(const Conv2dGeom& g) {
+    Plan p{g.c / g.groups, g.oc / g.groups, 0, g.oh * g.ow, 1};
+    p.kk = p.cg * g.kh * g.kw;
+    const int64_t per_image = std::max<int64_t>(1, p.kk * p.ohw * static_cast<int64_t>(sizeof(T)));
+    p.chunk = std::clamp<int64_t>(kColumnBytes / per_image, 1, std::max<int64_t>(1, g.n));
+    return p;
+  }
+};
+
+// Copies images [n0, n0 + nc) of group gi of a [N, OC, OHW] tensor to or from a [ocg, nc·OHW]
+// matrix (the GEMM's layout of output channels by image pixels).
+template <class T, bool ToMatrix>
+void relayout(T* tensor, T* mat, int64_t n0, int64_t nc, int64_t gi, const Plan& p, const Conv2dGeom& g) {
+  const int64_t ld = nc * p.ohw;
+  parallel_for(nc, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      for (int64_t o = 0; o < p.ocg; ++o) {
+        T* t = tensor + ((n0 + i) * g.oc + gi * p.ocg + o) * p.ohw;
+        T* m = mat + o * ld + i * p.ohw;
+        if constexpr (ToMatrix) std::memcpy(m, t, sizeof(T) * p.ohw);
+        else std::memcpy(t, m, sizeof(T) * p.ohw);
+      }
+  });
+}
+
+// Unfolds images [n0, n0 + nc) of group gi into `col` ([kk, nc·OHW]), one image per task.
+template <class T>
+void unfold(const T* x, T* col, int64_t n0, int64_t nc, int64_t gi, const Plan& p, const Conv2dGeom& g) {
+  parallel_for(nc, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) im2col(x + ((n0 + i) * g.c + gi * p.cg) * g.h * g.w, col + i * p.ohw, nc * p.ohw, p.cg, g);
+  });
+}
+
 template <class T>
 void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor* bt, Tensor& yt, const Conv2dGeom& g) {
   const T* bias = bt ? bt->data<T>() : nullptr;
   const T* x = xt.data<T>();
   const T* w = wt.data<T>();
   T* y = yt.data<T>();
-  const int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, kk = cg * g.kh * g.kw, ohw = g.oh * g.ow;
-  parallel_for(g.n, 1, [&](int64_t b, int64_t e) {
-    std::vector<T> col(static_cast<size_t>(kk * ohw));
-    for (int64_t n = b; n < e; ++n)
-      for (int64_t gi = 0; gi < g.groups; ++gi) {
-        im2col(x + (n * g.c + gi * cg) * g.h * g.w, col.data(), cg, g);
-        gemm(ocg, ohw, kk, w + gi * ocg * kk, kk, false, col.data(), ohw, false, y + (n * g.oc + gi * ocg) * ohw, ohw);
-        if (bias)
-          for (int64_t o = gi * ocg; o < (gi + 1) * ocg; ++o) {
-            T* row = y + (n * g.oc + o) * ohw;
-            for (int64_t i = 0; i < ohw; ++i) row[i] += bias[o];
+  const Plan p = Plan::of<T>(g);
+  thread_local AlignedBuffer<T> col_buf, out_buf;
+  T* col = col_buf.reserve(static_cast<size_t>(p.kk * p.chunk * p.ohw));
+  T* out = out_buf.reserve(static_cast<size_t>(p.ocg * p.chunk * p.ohw));
+  for (int64_t n0 = 0; n0 < g.n; n0 += p.chunk) {
+    const int64_t nc = std::min(p.chunk, g.n - n0), ld = nc * p.ohw;
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      unfold(x, col, n0, nc, gi, p, g);
+      gemm(p.ocg, ld, p.kk, w + gi * p.ocg * p.kk, p.kk, false, col, ld, false, out, ld);
+      if (bias)
+        parallel_for(p.ocg, 1, [&](int64_t b, int64_t e) {
+          for (int64_t o = b; o < e; ++o) {
+            const T v = bias[gi * p.ocg + o];
+            for (T* r = out + o * ld; r < out + (o + 1) * ld; ++r) *r += v;
           }
-      }
-  });
+        });
+      relayout<T, false>(y, out, n0, nc, gi, p, g);
+    }
+  }
 }
 
 template <class T>
 void backward_input_typed(const Tensor& gyt, const Tensor& wt, Tensor& gxt, const Conv2dGeom& g) {
-  const T* gy = gyt.data<T>();
+  T* gy = const_cast<T*>(gyt.data<T>());  // read only: relayout copies out of it
   const T* w = wt.data<T>();
   T* gx = gxt.data<T>();
-  const int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, kk = cg * g.kh * g.kw, ohw = g.oh * g.ow;
-  parallel_for(g.n, 1, [&](int64_t b, int64_t e) {
-    std::vector<T> col(static_cast<size_t>(kk * ohw));
-    for (int64_t n = b; n < e; ++n)
-      for (int64_t gi = 0; gi < g.groups; ++gi) {
-        // col = Wᵀ · gy  ([kk, ocg] · [ocg, ohw])
-        gemm(kk, ohw, ocg, w + gi * ocg * kk, kk, true, gy + (n * g.oc + gi * ocg) * ohw, ohw, false, col.data(), ohw);
-        col2im(col.data(), gx + (n * g.c + gi * cg) * g.h * g.w, cg, g);
-      }
-  });
+  const Plan p = Plan::of<T>(g);
+  thread_local AlignedBuffer<T> col_buf, gy_buf;
+  T* col = col_buf.reserve(static_cast<size_t>(p.kk * p.chunk * p.ohw));
+  T* gym = gy_buf.reserve(static_cast<size_t>(p.ocg * p.chunk * p.ohw));
+  for (int64_t n0 = 0; n0 < g.n; n0 += p.chunk) {
+    const int64_t nc = std::min(p.chunk, g.n - n0), ld = nc * p.ohw;
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      relayout<T, true>(gy, gym, n0, nc, gi, p, g);
+      // col = Wᵀ · gy  ([kk, ocg] · [ocg, nc·ohw]), then folded back image by image
+      gemm(p.kk, ld, p.ocg, w + gi * p.ocg * p.kk, p.kk, true, gym, ld, false, col, ld);
+      parallel_for(nc, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) col2im(col + i * p.ohw, ld, gx + ((n0 + i) * g.c + gi * p.cg) * g.h * g.w, p.cg, g);
+      });
+    }
+  }
 }
 
 template <class T>
 void backward_weight_typed(const Tensor& xt, const Tensor& gyt, Tensor& gwt, const Conv2dGeom& g) {
   const T* x = xt.data<T>();
-  const T* gy = gyt.data<T>();
+  T* gy = const_cast<T*>(gyt.data<T>());  // read only: relayout copies out of it
   T* gw = gwt.data<T>();
-  const int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, kk = cg * g.kh * g.kw, ohw = g.oh * g.ow;
-  const int64_t wsize = g.oc * kk;
-  // Fixed slices of the batch, each summing into its own buffer, then reduced in order: the
-  // result does not depend on how the pool schedules the slices.
-  const int64_t slices = std::max<int64_t>(1, std::min<int64_t>(g.n, num_threads()));
-  std::vector<std::vector<T>> partial(static_cast<size_t>(slices), std::vector<T>(static_cast<size_t>(wsize), T(0)));
-  parallel_for(slices, 1, [&](int64_t sb, int64_t se) {
-    std::vector<T> col(static_cast<size_t>(kk * ohw)), tmp(static_cast<size_t>(ocg * kk));
-    for (int64_t s = sb; s < se; ++s) {
-      const int64_t n0 = g.n * s / slices, n1 = g.n * (s + 1) / slices;
-      T* acc = partial[s].data();
-      for (int64_t n = n0; n < n1; ++n)
-        for (int64_t gi = 0; gi < g.groups; ++gi) {
-          im2col(x + (n * g.c + gi * cg) * g.h * g.w, col.data(), cg, g);
-          // gw_g += gy · colᵀ  ([ocg, ohw] · [ohw, kk])
-          gemm(ocg, kk, ohw, gy + (n * g.oc + gi * ocg) * ohw, ohw, false, col.data(), ohw, true, tmp.data(), kk);
-          T* dst = acc + gi * ocg * kk;
-          for (int64_t i = 0; i < ocg * kk; ++i) dst[i] += tmp[i];
-        }
+  const Plan p = Plan::of<T>(g);
+  thread_local AlignedBuffer<T> col_buf, gy_buf, part_buf;
+  T* col = col_buf.reserve(static_cast<size_t>(p.kk * p.chunk * p.ohw));
+  T* gym = gy_buf.reserve(static_cast<size_t>(p.ocg * p.chunk * p.ohw));
+  T* part = part_buf.reserve(static_cast<size_t>(p.ocg * p.kk));
+  // Chunks in a fixed order, each GEMM's sums in a fixed order: the result does not depend on
+  // how the pool schedules work.
+  for (int64_t n0 = 0; n0 < g.n; n0 += p.chunk) {
+    const int64_t nc = std::min(p.chunk, g.n - n0), ld = nc * p.ohw;
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      unfold(x, col, n0, nc, gi, p, g);
+      relayout<T, true>(gy, gym, n0, nc, gi, p, g);
+      T* dst = gw + gi * p.ocg * p.kk;
+      // gw_g (+)= gy · colᵀ  ([ocg, nc·ohw] · [nc·ohw, kk])
+      gemm(p.ocg, p.kk, ld, gym, ld, false, col, ld, true, n0 == 0 ? dst : part, p.kk);
+      if (n0 > 0)
+        for (int64_t i = 0; i < p.ocg * p.kk; ++i) dst[i] += part[i];
     }
-  });
-  for (int64_t i = 0; i < wsize; ++i) {
-    T s = 0;
-    for (int64_t p = 0; p < slices; ++p) s += partial[p][i];
-    gw[i] = s;
   }
 }
-
 
 void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Conv2dGeom& g) {
   if (x.dtype == DType::f64) forward_typed<double>(x, w, b, y, g);

@@ -6,11 +6,10 @@
 #include "gemm.h"
 #include <immintrin.h>
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <vector>
 #include "../kernels.h"
+#include "scratch.h"
 #include "threadpool.h"
 
 namespace flock::cpu {
@@ -98,25 +97,6 @@ MicroKernel<float> pick_sgemm_kernel() {
   return micro_generic<float>;
 }
 const MicroKernel<float> g_sgemm_kernel = pick_sgemm_kernel();
-
-// A 64-byte aligned scratch array (B panels are read with aligned loads), grown on demand.
-template <class T>
-class AlignedBuffer {
- public:
-  ~AlignedBuffer() { std::free(p_); }
-  void reserve(size_t n) {
-    if (n <= n_) return;
-    std::free(p_);
-    p_ = static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64));
-    if (!p_) throw std::bad_alloc();
-    n_ = n;
-  }
-  T* data() { return p_; }
-
- private:
-  T* p_ = nullptr;
-  size_t n_ = 0;
-};
 
 template <class T>
 struct GemmArgs {

@@ -65,4 +65,28 @@ test('conv2d rejects bad shapes with RangeError codes', () => {
   throwsCode(() => F.conv2d(fl.zeros([1, 3, 5, 5]), fl.zeros([2, 3, 3, 3]), null, { stride: 0 }), 'ERR_ARG');
 });
 
+test('conv2d over a batch too large for one column matrix equals image-by-image results', () => {
+  // 576 x 9604 f32 columns per image (22 MB) exceed the CPU kernel's 32 MB chunk for two images,
+  // so the batch runs as two chunks and the weight gradient is summed across them.
+  fl.manualSeed(31);
+  const x = fl.randn([2, 64, 100, 100]).requiresGrad_(), w = fl.randn([8, 64, 3, 3]).mul(0.05).requiresGrad_(), b = fl.randn([8]).requiresGrad_();
+  const gy = fl.randn([2, 8, 98, 98]);
+  const y = F.conv2d(x, w, b);
+  y.backward(gy);
+  const parts = [0, 1].map((i) => {
+    const xi = x.detach().narrow(0, i, 1).contiguous().requiresGrad_(), wi = w.detach().clone().requiresGrad_();
+    const yi = F.conv2d(xi, wi, b.detach());
+    yi.backward(gy.narrow(0, i, 1).contiguous());
+    return { y: yi, gx: xi.grad!, gw: wi.grad! };
+  });
+  const near = (a: fl.Tensor, e: fl.Tensor, what: string) => {
+    const av = a.dataSync() as Float32Array, ev = e.dataSync() as Float32Array;
+    assert.is(av.length, ev.length);
+    for (let i = 0; i < ev.length; i++) if (!(Math.abs(av[i] - ev[i]) <= 1e-4 * Math.max(1, Math.abs(ev[i])))) assert.unreachable(`${what}[${i}]: ${av[i]} vs ${ev[i]}`);
+  };
+  near(y, fl.cat([parts[0].y, parts[1].y], 0), 'output');
+  near(x.grad!, fl.cat([parts[0].gx, parts[1].gx], 0), 'input grad');
+  near(w.grad!, parts[0].gw.add(parts[1].gw), 'weight grad');
+});
+
 test.run();
