@@ -53,8 +53,8 @@ __global__ void max_pool2d_forward_kernel(const T* __restrict__ x, T* __restrict
         const T v = plane[iy * d.w + ix];
         const int64_t pos = iy * d.w + ix;
         if (first < 0) first = pos;
-        // The CPU's rule exactly: !(v <= best) also takes a NaN.
-        if (!(v <= best)) { best = v; at = pos; }
+        // The CPU's rule exactly: a NaN is taken and then kept (v > NaN is false), as in PyTorch.
+        if (v > best || v != v) { best = v; at = pos; }
       }
     }
     if (at < 0) at = first;  // a window of -inf values points at its first element

@@ -42,6 +42,7 @@ for (const [k, stride, h, w] of [[2, 2, 6, 8], [3, 3, 9, 7], [3, 1, 5, 6], [2, 1
     fl.manualSeed(k * 10 + stride);
     const vals = Array.from(fl.randint(-3, 3, [2, 3, h, w]).to('f64').dataSync() as Float64Array);
     vals[5] = NaN;
+    vals[h * w] = NaN;  // plane 1: NaN first in its window, larger values after it
     for (let i = 0; i < k; i++) for (let j = 0; j < k; j++) vals[2 * h * w + i * w + j] = -Infinity;  // plane 2's first window
     const x = fl.tensor(Float64Array.from(vals), { shape: [2, 3, h, w] });
     const [y, idx] = fl.nn.functional.maxPool2dWithIndices(x, k, { stride });
@@ -52,7 +53,7 @@ for (const [k, stride, h, w] of [[2, 2, 6, 8], [3, 3, 9, 7], [3, 1, 5, 6], [2, 1
       for (let i = 0; i < k; i++) for (let j = 0; j < k; j++) {
         const pos = (oy * stride + i) * w + ox * stride + j, v = vals[p * h * w + pos];
         if (first < 0) first = pos;
-        if (!(v <= best)) { best = v; at = pos; }
+        if (v > best || Number.isNaN(v)) { best = v; at = pos; }  // PyTorch: a NaN wins and stays
       }
       if (at < 0) at = first;
       const o = p * oh * ow + oy * ow + ox;
