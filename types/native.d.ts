@@ -49,6 +49,8 @@ export interface NativeAddon {
   read(t: NativeTensor): Promise<ArrayBuffer>;
   readSync(t: NativeTensor): ArrayBuffer;
   sync(device: string): Promise<void>;
+  /** Resolves with one float64: when the device's stream reached this point (ms since the Unix epoch). */
+  syncTime(device: string): Promise<ArrayBuffer>;
   syncSync(device: string): void;
   // runtime
   memory(): Record<string, DeviceMemoryStats>;
@@ -120,13 +122,13 @@ export interface NativeAddon {
   ringListen(rank: number, size: number, host: string, timeoutMs: number): { group: NativeGroup; port: number };
   /** Connects to every peer (index = rank) on the group's communication thread. */
   ringConnect(group: NativeGroup, hosts: string[], ports: number[]): Promise<void>;
-  pgAllReduce(group: NativeGroup, t: NativeTensor, op: NativeReduceOp): Promise<void>;
-  pgBroadcast(group: NativeGroup, t: NativeTensor, root: number): Promise<void>;
-  pgAllGather(group: NativeGroup, input: NativeTensor, output: NativeTensor): Promise<void>;
-  pgReduceScatter(group: NativeGroup, input: NativeTensor, output: NativeTensor, op: NativeReduceOp): Promise<void>;
-  pgSend(group: NativeGroup, t: NativeTensor, dst: number): Promise<void>;
-  pgRecv(group: NativeGroup, t: NativeTensor, src: number): Promise<void>;
-  pgBarrier(group: NativeGroup): Promise<void>;
+  pgAllReduce(group: NativeGroup, t: NativeTensor, op: NativeReduceOp): Promise<ArrayBuffer>;
+  pgBroadcast(group: NativeGroup, t: NativeTensor, root: number): Promise<ArrayBuffer>;
+  pgAllGather(group: NativeGroup, input: NativeTensor, output: NativeTensor): Promise<ArrayBuffer>;
+  pgReduceScatter(group: NativeGroup, input: NativeTensor, output: NativeTensor, op: NativeReduceOp): Promise<ArrayBuffer>;
+  pgSend(group: NativeGroup, t: NativeTensor, dst: number): Promise<ArrayBuffer>;
+  pgRecv(group: NativeGroup, t: NativeTensor, src: number): Promise<ArrayBuffer>;
+  pgBarrier(group: NativeGroup): Promise<ArrayBuffer>;
   pgSetTimeout(group: NativeGroup, timeoutMs: number): void;
   pgDestroy(group: NativeGroup): void;
   /** available: the nccl backend can run here, else `reason` says why; version: the library's ('' when it does not load). */

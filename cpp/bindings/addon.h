@@ -3,6 +3,10 @@
 #pragma once
 #include <napi.h>
 #include <array>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <vector>
 #include <functional>
 #include <optional>
 #include "../context.h"
@@ -49,5 +53,20 @@ class Addon : public Napi::Addon<Addon> {
 };
 
 int live_slot(Device d);
+
+// Milliseconds since the Unix epoch: the clock all processes on a machine share.
+inline double epoch_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Wraps `settle` so it first writes the current epoch_ms() into `stamp` (8 bytes); a promise made
+// with promise_from(..., stamp) then resolves with that time in an ArrayBuffer.
+inline Addon::Settle stamped(Addon::Settle settle, std::shared_ptr<std::vector<uint8_t>> stamp) {
+  return [settle = std::move(settle), stamp = std::move(stamp)](std::optional<StreamError> err) {
+    const double ms = epoch_ms();
+    std::memcpy(stamp->data(), &ms, sizeof ms);
+    settle(std::move(err));
+  };
+}
 
 }  // namespace flock::js

@@ -3,6 +3,7 @@
 // communication thread; an nccl collective orders itself on the device (the group enqueues on the
 // tensors' stream). Either way its promise settles through Addon::promise_from, and the JS thread
 // never touches a socket.
+#include <cstring>
 #include "../dist/process_group.h"
 #include "../gpu_runtime.h"
 #include "addon.h"
@@ -42,13 +43,17 @@ std::shared_ptr<dist::RingGroup> ring_arg(const Args& a, size_t i) {
 
 dist::ReduceOp reduce_op(const Args& a, size_t i) { return a.enumeration<dist::ReduceOp>(i, "op", dist::kReduceOpNames, 5); }
 
+// Every collective's promise resolves with the time it finished (see stamped() in addon.h), taken
+// on the thread that saw it finish: Work.completedAt measures overlap with compute without the JS
+// thread's own delay in running callbacks.
 // Runs `issue(done)` on a stream thread once everything queued on `device` before now has run;
 // an error from that earlier work fails the collective instead of reaching the next sync point.
 Napi::Value after_compute(const Napi::CallbackInfo& info, Device device, std::function<void(dist::Done)> issue) {
   Addon& addon = Addon::of(info.Env());
   Stream& stream = addon.context.stream(device);
-  return addon.promise_from(info.Env(), [&stream, issue = std::move(issue)](Addon::Settle settle) {
-    stream.notify([issue, settle](std::optional<StreamError> err) {
+  auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
+  return addon.promise_from(info.Env(), [&stream, stamp, issue = std::move(issue)](Addon::Settle settle) {
+    stream.notify([issue, settle = stamped(std::move(settle), stamp)](std::optional<StreamError> err) {
       if (err) return settle(std::move(err));
       try {
         issue(settle);
@@ -56,7 +61,7 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, Device device, std::fu
         settle(StreamError{e.code, e.what()});
       }
     });
-  });
+  }, stamp);
 }
 
 // Issues a collective: straight away for a group that orders itself on the device (argument errors
@@ -64,7 +69,8 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, Device device, std::fu
 Napi::Value collective(const Napi::CallbackInfo& info, const dist::ProcessGroup& g, Device device,
                        std::function<void(dist::Done)> issue) {
   if (!g.orders_on_device()) return after_compute(info, device, std::move(issue));
-  return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { issue(std::move(settle)); });
+  auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
+  return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { issue(stamped(std::move(settle), stamp)); }, stamp);
 }
 
 Napi::Value RingListen(const Napi::CallbackInfo& info) {

@@ -122,6 +122,16 @@ Napi::Value Sync(const Napi::CallbackInfo& info) {
   return Addon::of(info.Env()).when_done(info.Env(), a.device(0), nullptr);
 }
 
+// Like sync, resolving with the time (epoch_ms, in an ArrayBuffer) at which the stream reached this
+// point: when the device finished the work queued before it, free of the JS thread's delay.
+Napi::Value SyncTime(const Napi::CallbackInfo& info) {
+  Args a{info, "syncTime"};
+  Addon& addon = Addon::of(info.Env());
+  Stream& stream = addon.context.stream(a.device(0));
+  auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
+  return addon.promise_from(info.Env(), [&stream, stamp](Addon::Settle settle) { stream.notify(stamped(std::move(settle), stamp)); }, stamp);
+}
+
 Napi::Value SyncSync(const Napi::CallbackInfo& info) {
   Args a{info, "syncSync"};
   Addon::of(info.Env()).context.stream(a.device(0)).synchronize();
@@ -214,6 +224,7 @@ void register_tensor_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("read", Read);
   FLOCK_EXPORT("readSync", ReadSync);
   FLOCK_EXPORT("sync", Sync);
+  FLOCK_EXPORT("syncTime", SyncTime);
   FLOCK_EXPORT("syncSync", SyncSync);
   FLOCK_EXPORT("memory", Memory);
   FLOCK_EXPORT("numThreads", NumThreads);

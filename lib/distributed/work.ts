@@ -3,11 +3,17 @@ export class Work {
   readonly op: string;
   #done = false;
   #promise: Promise<void>;
+  /**
+   * When the collective finished on this rank (ms since the Unix epoch, taken on the thread that
+   * saw it finish, not when the JS callback ran); null until then.
+   */
+  completedAt: number | null = null;
 
-  /** @internal */
-  constructor(op: string, promise: Promise<void>) {
+  /** @internal `promise` resolves with the completion time as one float64. */
+  constructor(op: string, promise: Promise<ArrayBuffer | void>) {
     this.op = op;
-    this.#promise = promise.then(() => {
+    this.#promise = promise.then((stamp) => {
+      if (stamp instanceof ArrayBuffer && stamp.byteLength >= 8) this.completedAt = new Float64Array(stamp, 0, 1)[0];
       this.#done = true;
     });
     // A Work nobody waits on must not crash the process with an unhandled rejection; the error

@@ -16,7 +16,8 @@
 import type { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
-import { sync } from '../device';
+import { native } from '../native';
+import { normalizeDevice } from '../device';
 import { cat } from '../ops/shape';
 import { distError } from '../distributed/errors';
 import { getWorldSize, isInitialized, type ProcessGroup } from '../distributed/process_group';
@@ -41,7 +42,6 @@ interface BucketState {
   arrived: number;
   flat: Tensor | null;
   work: Work | null;
-  doneAt: number;
 }
 
 /**
@@ -78,7 +78,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     this.#group = options.group;
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = (options.bucketCapMB ?? 25) * 1024 * 1024;
-    this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null, doneAt: 0 }));
+    this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null }));
     for (const s of this.#states)
       s.bucket.params.forEach((p, i) => {
         this.#index.set(p, [s, i]);
@@ -155,11 +155,13 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
         'every parameter must contribute to the loss (or set requiresGrad false on the unused ones) before syncGradients()');
     }
     try {
-      // A marker on the compute stream: it resolves when the device has run all of backward.
-      const computeDone = sync(this.#params[0]?.device ?? 'cpu').then(() => performance.now());
+      // A marker on the compute stream: it resolves with the time the device had run all of
+      // backward. Both times are taken natively (epoch ms), then expressed on performance.now().
+      const computeDone = native.syncTime(normalizeDevice(this.#params[0]?.device ?? 'cpu', 'syncGradients'));
       await Promise.all(this.#states.map((s) => s.work!.wait()));
-      const last = Math.max(...this.#states.map((s) => s.doneAt || performance.now()));
-      const done = await computeDone;
+      const toNow = (epochMs: number) => epochMs - performance.timeOrigin;
+      const last = toNow(Math.max(...this.#states.map((s) => s.work!.completedAt ?? Date.now())));
+      const done = toNow(new Float64Array(await computeDone, 0, 1)[0]);
       this.lastStep = { exposedMs: Math.max(0, last - done), computeDoneAt: done, commDoneAt: last };
       noGrad(() => {
         for (const s of this.#states) {
@@ -198,8 +200,6 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     for (const t of s.grads) t!.dispose();
     s.grads = s.grads.map(() => null);
     s.work = this.#group ? this.#group.allReduce(s.flat, { op: 'avg' }) : defaultAllReduce(s.flat, { op: 'avg' });
-    const state = s;
-    s.work.wait().then(() => (state.doneAt = performance.now()), () => undefined);
   }
 
   #reset(): void {
@@ -210,7 +210,6 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       s.flat = null;
       s.work = null;
       s.arrived = 0;
-      s.doneAt = 0;
     }
   }
 }

@@ -25,7 +25,12 @@ test('a world of one: collectives are identities, errors are typed', async () =>
   const pg = await fl.distributed.initProcessGroup({ env: env(), timeoutMs: 5000 });
   assert.is(pg.size, 1);
   const t = fl.tensor([1, 2, 3], { dtype: 'f32' });
-  await fl.distributed.allReduce(t, { op: 'avg' }).wait();
+  const before = Date.now();
+  const w = fl.distributed.allReduce(t, { op: 'avg' });
+  assert.is(w.completedAt, null);
+  await w.wait();
+  // Stamped natively when the collective finished: after it was issued, before we saw it.
+  assert.ok(w.completedAt! >= before - 1 && w.completedAt! <= Date.now() + 1, `completedAt ${w.completedAt} outside [${before}, now]`);
   assert.equal(Array.from(await t.data()), [1, 2, 3]);
   const e = await rejection(pg.allReduce(fl.tensor([1, 2], { dtype: 'i32' }), { op: 'avg' }).wait());
   assert.is(e.code, 'ERR_DTYPE');
