@@ -62,6 +62,8 @@ class CpuAllocator final : public Allocator {
     }
     std::free(p);
   }
+  size_t cached_bytes(int) override { return cached(); }
+  size_t empty_cache(int) noexcept override { return empty_cache(); }
   size_t empty_cache() noexcept {
     std::lock_guard<std::mutex> lk(m_);
     const size_t was = cached_;
@@ -98,6 +100,16 @@ const bool g_cpu_registered = (g_allocators[0] = &g_cpu_allocator, true);
 }  // namespace
 
 void register_allocator(DeviceType t, Allocator* a) { g_allocators[static_cast<int>(t)] = a; }
+
+size_t cached_bytes(Device d) {
+  Allocator* a = g_allocators[static_cast<int>(d.type)];
+  return a ? a->cached_bytes(d.index) : 0;
+}
+
+size_t empty_cache(Device d) {
+  Allocator* a = g_allocators[static_cast<int>(d.type)];
+  return a ? a->empty_cache(d.index) : 0;
+}
 
 DeviceMemory& memory_of(Device d) {
   if (d.is_cpu()) return g_cpu_memory;

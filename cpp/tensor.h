@@ -17,8 +17,14 @@ struct Allocator {
   virtual ~Allocator() = default;
   virtual void* allocate(size_t bytes, int device_index) = 0;
   virtual void release(void* p, size_t bytes, int device_index) noexcept = 0;
+  // Memory kept for reuse after release, and giving it back (returns how much was given back).
+  virtual size_t cached_bytes(int /*device_index*/) { return 0; }
+  virtual size_t empty_cache(int /*device_index*/) noexcept { return 0; }
 };
 void register_allocator(DeviceType t, Allocator* a);
+// The allocator of `d`'s device type: its cache (see Allocator), 0 where there is none.
+size_t cached_bytes(Device d);
+size_t empty_cache(Device d);
 
 struct Storage {
   Device device;

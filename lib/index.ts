@@ -10,7 +10,7 @@ export type { DType } from './dtype';
 export { promoteTypes, isFloating } from './dtype';
 export { cuda, sync, syncSync, type Device } from './device';
 export * as backends from './backends';
-export { tidy, keep, memory } from './memory';
+export { tidy, keep, memory, emptyCache } from './memory';
 export { manualSeed, getRngState, setRngState } from './random';
 export { noGrad, enableGrad, isGradEnabled } from './autograd/grad_mode';
 export * from './ops/creation';

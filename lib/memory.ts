@@ -1,5 +1,6 @@
 /** Tensor lifetimes: tidy scopes, keep, and memory statistics. */
 import { native } from './native';
+import { normalizeDevice } from './device';
 import type { DeviceMemoryStats } from '../types/native';
 
 interface Disposable {
@@ -60,6 +61,14 @@ export function tidy<T>(fn: () => T): T {
 }
 
 export type { DeviceMemoryStats };
+
+/**
+ * Gives memory kept for reuse back to the system (the CPU allocator keeps released blocks of
+ * 256 KiB and up, at most FLOCKML_CPU_CACHE_MB, default 1024). Returns the bytes released.
+ */
+export function emptyCache(device: string = 'cpu'): number {
+  return native.emptyCache(normalizeDevice(device, 'emptyCache'));
+}
 
 /** Live tensors, bytes and peak bytes per device, e.g. `{ cpu: { tensors, bytes, peakBytes, storages } }`. */
 export function memory(): Record<string, DeviceMemoryStats> {

@@ -137,4 +137,23 @@ test('10,000 training-like steps keep live tensors and RSS flat', async () => {
   assert.ok(totalGrowth < 96, `RSS grew by ${totalGrowth.toFixed(1)} MiB over steps 1,000-10,000`);
 });
 
+test('released large CPU blocks are kept for reuse, counted in memory(), and given back by emptyCache()', async () => {
+  fl.emptyCache();
+  assert.is(fl.memory().cpu.cachedBytes, 0);
+  const t = fl.zeros([1 << 20]);  // 4 MiB
+  await fl.sync();
+  t.dispose();
+  await fl.sync();
+  assert.ok(fl.memory().cpu.cachedBytes >= 4 << 20, `cached ${fl.memory().cpu.cachedBytes}`);
+  const again = fl.ones([1 << 20]);  // same size class: served from the cache
+  await fl.sync();
+  assert.is(fl.memory().cpu.cachedBytes, 0);
+  assert.equal(Array.from((await again.data()).slice(0, 3) as Float32Array), [1, 1, 1]);
+  again.dispose();
+  await fl.sync();
+  assert.ok(fl.emptyCache() >= 4 << 20);
+  assert.is(fl.memory().cpu.cachedBytes, 0);
+  assert.throws(() => fl.emptyCache('gpu:7'), (e: Error & { code?: string }) => e.code === 'ERR_DEVICE');
+});
+
 test.run();

@@ -30,6 +30,8 @@ export interface DeviceMemoryStats {
   bytes: number;
   peakBytes: number;
   storages: number;
+  /** Released memory kept for reuse (the CPU keeps blocks of 256 KiB and up; see emptyCache). */
+  cachedBytes: number;
 }
 
 export interface NativeAddon {
@@ -54,6 +56,7 @@ export interface NativeAddon {
   syncSync(device: string): void;
   // runtime
   memory(): Record<string, DeviceMemoryStats>;
+  emptyCache(device: string): number;
   numThreads(): number;
   setNumThreads(n: number): void;
   buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number };

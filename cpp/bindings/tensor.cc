@@ -149,12 +149,18 @@ Napi::Value Memory(const Napi::CallbackInfo& info) {
     o.Set("bytes", static_cast<double>(m.bytes.load()));
     o.Set("peakBytes", static_cast<double>(m.peak.load()));
     o.Set("storages", static_cast<double>(m.storages.load()));
+    o.Set("cachedBytes", static_cast<double>(cached_bytes(d)));
     out.Set(d.str(), o);
   };
   put(Device{DeviceType::CPU, 0});
   const int n = gpu_device_count();
   for (int i = 0; i < n && i < kMaxCudaDevices; ++i) put(Device{DeviceType::CUDA, i});
   return out;
+}
+
+Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
+  Args a{info, "emptyCache"};
+  return Napi::Number::New(info.Env(), static_cast<double>(empty_cache(a.device(0))));
 }
 
 Napi::Value NumThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), cpu::num_threads()); }
@@ -227,6 +233,7 @@ void register_tensor_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("syncTime", SyncTime);
   FLOCK_EXPORT("syncSync", SyncSync);
   FLOCK_EXPORT("memory", Memory);
+  FLOCK_EXPORT("emptyCache", EmptyCache);
   FLOCK_EXPORT("numThreads", NumThreads);
   FLOCK_EXPORT("setNumThreads", SetNumThreads);
   FLOCK_EXPORT("buildInfo", BuildInfo);
