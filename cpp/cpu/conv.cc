@@ -35,10 +35,15 @@ void im2col(const T* x, T* col, int64_t ld, int64_t channels, const Conv2dGeom& 
           T* dst = row + oy * g.ow;
           if (iy < 0 || iy >= g.h) { std::fill(dst, dst + g.ow, T(0)); continue; }
           const T* src = plane + iy * g.w;
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            const int64_t ix = ox * g.sw - g.pw + j * g.dw;
-            dst[ox] = (ix >= 0 && ix < g.w) ? src[ix] : T(0);
-          }
+          // Output columns whose input column ox·sw − pw + j·dw is inside [0, w): [lo, hi).
+          const int64_t off = j * g.dw - g.pw;
+          const int64_t lo = std::min(g.ow, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
+          const int64_t hi = std::max(lo, std::min(g.ow, g.w - off > 0 ? (g.w - off + g.sw - 1) / g.sw : 0));
+          std::fill(dst, dst + lo, T(0));
+          if (g.sw == 1) std::memcpy(dst + lo, src + lo + off, sizeof(T) * (hi - lo));
+          else
+            for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[ox * g.sw + off];
+          std::fill(dst + hi, dst + g.ow, T(0));
         }
       }
 }
@@ -57,10 +62,13 @@ void col2im(const T* col, int64_t ld, T* x, int64_t channels, const Conv2dGeom& 
           if (iy < 0 || iy >= g.h) continue;
           T* dst = plane + iy * g.w;
           const T* src = row + oy * g.ow;
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            const int64_t ix = ox * g.sw - g.pw + j * g.dw;
-            if (ix >= 0 && ix < g.w) dst[ix] += src[ox];
-          }
+          const int64_t off = j * g.dw - g.pw;  // as in im2col: columns [lo, hi) land inside
+          const int64_t lo = std::min(g.ow, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
+          const int64_t hi = std::max(lo, std::min(g.ow, g.w - off > 0 ? (g.w - off + g.sw - 1) / g.sw : 0));
+          if (g.sw == 1)
+            for (int64_t ox = lo; ox < hi; ++ox) dst[ox + off] += src[ox];
+          else
+            for (int64_t ox = lo; ox < hi; ++ox) dst[ox * g.sw + off] += src[ox];
         }
       }
 }

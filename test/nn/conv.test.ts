@@ -65,6 +65,37 @@ test('conv2d rejects bad shapes with RangeError codes', () => {
   throwsCode(() => F.conv2d(fl.zeros([1, 3, 5, 5]), fl.zeros([2, 3, 3, 3]), null, { stride: 0 }), 'ERR_ARG');
 });
 
+// Taps that fall wholly in the padding (padding beyond the kernel's reach, large dilation) leave
+// whole column ranges empty: forward and input gradient against a direct f64 sum.
+for (const [stride, padding, dilation, k] of [[1, 3, 1, 2], [2, 2, 3, 3], [3, 1, 2, 2], [1, 0, 4, 2]]) {
+  test(`conv2d stride ${stride} padding ${padding} dilation ${dilation} matches a direct sum`, () => {
+    fl.manualSeed(stride * 100 + padding * 10 + dilation);
+    const [n, c, h, w, oc] = [2, 3, 5, 6, 2];
+    const x = fl.randn([n, c, h, w], { dtype: 'f64' }).requiresGrad_(), wt = fl.randn([oc, c, k, k], { dtype: 'f64' });
+    const y = F.conv2d(x, wt, null, { stride, padding, dilation });
+    const oh = Math.floor((h + 2 * padding - dilation * (k - 1) - 1) / stride) + 1, ow = Math.floor((w + 2 * padding - dilation * (k - 1) - 1) / stride) + 1;
+    assert.equal([...y.shape], [n, oc, oh, ow]);
+    const xv = x.dataSync() as Float64Array, wv = wt.dataSync() as Float64Array, yv = y.dataSync() as Float64Array;
+    const gy = fl.randn([n, oc, oh, ow], { dtype: 'f64' }), gyv = gy.dataSync() as Float64Array;
+    const gx = new Float64Array(xv.length);
+    for (let b = 0; b < n; b++) for (let o = 0; o < oc; o++) for (let oy = 0; oy < oh; oy++) for (let ox = 0; ox < ow; ox++) {
+      let acc = 0;
+      const yi = ((b * oc + o) * oh + oy) * ow + ox;
+      for (let ci = 0; ci < c; ci++) for (let i = 0; i < k; i++) for (let j = 0; j < k; j++) {
+        const iy = oy * stride - padding + i * dilation, ix = ox * stride - padding + j * dilation;
+        if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+        const xi = ((b * c + ci) * h + iy) * w + ix, wi = ((o * c + ci) * k + i) * k + j;
+        acc += xv[xi] * wv[wi];
+        gx[xi] += gyv[yi] * wv[wi];
+      }
+      assert.ok(Math.abs(yv[yi] - acc) < 1e-12, `y[${yi}] ${yv[yi]} vs ${acc}`);
+    }
+    y.backward(gy);
+    const got = x.grad!.dataSync() as Float64Array;
+    gx.forEach((v, i) => assert.ok(Math.abs(got[i] - v) < 1e-12, `gx[${i}] ${got[i]} vs ${v}`));
+  });
+}
+
 test('conv2d over a batch too large for one column matrix equals image-by-image results', () => {
   // 576 x 9604 f32 columns per image (22 MB) exceed the CPU kernel's 32 MB chunk for two images,
   // so the batch runs as two chunks and the weight gradient is summed across them.
