@@ -4,6 +4,7 @@
 // column matrix to kColumnBytes. Unfolding, folding and the layout copies run image-parallel.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 #include "../nn_kernels.h"
 #include "gemm.h"
@@ -22,6 +23,14 @@ inline void gemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, 
   dgemm(m, n, k, a, lda, ta, b, ldb, tb, c, ldc);
 }
 
+// The output columns [lo, hi) whose input column ox·sw + off (off = j·dw − pw for kernel column
+// j) lies inside [0, w); the others read padding.
+inline std::pair<int64_t, int64_t> inside_columns(const Conv2dGeom& g, int64_t off) {
+  const int64_t lo = std::min(g.ow, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
+  const int64_t hi = std::max(lo, std::min(g.ow, g.w - off > 0 ? (g.w - off + g.sw - 1) / g.sw : 0));
+  return {lo, hi};
+}
+
 // col[(c·KH + i)·KW + j, oy·OW + ox] (row stride ld) = x[c, oy·sh − ph + i·dh, ox·sw − pw + j·dw] (0 outside).
 template <class T>
 void im2col(const T* x, T* col, int64_t ld, int64_t channels, const Conv2dGeom& g) {
@@ -35,10 +44,8 @@ void im2col(const T* x, T* col, int64_t ld, int64_t channels, const Conv2dGeom& 
           T* dst = row + oy * g.ow;
           if (iy < 0 || iy >= g.h) { std::fill(dst, dst + g.ow, T(0)); continue; }
           const T* src = plane + iy * g.w;
-          // Output columns whose input column ox·sw − pw + j·dw is inside [0, w): [lo, hi).
           const int64_t off = j * g.dw - g.pw;
-          const int64_t lo = std::min(g.ow, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
-          const int64_t hi = std::max(lo, std::min(g.ow, g.w - off > 0 ? (g.w - off + g.sw - 1) / g.sw : 0));
+          const auto [lo, hi] = inside_columns(g, off);
           std::fill(dst, dst + lo, T(0));
           if (g.sw == 1) std::memcpy(dst + lo, src + lo + off, sizeof(T) * (hi - lo));
           else
@@ -62,9 +69,8 @@ void col2im(const T* col, int64_t ld, T* x, int64_t channels, const Conv2dGeom& 
           if (iy < 0 || iy >= g.h) continue;
           T* dst = plane + iy * g.w;
           const T* src = row + oy * g.ow;
-          const int64_t off = j * g.dw - g.pw;  // as in im2col: columns [lo, hi) land inside
-          const int64_t lo = std::min(g.ow, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
-          const int64_t hi = std::max(lo, std::min(g.ow, g.w - off > 0 ? (g.w - off + g.sw - 1) / g.sw : 0));
+          const int64_t off = j * g.dw - g.pw;
+          const auto [lo, hi] = inside_columns(g, off);
           if (g.sw == 1)
             for (int64_t ox = lo; ox < hi; ++ox) dst[ox + off] += src[ox];
           else
