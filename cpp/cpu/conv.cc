@@ -93,19 +93,29 @@ struct Plan {
   }
 };
 
-// Copies images [n0, n0 + nc) of group gi of a [N, OC, OHW] tensor to or from a [ocg, nc·OHW]
-// matrix (the GEMM's layout of output channels by image pixels).
-template <class T, bool ToMatrix>
-void relayout(T* tensor, T* mat, int64_t n0, int64_t nc, int64_t gi, const Plan& p, const Conv2dGeom& g) {
-  const int64_t ld = nc * p.ohw;
+// The [ocg, nc·OHW] matrix the GEMMs use (output channels by image pixels) and images
+// [n0, n0 + nc) of group gi of an [N, OC, OHW] tensor: calls row(t, m) with the offsets of each
+// channel-image row in the tensor and in the matrix, image-parallel.
+template <class Row>
+void for_each_row(int64_t n0, int64_t nc, int64_t gi, const Plan& p, const Conv2dGeom& g, Row row) {
   parallel_for(nc, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
-      for (int64_t o = 0; o < p.ocg; ++o) {
-        T* t = tensor + ((n0 + i) * g.oc + gi * p.ocg + o) * p.ohw;
-        T* m = mat + o * ld + i * p.ohw;
-        if constexpr (ToMatrix) std::memcpy(m, t, sizeof(T) * p.ohw);
-        else std::memcpy(t, m, sizeof(T) * p.ohw);
-      }
+      for (int64_t o = 0; o < p.ocg; ++o) row(((n0 + i) * g.oc + gi * p.ocg + o) * p.ohw, o * nc * p.ohw + i * p.ohw, o);
+  });
+}
+
+template <class T>
+void to_matrix(const T* tensor, T* mat, int64_t n0, int64_t nc, int64_t gi, const Plan& p, const Conv2dGeom& g) {
+  for_each_row(n0, nc, gi, p, g, [&](int64_t t, int64_t m, int64_t) { std::memcpy(mat + m, tensor + t, sizeof(T) * p.ohw); });
+}
+
+// The way back, adding the group's bias (when given) while each row is in cache.
+template <class T>
+void from_matrix(const T* mat, T* tensor, const T* bias, int64_t n0, int64_t nc, int64_t gi, const Plan& p, const Conv2dGeom& g) {
+  for_each_row(n0, nc, gi, p, g, [&](int64_t t, int64_t m, int64_t o) {
+    if (!bias) return static_cast<void>(std::memcpy(tensor + t, mat + m, sizeof(T) * p.ohw));
+    const T v = bias[gi * p.ocg + o];
+    for (int64_t k = 0; k < p.ohw; ++k) tensor[t + k] = mat[m + k] + v;
   });
 }
 
@@ -132,21 +142,14 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor* bt, Tensor&
     for (int64_t gi = 0; gi < g.groups; ++gi) {
       unfold(x, col, n0, nc, gi, p, g);
       gemm(p.ocg, ld, p.kk, w + gi * p.ocg * p.kk, p.kk, false, col, ld, false, out, ld);
-      if (bias)
-        parallel_for(p.ocg, 1, [&](int64_t b, int64_t e) {
-          for (int64_t o = b; o < e; ++o) {
-            const T v = bias[gi * p.ocg + o];
-            for (T* r = out + o * ld; r < out + (o + 1) * ld; ++r) *r += v;
-          }
-        });
-      relayout<T, false>(y, out, n0, nc, gi, p, g);
+      from_matrix(out, y, bias, n0, nc, gi, p, g);
     }
   }
 }
 
 template <class T>
 void backward_input_typed(const Tensor& gyt, const Tensor& wt, Tensor& gxt, const Conv2dGeom& g) {
-  T* gy = const_cast<T*>(gyt.data<T>());  // read only: relayout copies out of it
+  const T* gy = gyt.data<T>();
   const T* w = wt.data<T>();
   T* gx = gxt.data<T>();
   const Plan p = Plan::of<T>(g);
@@ -156,7 +159,7 @@ void backward_input_typed(const Tensor& gyt, const Tensor& wt, Tensor& gxt, cons
   for (int64_t n0 = 0; n0 < g.n; n0 += p.chunk) {
     const int64_t nc = std::min(p.chunk, g.n - n0), ld = nc * p.ohw;
     for (int64_t gi = 0; gi < g.groups; ++gi) {
-      relayout<T, true>(gy, gym, n0, nc, gi, p, g);
+      to_matrix(gy, gym, n0, nc, gi, p, g);
       // col = Wᵀ · gy  ([kk, ocg] · [ocg, nc·ohw]), then folded back image by image
       gemm(p.kk, ld, p.ocg, w + gi * p.ocg * p.kk, p.kk, true, gym, ld, false, col, ld);
       parallel_for(nc, 1, [&](int64_t b, int64_t e) {
@@ -169,7 +172,7 @@ void backward_input_typed(const Tensor& gyt, const Tensor& wt, Tensor& gxt, cons
 template <class T>
 void backward_weight_typed(const Tensor& xt, const Tensor& gyt, Tensor& gwt, const Conv2dGeom& g) {
   const T* x = xt.data<T>();
-  T* gy = const_cast<T*>(gyt.data<T>());  // read only: relayout copies out of it
+  const T* gy = gyt.data<T>();
   T* gw = gwt.data<T>();
   const Plan p = Plan::of<T>(g);
   thread_local AlignedBuffer<T> col_buf, gy_buf, part_buf;
@@ -182,7 +185,7 @@ void backward_weight_typed(const Tensor& xt, const Tensor& gyt, Tensor& gwt, con
     const int64_t nc = std::min(p.chunk, g.n - n0), ld = nc * p.ohw;
     for (int64_t gi = 0; gi < g.groups; ++gi) {
       unfold(x, col, n0, nc, gi, p, g);
-      relayout<T, true>(gy, gym, n0, nc, gi, p, g);
+      to_matrix(gy, gym, n0, nc, gi, p, g);
       T* dst = gw + gi * p.ocg * p.kk;
       // gw_g (+)= gy · colᵀ  ([ocg, nc·ohw] · [nc·ohw, kk])
       gemm(p.ocg, p.kk, ld, gym, ld, false, col, ld, true, n0 == 0 ? dst : part, p.kk);

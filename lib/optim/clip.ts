@@ -56,7 +56,9 @@ function byDeviceAndDtype(ts: Tensor[]): Tensor[][] {
   const groups = new Map<string, Tensor[]>();
   for (const t of ts) {
     const key = `${t.device}/${t.dtype}`;
-    groups.set(key, [...(groups.get(key) ?? []), t]);
+    const g = groups.get(key);
+    if (g) g.push(t);
+    else groups.set(key, [t]);
   }
   return [...groups.values()];
 }
