@@ -16,7 +16,7 @@ namespace flock::dist {
 namespace {
 
 constexpr uint32_t kMagic = 0x666c6b31;  // "flk1": refuses strays that are not our ranks
-constexpr size_t kChunk = size_t(256) << 10;  // pipelining grain for reductions and broadcasts (1 MiB measured slower)
+constexpr size_t kChunk = size_t(128) << 10;  // pipelining grain and staging size (64 KiB and 256 KiB+ measured slower)
 // Up to this size an allreduce on 2, 4, 8... ranks is latency-bound: recursive doubling's fewer,
 // larger messages beat the ring's 2(n-1) small ones (measured on loopback, bench/allreduce.ts).
 constexpr size_t kDoublingBytes = size_t(256) << 10;
@@ -227,28 +227,31 @@ class Ring final : public RingGroup {
     }
   }
 
-  // After size-1 steps, segment `rank` of `base` holds the reduction over all ranks.
+  // After size-1 steps, segment `rank` of `base` holds the reduction over all ranks. Received
+  // bytes land in a one-chunk staging buffer that stays in cache and are folded into `base` as each
+  // chunk completes (receiving whole segments into a large buffer made every write miss cache).
   void reduce_scatter_steps(char* base, DType dt, ReduceOp op, const std::vector<size_t>& off, const std::vector<size_t>& len) {
     if (size_ == 1) return;
     const size_t es = dtype_size(dt);
     const Link& next = links_[mod(rank_ + 1, size_)];
     const Link& prev = links_[mod(rank_ - 1, size_)];
-    // Reused across calls: zero-filling a fresh 128 MB buffer per allreduce cost more than the
-    // reduction itself on large tensors.
-    const size_t need = *std::max_element(len.begin(), len.end()) * es;
-    if (scratch_.size() < need) scratch_.resize(need);
-    char* tmp = scratch_.data();
+    if (staging_.empty()) staging_.resize(kChunk);  // kChunk is a multiple of every element size
+    char* tmp = staging_.data();
     for (int s = 0; s < size_ - 1; ++s) {
       const int sk = mod(rank_ - s - 1, size_), rk = mod(rank_ - s - 2, size_);
       char* dst = base + off[rk] * es;
-      size_t reduced = 0;  // elements of this step already folded in
-      auto fold = [&](size_t got_bytes) {
-        const size_t ready = got_bytes / es;
-        if (ready - reduced < kChunk / es && ready != len[rk]) return;
-        reduce_into(dst + reduced * es, tmp + reduced * es, ready - reduced, dt, op);
-        reduced = ready;
+      const size_t bytes = len[rk] * es;
+      size_t reduced = 0;  // bytes of this step already folded in
+      auto window = [&](size_t got, size_t* room) {
+        *room = std::min(reduced + kChunk, bytes) - got;
+        return tmp + (got - reduced);
       };
-      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, tmp, len[rk] * es, timeout_ms_, fold);
+      auto fold = [&](size_t got) {
+        if (got != std::min(reduced + kChunk, bytes)) return;
+        reduce_into(dst + reduced, tmp, (got - reduced) / es, dt, op);
+        reduced = got;
+      };
+      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, bytes, window, timeout_ms_, fold);
     }
   }
 
@@ -297,7 +300,7 @@ class Ring final : public RingGroup {
   std::atomic<int> timeout_ms_;
   int listen_fd_ = -1, port_ = 0;
   std::vector<Link> links_;
-  std::vector<char> scratch_;  // receive buffer of reduce-scatter steps; comm thread only
+  std::vector<char> staging_;  // receive buffer of reduce-scatter steps; comm thread only
   std::mutex m_;
   std::optional<StreamError> failed_;
   bool aborted_ = false;

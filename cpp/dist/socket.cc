@@ -1,5 +1,6 @@
 #include "socket.h"
 #include <arpa/inet.h>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -121,9 +122,15 @@ void close_fd(int& fd) {
 
 void exchange(const Link* out, const void* send, size_t send_len, const Link* in, void* recv, size_t recv_len,
               int timeout_ms, const std::function<void(size_t)>& on_recv) {
+  char* rp = static_cast<char*>(recv);
+  exchange(out, send, send_len, in, recv_len, [&](size_t got, size_t* room) { *room = recv_len - got; return rp + got; }, timeout_ms,
+           on_recv);
+}
+
+void exchange(const Link* out, const void* send, size_t send_len, const Link* in, size_t recv_len, const RecvWindow& window,
+              int timeout_ms, const std::function<void(size_t)>& on_recv) {
   size_t sent = 0, got = 0;
   const char* sp = static_cast<const char*>(send);
-  char* rp = static_cast<char*>(recv);
   while (sent < send_len || got < recv_len) {
     pollfd p[2];
     int np = 0, si = -1, ri = -1;
@@ -139,7 +146,9 @@ void exchange(const Link* out, const void* send, size_t send_len, const Link* in
       fail(Code::Timeout, "rank ", peer, " sent nothing for ", timeout_ms, " ms (is it alive and running the same collectives?)");
     }
     if (ri >= 0 && (p[ri].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ssize_t n = ::recv(in->fd, rp + got, recv_len - got, 0);
+      size_t room = 0;
+      char* at = window(got, &room);
+      ssize_t n = ::recv(in->fd, at, std::min(room, recv_len - got), 0);
       if (n == 0) lost(in->peer, "it closed the connection", 0);
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) lost(in->peer, "receive failed", errno);
       if (n > 0) {

@@ -29,6 +29,13 @@ void close_fd(int& fd);
 void exchange(const Link* out, const void* send, size_t send_len, const Link* in, void* recv, size_t recv_len,
               int timeout_ms, const std::function<void(size_t)>& on_recv = nullptr);
 
+// Where the bytes of a received message go: for byte `got` of the message, the address to write
+// it at, with *room set to how many bytes may follow there (at least 1). Lets a caller stage a
+// long message through a small, cache-resident buffer that it drains from on_recv.
+using RecvWindow = std::function<char*(size_t got, size_t* room)>;
+void exchange(const Link* out, const void* send, size_t send_len, const Link* in, size_t recv_len, const RecvWindow& window,
+              int timeout_ms, const std::function<void(size_t)>& on_recv);
+
 // Blocking whole-buffer helpers for the connection handshake (sockets still blocking then).
 void write_exact(const Link& l, const void* p, size_t n, int timeout_ms);
 void read_exact(const Link& l, void* p, size_t n, int timeout_ms);
