@@ -17,7 +17,9 @@ async function main(): Promise<void> {
   const pg = await fl.distributed.initProcessGroup({ backend: 'ring' });
   fl.manualSeed(0);  // every rank builds the same model; DDP broadcasts rank 0's anyway
   const model = cnn();
-  const ddp = await fl.parallel.DistributedDataParallel.create(model, (x: fl.Tensor) => model.forward(x));
+  // This CNN's gradients are 0.9 MB: the default 25 MB cap would make one bucket, reduced only
+  // after backward. Quarter-MB buckets (3 here) start reducing while backward still runs.
+  const ddp = await fl.parallel.DistributedDataParallel.create(model, (x: fl.Tensor) => model.forward(x), { bucketCapMB: 0.25 });
   const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
   const train = fl.datasets.fashionMNIST({ split: 'train', limit });
   const sampler = new fl.data.DistributedSampler(train, { seed: 0 });
