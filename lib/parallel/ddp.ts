@@ -4,8 +4,12 @@
  * across ranks by an allreduce started from the parameters' gradient hooks as soon as the
  * bucket's last gradient is final, overlapping the rest of backward.
  *
- * It wraps anything with `parameters(): Tensor[]` plus the function that runs the forward pass,
- * so it works with nn.Module and with hand-written models alike:
+ * Buffers (BatchNorm running statistics) follow rank 0 as in PyTorch: broadcast at creation and,
+ * unless `broadcastBuffers` is false, after every synchronised step, so the next forward on every
+ * rank starts from rank 0's.
+ *
+ * It wraps anything with `parameters(): Tensor[]` (and optionally `buffers(): Tensor[]`) plus the
+ * function that runs the forward pass, so it works with nn.Module and with hand-written models:
  *
  *   const ddp = await fl.parallel.DistributedDataParallel.create(model, (x) => model.forward(x));
  *   const loss = lossFn(ddp.forward(x), y);
@@ -19,6 +23,7 @@ import { noGrad } from '../autograd/grad_mode';
 import { native } from '../native';
 import { normalizeDevice } from '../device';
 import { cat } from '../ops/shape';
+import { copy_ } from '../ops/elementwise';
 import { distError } from '../distributed/errors';
 import { getWorldSize, isInitialized, type ProcessGroup } from '../distributed/process_group';
 import { broadcast as defaultBroadcast, allReduce as defaultAllReduce } from '../distributed/process_group';
@@ -27,6 +32,8 @@ import { makeBuckets, type Bucket } from './buckets';
 
 export interface ParameterSource {
   parameters(): Tensor[];
+  /** Non-trainable state kept equal across ranks (nn.Module's running statistics). */
+  buffers?(): Tensor[];
 }
 
 export interface DDPOptions {
@@ -34,6 +41,8 @@ export interface DDPOptions {
   group?: ProcessGroup;
   /** Bucket size cap in MiB (default 25). */
   bucketCapMB?: number;
+  /** Broadcast rank 0's buffers after each synchronised step (default true, as PyTorch). */
+  broadcastBuffers?: boolean;
 }
 
 interface BucketState {
@@ -60,6 +69,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   readonly module: ParameterSource;
   readonly #forward: (...args: Args) => Out;
   readonly #group: ProcessGroup | undefined;
+  readonly #broadcastBuffers: boolean;
   readonly #params: Tensor[];
   readonly #states: BucketState[];
   readonly #index = new Map<Tensor, [BucketState, number]>();
@@ -76,6 +86,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     this.module = module;
     this.#forward = forward;
     this.#group = options.group;
+    this.#broadcastBuffers = options.broadcastBuffers ?? true;
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = (options.bucketCapMB ?? 25) * 1024 * 1024;
     this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null }));
@@ -90,6 +101,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   static async create<Args extends unknown[], Out>(module: ParameterSource, forward: (...args: Args) => Out, options: DDPOptions = {}): Promise<DistributedDataParallel<Args, Out>> {
     const ddp = new DistributedDataParallel(module, forward, options);
     await Promise.all(ddp.#params.map((p) => ddp.#broadcast(p).wait()));
+    await ddp.#syncBuffers();
     return ddp;
   }
 
@@ -158,7 +170,10 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       // A marker on the compute stream: it resolves with the time the device had run all of
       // backward. Both times are taken natively (epoch ms), then expressed on performance.now().
       const computeDone = native.syncTime(normalizeDevice(this.#params[0]?.device ?? 'cpu', 'syncGradients'));
+      // Forward has updated the buffers by now; every rank queues this after the same allreduces.
+      const buffersSynced = this.#broadcastBuffers ? this.#syncBuffers() : Promise.resolve();
       await Promise.all(this.#states.map((s) => s.work!.wait()));
+      await buffersSynced;
       const toNow = (epochMs: number) => epochMs - performance.timeOrigin;
       const last = toNow(Math.max(...this.#states.map((s) => s.work!.completedAt ?? Date.now())));
       const done = toNow(new Float64Array(await computeDone, 0, 1)[0]);
@@ -186,6 +201,28 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 
   #broadcast(p: Tensor): Work {
     return this.#group ? this.#group.broadcast(p, 0) : defaultBroadcast(p, { src: 0 });
+  }
+
+  /** Makes every buffer equal to rank 0's: one broadcast per dtype of the buffers laid end to end. */
+  async #syncBuffers(): Promise<void> {
+    const buffers = this.module.buffers?.() ?? [];
+    const byDtype = new Map<string, Tensor[]>();
+    for (const b of buffers) byDtype.set(b.dtype, [...(byDtype.get(b.dtype) ?? []), b]);
+    await Promise.all(Array.from(byDtype.values(), async (group) => {
+      const flat = keep(noGrad(() => cat(group.map((b) => b.reshape([-1])), 0)));
+      try {
+        await this.#broadcast(flat).wait();
+        noGrad(() => tidy(() => {
+          let at = 0;
+          for (const b of group) {
+            copy_(b, flat.narrow(0, at, b.size).reshape([...b.shape]));
+            at += b.size;
+          }
+        }));
+      } finally {
+        flat.dispose();
+      }
+    }));
   }
 
   #onGrad(p: Tensor, g: Tensor): void {

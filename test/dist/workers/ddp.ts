@@ -1,7 +1,8 @@
 /**
  * DDP equivalence: 2 ranks x batch 32 for 20 SGD steps must match 1 process x batch 64 (computed
  * here as the reference), and every rank must end with identical parameters. A third phase
- * checks noSync accumulation, and a fourth that a missing gradient is reported.
+ * checks noSync accumulation, a fourth that buffers follow rank 0, and a fifth that a missing
+ * gradient is reported.
  */
 import * as fl from '../../../lib/index';
 import { copy_ } from '../../../lib/ops/elementwise';
@@ -96,6 +97,36 @@ async function main() {
   for (let i = 0; i < g1.length; i++)
     if (Math.abs(g1[i] - g2[i]) > 1e-5 + 1e-4 * Math.abs(g2[i])) throw new Error(`noSync grad ${i}: ${g1[i]} vs ${g2[i]}`);
   ddp2.dispose();
+
+  // Buffers: BatchNorm running statistics follow rank 0 (at creation and after each synchronised
+  // step) even though every rank normalises different data; with broadcastBuffers false they drift.
+  for (const broadcastBuffers of [true, false]) {
+    fl.manualSeed(7);
+    const net = new fl.nn.Sequential(new fl.nn.Linear(8, 4), new fl.nn.BatchNorm1d(4));
+    if (pg.rank !== 0) fl.noGrad(() => copy_(net.buffers()[0], fl.full([4], 3)));  // must be overwritten
+    const ddp4 = await DistributedDataParallel.create(net, (t: fl.Tensor) => net.forward(t), { broadcastBuffers });
+    const first = (await flat(net.buffers())).map(Number);  // numBatchesTracked is i64
+    const rank0First = fl.tensor(first, { dtype: 'f64' });
+    await pg.broadcast(rank0First, 0).wait();
+    if ((await rank0First.data()).some((v, i) => v !== first[i])) throw new Error(`rank ${pg.rank}: buffers differ from rank 0 after create`);
+    let rank0Stats: number[] = [];
+    for (let s = 0; s < 3; s++) {
+      if (pg.rank === 0) rank0Stats = await flat(net.buffers().slice(0, 2));  // what rank 0 starts this step with
+      fl.tidy(() => ddp4.forward(x.narrow(0, s * BATCH + pg.rank * half, half).mul(pg.rank + 1)).square().mean().backward());
+      await ddp4.syncGradients();
+    }
+    const statsNow = await flat(net.buffers().slice(0, 2));
+    const stats = fl.tensor(statsNow, { dtype: 'f64' }), rank0 = fl.tensor(statsNow, { dtype: 'f64' });
+    await pg.broadcast(rank0, 0).wait();
+    const mineS = await stats.data(), zeroS = await rank0.data();
+    const same = mineS.every((v, i) => v === zeroS[i]);
+    if (broadcastBuffers && !same) throw new Error(`rank ${pg.rank}: running statistics differ from rank 0's after synchronised steps`);
+    if (!broadcastBuffers && pg.rank !== 0 && same) throw new Error('broadcastBuffers false: running statistics were synchronised anyway');
+    if (pg.rank === 0 && rank0Stats.every((v, i) => v === mineS[i])) throw new Error('running statistics did not change during the steps');
+    const steps = await net.buffers()[2].data();
+    if (Number(steps[0]) !== 3) throw new Error(`numBatchesTracked is ${steps[0]}, expected 3`);
+    ddp4.dispose();
+  }
 
   // A parameter outside the loss: the error names it.
   const unused = makeModel(0);
