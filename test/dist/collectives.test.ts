@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import { expectAllOk, runRanks } from './harness';
 
 for (const n of [2, 3, 4]) {
-  test(`ring collectives on ${n} ranks: all dtypes, sizes 0, 1, 7, 1M+3`, async () => {
+  test(`ring collectives on ${n} ranks: all dtypes, sizes 0, 1, 7, 1M+3; newGroup subgroups`, async () => {
     expectAllOk(await runRanks('collectives.ts', n).done);
   });
 }

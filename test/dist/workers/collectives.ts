@@ -3,7 +3,7 @@
  * element i is a small integer f(r, i), so sums are exact even in bf16/f16.
  */
 import * as fl from '../../../lib/index';
-import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
+import { initProcessGroup, destroyProcessGroup, newGroup, allReduce } from '../../../lib/distributed/index';
 import type { DType } from '../../../lib/dtype';
 
 const dtypes: DType[] = ['f32', 'f64', 'i32', 'i64', 'bf16', 'f16'];
@@ -83,9 +83,32 @@ async function main() {
     }
   }
   if (n > 1) await pointToPoint(pg);
+  await subgroups(n, r);
   await pg.barrier().wait();
   await destroyProcessGroup();
   console.log(`rank ${r}: ok`);
+}
+
+// newGroup: the even and the odd ranks each reduce among themselves, on connections of their own,
+// while the world group still works; every rank creates both groups, in the same order.
+async function subgroups(n: number, r: number) {
+  const members = (parity: number) => Array.from({ length: n }, (_, k) => k).filter((k) => k % 2 === parity);
+  const evens = await newGroup(members(0)), odds = await newGroup(members(1));
+  const mine = r % 2 === 0 ? evens : odds, other = r % 2 === 0 ? odds : evens;
+  if (!mine || other) throw new Error(`rank ${r}: expected to be in exactly one of the two groups`);
+  const peers = members(r % 2);
+  if (mine.size !== peers.length || mine.rank !== peers.indexOf(r) || mine.ranks.join() !== peers.join())
+    throw new Error(`rank ${r}: group rank ${mine.rank}/${mine.size} of [${mine.ranks.join(', ')}], expected ${peers.indexOf(r)}/${peers.length}`);
+  const t = make(1000, 'f32', (i) => value(r, i));
+  await allReduce(t, { group: mine }).wait();
+  check('subgroup allReduce', await values(t), (i) => peers.reduce((a, k) => a + value(k, i), 0));
+  const root = mine.size - 1;  // a group rank: the group's last member
+  const b = make(7, 'i64', (i) => value(r, i));
+  await mine.broadcast(b, root).wait();
+  check('subgroup broadcast', await values(b), (i) => value(peers[root], i));
+  const w = make(3, 'f64', () => r);
+  await allReduce(w).wait();  // the world group after the subgroups
+  check('world allReduce after subgroups', await values(w), () => (n * (n - 1)) / 2);
 }
 
 async function pointToPoint(pg: Awaited<ReturnType<typeof initProcessGroup>>) {
