@@ -24,6 +24,8 @@ import { native } from '../native';
 import { normalizeDevice } from '../device';
 import { cat } from '../ops/shape';
 import { copy_ } from '../ops/elementwise';
+import { zerosLike } from '../ops/creation';
+import { Tensor as TensorClass } from '../tensor';
 import { distError } from '../distributed/errors';
 import { getWorldSize, isInitialized, type ProcessGroup } from '../distributed/process_group';
 import { broadcast as defaultBroadcast, allReduce as defaultAllReduce } from '../distributed/process_group';
@@ -43,6 +45,12 @@ export interface DDPOptions {
   bucketCapMB?: number;
   /** Broadcast rank 0's buffers after each synchronised step (default true, as PyTorch). */
   broadcastBuffers?: boolean;
+  /**
+   * Parameters that a step's forward output does not depend on contribute a zero gradient
+   * instead of failing syncGradients() (default false, as PyTorch: the search walks the graph
+   * from the forward outputs once per step, which costs a little).
+   */
+  findUnusedParameters?: boolean;
 }
 
 interface BucketState {
@@ -70,10 +78,17 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   readonly #forward: (...args: Args) => Out;
   readonly #group: ProcessGroup | undefined;
   readonly #broadcastBuffers: boolean;
+  readonly #findUnused: boolean;
   readonly #params: Tensor[];
   readonly #states: BucketState[];
   readonly #index = new Map<Tensor, [BucketState, number]>();
   #syncing = true;
+  /** The next bucket to reduce: buckets go out in order, so every rank issues the same sequence. */
+  #next = 0;
+  /** Parameters this step's forward outputs depend on (findUnusedParameters). */
+  #reachable = new Set<Tensor>();
+  #unusedMarked = false;
+  #unused = new Set<Tensor>();
   #removeHooks: (() => void)[] = [];
   /** Timing of the last syncGradients(); see {@link DDPStepStats}. */
   lastStep: DDPStepStats | null = null;
@@ -87,6 +102,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     this.#forward = forward;
     this.#group = options.group;
     this.#broadcastBuffers = options.broadcastBuffers ?? true;
+    this.#findUnused = options.findUnusedParameters ?? false;
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = (options.bucketCapMB ?? 25) * 1024 * 1024;
     this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null }));
@@ -125,7 +141,9 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 
   /** Runs the wrapped forward function. */
   forward(...args: Args): Out {
-    return this.#forward(...args);
+    const out = this.#forward(...args);
+    if (this.#findUnused && this.#syncing) collectLeaves(out, this.#reachable);
+    return out;
   }
 
   parameters(): Tensor[] {
@@ -156,16 +174,17 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
    * did not take part in the loss): the ranks would otherwise disagree on what to reduce.
    */
   async syncGradients(): Promise<void> {
-    const missing: string[] = [];
-    for (const s of this.#states)
-      s.bucket.params.forEach((p, i) => {
-        if (!s.grads[i] && !s.work) missing.push(`#${this.#params.indexOf(p)} [${p.shape.join(',')}]`);
-      });
-    if (missing.length) {
+    const missing: [BucketState, number][] = [];
+    for (const s of this.#states) s.bucket.params.forEach((_, i) => !s.grads[i] && !s.flat && missing.push([s, i]));
+    if (missing.length && !this.#findUnused) {
+      const names = missing.map(([s, i]) => { const p = s.bucket.params[i]; return `#${this.#params.indexOf(p)} [${p.shape.join(',')}]`; });
       this.#reset();
-      throw distError('ERR_ARG', `DistributedDataParallel: no gradient arrived during backward for parameter(s) ${missing.join(', ')}; ` +
-        'every parameter must contribute to the loss (or set requiresGrad false on the unused ones) before syncGradients()');
+      throw distError('ERR_ARG', `DistributedDataParallel: no gradient arrived during backward for parameter(s) ${names.join(', ')}; ` +
+        'every parameter must contribute to the loss (or set requiresGrad false on the unused ones, or pass findUnusedParameters: true) before syncGradients()');
     }
+    // findUnusedParameters: what backward did not reach contributes zeros (from here if no
+    // gradient arrived at all, or the graph reached a parameter that still got none).
+    for (const [s, i] of missing) if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(s.bucket.params[i], null));
     try {
       // A marker on the compute stream: it resolves with the time the device had run all of
       // backward. Both times are taken natively (epoch ms), then expressed on performance.now().
@@ -227,16 +246,48 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 
   #onGrad(p: Tensor, g: Tensor): void {
     if (!this.#syncing) return;
+    // Backward has begun, so forward is over: parameters it did not reach are final at zero.
+    if (this.#findUnused && !this.#unusedMarked) this.#markUnused();
+    if (this.#unused.has(p))
+      throw distError('ERR_ARG', `DistributedDataParallel: parameter #${this.#params.indexOf(p)} [${p.shape.join(',')}] got a gradient ` +
+        'although the forward outputs do not depend on it (its zero gradient is already being reduced); the loss must be computed from ddp.forward() outputs');
     const [s, i] = this.#index.get(p)!;
-    if (s.grads[i]) return;  // a second backward before syncGradients: the first one is in flight
-    // The full local gradient: what earlier noSync steps accumulated plus this contribution
-    // (the engine adds `g` into .grad only after the hooks).
-    s.grads[i] = keep(p.grad && !p.grad.isDisposed ? p.grad.add(g).reshape([-1]) : g.reshape([-1]).clone());
+    if (s.grads[i] || s.flat) return;  // a second backward before syncGradients: the first one is in flight
+    this.#arrive(s, i, this.#localGrad(p, g));
+  }
+
+  /** The full local gradient, flat: what earlier noSync steps accumulated plus `g` (the engine adds
+   * `g` into .grad only after the hooks); zeros for a parameter that took no part. */
+  #localGrad(p: Tensor, g: Tensor | null): Tensor {
+    const acc = p.grad && !p.grad.isDisposed ? p.grad : null;
+    if (g) return acc ? acc.add(g).reshape([-1]) : g.reshape([-1]).clone();
+    return acc ? acc.reshape([-1]).clone() : zerosLike(p).reshape([-1]);
+  }
+
+  #arrive(s: BucketState, i: number, grad: Tensor): void {
+    s.grads[i] = keep(grad);
     if (++s.arrived < s.grads.length) return;
     s.flat = keep(cat(s.grads as Tensor[], 0));
     for (const t of s.grads) t!.dispose();
     s.grads = s.grads.map(() => null);
-    s.work = this.#group ? this.#group.allReduce(s.flat, { op: 'avg' }) : defaultAllReduce(s.flat, { op: 'avg' });
+    // Only in bucket order: were a later bucket to go first on one rank (its gradients happened to
+    // be ready sooner there), the ranks would pair up different buckets.
+    for (; this.#next < this.#states.length && this.#states[this.#next].flat; this.#next++) {
+      const ready = this.#states[this.#next];
+      ready.work = this.#group ? this.#group.allReduce(ready.flat!, { op: 'avg' }) : defaultAllReduce(ready.flat!, { op: 'avg' });
+    }
+  }
+
+  #markUnused(): void {
+    this.#unusedMarked = true;
+    noGrad(() => tidy(() => {
+      for (const p of this.#params) {
+        if (this.#reachable.has(p)) continue;
+        this.#unused.add(p);
+        const [s, i] = this.#index.get(p)!;
+        if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(p, null));
+      }
+    }));
   }
 
   #reset(): void {
@@ -248,5 +299,28 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       s.work = null;
       s.arrived = 0;
     }
+    this.#next = 0;
+    this.#reachable.clear();
+    this.#unused.clear();
+    this.#unusedMarked = false;
+  }
+}
+
+/** Adds to `into` every leaf requiring grad that the tensors in `out` (a tensor, or arrays and objects of them) depend on. */
+function collectLeaves(out: unknown, into: Set<Tensor>): void {
+  const stack: Tensor[] = [];
+  const visit = (v: unknown): void => {
+    if (v instanceof TensorClass) stack.push(v);
+    else if (Array.isArray(v)) v.forEach(visit);
+    else if (v && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach(visit);
+  };
+  visit(out);
+  const seen = new Set<Tensor>();
+  while (stack.length) {
+    const t = stack.pop()!;
+    if (seen.has(t) || !t.requiresGrad) continue;
+    seen.add(t);
+    if (t.gradFn) stack.push(...t.gradFn.inputs);
+    else into.add(t);
   }
 }

@@ -6,7 +6,7 @@
  */
 import * as fl from '../../../lib/index';
 import { copy_ } from '../../../lib/ops/elementwise';
-import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
+import { initProcessGroup, destroyProcessGroup, newGroup } from '../../../lib/distributed/index';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 
 const STEPS = 20, BATCH = 64, LR = 0.05;
@@ -138,8 +138,59 @@ async function main() {
   } catch (e) {
     if (!/no gradient arrived.*#1 \[16\]/.test((e as Error).message)) throw e;
   }
+  await unusedParameters(pg, x);
   await destroyProcessGroup();
   console.log(`rank ${pg.rank}: ddp ok`);
+}
+
+// findUnusedParameters: rank 0's forward skips a branch that rank 1 uses. Rank 0 contributes zeros
+// for it, every bucket is reduced (one parameter per bucket, so one bucket is all zeros on rank 0),
+// and the averaged gradients equal the plain per-rank gradients averaged by hand.
+async function unusedParameters(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: fl.Tensor) {
+  const build = () => {
+    fl.manualSeed(5);
+    const ps = [fl.randn([8, 4]), fl.randn([8, 4]), fl.randn([4, 1])].map((p) => fl.keep(p).requiresGrad_());
+    const forward = (xs: fl.Tensor, useB: boolean) => {
+      const h = useB ? xs.matmul(ps[0]).add(xs.matmul(ps[1])) : xs.matmul(ps[0]);
+      return h.tanh().matmul(ps[2]);
+    };
+    return { parameters: () => ps, forward };
+  };
+  const useB = pg.rank % 2 === 1;
+  const xs = x.narrow(0, pg.rank * 16, 16);
+  const plain = build();
+  fl.tidy(() => plain.forward(xs, useB).square().mean().backward());
+  const want: number[] = [];
+  for (const p of plain.parameters()) {
+    const g = p.grad ? p.grad.clone() : fl.zerosLike(p);
+    await pg.allReduce(g, { op: 'avg' }).wait();
+    want.push(...(await g.data()));
+  }
+  const model = build();
+  const ddp = await DistributedDataParallel.create(model, model.forward, { bucketCapMB: 1e-5, findUnusedParameters: true });
+  if (ddp.bucketCount !== 3) throw new Error(`expected a bucket per parameter, got ${ddp.bucketCount}`);
+  for (let step = 0; step < 2; step++) {  // twice: the per-step bookkeeping must reset
+    fl.tidy(() => ddp.forward(xs, useB).square().mean().backward());
+    await ddp.syncGradients();
+    const got = await flat(model.parameters().map((p) => p.grad!));
+    for (let i = 0; i < want.length; i++)
+      if (Math.abs(got[i] - want[i]) > 1e-6 + 1e-5 * Math.abs(want[i])) throw new Error(`findUnusedParameters step ${step}, grad ${i}: ${got[i]} vs ${want[i]}`);
+    model.parameters().forEach((p) => { p.grad?.dispose(); p.grad = null; });
+  }
+  ddp.dispose();
+
+  // A loss that reaches a parameter outside the forward outputs is refused, not silently dropped.
+  // Each rank checks this on a group of its own, so no other rank waits on it.
+  const solo: (Awaited<ReturnType<typeof newGroup>>)[] = [];
+  for (let r = 0; r < pg.size; r++) solo.push(await newGroup([r]));
+  const own = solo[pg.rank]!, m2 = build();
+  const ddp2 = await DistributedDataParallel.create(m2, m2.forward, { bucketCapMB: 1e-5, findUnusedParameters: true, group: own });
+  try {
+    fl.tidy(() => ddp2.forward(xs, false).sum().add(m2.parameters()[1].sum()).backward());
+    throw new Error('expected the gradient outside the forward outputs to be refused');
+  } catch (e) {
+    if (!/#1 \[8,4\] got a gradient although the forward outputs do not depend on it/.test((e as Error).message)) throw e;
+  }
 }
 
 main().catch((e) => {
