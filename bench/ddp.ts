@@ -3,10 +3,11 @@
  * backend), the same step under noSync() (no communication), and the share of allreduce time
  * hidden behind backward:  hidden = 1 − exposed / T_comm, where exposed is how long the last
  * bucket's allreduce ran on after the slowest rank's device had finished backward, and T_comm the
- * same bucket allreduces run alone (medians over the timed steps; exposed_mean_ms is the mean).
+ * same bucket allreduces run alone (medians over the timed steps; hidden_share_mean uses the mean
+ * exposed time, exposed_mean_ms, instead).
  * rank_skew_ms is how far apart the ranks finished backward.
  * Prints JSON lines {"bench":"ddp","ranks":…,"ms_per_step":…,"local_ms":…,"allreduce_ms":…,
- * "exposed_ms":…,"rank_skew_ms":…,"hidden_share":…}.
+ * "exposed_ms":…,"rank_skew_ms":…,"hidden_share":…,"hidden_share_mean":…}.
  *   npm run bench -- ddp [--steps N] [--bucket-mb M]
  */
 import { join } from 'node:path';

@@ -82,11 +82,11 @@ async function main(): Promise<void> {
   }
   const commMs = median(commTimes);
   if (pg.rank === 0) {
-    const hidden = pg.size > 1 ? Math.min(1, Math.max(0, 1 - exposedMs / commMs)) : null;
+    const share = (exposed: number) => (pg.size > 1 ? +Math.min(1, Math.max(0, 1 - exposed / commMs)).toFixed(3) : null);
     console.log(JSON.stringify({
       bench: 'ddp', model: 'fashion-mnist-cnn', backend: 'ring', ranks: pg.size, batch_per_rank: 64, buckets: buckets.length,
       threads_per_rank: fl.getNumThreads(), ms_per_step: +ddpMs.toFixed(2), local_ms: +localMs.toFixed(2),
-      allreduce_ms: pg.size > 1 ? +commMs.toFixed(2) : 0, exposed_ms: +exposedMs.toFixed(2), exposed_mean_ms: +exposedMeanMs.toFixed(2), rank_skew_ms: +skewMs.toFixed(2), hidden_share: hidden === null ? null : +hidden.toFixed(3),
+      allreduce_ms: pg.size > 1 ? +commMs.toFixed(2) : 0, exposed_ms: +exposedMs.toFixed(2), exposed_mean_ms: +exposedMeanMs.toFixed(2), rank_skew_ms: +skewMs.toFixed(2), hidden_share: share(exposedMs), hidden_share_mean: share(exposedMeanMs),
     }));
   }
   await fl.distributed.destroyProcessGroup();
