@@ -43,6 +43,32 @@ test('a job whose ranks all succeed exits 0', () => {
   assert.match(r.stdout, /^\[1\] ok$/m);
 });
 
+test('two nodes (two launchers) form one world of 4 ranks', async () => {
+  const port = String(freePort());
+  const node = (rank: number) => {
+    const job = spawn(tsx, [cli, 'launch', '--nnodes', '2', '--node-rank', String(rank), '--nproc-per-node', '2', '--master-addr', '127.0.0.1',
+      '--master-port', port, worker('collectives.ts')], { env: { ...process.env, FLOCKML_TOKEN: 'shared-secret', SIZES: '0,7,4099' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    job.stdout!.on('data', (d) => (out += d));
+    job.stderr!.on('data', (d) => (out += d));
+    const killer = setTimeout(() => job.kill('SIGKILL'), 90_000);
+    return new Promise<[number | null, string]>((resolve) => job.on('close', (code) => { clearTimeout(killer); resolve([code, out]); }));
+  };
+  const [[c0, out0], [c1, out1]] = await Promise.all([node(0), node(1)]);
+  assert.is(c0, 0, out0);
+  assert.is(c1, 0, out1);
+  for (const r of [0, 1]) assert.match(out0, new RegExp(`^\\[${r}\\] rank ${r}: ok$`, 'm'));
+  for (const r of [2, 3]) assert.match(out1, new RegExp(`^\\[${r}\\] rank ${r}: ok$`, 'm'));
+});
+
+test('a multi-node job without a shared FLOCKML_TOKEN is refused', () => {
+  const env = { ...process.env };
+  delete env.FLOCKML_TOKEN;
+  const r = spawnSync(tsx, [cli, 'launch', '--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '1', 'x.ts'], { encoding: 'utf8', env, timeout: 30_000 });
+  assert.is(r.status, 2, r.stdout + r.stderr);
+  assert.match(r.stderr, /FLOCKML_TOKEN/);
+});
+
 test('bad arguments are reported with usage-level errors', () => {
   const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node', '0', 'x.ts'], { encoding: 'utf8', timeout: 30_000 });
   assert.is(r.status, 2);
