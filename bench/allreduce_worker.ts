@@ -10,7 +10,7 @@ const MAX = Number(process.env.BENCH_MAX_BYTES ?? 256 << 20);
 const FACTOR = Number(process.env.BENCH_FACTOR ?? 4);
 
 // Fewer iterations for large sizes: the sweep must finish in minutes on a laptop.
-const itersFor = (bytes: number) => Math.max(2, Math.min(50, Math.floor((64 << 20) / bytes)));
+const itersFor = (bytes: number) => Math.max(5, Math.min(50, Math.floor((64 << 20) / bytes)));
 
 async function main() {
   const pg = await initProcessGroup({ backend: 'ring' });
@@ -32,8 +32,10 @@ async function main() {
     const check = fl.full([Math.min(bytes / 4, 1024)], 1);
     await pg.allReduce(check).wait();
     const wrong = Array.from(await check.data()).filter((v) => v !== n).length;
+    // The median as Python's statistics.median takes it (the anchor's): even counts average the middle two.
     times.sort((a, b) => a - b);
-    const ms = times[Math.floor(times.length / 2)];
+    const mid = times.length >> 1;
+    const ms = times.length % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
     const algbw = bytes / (ms / 1e3) / 1e9;
     if (pg.rank === 0)
       console.log(JSON.stringify({ bench: 'allreduce', backend: 'ring', ranks: n, bytes, iters, ms: +ms.toFixed(3),

@@ -16,7 +16,7 @@ import torch.multiprocessing as mp
 
 
 def iters_for(nbytes):
-    return max(2, min(50, (64 << 20) // nbytes))
+    return max(5, min(50, (64 << 20) // nbytes))
 
 
 def worker(rank, n, port, max_bytes):

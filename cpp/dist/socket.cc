@@ -141,6 +141,7 @@ void exchange(const Link* out, const void* send, size_t send_len, const Link* in
     }
     int rc = poll(p, np, timeout_ms);
     if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) fail(Code::Internal, "poll: ", std::strerror(errno));
     if (rc == 0) {
       const int peer = got < recv_len ? in->peer : out->peer;
       fail(Code::Timeout, "rank ", peer, " sent nothing for ", timeout_ms, " ms (is it alive and running the same collectives?)");
