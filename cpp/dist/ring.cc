@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sys/socket.h>
 #include "comm_thread.h"
+#include "control.h"
 #include "process_group.h"
 #include "reduce.h"
 #include "socket.h"
@@ -23,11 +24,16 @@ constexpr size_t kDoublingBytes = size_t(256) << 10;
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
+int check_rank_in_world(int rank, int size) {
+  FLOCK_CHECK(size >= 1 && rank >= 0 && rank < size, Arg, "ring: rank ", rank, " is outside a world of size ", size);
+  return rank;
+}
+
 class Ring final : public RingGroup {
  public:
-  Ring(int rank, int size, const std::string& host, int timeout_ms) : rank_(rank), size_(size), timeout_ms_(timeout_ms) {
-    FLOCK_CHECK(size >= 1 && rank >= 0 && rank < size, Arg, "ring: rank ", rank, " is outside a world of size ", size);
-    listen_fd_ = tcp_listen(host, &port_, size + 8);
+  Ring(int rank, int size, const std::string& host, int timeout_ms)
+      : rank_(rank), size_(size), timeout_ms_(timeout_ms), ctrl_(check_rank_in_world(rank, size), size) {
+    listen_fd_ = tcp_listen(host, &port_, 2 * size + 8);
     links_.resize(size);
     for (int r = 0; r < size; ++r) links_[r].peer = r;
   }
@@ -47,32 +53,40 @@ class Ring final : public RingGroup {
   void connect(std::vector<PeerAddress> peers, Done done) override {
     FLOCK_CHECK(static_cast<int>(peers.size()) == size_, Arg, "ring: expected ", size_, " peer addresses, got ", peers.size());
     run("connect", std::move(done), [this, peers = std::move(peers)] {
-      // Dial the higher ranks (their listen backlog takes us before they accept), then accept
-      // the lower ones: no ordering between ranks can deadlock.
-      for (int r = rank_ + 1; r < size_; ++r) {
-        links_[r].fd = tcp_connect(peers[r].host, peers[r].port, timeout_ms_, r);
-        const int32_t hello[3] = {static_cast<int32_t>(kMagic), rank_, size_};
-        write_exact(links_[r], hello, sizeof hello, timeout_ms_);
-      }
-      for (int k = 0; k < rank_; ++k) {
+      // Two connections per pair, data (channel 0) and control (1). Dial the higher ranks (their
+      // listen backlog takes us before they accept), then accept the lower ones: no ordering
+      // between ranks can deadlock.
+      for (int r = rank_ + 1; r < size_; ++r)
+        for (int32_t channel : {0, 1}) {
+          Link l{tcp_connect(peers[r].host, peers[r].port, timeout_ms_, r), r};
+          if (channel) ctrl_.adopt(r, l.fd);
+          else links_[r].fd = l.fd;
+          const int32_t hello[4] = {static_cast<int32_t>(kMagic), rank_, size_, channel};
+          write_exact(l, hello, sizeof hello, timeout_ms_);
+        }
+      for (int k = 0; k < 2 * rank_; ++k) {
         Link l{tcp_accept(listen_fd_, timeout_ms_), -1};
-        int32_t hello[3];
+        int32_t hello[4];
         try {
           read_exact(l, hello, sizeof hello, timeout_ms_);
         } catch (...) {
           close_fd(l.fd);
           throw;
         }
-        if (static_cast<uint32_t>(hello[0]) != kMagic || hello[2] != size_ || hello[1] < 0 || hello[1] >= rank_ || links_[hello[1]].fd >= 0) {
+        const bool ours = static_cast<uint32_t>(hello[0]) == kMagic && hello[2] == size_ && hello[1] >= 0 && hello[1] < rank_ &&
+                          (hello[3] == 0 || hello[3] == 1);
+        const bool fresh = ours && (hello[3] == 1 ? ctrl_.adopt(hello[1], l.fd) : links_[hello[1]].fd < 0);
+        if (!fresh) {
           close_fd(l.fd);
           fail(Code::Arg, "ring: a connection on port ", port_, " did not identify as a lower rank of this group");
         }
-        links_[hello[1]].fd = l.fd;
+        if (hello[3] == 0) links_[hello[1]].fd = l.fd;
       }
       for (auto& l : links_)
         if (l.fd >= 0) set_nonblocking(l.fd);
       close_fd(listen_fd_);
-    });
+      ctrl_.start();
+    }, false);
   }
 
   void allreduce(Tensor t, ReduceOp op, Done done) override {
@@ -156,13 +170,13 @@ class Ring final : public RingGroup {
   void send(Tensor t, int dst, Done done) override {
     check_cpu(t, "send");
     check_rank(dst, "send", "dst");
-    run("send", std::move(done), [this, t, dst] { exchange(&links_[dst], t.raw(), t.nbytes(), &links_[dst], nullptr, 0, timeout_ms_); });
+    run("send", std::move(done), [this, t, dst] { exchange(&links_[dst], t.raw(), t.nbytes(), &links_[dst], nullptr, 0, timeout_ms_); }, false);
   }
 
   void recv(Tensor t, int src, Done done) override {
     check_cpu(t, "recv");
     check_rank(src, "recv", "src");
-    run("recv", std::move(done), [this, t, src] { exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_); });
+    run("recv", std::move(done), [this, t, src] { exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_); }, false);
   }
 
   void barrier(Done done) override {
@@ -176,13 +190,11 @@ class Ring final : public RingGroup {
     });
   }
 
+  // Destruction (or pgDestroy): peers are told this rank leaves on purpose before its
+  // connections close, so they do not take it for a crash.
   void abort(const std::string& why) override {
-    std::lock_guard<std::mutex> lk(m_);
-    if (!failed_) failed_ = StreamError{Code::PeerLost, why};
-    aborted_ = true;
-    // shutdown (not close) wakes a poll in progress on the communication thread safely.
-    for (auto& l : links_)
-      if (l.fd >= 0) ::shutdown(l.fd, SHUT_RDWR);
+    ctrl_.goodbye();
+    abort_links(why);
   }
 
  private:
@@ -269,31 +281,60 @@ class Ring final : public RingGroup {
   // Queues `body` on the communication thread. After any failure the byte streams between ranks
   // are out of step, so the group aborts (its peers see the connections close and fail fast
   // instead of waiting out their timeouts) and all later work fails with the first error.
-  void run(const char* op, Done done, std::function<void()> body) {
-    comm_.push([this, op, done = std::move(done), body = std::move(body)] {
+  void run(const char* op, Done done, std::function<void()> body, bool group_wide = true) {
+    comm_.push([this, op, group_wide, done = std::move(done), body = std::move(body)] {
       std::optional<StreamError> err;
       {
         std::lock_guard<std::mutex> lk(m_);
         if (failed_) err = StreamError{failed_->code, std::string(op) + ": the process group failed earlier: " + failed_->message};
       }
       if (!err) {
+        const int64_t seq = group_wide ? ++seq_ : 0;
+        if (seq) ctrl_.started(seq);
         try {
           body();
         } catch (const Error& e) {
-          err = StreamError{e.code, std::string(op) + " on rank " + std::to_string(rank_) + ": " + e.what()};
+          err = StreamError{e.code, e.what()};
         } catch (const std::exception& e) {
-          err = StreamError{Code::Internal, std::string(op) + ": " + e.what()};
+          err = StreamError{Code::Internal, e.what()};
         }
-        bool first_failure = false;
-        if (err) {
-          std::lock_guard<std::mutex> lk(m_);
-          if (aborted_) err->message = std::string(op) + ": " + failed_->message;
-          else failed_ = err, first_failure = true;
-        }
-        if (first_failure) abort(err->message);
+        if (err) fail_group(op, seq, &*err);
       }
       done(std::move(err));
     });
+  }
+
+  // After a failure here the byte streams between ranks are out of step. Unless the group was
+  // already aborted, find the cause (a lost rank, a rank that never joined, another rank's
+  // report), tell the other ranks when this rank saw it first, then abort. `err` comes back
+  // prefixed with the operation and rank.
+  void abort_links(const std::string& why) {
+    std::lock_guard<std::mutex> lk(m_);
+    if (!failed_) failed_ = StreamError{Code::PeerLost, why};
+    aborted_ = true;
+    // shutdown (not close) wakes a poll in progress on the communication thread safely.
+    for (auto& l : links_)
+      if (l.fd >= 0) ::shutdown(l.fd, SHUT_RDWR);
+  }
+
+  void fail_group(const char* op, int64_t seq, StreamError* err) {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (aborted_) {
+        *err = StreamError{failed_->code, std::string(op) + ": " + failed_->message};
+        return;
+      }
+    }
+    ControlPlane::Cause cause{*err, true};
+    if (err->code == Code::PeerLost || err->code == Code::Timeout) cause = ctrl_.explain(*err, seq, op, timeout_ms_);
+    if (cause.first_hand) ctrl_.report(cause.error);  // before the data connections close below
+    *err = StreamError{cause.error.code, std::string(op) + " on rank " + std::to_string(rank_) + ": " + cause.error.message};
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (aborted_) return;  // destroyed meanwhile: abort() has run
+      failed_ = *err;
+    }
+    abort_links(err->message);
   }
 
   const int rank_, size_;
@@ -304,6 +345,8 @@ class Ring final : public RingGroup {
   std::mutex m_;
   std::optional<StreamError> failed_;
   bool aborted_ = false;
+  int64_t seq_ = 0;  // group-wide collectives started; comm thread only
+  ControlPlane ctrl_;
   CommThread comm_;  // last: its thread stops before the links it uses are torn down
 };
 

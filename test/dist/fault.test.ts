@@ -9,33 +9,48 @@ function report(r: RankResult): { failed: boolean; code?: string; message?: stri
   return JSON.parse(line);
 }
 
-test('a rank killed during allreduce: the others fail with ERR_PEER_LOST naming a rank', async () => {
-  const results = await runRanks('fault.ts', 3, { env: { MODE: 'kill' }, timeoutMs: 60_000 }).done;
-  assert.is(results[2].signal, 'SIGKILL');
-  for (const r of results.slice(0, 2)) {
+// Four ranks: rank 1 is no ring neighbour of rank 3, yet it must name rank 3, not the neighbour
+// whose connection closed first.
+test('a rank killed during allreduce: every other rank fails with ERR_PEER_LOST naming it', async () => {
+  const results = await runRanks('fault.ts', 4, { env: { MODE: 'kill' }, timeoutMs: 60_000 }).done;
+  assert.is(results[3].signal, 'SIGKILL');
+  for (const r of results.slice(0, 3)) {
     const rep = report(r);
     assert.is(r.code, 3, r.out);
     assert.ok(rep.failed);
     assert.is(rep.code, 'ERR_PEER_LOST', rep.message);
-    assert.match(rep.message!, /rank \d/);
+    assert.match(rep.message!, new RegExp(`^allreduce on rank ${r.rank}: rank 3 was lost`), rep.message);
     assert.ok(rep.ms! < 15_000, `took ${rep.ms} ms`);
     assert.match(r.out, /"again":"ERR_PEER_LOST"/);
   }
 });
 
-test('a silent rank: the others fail with ERR_TIMEOUT after the group timeout', async () => {
-  const job = runRanks('fault.ts', 2, { env: { MODE: 'silent', PG_TIMEOUT_MS: '1500' }, timeoutMs: 60_000 });
-  const survivor = await new Promise<RankResult>((resolve) => {
+/** Runs `mode` on 4 ranks and returns the reports of ranks 0-2; the last rank is killed after. */
+async function survivors(mode: string): Promise<ReturnType<typeof report>[]> {
+  const job = runRanks('fault.ts', 4, { env: { MODE: mode, PG_TIMEOUT_MS: '1500' }, timeoutMs: 60_000 });
+  const outs = await Promise.all(job.children.slice(0, 3).map((c, rank) => new Promise<RankResult>((resolve) => {
     let out = '';
-    job.children[0].stdout!.on('data', (d) => (out += d));
-    job.children[0].on('close', (code, signal) => resolve({ rank: 0, code, signal, out }));
-  });
+    c.stdout!.on('data', (d) => (out += d));
+    c.on('close', (code, signal) => resolve({ rank, code, signal, out }));
+  })));
   job.kill();
   await job.done;
-  const rep = report(survivor);
-  assert.is(rep.code, 'ERR_TIMEOUT', rep.message);
-  assert.match(rep.message!, /rank 1/);
-  assert.ok(rep.ms! >= 1000 && rep.ms! < 15_000, `took ${rep.ms} ms`);
+  return outs.map(report);
+}
+
+test('a silent rank: every other rank fails with ERR_TIMEOUT naming it after the group timeout', async () => {
+  for (const rep of await survivors('silent')) {
+    assert.is(rep.code, 'ERR_TIMEOUT', rep.message);
+    assert.match(rep.message!, /rank 3 stopped answering: after 1500 ms it had not joined collective #2/, rep.message);
+    assert.ok(rep.ms! >= 1000 && rep.ms! < 15_000, `took ${rep.ms} ms`);
+  }
+});
+
+test('a rank that destroys its group mid-job: the others are told so', async () => {
+  for (const rep of await survivors('destroy')) {
+    assert.is(rep.code, 'ERR_PEER_LOST', rep.message);
+    assert.match(rep.message!, /rank 3 has destroyed the process group/, rep.message);
+  }
 });
 
 test.run();

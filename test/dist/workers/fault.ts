@@ -1,7 +1,8 @@
 /**
  * Fault injection. MODE=kill: the last rank SIGKILLs itself while the others are inside a large
- * allreduce. MODE=silent: the last rank stays alive but stops taking part. Survivors print the
- * error's code and message as JSON and exit 3.
+ * allreduce. MODE=silent: the last rank stays alive but stops taking part. MODE=destroy: the last
+ * rank destroys its group while the others still use it. Survivors print the error's code and
+ * message as JSON and exit 3.
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup } from '../../../lib/distributed/index';
@@ -15,6 +16,11 @@ async function main() {
   if (pg.rank === victim) {
     if (mode === 'kill') setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50);
     else setInterval(() => undefined, 1000);  // alive, silent
+    if (mode === 'destroy') {
+      await new Promise((r) => setTimeout(r, 200));
+      pg.destroy();
+      return;
+    }
     if (mode === 'kill') for (;;) await pg.allReduce(t).wait();
     return;
   }
