@@ -211,7 +211,7 @@ ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq,
       if (r != rank_ && progress_[r] < 0 && !gone_[r]) return false;
     return true;
   };
-  cv_.wait_for(lk, std::chrono::milliseconds(kGraceMs), answered);
+  cv_.wait_for(lk, std::chrono::milliseconds(kQueryMs), answered);
   std::vector<int> behind, silent;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
@@ -224,7 +224,7 @@ ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq,
           " not joined collective #" + std::to_string(seq) + " of this group (" + op + ")";
   if (!silent.empty())
     why += (why.empty() ? "" : "; ") + list_ranks(silent) + " stopped answering: no reply on the control connection within " +
-           std::to_string(kGraceMs) + " ms";
+           std::to_string(kQueryMs) + " ms";
   if (why.empty()) return {local, true};
   return {StreamError{Code::Timeout, why}, true};
 }

@@ -44,12 +44,14 @@ class ControlPlane {
     bool first_hand;  // nobody else said anything: this rank should report() it
   };
   // What lies behind `local`, a failure of group-wide collective `seq` (0: a send/recv) named
-  // `op`. Waits briefly for what the other ranks say; never longer than about 2 x kGraceMs.
+  // `op`. Waits up to kGraceMs for what the other ranks say, then (after a timeout) up to
+  // kQueryMs for their progress; both waits end as soon as the answer is in.
   Cause explain(const StreamError& local, int64_t seq, const char* op, int timeout_ms);
   // Tells every peer still connected (best effort: some may be gone).
   void report(const StreamError& cause);
 
-  static constexpr int kGraceMs = 150;
+  static constexpr int kGraceMs = 250;
+  static constexpr int kQueryMs = 1000;
 
  private:
   struct Note;
