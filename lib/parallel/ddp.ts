@@ -51,6 +51,12 @@ export interface DDPOptions {
    * from the forward outputs once per step, which costs a little).
    */
   findUnusedParameters?: boolean;
+  /**
+   * Sends f32/f64 gradient buckets as 16-bit floats, halving the bytes on the wire (as PyTorch's
+   * fp16/bf16 compress hooks): each rank divides by the world size, casts, the ranks sum, and the
+   * result is cast back. 'bf16' keeps f32's range; 'fp16' keeps 3 more mantissa bits. Default 'none'.
+   */
+  compression?: 'none' | 'fp16' | 'bf16';
 }
 
 interface BucketState {
@@ -59,6 +65,8 @@ interface BucketState {
   arrived: number;
   flat: Tensor | null;
   work: Work | null;
+  /** The compressed copy of `flat` being reduced, when compression is on. */
+  wire: Tensor | null;
 }
 
 /**
@@ -79,6 +87,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   readonly #group: ProcessGroup | undefined;
   readonly #broadcastBuffers: boolean;
   readonly #findUnused: boolean;
+  readonly #compression: 'none' | 'fp16' | 'bf16';
   readonly #params: Tensor[];
   readonly #states: BucketState[];
   readonly #index = new Map<Tensor, [BucketState, number]>();
@@ -103,9 +112,12 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     this.#group = options.group;
     this.#broadcastBuffers = options.broadcastBuffers ?? true;
     this.#findUnused = options.findUnusedParameters ?? false;
+    this.#compression = options.compression ?? 'none';
+    if (!['none', 'fp16', 'bf16'].includes(this.#compression))
+      throw Object.assign(new TypeError(`DistributedDataParallel: compression must be 'none', 'fp16' or 'bf16', got ${String(this.#compression)}`), { code: 'ERR_ARG' });
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = (options.bucketCapMB ?? 25) * 1024 * 1024;
-    this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null }));
+    this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null, wire: null }));
     for (const s of this.#states)
       s.bucket.params.forEach((p, i) => {
         this.#index.set(p, [s, i]);
@@ -199,6 +211,11 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       this.lastStep = { exposedMs: Math.max(0, last - done), computeDoneAt: done, commDoneAt: last };
       noGrad(() => {
         for (const s of this.#states) {
+          if (s.wire) {
+            const back = keep(tidy(() => s.wire!.to(s.flat!.dtype)));
+            s.flat!.dispose();
+            s.flat = back;
+          }
           s.bucket.params.forEach((p, i) => {
             const avg = tidy(() => s.flat!.narrow(0, s.bucket.offsets[i], p.size).reshape([...p.shape]).clone());
             p.grad?.dispose();
@@ -274,7 +291,16 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     // be ready sooner there), the ranks would pair up different buckets.
     for (; this.#next < this.#states.length && this.#states[this.#next].flat; this.#next++) {
       const ready = this.#states[this.#next];
-      ready.work = this.#group ? this.#group.allReduce(ready.flat!, { op: 'avg' }) : defaultAllReduce(ready.flat!, { op: 'avg' });
+      const reduce = (t: Tensor, op: 'avg' | 'sum') => (this.#group ? this.#group.allReduce(t, { op }) : defaultAllReduce(t, { op }));
+      const flat = ready.flat!;
+      if (this.#compression !== 'none' && (flat.dtype === 'f32' || flat.dtype === 'f64')) {
+        // Divided first, so the 16-bit sum cannot overflow where the full-precision one would not.
+        const dtype = this.#compression === 'fp16' ? 'f16' : 'bf16';
+        ready.wire = keep(noGrad(() => tidy(() => flat.div(this.worldSize).to(dtype))));
+        ready.work = reduce(ready.wire, 'sum');
+      } else {
+        ready.work = reduce(flat, 'avg');
+      }
     }
   }
 
@@ -296,6 +322,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       s.grads = s.grads.map(() => null);
       s.flat?.dispose();
       s.flat = null;
+      s.wire?.dispose();
+      s.wire = null;
       s.work = null;
       s.arrived = 0;
     }

@@ -1,8 +1,8 @@
 /**
  * DDP equivalence: 2 ranks x batch 32 for 20 SGD steps must match 1 process x batch 64 (computed
  * here as the reference), and every rank must end with identical parameters. A third phase
- * checks noSync accumulation, a fourth that buffers follow rank 0, and a fifth that a missing
- * gradient is reported.
+ * checks noSync accumulation, then buffers following rank 0, a missing gradient reported,
+ * findUnusedParameters, and 16-bit gradient compression.
  */
 import * as fl from '../../../lib/index';
 import { copy_ } from '../../../lib/ops/elementwise';
@@ -139,6 +139,7 @@ async function main() {
     if (!/no gradient arrived.*#1 \[16\]/.test((e as Error).message)) throw e;
   }
   await unusedParameters(pg, x);
+  await compressed(pg, x, y);
   await destroyProcessGroup();
   console.log(`rank ${pg.rank}: ddp ok`);
 }
@@ -190,6 +191,44 @@ async function unusedParameters(pg: Awaited<ReturnType<typeof initProcessGroup>>
     throw new Error('expected the gradient outside the forward outputs to be refused');
   } catch (e) {
     if (!/#1 \[8,4\] got a gradient although the forward outputs do not depend on it/.test((e as Error).message)) throw e;
+  }
+}
+
+// compression: the averaged gradients equal the full-precision average to 16-bit precision, and
+// are not simply the full-precision values (the wire really carried 16 bits).
+async function compressed(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: fl.Tensor, y: fl.Tensor) {
+  const half = BATCH / pg.size;
+  const gradsWith = async (compression: 'none' | 'fp16' | 'bf16') => {
+    const m = makeModel(0);
+    const ddp = await DistributedDataParallel.create(m, m.forward, { bucketCapMB: 0.0005, compression });
+    fl.tidy(() => ddp.forward(x.narrow(0, pg.rank * half, half)).sub(y.narrow(0, pg.rank * half, half)).square().mean().backward());
+    await ddp.syncGradients();
+    ddp.dispose();
+    return flat(m.parameters().map((p) => p.grad!));
+  };
+  const exact = await gradsWith('none');
+  // Rounding error scales with what each rank sent, not with the (possibly cancelling) average.
+  const local = makeModel(0);
+  fl.tidy(() => local.forward(x.narrow(0, pg.rank * half, half)).sub(y.narrow(0, pg.rank * half, half)).square().mean().backward());
+  const sent = fl.tensor(await flat(local.parameters().map((p) => p.grad!))).abs().div(pg.size);
+  await pg.allReduce(sent).wait();
+  const magnitude = await flat([sent]);
+  for (const [compression, bits] of [['bf16', 8], ['fp16', 11]] as const) {
+    const got = await gradsWith(compression);
+    let differs = 0;
+    for (let i = 0; i < exact.length; i++) {
+      // each rank's rounding plus the rounding of each partial sum: a few units in the last place
+      const tol = 4 * 2 ** -bits * magnitude[i] + 1e-12;
+      if (Math.abs(got[i] - exact[i]) > tol) throw new Error(`${compression} grad ${i}: ${got[i]} vs ${exact[i]}`);
+      if (got[i] !== exact[i]) differs++;
+    }
+    if (differs < exact.length / 4) throw new Error(`${compression}: only ${differs} of ${exact.length} gradients were rounded`);
+  }
+  try {
+    await DistributedDataParallel.create(makeModel(0), makeModel(0).forward, { compression: 'int8' as 'fp16' });
+    throw new Error('expected a bad compression to be refused');
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'ERR_ARG') throw e;
   }
 }
 
