@@ -183,7 +183,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   /**
    * Waits for every bucket's allreduce and writes the averaged gradients into `.grad`. Throws,
    * naming the parameters, when some gradient never arrived during backward (a parameter that
-   * did not take part in the loss): the ranks would otherwise disagree on what to reduce.
+   * did not take part in the loss): the ranks would otherwise disagree on what to reduce. With
+   * findUnusedParameters those contribute zeros instead.
    */
   async syncGradients(): Promise<void> {
     const missing: [BucketState, number][] = [];
@@ -196,7 +197,9 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     }
     // findUnusedParameters: what backward did not reach contributes zeros (from here if no
     // gradient arrived at all, or the graph reached a parameter that still got none).
-    for (const [s, i] of missing) if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(s.bucket.params[i], null));
+    noGrad(() => tidy(() => {
+      for (const [s, i] of missing) if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(s.bucket.params[i], null));
+    }));
     try {
       // A marker on the compute stream: it resolves with the time the device had run all of
       // backward. Both times are taken natively (epoch ms), then expressed on performance.now().
