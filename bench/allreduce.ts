@@ -3,7 +3,7 @@
  * JSON lines {"bench":"allreduce","backend":"ring","ranks","bytes","ms","algbw_gbps","busbw_gbps"}
  * with nccl-tests' definitions (algbw = bytes / time, busbw = algbw x 2(n-1)/n; ms is the median).
  * Compare with bench/anchors/torch_allreduce.py (PyTorch gloo) run on the same machine.
- *   tsx bench/allreduce.ts [--ranks 2,4] [--max-bytes N]
+ *   tsx bench/allreduce.ts [--ranks 2,4] [--min-bytes N] [--max-bytes N]
  */
 import { launch } from '../lib/distributed/launch';
 import { join } from 'node:path';
@@ -20,7 +20,7 @@ async function main() {
       script: join(__dirname, 'allreduce_worker.ts'),
       nprocPerNode: n,
       masterPort: 20000 + Math.floor(Math.random() * 20000),
-      env: { BENCH_MAX_BYTES: arg('max-bytes', String(256 << 20)) },
+      env: { BENCH_MIN_BYTES: arg('min-bytes', '4096'), BENCH_MAX_BYTES: arg('max-bytes', String(256 << 20)) },
       // JSON lines stay parseable: strip the launcher's [rank] prefix on rank 0's output.
       stdout: { write: (s: string) => process.stdout.write(s.replace(/^\[0\] /, '')) } as NodeJS.WritableStream,
     });

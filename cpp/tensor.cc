@@ -1,4 +1,5 @@
 #include "tensor.h"
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cstdlib>
 #include <mutex>
@@ -43,8 +44,8 @@ class CpuAllocator final : public Allocator {
         return p;
       }
     }
-    void* p = std::aligned_alloc(64, n);
-    if (!p && empty_cache() > 0) p = std::aligned_alloc(64, n);
+    void* p = fresh(n);
+    if (!p && empty_cache() > 0) p = fresh(n);
     return p;
   }
   void release(void* p, size_t bytes, int) noexcept override {
@@ -80,6 +81,18 @@ class CpuAllocator final : public Allocator {
 
  private:
   static constexpr size_t kMinCached = size_t(256) << 10;
+  static constexpr size_t kHugePage = size_t(2) << 20;
+
+  // Blocks of 4 MiB and up start on a 2 MiB boundary and ask for transparent huge pages (where
+  // the kernel gives them only on request): 512 times fewer page faults on first touch and TLB
+  // misses on every pass over a large tensor.
+  static void* fresh(size_t n) {
+    if (n < 2 * kHugePage) return std::aligned_alloc(64, n);
+    void* p = nullptr;
+    if (posix_memalign(&p, kHugePage, n) != 0) return nullptr;
+    madvise(p, n, MADV_HUGEPAGE);  // advice only: without THP it changes nothing
+    return p;
+  }
   // Rounds to 64 bytes, and from kMinCached up to an eighth of the size's power of two, so at most
   // 12.5% is wasted and repeated shapes land in one class.
   static size_t size_class(size_t bytes) {

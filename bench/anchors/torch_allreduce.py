@@ -1,6 +1,6 @@
 """Anchor for bench/allreduce.ts: the same sweep with PyTorch's gloo backend on local ranks.
 
-    /usr/bin/python3 bench/anchors/torch_allreduce.py [--ranks 2,4] [--max-bytes N]
+    /usr/bin/python3 bench/anchors/torch_allreduce.py [--ranks 2,4] [--min-bytes N] [--max-bytes N]
 Prints the same JSON lines with "backend": "gloo".
 """
 import argparse
@@ -19,11 +19,11 @@ def iters_for(nbytes):
     return max(5, min(50, (64 << 20) // nbytes))
 
 
-def worker(rank, n, port, max_bytes):
+def worker(rank, n, port, min_bytes, max_bytes):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=n)
-    nbytes = 4096
+    nbytes = min_bytes
     while nbytes <= max_bytes:
         t = torch.ones(nbytes // 4)
         dist.all_reduce(t)
@@ -50,10 +50,11 @@ def worker(rank, n, port, max_bytes):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--ranks", default="2,4")
+    p.add_argument("--min-bytes", type=int, default=4096)
     p.add_argument("--max-bytes", type=int, default=256 << 20)
     a = p.parse_args()
     for n in map(int, a.ranks.split(",")):
-        mp.spawn(worker, args=(n, random.randint(20000, 40000), a.max_bytes), nprocs=n, join=True)
+        mp.spawn(worker, args=(n, random.randint(20000, 40000), a.min_bytes, a.max_bytes), nprocs=n, join=True)
 
 
 if __name__ == "__main__":
