@@ -1,31 +1,82 @@
 /**
  * Allreduce bandwidth of the ring backend on 2 and 4 local ranks, 4 KB .. 256 MB (f32), printing
  * JSON lines {"bench":"allreduce","backend":"ring","ranks","bytes","ms","algbw_gbps","busbw_gbps"}
- * with nccl-tests' definitions (algbw = bytes / time, busbw = algbw x 2(n-1)/n; ms is the median).
- * Compare with bench/anchors/torch_allreduce.py (PyTorch gloo) run on the same machine.
- *   tsx bench/allreduce.ts [--ranks 2,4] [--min-bytes N] [--max-bytes N]
+ * with nccl-tests' definitions (algbw = bytes / time, busbw = algbw x 2(n-1)/n).
+ *
+ * The same sweep with PyTorch's gloo backend (bench/anchors/torch_allreduce.py, Debian
+ * python3-torch) runs in the same command, alternating with ours round by round, so that both
+ * see the same machine: on a shared host the speed drifts by tens of percent over a minute. Each
+ * line's ms is the median over rounds of each round's median time ("rounds" says how many).
+ *   npm run bench -- allreduce [--ranks 2,4] [--min-bytes N] [--max-bytes N] [--rounds R] [--no-anchor]
  */
-import { launch } from '../lib/distributed/launch';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { launch } from '../lib/distributed/launch';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
-async function main() {
+interface Line { bench: string; backend: string; ranks: number; bytes: number; iters: number; ms: number; wrong: number }
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b), mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+};
+
+const parse = (text: string): Line[] => text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+
+async function ring(n: number, minBytes: string, maxBytes: string): Promise<Line[]> {
+  let out = '';
+  const code = await launch({
+    script: join(__dirname, 'allreduce_worker.ts'),
+    nprocPerNode: n,
+    masterPort: 20000 + Math.floor(Math.random() * 20000),
+    env: { BENCH_MIN_BYTES: minBytes, BENCH_MAX_BYTES: maxBytes },
+    // rank 0's lines, without the launcher's [0] prefix
+    stdout: { write: (s: string) => void (out += s.replace(/^\[0\] /, '')) } as NodeJS.WritableStream,
+  });
+  if (code !== 0) process.exit(code);
+  return parse(out);
+}
+
+function gloo(n: number, minBytes: string, maxBytes: string): Line[] | null {
+  const r = spawnSync('/usr/bin/python3', [join(__dirname, 'anchors', 'torch_allreduce.py'), '--ranks', String(n), '--min-bytes', minBytes, '--max-bytes', maxBytes],
+    { encoding: 'utf8' });
+  if (r.status !== 0) {
+    console.error(`gloo anchor not run (${(r.stderr || r.error?.message || '').trim().split('\n').pop()}); --no-anchor skips it`);
+    return null;
+  }
+  return parse(r.stdout);
+}
+
+async function main(): Promise<void> {
   const ranks = arg('ranks', '2,4').split(',').map(Number);
+  const minBytes = arg('min-bytes', '4096'), maxBytes = arg('max-bytes', String(256 << 20));
+  const rounds = Number(arg('rounds', '3'));
+  let anchor = !process.argv.includes('--no-anchor');
   for (const n of ranks) {
-    const code = await launch({
-      script: join(__dirname, 'allreduce_worker.ts'),
-      nprocPerNode: n,
-      masterPort: 20000 + Math.floor(Math.random() * 20000),
-      env: { BENCH_MIN_BYTES: arg('min-bytes', '4096'), BENCH_MAX_BYTES: arg('max-bytes', String(256 << 20)) },
-      // JSON lines stay parseable: strip the launcher's [rank] prefix on rank 0's output.
-      stdout: { write: (s: string) => process.stdout.write(s.replace(/^\[0\] /, '')) } as NodeJS.WritableStream,
-    });
-    if (code !== 0) process.exit(code);
+    const seen = new Map<string, Line[]>();
+    const add = (lines: Line[]) => lines.forEach((l) => seen.set(`${l.backend} ${l.bytes}`, [...(seen.get(`${l.backend} ${l.bytes}`) ?? []), l]));
+    for (let r = 0; r < rounds; r++) {
+      add(await ring(n, minBytes, maxBytes));
+      if (anchor) {
+        const lines = gloo(n, minBytes, maxBytes);
+        if (lines) add(lines);
+        else anchor = false;
+      }
+    }
+    for (const lines of seen.values()) {
+      const { backend, bytes, iters } = lines[0];
+      const ms = median(lines.map((l) => l.ms));
+      const algbw = bytes / (ms / 1e3) / 1e9;
+      console.log(JSON.stringify({
+        bench: 'allreduce', backend, ranks: n, bytes, rounds: lines.length, iters, ms: +ms.toFixed(3),
+        algbw_gbps: +algbw.toFixed(3), busbw_gbps: +((algbw * 2 * (n - 1)) / n).toFixed(3), wrong: lines.reduce((a, l) => a + l.wrong, 0),
+      }));
+    }
   }
 }
 
-main();
+void main();
