@@ -17,7 +17,7 @@
  *   await ddp.syncGradients();   // waits for the bucket allreduces; .grad now holds the average
  *   optimizer.step();
  */
-import type { Tensor } from '../tensor';
+import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
 import { native } from '../native';
@@ -25,7 +25,6 @@ import { normalizeDevice } from '../device';
 import { cat } from '../ops/shape';
 import { copy_ } from '../ops/elementwise';
 import { zerosLike } from '../ops/creation';
-import { Tensor as TensorClass } from '../tensor';
 import { distError } from '../distributed/errors';
 import { getWorldSize, isInitialized, type ProcessGroup } from '../distributed/process_group';
 import { broadcast as defaultBroadcast, allReduce as defaultAllReduce } from '../distributed/process_group';
@@ -116,7 +115,10 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     if (!['none', 'fp16', 'bf16'].includes(this.#compression))
       throw Object.assign(new TypeError(`DistributedDataParallel: compression must be 'none', 'fp16' or 'bf16', got ${String(this.#compression)}`), { code: 'ERR_ARG' });
     this.#params = module.parameters().filter((p) => p.requiresGrad);
-    const cap = (options.bucketCapMB ?? 25) * 1024 * 1024;
+    const capMB = options.bucketCapMB ?? 25;
+    if (typeof capMB !== 'number' || !(capMB > 0) || !Number.isFinite(capMB))
+      throw Object.assign(new RangeError(`DistributedDataParallel: bucketCapMB must be a positive number, got ${String(capMB)}`), { code: 'ERR_ARG' });
+    const cap = capMB * 1024 * 1024;
     this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null, wire: null }));
     for (const s of this.#states)
       s.bucket.params.forEach((p, i) => {
@@ -341,7 +343,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 function collectLeaves(out: unknown, into: Set<Tensor>): void {
   const stack: Tensor[] = [];
   const visit = (v: unknown): void => {
-    if (v instanceof TensorClass) stack.push(v);
+    if (v instanceof Tensor) stack.push(v);
     else if (Array.isArray(v)) v.forEach(visit);
     else if (v && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach(visit);
   };

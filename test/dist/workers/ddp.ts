@@ -224,6 +224,14 @@ async function compressed(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: f
     }
     if (differs < exact.length / 4) throw new Error(`${compression}: only ${differs} of ${exact.length} gradients were rounded`);
   }
+  for (const bucketCapMB of [0, -1, NaN, Infinity]) {
+    try {
+      await DistributedDataParallel.create(makeModel(0), makeModel(0).forward, { bucketCapMB });
+      throw new Error(`expected bucketCapMB ${bucketCapMB} to be refused`);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'ERR_ARG' || !(e instanceof RangeError)) throw e;
+    }
+  }
   try {
     await DistributedDataParallel.create(makeModel(0), makeModel(0).forward, { compression: 'int8' as 'fp16' });
     throw new Error('expected a bad compression to be refused');
