@@ -1,7 +1,8 @@
 // The `ring` backend: CPU tensors over TCP. Every rank holds a connection to every other (the
-// ring uses its two neighbours; send/recv use the direct link). Allreduce is the bandwidth-optimal
-// ring: reduce-scatter then all-gather, each rank sending 2(n-1)/n of the data, with received
-// bytes reduced chunk by chunk while the rest of the step is still on the wire.
+// ring uses its two neighbours; send/recv use the direct link), plus an idle control connection
+// per pair (control.h) through which a failure is traced to the rank that caused it. Allreduce is
+// the bandwidth-optimal ring: reduce-scatter then all-gather, each rank sending 2(n-1)/n of the
+// data, with received bytes reduced chunk by chunk while the rest of the step is on the wire.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -16,7 +17,7 @@
 namespace flock::dist {
 namespace {
 
-constexpr uint32_t kMagic = 0x666c6b31;  // "flk1": refuses strays that are not our ranks
+constexpr uint32_t kMagic = 0x666c6b32;  // "flk2": refuses strays that are not our ranks (or speak another version)
 constexpr size_t kChunk = size_t(128) << 10;  // pipelining grain and staging size (64 KiB and 256 KiB+ measured slower)
 // Up to this size an allreduce on 2, 4, 8... ranks is latency-bound: recursive doubling's fewer,
 // larger messages beat the ring's 2(n-1) small ones (measured on loopback, bench/allreduce.ts).
