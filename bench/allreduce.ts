@@ -35,7 +35,7 @@ async function ring(n: number, minBytes: string, maxBytes: string): Promise<Line
     masterPort: 20000 + Math.floor(Math.random() * 20000),
     env: { BENCH_MIN_BYTES: minBytes, BENCH_MAX_BYTES: maxBytes },
     // rank 0's lines, without the launcher's [0] prefix
-    stdout: { write: (s: string) => void (out += s.replace(/^\[0\] /, '')) } as NodeJS.WritableStream,
+    stdout: { write: (s: string) => { out += s.replace(/^\[0\] /, ''); return true; } } as NodeJS.WritableStream,
   });
   if (code !== 0) process.exit(code);
   return parse(out);

@@ -31,7 +31,7 @@ async function main() {
     // Values grew as n^(2 + iters): check the last one with a fresh allreduce of ones instead.
     const check = fl.full([Math.min(bytes / 4, 1024)], 1);
     await pg.allReduce(check).wait();
-    const wrong = Array.from(await check.data()).filter((v) => v !== n).length;
+    const wrong = Array.from(await check.data(), Number).filter((v) => v !== n).length;
     // The median as Python's statistics.median takes it (the anchor's): even counts average the middle two.
     times.sort((a, b) => a - b);
     const mid = times.length >> 1;

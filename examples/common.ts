@@ -52,8 +52,7 @@ export async function train(model: Model, batchSize: number, epochs: number, lim
   let steps = 0, lastLoss = NaN;
   const started = performance.now();
   for (let e = 0; e < epochs; e++) {
-    for await (const batch of loader) {
-      const [x, y] = batch as fl.Tensor[];
+    for await (const [x, y] of loader) {
       const loss = fl.tidy(() => {
         const l = fl.nn.functional.crossEntropy(model.forward(normalize(x)), y);
         opt.zeroGrad();
@@ -81,8 +80,7 @@ export async function evaluate(model: Model): Promise<number> {
   const loader = new fl.data.DataLoader(test, { batchSize: 1000 });
   model.eval();
   let correct = 0;
-  for (const batch of loader) {
-    const [x, y] = batch as fl.Tensor[];
+  for (const [x, y] of loader) {
     correct += await fl.noGrad(() => fl.tidy(() => model.forward(normalize(x)).argmax(1).eq(y).sum())).item();
     x.dispose();
     y.dispose();

@@ -30,8 +30,7 @@ async function main(): Promise<void> {
   model.train();
   for (let e = 0; e < epochs; e++) {
     sampler.setEpoch(e);
-    for await (const batch of loader) {
-      const [x, y] = batch as fl.Tensor[];
+    for await (const [x, y] of loader) {
       const loss = fl.tidy(() => {
         const l = fl.nn.functional.crossEntropy(ddp.forward(normalize(x)), y);
         opt.zeroGrad();

@@ -40,7 +40,7 @@ test('tidy disposes intermediates and keeps what it returns', () => {
     return { y, list: [x.sum()] };
   });
   assert.is(live(), before + 2);
-  assert.equal(Array.from(kept.y.dataSync()), new Array(10).fill(3));
+  assert.equal(Array.from(kept.y.dataSync(), Number), new Array(10).fill(3));
   kept.y.dispose();
   kept.list[0].dispose();
   assert.is(live(), before);

@@ -19,6 +19,12 @@ export interface DataLoaderOptions<T, B> {
   sampler?: Iterable<number> & { readonly length: number };
 }
 
+/** What defaultCollate makes of a batch of samples of type T (a TensorDataset's batch: Tensor[]). */
+export type Collated<T> = T extends Tensor | number ? Tensor
+  : T extends readonly unknown[] ? { -readonly [K in keyof T]: Collated<T[K]> }
+  : T extends object ? { [K in keyof T]: Collated<T[K]> }
+  : T[];
+
 /** Stacks tensors, recurses into arrays and objects, and turns numbers into a tensor. */
 export function defaultCollate(items: unknown[]): unknown {
   const first = items[0];
@@ -42,7 +48,7 @@ function rng(seed: number): () => number {
   };
 }
 
-export class DataLoader<T = unknown, B = unknown> {
+export class DataLoader<T = unknown, B = Collated<T>> {
   readonly batchSize: number;
   readonly shuffle: boolean;
   readonly dropLast: boolean;

@@ -101,13 +101,13 @@ test('gradient accumulates into .grad across backward calls', () => {
   const x = fl.tensor([1, 2, 3], { dtype: 'f64', requiresGrad: true });
   x.mul(2).sum().backward();
   x.mul(3).sum().backward();
-  assert.equal(Array.from(x.grad!.dataSync()), [5, 5, 5]);
+  assert.equal(Array.from(x.grad!.dataSync(), Number), [5, 5, 5]);
 });
 
 test('backward with an explicit gradient', () => {
   const x = fl.tensor([1, 2], { dtype: 'f64', requiresGrad: true });
   x.mul(x).backward(fl.tensor([1, 10], { dtype: 'f64' }));
-  assert.equal(Array.from(x.grad!.dataSync()), [2, 40]);
+  assert.equal(Array.from(x.grad!.dataSync(), Number), [2, 40]);
 });
 
 test('noGrad records nothing; detach cuts the graph', () => {
@@ -122,10 +122,10 @@ test('hook on a leaf fires once, when its gradient is final, before backward end
   const w2 = fl.tensor([3, 4], { dtype: 'f64', requiresGrad: true });
   const events: string[] = [];
   w2.registerHook((g) => {
-    events.push(`w2:${Array.from(g.dataSync()).join(',')}`);
+    events.push(`w2:${Array.from(g.dataSync(), Number).join(',')}`);
   });
   w1.registerHook((g) => {
-    events.push(`w1:${Array.from(g.dataSync()).join(',')}`);
+    events.push(`w1:${Array.from(g.dataSync(), Number).join(',')}`);
   });
   // w2 is used twice (its grad is the sum of two contributions); w1 feeds the earlier layer.
   const h = w1.mul(2);
@@ -140,7 +140,7 @@ test('hook can replace the gradient', () => {
   const x = fl.tensor([1, 2], { dtype: 'f64', requiresGrad: true });
   x.registerHook((g) => g.mul(10));
   x.sum().backward();
-  assert.equal(Array.from(x.grad!.dataSync()), [10, 10]);
+  assert.equal(Array.from(x.grad!.dataSync(), Number), [10, 10]);
 });
 
 test('backward on a non-scalar without gradient throws RangeError', () => {

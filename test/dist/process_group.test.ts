@@ -31,12 +31,12 @@ test('a world of one: collectives are identities, errors are typed', async () =>
   await w.wait();
   // Stamped natively when the collective finished: after it was issued, before we saw it.
   assert.ok(w.completedAt! >= before - 1 && w.completedAt! <= Date.now() + 1, `completedAt ${w.completedAt} outside [${before}, now]`);
-  assert.equal(Array.from(await t.data()), [1, 2, 3]);
+  assert.equal(Array.from(await t.data(), Number), [1, 2, 3]);
   const e = await rejection(pg.allReduce(fl.tensor([1, 2], { dtype: 'i32' }), { op: 'avg' }).wait());
   assert.is(e.code, 'ERR_DTYPE');
   const out = fl.zeros([3]);
   await pg.allGather(out, t).wait();
-  assert.equal(Array.from(await out.data()), [1, 2, 3]);
+  assert.equal(Array.from(await out.data(), Number), [1, 2, 3]);
   const bad = await rejection(pg.allGather(fl.zeros([4]), t).wait());
   assert.is(bad.code, 'ERR_SHAPE');
   await pg.barrier().wait();

@@ -114,7 +114,7 @@ test('specific malformed calls raise the documented codes', () => {
       assert.unreachable(`${name} accepted ${JSON.stringify(args.map(String))}`);
     } catch (e) {
       assert.ok(e instanceof TypeError || e instanceof RangeError, `${name}: ${String(e)}`);
-      assert.is((e as { code: string }).code, code, `${name}: ${(e as Error).message}`);
+      assert.is((e as unknown as { code: string }).code, code, `${name}: ${(e as Error).message}`);
     }
   }
 });

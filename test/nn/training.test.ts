@@ -4,7 +4,7 @@ import * as fl from '../../lib';
 
 const { nn } = fl;
 
-function tinyCnn(): nn.Sequential {
+function tinyCnn(): fl.nn.Sequential {
   return new nn.Sequential(
     new nn.Conv2d(1, 4, 3, { padding: 1 }), new nn.ReLU(), new nn.MaxPool2d(2),
     new nn.Flatten(), new nn.Linear(4 * 4 * 4, 3),

@@ -36,7 +36,7 @@ function sgd(params: fl.Tensor[]) {
 
 async function flat(params: fl.Tensor[]): Promise<number[]> {
   const out: number[] = [];
-  for (const p of params) out.push(...(await p.data()));
+  for (const p of params) out.push(...Array.from(await p.data(), Number));
   return out;
 }
 
@@ -165,7 +165,7 @@ async function unusedParameters(pg: Awaited<ReturnType<typeof initProcessGroup>>
   for (const p of plain.parameters()) {
     const g = p.grad ? p.grad.clone() : fl.zerosLike(p);
     await pg.allReduce(g, { op: 'avg' }).wait();
-    want.push(...(await g.data()));
+    want.push(...Array.from(await g.data(), Number));
   }
   const model = build();
   const ddp = await DistributedDataParallel.create(model, model.forward, { bucketCapMB: 1e-5, findUnusedParameters: true });
