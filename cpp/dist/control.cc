@@ -41,6 +41,11 @@ ControlPlane::ControlPlane(int rank, int size)
 
 void ControlPlane::goodbye() {
   if (!thread_.joinable() || said_goodbye_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    leaving_ = true;  // a failure being explained now ends its waits: the group is going away
+    cv_.notify_all();
+  }
   Note bye;
   bye.kind = Note::Bye;
   send_all(bye);
@@ -187,7 +192,8 @@ ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq,
   std::unique_lock<std::mutex> lk(m_);
   // A rank that died closed its control connection with the rest; a rank that failed first-hand
   // reported before closing its data connections. Either is here within moments.
-  cv_.wait_for(lk, std::chrono::milliseconds(kGraceMs), [&] { return report_.has_value() || !lost().empty(); });
+  cv_.wait_for(lk, std::chrono::milliseconds(kGraceMs), [&] { return leaving_ || report_.has_value() || !lost().empty(); });
+  if (leaving_) return {local, false};  // this rank is destroying the group; it has said goodbye
   if (auto dead = lost(); !dead.empty())
     return {StreamError{Code::PeerLost, list_ranks(dead) + (dead.size() == 1 ? " was" : " were") +
                                             " lost (its process ended or its connections broke)"}, false};
@@ -207,11 +213,13 @@ ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq,
   send_all(query);
   lk.lock();
   auto answered = [&] {
+    if (leaving_) return true;
     for (int r = 0; r < size_; ++r)
       if (r != rank_ && progress_[r] < 0 && !gone_[r]) return false;
     return true;
   };
   cv_.wait_for(lk, std::chrono::milliseconds(kQueryMs), answered);
+  if (leaving_) return {local, false};
   std::vector<int> behind, silent;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;

@@ -76,6 +76,7 @@ class ControlPlane {
   std::vector<char> bye_;   // peer said goodbye
   std::optional<std::pair<int, StreamError>> report_;  // first report received, and from whom
   std::vector<int64_t> progress_;  // answers to our query, -1 until answered
+  bool leaving_ = false;  // goodbye() ran: explain() stops waiting on the others
 };
 
 }  // namespace flock::dist
