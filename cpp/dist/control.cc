@@ -183,12 +183,13 @@ void ControlPlane::report(const StreamError& cause) {
 
 ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq, const char* op, int timeout_ms) {
   if (!thread_.joinable()) return {local, true};
-  auto lost = [&] {
+  auto ranks_where = [&](auto pred) {
     std::vector<int> ranks;
     for (int r = 0; r < size_; ++r)
-      if (gone_[r] && !bye_[r]) ranks.push_back(r);
+      if (r != rank_ && pred(r)) ranks.push_back(r);
     return ranks;
   };
+  auto lost = [&] { return ranks_where([&](int r) { return gone_[r] && !bye_[r]; }); };
   std::unique_lock<std::mutex> lk(m_);
   // A rank that died closed its control connection with the rest; a rank that failed first-hand
   // reported before closing its data connections. Either is here within moments.
@@ -198,9 +199,7 @@ ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq,
     return {StreamError{Code::PeerLost, list_ranks(dead) + (dead.size() == 1 ? " was" : " were") +
                                             " lost (its process ended or its connections broke)"}, false};
   if (report_) return {StreamError{report_->second.code, report_->second.message + " (reported by rank " + std::to_string(report_->first) + ")"}, false};
-  std::vector<int> left;
-  for (int r = 0; r < size_; ++r)
-    if (bye_[r]) left.push_back(r);
+  const std::vector<int> left = ranks_where([&](int r) { return bye_[r] != 0; });
   if (!left.empty())
     return {StreamError{local.code, local.message + "; " + list_ranks(left) + (left.size() == 1 ? " has" : " have") + " destroyed the process group"}, true};
   if (local.code != Code::Timeout || seq <= 0) return {local, true};
@@ -220,12 +219,8 @@ ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq,
   };
   cv_.wait_for(lk, std::chrono::milliseconds(kQueryMs), answered);
   if (leaving_) return {local, false};
-  std::vector<int> behind, silent;
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    if (progress_[r] < 0) silent.push_back(r);
-    else if (progress_[r] < seq) behind.push_back(r);
-  }
+  const std::vector<int> silent = ranks_where([&](int r) { return progress_[r] < 0; });
+  const std::vector<int> behind = ranks_where([&](int r) { return progress_[r] >= 0 && progress_[r] < seq; });
   std::string why;
   if (!behind.empty())
     why = list_ranks(behind) + " stopped answering: after " + std::to_string(timeout_ms) + " ms " + (behind.size() == 1 ? "it had" : "they had") +

@@ -248,7 +248,10 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   async #syncBuffers(): Promise<void> {
     const buffers = this.module.buffers?.() ?? [];
     const byDtype = new Map<string, Tensor[]>();
-    for (const b of buffers) byDtype.set(b.dtype, [...(byDtype.get(b.dtype) ?? []), b]);
+    for (const b of buffers) {
+      if (!byDtype.has(b.dtype)) byDtype.set(b.dtype, []);
+      byDtype.get(b.dtype)!.push(b);
+    }
     await Promise.all(Array.from(byDtype.values(), async (group) => {
       const flat = keep(noGrad(() => cat(group.map((b) => b.reshape([-1])), 0)));
       try {
