@@ -8,7 +8,7 @@
 
 namespace flock {
 
-enum class Code { Shape, DType, Device, Disposed, OOM, Cuda, Nccl, Timeout, PeerLost, Arg, Index, Internal };
+enum class Code { Shape, DType, Device, Disposed, OOM, Cuda, Nccl, Timeout, PeerLost, Arg, Index, Range, CollectiveMismatch, IO, Internal };
 
 inline const char* code_name(Code c) {
   switch (c) {
@@ -23,15 +23,24 @@ inline const char* code_name(Code c) {
     case Code::PeerLost: return "ERR_PEER_LOST";
     case Code::Arg: return "ERR_ARG";
     case Code::Index: return "ERR_INDEX";
+    case Code::Range: return "ERR_RANGE";
+    case Code::CollectiveMismatch: return "ERR_COLLECTIVE_MISMATCH";
+    case Code::IO: return "ERR_IO";
     case Code::Internal: return "ERR_INTERNAL";
   }
   return "ERR_INTERNAL";
 }
 
-// Type errors (wrong dtype, device, disposed handle, wrong kind of argument) become TypeError in
-// JS; everything about sizes, ranges and resources becomes RangeError.
-inline bool code_is_type_error(Code c) {
-  return c == Code::DType || c == Code::Device || c == Code::Disposed || c == Code::Arg;
+// The one rule for an error's JS class, shared with lib/errors.ts (errorKind): a wrong kind of
+// argument (dtype, device, disposed handle, argument type) is a TypeError; a value outside what
+// is allowed (shape, index, range, memory) a RangeError; a failure while running a plain Error.
+enum class ErrorKind { Type, Range, Other };
+inline ErrorKind error_kind(Code c) {
+  switch (c) {
+    case Code::DType: case Code::Device: case Code::Disposed: case Code::Arg: return ErrorKind::Type;
+    case Code::Shape: case Code::Index: case Code::Range: case Code::OOM: return ErrorKind::Range;
+    default: return ErrorKind::Other;
+  }
 }
 
 struct Error : std::runtime_error {

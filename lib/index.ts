@@ -5,6 +5,8 @@
  *   const x = fl.randn([64, 784]);
  */
 export { Tensor } from './tensor';
+export * as errors from './errors';
+export { FlockError, FlockTypeError, FlockRangeError, type ErrorCode } from './errors';
 export type { TensorData, TensorLike, GradHook } from './tensor';
 export type { DType } from './dtype';
 export { promoteTypes, isFloating } from './dtype';

@@ -57,6 +57,8 @@ export interface NativeAddon {
   // runtime
   memory(): Record<string, DeviceMemoryStats>;
   emptyCache(device: string): number;
+  /** Every native error is made with these constructors (`new C(code, message)`), by kind. */
+  setErrorClasses(typeError: NativeErrorClass, rangeError: NativeErrorClass, error: NativeErrorClass): void;
   numThreads(): number;
   setNumThreads(n: number): void;
   buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number };
@@ -143,3 +145,5 @@ export interface NativeAddon {
   /** One group member per device, all in this process (ncclCommInitAll); `ready` settles once all exist. */
   ncclInitAll(devices: number[], timeoutMs: number): { groups: NativeGroup[]; ready: Promise<void> };
 }
+
+export type NativeErrorClass = new (code: never, message: string) => Error;

@@ -1,16 +1,27 @@
 #include "convert.h"
 #include <cmath>
+#include "addon.h"
 #include "tensor_handle.h"
 
 namespace flock::js {
 
 const napi_type_tag kTensorTag = {0x6f1c0c4e8a2b4f11ull, 0x9d3e7a55c0ffee01ull};
 
+Napi::Error make_js_error(Napi::Env env, Code code, const std::string& message) {
+  Napi::String js_code = Napi::String::New(env, code_name(code));
+  Napi::String js_message = Napi::String::New(env, message);
+  Napi::FunctionReference& cls = Addon::of(env).error_classes[static_cast<int>(error_kind(code))];
+  if (!cls.IsEmpty()) return Napi::Error(env, cls.New({js_code, js_message}));
+  // Before lib/errors.ts registered its classes (or if it never does): plain errors with the code.
+  Napi::Error err = error_kind(code) == ErrorKind::Type    ? static_cast<Napi::Error>(Napi::TypeError::New(env, message))
+                    : error_kind(code) == ErrorKind::Range ? static_cast<Napi::Error>(Napi::RangeError::New(env, message))
+                                                           : Napi::Error::New(env, message);
+  err.Set("code", js_code);
+  return err;
+}
+
 void throw_js(Napi::Env env, Code code, const std::string& message) {
-  Napi::Error err = code_is_type_error(code) ? static_cast<Napi::Error>(Napi::TypeError::New(env, message))
-                                             : static_cast<Napi::Error>(Napi::RangeError::New(env, message));
-  err.Set("code", Napi::String::New(env, code_name(code)));
-  throw err;
+  throw make_js_error(env, code, message);
 }
 
 std::string describe(Napi::Value v) {

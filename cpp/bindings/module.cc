@@ -9,10 +9,7 @@ void resolve_completion(Napi::Env env, Napi::Function, std::nullptr_t*, Completi
   std::unique_ptr<Completion> done(c);
   if (!env) return;  // the environment is shutting down
   if (c->error) {
-    Napi::Error err = code_is_type_error(c->error->code) ? static_cast<Napi::Error>(Napi::TypeError::New(env, c->error->message))
-                                                         : static_cast<Napi::Error>(Napi::RangeError::New(env, c->error->message));
-    err.Set("code", Napi::String::New(env, code_name(c->error->code)));
-    c->deferred.Reject(err.Value());
+    c->deferred.Reject(make_js_error(env, c->error->code, c->error->message).Value());
   } else if (c->bytes) {
     Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(env, c->bytes->size());
     if (!c->bytes->empty()) std::memcpy(buf.Data(), c->bytes->data(), c->bytes->size());

@@ -163,6 +163,16 @@ Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(empty_cache(a.device(0))));
 }
 
+// setErrorClasses(typeErrorClass, rangeErrorClass, errorClass): the constructors, each called as
+// `new C(code, message)`, that every native error is made with from now on.
+Napi::Value SetErrorClasses(const Napi::CallbackInfo& info) {
+  auto& classes = Addon::of(info.Env()).error_classes;
+  for (size_t i = 0; i < classes.size(); ++i)
+    FLOCK_CHECK(info[i].IsFunction(), Arg, "setErrorClasses: argument ", i, " must be a class");
+  for (size_t i = 0; i < classes.size(); ++i) classes[i] = Napi::Persistent(info[i].As<Napi::Function>());
+  return info.Env().Undefined();
+}
+
 Napi::Value NumThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), cpu::num_threads()); }
 
 Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
@@ -234,6 +244,7 @@ void register_tensor_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("syncSync", SyncSync);
   FLOCK_EXPORT("memory", Memory);
   FLOCK_EXPORT("emptyCache", EmptyCache);
+  FLOCK_EXPORT("setErrorClasses", SetErrorClasses);
   FLOCK_EXPORT("numThreads", NumThreads);
   FLOCK_EXPORT("setNumThreads", SetNumThreads);
   FLOCK_EXPORT("buildInfo", BuildInfo);

@@ -20,7 +20,7 @@ Conv2dGeom conv_geom(const Shape& xs, const Shape& ws, const Conv2dArgs& a, cons
   if (xs.size() != 4) fail(Code::Shape, op, ": input must be 4-D [N, C, H, W], got ", shape_str(xs));
   if (ws.size() != 4) fail(Code::Shape, op, ": weight must be 4-D [OC, C/groups, KH, KW], got ", shape_str(ws));
   if (a.groups < 1 || a.sh < 1 || a.sw < 1 || a.dh < 1 || a.dw < 1 || a.ph < 0 || a.pw < 0)
-    fail(Code::Arg, op, ": stride and dilation must be ≥ 1, padding ≥ 0 and groups ≥ 1");
+    fail(Code::Range, op, ": stride and dilation must be ≥ 1, padding ≥ 0 and groups ≥ 1");
   Conv2dGeom g{xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], 0, 0, a.sh, a.sw, a.ph, a.pw, a.dh, a.dw, a.groups};
   if (g.c % g.groups || g.oc % g.groups)
     fail(Code::Shape, op, ": input channels ", g.c, " and output channels ", g.oc, " must be divisible by groups ", g.groups);
@@ -45,7 +45,7 @@ int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ce
 Pool2dGeom pool_geom(const Shape& xs, const Pool2dArgs& a, const char* op) {
   if (xs.size() != 4) fail(Code::Shape, op, ": input must be 4-D [N, C, H, W], got ", shape_str(xs));
   if (a.kh < 1 || a.kw < 1 || a.sh < 1 || a.sw < 1 || a.dh < 1 || a.dw < 1)
-    fail(Code::Arg, op, ": kernel size, stride and dilation must be ≥ 1");
+    fail(Code::Range, op, ": kernel size, stride and dilation must be ≥ 1");
   if (a.ph < 0 || a.pw < 0 || 2 * a.ph > a.kh || 2 * a.pw > a.kw)
     fail(Code::Arg, op, ": padding must be ≥ 0 and at most half the kernel size");
   Pool2dGeom g{xs[0], xs[1], xs[2], xs[3], a.kh, a.kw, 0, 0, a.sh, a.sw, a.ph, a.pw, a.dh, a.dw, a.count_include_pad};

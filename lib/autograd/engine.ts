@@ -8,6 +8,7 @@ import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from './grad_mode';
+import { errorOf } from '../errors';
 
 function shapeStr(s: readonly number[]): string {
   return `[${s.join(',')}]`;
@@ -15,7 +16,7 @@ function shapeStr(s: readonly number[]): string {
 
 export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: boolean): void {
   if (!root.requiresGrad)
-    throw Object.assign(new RangeError('backward: tensor does not require grad and has no grad_fn'), { code: 'ERR_ARG' });
+    throw errorOf('ERR_RANGE', 'backward: tensor does not require grad and has no grad_fn');
   if (grad === undefined && root.size !== 1)
     throw Object.assign(new RangeError(`backward: grad can be implicitly created only for scalar outputs, got shape ${shapeStr(root.shape)}`), { code: 'ERR_SHAPE' });
   if (grad !== undefined && (grad.shape.length !== root.shape.length || grad.shape.some((s, i) => s !== root.shape[i])))

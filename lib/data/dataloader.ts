@@ -7,6 +7,7 @@ import { Tensor } from '../tensor';
 import { stack } from '../ops/shape';
 import { tensor } from '../ops/creation';
 import { TensorDataset, type Dataset } from './dataset';
+import { errorOf } from '../errors';
 
 export interface DataLoaderOptions<T, B> {
   batchSize?: number;
@@ -60,7 +61,7 @@ export class DataLoader<T = unknown, B = Collated<T>> {
   constructor(readonly dataset: Dataset<T>, options: DataLoaderOptions<T, B> = {}) {
     this.batchSize = options.batchSize ?? 1;
     if (!Number.isInteger(this.batchSize) || this.batchSize < 1)
-      throw Object.assign(new RangeError(`DataLoader: batchSize must be a positive integer, got ${options.batchSize}`), { code: 'ERR_ARG' });
+      throw errorOf('ERR_RANGE', `DataLoader: batchSize must be a positive integer, got ${options.batchSize}`);
     this.shuffle = options.shuffle ?? false;
     this.dropLast = options.dropLast ?? false;
     this.seed = options.seed ?? 0;

@@ -1,6 +1,7 @@
 /** Datasets: anything with a length and an indexed get; TensorDataset slices tensors by row. */
 import { Tensor } from '../tensor';
 import { tensor } from '../ops/creation';
+import { errorOf } from '../errors';
 
 export interface Dataset<T = unknown> {
   readonly length: number;
@@ -12,7 +13,7 @@ export class TensorDataset implements Dataset<Tensor[]> {
   readonly tensors: Tensor[];
 
   constructor(...tensors: Tensor[]) {
-    if (!tensors.length) throw Object.assign(new RangeError('TensorDataset: expected at least one tensor'), { code: 'ERR_ARG' });
+    if (!tensors.length) throw errorOf('ERR_RANGE', 'TensorDataset: expected at least one tensor');
     for (const t of tensors) {
       if (!(t instanceof Tensor)) throw Object.assign(new TypeError('TensorDataset: arguments must be tensors'), { code: 'ERR_ARG' });
       if (t.ndim === 0 || t.shape[0] !== tensors[0].shape[0])

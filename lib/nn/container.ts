@@ -1,5 +1,6 @@
 /** Containers: Sequential (chained forward), ModuleList and ModuleDict (registered holders). */
 import { Module } from './module';
+import { errorOf } from '../errors';
 
 type Callable = { forward(x: unknown): unknown };
 
@@ -73,7 +74,7 @@ export class ModuleDict extends Module {
   set(name: string, m: Module): this {
     if (!(m instanceof Module)) throw Object.assign(new TypeError(`ModuleDict: '${name}' is not a Module`), { code: 'ERR_ARG' });
     if (name.startsWith('_') || name in Module.prototype || name === 'training')
-      throw Object.assign(new RangeError(`ModuleDict: '${name}' is a reserved name`), { code: 'ERR_ARG' });
+      throw errorOf('ERR_RANGE', `ModuleDict: '${name}' is a reserved name`);
     (this as unknown as Record<string, Module>)[name] = m;
     return this;
   }

@@ -7,6 +7,7 @@ import { Parameter } from './parameter';
 import { defaultLayerInit_ } from './init';
 import { conv2d, convTranspose2d } from './functional/conv';
 import { pair, type Pair } from './functional/args';
+import { errorOf } from '../errors';
 
 export interface Conv2dLayerOptions {
   stride?: Pair;
@@ -20,7 +21,7 @@ export interface Conv2dLayerOptions {
 
 function checkChannels(op: string, inC: number, outC: number, groups: number): void {
   if (!Number.isInteger(groups) || groups < 1 || inC % groups || outC % groups)
-    throw Object.assign(new RangeError(`${op}: inChannels ${inC} and outChannels ${outC} must be divisible by groups ${groups}`), { code: 'ERR_ARG' });
+    throw errorOf('ERR_RANGE', `${op}: inChannels ${inC} and outChannels ${outC} must be divisible by groups ${groups}`);
 }
 
 export class Conv2d extends Module {

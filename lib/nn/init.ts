@@ -20,7 +20,7 @@ export function calculateGain(nonlinearity: Nonlinearity, param?: number): numbe
     case 'leaky_relu': { const s = param ?? 0.01; return Math.sqrt(2 / (1 + s * s)); }
     case 'selu': return 3 / 4;
   }
-  throw rangeError('calculateGain', `unknown nonlinearity '${String(nonlinearity)}'`, 'ERR_ARG');
+  throw rangeError('calculateGain', `unknown nonlinearity '${String(nonlinearity)}'`, 'ERR_RANGE');
 }
 
 /** [fanIn, fanOut] of a weight: dims 1 and 0 times the receptive field (dims 2…). */

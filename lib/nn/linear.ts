@@ -6,6 +6,7 @@ import { Module } from './module';
 import { Parameter } from './parameter';
 import { defaultLayerInit_ } from './init';
 import { linear } from './functional/basic';
+import { errorOf } from '../errors';
 
 export interface LayerOptions {
   bias?: boolean;
@@ -20,7 +21,7 @@ export class Linear extends Module {
   constructor(readonly inFeatures: number, readonly outFeatures: number, options: LayerOptions = {}) {
     super();
     if (!Number.isInteger(inFeatures) || !Number.isInteger(outFeatures) || inFeatures < 0 || outFeatures < 0)
-      throw Object.assign(new RangeError(`Linear: feature counts must be non-negative integers, got ${inFeatures}, ${outFeatures}`), { code: 'ERR_ARG' });
+      throw errorOf('ERR_RANGE', `Linear: feature counts must be non-negative integers, got ${inFeatures}, ${outFeatures}`);
     const o = { dtype: options.dtype ?? 'f32', device: options.device };
     this.weight = new Parameter(zeros([outFeatures, inFeatures], o));
     this.bias = options.bias === false ? null : new Parameter(zeros([outFeatures], o));

@@ -10,6 +10,7 @@ import { copy_ } from '../ops/elementwise';
 import { Parameter } from './parameter';
 import { zeroGrads } from '../autograd/zero_grad';
 import { isDType, isFloating } from '../dtype';
+import { flockError, type ErrorCode } from '../errors';
 
 /** Moves or casts `t` to `target` (a device or dtype) keeping the object; no-op when it is there. */
 function moveInPlace(t: Tensor, target: string): void {
@@ -19,8 +20,8 @@ function moveInPlace(t: Tensor, target: string): void {
   moved.dispose();
 }
 
-function stateError(message: string, code = 'ERR_STATE_DICT'): RangeError {
-  return Object.assign(new RangeError(`loadStateDict: ${message}`), { code });
+function stateError(message: string, code: ErrorCode = 'ERR_STATE_DICT'): Error {
+  return flockError(code, 'loadStateDict', message);
 }
 
 export abstract class Module {

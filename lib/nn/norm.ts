@@ -5,6 +5,7 @@ import type { DType } from '../dtype';
 import { Module } from './module';
 import { Parameter } from './parameter';
 import { batchNorm, groupNorm, layerNorm } from './functional/norm';
+import { errorOf } from '../errors';
 
 export interface NormOptions {
   eps?: number;
@@ -101,7 +102,7 @@ export class GroupNorm extends Module {
   constructor(readonly numGroups: number, readonly numChannels: number, options: NormOptions = {}) {
     super();
     if (!Number.isInteger(numGroups) || numGroups < 1 || numChannels % numGroups !== 0)
-      throw Object.assign(new RangeError(`GroupNorm: numChannels ${numChannels} must be divisible by numGroups ${numGroups}`), { code: 'ERR_ARG' });
+      throw errorOf('ERR_RANGE', `GroupNorm: numChannels ${numChannels} must be divisible by numGroups ${numGroups}`);
     this.eps = options.eps ?? 1e-5;
     const o = { dtype: options.dtype ?? 'f32', device: options.device };
     const affine = options.affine ?? true;

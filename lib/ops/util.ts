@@ -1,5 +1,6 @@
 /** Helpers shared by the op modules: wrapping handles, scalars, gradient reduction, errors. */
 import { native, type NativeTensor } from '../native';
+import { flockError, type ErrorCode } from '../errors';
 import { Tensor, type TensorLike } from '../tensor';
 import { type DType, promoteTypes, promoteWithScalar } from '../dtype';
 
@@ -11,12 +12,14 @@ export function shapeStr(s: readonly number[]): string {
   return `[${s.join(',')}]`;
 }
 
-export function rangeError(op: string, message: string, code = 'ERR_SHAPE'): RangeError {
-  return Object.assign(new RangeError(`${op}: ${message}`), { code });
+/** `op: message` with `code` (ERR_SHAPE by default); its class follows the code (lib/errors.ts). */
+export function rangeError(op: string, message: string, code: ErrorCode = 'ERR_SHAPE'): Error {
+  return flockError(code, op, message);
 }
 
-export function typeError(op: string, message: string, code = 'ERR_ARG'): TypeError {
-  return Object.assign(new TypeError(`${op}: ${message}`), { code });
+/** `op: message` with `code` (ERR_ARG by default); its class follows the code (lib/errors.ts). */
+export function typeError(op: string, message: string, code: ErrorCode = 'ERR_ARG'): Error {
+  return flockError(code, op, message);
 }
 
 export function checkTensor(op: string, name: string, v: unknown): Tensor {

@@ -4,6 +4,7 @@ import type { Tensor } from '../tensor';
 import { keep } from '../memory';
 import { zerosLike } from '../ops/creation';
 import { Optimizer, type ParamsArg } from './optimizer';
+import { errorOf } from '../errors';
 
 export interface AdamOptions {
   lr: number;
@@ -18,8 +19,8 @@ export class Adam extends Optimizer<AdamOptions> {
   constructor(params: ParamsArg<AdamOptions>, options: Partial<AdamOptions> = {}, defaultWeightDecay = 0) {
     const d: AdamOptions = { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: defaultWeightDecay, ...options };
     const [b1, b2] = d.betas;
-    if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1)) throw Object.assign(new RangeError(`Adam: betas must be in [0, 1), got [${d.betas}]`), { code: 'ERR_ARG' });
-    if (!(d.eps >= 0) || !(d.weightDecay >= 0)) throw Object.assign(new RangeError('Adam: eps and weightDecay must be ≥ 0'), { code: 'ERR_ARG' });
+    if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1)) throw errorOf('ERR_RANGE', `Adam: betas must be in [0, 1), got [${d.betas}]`);
+    if (!(d.eps >= 0) || !(d.weightDecay >= 0)) throw errorOf('ERR_RANGE', 'Adam: eps and weightDecay must be ≥ 0');
     super(params, d);
   }
 

@@ -21,7 +21,7 @@ export function gradNorm(params: Iterable<Tensor>, normType = 2): Tensor {
 }
 
 function normOf(list: Tensor[], normType: number): Tensor {
-  if (typeof normType !== 'number' || !(normType > 0)) throw rangeError('gradNorm', `normType must be > 0 or Infinity, got ${normType}`, 'ERR_ARG');
+  if (typeof normType !== 'number' || !(normType > 0)) throw rangeError('gradNorm', `normType must be > 0 or Infinity, got ${normType}`, 'ERR_RANGE');
   const groups = byDeviceAndDtype(list);
   return noGrad(() => tidy(() => {
     if (!groups.length) return full([], 0);
@@ -40,7 +40,7 @@ function normOf(list: Tensor[], normType: number): Tensor {
  */
 export function clipGradNorm_(params: Iterable<Tensor>, maxNorm: number, normType = 2): Tensor {
   if (typeof maxNorm !== 'number' || !(maxNorm >= 0) || maxNorm === Infinity)
-    throw rangeError('clipGradNorm_', `maxNorm must be a finite number ≥ 0, got ${maxNorm}`, 'ERR_ARG');
+    throw rangeError('clipGradNorm_', `maxNorm must be a finite number ≥ 0, got ${maxNorm}`, 'ERR_RANGE');
   const list = grads(params);
   const total = normOf(list, normType);
   noGrad(() => tidy(() => {

@@ -5,6 +5,7 @@
 import { Tensor } from '../tensor';
 import { keep } from '../memory';
 import { zeroGrads } from '../autograd/zero_grad';
+import { flockError } from '../errors';
 
 export type ParamGroup<H> = H & { params: Tensor[] };
 export type ParamsArg<H> = Tensor[] | Iterable<Tensor> | Array<Partial<H> & { params: Iterable<Tensor> }>;
@@ -14,8 +15,8 @@ export interface OptimizerStateDict {
   paramGroups: Array<Record<string, unknown> & { params: number[] }>;
 }
 
-function argError(op: string, message: string): RangeError {
-  return Object.assign(new RangeError(`${op}: ${message}`), { code: 'ERR_ARG' });
+function argError(op: string, message: string): Error {
+  return flockError('ERR_ARG', op, message);
 }
 
 export abstract class Optimizer<H extends { lr: number }> {

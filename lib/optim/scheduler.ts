@@ -3,6 +3,7 @@
  * its current value, so several schedulers can drive one optimizer (see ChainedScheduler).
  */
 import type { Optimizer } from './optimizer';
+import { errorOf } from '../errors';
 
 type AnyOptimizer = Optimizer<{ lr: number }>;
 
@@ -96,7 +97,7 @@ export class CosineAnnealingLR extends LRScheduler {
 export class LinearWarmup extends LRScheduler {
   constructor(optimizer: AnyOptimizer, readonly totalIters = 5, readonly startFactor = 1 / 3, readonly endFactor = 1) {
     super(optimizer);
-    if (!(startFactor > 0 && startFactor <= 1)) throw Object.assign(new RangeError(`LinearWarmup: startFactor must be in (0, 1], got ${startFactor}`), { code: 'ERR_ARG' });
+    if (!(startFactor > 0 && startFactor <= 1)) throw errorOf('ERR_RANGE', `LinearWarmup: startFactor must be in (0, 1], got ${startFactor}`);
     this.start();
   }
   protected nextLr(lr: number): number {
@@ -110,7 +111,7 @@ export class LinearWarmup extends LRScheduler {
 /** Steps several schedulers together; their factors compose. */
 export class ChainedScheduler {
   constructor(readonly schedulers: LRScheduler[]) {
-    if (!schedulers.length) throw Object.assign(new RangeError('ChainedScheduler: expected at least one scheduler'), { code: 'ERR_ARG' });
+    if (!schedulers.length) throw errorOf('ERR_RANGE', 'ChainedScheduler: expected at least one scheduler');
   }
   step(): void {
     for (const s of this.schedulers) s.step();

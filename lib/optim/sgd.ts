@@ -4,6 +4,7 @@ import type { Tensor } from '../tensor';
 import { keep } from '../memory';
 import { zerosLike } from '../ops/creation';
 import { Optimizer, type ParamsArg } from './optimizer';
+import { errorOf } from '../errors';
 
 export interface SGDOptions {
   lr: number;
@@ -17,8 +18,8 @@ export class SGD extends Optimizer<SGDOptions> {
   constructor(params: ParamsArg<SGDOptions>, options: Partial<SGDOptions> & { lr?: number } = {}) {
     const d: SGDOptions = { lr: 1e-3, momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, ...options };
     if (d.nesterov && (d.momentum <= 0 || d.dampening !== 0))
-      throw Object.assign(new RangeError('SGD: Nesterov momentum requires a momentum and zero dampening'), { code: 'ERR_ARG' });
-    if (d.momentum < 0 || d.weightDecay < 0) throw Object.assign(new RangeError('SGD: momentum and weightDecay must be ≥ 0'), { code: 'ERR_ARG' });
+      throw errorOf('ERR_ARG', 'SGD: Nesterov momentum requires a momentum and zero dampening');
+    if (d.momentum < 0 || d.weightDecay < 0) throw errorOf('ERR_RANGE', 'SGD: momentum and weightDecay must be ≥ 0');
     super(params, d);
   }
 

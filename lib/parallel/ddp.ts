@@ -30,6 +30,7 @@ import { getWorldSize, isInitialized, type ProcessGroup } from '../distributed/p
 import { broadcast as defaultBroadcast, allReduce as defaultAllReduce } from '../distributed/process_group';
 import type { Work } from '../distributed/work';
 import { makeBuckets, type Bucket } from './buckets';
+import { errorOf } from '../errors';
 
 export interface ParameterSource {
   parameters(): Tensor[];
@@ -117,7 +118,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const capMB = options.bucketCapMB ?? 25;
     if (typeof capMB !== 'number' || !(capMB > 0) || !Number.isFinite(capMB))
-      throw Object.assign(new RangeError(`DistributedDataParallel: bucketCapMB must be a positive number, got ${String(capMB)}`), { code: 'ERR_ARG' });
+      throw errorOf('ERR_RANGE', `DistributedDataParallel: bucketCapMB must be a positive number, got ${String(capMB)}`);
     const cap = capMB * 1024 * 1024;
     this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null, wire: null }));
     for (const s of this.#states)

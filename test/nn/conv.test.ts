@@ -62,7 +62,7 @@ test('conv2d rejects bad shapes with RangeError codes', () => {
   throwsCode(() => F.conv2d(fl.zeros([1, 3, 5, 5]), fl.zeros([2, 4, 3, 3])), 'ERR_SHAPE');
   throwsCode(() => F.conv2d(fl.zeros([1, 3, 2, 2]), fl.zeros([2, 3, 3, 3])), 'ERR_SHAPE');
   throwsCode(() => F.conv2d(fl.zeros([1, 3, 5, 5]), fl.zeros([2, 3, 3, 3]), fl.zeros([3])), 'ERR_SHAPE');
-  throwsCode(() => F.conv2d(fl.zeros([1, 3, 5, 5]), fl.zeros([2, 3, 3, 3]), null, { stride: 0 }), 'ERR_ARG');
+  throwsCode(() => F.conv2d(fl.zeros([1, 3, 5, 5]), fl.zeros([2, 3, 3, 3]), null, { stride: 0 }), 'ERR_RANGE');
 });
 
 // Taps that fall wholly in the padding (padding beyond the kernel's reach, large dilation) leave

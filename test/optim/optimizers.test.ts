@@ -124,9 +124,9 @@ test('clipGradNorm_ combines gradients of different dtypes; NaN gradients give a
 test('gradNorm and clipGradNorm_ reject bad arguments with codes', () => {
   const a = new fl.nn.Parameter(fl.zeros([2]));
   a.grad = fl.ones([2]);
-  throwsCode(() => fl.optim.gradNorm([a], 0), 'ERR_ARG', RangeError);
-  throwsCode(() => fl.optim.clipGradNorm_([a], -1), 'ERR_ARG', RangeError);
-  throwsCode(() => fl.optim.clipGradNorm_([a], NaN), 'ERR_ARG', RangeError);
+  throwsCode(() => fl.optim.gradNorm([a], 0), 'ERR_RANGE', RangeError);
+  throwsCode(() => fl.optim.clipGradNorm_([a], -1), 'ERR_RANGE', RangeError);
+  throwsCode(() => fl.optim.clipGradNorm_([a], NaN), 'ERR_RANGE', RangeError);
   assert.is(fl.optim.gradNorm([new fl.nn.Parameter(fl.zeros([1]))]).itemSync(), 0);
 });
 

@@ -8,7 +8,7 @@ export function pair(op: string, name: string, v: Pair, min: number): [number, n
   const p: [number, number] = typeof v === 'number' ? [v, v] : v;
   if (!Array.isArray(p) || p.length !== 2 || !p.every((x) => Number.isInteger(x)))
     throw typeError(op, `${name} must be an integer or a pair of integers, got ${JSON.stringify(v)}`);
-  if (p.some((x) => x < min)) throw rangeError(op, `${name} must be ≥ ${min}, got ${JSON.stringify(v)}`, 'ERR_ARG');
+  if (p.some((x) => x < min)) throw rangeError(op, `${name} must be ≥ ${min}, got ${JSON.stringify(v)}`, 'ERR_RANGE');
   return [p[0], p[1]];
 }
 

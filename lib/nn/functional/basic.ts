@@ -69,7 +69,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
  */
 export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
   checkTensor('dropout', 'input', x);
-  if (typeof p !== 'number' || !(p >= 0 && p <= 1)) throw rangeError('dropout', `p must be in [0, 1], got ${p}`, 'ERR_ARG');
+  if (typeof p !== 'number' || !(p >= 0 && p <= 1)) throw rangeError('dropout', `p must be in [0, 1], got ${p}`, 'ERR_RANGE');
   if (!training || p === 0) return x;
   if (p === 1) return x.mul(0);
   const mask = bernoulli([...x.shape], 1 - p, { dtype: x.dtype, device: x.device });

@@ -69,7 +69,7 @@ export function convTranspose2d(x: Tensor, weight: Tensor, bias?: Tensor | null,
   const g = geometry('convTranspose2d', options);
   const op = pair('convTranspose2d', 'outputPadding', options.outputPadding ?? 0, 0);
   if (op[0] >= Math.max(g.stride[0], g.dilation[0]) || op[1] >= Math.max(g.stride[1], g.dilation[1]))
-    throw rangeError('convTranspose2d', 'outputPadding must be smaller than stride or dilation', 'ERR_ARG');
+    throw rangeError('convTranspose2d', 'outputPadding must be smaller than stride or dilation', 'ERR_RANGE');
   if (x.shape[1] !== weight.shape[0]) throw rangeError('convTranspose2d', `input has ${x.shape[1]} channels, weight ${shapeStr(weight.shape)} expects ${weight.shape[0]}`);
   const oc = weight.shape[1] * g.groups;
   const size = (i: number, d: 0 | 1) => (x.shape[2 + d] - 1) * g.stride[d] - 2 * g.padding[d] + g.dilation[d] * (weight.shape[2 + d] - 1) + op[d] + 1;

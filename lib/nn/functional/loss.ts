@@ -50,7 +50,7 @@ export function crossEntropy(input: Tensor, target: Tensor, options: CrossEntrop
   const reduction = checkReduction('crossEntropy', options.reduction ?? 'mean');
   const ignoreIndex = options.ignoreIndex ?? -100;
   const eps = options.labelSmoothing ?? 0;
-  if (!(eps >= 0 && eps <= 1)) throw rangeError('crossEntropy', `labelSmoothing must be in [0, 1], got ${eps}`, 'ERR_ARG');
+  if (!(eps >= 0 && eps <= 1)) throw rangeError('crossEntropy', `labelSmoothing must be in [0, 1], got ${eps}`, 'ERR_RANGE');
   if (input.ndim < 2) throw rangeError('crossEntropy', `input must be [N, C] or [N, C, d…], got ${shapeStr(input.shape)}`);
   if (isFloating(target.dtype)) return crossEntropyProbs(input, target, eps, reduction);
   const expected = [input.shape[0], ...input.shape.slice(2)];

@@ -229,7 +229,7 @@ async function compressed(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: f
       await DistributedDataParallel.create(makeModel(0), makeModel(0).forward, { bucketCapMB });
       throw new Error(`expected bucketCapMB ${bucketCapMB} to be refused`);
     } catch (e) {
-      if ((e as { code?: string }).code !== 'ERR_ARG' || !(e instanceof RangeError)) throw e;
+      if ((e as { code?: string }).code !== 'ERR_RANGE' || !(e instanceof RangeError)) throw e;
     }
   }
   try {

@@ -1,0 +1,52 @@
+/** lib/errors.ts: one rule for the error class, shared by native and TypeScript errors; options checks. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import * as fl from '../lib/index';
+import { checkOptions, didYouMean, errorKind, flockError } from '../lib/errors';
+
+function caught(fn: () => unknown): Error & { code?: string } {
+  try {
+    fn();
+  } catch (e) {
+    return e as Error & { code?: string };
+  }
+  throw new Error('expected a throw');
+}
+
+test('the code decides the class, in TypeScript', () => {
+  assert.instance(flockError('ERR_ARG', 'op', 'x'), fl.FlockTypeError);
+  assert.instance(flockError('ERR_ARG', 'op', 'x'), TypeError);
+  assert.instance(flockError('ERR_SHAPE', 'op', 'x'), RangeError);
+  assert.instance(flockError('ERR_RANGE', 'op', 'x'), fl.FlockRangeError);
+  const io = flockError('ERR_IO', 'op', 'x');
+  assert.instance(io, fl.FlockError);
+  assert.not.ok(io instanceof TypeError || io instanceof RangeError);
+  assert.is(errorKind('ERR_TIMEOUT'), 'error');
+});
+
+test('native errors are made with the same classes and carry their code', () => {
+  const dtype = caught(() => fl.zeros([2], { dtype: 'f32' }).add(fl.zeros([3])));
+  assert.instance(dtype, fl.FlockRangeError);
+  assert.is(dtype.code, 'ERR_SHAPE');
+  const range = caught(() => fl.nn.functional.conv2d(fl.zeros([1, 1, 3, 3]), fl.zeros([1, 1, 1, 1]), null, { stride: 0 }));
+  assert.instance(range, fl.FlockRangeError);
+  assert.is(range.code, 'ERR_RANGE');
+});
+
+test('the op is named once even when the detail repeats it', () => {
+  assert.is(flockError('ERR_ARG', 'gather', 'gather: index out of range').message, 'gather: index out of range');
+  assert.is(flockError('ERR_ARG', 'gather', 'index out of range').message, 'gather: index out of range');
+});
+
+test('checkOptions names the unknown key, a likely intended one and the accepted ones', () => {
+  const e = caught(() => checkOptions('crossEntropy', { labelSmothing: 0.1 }, ['weight', 'ignoreIndex', 'reduction', 'labelSmoothing']));
+  assert.instance(e, TypeError);
+  assert.is(e.code, 'ERR_ARG');
+  assert.match(e.message, /^crossEntropy: unknown option 'labelSmothing' \(did you mean 'labelSmoothing'\?\); accepted: weight, ignoreIndex/);
+  assert.equal(checkOptions('op', undefined, ['a']), {});
+  assert.is(caught(() => checkOptions('op', null, ['a'])).code, 'ERR_ARG');
+  assert.is(caught(() => checkOptions('op', [1] as unknown as object, ['a'])).code, 'ERR_ARG');
+  assert.is(didYouMean('zzzzzz', ['momentum', 'lr']), undefined);
+});
+
+test.run();
