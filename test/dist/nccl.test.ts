@@ -11,10 +11,11 @@ import { ProcessGroup } from '../../lib/distributed/process_group';
 import type { NativeGroup } from '../../types/native';
 import type { DType } from '../../lib/dtype';
 import { freePort, rejection } from './harness';
+import { gpuSuiteRuns } from '../gpu/gpu_present';
 
 const env = () => ({ RANK: '0', WORLD_SIZE: '1', LOCAL_RANK: '0', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(freePort()), FLOCKML_TOKEN: 'nccl-test' });
 const info = native.ncclInfo();
-const gpu = fl.cuda.isAvailable() && info.available;
+const gpu = gpuSuiteRuns('nccl (GPU part)') && info.available;
 
 function thrown(f: () => unknown): Error & { code?: string } {
   try {

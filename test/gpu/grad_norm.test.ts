@@ -5,11 +5,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
+import { gpuSuiteRuns } from './gpu_present';
 
 const dev = 'cuda:0';
 
-if (!fl.cuda.isAvailable()) {
-  console.log('GPU gradient norm: skipped, no CUDA device on this machine');
+if (!gpuSuiteRuns('GPU gradient norm')) {
   test('without a GPU, clipping CUDA gradients is refused with ERR_DEVICE', () => {
     assert.throws(() => fl.zeros([2], { device: dev }), (e: Error & { code?: string }) => e.code === 'ERR_DEVICE');
   });
