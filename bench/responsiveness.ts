@@ -4,8 +4,9 @@
  * Fashion-MNIST while the same process serves HTTP /health to a prober in another process and
  * keeps a 10 ms setInterval. Prints one JSON line per loop: probe latency (p50/p99/max), requests
  * answered and timed out (5 s), timer ticks against the ticks expected, live tensors after each
- * epoch, and ms/step. The anchor line runs the same step in a synchronous `for…of` that never
- * awaits (the documented exception: it may block the event loop), for the cost of yielding.
+ * epoch, and ms/step. Two anchors follow: 'idle' probes the same server, for as long, with no
+ * training at all (what this machine's load alone costs), and 'sync-for-of' runs the same step
+ * in a synchronous loop that never awaits (the documented exception: it may block the event loop).
  *   npm run bench -- responsiveness [--steps N per epoch] [--epochs E] [--gap-ms G] [--no-anchor]
  */
 import { spawn } from 'node:child_process';
@@ -53,7 +54,10 @@ process.stdin.once('data', async () => {
 const pct = (sorted: number[], p: number): number => sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN;
 const round = (v: number): number => Number(v.toFixed(2));
 
-async function measure(loop: 'readme-for-await' | 'anchor-sync-for-of', nEpochs: number): Promise<void> {
+type Loop = 'readme-for-await' | 'anchor-idle' | 'anchor-sync-for-of';
+
+/** Runs `loop` with the prober going; returns the wall time of the loop in ms. */
+async function measure(loop: Loop, nEpochs: number, idleMs = 0): Promise<number> {
   fl.manualSeed(0);
   const server = createServer((_req, res) => res.end('ok'));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -85,6 +89,7 @@ async function measure(loop: 'readme-for-await' | 'anchor-sync-for-of', nEpochs:
   const live: number[] = [];
   const liveMB: number[] = [];
   const t0 = performance.now();
+  if (loop === 'anchor-idle') await new Promise((r) => setTimeout(r, idleMs));
   for (let e = 0; e < nEpochs; e++) {
     if (loop === 'readme-for-await') {
       for await (const [x, y] of loader as AsyncIterable<fl.Tensor[]>) step(x, y);
@@ -102,19 +107,23 @@ async function measure(loop: 'readme-for-await' | 'anchor-sync-for-of', nEpochs:
   const lat = await probed;
   server.close();
   const answered = lat.filter((v): v is number => v !== null).sort((a, b) => a - b);
+  const steps = nEpochs * loader.length;
   console.log(JSON.stringify({
-    bench: 'responsiveness', loop, epochs: nEpochs, steps: nEpochs * loader.length, batch: batchSize, threads: fl.getNumThreads(),
+    bench: 'responsiveness', loop, epochs: nEpochs, steps, batch: batchSize, threads: fl.getNumThreads(), wall_ms: Math.round(elapsed),
     requests: answered.length, timeouts: lat.length - answered.length,
     p50_ms: round(pct(answered, 50)), p99_ms: round(pct(answered, 99)), max_ms: round(answered.at(-1) ?? NaN),
     timer_ticks: ticks, timer_expected: Math.floor(elapsed / 10),
     live_tensors_per_epoch: live, live_mb_per_epoch: liveMB,
-    ms_per_step: round(elapsed / (nEpochs * loader.length)),
+    ms_per_step: steps ? round(elapsed / steps) : null,
   }));
+  return elapsed;
 }
 
 async function main(): Promise<void> {
-  await measure('readme-for-await', epochs);
-  if (!argv.includes('--no-anchor')) await measure('anchor-sync-for-of', 1);
+  const trained = await measure('readme-for-await', epochs);
+  if (argv.includes('--no-anchor')) return;
+  await measure('anchor-idle', 0, Math.min(trained, 10_000));
+  await measure('anchor-sync-for-of', 1);
 }
 
 main().catch((e) => {
