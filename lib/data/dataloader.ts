@@ -95,8 +95,10 @@ export class DataLoader<T = unknown, B = Collated<T>> {
     if (typeof dataset !== 'object' || dataset === null || typeof dataset.length !== 'number' || typeof dataset.get !== 'function')
       throw argError(op, `dataset must have a numeric length and a get(index) method, got ${describe(dataset)}`);
     if (options !== null && typeof options === 'object')
-      for (const key of Object.keys(options))
-        if (key in UNSUPPORTED) throw argError(op, `option '${key}' is not supported: ${UNSUPPORTED[key]}`);
+      for (const key of Object.keys(options)) {
+        const camel = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());  // num_workers too
+        if (Object.hasOwn(UNSUPPORTED, camel)) throw argError(op, `option '${key}' is not supported (${UNSUPPORTED[camel]})`);
+      }
     const o = checkOptions(op, options, ACCEPTED);
     if (o.batchSize !== undefined && typeof o.batchSize !== 'number') throw argError(op, `batchSize must be a number, got ${describe(o.batchSize)}`);
     this.batchSize = o.batchSize ?? 1;

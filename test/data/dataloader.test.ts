@@ -178,7 +178,7 @@ test('options are checked at construction', () => {
   throwsCode(make({ batchsize: 4 }), 'ERR_ARG');
   assert.throws(make({ batchsize: 4 }), /did you mean 'batchSize'/);
   assert.throws(make({ batch_size: 4 }), /did you mean 'batchSize'/);
-  for (const key of ['numWorkers', 'pinMemory'])
+  for (const key of ['numWorkers', 'pinMemory', 'num_workers'])
     assert.throws(make({ [key]: key === 'pinMemory' ? true : 4 }), (e: Error & { code?: string }) =>
       e.code === 'ERR_ARG' && e instanceof TypeError && e.message.includes(`'${key}' is not supported`));
   throwsCode(make({ batchSize: '4' }), 'ERR_ARG');
