@@ -36,6 +36,14 @@ Stream& Context::stream(Device d) {
   return *s;
 }
 
+std::vector<Stream*> Context::streams() {
+  std::vector<Stream*> out{cpu_.get()};
+  std::lock_guard<std::mutex> lk(m_);
+  for (auto& s : cuda_)
+    if (s) out.push_back(s.get());
+  return out;
+}
+
 void Context::synchronize_all() {
   cpu_->synchronize();
   for (auto& s : cuda_)

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <vector>
 #include "device.h"
 
 namespace flock {
@@ -24,6 +25,8 @@ class Context {
   Stream& stream(Device d);
   // Synchronises every stream this context has created.
   void synchronize_all();
+  // Every stream this context has created so far (the CPU's always).
+  std::vector<Stream*> streams();
 
   // fl.backends.cuda.allowTF32: f32 matmuls on CUDA may use tf32 tensor cores. Off by default,
   // as in PyTorch, because it keeps only 10 mantissa bits of each operand.

@@ -40,6 +40,11 @@ class Stream {
   virtual void notify(std::function<void(std::optional<StreamError>)> done) = 0;
   // Blocks until everything queued has run; throws the captured error, if any.
   void synchronize();
+  // Calls `ready` once the host may queue more without running far ahead of the device: at once
+  // (on the caller's thread) when it may already, else later on a stream-owned thread. Never
+  // blocks and leaves captured errors to the next sync point. Each stream defines "far ahead":
+  // the CPU's as more than `low_watermark` queued tasks; see the CUDA stream for its rule.
+  virtual void when_ready(size_t low_watermark, std::function<void()> ready) = 0;
 };
 
 }  // namespace flock

@@ -114,6 +114,7 @@ class CudaStream final : public Stream {
       for (auto& p : pending_) cudaEventDestroy(p.event);
       pending_.clear();
       for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+      if (ready_point_) cudaEventDestroy(ready_point_);
       retired_.clear();
       staging_.reset();
       cudaFree(fault_dev_);
@@ -197,6 +198,34 @@ class CudaStream final : public Stream {
     has_job_.notify_one();
   }
 
+  // There is no host queue to measure here (enqueue only launches), so the watermark does not
+  // apply: each call records a ready point, and is ready once the work queued up to the previous
+  // point has finished. A loop that awaits ready once per step thus keeps the host at most about
+  // one step ahead of the GPU, and the wait is an event on the notifier thread, not the JS thread.
+  void when_ready(size_t, std::function<void()> ready) override {
+    DeviceGuard g(device_);
+    cudaEvent_t point = nullptr;
+    if (cudaEventCreateWithFlags(&point, cudaEventBlockingSync | cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventRecord(point, stream_) != cudaSuccess) {
+      cudaGetLastError();
+      if (point) cudaEventDestroy(point);
+      point = nullptr;  // no point to wait for next time; the bounded closure queue still holds
+    }
+    std::unique_lock<std::mutex> lk(m_);
+    cudaEvent_t previous = std::exchange(ready_point_, point);
+    if (!previous) {
+      lk.unlock();
+      ready();
+      return;
+    }
+    Job job;
+    job.ready = std::move(ready);
+    job.event = previous;
+    jobs_.push_back(std::move(job));
+    lk.unlock();
+    has_job_.notify_one();
+  }
+
  private:
   static constexpr int kFaultSlots = 256;
   static constexpr size_t kCapacity = 1024;
@@ -209,6 +238,7 @@ class CudaStream final : public Stream {
   };
   struct Job {
     std::function<void(std::optional<StreamError>)> done;
+    std::function<void()> ready;  // set instead of `done` for a when_ready wait
     cudaEvent_t event = nullptr;
     int slot = 0;
     const char* op = "sync";
@@ -278,6 +308,20 @@ class CudaStream final : public Stream {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
+      if (job.ready) {
+        // Errors stay for the next sync point; a fault is sticky, so it will see it too.
+        cudaEventSynchronize(job.event);
+        cudaEventDestroy(job.event);
+        cudaGetLastError();
+        std::vector<std::function<void()>> finished;
+        {
+          std::lock_guard<std::mutex> lk(m_);
+          reap_locked(&finished);
+        }
+        finished.clear();
+        job.ready();
+        continue;
+      }
       std::optional<StreamError> async_err;
       if (!job.launch_error.empty()) {
         cudaStreamSynchronize(stream_);
@@ -325,6 +369,7 @@ class CudaStream final : public Stream {
   std::deque<Pending> pending_;
   std::vector<cudaEvent_t> free_events_;
   std::optional<StreamError> error_;
+  cudaEvent_t ready_point_ = nullptr;  // see when_ready
   int outstanding_ = 0;
   unsigned next_slot_ = 0;
   bool stopping_ = false;

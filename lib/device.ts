@@ -42,3 +42,26 @@ export function sync(device: string = 'cpu'): Promise<void> {
 export function syncSync(device: string = 'cpu'): void {
   native.syncSync(normalizeDevice(device, 'syncSync'));
 }
+
+/**
+ * How many queued CPU kernels {@link ready} lets stand: several steps of a small model, so the
+ * worker never runs dry while the JS thread takes its event-loop turn, yet far below the queue's
+ * bound (1024), so an awaiting loop never blocks in an op call.
+ */
+const READY_LOW_WATERMARK = 128;
+
+/**
+ * The back-pressure point of a training loop: resolves once the host may queue more work, on a new
+ * event-loop turn (a macrotask, so timers, I/O and finalizers run). The DataLoader's async
+ * iterator awaits it before each batch; a custom loop awaits it once per step.
+ *
+ * On the CPU it waits until at most 128 kernels are queued. A CUDA stream has no host queue to
+ * measure: each call marks a point in the stream and resolves once the work queued up to the
+ * previous call's point has finished, so the host runs at most about one step ahead of the GPU.
+ * Without `device`, every device this thread has used must be ready. The wait is signalled by
+ * the device's own thread, never polled.
+ */
+export async function ready(device?: string): Promise<void> {
+  await native.ready(device === undefined ? null : normalizeDevice(device, 'ready'), READY_LOW_WATERMARK);
+  await new Promise<void>((resolve) => setImmediate(resolve));
+}

@@ -10,7 +10,7 @@ export { FlockError, FlockTypeError, FlockRangeError, type ErrorCode } from './e
 export type { TensorData, TensorLike, GradHook } from './tensor';
 export type { DType } from './dtype';
 export { promoteTypes, isFloating } from './dtype';
-export { cuda, sync, syncSync, type Device } from './device';
+export { cuda, sync, syncSync, ready, type Device } from './device';
 export * as backends from './backends';
 export { tidy, keep, memory, emptyCache } from './memory';
 export { manualSeed, getRngState, setRngState } from './random';

@@ -54,6 +54,12 @@ export interface NativeAddon {
   /** Resolves with one float64: when the device's stream reached this point (ms since the Unix epoch). */
   syncTime(device: string): Promise<ArrayBuffer>;
   syncSync(device: string): void;
+  /**
+   * Resolves once `device`'s stream (null: every stream created so far) lets the host queue more:
+   * a CPU queue at or below `lowWatermark` tasks; a CUDA stream once the work before the previous
+   * ready call has finished. Resolved at once when already so; never consumes a captured error.
+   */
+  ready(device: string | null, lowWatermark: number): Promise<void>;
   // runtime
   memory(): Record<string, DeviceMemoryStats>;
   emptyCache(device: string): number;

@@ -40,6 +40,31 @@ void CpuStream::notify(std::function<void(std::optional<StreamError>)> done) {
   });
 }
 
+void CpuStream::when_ready(size_t low_watermark, std::function<void()> ready) {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    if (queue_.size() > low_watermark) {
+      waiters_.push_back({low_watermark, std::move(ready)});
+      return;
+    }
+  }
+  ready();
+}
+
+std::vector<std::function<void()>> CpuStream::take_ready_locked() {
+  std::vector<std::function<void()>> out;
+  for (size_t i = 0; i < waiters_.size();) {
+    if (queue_.size() <= waiters_[i].low_watermark) {
+      out.push_back(std::move(waiters_[i].ready));
+      waiters_[i] = std::move(waiters_.back());
+      waiters_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
 size_t CpuStream::depth() {
   std::lock_guard<std::mutex> lk(m_);
   return queue_.size();
@@ -48,6 +73,7 @@ size_t CpuStream::depth() {
 void CpuStream::loop() {
   for (;;) {
     Task task;
+    std::vector<std::function<void()>> ready;
     {
       std::unique_lock<std::mutex> lk(m_);
       worker_idle_ = true;
@@ -57,7 +83,10 @@ void CpuStream::loop() {
       task = std::move(queue_.front());
       queue_.pop_front();
       if (producers_waiting_ > 0) has_space_.notify_one();
+      if (!waiters_.empty()) ready = take_ready_locked();
     }
+    // Before the task, so the host refills the queue while the worker is still busy.
+    for (auto& r : ready) r();
     std::optional<StreamError> err;
     try {
       task.fn();

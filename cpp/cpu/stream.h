@@ -1,10 +1,12 @@
 // The CPU stream: one worker thread running queued kernels in order. The queue is bounded, so a
-// loop that never awaits blocks briefly in enqueue instead of growing memory without limit.
+// loop that never awaits blocks briefly in enqueue instead of growing memory without limit; an
+// async loop waits in when_ready (a callback, not a parked thread) until the worker drains.
 #pragma once
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 #include "../device.h"
 
 namespace flock::cpu {
@@ -15,6 +17,7 @@ class CpuStream final : public Stream {
   ~CpuStream() override;
   void enqueue(const char* op, std::function<void()> task) override;
   void notify(std::function<void(std::optional<StreamError>)> done) override;
+  void when_ready(size_t low_watermark, std::function<void()> ready) override;
   size_t depth();
 
  private:
@@ -22,11 +25,18 @@ class CpuStream final : public Stream {
     const char* op;
     std::function<void()> fn;
   };
+  struct Waiter {
+    size_t low_watermark;
+    std::function<void()> ready;
+  };
   void loop();
+  // Moves out the waiters whose watermark the queue is at or below; called with m_ held.
+  std::vector<std::function<void()>> take_ready_locked();
 
   std::mutex m_;
   std::condition_variable has_work_, has_space_;
   std::deque<Task> queue_;
+  std::vector<Waiter> waiters_;
   size_t capacity_;
   bool stopping_ = false;
   bool worker_idle_ = false;    // only then does enqueue need to wake the worker

@@ -1,13 +1,17 @@
 /**
  * DataLoader: batches of a Dataset with a seeded shuffle (a new permutation per epoch), dropLast
  * and a collate function. Async iteration prefetches: the next batch's ops are queued before the
- * current one is handed out, so gathering overlaps the training step.
+ * current one is handed out, so gathering overlaps the training step. It is also the loop's
+ * back-pressure point: a batch is handed out only once the device queues have drained to their
+ * low watermark, on a fresh event-loop turn (see fl.ready), so a `for await` training loop never
+ * freezes the process and never runs far ahead of the device.
  */
 import { Tensor } from '../tensor';
 import { stack } from '../ops/shape';
 import { tensor } from '../ops/creation';
 import { TensorDataset, type Dataset } from './dataset';
-import { errorOf } from '../errors';
+import { argError, checkOptions, describe, outOfRange } from '../errors';
+import { ready } from '../device';
 
 export interface DataLoaderOptions<T, B> {
   batchSize?: number;
@@ -49,26 +53,72 @@ function rng(seed: number): () => number {
   };
 }
 
+/** PyTorch DataLoader options that flockml does not implement, and why: rejected, never ignored. */
+const UNSUPPORTED: Record<string, string> = {
+  numWorkers: 'there are no worker processes: batches are gathered by queued native ops, and the next batch is prefetched while the current step runs',
+  pinMemory: 'host-to-device copies are already staged through pinned buffers',
+  prefetchFactor: 'exactly one batch is prefetched',
+  persistentWorkers: 'there are no worker processes',
+  workerInitFn: 'there are no worker processes',
+  timeout: 'there are no worker processes to time out',
+  generator: "use 'seed' for a reproducible shuffle",
+  batchSampler: "use 'sampler' with 'batchSize'",
+};
+const ACCEPTED = ['batchSize', 'shuffle', 'seed', 'dropLast', 'collate', 'sampler'] as const;
+
+function isSampler(v: unknown): v is Iterable<number> & { readonly length: number } {
+  return typeof v === 'object' && v !== null && typeof (v as { length?: unknown }).length === 'number' &&
+    typeof (v as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function';
+}
+
+/** Disposes the tensors of a batch nobody will see (a prefetched one after break or an error). */
+function disposeBatch(b: unknown): void {
+  if (b instanceof Tensor) b.dispose();
+  else if (Array.isArray(b)) b.forEach(disposeBatch);
+  else if (b !== null && typeof b === 'object' && Object.getPrototypeOf(b) === Object.prototype) Object.values(b).forEach(disposeBatch);
+}
+
+const ignore = (): void => undefined;
+
 export class DataLoader<T = unknown, B = Collated<T>> {
   readonly batchSize: number;
   readonly shuffle: boolean;
   readonly dropLast: boolean;
   private readonly seed: number;
   private readonly collate: (items: T[]) => B;
+  private readonly ownsBatches: boolean;
   private readonly sampler: (Iterable<number> & { readonly length: number }) | undefined;
   private epoch = 0;
 
   constructor(readonly dataset: Dataset<T>, options: DataLoaderOptions<T, B> = {}) {
-    this.batchSize = options.batchSize ?? 1;
-    if (!Number.isInteger(this.batchSize) || this.batchSize < 1)
-      throw errorOf('ERR_RANGE', `DataLoader: batchSize must be a positive integer, got ${options.batchSize}`);
-    this.shuffle = options.shuffle ?? false;
-    this.dropLast = options.dropLast ?? false;
-    this.seed = options.seed ?? 0;
-    this.collate = options.collate ?? (defaultCollate as (items: T[]) => B);
-    this.sampler = options.sampler;
-    if (this.sampler && this.shuffle)
-      throw Object.assign(new TypeError('DataLoader: shuffle and sampler are mutually exclusive (the sampler orders the samples)'), { code: 'ERR_ARG' });
+    const op = 'DataLoader';
+    if (typeof dataset !== 'object' || dataset === null || typeof dataset.length !== 'number' || typeof dataset.get !== 'function')
+      throw argError(op, `dataset must have a numeric length and a get(index) method, got ${describe(dataset)}`);
+    if (options !== null && typeof options === 'object')
+      for (const key of Object.keys(options)) {
+        const camel = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());  // num_workers too
+        if (Object.hasOwn(UNSUPPORTED, camel)) throw argError(op, `option '${key}' is not supported (${UNSUPPORTED[camel]})`);
+      }
+    const o = checkOptions(op, options, ACCEPTED);
+    if (o.batchSize !== undefined && typeof o.batchSize !== 'number') throw argError(op, `batchSize must be a number, got ${describe(o.batchSize)}`);
+    this.batchSize = o.batchSize ?? 1;
+    if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw outOfRange(op, `batchSize must be a positive integer, got ${this.batchSize}`);
+    for (const key of ['shuffle', 'dropLast'] as const)
+      if (o[key] !== undefined && typeof o[key] !== 'boolean') throw argError(op, `${key} must be a boolean, got ${describe(o[key])}`);
+    if (o.seed !== undefined && !(typeof o.seed === 'number' && Number.isInteger(o.seed)))
+      throw argError(op, `seed must be an integer, got ${describe(o.seed)}`);
+    if (o.collate !== undefined && typeof o.collate !== 'function') throw argError(op, `collate must be a function, got ${describe(o.collate)}`);
+    if (o.sampler !== undefined && !isSampler(o.sampler))
+      throw argError(op, `sampler must be an iterable of indices with a numeric length, got ${describe(o.sampler)}`);
+    this.shuffle = o.shuffle ?? false;
+    this.dropLast = o.dropLast ?? false;
+    this.seed = o.seed ?? 0;
+    this.collate = o.collate ?? (defaultCollate as (items: T[]) => B);
+    // Batches of the default collate are new tensors, so the loader may dispose the ones it never
+    // hands out; a custom collate may return tensors the dataset still owns.
+    this.ownsBatches = o.collate === undefined;
+    this.sampler = o.sampler;
+    if (this.sampler && this.shuffle) throw argError(op, 'shuffle and sampler are mutually exclusive (the sampler orders the samples)');
   }
 
   /** Number of batches per epoch. */
@@ -105,25 +155,62 @@ export class DataLoader<T = unknown, B = Collated<T>> {
     return this.collate(items as T[]);
   }
 
+  /**
+   * Starts the next batch (its ops are queued now) as a promise that already has a handler, so a
+   * failure waits, unreported, for the turn of the batch it belongs to; null at the end.
+   */
+  private prefetch(ids: Iterator<number[]>): Promise<B> | null {
+    const n = ids.next();
+    if (n.done) return null;
+    let p: Promise<B>;
+    try {
+      p = Promise.resolve(this.makeBatch(n.value));
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    p.catch(ignore);
+    return p;
+  }
+
+  /** A prefetched batch that will never be handed out: its tensors are freed, its error dropped. */
+  private discard(p: Promise<B>): void {
+    p.then((b) => {
+      if (this.ownsBatches) disposeBatch(b);
+    }, ignore);
+  }
+
   /** Synchronous iteration (datasets whose get() is synchronous). */
   *[Symbol.iterator](): Iterator<B> {
     for (const ids of this.batchIndices()) {
       const b = this.makeBatch(ids);
-      if (b instanceof Promise) throw Object.assign(new TypeError('DataLoader: the dataset is async; use for await'), { code: 'ERR_ARG' });
+      if (b instanceof Promise) {
+        b.catch(ignore);
+        throw argError('DataLoader', 'the dataset is async; use for await');
+      }
       yield b;
     }
   }
 
-  /** Asynchronous iteration with one batch prefetched ahead. */
+  /**
+   * Asynchronous iteration with one batch prefetched ahead. Each batch is handed out once the
+   * device queues are below their low watermark and on a new event-loop turn ({@link ready}), so
+   * timers, I/O and finalizers run between steps. An error of a batch (thrown or rejected by the
+   * dataset) arrives with that batch; `break` disposes the prefetched one.
+   */
   async *[Symbol.asyncIterator](): AsyncIterator<B> {
-    const it = this.batchIndices();
-    let next = it.next();
-    let pending = next.done ? null : this.makeBatch(next.value);
-    while (pending !== null) {
-      const current = pending;
-      next = it.next();
-      pending = next.done ? null : this.makeBatch(next.value);
-      yield await current;
+    const ids = this.batchIndices();
+    let pending = this.prefetch(ids);
+    try {
+      while (pending !== null) {
+        const current = pending;
+        pending = null;
+        const batch = await current;
+        await ready();
+        pending = this.prefetch(ids);
+        yield batch;
+      }
+    } finally {
+      if (pending !== null) this.discard(pending);
     }
   }
 }

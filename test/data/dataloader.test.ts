@@ -1,6 +1,18 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { throwsCode } from '../fixtures/load';
+
+// Every rejection that escapes is recorded here (and so does not crash the file): tests assert none.
+const unhandled: unknown[] = [];
+process.on('unhandledRejection', (e) => unhandled.push(e));
+/** Lets timers, immediates and the unhandled-rejection check run, then returns what escaped. */
+async function escaped(): Promise<unknown[]> {
+  await new Promise((r) => setTimeout(r, 20));
+  return unhandled.splice(0);
+}
+const tick = () => new Promise((r) => setTimeout(r, 2));
+const values = (b: unknown) => (b as { v: fl.Tensor }).v.toArray() as number[];
 
 const x = fl.arange(10).to('f32').reshape([10, 1]);
 const y = fl.arange(10);
@@ -49,6 +61,136 @@ test('a sampler (DistributedSampler) chooses and orders the samples', () => {
   assert.is(dl.length, 2);
   assert.equal(([...dl] as fl.Tensor[][]).flatMap((b) => b[1].toArray() as number[]), [1, 4, 7, 0]);
   assert.throws(() => new fl.data.DataLoader(ds, { sampler, shuffle: true }), (e: { code?: string }) => e.code === 'ERR_ARG');
+});
+
+test('an async dataset error arrives with its batch, is catchable, and nothing escapes', async () => {
+  const ds: fl.data.Dataset<{ v: number }> = {
+    length: 6,
+    get: async (i) => {
+      if (i === 3) throw new Error('bad sample 3');
+      return { v: i };
+    },
+  };
+  const seen: number[][] = [];
+  let caught: unknown;
+  try {
+    for await (const b of new fl.data.DataLoader(ds, { batchSize: 2 })) {
+      seen.push(values(b));
+      await tick();  // a step that awaits: the prefetched batch rejects meanwhile
+    }
+  } catch (e) {
+    caught = e;
+  }
+  assert.equal(seen, [[0, 1]]);
+  assert.match(String(caught), /bad sample 3/);
+  assert.equal(await escaped(), []);
+});
+
+test('break with a failing prefetched batch leaves no unhandled rejection', async () => {
+  const ds: fl.data.Dataset<{ v: number }> = {
+    length: 8,
+    get: async (i) => {
+      if (i >= 4) throw new Error(`bad sample ${i}`);
+      return { v: i };
+    },
+  };
+  const seen: number[][] = [];
+  for await (const b of new fl.data.DataLoader(ds, { batchSize: 2 })) {
+    seen.push(values(b));
+    await tick();
+    if (seen.length === 2) break;
+  }
+  assert.equal(seen, [[0, 1], [2, 3]]);
+  assert.equal(await escaped(), []);
+});
+
+test('break (and return()) dispose the prefetched batch', async () => {
+  const ds = new fl.data.TensorDataset(x, y);
+  const live = () => fl.memory().cpu.tensors;
+  const before = live();
+  for await (const b of new fl.data.DataLoader(ds, { batchSize: 2 }) as AsyncIterable<fl.Tensor[]>) {
+    b.forEach((t) => t.dispose());
+    break;
+  }
+  await escaped();
+  assert.is(live(), before);
+  const it = new fl.data.DataLoader(ds, { batchSize: 2 })[Symbol.asyncIterator]();
+  const first = await it.next();
+  (first.value as fl.Tensor[]).forEach((t) => t.dispose());
+  await it.return?.(undefined);
+  await escaped();
+  assert.is(live(), before);
+});
+
+test('a synchronous throw in get() arrives with its own batch: no good batch is lost', async () => {
+  const ds: fl.data.Dataset<{ v: number }> = {
+    length: 8,
+    get: (i) => {
+      if (i === 4) throw new Error('bad sample 4');
+      return { v: i };
+    },
+  };
+  const seen: number[][] = [];
+  let caught: unknown;
+  try {
+    for await (const b of new fl.data.DataLoader(ds, { batchSize: 2 })) seen.push(values(b));
+  } catch (e) {
+    caught = e;
+  }
+  assert.equal(seen, [[0, 1], [2, 3]]);
+  assert.match(String(caught), /bad sample 4/);
+  // The synchronous iterator, which does not prefetch, agrees.
+  const sync: number[][] = [];
+  assert.throws(() => {
+    for (const b of new fl.data.DataLoader(ds, { batchSize: 2 })) sync.push(values(b));
+  }, /bad sample 4/);
+  assert.equal(sync, [[0, 1], [2, 3]]);
+  assert.equal(await escaped(), []);
+});
+
+test('the sync iterator refuses an async dataset without leaking its rejection', async () => {
+  const ds: fl.data.Dataset<number> = { length: 2, get: async () => { throw new Error('never seen'); } };
+  throwsCode(() => [...new fl.data.DataLoader(ds)], 'ERR_ARG');
+  assert.equal(await escaped(), []);
+});
+
+test('async iteration hands out batches on macrotask turns', async () => {
+  const ds = new fl.data.TensorDataset(x, y);
+  let immediates = 0;
+  const bump = () => {
+    immediates++;
+    if (immediates < 100) setImmediate(bump);
+  };
+  setImmediate(bump);
+  let batches = 0;
+  for await (const b of new fl.data.DataLoader(ds, { batchSize: 1 }) as AsyncIterable<fl.Tensor[]>) {
+    b.forEach((t) => t.dispose());
+    batches++;
+  }
+  assert.is(batches, 10);
+  // Only microtasks in between would leave the immediate unrun until the loop ended.
+  assert.ok(immediates >= 5, `setImmediate ran ${immediates} times during 10 batches`);
+});
+
+test('options are checked at construction', () => {
+  const ds = new fl.data.TensorDataset(x, y);
+  const make = (o: object) => () => new fl.data.DataLoader(ds, o as fl.data.DataLoaderOptions<fl.Tensor[], fl.Tensor[]>);
+  throwsCode(make({ batchsize: 4 }), 'ERR_ARG');
+  assert.throws(make({ batchsize: 4 }), /did you mean 'batchSize'/);
+  assert.throws(make({ batch_size: 4 }), /did you mean 'batchSize'/);
+  for (const key of ['numWorkers', 'pinMemory', 'num_workers'])
+    assert.throws(make({ [key]: key === 'pinMemory' ? true : 4 }), (e: Error & { code?: string }) =>
+      e.code === 'ERR_ARG' && e instanceof TypeError && e.message.includes(`'${key}' is not supported`));
+  throwsCode(make({ batchSize: '4' }), 'ERR_ARG');
+  throwsCode(make({ batchSize: 0 }), 'ERR_RANGE');
+  throwsCode(make({ batchSize: 2.5 }), 'ERR_RANGE');
+  throwsCode(make({ shuffle: 'yes' }), 'ERR_ARG');
+  throwsCode(make({ dropLast: 1 }), 'ERR_ARG');
+  throwsCode(make({ seed: 'a' }), 'ERR_ARG');
+  throwsCode(make({ collate: 3 }), 'ERR_ARG');
+  throwsCode(make({ sampler: { length: 2 } }), 'ERR_ARG');
+  throwsCode(() => new fl.data.DataLoader(null as unknown as fl.data.Dataset), 'ERR_ARG');
+  throwsCode(() => new fl.data.DataLoader(ds, 5 as unknown as object), 'ERR_ARG');
 });
 
 test.run();

@@ -1,0 +1,69 @@
+// fl.ready(): the back-pressure point of async training loops. It resolves once the device streams
+// let the host queue more, from a stream thread through the thread-safe function, so the JS thread
+// waits in the event loop (timers, I/O and finalizers run) instead of parked on a full queue.
+#include <mutex>
+#include "addon.h"
+#include "convert.h"
+#include "exports.h"
+
+namespace flock::js {
+namespace {
+
+// Counts down the streams still to report ready; the last one settles the promise, on whichever
+// thread it reports from. `settle` is installed only once the caller knows a promise is needed.
+struct ReadyWait {
+  std::mutex m;
+  int left;
+  Addon::Settle settle;
+  explicit ReadyWait(int n) : left(n) {}
+  void count_down() {
+    Addon::Settle s;
+    {
+      std::lock_guard<std::mutex> lk(m);
+      if (--left > 0 || !settle) return;
+      s = std::move(settle);
+    }
+    s(std::nullopt);
+  }
+};
+
+Napi::Value Ready(const Napi::CallbackInfo& info) {
+  Args a{info, "ready"};
+  Napi::Env env = info.Env();
+  Addon& addon = Addon::of(env);
+  std::vector<Stream*> streams;
+  if (info[0].IsNull() || info[0].IsUndefined())
+    streams = addon.context.streams();
+  else
+    streams.push_back(&addon.context.stream(a.device(0)));
+  const auto low = static_cast<size_t>(a.integer(1, "lowWatermark", 0, int64_t(1) << 30));
+
+  // One count for this call itself, so a stream reporting at once cannot settle early.
+  auto wait = std::make_shared<ReadyWait>(static_cast<int>(streams.size()) + 1);
+  for (Stream* s : streams) s->when_ready(low, [wait] { wait->count_down(); });
+  {
+    std::lock_guard<std::mutex> lk(wait->m);
+    if (--wait->left == 0) {
+      // Already ready: no trip through the thread-safe function.
+      auto deferred = Napi::Promise::Deferred::New(env);
+      deferred.Resolve(env.Undefined());
+      return deferred.Promise();
+    }
+  }
+  return addon.promise_from(env, [wait](Addon::Settle settle) {
+    {
+      std::lock_guard<std::mutex> lk(wait->m);
+      if (wait->left > 0) {
+        wait->settle = std::move(settle);
+        return;
+      }
+    }
+    settle(std::nullopt);  // the last stream reported between the check above and now
+  });
+}
+
+}  // namespace
+
+void register_ready_exports(Napi::Env env, Napi::Object exports) { FLOCK_EXPORT("ready", Ready); }
+
+}  // namespace flock::js
