@@ -5,7 +5,7 @@
  * allreduce from there while the rest of backward continues).
  */
 import { native } from '../native';
-import type { Tensor } from '../tensor';
+import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from './grad_mode';
 import { errorOf } from '../errors';
@@ -50,7 +50,7 @@ export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: bo
   noGrad(() =>
     tidy(() => {
       const grads = new Map<Tensor, Tensor>();
-      grads.set(root, grad ?? native_ones_like(root));
+      grads.set(root, grad ?? onesLike(root));
       for (let k = order.length - 1; k >= 0; k--) {
         const t = order[k];
         let g = grads.get(t);
@@ -79,9 +79,9 @@ export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: bo
   );
 }
 
-function native_ones_like(t: Tensor): Tensor {
-  const ctor = t.constructor as new (h: ReturnType<typeof native.full>) => Tensor;
-  return new ctor(native.full([...t.shape], t.dtype, t.device, 1));
+/** A plain Tensor (never a subclass such as Parameter, whose constructor differs) of ones. */
+function onesLike(t: Tensor): Tensor {
+  return new Tensor(native.full([...t.shape], t.dtype, t.device, 1));
 }
 
 /** Adds `g` into a leaf's `.grad`; the stored gradient outlives the backward pass. */
