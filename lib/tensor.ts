@@ -69,7 +69,22 @@ export class Tensor {
     return this.shape.length;
   }
 
-  get size(): number {
+  /**
+   * The shape as a new array, as PyTorch's `size()`; `size(dim)` is the size of one dim (negative
+   * dims count from the end). The element count is {@link numel}.
+   */
+  size(): number[];
+  size(dim: number): number;
+  size(dim?: number): number[] | number {
+    if (dim === undefined) return [...this.shape];
+    const n = this.shape.length;
+    if (!Number.isInteger(dim)) throw flockError('ERR_ARG', 'size', `dim must be an integer, got ${dim}`);
+    if (dim < -n || dim >= n) throw flockError('ERR_INDEX', 'size', `dim ${dim} is out of range for a tensor of ${n} dimensions`);
+    return this.shape[dim < 0 ? dim + n : dim];
+  }
+
+  /** The number of elements. */
+  numel(): number {
     return this.shape.reduce((a, b) => a * b, 1);
   }
 
@@ -132,7 +147,7 @@ export class Tensor {
   }
 
   #checkItem(): void {
-    if (this.size !== 1) throw flockError('ERR_SHAPE', 'item', `expected a tensor with one element, got shape [${this.shape.join(',')}]`);
+    if (this.numel() !== 1) throw flockError('ERR_SHAPE', 'item', `expected a tensor with one element, got shape [${this.shape.join(',')}]`);
   }
 
   /** The values as nested arrays (blocking). */
@@ -156,7 +171,7 @@ export class Tensor {
     if (this.isDisposed) return `Tensor(${head}, disposed)`;
     const flags = this.requiresGrad ? (this.gradFn ? `, gradFn=${this.gradFn.name}` : ', requiresGrad') : '';
     const text = `Tensor(${head}${flags})`;
-    return this.size <= Tensor.printLimit ? `${text} ${this.#valuesText()}` : text;
+    return this.numel() <= Tensor.printLimit ? `${text} ${this.#valuesText()}` : text;
   }
 
   /** Tensors with at most this many elements show their values when printed. */

@@ -10,7 +10,8 @@ test('metadata, data(), item(), toArray()', async () => {
   assert.equal(t.shape, [2, 2]);
   assert.is(t.dtype, 'f32');
   assert.is(t.device, 'cpu');
-  assert.is(t.size, 4);
+  assert.equal(t.size(), [2, 2]);
+  assert.is(t.numel(), 4);
   assert.is(t.ndim, 2);
   assert.instance(await t.data(), Float32Array);
   assert.equal(Array.from(await t.data(), Number), [1.5, 2, 3, 4]);
@@ -73,6 +74,23 @@ test('setNumThreads changes the intra-op pool', () => {
   assert.is(fl.ones([100, 100]).matmul(fl.ones([100, 100])).sum().itemSync(), 1e6);
   fl.setNumThreads(n);
   assert.is(fl.getNumThreads(), n);
+});
+
+test('size() and numel() as in PyTorch', () => {
+  const t = fl.zeros([2, 3, 4]);
+  assert.equal(t.size(), [2, 3, 4]);
+  assert.is(t.size(1), 3);
+  assert.is(t.size(-1), 4);
+  assert.is(t.size(-3), 2);
+  assert.is(t.numel(), 24);
+  assert.is(fl.tensor(5).numel(), 1);
+  assert.equal(fl.tensor(5).size(), []);
+  const s = t.size();
+  s[0] = 9;
+  assert.equal(t.shape, [2, 3, 4]);
+  expectError(() => t.size(3), RangeError, 'ERR_INDEX', /^size: dim 3 is out of range for a tensor of 3 dimensions$/);
+  expectError(() => t.size(-4), RangeError, 'ERR_INDEX');
+  expectError(() => t.size(0.5), TypeError, 'ERR_ARG');
 });
 
 test('dtype follows the input type, never its values', () => {

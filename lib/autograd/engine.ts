@@ -17,7 +17,7 @@ function shapeStr(s: readonly number[]): string {
 export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: boolean): void {
   if (!root.requiresGrad)
     throw errorOf('ERR_RANGE', 'backward: tensor does not require grad and has no grad_fn');
-  if (grad === undefined && root.size !== 1)
+  if (grad === undefined && root.numel() !== 1)
     throw Object.assign(new RangeError(`backward: grad can be implicitly created only for scalar outputs, got shape ${shapeStr(root.shape)}`), { code: 'ERR_SHAPE' });
   if (grad !== undefined && (grad.shape.length !== root.shape.length || grad.shape.some((s, i) => s !== root.shape[i])))
     throw Object.assign(new RangeError(`backward: grad shape ${shapeStr(grad.shape)} does not match output shape ${shapeStr(root.shape)}`), { code: 'ERR_SHAPE' });

@@ -18,7 +18,7 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
   const out = wrap(native.indexSelect(x.handle, d, index.handle));
   return record(out, 'indexSelect', [x], (g) => {
     // Scatter-add rows back: the index broadcast along every other dim of the gradient.
-    const shape = g.shape.map((_, i) => (i === d ? index.size : 1));
+    const shape = g.shape.map((_, i) => (i === d ? index.numel() : 1));
     const idx = wrap(native.expand(native.reshape(index.handle, shape), [...g.shape]));
     const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
     return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, g.handle))];
@@ -57,7 +57,7 @@ export function oneHot(index: Tensor | number[] | Int32Array | BigInt64Array, nu
   if (!(index instanceof Tensor)) return oneHotOfValues(index, numClasses);
   checkIndex('oneHot', index);
   let n = numClasses;
-  if (n === -1) n = index.size === 0 ? 0 : Number(wrap(native.reduce('max', index.handle, [], false)).itemSync()) + 1;
+  if (n === -1) n = index.numel() === 0 ? 0 : Number(wrap(native.reduce('max', index.handle, [], false)).itemSync()) + 1;
   return wrap(native.oneHot(index.handle, n));
 }
 
