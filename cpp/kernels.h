@@ -52,6 +52,8 @@ FLOCK_DECLARE_KERNEL(strided_copy, void(const Tensor& src, Tensor& dst, const St
 FLOCK_DECLARE_KERNEL(index_select, void(const Tensor& x, const Tensor& index, Tensor& out, int64_t outer, int64_t dim_size, int64_t inner))
 FLOCK_DECLARE_KERNEL(gather, void(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim))
 FLOCK_DECLARE_KERNEL(scatter_add, void(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim))
+// out (i64, [...index.shape, num_classes]) = 1 where the last coordinate is the class index, else 0.
+FLOCK_DECLARE_KERNEL(one_hot, void(const Tensor& index, Tensor& out, int64_t num_classes))
 // Host transfers: `host` is ordinary (pageable) memory owned by the caller until the work has run.
 FLOCK_DECLARE_KERNEL(copy_to_host, void(const Tensor& src, void* host))
 FLOCK_DECLARE_KERNEL(copy_from_host, void(const void* host, Tensor& dst))

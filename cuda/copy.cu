@@ -1,5 +1,5 @@
-// CUDA data movement: strided copies, index_select, gather, scatter_add, host copies and
-// cross-device transfers. Copies move raw elements by size, so one kernel serves every dtype.
+// CUDA data movement: strided copies, index_select, gather, scatter_add, one_hot, host copies
+// and cross-device transfers. Copies move raw elements by size, so one kernel serves every dtype.
 // A bad index cannot throw from a kernel: it is recorded in the stream's fault slot and rejects
 // the next sync point with ERR_INDEX, as the CPU's check does.
 #include <algorithm>
@@ -247,6 +247,28 @@ void queue_host_copy(void* dst, const void* src, size_t bytes, cudaStream_t s) {
   }
 }
 
+// One thread per index: out was zeroed in stream order before this runs.
+__global__ void one_hot_kernel(const void* index, bool wide, int64_t* out, int64_t n, int64_t num_classes, IndexFault* fault) {
+  FLOCK_GRID_STRIDE(i, n) {
+    const int64_t k = read_index(index, wide, i);
+    if (k < 0 || k >= num_classes) {
+      report_fault(fault, kOneHot, k, num_classes);
+      continue;
+    }
+    out[i * num_classes + k] = 1;
+  }
+}
+
+void one_hot_cuda(const Tensor& index, Tensor& out, int64_t num_classes) {
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  cudaStream_t s = current_stream();
+  if (out.nbytes() > 0) check(cudaMemsetAsync(out.raw(), 0, out.nbytes(), s), "cudaMemsetAsync");
+  one_hot_kernel<<<grid_for(n), kThreads, 0, s>>>(index.raw(), index.dtype == DType::i64, out.data<int64_t>(), n, num_classes,
+                                                   current_index_fault());
+  check_launch("one_hot_kernel");
+}
+
 void copy_to_host_cuda(const Tensor& src, void* host) {
   const size_t bytes = src.nbytes();
   if (bytes == 0) return;
@@ -332,6 +354,7 @@ FLOCK_REGISTER_KERNEL(strided_copy, CUDA, strided_copy_cuda);
 FLOCK_REGISTER_KERNEL(index_select, CUDA, index_select_cuda);
 FLOCK_REGISTER_KERNEL(gather, CUDA, gather_cuda);
 FLOCK_REGISTER_KERNEL(scatter_add, CUDA, scatter_add_cuda);
+FLOCK_REGISTER_KERNEL(one_hot, CUDA, one_hot_cuda);
 FLOCK_REGISTER_KERNEL(transfer, CUDA, transfer_cuda);
 
 }  // namespace flock::cuda

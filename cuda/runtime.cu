@@ -340,7 +340,10 @@ class CudaStream final : public Stream {
         err.swap(error_);
         const IndexFault f = fault_host_[job.slot];
         if (!err && async_err) err = std::move(async_err);
-        if (!err && f.flag) {
+        if (!err && f.flag && f.op == kOneHot) {
+          err = StreamError{Code::Index, "oneHot: class index " + std::to_string(f.value) + " is out of range for numClasses " +
+                                             std::to_string(f.limit)};
+        } else if (!err && f.flag) {
           const char* name = f.op == kGather ? "gather" : f.op == kScatterAdd ? "scatterAdd" : f.op == kCrossEntropy ? "crossEntropy" : "indexSelect";
           err = StreamError{Code::Index, std::string(name) + ": index " + std::to_string(f.value) +
                                              " is out of range for a dimension of size " + std::to_string(f.limit)};

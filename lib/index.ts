@@ -4,12 +4,14 @@
  *   import * as fl from 'flockml';
  *   const x = fl.randn([64, 784]);
  */
+// Installs Tensor's op methods (t.add, t.sum, t.backward, ...) before any other module can use them.
+import './ops/methods';
 export { Tensor } from './tensor';
 export * as errors from './errors';
 export { FlockError, FlockTypeError, FlockRangeError, type ErrorCode } from './errors';
 export type { TensorData, TensorLike, GradHook } from './tensor';
-export type { DType } from './dtype';
-export { promoteTypes, isFloating } from './dtype';
+export type { DType, CanonicalDType, DTypeAlias } from './dtype';
+export { promoteTypes, isFloating, isDType, canonicalDType } from './dtype';
 export { cuda, sync, syncSync, ready, type Device } from './device';
 export * as backends from './backends';
 export { tidy, keep, memory, emptyCache } from './memory';
@@ -19,12 +21,12 @@ export * from './ops/creation';
 export {
   add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logicalAnd, logicalOr, logicalNot,
   neg, exp, log, sqrt, rsqrt, abs, sign, square, tanh, sigmoid, relu, silu, gelu, leakyRelu, clamp, sin, cos, erf,
-  log1p, expm1, reciprocal, floor, ceil, round, where, maskedFill, clone, to,
+  log1p, expm1, reciprocal, floor, ceil, round, where, maskedFill, clone, to, type ToTarget,
 } from './ops/elementwise';
 export { sum, mean, max, min, argmax, argmin, variance as var, std, logsumexp, softmax, logSoftmax } from './ops/reduce';
 export { matmul, mm, bmm } from './ops/linalg';
 export { reshape, flatten, squeeze, unsqueeze, expand, permute, transpose, narrow, slice, cat, stack, split, chunk } from './ops/shape';
-export { indexSelect, gather, scatterAdd, oneHot } from './ops/index';
+export { indexSelect, gather, scatterAdd, oneHot } from './ops/indexing';
 
 import { native } from './native';
 /** Intra-op threads used by CPU kernels. */

@@ -1,24 +1,20 @@
-/** The Tensor: a typed handle to native storage plus autograd state. Ops live in lib/ops/. */
+/**
+ * The Tensor: a typed handle to native storage plus autograd state. It imports no op: the op
+ * methods (`t.add`, `t.sum`, `t.backward`, ...) are installed by lib/ops/methods.ts, which keeps
+ * the runtime import graph acyclic (ops import this file, never the reverse).
+ */
+import { inspect } from 'node:util';
 import { native, type NativeTensor } from './native';
-import { type DType, viewBytes } from './dtype';
+import { type CanonicalDType, isFloating, viewBytes } from './dtype';
+import { flockError } from './errors';
 import { track } from './memory';
 import type { Node } from './autograd/node';
-import * as ew from './ops/elementwise';
-import * as red from './ops/reduce';
-import * as lin from './ops/linalg';
-import * as shp from './ops/shape';
-import * as idx from './ops/index';
-import { backward as runBackward } from './autograd/engine';
 
 export type Scalar = number;
 export type TensorLike = Tensor | number;
 export type GradHook = (grad: Tensor) => Tensor | void;
 
-function disposedError(op: string): TypeError {
-  return Object.assign(new TypeError(`${op}: tensor has been disposed`), { code: 'ERR_DISPOSED' });
-}
-
-function halfToFloat(bits: Uint16Array, dtype: DType): Float32Array {
+function halfToFloat(bits: Uint16Array, dtype: CanonicalDType): Float32Array {
   const out = new Float32Array(bits.length);
   if (dtype === 'bf16') {
     const u = new Uint32Array(out.buffer);
@@ -37,7 +33,8 @@ export type TensorData = Float32Array | Float64Array | Int32Array | BigInt64Arra
 export class Tensor {
   #h: NativeTensor | null;
   readonly shape: readonly number[];
-  readonly dtype: DType;
+  /** The element type's short name ('f32', 'i64', ...), whatever name created it. */
+  readonly dtype: CanonicalDType;
   readonly device: string;
   /** Whether gradients flow to this tensor. Set on leaves with {@link requiresGrad_}. */
   requiresGrad = false;
@@ -60,7 +57,7 @@ export class Tensor {
 
   /** @internal the native handle; throws ERR_DISPOSED after dispose(). */
   get handle(): NativeTensor {
-    if (this.#h === null) throw disposedError('tensor');
+    if (this.#h === null) throw flockError('ERR_DISPOSED', 'tensor', 'tensor has been disposed');
     return this.#h;
   }
 
@@ -72,7 +69,22 @@ export class Tensor {
     return this.shape.length;
   }
 
-  get size(): number {
+  /**
+   * The shape as a new array, as PyTorch's `size()`; `size(dim)` is the size of one dim (negative
+   * dims count from the end). The element count is {@link numel}.
+   */
+  size(): number[];
+  size(dim: number): number;
+  size(dim?: number): number[] | number {
+    if (dim === undefined) return [...this.shape];
+    const n = this.shape.length;
+    if (!Number.isInteger(dim)) throw flockError('ERR_ARG', 'size', `dim must be an integer, got ${dim}`);
+    if (dim < -n || dim >= n) throw flockError('ERR_INDEX', 'size', `dim ${dim} is out of range for a tensor of ${n} dimensions`);
+    return this.shape[dim < 0 ? dim + n : dim];
+  }
+
+  /** The number of elements. */
+  numel(): number {
     return this.shape.reduce((a, b) => a * b, 1);
   }
 
@@ -99,7 +111,7 @@ export class Tensor {
     const h = native.reshape(source.handle, [...source.shape]);
     if (this.#h !== null) native.dispose(this.#h);
     this.#h = h;
-    const self = this as { shape: readonly number[]; dtype: DType; device: string };
+    const self = this as { shape: readonly number[]; dtype: CanonicalDType; device: string };
     self.shape = source.shape;
     self.dtype = source.dtype;
     self.device = source.device;
@@ -118,7 +130,7 @@ export class Tensor {
     return Tensor.#decode(native.readSync(this.handle), this.dtype);
   }
 
-  static #decode(buf: ArrayBuffer, dtype: DType): TensorData {
+  static #decode(buf: ArrayBuffer, dtype: CanonicalDType): TensorData {
     const v = viewBytes(buf, dtype);
     return dtype === 'bf16' || dtype === 'f16' ? halfToFloat(v as Uint16Array, dtype) : (v as TensorData);
   }
@@ -135,8 +147,7 @@ export class Tensor {
   }
 
   #checkItem(): void {
-    if (this.size !== 1)
-      throw Object.assign(new RangeError(`item: expected a tensor with one element, got shape [${this.shape.join(',')}]`), { code: 'ERR_SHAPE' });
+    if (this.numel() !== 1) throw flockError('ERR_SHAPE', 'item', `expected a tensor with one element, got shape [${this.shape.join(',')}]`);
   }
 
   /** The values as nested arrays (blocking). */
@@ -150,21 +161,47 @@ export class Tensor {
     return build(0, 0);
   }
 
+  /**
+   * `Tensor(shape=[2, 2], dtype=f32, device=cpu) [[1.5, 2], [3, 4]]`: the values are shown for
+   * tensors of at most {@link Tensor.printLimit} elements, read synchronously (a sync point, as
+   * dataSync()). A disposed tensor prints as disposed and never throws.
+   */
   toString(): string {
-    return `Tensor(shape=[${this.shape.join(', ')}], dtype=${this.dtype}, device=${this.device}${this.requiresGrad ? ', requiresGrad' : ''})`;
+    const head = `shape=[${this.shape.join(', ')}], dtype=${this.dtype}, device=${this.device}`;
+    if (this.isDisposed) return `Tensor(${head}, disposed)`;
+    const flags = this.requiresGrad ? (this.gradFn ? `, gradFn=${this.gradFn.name}` : ', requiresGrad') : '';
+    const text = `Tensor(${head}${flags})`;
+    return this.numel() <= Tensor.printLimit ? `${text} ${this.#valuesText()}` : text;
+  }
+
+  /** Tensors with at most this many elements show their values when printed. */
+  static printLimit = 20;
+
+  [inspect.custom](): string {
+    return this.toString();
+  }
+
+  #valuesText(): string {
+    const floating = isFloating(this.dtype);
+    const fmt = (v: number | bigint): string =>
+      this.dtype === 'bool' ? String(v !== 0) : typeof v === 'bigint' || !floating ? String(v) : String(Number(v.toPrecision(6)));
+    const flat = Array.from(this.dataSync() as ArrayLike<number | bigint>, fmt);
+    const build = (dim: number, off: number): string => {
+      if (dim === this.shape.length) return flat[off];
+      const stride = this.shape.slice(dim + 1).reduce((a, b) => a * b, 1);
+      return `[${Array.from({ length: this.shape[dim] }, (_, i) => build(dim + 1, off + i * stride)).join(', ')}]`;
+    };
+    return build(0, 0);
   }
 
   // ---- autograd ----
-  /** Marks a leaf as requiring grad (in place) and returns it. */
+  /** Marks a leaf as requiring grad (in place) and returns it; only floating tensors can. */
   requiresGrad_(flag = true): this {
-    if (!this.isLeaf && !flag) throw new RangeError('requiresGrad_: only leaves can stop requiring grad; use detach()');
+    if (!this.isLeaf && !flag) throw flockError('ERR_AUTOGRAD', 'requiresGrad_', 'only leaves can stop requiring grad; use detach()');
+    if (flag && !isFloating(this.dtype))
+      throw flockError('ERR_DTYPE', 'requiresGrad_', `only floating tensors (f32, f64, bf16, f16) can require gradients, got ${this.dtype}`);
     this.requiresGrad = flag;
     return this;
-  }
-
-  /** Computes gradients of this tensor with respect to graph leaves (accumulated into `.grad`). */
-  backward(grad?: Tensor, options: { retainGraph?: boolean } = {}): void {
-    runBackward(this, grad, options.retainGraph ?? false);
   }
 
   /** A tensor sharing storage with this one, cut from the graph. */
@@ -186,75 +223,8 @@ export class Tensor {
     };
   }
 
-  // ---- element-wise ----
-  add(o: TensorLike, alpha?: number): Tensor { return ew.add(this, o, alpha); }
-  sub(o: TensorLike, alpha?: number): Tensor { return ew.sub(this, o, alpha); }
-  mul(o: TensorLike): Tensor { return ew.mul(this, o); }
-  div(o: TensorLike): Tensor { return ew.div(this, o); }
-  pow(o: TensorLike): Tensor { return ew.pow(this, o); }
-  maximum(o: TensorLike): Tensor { return ew.maximum(this, o); }
-  minimum(o: TensorLike): Tensor { return ew.minimum(this, o); }
-  neg(): Tensor { return ew.neg(this); }
-  exp(): Tensor { return ew.exp(this); }
-  log(): Tensor { return ew.log(this); }
-  sqrt(): Tensor { return ew.sqrt(this); }
-  rsqrt(): Tensor { return ew.rsqrt(this); }
-  abs(): Tensor { return ew.abs(this); }
-  sign(): Tensor { return ew.sign(this); }
-  square(): Tensor { return ew.square(this); }
-  tanh(): Tensor { return ew.tanh(this); }
-  sigmoid(): Tensor { return ew.sigmoid(this); }
-  relu(): Tensor { return ew.relu(this); }
-  gelu(approximate: 'none' | 'tanh' = 'none'): Tensor { return ew.gelu(this, approximate); }
-  silu(): Tensor { return ew.silu(this); }
-  clamp(min?: number | null, max?: number | null): Tensor { return ew.clamp(this, min, max); }
-  eq(o: TensorLike): Tensor { return ew.eq(this, o); }
-  ne(o: TensorLike): Tensor { return ew.ne(this, o); }
-  lt(o: TensorLike): Tensor { return ew.lt(this, o); }
-  le(o: TensorLike): Tensor { return ew.le(this, o); }
-  gt(o: TensorLike): Tensor { return ew.gt(this, o); }
-  ge(o: TensorLike): Tensor { return ew.ge(this, o); }
-  maskedFill(mask: Tensor, value: number): Tensor { return ew.maskedFill(this, mask, value); }
-  /** A copy converted to `dtype`, or moved to `device` ('cpu', 'cuda:N'). */
-  to(target: DType | string): Tensor { return ew.to(this, target); }
-  clone(): Tensor { return ew.clone(this); }
-  /** Copies `src` into this tensor in place (same shape, dtype and device); not recorded by autograd. */
-  copy_(src: Tensor): this { ew.copy_(this, src); return this; }
-  contiguous(): Tensor { return this; }
-
-  // ---- reductions ----
-  sum(dim?: number | number[], keepdim = false): Tensor { return red.sum(this, dim, keepdim); }
-  mean(dim?: number | number[], keepdim = false): Tensor { return red.mean(this, dim, keepdim); }
-  max(dim?: number | number[], keepdim = false): Tensor { return red.max(this, dim, keepdim); }
-  min(dim?: number | number[], keepdim = false): Tensor { return red.min(this, dim, keepdim); }
-  argmax(dim?: number, keepdim = false): Tensor { return red.argmax(this, dim, keepdim); }
-  argmin(dim?: number, keepdim = false): Tensor { return red.argmin(this, dim, keepdim); }
-  var(dim?: number | number[], options: { correction?: number; keepdim?: boolean } = {}): Tensor { return red.variance(this, dim, options); }
-  std(dim?: number | number[], options: { correction?: number; keepdim?: boolean } = {}): Tensor { return red.std(this, dim, options); }
-  logsumexp(dim: number | number[], keepdim = false): Tensor { return red.logsumexp(this, dim, keepdim); }
-  softmax(dim = -1): Tensor { return red.softmax(this, dim); }
-  logSoftmax(dim = -1): Tensor { return red.logSoftmax(this, dim); }
-
-  // ---- linear algebra ----
-  matmul(o: Tensor): Tensor { return lin.matmul(this, o); }
-
-  // ---- shapes ----
-  reshape(...shape: number[] | [number[]]): Tensor { return shp.reshape(this, shp.shapeArgs(shape)); }
-  view(...shape: number[] | [number[]]): Tensor { return shp.reshape(this, shp.shapeArgs(shape)); }
-  flatten(startDim = 0, endDim = -1): Tensor { return shp.flatten(this, startDim, endDim); }
-  squeeze(dim?: number): Tensor { return shp.squeeze(this, dim); }
-  unsqueeze(dim: number): Tensor { return shp.unsqueeze(this, dim); }
-  expand(...shape: number[] | [number[]]): Tensor { return shp.expand(this, shp.shapeArgs(shape)); }
-  transpose(dim0 = 0, dim1 = 1): Tensor { return shp.transpose(this, dim0, dim1); }
-  get T(): Tensor { return shp.transpose(this, 0, 1); }
-  permute(...dims: number[] | [number[]]): Tensor { return shp.permute(this, shp.shapeArgs(dims)); }
-  narrow(dim: number, start: number, length: number): Tensor { return shp.narrow(this, dim, start, length); }
-  slice(dim: number, start?: number, end?: number): Tensor { return shp.slice(this, dim, start, end); }
-  split(sizeOrSections: number | number[], dim = 0): Tensor[] { return shp.split(this, sizeOrSections, dim); }
-  chunk(chunks: number, dim = 0): Tensor[] { return shp.chunk(this, chunks, dim); }
-
-  // ---- indexing ----
-  indexSelect(dim: number, index: Tensor): Tensor { return idx.indexSelect(this, dim, index); }
-  gather(dim: number, index: Tensor): Tensor { return idx.gather(this, dim, index); }
-  scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor { return idx.scatterAdd(this, dim, index, src); }
+  /** Returns this tensor: storage is always contiguous (transposes copy). */
+  contiguous(): Tensor {
+    return this;
+  }
 }

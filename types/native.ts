@@ -42,6 +42,7 @@ export interface NativeAddon {
   fromBuffer(data: ArrayBufferView | ArrayBuffer, shape: number[], dtype: NativeDType, device: string): NativeTensor;
   arange(start: number, end: number, step: number, dtype: NativeDType, device: string): NativeTensor;
   linspace(start: number, end: number, steps: number, dtype: NativeDType, device: string): NativeTensor;
+  oneHot(index: NativeTensor, numClasses: number): NativeTensor;
   random(kind: RandomKind, shape: number[], dtype: NativeDType, device: string, seed: number, offset: number, a: number, b: number): NativeTensor;
   // handles
   meta(t: NativeTensor): NativeMeta;

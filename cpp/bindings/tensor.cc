@@ -70,6 +70,11 @@ Napi::Value Random(const Napi::CallbackInfo& info) {
                                                             static_cast<uint64_t>(offset), a.number(6, "a"), a.number(7, "b")));
 }
 
+Napi::Value OneHot(const Napi::CallbackInfo& info) {
+  Args a{info, "oneHot"};
+  return Addon::of(info.Env()).wrap(info.Env(), ops::one_hot(a.tensor(0, "index"), a.integer(1, "numClasses", 0, int64_t(1) << 40)));
+}
+
 Napi::Value Meta(const Napi::CallbackInfo& info) {
   Args a{info, "meta"};
   const Tensor& t = a.tensor(0, "tensor");
@@ -233,6 +238,7 @@ void register_tensor_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("fromBuffer", FromBuffer);
   FLOCK_EXPORT("arange", Arange);
   FLOCK_EXPORT("linspace", Linspace);
+  FLOCK_EXPORT("oneHot", OneHot);
   FLOCK_EXPORT("random", Random);
   FLOCK_EXPORT("meta", Meta);
   FLOCK_EXPORT("isDisposed", IsDisposed);

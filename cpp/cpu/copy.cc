@@ -1,5 +1,5 @@
-// CPU data movement: strided copies (permute, expand, narrow, cat), index_select, gather and
-// scatter_add. Indices are checked as they are read; a bad one fails the op with ERR_INDEX.
+// CPU data movement: strided copies (permute, expand, narrow, cat), index_select, gather,
+// scatter_add and one_hot. Indices are checked as they are read; a bad one fails the op with ERR_INDEX.
 #include <cstring>
 #include "../kernels.h"
 #include "loops.h"
@@ -150,6 +150,22 @@ void scatter_add_cpu(Tensor& out, const Tensor& index, const Tensor& src, int64_
   });
 }
 
+void one_hot_cpu(const Tensor& index, Tensor& out, int64_t num_classes) {
+  const int64_t n = index.numel();
+  const bool wide = index.dtype == DType::i64;
+  auto at = [&](int64_t i) -> int64_t {
+    return wide ? static_cast<const int64_t*>(index.raw())[i] : static_cast<const int32_t*>(index.raw())[i];
+  };
+  // Every index is checked before anything is written, so a bad one leaves no partial output.
+  for (int64_t i = 0; i < n; ++i)
+    if (at(i) < 0 || at(i) >= num_classes) fail(Code::Index, "oneHot: class index ", at(i), " is out of range for numClasses ", num_classes);
+  int64_t* op = out.data<int64_t>();
+  std::memset(op, 0, out.nbytes());
+  parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) op[i * num_classes + at(i)] = 1;
+  });
+}
+
 void copy_to_host_cpu(const Tensor& src, void* host) { std::memcpy(host, src.raw(), src.nbytes()); }
 void copy_from_host_cpu(const void* host, Tensor& dst) { std::memcpy(dst.raw(), host, dst.nbytes()); }
 
@@ -161,5 +177,6 @@ FLOCK_REGISTER_KERNEL(strided_copy, CPU, strided_copy_cpu);
 FLOCK_REGISTER_KERNEL(index_select, CPU, index_select_cpu);
 FLOCK_REGISTER_KERNEL(gather, CPU, gather_cpu);
 FLOCK_REGISTER_KERNEL(scatter_add, CPU, scatter_add_cpu);
+FLOCK_REGISTER_KERNEL(one_hot, CPU, one_hot_cpu);
 
 }  // namespace flock::cpu

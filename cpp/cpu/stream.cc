@@ -91,7 +91,10 @@ void CpuStream::loop() {
     try {
       task.fn();
     } catch (const Error& e) {
-      err = StreamError{e.code, std::string(task.op) + ": " + e.what()};
+      // Kernels name their op already ("gather: index 7 ..."); name it once.
+      const std::string prefix = std::string(task.op) + ": ";
+      const std::string what = e.what();
+      err = StreamError{e.code, what.rfind(prefix, 0) == 0 ? what : prefix + what};
     } catch (const std::bad_alloc&) {
       err = StreamError{Code::OOM, std::string(task.op) + ": out of memory"};
     } catch (const std::exception& e) {

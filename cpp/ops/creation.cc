@@ -1,4 +1,4 @@
-// Creation ops: full, from_host, arange, linspace, random.
+// Creation ops: full, from_host, arange, linspace, random, one_hot.
 #include <cmath>
 #include <cstring>
 #include "ops.h"
@@ -56,6 +56,18 @@ Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, u
   if (kind == RandomKind::bernoulli && (a < 0 || a > 1)) fail(Code::Arg, op, ": p must lie in [0, 1], got ", a);
   Tensor out = empty(shape, dtype, device, op);
   launch(op, device, [=]() mutable { random_table().get(out.device())(kind, out, seed, offset, a, b); });
+  return out;
+}
+
+Tensor one_hot(const Tensor& index, int64_t num_classes) {
+  if (index.dtype != DType::i64 && index.dtype != DType::i32)
+    fail(Code::DType, "oneHot: class indices must be i64 or i32, got ", dtype_name(index.dtype));
+  if (num_classes < 0) fail(Code::Range, "oneHot: numClasses must be non-negative, got ", num_classes);
+  Shape shape = index.shape;
+  shape.push_back(num_classes);
+  Tensor out = empty(shape, DType::i64, index.device(), "oneHot");
+  if (index.numel() == 0) return out;
+  launch("oneHot", index.device(), [index, out, num_classes]() mutable { one_hot_table().get(out.device())(index, out, num_classes); });
   return out;
 }
 

@@ -15,6 +15,9 @@ Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype
 Tensor arange(double start, double end, double step, DType dtype, Device device);
 Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device);
 Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, uint64_t seed, uint64_t offset, double a, double b);
+// i64 [...index.shape, num_classes]; a class index outside [0, num_classes) rejects the next sync
+// point with ERR_INDEX (the values are only known when the kernel reads them).
+Tensor one_hot(const Tensor& index, int64_t num_classes);
 
 // Element-wise
 Tensor unary(UnaryOp op, const Tensor& x, double a = 0, double b = 0);

@@ -5,7 +5,7 @@
  * allreduce from there while the rest of backward continues).
  */
 import { native } from '../native';
-import type { Tensor } from '../tensor';
+import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from './grad_mode';
 import { errorOf } from '../errors';
@@ -17,7 +17,7 @@ function shapeStr(s: readonly number[]): string {
 export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: boolean): void {
   if (!root.requiresGrad)
     throw errorOf('ERR_RANGE', 'backward: tensor does not require grad and has no grad_fn');
-  if (grad === undefined && root.size !== 1)
+  if (grad === undefined && root.numel() !== 1)
     throw Object.assign(new RangeError(`backward: grad can be implicitly created only for scalar outputs, got shape ${shapeStr(root.shape)}`), { code: 'ERR_SHAPE' });
   if (grad !== undefined && (grad.shape.length !== root.shape.length || grad.shape.some((s, i) => s !== root.shape[i])))
     throw Object.assign(new RangeError(`backward: grad shape ${shapeStr(grad.shape)} does not match output shape ${shapeStr(root.shape)}`), { code: 'ERR_SHAPE' });
@@ -50,7 +50,7 @@ export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: bo
   noGrad(() =>
     tidy(() => {
       const grads = new Map<Tensor, Tensor>();
-      grads.set(root, grad ?? native_ones_like(root));
+      grads.set(root, grad ?? onesLike(root));
       for (let k = order.length - 1; k >= 0; k--) {
         const t = order[k];
         let g = grads.get(t);
@@ -79,9 +79,9 @@ export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: bo
   );
 }
 
-function native_ones_like(t: Tensor): Tensor {
-  const ctor = t.constructor as new (h: ReturnType<typeof native.full>) => Tensor;
-  return new ctor(native.full([...t.shape], t.dtype, t.device, 1));
+/** A plain Tensor (never a subclass such as Parameter, whose constructor differs) of ones. */
+function onesLike(t: Tensor): Tensor {
+  return new Tensor(native.full([...t.shape], t.dtype, t.device, 1));
 }
 
 /** Adds `g` into a leaf's `.grad`; the stored gradient outlives the backward pass. */

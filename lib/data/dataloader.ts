@@ -30,11 +30,15 @@ export type Collated<T> = T extends Tensor | number ? Tensor
   : T extends object ? { [K in keyof T]: Collated<T[K]> }
   : T[];
 
-/** Stacks tensors, recurses into arrays and objects, and turns numbers into a tensor. */
+/**
+ * Stacks tensors, recurses into arrays and objects, and turns numbers into a tensor. Plain numbers
+ * that are all integers (a dataset's class labels, by nature) become i64, as PyTorch's collate
+ * makes them; any fraction makes the batch f32.
+ */
 export function defaultCollate(items: unknown[]): unknown {
   const first = items[0];
   if (first instanceof Tensor) return stack(items as Tensor[]);
-  if (typeof first === 'number') return tensor(items as number[]);
+  if (typeof first === 'number') return tensor(items as number[], { dtype: (items as number[]).every(Number.isInteger) ? 'i64' : 'f32' });
   if (Array.isArray(first)) return first.map((_, i) => defaultCollate(items.map((it) => (it as unknown[])[i])));
   if (first && typeof first === 'object')
     return Object.fromEntries(Object.keys(first).map((k) => [k, defaultCollate(items.map((it) => (it as Record<string, unknown>)[k]))]));

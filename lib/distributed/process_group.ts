@@ -87,13 +87,13 @@ export class ProcessGroup {
     return new Work('broadcast', native.pgBroadcast(this.#handle, t.handle, root));
   }
 
-  /** Fills `output` (size x input.size elements, rank-major) with every rank's `input`. */
+  /** Fills `output` (size x input.numel() elements, rank-major) with every rank's `input`. */
   allGather(output: Tensor, input: Tensor): Work {
     this.#check('allGather', input, output);
     return new Work('allGather', native.pgAllGather(this.#handle, input.handle, output.handle));
   }
 
-  /** Reduces `input` (size blocks of output.size elements) and leaves block `rank` in `output`. */
+  /** Reduces `input` (size blocks of output.numel() elements) and leaves block `rank` in `output`. */
   reduceScatter(output: Tensor, input: Tensor, options: { op?: ReduceOp } = {}): Work {
     this.#check('reduceScatter', input, output);
     return new Work('reduceScatter', native.pgReduceScatter(this.#handle, input.handle, output.handle, options.op ?? 'sum'));

@@ -4,10 +4,13 @@ import { Tensor } from '../tensor';
 import { keep } from '../memory';
 
 export class Parameter extends Tensor {
-  /** Shares `data`'s storage; the parameter outlives any tidy scope it is created in. */
+  /**
+   * Shares `data`'s storage; the parameter outlives any tidy scope it is created in. Only floating
+   * data can require grad (ERR_DTYPE otherwise).
+   */
   constructor(data: Tensor, requiresGrad = true) {
     super(native.reshape(data.handle, [...data.shape]));
     keep(this);
-    this.requiresGrad = requiresGrad;
+    this.requiresGrad_(requiresGrad);
   }
 }

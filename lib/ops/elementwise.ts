@@ -4,7 +4,8 @@ import type { UnaryOpName, BinaryOpName } from '../../types/native';
 import { Tensor, type TensorLike } from '../tensor';
 import { record } from '../autograd/node';
 import { noGrad } from '../autograd/grad_mode';
-import { type DType, isDType, isFloating } from '../dtype';
+import { type CanonicalDType, type DType, DTYPES, DTYPE_ALIASES, canonicalDType, checkValueFits, isFloating, toDType } from '../dtype';
+import { checkOptions, describe, didYouMean } from '../errors';
 import { normalizeDevice } from '../device';
 import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
 
@@ -169,22 +170,57 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
 export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
   checkTensor('maskedFill', 'mask', mask);
   if (mask.dtype !== 'bool') throw typeError('maskedFill', `mask must be a bool tensor, got ${mask.dtype}`, 'ERR_DTYPE');
+  checkValueFits('maskedFill', value, x.dtype);
   return where(mask, scalar(value, x.dtype, x.device), x);
 }
 
-/** Casts to a dtype or moves to a device; recorded for autograd between float types. */
-export function to(x: Tensor, target: DType | string): Tensor {
-  checkTensor('to', 'input', x);
-  if (isDType(target)) {
-    if (target === x.dtype) return x;
-    const out = wrap(native.cast(x.handle, target));
-    if (!isFloating(target) || !isFloating(x.dtype)) return out;
-    return record(out, 'cast', [x], (g) => [to(g, x.dtype)]);
-  }
-  const device = normalizeDevice(target, 'to');
+/** What `t.to()` takes: a dtype (short or PyTorch name), a device, or both. */
+export type ToTarget = DType | (string & {}) | { dtype?: DType; device?: string };
+
+function cast(x: Tensor, dtype: CanonicalDType): Tensor {
+  if (dtype === x.dtype) return x;
+  const out = wrap(native.cast(x.handle, dtype));
+  if (!isFloating(dtype) || !isFloating(x.dtype)) return out;
+  return record(out, 'cast', [x], (g) => [cast(g, x.dtype)]);
+}
+
+function move(x: Tensor, device: string): Tensor {
   if (device === x.device) return x;
   const out = wrap(native.to(x.handle, device));
-  return record(out, 'to', [x], (g) => [to(g, x.device)]);
+  return record(out, 'to', [x], (g) => [move(g, x.device)]);
+}
+
+function isDevice(s: string): boolean {
+  try {
+    normalizeDevice(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Casts to a dtype, moves to a device, or both (`{ dtype, device }`); recorded for autograd between
+ * floating dtypes. A string is read as a dtype name first ('f32', 'float32', 'long', ...), then as a
+ * device ('cpu', 'cuda:N').
+ */
+export function to(x: Tensor, target: ToTarget): Tensor {
+  checkTensor('to', 'input', x);
+  if (target !== null && typeof target === 'object') {
+    const o = checkOptions('to', target, ['dtype', 'device']);
+    const moved = o.device === undefined ? x : move(x, normalizeDevice(o.device, 'to'));
+    return o.dtype === undefined ? moved : cast(moved, toDType('to', o.dtype));
+  }
+  const dtype = canonicalDType(target);
+  if (dtype !== undefined) return cast(x, dtype);
+  if (typeof target === 'string' && isDevice(target)) return move(x, normalizeDevice(target, 'to'));
+  const guess = typeof target === 'string' ? didYouMean(target, [...DTYPES, ...DTYPE_ALIASES, 'cpu', 'cuda']) : undefined;
+  throw typeError(
+    'to',
+    `${describe(target)} is neither a dtype (${DTYPES.join(', ')}, or PyTorch's names such as float32, long) ` +
+      `nor a device ('cpu', 'cuda', 'cuda:N')${guess ? ` (did you mean '${guess}'?)` : ''}; ` +
+      'pass { dtype, device } for both',
+  );
 }
 
 export function clone(x: Tensor): Tensor {

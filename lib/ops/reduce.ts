@@ -59,7 +59,7 @@ export const min = (x: Tensor, dim?: number | number[], keepdim = false): Tensor
 function argExtreme(op: 'argmax' | 'argmin', x: Tensor, dim: number | undefined, keepdim: boolean): Tensor {
   checkTensor(op, 'input', x);
   if (dim === undefined) {
-    const flat = wrap(native.reshape(x.handle, [x.size]));
+    const flat = wrap(native.reshape(x.handle, [x.numel()]));
     return wrap(native.reduce(op, flat.handle, [0], false));
   }
   return wrap(native.reduce(op, x.handle, [normDim(op, dim, x.ndim)], keepdim));

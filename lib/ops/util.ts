@@ -2,7 +2,7 @@
 import { native, type NativeTensor } from '../native';
 import { flockError, type ErrorCode } from '../errors';
 import { Tensor, type TensorLike } from '../tensor';
-import { type DType, promoteTypes, promoteWithScalar } from '../dtype';
+import { type CanonicalDType, checkValueFits, promoteTypes, promoteWithScalar } from '../dtype';
 
 export function wrap(h: NativeTensor): Tensor {
   return new Tensor(h);
@@ -27,13 +27,13 @@ export function checkTensor(op: string, name: string, v: unknown): Tensor {
   return v;
 }
 
-/** A 0-d tensor holding `value`, matching `like`'s device. */
-export function scalar(value: number, dtype: DType, device: string): Tensor {
+/** A 0-d tensor holding `value` (already known to fit `dtype`) on `device`. */
+export function scalar(value: number, dtype: CanonicalDType, device: string): Tensor {
   return wrap(native.full([], dtype, device, value));
 }
 
 /** Converts the dtype of `t` when needed (recorded for autograd). */
-export function castTo(t: Tensor, dtype: DType): Tensor {
+export function castTo(t: Tensor, dtype: CanonicalDType): Tensor {
   return t.dtype === dtype ? t : t.to(dtype);
 }
 
@@ -42,6 +42,7 @@ export function operands(op: string, a: Tensor, b: TensorLike): [Tensor, Tensor]
   checkTensor(op, 'input', a);
   if (typeof b === 'number') {
     const dt = promoteWithScalar(a.dtype, b);
+    checkValueFits(op, b, dt);
     return [castTo(a, dt), scalar(b, dt, a.device)];
   }
   if (typeof b === 'boolean') return [a, scalar(b ? 1 : 0, a.dtype, a.device)];

@@ -84,7 +84,7 @@ export abstract class Optimizer<H extends { lr: number }> {
       if (!p) throw argError('loadStateDict', `state for unknown parameter index ${i}`);
       const copy: Record<string, Tensor | number> = {};
       for (const [k, v] of Object.entries(s)) {
-        if (v instanceof Tensor && (v.shape.length !== p.shape.length || v.shape.some((d, j) => d !== p.shape[j])) && v.size !== 1)
+        if (v instanceof Tensor && (v.shape.length !== p.shape.length || v.shape.some((d, j) => d !== p.shape[j])) && v.numel() !== 1)
           throw Object.assign(new RangeError(`loadStateDict: state '${k}' of parameter ${i} has shape [${v.shape.join(',')}], parameter has [${p.shape.join(',')}]`), { code: 'ERR_SHAPE' });
         copy[k] = v instanceof Tensor ? keep(v.to(p.dtype).to(p.device).clone()) : v;
       }

@@ -20,7 +20,7 @@ export function makeBuckets(params: Tensor[], capBytes: number): Bucket[] {
   let cur: Bucket | null = null;
   let curBytes = 0;
   for (const p of [...params].reverse()) {
-    const bytes = p.size * (bytesOf[p.dtype] ?? 4);
+    const bytes = p.numel() * (bytesOf[p.dtype] ?? 4);
     if (!cur || cur.dtype !== p.dtype || (curBytes > 0 && curBytes + bytes > capBytes)) {
       cur = { params: [], offsets: [], numel: 0, dtype: p.dtype };
       curBytes = 0;
@@ -28,7 +28,7 @@ export function makeBuckets(params: Tensor[], capBytes: number): Bucket[] {
     }
     cur.params.push(p);
     cur.offsets.push(cur.numel);
-    cur.numel += p.size;
+    cur.numel += p.numel();
     curBytes += bytes;
   }
   return buckets;

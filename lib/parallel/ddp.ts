@@ -143,7 +143,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 
   /** Element count of each bucket's flat gradient, in the order they are reduced. */
   get bucketSizes(): number[] {
-    return this.#states.map((s) => s.bucket.params.reduce((n, p) => n + p.size, 0));
+    return this.#states.map((s) => s.bucket.params.reduce((n, p) => n + p.numel(), 0));
   }
 
   get bucketCount(): number {
@@ -223,7 +223,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
             s.flat = back;
           }
           s.bucket.params.forEach((p, i) => {
-            const avg = tidy(() => s.flat!.narrow(0, s.bucket.offsets[i], p.size).reshape([...p.shape]).clone());
+            const avg = tidy(() => s.flat!.narrow(0, s.bucket.offsets[i], p.numel()).reshape([...p.shape]).clone());
             p.grad?.dispose();
             p.grad = keep(avg);
           });
@@ -260,8 +260,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
         noGrad(() => tidy(() => {
           let at = 0;
           for (const b of group) {
-            copy_(b, flat.narrow(0, at, b.size).reshape([...b.shape]));
-            at += b.size;
+            copy_(b, flat.narrow(0, at, b.numel()).reshape([...b.shape]));
+            at += b.numel();
           }
         }));
       } finally {

@@ -193,4 +193,13 @@ test('options are checked at construction', () => {
   throwsCode(() => new fl.data.DataLoader(ds, 5 as unknown as object), 'ERR_ARG');
 });
 
+test('defaultCollate: all-integer plain numbers become i64 labels, any fraction f32', () => {
+  const labels = fl.data.defaultCollate([3, 0, 7]) as fl.Tensor;
+  assert.is(labels.dtype, 'i64');
+  assert.equal(Array.from(labels.dataSync() as BigInt64Array, Number), [3, 0, 7]);
+  const values = fl.data.defaultCollate([1, 0.5]) as fl.Tensor;
+  assert.is(values.dtype, 'f32');
+  assert.equal(Array.from(values.dataSync() as Float32Array), [1, 0.5]);
+});
+
 test.run();

@@ -122,7 +122,7 @@ if (!hasGpu) {
     });
   }
   check('matmul f64', ([a, b]) => a.matmul(b), () => [fl.randn([33, 17], { dtype: 'f64' }), fl.randn([17, 9], { dtype: 'f64' })], 'f64');
-  check('gather/scatterAdd', ([a, s]) => a.scatterAdd(1, fl.tensor([[0, 2], [1, 1]]).to(dev), s).gather(1, fl.tensor([[1, 0]]).to(dev)),
+  check('gather/scatterAdd', ([a, s]) => a.scatterAdd(1, fl.tensor([[0, 2], [1, 1]], { dtype: 'i64' }).to(dev), s).gather(1, fl.tensor([[1, 0]], { dtype: 'i64' }).to(dev)),
     () => [fl.randn([2, 3]), fl.randn([2, 2])]);
   check('cast chain', ([a]) => a.to('bf16').to('f16').to('f32'), r([1025]), 'f32', [1e-2, 1e-2]);
   test('random numbers are identical on CPU and CUDA for the same seed', () => {

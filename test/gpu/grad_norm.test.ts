@@ -21,7 +21,7 @@ if (!gpuSuiteRuns('GPU gradient norm')) {
         // 60 tensors: two launches' worth of table entries; sizes cross the per-block chunk.
         const sizes = Array.from({ length: 60 }, (_, i) => [1, 3, 127, 1025, 16385, 40000][i % 6]);
         const cpu = sizes.map((n) => Object.assign(new fl.nn.Parameter(fl.zeros([n], { dtype })), { grad: fl.randn([n]).to(dtype) }));
-        const gpu = cpu.map((q) => Object.assign(new fl.nn.Parameter(fl.zeros([q.size], { dtype, device: dev })), { grad: q.grad!.to(dev) }));
+        const gpu = cpu.map((q) => Object.assign(new fl.nn.Parameter(fl.zeros([q.numel()], { dtype, device: dev })), { grad: q.grad!.to(dev) }));
         const tol = dtype === 'f64' ? 1e-12 : dtype === 'f32' ? 1e-5 : 1e-2;
         const want = fl.optim.gradNorm(cpu, p).to('f64').itemSync(), got = fl.optim.gradNorm(gpu, p).to('f64').itemSync();
         assert.ok(Math.abs(got - want) <= tol * want, `norm ${got} vs ${want}`);

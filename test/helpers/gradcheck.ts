@@ -26,7 +26,7 @@ export function gradcheck(f: (xs: Tensor[]) => Tensor, inputs: Tensor[], opts: G
   for (let k = 0; k < leaves.length; k++) {
     const leaf = leaves[k];
     if (leaf.dtype !== 'f64') continue;
-    const analytic = leaf.grad ? values(leaf.grad) : new Float64Array(leaf.size);
+    const analytic = leaf.grad ? values(leaf.grad) : new Float64Array(leaf.numel());
     const base = values(leaf);
     for (let i = 0; i < base.length; i++) {
       const probe = (delta: number) => {

@@ -36,14 +36,14 @@ test('crossEntropy with class probabilities matches PyTorch', () => {
 
 test('fused crossEntropy gradient passes a numerical check in f64', () => {
   fl.manualSeed(4);
-  const t = fl.tensor([1, 0, 3]);
+  const t = fl.tensor([1, 0, 3], { dtype: 'i64' });
   numericGradCheck((x) => F.crossEntropy(x, t, { labelSmoothing: 0.05 }), fl.randn([3, 4], { dtype: 'f64' }));
 });
 
 test('nllLoss, mseLoss, l1Loss, smoothL1Loss, BCE with logits', () => {
   const x = fl.tensor([[0.5, -1.0], [2.0, 0.0]]);
   const lp = x.logSoftmax(1);
-  const t = fl.tensor([1, 0]);
+  const t = fl.tensor([1, 0], { dtype: 'i64' });
   assert.ok(Math.abs(F.nllLoss(lp, t).itemSync() - F.crossEntropy(x, t).itemSync()) < 1e-6);
   const y = fl.tensor([[0.0, 1.0], [1.0, 3.0]]);
   assert.ok(Math.abs(F.mseLoss(x, y).itemSync() - (0.25 + 4 + 1 + 9) / 4) < 1e-6);
@@ -59,9 +59,9 @@ test('nllLoss, mseLoss, l1Loss, smoothL1Loss, BCE with logits', () => {
 });
 
 test('loss errors carry codes', () => {
-  throwsCode(() => F.crossEntropy(fl.zeros([3, 4]), fl.tensor([1, 2])), 'ERR_SHAPE');
+  throwsCode(() => F.crossEntropy(fl.zeros([3, 4]), fl.tensor([1, 2], { dtype: 'i64' })), 'ERR_SHAPE');
   throwsCode(() => F.mseLoss(fl.zeros([3]), fl.zeros([4])), 'ERR_SHAPE');
-  throwsCode(() => F.crossEntropy(fl.zeros([3, 4]), fl.tensor([1, 2, 3]), { reduction: 'avg' as 'mean' }), 'ERR_ARG', TypeError);
+  throwsCode(() => F.crossEntropy(fl.zeros([3, 4]), fl.tensor([1, 2, 3], { dtype: 'i64' }), { reduction: 'avg' as 'mean' }), 'ERR_ARG', TypeError);
 });
 
 test.run();

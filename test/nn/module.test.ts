@@ -96,13 +96,13 @@ test('activations, dropout and embedding', () => {
   const kept = d.filter((v) => v !== 0);
   assert.ok(kept.every((v) => v === 2) && kept.length > 400 && kept.length < 600);
   const emb = new nn.Embedding(10, 3);
-  const out = emb.forward(fl.tensor([[1, 2], [3, 1]]));
+  const out = emb.forward(fl.tensor([[1, 2], [3, 1]], { dtype: 'i64' }));
   assert.equal([...out.shape], [2, 2, 3]);
   out.sum().backward();
   assert.equal(((emb.weight.grad as fl.Tensor).toArray() as number[][])[1], [2, 2, 2]);
   const padded = new nn.Embedding(4, 2, { paddingIdx: 0 });
   assert.equal((padded.weight.toArray() as number[][])[0], [0, 0]);
-  padded.forward(fl.tensor([0, 1, 0])).sum().backward();
+  padded.forward(fl.tensor([0, 1, 0], { dtype: 'i64' })).sum().backward();
   assert.equal((padded.weight.grad as fl.Tensor).toArray(), [[0, 0], [1, 1], [0, 0], [0, 0]]);
 });
 

@@ -15,7 +15,7 @@ test('a small CNN overfits a fixed batch with Adam (loss falls by 10x)', () => {
   fl.manualSeed(11);
   const model = tinyCnn();
   const x = fl.randn([12, 1, 8, 8]);
-  const y = fl.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2]);
+  const y = fl.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2], { dtype: 'i64' });
   const opt = new fl.optim.Adam(model.parameters(), { lr: 0.01 });
   const losses: number[] = [];
   for (let i = 0; i < 150; i++) {
@@ -34,7 +34,7 @@ test('training steps inside tidy leave no tensors behind', () => {
   fl.manualSeed(12);
   const model = tinyCnn();
   const x = fl.randn([4, 1, 8, 8]);
-  const y = fl.tensor([0, 1, 2, 0]);
+  const y = fl.tensor([0, 1, 2, 0], { dtype: 'i64' });
   const opt = new fl.optim.SGD(model.parameters(), { lr: 0.1, momentum: 0.9 });
   const step = () => fl.tidy(() => {
     const loss = nn.functional.crossEntropy(model.forward(x), y);

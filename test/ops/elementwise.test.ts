@@ -79,9 +79,9 @@ test('comparisons give bool; where selects', () => {
 });
 
 test('dtype promotion follows PyTorch', () => {
-  assert.is(fl.tensor([1, 2]).add(1).dtype, 'i64');
-  assert.is(fl.tensor([1, 2]).add(0.5).dtype, 'f32');
-  assert.is(fl.tensor([1, 2]).div(2).dtype, 'f32');
+  assert.is(fl.tensor([1, 2], { dtype: 'i64' }).add(1).dtype, 'i64');
+  assert.is(fl.tensor([1, 2], { dtype: 'i64' }).add(0.5).dtype, 'f32');
+  assert.is(fl.tensor([1, 2], { dtype: 'i64' }).div(2).dtype, 'f32');
   assert.is(fl.tensor([1.5]).add(fl.tensor([1.5], { dtype: 'f64' })).dtype, 'f64');
   assert.is(fl.tensor([1.5], { dtype: 'bf16' }).add(fl.tensor([1], { dtype: 'f16' })).dtype, 'f32');
   assert.is(fl.tensor([1], { dtype: 'i32' }).add(fl.tensor([1.5], { dtype: 'f16' })).dtype, 'f16');

@@ -70,7 +70,7 @@ test('argmax/argmin return i64 first occurrence', () => {
 });
 
 test('integer sums stay integer; mean of ints is float', () => {
-  const x = fl.tensor([[1, 2], [3, 4]]);
+  const x = fl.tensor([[1, 2], [3, 4]], { dtype: 'i64' });
   assert.is(x.sum().dtype, 'i64');
   assert.is(x.sum().itemSync(), 10);
   assert.is(x.mean().dtype, 'f32');

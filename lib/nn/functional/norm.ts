@@ -48,7 +48,7 @@ export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Ten
   const dims = x.shape.map((_, i) => i).filter((i) => i !== 1);
   let mean: Tensor, variance: Tensor;
   if (training || !runningMean || !runningVar) {
-    const n = x.size / c;
+    const n = x.numel() / c;
     if (training && n <= 1) throw rangeError('batchNorm', `expected more than 1 value per channel when training, got input ${shapeStr(x.shape)}`);
     mean = x.mean(dims, true);
     variance = x.var(dims, { correction: 0, keepdim: true });
@@ -75,7 +75,7 @@ export function layerNorm(x: Tensor, normalizedShape: number[], weight?: Tensor 
   if (k === 0 || k > x.ndim || tail.some((s, i) => s !== normalizedShape[i]))
     throw rangeError('layerNorm', `normalizedShape ${shapeStr(normalizedShape)} does not match the trailing dims of input ${shapeStr(x.shape)}`);
   const d = normalizedShape.reduce((a, b) => a * b, 1);
-  let y = normalizeRows(x.reshape([x.size / Math.max(d, 1), d]), eps).reshape([...x.shape]);
+  let y = normalizeRows(x.reshape([x.numel() / Math.max(d, 1), d]), eps).reshape([...x.shape]);
   if (weight) y = y.mul(weight);
   if (bias) y = y.add(bias);
   return y;
@@ -89,7 +89,7 @@ export function groupNorm(x: Tensor, numGroups: number, weight?: Tensor | null, 
   if (!Number.isInteger(numGroups) || numGroups < 1 || c % numGroups !== 0)
     throw rangeError('groupNorm', `number of channels ${c} must be divisible by numGroups ${numGroups}`);
   const rows = x.shape[0] * numGroups;
-  let y = normalizeRows(x.reshape([rows, x.size / Math.max(rows, 1)]), eps).reshape([...x.shape]);
+  let y = normalizeRows(x.reshape([rows, x.numel() / Math.max(rows, 1)]), eps).reshape([...x.shape]);
   if (weight) y = y.mul(perChannel(weight, x.ndim));
   if (bias) y = y.add(perChannel(bias, x.ndim));
   return y;

@@ -1,10 +1,10 @@
 /** Indexing ops: indexSelect, gather, scatterAdd, oneHot, and their gradients. */
 import { native } from '../native';
-import type { Tensor } from '../tensor';
+import { Tensor } from '../tensor';
+import { describe } from '../errors';
 import { record } from '../autograd/node';
 import { checkTensor, normDim, rangeError, typeError, wrap } from './util';
-import { eq } from './elementwise';
-import { arange } from './creation';
+import { tensor } from './creation';
 
 function checkIndex(op: string, index: Tensor): void {
   checkTensor(op, 'index', index);
@@ -18,7 +18,7 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
   const out = wrap(native.indexSelect(x.handle, d, index.handle));
   return record(out, 'indexSelect', [x], (g) => {
     // Scatter-add rows back: the index broadcast along every other dim of the gradient.
-    const shape = g.shape.map((_, i) => (i === d ? index.size : 1));
+    const shape = g.shape.map((_, i) => (i === d ? index.numel() : 1));
     const idx = wrap(native.expand(native.reshape(index.handle, shape), [...g.shape]));
     const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
     return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, g.handle))];
@@ -45,12 +45,30 @@ export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): 
   return record(out, 'scatterAdd', [x, src], (g) => [g, src.requiresGrad ? wrap(native.gather(g.handle, d, index.handle)) : null]);
 }
 
-/** One-hot encoding of integer class indices: shape [...index.shape, numClasses], i64. */
-export function oneHot(index: Tensor, numClasses = -1): Tensor {
+/**
+ * One-hot encoding of integer class indices: i64 of shape [...index.shape, numClasses]. Class
+ * indices given as JS values (a flat array or typed array) are checked at once; in a tensor they are
+ * checked by the kernel, and one outside [0, numClasses) rejects the next sync point (data(),
+ * item(), fl.sync()) with ERR_INDEX naming it. numClasses -1 means max(index) + 1 (a sync point).
+ */
+export function oneHot(index: Tensor | number[] | Int32Array | BigInt64Array, numClasses = -1): Tensor {
+  if (!Number.isInteger(numClasses) || numClasses < -1)
+    throw rangeError('oneHot', `numClasses must be a non-negative integer (or -1 to infer it), got ${numClasses}`, 'ERR_RANGE');
+  if (!(index instanceof Tensor)) return oneHotOfValues(index, numClasses);
   checkIndex('oneHot', index);
   let n = numClasses;
-  if (n === -1) n = index.size === 0 ? 0 : Number(wrap(native.reduce('max', index.handle, [], false)).itemSync()) + 1;
-  if (!Number.isInteger(n) || n < 0) throw rangeError('oneHot', `numClasses must be a non-negative integer, got ${numClasses}`);
-  const classes = arange(0, n, 1, { dtype: index.dtype, device: index.device });
-  return eq(index.unsqueeze(-1), classes).to('i64');
+  if (n === -1) n = index.numel() === 0 ? 0 : Number(wrap(native.reduce('max', index.handle, [], false)).itemSync()) + 1;
+  return wrap(native.oneHot(index.handle, n));
+}
+
+function oneHotOfValues(values: number[] | Int32Array | BigInt64Array, numClasses: number): Tensor {
+  if (!Array.isArray(values) && !(values instanceof Int32Array) && !(values instanceof BigInt64Array))
+    throw typeError('oneHot', `index must be a Tensor, an array of integers, an Int32Array or a BigInt64Array, got ${describe(values)}`);
+  const list = Array.from(values as ArrayLike<number | bigint>, Number);
+  for (const v of list)
+    if (typeof v !== 'number' || !Number.isInteger(v)) throw typeError('oneHot', `class indices must be integers, got ${describe(v)}`);
+  const n = numClasses === -1 ? list.reduce((m, v) => Math.max(m, v + 1), 0) : numClasses;
+  for (const v of list)
+    if (v < 0 || v >= n) throw rangeError('oneHot', `class index ${v} is out of range for numClasses ${n}`, 'ERR_INDEX');
+  return oneHot(tensor(list, { dtype: 'i64' }), n);
 }

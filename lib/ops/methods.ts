@@ -1,0 +1,182 @@
+/**
+ * The op methods of Tensor (`t.add(u)`, `t.sum()`, `t.backward()`, ...), installed on its prototype
+ * from here, as tfjs installs its chained ops. lib/tensor.ts imports no op, so the ops may import
+ * Tensor without a runtime cycle; declaration merging below keeps every method typed and documented.
+ * lib/index.ts imports this module before anything else can run an op.
+ */
+import { Tensor, type TensorLike } from '../tensor';
+import { backward } from '../autograd/engine';
+import * as ew from './elementwise';
+import * as red from './reduce';
+import * as lin from './linalg';
+import * as shp from './shape';
+import * as idx from './indexing';
+
+declare module '../tensor' {
+  interface Tensor {
+    /** Computes gradients of this tensor with respect to graph leaves (accumulated into `.grad`). */
+    backward(grad?: Tensor, options?: { retainGraph?: boolean }): void;
+
+    // ---- element-wise ----
+    /** `this + alpha * other`, broadcasting. */
+    add(other: TensorLike, alpha?: number): Tensor;
+    /** `this - alpha * other`, broadcasting. */
+    sub(other: TensorLike, alpha?: number): Tensor;
+    mul(other: TensorLike): Tensor;
+    /** True division: integer inputs give f32. */
+    div(other: TensorLike): Tensor;
+    pow(exponent: TensorLike): Tensor;
+    maximum(other: TensorLike): Tensor;
+    minimum(other: TensorLike): Tensor;
+    neg(): Tensor;
+    exp(): Tensor;
+    log(): Tensor;
+    sqrt(): Tensor;
+    rsqrt(): Tensor;
+    abs(): Tensor;
+    sign(): Tensor;
+    square(): Tensor;
+    tanh(): Tensor;
+    sigmoid(): Tensor;
+    relu(): Tensor;
+    gelu(approximate?: 'none' | 'tanh'): Tensor;
+    silu(): Tensor;
+    clamp(min?: number | null, max?: number | null): Tensor;
+    eq(other: TensorLike): Tensor;
+    ne(other: TensorLike): Tensor;
+    lt(other: TensorLike): Tensor;
+    le(other: TensorLike): Tensor;
+    gt(other: TensorLike): Tensor;
+    ge(other: TensorLike): Tensor;
+    /** A copy with `value` wherever `mask` (a bool tensor, broadcast) is true. */
+    maskedFill(mask: Tensor, value: number): Tensor;
+    /**
+     * This tensor converted to a dtype (PyTorch's names are aliases: 'float32', 'long', ...), moved
+     * to a device ('cpu', 'cuda:N'), or both (`{ dtype, device }`); itself when nothing changes.
+     */
+    to(target: ew.ToTarget): Tensor;
+    clone(): Tensor;
+    /** Copies `src` into this tensor in place (same shape, dtype and device); not recorded by autograd. */
+    copy_(src: Tensor): this;
+
+    // ---- reductions ----
+    sum(dim?: number | number[], keepdim?: boolean): Tensor;
+    mean(dim?: number | number[], keepdim?: boolean): Tensor;
+    max(dim?: number | number[], keepdim?: boolean): Tensor;
+    min(dim?: number | number[], keepdim?: boolean): Tensor;
+    argmax(dim?: number, keepdim?: boolean): Tensor;
+    argmin(dim?: number, keepdim?: boolean): Tensor;
+    /** Variance with Bessel's correction unless `correction` says otherwise. */
+    var(dim?: number | number[], options?: red.VarOptions): Tensor;
+    std(dim?: number | number[], options?: red.VarOptions): Tensor;
+    logsumexp(dim: number | number[], keepdim?: boolean): Tensor;
+    softmax(dim?: number): Tensor;
+    logSoftmax(dim?: number): Tensor;
+
+    // ---- linear algebra ----
+    /** Matrix product with NumPy semantics (1-D, 2-D, batched with broadcasting). */
+    matmul(other: Tensor): Tensor;
+
+    // ---- shapes ----
+    /** A view with a new shape (`reshape(2, 3)` or `reshape([2, 3])`; one dim may be -1). */
+    reshape(...shape: number[] | [number[]]): Tensor;
+    view(...shape: number[] | [number[]]): Tensor;
+    flatten(startDim?: number, endDim?: number): Tensor;
+    squeeze(dim?: number): Tensor;
+    unsqueeze(dim: number): Tensor;
+    expand(...shape: number[] | [number[]]): Tensor;
+    transpose(dim0?: number, dim1?: number): Tensor;
+    /** The transpose of a 2-D tensor. */
+    readonly T: Tensor;
+    permute(...dims: number[] | [number[]]): Tensor;
+    narrow(dim: number, start: number, length: number): Tensor;
+    /** Python-style slice along `dim`: [start, end), negative indices from the end, clamped. */
+    slice(dim: number, start?: number, end?: number): Tensor;
+    split(sizeOrSections: number | number[], dim?: number): Tensor[];
+    chunk(chunks: number, dim?: number): Tensor[];
+
+    // ---- indexing ----
+    indexSelect(dim: number, index: Tensor): Tensor;
+    gather(dim: number, index: Tensor): Tensor;
+    scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor;
+  }
+}
+
+/** Defines the methods as class methods are: non-enumerable, writable, configurable. */
+function install(methods: Partial<Tensor> & ThisType<Tensor>): void {
+  for (const [name, value] of Object.entries(methods))
+    Object.defineProperty(Tensor.prototype, name, { value, writable: true, configurable: true, enumerable: false });
+}
+
+install({
+  backward(grad, options = {}) { backward(this, grad, options.retainGraph ?? false); },
+
+  add(o, alpha) { return ew.add(this, o, alpha); },
+  sub(o, alpha) { return ew.sub(this, o, alpha); },
+  mul(o) { return ew.mul(this, o); },
+  div(o) { return ew.div(this, o); },
+  pow(o) { return ew.pow(this, o); },
+  maximum(o) { return ew.maximum(this, o); },
+  minimum(o) { return ew.minimum(this, o); },
+  neg() { return ew.neg(this); },
+  exp() { return ew.exp(this); },
+  log() { return ew.log(this); },
+  sqrt() { return ew.sqrt(this); },
+  rsqrt() { return ew.rsqrt(this); },
+  abs() { return ew.abs(this); },
+  sign() { return ew.sign(this); },
+  square() { return ew.square(this); },
+  tanh() { return ew.tanh(this); },
+  sigmoid() { return ew.sigmoid(this); },
+  relu() { return ew.relu(this); },
+  gelu(approximate = 'none') { return ew.gelu(this, approximate); },
+  silu() { return ew.silu(this); },
+  clamp(min, max) { return ew.clamp(this, min, max); },
+  eq(o) { return ew.eq(this, o); },
+  ne(o) { return ew.ne(this, o); },
+  lt(o) { return ew.lt(this, o); },
+  le(o) { return ew.le(this, o); },
+  gt(o) { return ew.gt(this, o); },
+  ge(o) { return ew.ge(this, o); },
+  maskedFill(mask, value) { return ew.maskedFill(this, mask, value); },
+  to(target) { return ew.to(this, target); },
+  clone() { return ew.clone(this); },
+  copy_(src) { ew.copy_(this, src); return this; },
+
+  sum(dim, keepdim = false) { return red.sum(this, dim, keepdim); },
+  mean(dim, keepdim = false) { return red.mean(this, dim, keepdim); },
+  max(dim, keepdim = false) { return red.max(this, dim, keepdim); },
+  min(dim, keepdim = false) { return red.min(this, dim, keepdim); },
+  argmax(dim, keepdim = false) { return red.argmax(this, dim, keepdim); },
+  argmin(dim, keepdim = false) { return red.argmin(this, dim, keepdim); },
+  var(dim, options = {}) { return red.variance(this, dim, options); },
+  std(dim, options = {}) { return red.std(this, dim, options); },
+  logsumexp(dim, keepdim = false) { return red.logsumexp(this, dim, keepdim); },
+  softmax(dim = -1) { return red.softmax(this, dim); },
+  logSoftmax(dim = -1) { return red.logSoftmax(this, dim); },
+
+  matmul(o) { return lin.matmul(this, o); },
+
+  reshape(...shape) { return shp.reshape(this, shp.shapeArgs(shape)); },
+  view(...shape) { return shp.reshape(this, shp.shapeArgs(shape)); },
+  flatten(startDim = 0, endDim = -1) { return shp.flatten(this, startDim, endDim); },
+  squeeze(dim) { return shp.squeeze(this, dim); },
+  unsqueeze(dim) { return shp.unsqueeze(this, dim); },
+  expand(...shape) { return shp.expand(this, shp.shapeArgs(shape)); },
+  transpose(dim0 = 0, dim1 = 1) { return shp.transpose(this, dim0, dim1); },
+  permute(...dims) { return shp.permute(this, shp.shapeArgs(dims)); },
+  narrow(dim, start, length) { return shp.narrow(this, dim, start, length); },
+  slice(dim, start, end) { return shp.slice(this, dim, start, end); },
+  split(sizeOrSections, dim = 0) { return shp.split(this, sizeOrSections, dim); },
+  chunk(chunks, dim = 0) { return shp.chunk(this, chunks, dim); },
+
+  indexSelect(dim, index) { return idx.indexSelect(this, dim, index); },
+  gather(dim, index) { return idx.gather(this, dim, index); },
+  scatterAdd(dim, index, src) { return idx.scatterAdd(this, dim, index, src); },
+});
+
+Object.defineProperty(Tensor.prototype, 'T', {
+  get(this: Tensor) { return shp.transpose(this, 0, 1); },
+  configurable: true,
+  enumerable: false,
+});
