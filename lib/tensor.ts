@@ -47,6 +47,8 @@ export class Tensor {
   gradFn: Node | null = null;
   /** @internal gradient hooks, see {@link registerHook}. */
   _hooks: GradHook[] = [];
+  /** @internal in-place write count, shared with the views of this storage (autograd/version.ts). */
+  _version = { value: 0, op: '' };
 
   /** @internal use the creation functions (fl.tensor, fl.zeros, ...). */
   constructor(handle: NativeTensor) {
@@ -162,14 +164,23 @@ export class Tensor {
     return this;
   }
 
-  /** Computes gradients of this tensor with respect to graph leaves (accumulated into `.grad`). */
-  backward(grad?: Tensor, options: { retainGraph?: boolean } = {}): void {
-    runBackward(this, grad, options.retainGraph ?? false);
+  /**
+   * Computes gradients of this tensor with respect to graph leaves (accumulated into `.grad`).
+   * `grad` defaults to ones for a one-element tensor. Backward frees the graph (what its ops saved)
+   * as it goes, so a second backward through it throws, unless `retainGraph` is true.
+   * `t.backward({ retainGraph: true })` is short for `t.backward(undefined, { retainGraph: true })`.
+   */
+  backward(options?: { retainGraph?: boolean }): void;
+  backward(grad?: Tensor | null, options?: { retainGraph?: boolean }): void;
+  backward(grad?: Tensor | null | { retainGraph?: boolean }, options?: { retainGraph?: boolean }): void {
+    runBackward(this, grad, options);
   }
 
-  /** A tensor sharing storage with this one, cut from the graph. */
+  /** A tensor sharing storage (and its in-place version counter) with this one, cut from the graph. */
   detach(): Tensor {
-    return new Tensor(native.reshape(this.handle, [...this.shape]));
+    const t = new Tensor(native.reshape(this.handle, [...this.shape]));
+    t._version = this._version;
+    return t;
   }
 
   /**
