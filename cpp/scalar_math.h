@@ -30,7 +30,7 @@ FLOCK_HD T unary(UnaryOp op, T x, T a, T b) {
     case UnaryOp::sign: return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
     case UnaryOp::tanh: return std::tanh(x);
     case UnaryOp::sigmoid: return sigmoid(x);
-    case UnaryOp::relu: return x > T(0) ? x : T(0);
+    case UnaryOp::relu: return x < T(0) ? T(0) : x;  // NaN propagates (and -0 stays -0), as torch.relu
     case UnaryOp::gelu: return T(0.5) * x * (T(1) + std::erf(x * kSqrt1_2));
     case UnaryOp::gelu_tanh: return T(0.5) * x * (T(1) + std::tanh(kSqrt2OverPi * (x + T(0.044715) * x * x * x)));
     case UnaryOp::silu: return x * sigmoid(x);
@@ -67,7 +67,9 @@ FLOCK_HD T unary_derivative(UnaryOp op, T x, T a, T b) {
     case UnaryOp::abs: return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
     case UnaryOp::tanh: { T t = std::tanh(x); return T(1) - t * t; }
     case UnaryOp::sigmoid: { T s = sigmoid(x); return s * (T(1) - s); }
-    case UnaryOp::relu: return x > T(0) ? T(1) : T(0);
+    // 0 where x <= 0, else 1: at NaN the gradient passes, as torch's threshold_backward. The same
+    // test on relu's output gives the same answer, which the fused bias + relu backward relies on.
+    case UnaryOp::relu: return x <= T(0) ? T(0) : T(1);
     case UnaryOp::gelu: return T(0.5) * (T(1) + std::erf(x * kSqrt1_2)) + x * kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
     case UnaryOp::gelu_tanh: {
       T u = kSqrt2OverPi * (x + T(0.044715) * x * x * x);
@@ -84,7 +86,8 @@ FLOCK_HD T unary_derivative(UnaryOp op, T x, T a, T b) {
     case UnaryOp::erf: return k2OverSqrtPi * std::exp(-x * x);
     case UnaryOp::log1p: return T(1) / (T(1) + x);
     case UnaryOp::expm1: return std::exp(x);
-    case UnaryOp::pow_scalar: return a * std::pow(x, a - T(1));
+    // x^0 is constant: 0 everywhere, also at x = 0 where a * x^(a-1) would be 0 * inf (torch: 0).
+    case UnaryOp::pow_scalar: return a == T(0) ? T(0) : a * std::pow(x, a - T(1));
     default: return T(0);  // sign, floor, ceil, round, logical_not: piecewise constant
   }
 }

@@ -44,6 +44,8 @@ export class Tensor {
   gradFn: Node | null = null;
   /** @internal gradient hooks, see {@link registerHook}. */
   _hooks: GradHook[] = [];
+  /** @internal in-place write count, shared with the views of this storage (autograd/version.ts). */
+  _version = { value: 0, op: '' };
 
   /** @internal use the creation functions (fl.tensor, fl.zeros, ...). */
   constructor(handle: NativeTensor) {
@@ -204,9 +206,11 @@ export class Tensor {
     return this;
   }
 
-  /** A tensor sharing storage with this one, cut from the graph. */
+  /** A tensor sharing storage (and its in-place version counter) with this one, cut from the graph. */
   detach(): Tensor {
-    return new Tensor(native.reshape(this.handle, [...this.shape]));
+    const t = new Tensor(native.reshape(this.handle, [...this.shape]));
+    t._version = this._version;
+    return t;
   }
 
   /**

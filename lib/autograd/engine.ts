@@ -8,26 +8,58 @@ import { native } from '../native';
 import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from './grad_mode';
-import { errorOf } from '../errors';
+import { argError, checkOptions, describe, flockError } from '../errors';
 
 function shapeStr(s: readonly number[]): string {
   return `[${s.join(',')}]`;
 }
 
-export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: boolean): void {
-  if (!root.requiresGrad)
-    throw errorOf('ERR_RANGE', 'backward: tensor does not require grad and has no grad_fn');
-  if (grad === undefined && root.numel() !== 1)
-    throw Object.assign(new RangeError(`backward: grad can be implicitly created only for scalar outputs, got shape ${shapeStr(root.shape)}`), { code: 'ERR_SHAPE' });
-  if (grad !== undefined && (grad.shape.length !== root.shape.length || grad.shape.some((s, i) => s !== root.shape[i])))
-    throw Object.assign(new RangeError(`backward: grad shape ${shapeStr(grad.shape)} does not match output shape ${shapeStr(root.shape)}`), { code: 'ERR_SHAPE' });
+/** Options of {@link backward}. */
+export interface BackwardOptions {
+  /** Keep what the graph's ops saved, so backward can run through it again (default false). */
+  retainGraph?: boolean;
+}
 
-  // Topological order (iterative DFS) and the number of consumers of each tensor.
+function isTensor(v: unknown): v is Tensor {
+  return typeof v === 'object' && v !== null && 'handle' in v && 'gradFn' in v && Array.isArray((v as Tensor).shape);
+}
+
+/** `backward(grad?, options?)` or `backward(options)`, validated. */
+function backwardArgs(gradOrOptions: unknown, options: unknown): { grad: Tensor | undefined; retainGraph: boolean } {
+  let grad = gradOrOptions;
+  let opts = options;
+  if (options === undefined && typeof grad === 'object' && grad !== null && !isTensor(grad) && Object.getPrototypeOf(grad) === Object.prototype) {
+    opts = grad;
+    grad = undefined;
+  }
+  if (grad !== undefined && grad !== null && !isTensor(grad)) throw argError('backward', `grad must be a Tensor or undefined, got ${describe(grad)}`);
+  const { retainGraph = false } = checkOptions<BackwardOptions>('backward', opts as BackwardOptions | undefined, ['retainGraph']);
+  if (typeof retainGraph !== 'boolean') throw argError('backward', `retainGraph must be a boolean, got ${describe(retainGraph)}`);
+  return { grad: grad ?? undefined, retainGraph };
+}
+
+/**
+ * Runs backward from `root`. Unless `retainGraph`, each node is released once it has run (its
+ * saved tensors freed), so a later backward that reaches it throws, as PyTorch's does.
+ */
+export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknown): void {
+  const { grad, retainGraph } = backwardArgs(gradOrOptions, options);
+  if (!root.requiresGrad)
+    throw flockError('ERR_AUTOGRAD', 'backward', 'the tensor does not require grad and has no gradFn (call requiresGrad_() on a leaf it depends on)');
+  if (grad === undefined && root.numel() !== 1)
+    throw flockError('ERR_SHAPE', 'backward', `grad can be implicitly created only for one-element outputs, got shape ${shapeStr(root.shape)}`);
+  if (grad !== undefined && (grad.shape.length !== root.shape.length || grad.shape.some((s, i) => s !== root.shape[i])))
+    throw flockError('ERR_SHAPE', 'backward', `grad shape ${shapeStr(grad.shape)} does not match output shape ${shapeStr(root.shape)}`);
+
+  // Topological order (iterative DFS) and the number of consumers of each tensor. Every node is
+  // checked (released, or saved tensors changed in place) before any gradient is computed, so a
+  // refused backward leaves every .grad as it was.
   const order: Tensor[] = [];
   const consumers = new Map<Tensor, number>();
   const visited = new Set<Tensor>();
   const stack: [Tensor, number][] = [[root, 0]];
   visited.add(root);
+  root.gradFn?.check();
   while (stack.length) {
     const top = stack[stack.length - 1];
     const [t, i] = top;
@@ -39,6 +71,7 @@ export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: bo
       consumers.set(inp, (consumers.get(inp) ?? 0) + 1);
       if (!visited.has(inp)) {
         visited.add(inp);
+        inp.gradFn?.check();
         stack.push([inp, 0]);
       }
     } else {
@@ -72,11 +105,12 @@ export function backward(root: Tensor, grad: Tensor | undefined, retainGraph: bo
           const prev = grads.get(inp);
           grads.set(inp, prev ? prev.add(gi) : gi);
         });
-        if (!retainGraph && t !== root) t.gradFn = null;
+        if (!retainGraph) node.release();
       }
-      if (!retainGraph) root.gradFn = null;
     }),
   );
+  // Nodes that no gradient reached did not run; they are freed all the same.
+  if (!retainGraph) for (const t of order) t.gradFn?.release();
 }
 
 /** A plain Tensor (never a subclass such as Parameter, whose constructor differs) of ones. */

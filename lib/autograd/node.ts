@@ -1,15 +1,88 @@
 /** A recorded operation: its differentiable inputs and how to map the output's gradient to theirs. */
 import type { Tensor } from '../tensor';
 import { isGradEnabled } from './grad_mode';
+import { flockError } from '../errors';
+import { type VersionCounter, versionOf } from './version';
 
 export type BackwardFn = (grad: Tensor) => (Tensor | null)[];
 
+/** A tensor a node may read in backward, and the version of its storage when it was recorded. */
+interface Saved {
+  readonly counter: VersionCounter;
+  readonly version: number;
+  readonly what: string;
+}
+
+function savedOf(t: Tensor, role: string): Saved {
+  const counter = versionOf(t);
+  return { counter, version: counter.value, what: `${role}, shape [${t.shape.join(',')}]` };
+}
+
 export class Node {
+  #inputs: Tensor[];
+  #backward: BackwardFn | null;
+  // Backward closures do not declare what they capture, so every input and the output count as
+  // saved: stricter than PyTorch for ops that save nothing (add, sum), never silently wrong.
+  #saved: Saved[] | null;
+
   constructor(
     readonly name: string,
-    readonly inputs: Tensor[],
-    readonly backward: BackwardFn,
-  ) {}
+    inputs: Tensor[],
+    backward: BackwardFn,
+    output?: Tensor,
+  ) {
+    this.#inputs = inputs;
+    this.#backward = backward;
+    const saved = inputs.map((t, i) => savedOf(t, `input ${i}`));
+    if (output) saved.push(savedOf(output, 'output'));
+    this.#saved = saved;
+  }
+
+  /** The tensors this node maps gradients to; empty once the node is released. */
+  get inputs(): readonly Tensor[] {
+    return this.#inputs;
+  }
+
+  /** Whether backward has run through this node and freed what it saved (no retainGraph). */
+  get released(): boolean {
+    return this.#backward === null;
+  }
+
+  /**
+   * Throws ERR_AUTOGRAD when this node cannot run backward: it was released by an earlier
+   * backward, or a tensor it saved has been written in place since it was recorded.
+   */
+  check(): void {
+    if (this.#backward === null || this.#saved === null)
+      throw flockError(
+        'ERR_AUTOGRAD',
+        'backward',
+        `trying to backward through the graph a second time: ${this.name} already ran backward and freed the tensors it saved; ` +
+          'pass { retainGraph: true } to the first backward() to keep them',
+      );
+    for (const s of this.#saved) {
+      if (s.counter.value === s.version) continue;
+      throw flockError(
+        'ERR_AUTOGRAD',
+        'backward',
+        `a tensor saved by ${this.name} for backward was modified in place by ${s.counter.op} (${s.what}: version ${s.counter.value}, saved at ${s.version}); ` +
+          'modify a clone() instead, or make the change before the forward pass',
+      );
+    }
+  }
+
+  /** The gradients of the inputs, given the output's; see {@link check}. */
+  backward(grad: Tensor): (Tensor | null)[] {
+    this.check();
+    return this.#backward!(grad);
+  }
+
+  /** Drops the backward closure and the inputs, so what only this graph held can be freed. */
+  release(): void {
+    this.#backward = null;
+    this.#saved = null;
+    this.#inputs = [];
+  }
 }
 
 /**
@@ -19,6 +92,6 @@ export class Node {
 export function record(out: Tensor, name: string, inputs: Tensor[], backward: BackwardFn): Tensor {
   if (!isGradEnabled() || !inputs.some((t) => t.requiresGrad)) return out;
   out.requiresGrad = true;
-  out.gradFn = new Node(name, inputs, backward);
+  out.gradFn = new Node(name, inputs, backward, out);
   return out;
 }

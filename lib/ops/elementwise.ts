@@ -6,6 +6,7 @@ import { record } from '../autograd/node';
 import { noGrad } from '../autograd/grad_mode';
 import { type CanonicalDType, type DType, DTYPES, DTYPE_ALIASES, canonicalDType, checkValueFits, isFloating, toDType } from '../dtype';
 import { checkOptions, describe, didYouMean } from '../errors';
+import { bumpVersions, checkInPlace } from '../autograd/version';
 import { normalizeDevice } from '../device';
 import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
 
@@ -53,9 +54,11 @@ export function pow(x: Tensor, exponent: TensorLike): Tensor {
   let [a, b] = operands('pow', x, exponent);
   if (!isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
   const out = binary('pow', a, b);
+  // As torch: d/da is 0 where b == 0 (not 0 * a^-1, NaN at a = 0), and d/db is 0 where a == 0 and
+  // b >= 0 (not a^b * log 0, which is NaN or -inf there).
   return recordBinary(out, 'pow', a, b, (g) => [
-    mul(g, mul(b, pow(a, sub(b, 1)))),
-    b.requiresGrad ? mul(g, mul(out, log(a))) : null,
+    a.requiresGrad ? where(eq(b, 0), 0, mul(g, mul(b, pow(a, sub(b, 1))))) : null,
+    b.requiresGrad ? mul(g, where(logicalAnd(eq(a, 0), ge(b, 0)), 0, mul(out, log(a)))) : null,
   ]);
 }
 
@@ -228,8 +231,13 @@ export function clone(x: Tensor): Tensor {
   return record(wrap(native.clone(x.handle)), 'clone', [x], (g) => [g]);
 }
 
-/** In-place copy of `src` into `dst` (no autograd); used by optimizers and state loading. */
+/**
+ * In-place copy of `src` into `dst`, not recorded by autograd; used by optimizers and state
+ * loading. Outside noGrad, `dst` must not require grad; the write bumps `dst`'s version counter.
+ */
 export function copy_(dst: Tensor, src: Tensor): Tensor {
+  checkInPlace('copy_', dst);
   noGrad(() => native.copy_(dst.handle, src.handle));
+  bumpVersions('copy_', [dst]);
   return dst;
 }

@@ -14,8 +14,14 @@ import * as idx from './indexing';
 
 declare module '../tensor' {
   interface Tensor {
-    /** Computes gradients of this tensor with respect to graph leaves (accumulated into `.grad`). */
-    backward(grad?: Tensor, options?: { retainGraph?: boolean }): void;
+    /**
+     * Computes gradients of this tensor with respect to graph leaves (accumulated into `.grad`).
+     * `grad` defaults to ones for a one-element tensor. Backward frees the graph (what its ops
+     * saved) as it goes, so a second backward through it throws, unless `retainGraph` is true.
+     * `t.backward({ retainGraph: true })` is short for `t.backward(undefined, { retainGraph: true })`.
+     */
+    backward(options?: { retainGraph?: boolean }): void;
+    backward(grad?: Tensor | null, options?: { retainGraph?: boolean }): void;
 
     // ---- element-wise ----
     /** `this + alpha * other`, broadcasting. */
@@ -109,7 +115,7 @@ function install(methods: Partial<Tensor> & ThisType<Tensor>): void {
 }
 
 install({
-  backward(grad, options = {}) { backward(this, grad, options.retainGraph ?? false); },
+  backward(grad?: unknown, options?: unknown) { backward(this, grad, options); },
 
   add(o, alpha) { return ew.add(this, o, alpha); },
   sub(o, alpha) { return ew.sub(this, o, alpha); },

@@ -72,20 +72,31 @@ export interface VarOptions {
   keepdim?: boolean;
 }
 
+/** The gradient of var(input) over `dims` given `g`, the gradient of its output. */
+function varianceGrad(input: Tensor, dims: number[], keepdim: boolean, correction: number, g: Tensor): Tensor {
+  const n = countOf(input, dims);
+  const centered = sub(input, mean(input, dims, true));
+  return mul(expandBack(g, input.shape, dims, keepdim), mul(centered, 2 / Math.max(n - correction, 0)));
+}
+
 export function variance(x: Tensor, dim?: number | number[], options: VarOptions = {}): Tensor {
   const correction = options.correction ?? 1;
   const keepdim = options.keepdim ?? false;
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('var', input, dim, keepdim, correction);
-  return record(out, 'var', [input], (g) => {
-    const n = countOf(input, dims);
-    const centered = sub(input, mean(input, dims, true));
-    return [mul(expandBack(g, input.shape, dims, keepdim), mul(centered, 2 / Math.max(n - correction, 0)))];
-  });
+  return record(out, 'var', [input], (g) => [varianceGrad(input, dims, keepdim, correction, g)]);
 }
 
 export function std(x: Tensor, dim?: number | number[], options: VarOptions = {}): Tensor {
-  return sqrt(variance(x, dim, options));
+  const correction = options.correction ?? 1;
+  const keepdim = options.keepdim ?? false;
+  const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
+  const { out: v, dims } = reduce('var', input, dim, keepdim, correction);
+  const out = sqrt(v); // v has no graph, so this records nothing
+  v.dispose();
+  // As torch: g / (2 std) is taken as 0 where std == 0, so a constant row gets gradient 0 rather
+  // than 0 * inf = NaN through sqrt.
+  return record(out, 'std', [input], (g) => [varianceGrad(input, dims, keepdim, correction, div(g, mul(out, 2)).maskedFill(eq(out, 0), 0))]);
 }
 
 export function logsumexp(x: Tensor, dim: number | number[], keepdim = false): Tensor {

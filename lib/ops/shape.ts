@@ -3,6 +3,7 @@
 import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { record } from '../autograd/node';
+import { shareVersion } from '../autograd/version';
 import { checkTensor, normDim, rangeError, shapeStr, sumTo, typeError, wrap } from './util';
 
 /** Accepts `f(2, 3)` and `f([2, 3])`. */
@@ -19,7 +20,7 @@ function checkInts(op: string, name: string, v: unknown): number[] {
 export function reshape(x: Tensor, shape: number[]): Tensor {
   checkTensor('reshape', 'input', x);
   checkInts('reshape', 'shape', shape);
-  const out = wrap(native.reshape(x.handle, shape));
+  const out = shareVersion(wrap(native.reshape(x.handle, shape)), x);
   return record(out, 'reshape', [x], (g) => [wrap(native.reshape(g.handle, [...x.shape]))]);
 }
 
@@ -78,6 +79,8 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   checkTensor('narrow', 'input', x);
   const d = normDim('narrow', dim, x.ndim);
   const out = wrap(native.narrow(x.handle, d, start, length));
+  // A view of x's storage when the dims before `d` are all 1 (else the native op copies).
+  if (x.shape.slice(0, d).every((s) => s === 1)) shareVersion(out, x);
   const begin = start < 0 ? start + x.shape[d] : start;
   return record(out, 'narrow', [x], (g) => {
     // Pad the gradient with zeros on both sides along `d`.

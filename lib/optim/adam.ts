@@ -5,6 +5,7 @@ import { keep } from '../memory';
 import { zerosLike } from '../ops/creation';
 import { Optimizer, type ParamsArg } from './optimizer';
 import { errorOf } from '../errors';
+import { bumpVersions } from '../autograd/version';
 
 export interface AdamOptions {
   lr: number;
@@ -44,9 +45,11 @@ export class Adam extends Optimizer<AdamOptions> {
         b.m.push(s.expAvg as Tensor);
         b.v.push(s.expAvgSq as Tensor);
       }
-      for (const [step, b] of byStep)
+      for (const [step, b] of byStep) {
         native.adamStep(b.ps.map((t) => t.handle), b.gs.map((t) => t.handle), b.m.map((t) => t.handle), b.v.map((t) => t.handle),
           g.lr, g.betas[0], g.betas[1], g.eps, g.weightDecay, step, this.decoupled);
+        bumpVersions(`${this.constructor.name}.step`, b.ps);
+      }
     }
   }
 }

@@ -5,6 +5,7 @@ import { keep } from '../memory';
 import { zerosLike } from '../ops/creation';
 import { Optimizer, type ParamsArg } from './optimizer';
 import { errorOf } from '../errors';
+import { bumpVersions } from '../autograd/version';
 
 export interface SGDOptions {
   lr: number;
@@ -44,9 +45,11 @@ export class SGD extends Optimizer<SGDOptions> {
         b.gs.push(p.grad);
         if (buf) b.bufs.push(buf);
       }
-      for (const [first, b] of batches)
+      for (const [first, b] of batches) {
         native.sgdStep(b.ps.map((t) => t.handle), b.gs.map((t) => t.handle), b.bufs.map((t) => t.handle),
           g.lr, g.momentum, g.dampening, g.weightDecay, g.nesterov, first);
+        bumpVersions(`${this.constructor.name}.step`, b.ps);
+      }
     }
   }
 }
