@@ -6,13 +6,15 @@
 //
 // Every group-wide collective starts with a 32-byte call header (op, dtype, count, root, reduce
 // op, sequence number) sent to the ring successor and checked against the predecessor's before
-// any data moves; a send carries one too, checked by the receiver. Ranks that disagree would
-// otherwise read each other's bytes as something else and corrupt every later result silently.
-// Around a ring, two different calls differ at two neighbour pairs at least, and no rank sends data
-// before its own check has passed; a rank's result needs data from every rank (broadcast: a
-// completion token that goes round once), so on a mismatch no rank completes the collective: the
-// ranks that saw it report it on the control connections, the others learn it from there when
-// their data stops coming.
+// any of the predecessor's data is taken; a send carries one too, checked by the receiver. Ranks
+// that disagree would otherwise read each other's bytes as something else and corrupt every later
+// result silently. The header leads the first step's data where that step goes to the successor
+// (ring steps; recursive doubling on 2 ranks), so it costs no extra message there; elsewhere it is
+// a message of its own. Around a ring, two different calls differ at two neighbour pairs at least;
+// a rank forwards nothing it received before its check has passed, and its result needs data
+// forwarded by every rank but its successor (broadcast: a completion token that goes round once),
+// so on a mismatch no rank completes the collective: the ranks that saw it report it on the
+// control connections, the others learn it from there when their data stops coming.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -203,6 +205,7 @@ class Ring final : public RingGroup {
     check_rank(root, "broadcast", "root");
     run("broadcast", std::move(done), [this, t, root] {
       if (size_ == 1) return;
+      agree();
       // A pipeline along the ring starting at root: each rank forwards chunk c-1 while chunk c
       // arrives, so the time is about (bytes + (n-2) chunks) / bandwidth, not n x bytes.
       const int pos = mod(rank_ - root, size_);
@@ -292,13 +295,26 @@ class Ring final : public RingGroup {
     return h;
   }
 
-  // Sends this rank's call to its successor and checks the predecessor's against it, before any
-  // data of the collective moves. ERR_COLLECTIVE_MISMATCH naming both calls, lower rank first.
-  void agree(const CallHeader& mine) {
-    const Link& next = links_[mod(rank_ + 1, size_)];
+  // The header of the collective now running, as the lead of its first exchange from the
+  // predecessor to the successor, if it has not gone out yet and this is that exchange.
+  const Lead* take_lead(const Link* out, const Link* in) {
+    if (!unsent_ || out != &links_[mod(rank_ + 1, size_)] || in != &links_[mod(rank_ - 1, size_)]) return nullptr;
+    unsent_ = false;
+    return &lead_;
+  }
+
+  // The header as a message of its own, for a collective whose first step is not to the successor.
+  void agree() {
+    if (!unsent_) return;
+    unsent_ = false;
+    exchange(&links_[mod(rank_ + 1, size_)], nullptr, 0, &links_[mod(rank_ - 1, size_)], nullptr, 0, timeout_ms_, nullptr, &lead_);
+  }
+
+  // The predecessor's header against this rank's: ERR_COLLECTIVE_MISMATCH naming both calls, lower
+  // rank first.
+  void check_call() const {
+    const CallHeader &mine = mine_, &theirs = theirs_;
     const Link& prev = links_[mod(rank_ - 1, size_)];
-    CallHeader theirs;
-    exchange(&next, &mine, sizeof mine, &prev, &theirs, sizeof theirs, timeout_ms_);
     if (same_call(mine, theirs)) return;
     const bool reduce = is_call(theirs) && theirs.reduce != mine.reduce;
     auto text = [&](int r, const CallHeader& h, bool numbered) {
@@ -332,9 +348,10 @@ class Ring final : public RingGroup {
     if (n == 0) return;
     std::vector<char> other(bytes);
     char* data = static_cast<char*>(t.raw());
+    if (size_ > 2) agree();  // the header goes round the ring, not to the doubling partners
     for (int mask = 1; mask < size_; mask <<= 1) {
       const Link& peer = links_[rank_ ^ mask];
-      exchange(&peer, data, bytes, &peer, other.data(), bytes, timeout_ms_);
+      exchange(&peer, data, bytes, &peer, other.data(), bytes, timeout_ms_, nullptr, take_lead(&peer, &peer));
       reduce_into(data, other.data(), n, t.dtype, op);
     }
     if (op == ReduceOp::Avg) scale_into(data, n, t.dtype, 1.0 / size_);
@@ -376,7 +393,7 @@ class Ring final : public RingGroup {
         reduce_into(dst + reduced, tmp, (got - reduced) / es, dt, op);
         reduced = got;
       };
-      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, bytes, window, timeout_ms_, fold);
+      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, bytes, window, timeout_ms_, fold, take_lead(&next, &prev));
     }
   }
 
@@ -387,7 +404,7 @@ class Ring final : public RingGroup {
     const Link& prev = links_[mod(rank_ - 1, size_)];
     for (int s = 0; s < size_ - 1; ++s) {
       const int sk = mod(rank_ - s, size_), rk = mod(rank_ - s - 1, size_);
-      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, base + off[rk] * es, len[rk] * es, timeout_ms_);
+      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, base + off[rk] * es, len[rk] * es, timeout_ms_, nullptr, take_lead(&next, &prev));
     }
   }
 
@@ -397,7 +414,7 @@ class Ring final : public RingGroup {
   // A collective passes its call header (`call`): it is numbered and checked against the
   // neighbours' before `body` runs. Send, recv and connect pass none (they check their own).
   void run(const char* op, Done done, std::function<void()> body, std::optional<CallHeader> call = std::nullopt) {
-    comm_.push([this, op, call, done = std::move(done), body = std::move(body)]() mutable {
+    comm_.push([this, op, call, done = std::move(done), body = std::move(body)] {
       std::optional<StreamError> err;
       {
         std::lock_guard<std::mutex> lk(m_);
@@ -408,15 +425,18 @@ class Ring final : public RingGroup {
         if (seq) ctrl_.started(seq);
         try {
           if (call && size_ > 1) {
-            call->seq = seq;
-            agree(*call);
+            mine_ = *call;
+            mine_.seq = seq;
+            unsent_ = true;
           }
           body();
+          agree();  // a collective that moved no data (empty tensors) still checks its call
         } catch (const Error& e) {
           err = StreamError{e.code, e.what()};
         } catch (const std::exception& e) {
           err = StreamError{Code::Internal, e.what()};
         }
+        unsent_ = false;
         if (err) fail_group(op, seq, &*err);
       }
       done(std::move(err));
@@ -467,6 +487,10 @@ class Ring final : public RingGroup {
   bool aborted_ = false;
   int64_t seq_ = 0;  // group-wide collectives started; comm thread only
   std::vector<int64_t> sends_, recvs_;  // messages sent to / received from each rank; comm thread only
+  // The running collective's header, the predecessor's, and whether ours has gone out; comm thread only.
+  CallHeader mine_, theirs_;
+  bool unsent_ = false;
+  const Lead lead_{&mine_, &theirs_, sizeof(CallHeader), [this] { check_call(); }};
   ControlPlane ctrl_;
   CommThread comm_;  // last: its thread stops before the links it uses are torn down
 };
