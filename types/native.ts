@@ -131,7 +131,7 @@ export type NativeReduceOp = 'sum' | 'avg' | 'max' | 'min' | 'prod';
 
 export interface NativeAddon {
   /** Binds a listening socket for a ring group now; connect later with the peers' addresses. */
-  ringListen(rank: number, size: number, host: string, timeoutMs: number): { group: NativeGroup; port: number };
+  ringListen(rank: number, size: number, host: string, timeoutMs: number, name?: string): { group: NativeGroup; port: number };
   /** Connects to every peer (index = rank) on the group's communication thread. */
   ringConnect(group: NativeGroup, hosts: string[], ports: number[]): Promise<void>;
   pgAllReduce(group: NativeGroup, t: NativeTensor, op: NativeReduceOp): Promise<ArrayBuffer>;

@@ -79,7 +79,8 @@ Napi::Value RingListen(const Napi::CallbackInfo& info) {
   const int size = static_cast<int>(a.integer(1, "size", 1, 1 << 20));
   const std::string host = a.string(2, "host");
   const int timeout = static_cast<int>(a.integer(3, "timeoutMs", 1, int64_t(1) << 30));
-  auto g = dist::RingGroup::listen(rank, size, host, timeout);
+  const std::string name = info.Length() > 4 ? a.string(4, "name") : "";
+  auto g = dist::RingGroup::listen(rank, size, host, timeout, name);
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
   o.Set("group", wrap_group(env, g));

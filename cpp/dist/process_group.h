@@ -55,7 +55,8 @@ struct PeerAddress {
 // listen() binds a port now; connect() runs on the communication thread and calls `done`.
 class RingGroup : public ProcessGroup {
  public:
-  static std::shared_ptr<RingGroup> listen(int rank, int size, const std::string& bind_host, int timeout_ms);
+  // `name` identifies the group in error messages ("group 1 (ranks 0, 2)").
+  static std::shared_ptr<RingGroup> listen(int rank, int size, const std::string& bind_host, int timeout_ms, std::string name = "");
   virtual int port() const = 0;
   virtual void connect(std::vector<PeerAddress> peers, Done done) = 0;
 };

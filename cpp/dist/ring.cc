@@ -3,6 +3,18 @@
 // per pair (control.h) through which a failure is traced to the rank that caused it. Allreduce is
 // the bandwidth-optimal ring: reduce-scatter then all-gather, each rank sending 2(n-1)/n of the
 // data, with received bytes reduced chunk by chunk while the rest of the step is on the wire.
+//
+// Every group-wide collective starts with a 32-byte call header (op, dtype, count, root, reduce
+// op, sequence number) sent to the ring successor and checked against the predecessor's before
+// any of the predecessor's data is taken; a send carries one too, checked by the receiver. Ranks
+// that disagree would otherwise read each other's bytes as something else and corrupt every later
+// result silently. The header leads the first step's data where that step goes to the successor
+// (ring steps; recursive doubling on 2 ranks), so it costs no extra message there; elsewhere it is
+// a message of its own. Around a ring, two different calls differ at two neighbour pairs at least;
+// a rank forwards nothing it received before its check has passed, and its result needs data
+// forwarded by every rank but its successor (broadcast: a completion token that goes round once),
+// so on a mismatch no rank completes the collective: the ranks that saw it report it on the
+// control connections, the others learn it from there when their data stops coming.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -22,6 +34,49 @@ constexpr size_t kChunk = size_t(128) << 10;  // pipelining grain and staging si
 // Up to this size an allreduce on 2, 4, 8... ranks is latency-bound: recursive doubling's fewer,
 // larger messages beat the ring's 2(n-1) small ones (measured on loopback, bench/allreduce.ts).
 constexpr size_t kDoublingBytes = size_t(256) << 10;
+constexpr uint32_t kCallMagic = 0x666c6863;  // "flhc": a call header, not stray data
+
+enum class Call : uint8_t { AllReduce = 1, Broadcast, AllGather, ReduceScatter, Barrier, Send };
+
+// What a rank is about to run. One per collective (not per chunk), so it costs one small message
+// and one check. Every field is re-validated on arrival.
+struct CallHeader {
+  uint32_t magic = kCallMagic;
+  Call call{};
+  uint8_t dtype = 0;
+  uint8_t reduce = 0;
+  uint8_t pad = 0;
+  int32_t root = 0;    // broadcast
+  int32_t pad2 = 0;
+  int64_t count = 0;   // elements; per rank for allGather and reduceScatter
+  int64_t seq = 0;     // collectives: number in the group, from 1; send: number on this pair, from 1
+};
+static_assert(sizeof(CallHeader) == 32, "call headers are 32 bytes on the wire");
+
+bool same_call(const CallHeader& a, const CallHeader& b) {
+  return a.magic == b.magic && a.call == b.call && a.dtype == b.dtype && a.reduce == b.reduce && a.root == b.root &&
+         a.count == b.count && a.seq == b.seq;
+}
+
+bool is_call(const CallHeader& h) {
+  return h.magic == kCallMagic && h.call >= Call::AllReduce && h.call <= Call::Send;
+}
+
+// `allReduce(f32, 1000 elements)`, the reduce op named when not the default or when `reduce` says so.
+std::string describe(const CallHeader& h, bool reduce) {
+  if (!is_call(h)) return "something that is not a flockml call (another version of flockml?)";
+  static const char* names[] = {"", "allReduce", "broadcast", "allGather", "reduceScatter", "barrier", "send"};
+  std::string s = names[static_cast<int>(h.call)];
+  if (h.call == Call::Barrier) return s + "()";
+  s += "(";
+  s += h.dtype < kNumDTypes ? dtype_name(static_cast<DType>(h.dtype)) : "dtype #" + std::to_string(h.dtype);
+  s += ", " + std::to_string(h.count) + (h.count == 1 ? " element" : " elements");
+  if (h.call == Call::AllGather || h.call == Call::ReduceScatter) s += " per rank";
+  if (h.call == Call::Broadcast) s += ", root " + std::to_string(h.root);
+  const bool reduces = h.call == Call::AllReduce || h.call == Call::ReduceScatter;
+  if (reduces && (reduce || h.reduce != 0)) s += std::string(", ") + (h.reduce < 5 ? kReduceOpNames[h.reduce] : "?");
+  return s + ")";
+}
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
@@ -32,11 +87,14 @@ int check_rank_in_world(int rank, int size) {
 
 class Ring final : public RingGroup {
  public:
-  Ring(int rank, int size, const std::string& host, int timeout_ms)
-      : rank_(rank), size_(size), timeout_ms_(timeout_ms), ctrl_(check_rank_in_world(rank, size), size) {
+  Ring(int rank, int size, const std::string& host, int timeout_ms, std::string name)
+      : rank_(rank), size_(size), name_(name.empty() ? "this process group" : std::move(name)), timeout_ms_(timeout_ms),
+        ctrl_(check_rank_in_world(rank, size), size) {
     listen_fd_ = tcp_listen(host, &port_, 2 * size + 8);
     links_.resize(size);
     for (int r = 0; r < size; ++r) links_[r].peer = r;
+    sends_.resize(size);
+    recvs_.resize(size);
   }
   ~Ring() override {
     abort("the process group was destroyed");
@@ -87,7 +145,7 @@ class Ring final : public RingGroup {
         if (l.fd >= 0) set_nonblocking(l.fd);
       close_fd(listen_fd_);
       ctrl_.start();
-    }, false);
+    });
   }
 
   void allreduce(Tensor t, ReduceOp op, Done done) override {
@@ -104,7 +162,7 @@ class Ring final : public RingGroup {
       reduce_scatter_steps(static_cast<char*>(t.raw()), t.dtype, op, off, len);
       if (op == ReduceOp::Avg) scale_into(static_cast<char*>(t.raw()) + off[rank_] * esize(t), len[rank_], t.dtype, 1.0 / size_);
       all_gather_steps(static_cast<char*>(t.raw()), esize(t), off, len);
-    });
+    }, header(Call::AllReduce, t.dtype, t.numel(), op));
   }
 
   void reduce_scatter(Tensor in, Tensor out, ReduceOp op, Done done) override {
@@ -123,7 +181,7 @@ class Ring final : public RingGroup {
       reduce_scatter_steps(scratch.data(), in.dtype, op, off, len);
       if (m) std::memcpy(out.raw(), scratch.data() + off[rank_] * es, m * es);
       if (op == ReduceOp::Avg) scale_into(out.raw(), m, out.dtype, 1.0 / size_);
-    });
+    }, header(Call::ReduceScatter, out.dtype, out.numel(), op));
   }
 
   void allgather(Tensor in, Tensor out, Done done) override {
@@ -139,14 +197,15 @@ class Ring final : public RingGroup {
       char* base = static_cast<char*>(out.raw());
       if (m) std::memmove(base + off[rank_] * es, in.raw(), m * es);
       all_gather_steps(base, es, off, len);
-    });
+    }, header(Call::AllGather, in.dtype, in.numel()));
   }
 
   void broadcast(Tensor t, int root, Done done) override {
     check_cpu(t, "broadcast");
     check_rank(root, "broadcast", "root");
     run("broadcast", std::move(done), [this, t, root] {
-      if (size_ == 1 || t.nbytes() == 0) return;
+      if (size_ == 1) return;
+      agree();
       // A pipeline along the ring starting at root: each rank forwards chunk c-1 while chunk c
       // arrives, so the time is about (bytes + (n-2) chunks) / bandwidth, not n x bytes.
       const int pos = mod(rank_ - root, size_);
@@ -155,29 +214,54 @@ class Ring final : public RingGroup {
       char* p = static_cast<char*>(t.raw());
       const size_t bytes = t.nbytes(), chunks = (bytes + kChunk - 1) / kChunk;
       auto span = [&](size_t c) { return std::min(kChunk, bytes - c * kChunk); };
+      const bool last = pos == size_ - 1;
       if (pos == 0) {
         exchange(&next, p, bytes, &next, nullptr, 0, timeout_ms_);
-        return;
+      } else {
+        for (size_t c = 0; c <= chunks; ++c) {
+          const bool has_send = !last && c > 0, has_recv = c < chunks;
+          exchange(&next, has_send ? p + (c - 1) * kChunk : nullptr, has_send ? span(c - 1) : 0, &prev,
+                   has_recv ? p + c * kChunk : nullptr, has_recv ? span(c) : 0, timeout_ms_);
+        }
       }
-      const bool forward = pos != size_ - 1;
-      for (size_t c = 0; c <= chunks; ++c) {
-        const bool has_send = forward && c > 0, has_recv = c < chunks;
-        exchange(&next, has_send ? p + (c - 1) * kChunk : nullptr, has_send ? span(c - 1) : 0, &prev,
-                 has_recv ? p + c * kChunk : nullptr, has_recv ? span(c) : 0, timeout_ms_);
-      }
-    });
+      // The completion token: from the last rank (which has it all, so every rank on the way
+      // passed its header check) once round to the one before it. The root's data alone would let
+      // the ranks ahead of a mismatch finish as if nothing were wrong.
+      int64_t token = 0;
+      if (!last) exchange(&next, nullptr, 0, &prev, &token, sizeof token, timeout_ms_);
+      if (pos != size_ - 2) exchange(&next, &token, sizeof token, &prev, nullptr, 0, timeout_ms_);
+    }, header(Call::Broadcast, t.dtype, t.numel(), ReduceOp::Sum, root));
   }
 
   void send(Tensor t, int dst, Done done) override {
     check_cpu(t, "send");
     check_rank(dst, "send", "dst");
-    run("send", std::move(done), [this, t, dst] { exchange(&links_[dst], t.raw(), t.nbytes(), &links_[dst], nullptr, 0, timeout_ms_); }, false);
+    run("send", std::move(done), [this, t, dst] {
+      CallHeader h = header(Call::Send, t.dtype, t.numel());
+      h.seq = ++sends_[dst];
+      exchange(&links_[dst], &h, sizeof h, &links_[dst], nullptr, 0, timeout_ms_);
+      exchange(&links_[dst], t.raw(), t.nbytes(), &links_[dst], nullptr, 0, timeout_ms_);
+    });
   }
 
   void recv(Tensor t, int src, Done done) override {
     check_cpu(t, "recv");
     check_rank(src, "recv", "src");
-    run("recv", std::move(done), [this, t, src] { exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_); }, false);
+    run("recv", std::move(done), [this, t, src] {
+      CallHeader want = header(Call::Send, t.dtype, t.numel()), got;
+      want.seq = ++recvs_[src];
+      exchange(&links_[src], nullptr, 0, &links_[src], &got, sizeof got, timeout_ms_);
+      if (!same_call(got, want)) {
+        const bool p2p = is_call(got) && got.call == Call::Send;
+        std::string theirs = describe(got, false);
+        if (is_call(got)) theirs += p2p ? " as its message #" + std::to_string(got.seq) + " to rank " + std::to_string(rank_) : " as collective #" + std::to_string(got.seq);
+        std::string mine = "recv" + describe(want, false).substr(4) + " from rank " + std::to_string(src);
+        if (!p2p || got.seq != want.seq) mine += " as its message #" + std::to_string(want.seq) + " from there";
+        fail(Code::CollectiveMismatch, p2p ? "send/recv mismatch on " : "collective mismatch on ", name_, ": rank ", src, " called ", theirs,
+             ", rank ", rank_, " called ", mine);
+      }
+      exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_);
+    });
   }
 
   void barrier(Done done) override {
@@ -188,7 +272,7 @@ class Ring final : public RingGroup {
       for (int k = 0; k < size_; ++k) off[k] = k;
       reduce_scatter_steps(reinterpret_cast<char*>(token.data()), DType::i32, ReduceOp::Sum, off, len);
       all_gather_steps(reinterpret_cast<char*>(token.data()), 4, off, len);
-    });
+    }, header(Call::Barrier, DType::i32, 0));
   }
 
   // Destruction (or pgDestroy): peers are told this rank leaves on purpose before its
@@ -200,6 +284,50 @@ class Ring final : public RingGroup {
 
  private:
   static size_t esize(const Tensor& t) { return dtype_size(t.dtype); }
+
+  static CallHeader header(Call call, DType dt, int64_t count, ReduceOp op = ReduceOp::Sum, int root = 0) {
+    CallHeader h;
+    h.call = call;
+    h.dtype = static_cast<uint8_t>(dt);
+    h.reduce = static_cast<uint8_t>(op);
+    h.root = root;
+    h.count = count;
+    return h;
+  }
+
+  // The header of the collective now running, as the lead of its first exchange from the
+  // predecessor to the successor, if it has not gone out yet and this is that exchange.
+  const Lead* take_lead(const Link* out, const Link* in) {
+    if (!unsent_ || out != &links_[mod(rank_ + 1, size_)] || in != &links_[mod(rank_ - 1, size_)]) return nullptr;
+    unsent_ = false;
+    return &lead_;
+  }
+
+  // The header as a message of its own, for a collective whose first step is not to the successor.
+  void agree() {
+    if (!unsent_) return;
+    unsent_ = false;
+    exchange(&links_[mod(rank_ + 1, size_)], nullptr, 0, &links_[mod(rank_ - 1, size_)], nullptr, 0, timeout_ms_, nullptr, &lead_);
+  }
+
+  // The predecessor's header against this rank's: ERR_COLLECTIVE_MISMATCH naming both calls, lower
+  // rank first.
+  void check_call() const {
+    const CallHeader &mine = mine_, &theirs = theirs_;
+    const Link& prev = links_[mod(rank_ - 1, size_)];
+    if (same_call(mine, theirs)) return;
+    const bool reduce = is_call(theirs) && theirs.reduce != mine.reduce;
+    auto text = [&](int r, const CallHeader& h, bool numbered) {
+      std::string s = "rank " + std::to_string(r) + " called " + describe(h, reduce);
+      if (!is_call(h)) return s;
+      if (h.call == Call::Send) return s + " as its message #" + std::to_string(h.seq) + " to rank " + std::to_string(rank_);
+      return numbered ? s + " as collective #" + std::to_string(h.seq) : s;
+    };
+    const bool renumber = theirs.seq != mine.seq || !is_call(theirs) || theirs.call == Call::Send;
+    const std::string a = prev.peer < rank_ ? text(prev.peer, theirs, true) : text(rank_, mine, true);
+    const std::string b = prev.peer < rank_ ? text(rank_, mine, renumber) : text(prev.peer, theirs, renumber);
+    fail(Code::CollectiveMismatch, "collective mismatch on ", name_, ": ", a, ", ", b);
+  }
 
   void check_cpu(const Tensor& t, const char* op) const {
     FLOCK_CHECK(t.device().is_cpu(), Device, op, ": the ring backend takes CPU tensors, got one on ", t.device().str(),
@@ -220,9 +348,10 @@ class Ring final : public RingGroup {
     if (n == 0) return;
     std::vector<char> other(bytes);
     char* data = static_cast<char*>(t.raw());
+    if (size_ > 2) agree();  // the header goes round the ring, not to the doubling partners
     for (int mask = 1; mask < size_; mask <<= 1) {
       const Link& peer = links_[rank_ ^ mask];
-      exchange(&peer, data, bytes, &peer, other.data(), bytes, timeout_ms_);
+      exchange(&peer, data, bytes, &peer, other.data(), bytes, timeout_ms_, nullptr, take_lead(&peer, &peer));
       reduce_into(data, other.data(), n, t.dtype, op);
     }
     if (op == ReduceOp::Avg) scale_into(data, n, t.dtype, 1.0 / size_);
@@ -264,7 +393,7 @@ class Ring final : public RingGroup {
         reduce_into(dst + reduced, tmp, (got - reduced) / es, dt, op);
         reduced = got;
       };
-      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, bytes, window, timeout_ms_, fold);
+      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, bytes, window, timeout_ms_, fold, take_lead(&next, &prev));
     }
   }
 
@@ -275,30 +404,39 @@ class Ring final : public RingGroup {
     const Link& prev = links_[mod(rank_ - 1, size_)];
     for (int s = 0; s < size_ - 1; ++s) {
       const int sk = mod(rank_ - s, size_), rk = mod(rank_ - s - 1, size_);
-      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, base + off[rk] * es, len[rk] * es, timeout_ms_);
+      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, base + off[rk] * es, len[rk] * es, timeout_ms_, nullptr, take_lead(&next, &prev));
     }
   }
 
   // Queues `body` on the communication thread. After any failure the byte streams between ranks
   // are out of step, so the group aborts (its peers see the connections close and fail fast
   // instead of waiting out their timeouts) and all later work fails with the first error.
-  void run(const char* op, Done done, std::function<void()> body, bool group_wide = true) {
-    comm_.push([this, op, group_wide, done = std::move(done), body = std::move(body)] {
+  // A collective passes its call header (`call`): it is numbered and checked against the
+  // neighbours' before `body` runs. Send, recv and connect pass none (they check their own).
+  void run(const char* op, Done done, std::function<void()> body, std::optional<CallHeader> call = std::nullopt) {
+    comm_.push([this, op, call, done = std::move(done), body = std::move(body)] {
       std::optional<StreamError> err;
       {
         std::lock_guard<std::mutex> lk(m_);
         if (failed_) err = StreamError{failed_->code, std::string(op) + ": the process group failed earlier: " + failed_->message};
       }
       if (!err) {
-        const int64_t seq = group_wide ? ++seq_ : 0;
+        const int64_t seq = call ? ++seq_ : 0;
         if (seq) ctrl_.started(seq);
         try {
+          if (call && size_ > 1) {
+            mine_ = *call;
+            mine_.seq = seq;
+            unsent_ = true;
+          }
           body();
+          agree();  // a collective that moved no data (empty tensors) still checks its call
         } catch (const Error& e) {
           err = StreamError{e.code, e.what()};
         } catch (const std::exception& e) {
           err = StreamError{Code::Internal, e.what()};
         }
+        unsent_ = false;
         if (err) fail_group(op, seq, &*err);
       }
       done(std::move(err));
@@ -339,6 +477,7 @@ class Ring final : public RingGroup {
   }
 
   const int rank_, size_;
+  const std::string name_;  // for messages: "group 1 (ranks 0, 2)"
   std::atomic<int> timeout_ms_;
   int listen_fd_ = -1, port_ = 0;
   std::vector<Link> links_;
@@ -347,14 +486,19 @@ class Ring final : public RingGroup {
   std::optional<StreamError> failed_;
   bool aborted_ = false;
   int64_t seq_ = 0;  // group-wide collectives started; comm thread only
+  std::vector<int64_t> sends_, recvs_;  // messages sent to / received from each rank; comm thread only
+  // The running collective's header, the predecessor's, and whether ours has gone out; comm thread only.
+  CallHeader mine_, theirs_;
+  bool unsent_ = false;
+  const Lead lead_{&mine_, &theirs_, sizeof(CallHeader), [this] { check_call(); }};
   ControlPlane ctrl_;
   CommThread comm_;  // last: its thread stops before the links it uses are torn down
 };
 
 }  // namespace
 
-std::shared_ptr<RingGroup> RingGroup::listen(int rank, int size, const std::string& bind_host, int timeout_ms) {
-  return std::make_shared<Ring>(rank, size, bind_host, timeout_ms);
+std::shared_ptr<RingGroup> RingGroup::listen(int rank, int size, const std::string& bind_host, int timeout_ms, std::string name) {
+  return std::make_shared<Ring>(rank, size, bind_host, timeout_ms, std::move(name));
 }
 
 }  // namespace flock::dist

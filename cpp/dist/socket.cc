@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -121,15 +122,21 @@ void close_fd(int& fd) {
 }
 
 void exchange(const Link* out, const void* send, size_t send_len, const Link* in, void* recv, size_t recv_len,
-              int timeout_ms, const std::function<void(size_t)>& on_recv) {
+              int timeout_ms, const std::function<void(size_t)>& on_recv, const Lead* lead) {
   char* rp = static_cast<char*>(recv);
   exchange(out, send, send_len, in, recv_len, [&](size_t got, size_t* room) { *room = recv_len - got; return rp + got; }, timeout_ms,
-           on_recv);
+           on_recv, lead);
 }
 
 void exchange(const Link* out, const void* send, size_t send_len, const Link* in, size_t recv_len, const RecvWindow& window,
-              int timeout_ms, const std::function<void(size_t)>& on_recv) {
+              int timeout_ms, const std::function<void(size_t)>& on_recv, const Lead* lead) {
+  // With a lead, both streams are the lead's bytes then the data's; `sent` and `got` count both.
+  const size_t head = lead ? lead->len : 0;
+  const char* hs = lead ? static_cast<const char*>(lead->send) : nullptr;
+  char* hr = lead ? static_cast<char*>(lead->recv) : nullptr;
   size_t sent = 0, got = 0;
+  send_len += head;
+  recv_len += head;
   const char* sp = static_cast<const char*>(send);
   while (sent < send_len || got < recv_len) {
     pollfd p[2];
@@ -146,21 +153,36 @@ void exchange(const Link* out, const void* send, size_t send_len, const Link* in
       const int peer = got < recv_len ? in->peer : out->peer;
       fail(Code::Timeout, "rank ", peer, " sent nothing for ", timeout_ms, " ms (is it alive and running the same collectives?)");
     }
+    if (si >= 0 && (p[si].revents & (POLLOUT | POLLHUP | POLLERR))) {
+      // Sending first: a lead goes out before a bad one from the peer can end this exchange, so
+      // that both sides see a mismatch first-hand. Lead and data in one call: one packet for a
+      // small message, as without a lead.
+      iovec iov[2];
+      int k = 0;
+      if (sent < head) iov[k++] = {const_cast<char*>(hs + sent), head - sent};
+      const size_t from = sent > head ? sent - head : 0;
+      if (from < send_len - head) iov[k++] = {const_cast<char*>(sp + from), send_len - head - from};
+      msghdr m{};
+      m.msg_iov = iov;
+      m.msg_iovlen = k;
+      ssize_t n = ::sendmsg(out->fd, &m, MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) lost(out->peer, "send failed", errno);
+      if (n > 0) sent += static_cast<size_t>(n);
+    }
     if (ri >= 0 && (p[ri].revents & (POLLIN | POLLHUP | POLLERR))) {
+      // The lead alone first: no data is taken before arrived() has accepted it.
       size_t room = 0;
-      char* at = window(got, &room);
+      char* at = got < head ? hr + got : window(got - head, &room);
+      if (got < head) room = head - got;
       ssize_t n = ::recv(in->fd, at, std::min(room, recv_len - got), 0);
       if (n == 0) lost(in->peer, "it closed the connection", 0);
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) lost(in->peer, "receive failed", errno);
       if (n > 0) {
+        const bool was_head = got < head;
         got += static_cast<size_t>(n);
-        if (on_recv) on_recv(got);
+        if (was_head && got == head && lead->arrived) lead->arrived();
+        if (!was_head && on_recv) on_recv(got - head);
       }
-    }
-    if (si >= 0 && (p[si].revents & (POLLOUT | POLLHUP | POLLERR))) {
-      ssize_t n = ::send(out->fd, sp + sent, send_len - sent, MSG_NOSIGNAL);
-      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) lost(out->peer, "send failed", errno);
-      if (n > 0) sent += static_cast<size_t>(n);
     }
   }
 }

@@ -5,6 +5,8 @@
  *   flockml info
  */
 import { launch } from '../distributed/launch';
+import { distError } from '../distributed/errors';
+import { didYouMean } from '../errors';
 
 const USAGE = `usage:
   flockml launch --nproc-per-node N [--nnodes M] [--node-rank R] [--master-addr A] [--master-port P] script [args...]
@@ -16,17 +18,21 @@ function parseLaunch(argv: string[]): Parameters<typeof launch>[0] {
   for (; i < argv.length && argv[i].startsWith('--'); i++) {
     const [flag, inline] = argv[i].slice(2).split('=', 2);
     const value = inline ?? argv[++i];
-    if (value === undefined) throw new RangeError(`launch: --${flag} needs a value`);
+    if (value === undefined) throw distError('ERR_ARG', `launch: --${flag} needs a value`);
     opts[flag] = value;
   }
   const script = argv[i];
-  if (!script) throw new RangeError('launch: no script given');
+  if (!script) throw distError('ERR_ARG', 'launch: no script given');
   const known = ['nproc-per-node', 'nnodes', 'node-rank', 'master-addr', 'master-port'];
-  for (const k of Object.keys(opts)) if (!known.includes(k)) throw new RangeError(`launch: unknown option --${k}`);
+  for (const k of Object.keys(opts)) {
+    if (known.includes(k)) continue;
+    const guess = didYouMean(k, known);
+    throw distError('ERR_ARG', `launch: unknown option --${k}${guess ? ` (did you mean --${guess}?)` : ''}`);
+  }
   const num = (k: string, d: number) => {
     if (opts[k] === undefined) return d;
     const v = Number(opts[k]);
-    if (!Number.isInteger(v)) throw new RangeError(`launch: --${k} must be an integer, got ${opts[k]}`);
+    if (!Number.isInteger(v)) throw distError('ERR_ARG', `launch: --${k} must be an integer, got ${opts[k]}`);
     return v;
   };
   return {

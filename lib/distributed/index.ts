@@ -2,7 +2,7 @@
 export {
   ProcessGroup, initProcessGroup, newGroup, destroyProcessGroup, isInitialized, getRank, getWorldSize, getLocalRank, getStore,
   allReduce, broadcast, allGather, reduceScatter, send, recv, barrier,
-  type ReduceOp, type Backend, type InitOptions,
+  type ReduceOp, type Backend, type InitOptions, type NewGroupOptions,
 } from './process_group';
 export { initLocalGroups, type LocalGroupsOptions } from './local_groups';
 export { Work } from './work';

@@ -3,6 +3,7 @@
  * store, one {@link ProcessGroup} per device.
  */
 import { native } from '../native';
+import { checkOptions } from '../errors';
 import { distError } from './errors';
 import { ProcessGroup, requireNccl, withinTimeout } from './process_group';
 
@@ -33,6 +34,7 @@ export interface LocalGroupsOptions {
  *   ERR_TIMEOUT when the communicators are not created within `timeoutMs`.
  */
 export async function initLocalGroups(devices: number[], options: LocalGroupsOptions = {}): Promise<ProcessGroup[]> {
+  checkOptions('distributed.initLocalGroups', options, ['timeoutMs']);
   if (!Array.isArray(devices) || devices.length === 0 || devices.some((d) => !Number.isInteger(d) || d < 0))
     throw distError('ERR_ARG', `distributed.initLocalGroups: devices must be a non-empty array of CUDA device indices, got ${JSON.stringify(devices)}`);
   if (new Set(devices).size !== devices.length)

@@ -14,9 +14,11 @@ import { native } from '../native';
 import type { NativeGroup, NativeReduceOp } from '../../types/native';
 import type { Tensor } from '../tensor';
 import type { DType } from '../dtype';
+import { checkOptions } from '../errors';
 import { Store } from './store';
+import { STORE_SERVER_DEFAULTS } from './store_server';
 import { readEnv, type DistEnv } from './env';
-import { distError } from './errors';
+import { distError, intOption } from './errors';
 import { Work } from './work';
 
 export type ReduceOp = NativeReduceOp;
@@ -31,6 +33,16 @@ export interface InitOptions {
   /** nccl: the CUDA device index this process's groups run on (default LOCAL_RANK). */
   device?: number;
 }
+
+/** Options of {@link newGroup}. */
+export interface NewGroupOptions {
+  /** Bound on connecting the group and on silence from a peer during its collectives (default: initProcessGroup's timeoutMs). */
+  timeoutMs?: number;
+}
+
+const INIT_OPTIONS = ['backend', 'timeoutMs', 'env', 'device'] as const;
+const NEW_GROUP_OPTIONS = ['timeoutMs'] as const;
+const REDUCE_OPTIONS = ['op'] as const;
 
 /** The dtypes NCCL reduces and moves; u8 and bool are refused. */
 export const NCCL_DTYPES: readonly DType[] = ['f32', 'f64', 'bf16', 'f16', 'i32', 'i64'];
@@ -63,22 +75,23 @@ export class ProcessGroup {
     if (this.backend !== 'nccl') return;
     for (const t of ts) {
       if (t.device !== this.device)
-        throw Object.assign(new TypeError(`${op}: this nccl group takes tensors on ${this.device}, got one on ${t.device}` +
-          (t.device === 'cpu' ? ' (use the ring backend for CPU tensors)' : '')), { code: 'ERR_DEVICE' });
+        throw distError('ERR_DEVICE', `${op}: this nccl group takes tensors on ${this.device}, got one on ${t.device}` +
+          (t.device === 'cpu' ? ' (use the ring backend for CPU tensors)' : ''));
       if (!NCCL_DTYPES.includes(t.dtype))
-        throw Object.assign(new TypeError(`${op}: the nccl backend takes ${NCCL_DTYPES.join(', ')} tensors, got ${t.dtype}; cast it first`), { code: 'ERR_DTYPE' });
+        throw distError('ERR_DTYPE', `${op}: the nccl backend takes ${NCCL_DTYPES.join(', ')} tensors, got ${t.dtype}; cast it first`);
     }
   }
 
   get #handle(): NativeGroup {
-    if (!this.#h) throw Object.assign(new TypeError('process group: it has been destroyed'), { code: 'ERR_DISPOSED' });
+    if (!this.#h) throw distError('ERR_DISPOSED', 'process group: it has been destroyed');
     return this.#h;
   }
 
   /** Reduces `t` in place across the group (sum by default; avg needs a floating dtype). */
   allReduce(t: Tensor, options: { op?: ReduceOp } = {}): Work {
+    const { op } = checkOptions('allReduce', options, REDUCE_OPTIONS);
     this.#check('allReduce', t);
-    return new Work('allReduce', native.pgAllReduce(this.#handle, t.handle, options.op ?? 'sum'));
+    return new Work('allReduce', native.pgAllReduce(this.#handle, t.handle, op ?? 'sum'));
   }
 
   /** Overwrites `t` everywhere with its value on group rank `root`. */
@@ -95,8 +108,9 @@ export class ProcessGroup {
 
   /** Reduces `input` (size blocks of output.numel() elements) and leaves block `rank` in `output`. */
   reduceScatter(output: Tensor, input: Tensor, options: { op?: ReduceOp } = {}): Work {
+    const { op } = checkOptions('reduceScatter', options, REDUCE_OPTIONS);
     this.#check('reduceScatter', input, output);
-    return new Work('reduceScatter', native.pgReduceScatter(this.#handle, input.handle, output.handle, options.op ?? 'sum'));
+    return new Work('reduceScatter', native.pgReduceScatter(this.#handle, input.handle, output.handle, op ?? 'sum'));
   }
 
   /** Sends `t` to group rank `dst`, which must post a matching recv of the same size. */
@@ -144,11 +158,11 @@ function requireWorld(op: string): World {
   return world;
 }
 
-async function makeGroup(w: World, ranks: number[]): Promise<ProcessGroup | null> {
+async function makeGroup(w: World, ranks: number[], timeoutMs = w.timeoutMs): Promise<ProcessGroup | null> {
   const id = w.groups++;
   const me = ranks.indexOf(w.env.rank);
   if (me < 0) return null;
-  const pg = w.backend === 'nccl' ? await makeNcclGroup(w, id, me, ranks) : await makeRingGroup(w, id, me, ranks);
+  const pg = w.backend === 'nccl' ? await makeNcclGroup(w, id, me, ranks, timeoutMs) : await makeRingGroup(w, id, me, ranks, timeoutMs);
   w.all.push(pg);
   return pg;
 }
@@ -173,7 +187,7 @@ export async function withinTimeout(ready: Promise<void>, ms: number, what: stri
   }
 }
 
-async function makeNcclGroup(w: World, id: number, me: number, ranks: number[]): Promise<ProcessGroup> {
+async function makeNcclGroup(w: World, id: number, me: number, ranks: number[], timeoutMs: number): Promise<ProcessGroup> {
   requireNccl('distributed');
   const key = `pg/${id}/nccl-id`;
   let uid: Uint8Array;
@@ -187,13 +201,13 @@ async function makeNcclGroup(w: World, id: number, me: number, ranks: number[]):
     }
     await w.store.set(key, Buffer.from(uid).toString('base64'));
   } else {
-    const v = await w.store.get(key, w.timeoutMs);
+    const v = await w.store.get(key, timeoutMs);
     if (v.startsWith('error:')) throw distError('ERR_NCCL', `distributed: rank ${ranks[0]} could not create the NCCL id: ${v.slice(6)}`);
     uid = new Uint8Array(Buffer.from(v, 'base64'));
   }
-  const { group, ready } = native.ncclInitRank(me, ranks.length, w.device, uid, w.timeoutMs);
+  const { group, ready } = native.ncclInitRank(me, ranks.length, w.device, uid, timeoutMs);
   try {
-    await withinTimeout(ready, w.timeoutMs, `distributed: ncclCommInitRank (rank ${me} of ${ranks.length}, cuda:${w.device})`);
+    await withinTimeout(ready, timeoutMs, `distributed: ncclCommInitRank (rank ${me} of ${ranks.length}, cuda:${w.device})`);
   } catch (e) {
     native.pgDestroy(group);
     throw e;
@@ -201,17 +215,19 @@ async function makeNcclGroup(w: World, id: number, me: number, ranks: number[]):
   return new ProcessGroup(group, me, ranks, 'nccl', `cuda:${w.device}`);
 }
 
-async function makeRingGroup(w: World, id: number, me: number, ranks: number[]): Promise<ProcessGroup> {
+async function makeRingGroup(w: World, id: number, me: number, ranks: number[], timeoutMs: number): Promise<ProcessGroup> {
   const loop = isLoopback(w.env.masterAddr);
   // On loopback the ranks meet on the master's own loopback address (127.0.0.1 or ::1); across
   // machines each listens on every address and advertises its host name (or FLOCKML_ADVERTISE_ADDR).
   const loopAddr = w.env.masterAddr === '::1' ? '::1' : '127.0.0.1';
   const advertise = w.env.masterAddr && loop ? loopAddr : process.env.FLOCKML_ADVERTISE_ADDR || hostname();
-  const { group, port } = native.ringListen(me, ranks.length, loop ? loopAddr : '', w.timeoutMs);
+  // Named in collective-mismatch errors; group ranks there are this group's own.
+  const name = ranks.length === w.env.worldSize ? `group ${id}` : `group ${id} (global ranks ${ranks.join(', ')})`;
+  const { group, port } = native.ringListen(me, ranks.length, loop ? loopAddr : '', timeoutMs, name);
   try {
     const key = (r: number) => `pg/${id}/addr/${r}`;
     await w.store.set(key(me), `${advertise}:${port}`);
-    const addrs = await Promise.all(ranks.map((_, r) => w.store.get(key(r), w.timeoutMs)));
+    const addrs = await Promise.all(ranks.map((_, r) => w.store.get(key(r), timeoutMs)));
     const hosts = addrs.map((a) => a.slice(0, a.lastIndexOf(':')));
     const ports = addrs.map((a) => Number(a.slice(a.lastIndexOf(':') + 1)));
     await native.ringConnect(group, hosts, ports);
@@ -227,16 +243,22 @@ async function makeRingGroup(w: World, id: number, me: number, ranks: number[]):
  * LOCAL_WORLD_SIZE, FLOCKML_TOKEN), as `flockml launch` sets them. Rank 0 hosts the store.
  */
 export async function initProcessGroup(options: InitOptions = {}): Promise<ProcessGroup> {
-  if (world) throw distError('ERR_ARG', 'distributed.initProcessGroup: already initialised; call destroyProcessGroup() first');
+  const op = 'distributed.initProcessGroup';
+  checkOptions(op, options, INIT_OPTIONS);
+  if (world) throw distError('ERR_ARG', `${op}: already initialised; call destroyProcessGroup() first`);
   const backend = options.backend ?? 'ring';
-  if (backend !== 'ring' && backend !== 'nccl') throw distError('ERR_ARG', `distributed.initProcessGroup: unknown backend '${String(backend)}' (ring, nccl)`);
-  const timeoutMs = options.timeoutMs ?? 60_000;
+  if (backend !== 'ring' && backend !== 'nccl') throw distError('ERR_ARG', `${op}: unknown backend '${String(backend)}' (ring, nccl)`);
+  const timeoutMs = intOption(op, 'timeoutMs', options.timeoutMs ?? 60_000, 1, 2 ** 30);
+  if (options.env !== undefined && (options.env === null || typeof options.env !== 'object'))
+    throw distError('ERR_ARG', `${op}: env must be an object of environment variables`);
   const env = readEnv(options.env);
   const device = options.device ?? env.localRank;
   if (!Number.isInteger(device) || device < 0) throw distError('ERR_ARG', `distributed.initProcessGroup: device must be a CUDA device index, got ${String(device)}`);
   // Before the store: a rank that cannot run NCCL says why at once instead of timing out later.
   if (backend === 'nccl') requireNccl('distributed.initProcessGroup');
-  const store = await Store.connect({ host: env.masterAddr, port: env.masterPort, token: env.token, isServer: env.rank === 0, timeoutMs });
+  // One store connection per rank, and room for a user's own: the default cap must not refuse a large world.
+  const maxConnections = Math.max(STORE_SERVER_DEFAULTS.maxConnections, 2 * env.worldSize);
+  const store = await Store.connect({ host: env.masterAddr, port: env.masterPort, token: env.token, isServer: env.rank === 0, timeoutMs, maxConnections });
   const w: World = { env, store, backend, timeoutMs, device, groups: 0, all: [], default: null as unknown as ProcessGroup };
   try {
     w.default = (await makeGroup(w, Array.from({ length: env.worldSize }, (_, i) => i)))!;
@@ -252,12 +274,15 @@ export async function initProcessGroup(options: InitOptions = {}): Promise<Proce
  * A group of some of the ranks. Every rank must call newGroup with the same lists in the same
  * order (as in torch.distributed); ranks outside `ranks` get null.
  */
-export function newGroup(ranks: number[]): Promise<ProcessGroup | null> {
+export async function newGroup(ranks: number[], options: NewGroupOptions = {}): Promise<ProcessGroup | null> {
+  const op = 'distributed.newGroup';
+  checkOptions(op, options, NEW_GROUP_OPTIONS);
   const w = requireWorld('newGroup');
+  if (!Array.isArray(ranks)) throw distError('ERR_ARG', `${op}: ranks must be an array of global ranks`);
   const sorted = [...new Set(ranks)].sort((a, b) => a - b);
   if (sorted.length !== ranks.length || sorted.some((r) => !Number.isInteger(r) || r < 0 || r >= w.env.worldSize))
-    throw distError('ERR_ARG', `distributed.newGroup: ranks must be distinct integers in [0, ${w.env.worldSize}), got [${ranks.join(', ')}]`);
-  return makeGroup(w, sorted);
+    throw distError('ERR_ARG', `${op}: ranks must be distinct integers in [0, ${w.env.worldSize}), got [${ranks.join(', ')}]`);
+  return makeGroup(w, sorted, intOption(op, 'timeoutMs', options.timeoutMs ?? w.timeoutMs, 1, 2 ** 30));
 }
 
 /** Tears down every group and the store connection (rank 0 waits for the others first). */
@@ -296,11 +321,23 @@ function groupOf(op: string, g?: ProcessGroup): ProcessGroup {
   return g ?? requireWorld(op).default;
 }
 
-export const allReduce = (t: Tensor, o: { op?: ReduceOp; group?: ProcessGroup } = {}): Work => groupOf('allReduce', o.group).allReduce(t, o);
-export const broadcast = (t: Tensor, o: { src?: number; group?: ProcessGroup } = {}): Work => groupOf('broadcast', o.group).broadcast(t, o.src ?? 0);
-export const allGather = (output: Tensor, input: Tensor, o: { group?: ProcessGroup } = {}): Work => groupOf('allGather', o.group).allGather(output, input);
-export const reduceScatter = (output: Tensor, input: Tensor, o: { op?: ReduceOp; group?: ProcessGroup } = {}): Work =>
-  groupOf('reduceScatter', o.group).reduceScatter(output, input, o);
-export const send = (t: Tensor, dst: number, o: { group?: ProcessGroup } = {}): Work => groupOf('send', o.group).send(t, dst);
-export const recv = (t: Tensor, src: number, o: { group?: ProcessGroup } = {}): Work => groupOf('recv', o.group).recv(t, src);
-export const barrier = (o: { group?: ProcessGroup } = {}): Work => groupOf('barrier', o.group).barrier();
+const GROUP = ['group'] as const, REDUCE_IN_GROUP = ['op', 'group'] as const;
+const opts = <T extends object>(op: string, o: T | undefined, accepted: readonly string[]): T => checkOptions(`distributed.${op}`, o, accepted);
+
+export const allReduce = (t: Tensor, o: { op?: ReduceOp; group?: ProcessGroup } = {}): Work => {
+  const { op, group } = opts('allReduce', o, REDUCE_IN_GROUP);
+  return groupOf('allReduce', group).allReduce(t, op === undefined ? {} : { op });
+};
+export const broadcast = (t: Tensor, o: { src?: number; group?: ProcessGroup } = {}): Work => {
+  const { src, group } = opts('broadcast', o, ['src', 'group']);
+  return groupOf('broadcast', group).broadcast(t, src ?? 0);
+};
+export const allGather = (output: Tensor, input: Tensor, o: { group?: ProcessGroup } = {}): Work =>
+  groupOf('allGather', opts('allGather', o, GROUP).group).allGather(output, input);
+export const reduceScatter = (output: Tensor, input: Tensor, o: { op?: ReduceOp; group?: ProcessGroup } = {}): Work => {
+  const { op, group } = opts('reduceScatter', o, REDUCE_IN_GROUP);
+  return groupOf('reduceScatter', group).reduceScatter(output, input, op === undefined ? {} : { op });
+};
+export const send = (t: Tensor, dst: number, o: { group?: ProcessGroup } = {}): Work => groupOf('send', opts('send', o, GROUP).group).send(t, dst);
+export const recv = (t: Tensor, src: number, o: { group?: ProcessGroup } = {}): Work => groupOf('recv', opts('recv', o, GROUP).group).recv(t, src);
+export const barrier = (o: { group?: ProcessGroup } = {}): Work => groupOf('barrier', opts('barrier', o, GROUP).group).barrier();

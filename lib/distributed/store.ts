@@ -8,9 +8,10 @@
  *   const addr = await store.get('addr/1');
  */
 import { connect as tcpConnect, type Socket } from 'node:net';
-import { readFrames, writeFrame } from './frame';
-import { StoreServer } from './store_server';
-import { distError } from './errors';
+import { encodeFrame, readFrames } from './frame';
+import { StoreServer, STORE_SERVER_DEFAULTS } from './store_server';
+import { checkOptions } from '../errors';
+import { distError, intOption, stringOption } from './errors';
 
 export interface StoreOptions {
   host: string;
@@ -20,7 +21,13 @@ export interface StoreOptions {
   isServer?: boolean;
   /** Default bound for connects and waits, ms (default 60 000). */
   timeoutMs?: number;
+  /** Server only: connections held at once, authenticated or not; more are refused (default 1024). */
+  maxConnections?: number;
+  /** Server only: a connection that has not presented the token within this long is closed, ms (default 10 000). */
+  authTimeoutMs?: number;
 }
+
+const STORE_OPTIONS = ['host', 'port', 'token', 'isServer', 'timeoutMs', 'maxConnections', 'authTimeoutMs'] as const;
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
 
@@ -51,17 +58,26 @@ export class Store {
   }
 
   static async connect(opts: StoreOptions): Promise<Store> {
-    const timeoutMs = opts.timeoutMs ?? 60_000;
+    const op = 'Store.connect';
+    if (opts === undefined) throw distError('ERR_ARG', `${op}: options { host, port, token } are required`);
+    checkOptions(op, opts, STORE_OPTIONS);
+    const host = stringOption(op, 'host', opts.host), port = intOption(op, 'port', opts.port, 0, 65535);
+    const timeoutMs = intOption(op, 'timeoutMs', opts.timeoutMs ?? 60_000, 1);
+    const server = {
+      maxConnections: intOption(op, 'maxConnections', opts.maxConnections ?? STORE_SERVER_DEFAULTS.maxConnections, 1),
+      authTimeoutMs: intOption(op, 'authTimeoutMs', opts.authTimeoutMs ?? STORE_SERVER_DEFAULTS.authTimeoutMs, 1),
+    };
+    if (opts.isServer !== undefined && typeof opts.isServer !== 'boolean') throw distError('ERR_ARG', `${op}: isServer must be a boolean`);
     if (typeof opts.token !== 'string' || opts.token.length === 0)
       throw distError('ERR_ARG', 'store: a non-empty token is required (set FLOCKML_TOKEN; `flockml launch` sets it for you)');
-    const server = opts.isServer ? await StoreServer.listen(opts.host, opts.port, opts.token) : null;
+    const hosted = opts.isServer ? await StoreServer.listen(host, port, opts.token, server) : null;
     try {
-      const sock = await dial(opts.host, opts.port, timeoutMs);
-      const store = new Store(sock, server, timeoutMs);
+      const sock = await dial(host, port, timeoutMs);
+      const store = new Store(sock, hosted, timeoutMs);
       await store.#request({ op: 'hello', token: opts.token }, timeoutMs);
       return store;
     } catch (e) {
-      await server?.close();
+      await hosted?.close();
       throw e;
     }
   }
@@ -118,6 +134,12 @@ export class Store {
   #request(msg: Record<string, unknown>, waitMs = 0): Promise<unknown> {
     if (this.#closed) return Promise.reject(this.#closed);
     const id = this.#next++;
+    let frame: Buffer;
+    try {
+      frame = encodeFrame({ ...msg, id });
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return new Promise((resolve, reject) => {
       const limit = (waitMs || this.timeoutMs) + CLIENT_SLACK_MS;
       const timer = setTimeout(() => {
@@ -126,11 +148,13 @@ export class Store {
       }, limit);
       this.#pending.set(id, { resolve, reject, timer });
       this.#sock.ref();
-      writeFrame(this.#sock, { ...msg, id });
+      this.#sock.write(frame);
     });
   }
 
   #settle(msg: Record<string, unknown>): void {
+    // A reply to no request: the server refusing this connection (over its connection cap).
+    if (msg.id === undefined && !msg.ok) return this.#fail(distError((msg.code as 'ERR_STORE') ?? 'ERR_STORE', String(msg.message)));
     const p = this.#pending.get(msg.id as number);
     if (!p) return;
     this.#pending.delete(msg.id as number);

@@ -1,13 +1,26 @@
 /**
  * The rendezvous store's server, hosted by rank 0: a key-value map with counters and waits. Every
- * connection must first prove the shared token; anything else is refused and closed.
+ * connection must first prove the shared token; anything else is refused and closed. Until it has,
+ * a connection costs little: its frames may be at most PRE_AUTH_FRAME_BYTES (a hello is under
+ * 200), it is closed when it has not said hello within `authTimeoutMs`, and connections beyond
+ * `maxConnections` are refused at once, so strangers on the port cannot grow rank 0's memory.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { timingSafeEqual, createHash } from 'node:crypto';
-import { readFrames, writeFrame } from './frame';
+import { encodeFrame, readFrames, writeFrame, MAX_FRAME_BYTES } from './frame';
+import { distError } from './errors';
 
-const HELLO_TIMEOUT_MS = 10_000;
 const MAX_KEY_BYTES = 4096;
+export const PRE_AUTH_FRAME_BYTES = 4096;
+
+export interface StoreServerOptions {
+  /** Connections held at once, authenticated or not; more are refused (default 1024). */
+  maxConnections?: number;
+  /** A connection that has not presented the token within this long is closed, ms (default 10 000). */
+  authTimeoutMs?: number;
+}
+
+export const STORE_SERVER_DEFAULTS = { maxConnections: 1024, authTimeoutMs: 10_000 } as const;
 
 interface Waiter {
   keys: string[];
@@ -24,20 +37,24 @@ export class StoreServer {
   readonly #waiters = new Set<Waiter>();
   readonly #sockets = new Set<Socket>();
   readonly #token: Buffer;
+  readonly #maxConnections: number;
+  readonly #authTimeoutMs: number;
 
-  private constructor(server: Server, token: string) {
+  private constructor(server: Server, token: string, o: Required<StoreServerOptions>) {
     this.#server = server;
     this.#token = digest(token);
+    this.#maxConnections = o.maxConnections;
+    this.#authTimeoutMs = o.authTimeoutMs;
   }
 
-  /** Listens on host:port (port 0 picks a free one). */
-  static listen(host: string, port: number, token: string): Promise<StoreServer> {
+  /** Listens on host:port (port 0 picks a free one). Options are validated by the caller (Store.connect). */
+  static listen(host: string, port: number, token: string, options: StoreServerOptions = {}): Promise<StoreServer> {
     const server = createServer();
-    const store = new StoreServer(server, token);
+    const store = new StoreServer(server, token, { ...STORE_SERVER_DEFAULTS, ...options });
     server.on('connection', (s) => store.#accept(s));
     return new Promise((resolve, reject) => {
       server.once('error', (e: NodeJS.ErrnoException) =>
-        reject(Object.assign(new Error(`store: cannot listen on ${host}:${port}: ${e.message}`), { code: e.code === 'EADDRINUSE' ? 'ERR_ARG' : 'ERR_STORE' })),
+        reject(distError(e.code === 'EADDRINUSE' ? 'ERR_ARG' : 'ERR_STORE', `store: cannot listen on ${host}:${port}: ${e.message}`)),
       );
       server.listen(port, host, () => {
         server.unref();
@@ -66,23 +83,40 @@ export class StoreServer {
     await closed;
   }
 
+  /** Connections held now (authenticated or not). */
+  get connections(): number {
+    return this.#sockets.size;
+  }
+
   #accept(sock: Socket): void {
     sock.unref();  // client requests keep their own processes alive; the server follows them
+    sock.on('error', () => sock.destroy());
+    if (this.#sockets.size >= this.#maxConnections) {
+      // Nothing of it is read: its bytes stay in the kernel until it goes.
+      const refusal = { ok: false, code: 'ERR_STORE', message: `store: connection refused: the store already holds ${this.#sockets.size} connections (maxConnections)` };
+      sock.end(encodeFrame(refusal));
+      setTimeout(() => sock.destroy(), 1000).unref();
+      return;
+    }
     this.#sockets.add(sock);
     sock.on('close', () => this.#sockets.delete(sock));
-    sock.on('error', () => sock.destroy());
-    let authed = false;
-    const hello = setTimeout(() => sock.destroy(), HELLO_TIMEOUT_MS);
+    let authed = false, refused = false;
+    const hello = setTimeout(() => sock.destroy(), this.#authTimeoutMs);
+    hello.unref();
+    sock.on('close', () => clearTimeout(hello));
     readFrames(
       sock,
       (msg) => {
+        if (refused) return;
         const id = msg.id;
         if (!authed) {
           clearTimeout(hello);
           const given = typeof msg.token === 'string' ? digest(msg.token) : Buffer.alloc(32);
           if (msg.op !== 'hello' || !timingSafeEqual(given, this.#token)) {
+            refused = true;
             writeFrame(sock, { id, ok: false, code: 'ERR_AUTH', message: 'store: connection refused: wrong or missing FLOCKML_TOKEN' });
             sock.end();
+            setTimeout(() => sock.destroy(), 1000).unref();
             return;
           }
           authed = true;
@@ -92,6 +126,7 @@ export class StoreServer {
         this.#handle(sock, msg);
       },
       () => undefined,
+      () => (authed ? MAX_FRAME_BYTES : PRE_AUTH_FRAME_BYTES),
     );
   }
 

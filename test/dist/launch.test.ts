@@ -2,8 +2,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, tsx } from './harness';
+import { freePort, tsNode, tsx } from './harness';
 
 const cli = join(__dirname, '..', '..', 'lib', 'cli', 'main.ts');
 const worker = (name: string) => join(__dirname, 'workers', name);
@@ -34,6 +35,64 @@ test('SIGINT to the launcher reaches every rank and ends the job', async () => {
   const code = await exited;
   clearTimeout(killer);
   assert.ok(code !== 0 && code !== null, `exit ${code}`);
+});
+
+/** Whether `pid` is a running process (a zombie nobody has reaped yet counts as gone). */
+function running(pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+test('ranks exit when the launcher is killed with SIGKILL, and the store port is free for the next job', async () => {
+  const port = String(freePort());
+  // The launcher itself (node + the tsx loader), not the tsx CLI wrapper: the SIGKILL must hit the launcher.
+  const job = spawn(tsNode[0], [...tsNode.slice(1), cli, 'launch', '--nproc-per-node', '2', '--master-port', port, worker('sleeper.ts')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  job.stderr!.on('data', (d) => (out += d));
+  const pids = await new Promise<number[]>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`ranks never got ready:\n${out}`)), 30_000);
+    job.stdout!.on('data', (d) => {
+      out += d;
+      const found = [...out.matchAll(/ready rank=\d+ pid=(\d+)/g)].map((m) => Number(m[1]));
+      if (found.length === 2) {
+        clearTimeout(timer);
+        resolve(found);
+      }
+    });
+  });
+  try {
+    job.kill('SIGKILL');
+    const deadline = Date.now() + 5000;
+    while (pids.some(running) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(pids.filter(running), [], `ranks still running 5 s after the launcher was killed:\n${out}`);
+    const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node', '2', '--master-port', port, worker('store_client.ts')], { encoding: 'utf8', timeout: 60_000 });
+    assert.is(r.status, 0, r.stdout + r.stderr);
+  } finally {
+    for (const pid of pids.filter(running)) process.kill(pid, 'SIGKILL');
+  }
+});
+
+test('launch options are validated: an unknown key names the likely one', async () => {
+  const { launch } = await import('../../lib/distributed/launch');
+  try {
+    launch({ script: 'x.ts', nprocPerNode: 1, masterPrt: 1 } as never);
+    assert.unreachable('accepted an unknown option');
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    assert.is(err.code, 'ERR_ARG');
+    assert.match(err.message, /unknown option 'masterPrt' \(did you mean 'masterPort'\?\)/);
+  }
+  try {
+    launch({ script: 'x.ts', nprocPerNode: 0 });
+    assert.unreachable('accepted nprocPerNode 0');
+  } catch (e) {
+    assert.is((e as { code?: string }).code, 'ERR_ARG');
+  }
 });
 
 test('a job whose ranks all succeed exits 0', () => {
