@@ -1,5 +1,5 @@
 // The `nccl` backend: a ProcessGroup over CUDA tensors, with NCCL opened at run time
-// (cpp/dist/nccl.h). Host code only; it lives with the CUDA sources because it needs the runtime
+// (cpp/distributed/nccl.h). Host code only; it lives with the CUDA sources because it needs the runtime
 // and the device streams, and it fills in dist::nccl_backend() so a CPU-only build links without it.
 //
 // One collective, in order:
@@ -28,8 +28,8 @@
 #include <vector>
 #include "common.cuh"
 #include "context.h"
-#include "dist/nccl.h"
-#include "dist/process_group.h"
+#include "distributed/nccl.h"
+#include "distributed/process_group.h"
 #include "gpu_runtime.h"
 
 namespace flock::dist {

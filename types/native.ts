@@ -122,7 +122,7 @@ export interface NativeAddon {
   sgdStep(params: NativeTensor[], grads: NativeTensor[], momentumBuffers: NativeTensor[], lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, firstStep: boolean): void;
 }
 
-// ---- distributed (cpp/bindings/dist.cc) ----
+// ---- distributed (cpp/bindings/distributed.cc) ----
 /** A native process group; opaque to TypeScript. */
 export interface NativeGroup {
   readonly __nativeGroup: unique symbol;

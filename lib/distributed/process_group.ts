@@ -1,5 +1,5 @@
 /**
- * Process groups: the TS face of cpp/dist. initProcessGroup() reads the launcher's environment and
+ * Process groups: the TS face of cpp/distributed. initProcessGroup() reads the launcher's environment and
  * meets the other ranks at the store on rank 0. For `ring` they exchange listening addresses there
  * and the native group connects to every peer; for `nccl` rank 0's ncclUniqueId travels through
  * the store and every rank creates its communicator on its CUDA device. Collectives return a

@@ -4,7 +4,7 @@
 // tensors' stream). Either way its promise settles through Addon::promise_from, and the JS thread
 // never touches a socket.
 #include <cstring>
-#include "../dist/process_group.h"
+#include "../distributed/process_group.h"
 #include "../gpu_runtime.h"
 #include "addon.h"
 #include "convert.h"
