@@ -7,4 +7,5 @@ void register_tensor_exports(Napi::Env env, Napi::Object exports);
 void register_op_exports(Napi::Env env, Napi::Object exports);
 void register_nn_exports(Napi::Env env, Napi::Object exports);
 void register_dist_exports(Napi::Env env, Napi::Object exports);
+void register_io_exports(Napi::Env env, Napi::Object exports);
 }  // namespace flock::js
