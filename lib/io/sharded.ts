@@ -16,7 +16,7 @@
  * loader needs when no tensor is split. Each shard file also carries its own pieces in its
  * metadata, so the index can be rebuilt from the files alone.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Tensor } from '../tensor';
 import { cat } from '../ops/shape';
@@ -108,6 +108,9 @@ export async function saveShard(dir: string, state: Record<string, Tensor | Shar
     pieces[key] = { shape: [...v.shape], start: v.start };
   }
   const path = join(dir, shardFileName(prefix, rank, worldSize));
+  await mkdir(dir, { recursive: true }).catch((e) => {
+    throw ioError(op, dir, e);
+  });
   const metadata = { format: 'pt', ...o.metadata, [PIECES_KEY]: JSON.stringify(pieces), 'flockml.rank': String(rank), 'flockml.world_size': String(worldSize) };
   await save(tensors, path, { metadata });
   return path;
