@@ -95,8 +95,8 @@ test('well-formed files written by other tools load: unordered offsets, extra fi
     __metadata__: { format: 'pt' },
   }, data);
   const back = fl.loadSync(path);
-  assert.equal(Array.from(back.a.dataSync()), [1, 2]);
-  assert.equal(Array.from(back['b\u00e9'].dataSync()), [3]);
+  assert.equal(back.a.toArray(), [1, 2]);
+  assert.equal(back['b\u00e9'].toArray(), [3]);
   assert.equal(Object.keys(fl.loadSync(craft('empty.safetensors', {}))), []);
 });
 
