@@ -123,7 +123,6 @@ export async function writeShardIndex(dir: string, options?: { worldSize?: numbe
   const [, worldSize] = rankAndWorld(op, { rank: 0, worldSize: o.worldSize });
   const prefix = checkPrefix(op, o.prefix ?? 'model');
   const index: ShardIndex = { metadata: { total_size: 0, world_size: worldSize, format: FORMAT }, weight_map: {}, shards: {} };
-  const covered = new Map<string, Array<{ file: string; start: number; end: number }>>();
   for (let r = 0; r < worldSize; r++) {
     const file = shardFileName(prefix, r, worldSize);
     const header: SafetensorsHeader = await inspect(join(dir, file));
@@ -146,9 +145,6 @@ export async function writeShardIndex(dir: string, options?: { worldSize?: numbe
       if (!p && entry.pieces.some((q) => q.start === 0 && q.end === piece.end)) continue;
       entry.pieces.push(piece);
       index.weight_map[t.name] ??= file;
-      const list = covered.get(t.name) ?? [];
-      list.push(piece);
-      covered.set(t.name, list);
     }
   }
   for (const [key, entry] of Object.entries(index.shards)) {
