@@ -8,7 +8,7 @@
 
 namespace flock {
 
-enum class Code { Shape, DType, Device, Disposed, OOM, Cuda, Nccl, Timeout, PeerLost, Arg, Index, Range, CollectiveMismatch, IO, Internal };
+enum class Code { Shape, DType, Device, Disposed, OOM, Cuda, Nccl, Timeout, PeerLost, Arg, Index, Range, CollectiveMismatch, IO, Internal, Format };
 
 inline const char* code_name(Code c) {
   switch (c) {
@@ -27,6 +27,7 @@ inline const char* code_name(Code c) {
     case Code::CollectiveMismatch: return "ERR_COLLECTIVE_MISMATCH";
     case Code::IO: return "ERR_IO";
     case Code::Internal: return "ERR_INTERNAL";
+    case Code::Format: return "ERR_FORMAT";
   }
   return "ERR_INTERNAL";
 }

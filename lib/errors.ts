@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'ERR_AUTOGRAD'
   | 'ERR_DATA'
   | 'ERR_IO'
+  | 'ERR_FORMAT'
   | 'ERR_NOT_FOUND'
   | 'ERR_STATE_DICT'
   | 'ERR_CUDA'

@@ -48,3 +48,6 @@ export * as datasets from './data/datasets';
 export * as distributed from './distributed/index';
 export * as parallel from './parallel/index';
 export { DistributedSampler, type DistributedSamplerOptions } from './data/distributed_sampler';
+export { save, saveSync, load, loadSync } from './io/safetensors';
+export * as io from './io/index';
+export * as checkpoint from './io/checkpoint';

@@ -153,4 +153,33 @@ export interface NativeAddon {
   ncclInitAll(devices: number[], timeoutMs: number): { groups: NativeGroup[]; ready: Promise<void> };
 }
 
+// ---- safetensors (cpp/bindings/io.cc) ----
+/** One tensor's entry in a safetensors header; begin/end are byte offsets within the data section. */
+export interface NativeTensorInfo {
+  name: string;
+  dtype: NativeDType;
+  shape: number[];
+  begin: number;
+  end: number;
+}
+
+/** A validated header, plus the tensors read (`names[i]` is `handles[i]`'s entry name). */
+export interface NativeReadResult {
+  headerBytes: number;
+  dataBytes: number;
+  metadata: Record<string, string>;
+  tensors: NativeTensorInfo[];
+  names: string[];
+  handles: NativeTensor[];
+}
+
+export interface NativeAddon {
+  /** Writes a safetensors file atomically after the tensors' producers have run; resolves once it is durable. */
+  ioSave(path: string, names: string[], tensors: NativeTensor[], metadata: Record<string, string>): Promise<void>;
+  ioSaveSync(path: string, names: string[], tensors: NativeTensor[], metadata: Record<string, string>): void;
+  /** Reads the header and the named tensors (all for null, none for []) onto `device`, on a worker thread. */
+  ioRead(path: string, device: string, names: string[] | null): Promise<NativeReadResult>;
+  ioReadSync(path: string, device: string, names: string[] | null): NativeReadResult;
+}
+
 export type NativeErrorClass = new (code: never, message: string) => Error;

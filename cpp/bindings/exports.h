@@ -8,4 +8,5 @@ void register_op_exports(Napi::Env env, Napi::Object exports);
 void register_nn_exports(Napi::Env env, Napi::Object exports);
 void register_dist_exports(Napi::Env env, Napi::Object exports);
 void register_ready_exports(Napi::Env env, Napi::Object exports);
+void register_io_exports(Napi::Env env, Napi::Object exports);
 }  // namespace flock::js

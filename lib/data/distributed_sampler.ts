@@ -5,6 +5,7 @@
  * is a seeded permutation that changes with setEpoch() and is identical on every rank.
  */
 import { distError } from '../distributed/errors';
+import { flockError } from '../errors';
 import { getRank, getWorldSize, isInitialized } from '../distributed/process_group';
 
 export interface DistributedSamplerOptions {
@@ -27,8 +28,19 @@ function rng(seed: number): () => number {
   };
 }
 
+/** What {@link DistributedSampler.stateDict} returns: the pass it is in and how far it got, plus its settings. */
+export interface DistributedSamplerState {
+  epoch: number;
+  /** This rank's indices of the epoch already handed out. */
+  position: number;
+  numReplicas: number;
+  seed: number;
+  shuffle: boolean;
+  dropLast: boolean;
+  datasetLength: number;
+}
+
 export class DistributedSampler implements Iterable<number> {
-  readonly length: number;
   readonly numReplicas: number;
   readonly rank: number;
   readonly shuffle: boolean;
@@ -36,6 +48,10 @@ export class DistributedSampler implements Iterable<number> {
   readonly dropLast: boolean;
   #epoch = 0;
   #datasetLength: number;
+  #epochLength: number;
+  // Where the next pass starts (set by loadStateDict) and how far the current one got.
+  #start = 0;
+  #position = 0;
 
   constructor(dataset: number | { length: number }, options: DistributedSamplerOptions = {}) {
     const n = typeof dataset === 'number' ? dataset : dataset?.length;
@@ -49,12 +65,61 @@ export class DistributedSampler implements Iterable<number> {
     this.shuffle = options.shuffle ?? true;
     this.seed = options.seed ?? 0;
     this.dropLast = options.dropLast ?? false;
-    this.length = this.dropLast ? Math.floor(n / this.numReplicas) : Math.ceil(n / this.numReplicas);
+    this.#epochLength = this.dropLast ? Math.floor(n / this.numReplicas) : Math.ceil(n / this.numReplicas);
+  }
+
+  /** How many indices the next pass yields: the epoch's share, less what a resumed epoch already handed out. */
+  get length(): number {
+    return this.#epochLength - this.#start;
+  }
+
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  /** This rank's indices of the current epoch handed out so far (by the iterator, counted as they are taken). */
+  get position(): number {
+    return this.#position;
   }
 
   /** Changes the shuffle for the next pass; call it with the epoch number before each epoch. */
   setEpoch(epoch: number): void {
     this.#epoch = epoch;
+    this.#start = 0;
+    this.#position = 0;
+  }
+
+  /**
+   * The epoch and the position within it, for an exact resume. The position counts indices as the
+   * iterator hands them out, so it is exact for a loop that pulls indices as it trains; a consumer
+   * that takes a whole pass up front must record its own position instead.
+   */
+  stateDict(): DistributedSamplerState {
+    return {
+      epoch: this.#epoch, position: this.#position, numReplicas: this.numReplicas, seed: this.seed, shuffle: this.shuffle,
+      dropLast: this.dropLast, datasetLength: this.#datasetLength,
+    };
+  }
+
+  /**
+   * Continues from a saved state: the next pass is epoch `state.epoch` from `state.position` on.
+   * The order must be the one saved (same seed, shuffle, dropLast and dataset length); on a
+   * different number of replicas the position is rescaled to the same share of the epoch.
+   */
+  loadStateDict(state: DistributedSamplerState): void {
+    const op = 'DistributedSampler.loadStateDict';
+    if (!state || typeof state !== 'object') throw flockError('ERR_STATE_DICT', op, 'expected a state object');
+    if (!Number.isSafeInteger(state.epoch) || state.epoch < 0 || !Number.isSafeInteger(state.position) || state.position < 0)
+      throw flockError('ERR_STATE_DICT', op, `epoch and position must be non-negative integers, got ${state.epoch} and ${state.position}`);
+    for (const k of ['seed', 'shuffle', 'dropLast', 'datasetLength'] as const) {
+      const mine = k === 'datasetLength' ? this.#datasetLength : this[k];
+      if (state[k] !== mine) throw flockError('ERR_STATE_DICT', op, `the state was saved with ${k} ${state[k]}, this sampler has ${mine}`);
+    }
+    const position = state.numReplicas === this.numReplicas ? state.position : Math.floor((state.position * state.numReplicas) / this.numReplicas);
+    if (position > this.#epochLength) throw flockError('ERR_STATE_DICT', op, `position ${position} is past the epoch's ${this.#epochLength} indices`);
+    this.#epoch = state.epoch;
+    this.#start = position;
+    this.#position = position;
   }
 
   /** This rank's indices for the current epoch. */
@@ -68,7 +133,7 @@ export class DistributedSampler implements Iterable<number> {
         [order[i], order[j]] = [order[j], order[i]];
       }
     }
-    const total = this.length * this.numReplicas;
+    const total = this.#epochLength * this.numReplicas;
     if (total <= n) order.length = total;
     else for (let k = 0; n > 0 && order.length < total; k++) order.push(order[k % n]);
     const out: number[] = [];
@@ -76,7 +141,15 @@ export class DistributedSampler implements Iterable<number> {
     return out;
   }
 
-  [Symbol.iterator](): Iterator<number> {
-    return this.indices()[Symbol.iterator]();
+  /** This rank's indices of the current epoch, from the resume point on (see loadStateDict). */
+  *[Symbol.iterator](): Iterator<number> {
+    const order = this.indices();
+    const start = this.#start;
+    this.#start = 0;  // a resumed epoch resumes once; the next pass is whole
+    this.#position = start;
+    for (let i = start; i < order.length; i++) {
+      this.#position = i + 1;
+      yield order[i];
+    }
   }
 }

@@ -30,22 +30,23 @@ class BatchNorm extends Module {
     const affine = options.affine ?? true;
     this.weight = affine ? new Parameter(ones([numFeatures], o)) : null;
     this.bias = affine ? new Parameter(zeros([numFeatures], o)) : null;
+    // Buffer names are PyTorch's, so state dicts move between the two without renaming.
     if (this.trackRunningStats) {
-      this.registerBuffer('runningMean', zeros([numFeatures], o));
-      this.registerBuffer('runningVar', ones([numFeatures], o));
-      this.registerBuffer('numBatchesTracked', full([], 0, { dtype: 'i64', device: options.device }));
+      this.registerBuffer('running_mean', zeros([numFeatures], o));
+      this.registerBuffer('running_var', ones([numFeatures], o));
+      this.registerBuffer('num_batches_tracked', full([], 0, { dtype: 'i64', device: options.device }));
     }
   }
 
-  get runningMean(): Tensor | null { return this.getBuffer('runningMean'); }
-  get runningVar(): Tensor | null { return this.getBuffer('runningVar'); }
+  get runningMean(): Tensor | null { return this.getBuffer('running_mean'); }
+  get runningVar(): Tensor | null { return this.getBuffer('running_var'); }
 
   forward(x: Tensor): Tensor {
     if (!this.dims.includes(x.ndim))
       throw Object.assign(new RangeError(`${this.constructor.name}: expected a ${this.dims.join('-D or ')}-D input, got [${x.shape.join(',')}]`), { code: 'ERR_SHAPE' });
     if (this.training && this.trackRunningStats) {
-      const n = this.getBuffer('numBatchesTracked');
-      if (n) this.setBuffer('numBatchesTracked', n.add(1));
+      const n = this.getBuffer('num_batches_tracked');
+      if (n) this.setBuffer('num_batches_tracked', n.add(1));
       n?.dispose();
     }
     // Without running statistics (trackRunningStats: false) eval mode uses the batch's own.

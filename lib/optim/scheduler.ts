@@ -3,9 +3,35 @@
  * its current value, so several schedulers can drive one optimizer (see ChainedScheduler).
  */
 import type { Optimizer } from './optimizer';
-import { errorOf } from '../errors';
+import { errorOf, flockError } from '../errors';
 
 type AnyOptimizer = Optimizer<{ lr: number }>;
+
+/**
+ * A scheduler's full state, as PyTorch's: every field but the optimizer (lastEpoch, baseLrs and
+ * the subclass's settings such as gamma or tMax), plus the lrs it last set.
+ */
+export type SchedulerStateDict = { lastEpoch: number; baseLrs: number[]; lastLrs: number[] } & Record<string, unknown>;
+
+function stateOf(s: object, lastLrs: number[]): SchedulerStateDict {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(s)) if (k !== 'optimizer' && typeof v !== 'function') out[k] = Array.isArray(v) ? [...v] : v;
+  return { ...out, lastLrs } as SchedulerStateDict;
+}
+
+function restore(op: string, target: object, state: Record<string, unknown>, groups: number): void {
+  if (!state || typeof state !== 'object') throw flockError('ERR_STATE_DICT', op, 'expected a state object');
+  if (state.lastEpoch !== undefined && (!Number.isSafeInteger(state.lastEpoch) || (state.lastEpoch as number) < 0))
+    throw flockError('ERR_STATE_DICT', op, `lastEpoch must be a non-negative integer, got ${String(state.lastEpoch)}`);
+  if (state.baseLrs !== undefined && (!Array.isArray(state.baseLrs) || state.baseLrs.length !== groups))
+    throw flockError('ERR_STATE_DICT', op, `baseLrs must hold one lr per parameter group (${groups})`);
+  const own = new Set(Object.keys(target));
+  for (const [k, v] of Object.entries(state)) {
+    if (k === 'optimizer' || k === 'lastLrs' || k === 'schedulers') continue;
+    if (!own.has(k)) throw flockError('ERR_STATE_DICT', op, `unexpected key '${k}' (a state of another scheduler type?)`);
+    (target as Record<string, unknown>)[k] = Array.isArray(v) ? [...v] : v;
+  }
+}
 
 export abstract class LRScheduler {
   /** Steps taken so far (PyTorch's last_epoch); 0 after construction. */
@@ -37,12 +63,16 @@ export abstract class LRScheduler {
     return this.optimizer.paramGroups.map((g) => g.lr);
   }
 
-  stateDict(): { lastEpoch: number; baseLrs: number[] } {
-    return { lastEpoch: this.lastEpoch, baseLrs: [...this.baseLrs] };
+  stateDict(): SchedulerStateDict {
+    return stateOf(this, this.getLastLr());
   }
 
-  loadStateDict(s: { lastEpoch: number }): void {
-    this.lastEpoch = s.lastEpoch;
+  /**
+   * Restores lastEpoch, baseLrs and the settings. The lrs themselves live in the optimizer's
+   * parameter groups and come back with its loadStateDict, as in PyTorch.
+   */
+  loadStateDict(s: Partial<SchedulerStateDict> & { lastEpoch: number }): void {
+    restore(`${this.constructor.name}.loadStateDict`, this, s, this.optimizer.paramGroups.length);
   }
 }
 
@@ -118,5 +148,13 @@ export class ChainedScheduler {
   }
   getLastLr(): number[] {
     return this.schedulers[this.schedulers.length - 1].getLastLr();
+  }
+  stateDict(): { schedulers: SchedulerStateDict[] } {
+    return { schedulers: this.schedulers.map((s) => s.stateDict()) };
+  }
+  loadStateDict(state: { schedulers: SchedulerStateDict[] }): void {
+    if (!state || !Array.isArray(state.schedulers) || state.schedulers.length !== this.schedulers.length)
+      throw flockError('ERR_STATE_DICT', 'ChainedScheduler.loadStateDict', `expected the states of ${this.schedulers.length} schedulers`);
+    this.schedulers.forEach((s, i) => s.loadStateDict(state.schedulers[i]));
   }
 }

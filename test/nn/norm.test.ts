@@ -40,11 +40,11 @@ test('layerNorm in f32 agrees with the f64 golden values', () => {
 
 test('BatchNorm2d layer: buffers in the state dict, train/eval behaviour', () => {
   const bn = new fl.nn.BatchNorm2d(3);
-  assert.equal(Object.keys(bn.stateDict()), ['weight', 'bias', 'runningMean', 'runningVar', 'numBatchesTracked']);
+  assert.equal(Object.keys(bn.stateDict()), ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']);
   fl.manualSeed(3);
   const x = fl.randn([4, 3, 2, 2]).mul(2).add(1);
   bn.forward(x);
-  assert.is(bn.getBuffer('numBatchesTracked')?.itemSync(), 1);
+  assert.is(bn.getBuffer('num_batches_tracked')?.itemSync(), 1);
   const m = bn.runningMean?.dataSync() as Float32Array;
   assert.ok(m.some((v) => v !== 0));
   bn.eval();
