@@ -84,6 +84,22 @@ function disposeBatch(b: unknown): void {
 
 const ignore = (): void => undefined;
 
+/** What {@link DataLoader.stateDict} returns. */
+export interface DataLoaderState {
+  epoch: number;
+  batches: number;
+  sampler?: unknown;
+}
+
+interface Stateful {
+  stateDict(): unknown;
+  loadStateDict(state: unknown): void;
+}
+
+function hasState(v: unknown): v is Stateful {
+  return typeof v === 'object' && v !== null && typeof (v as Stateful).stateDict === 'function' && typeof (v as Stateful).loadStateDict === 'function';
+}
+
 export class DataLoader<T = unknown, B = Collated<T>> {
   readonly batchSize: number;
   readonly shuffle: boolean;
@@ -93,6 +109,13 @@ export class DataLoader<T = unknown, B = Collated<T>> {
   private readonly ownsBatches: boolean;
   private readonly sampler: (Iterable<number> & { readonly length: number }) | undefined;
   private epoch = 0;
+  // Where iteration stands, for stateDict(): the epoch in progress (null between epochs), how
+  // many of its batches the user has received, the sampler's state when it began, and how many
+  // batches the next epoch skips (set by loadStateDict).
+  private epochInProgress: number | null = null;
+  private handedOut = 0;
+  private samplerAtEpochStart: unknown = undefined;
+  private skipNext = 0;
 
   constructor(readonly dataset: Dataset<T>, options: DataLoaderOptions<T, B> = {}) {
     const op = 'DataLoader';
@@ -148,8 +171,49 @@ export class DataLoader<T = unknown, B = Collated<T>> {
   }
 
   private *batchIndices(): Generator<number[]> {
+    const skip = this.skipNext;
+    this.skipNext = 0;
+    this.samplerAtEpochStart = hasState(this.sampler) ? this.sampler.stateDict() : undefined;
     const idx = this.order();
-    for (let i = 0; i < this.length; i++) yield idx.slice(i * this.batchSize, (i + 1) * this.batchSize);
+    this.epochInProgress = this.epoch - 1;
+    this.handedOut = skip;
+    for (let i = skip; i < this.length; i++) yield idx.slice(i * this.batchSize, (i + 1) * this.batchSize);
+  }
+
+  /** Called as a batch goes to the user; the epoch ends with its last batch. */
+  private handOut(): void {
+    if (++this.handedOut >= this.length) this.epochInProgress = null;
+  }
+
+  /**
+   * Where iteration stands, for checkpoints (`fl.checkpoint.save(dir, { sampler: loader })`): the
+   * epoch in progress and how many of its batches were handed out (with the sampler's state at the
+   * start of that epoch, when the sampler has one). Loading it makes the next iteration resume
+   * with the first batch not yet handed out, in the same order.
+   */
+  stateDict(): DataLoaderState {
+    if (this.epochInProgress === null) return { epoch: this.epoch, batches: 0 };
+    const s: DataLoaderState = { epoch: this.epochInProgress, batches: this.handedOut };
+    if (this.samplerAtEpochStart !== undefined) s.sampler = this.samplerAtEpochStart;
+    return s;
+  }
+
+  /** Restores {@link stateDict}'s result; validated in full before anything changes. */
+  loadStateDict(state: DataLoaderState): void {
+    const op = 'DataLoader.loadStateDict';
+    if (state === undefined) throw argError(op, 'expected a state object, got undefined');
+    const s = checkOptions(op, state, ['epoch', 'batches', 'sampler']);
+    for (const key of ['epoch', 'batches'] as const)
+      if (!(typeof s[key] === 'number' && Number.isInteger(s[key]) && s[key] >= 0))
+        throw argError(op, `${key} must be a non-negative integer, got ${describe(s[key])}`);
+    if (s.batches > this.length) throw outOfRange(op, `batches ${s.batches} is more than an epoch's ${this.length}`);
+    const sampler = this.sampler;
+    if (s.sampler !== undefined && !hasState(sampler))
+      throw argError(op, "the state has a sampler state but this loader's sampler has no loadStateDict");
+    if (s.sampler !== undefined && hasState(sampler)) sampler.loadStateDict(s.sampler);
+    this.epoch = s.epoch;
+    this.skipNext = s.batches;
+    this.epochInProgress = null;
   }
 
   private makeBatch(indices: number[]): B | Promise<B> {
@@ -191,6 +255,7 @@ export class DataLoader<T = unknown, B = Collated<T>> {
         b.catch(ignore);
         throw argError('DataLoader', 'the dataset is async; use for await');
       }
+      this.handOut();
       yield b;
     }
   }
@@ -211,6 +276,7 @@ export class DataLoader<T = unknown, B = Collated<T>> {
         const batch = await current;
         await ready();
         pending = this.prefetch(ids);
+        this.handOut();
         yield batch;
       }
     } finally {

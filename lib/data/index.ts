@@ -1,4 +1,4 @@
 /** fl.data: datasets, the DataLoader and the DistributedSampler. */
 export { type Dataset, TensorDataset } from './dataset';
-export { DataLoader, defaultCollate, type DataLoaderOptions, type Collated } from './dataloader';
+export { DataLoader, defaultCollate, type DataLoaderOptions, type DataLoaderState, type Collated } from './dataloader';
 export { DistributedSampler, type DistributedSamplerOptions } from './distributed_sampler';
