@@ -238,13 +238,17 @@ void check_group(const std::vector<Tensor>& params, const std::vector<const std:
 }
 }  // namespace
 
-void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, const AdamConfig& cfg) {
+void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, std::vector<Tensor> max_v,
+               const AdamConfig& cfg) {
   if (grads.size() != params.size() || m.size() != params.size() || v.size() != params.size())
     fail(Code::Arg, "adamStep: params, grads, exp_avg and exp_avg_sq must have equal lengths");
-  check_group(params, {&grads, &m, &v}, "adamStep");
+  if (max_v.size() != (cfg.amsgrad ? params.size() : 0))
+    fail(Code::Arg, "adamStep: amsgrad needs one max_exp_avg_sq per param (and none without it), got ", max_v.size(), " for ", params.size());
+  if (cfg.amsgrad) check_group(params, {&grads, &m, &v, &max_v}, "adamStep");
+  else check_group(params, {&grads, &m, &v}, "adamStep");
   if (params.empty()) return;
   const Device dev = params[0].device();
-  launch("adamStep", dev, [=]() mutable { adam_step_table().get(dev)(params, grads, m, v, cfg); });
+  launch("adamStep", dev, [=]() mutable { adam_step_table().get(dev)(params, grads, m, v, max_v, cfg); });
 }
 
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, const SgdConfig& cfg) {

@@ -43,9 +43,9 @@ test('param groups keep their own lr; zeroGrad clears or zeroes', () => {
 test('the fused native step rejects mismatched state with a coded error', () => {
   const { native } = require('../../lib/native') as typeof import('../../lib/native');
   const p = fl.zeros([3]), g = fl.zeros([4]);
-  assert.throws(() => native.adamStep([p.handle], [g.handle], [p.handle], [p.handle], 0.1, 0.9, 0.999, 1e-8, 0, 1, false),
+  assert.throws(() => native.adamStep([p.handle], [g.handle], [p.handle], [p.handle], [], 0.1, 0.9, 0.999, 1e-8, 0, 1, false, false, false),
     (e: { code?: string }) => e.code === 'ERR_SHAPE');
-  assert.throws(() => native.sgdStep([p.handle], [], [], 0.1, 0, 0, 0, false, true), (e: { code?: string }) => e.code === 'ERR_ARG');
+  assert.throws(() => native.sgdStep([p.handle], [], [], 0.1, 0, 0, 0, false, true, false), (e: { code?: string }) => e.code === 'ERR_ARG');
 });
 
 test('Adam state dict round-trips', () => {
