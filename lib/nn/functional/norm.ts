@@ -62,6 +62,8 @@ const BATCH_NORM_KEYS = ['weight', 'bias', 'training', 'momentum', 'eps'] as con
  */
 export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, options: BatchNormOptions = {}): Tensor {
   const o = checkOptions('batchNorm', options, BATCH_NORM_KEYS);
+  if ((o.momentum as unknown) === null)
+    throw flockError('ERR_ARG', 'batchNorm', 'momentum null (a cumulative average) needs the batch count; use nn.BatchNorm1d/2d, or pass the factor 1/n yourself');
   return batchNormWith('batchNorm', x, runningMean, runningVar, {
     weight: o.weight, bias: o.bias, training: o.training, eps: o.eps,
     factor: checkNumber('batchNorm', 'momentum', o.momentum ?? 0.1, { min: 0, max: 1 }),
