@@ -1,7 +1,6 @@
 /** Activation layers and shape helpers without parameters; their arguments are checked at construction. */
 import type { Tensor } from '../tensor';
-import { gelu, leakyRelu, relu, sigmoid, silu, tanh } from '../ops/elementwise';
-import { logSoftmax, softmax } from '../ops/reduce';
+import { gelu, leakyRelu, logSoftmax, relu, sigmoid, silu, softmax, tanh } from './functional/activation';
 import { Module } from './module';
 import { checkChoice, checkNumber } from '../validate';
 import { tensorArg } from './functional/args';

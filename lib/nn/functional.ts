@@ -7,5 +7,4 @@ export {
   crossEntropy, nllLoss, mseLoss, l1Loss, smoothL1Loss, binaryCrossEntropyWithLogits, type Reduction, type CrossEntropyOptions,
   type NLLLossOptions, type ReductionOptions, type SmoothL1LossOptions, type BCEWithLogitsOptions,
 } from './functional/loss';
-export { relu, leakyRelu, gelu, silu, tanh, sigmoid } from '../ops/elementwise';
-export { softmax, logSoftmax } from '../ops/reduce';
+export { relu, leakyRelu, gelu, silu, tanh, sigmoid, softmax, logSoftmax } from './functional/activation';

@@ -71,6 +71,8 @@ export abstract class Optimizer<H extends { lr: number }> {
   addParamGroup(group: Partial<H> & { params: Iterable<Tensor> | Tensor }): void {
     const op = this.constructor.name;
     const at = `paramGroups[${this.paramGroups.length}].`;
+    if (group === null || typeof group !== 'object' || Array.isArray(group) || group instanceof Tensor)
+      throw argError(op, `a param group must be an object { params, ...options }, got ${describe(group)}`);
     checkOptions(op, group, ['params', ...this.#spec.keys]);
     const raw = group.params as unknown;
     if (raw === undefined || raw === null || typeof raw !== 'object' || (!(raw instanceof Tensor) && typeof (raw as Iterable<unknown>)[Symbol.iterator] !== 'function'))
