@@ -25,7 +25,7 @@ export function leakyRelu(x: Tensor, negativeSlope = 0.01): Tensor {
 }
 
 export function gelu(x: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {
-  return ew.gelu(input('gelu', x), checkChoice('gelu', 'approximate', approximate, ['none', 'tanh']));
+  return ew.gelu(input('gelu', x), checkChoice('gelu', 'approximate', approximate, ['none', 'tanh'] as const));
 }
 
 export function softmax(x: Tensor, dim = -1): Tensor {
