@@ -113,7 +113,7 @@ Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
   Tensor x = a.tensor(0, "input"), t = a.tensor(1, "target");
   const int64_t ignore = a.integer(2, "ignoreIndex", -kBig, kBig);
   const double eps = a.number(3, "labelSmoothing");
-  if (!(eps >= 0 && eps <= 1)) fail(Code::Arg, "crossEntropy: labelSmoothing must be in [0, 1], got ", eps);
+  if (!(eps >= 0 && eps <= 1)) fail(Code::Range, "crossEntropy: labelSmoothing must be in [0, 1], got ", eps);
   return pair_out(info, ops::cross_entropy_forward(x, t, ignore, eps));
 }
 
@@ -122,7 +122,7 @@ Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info) {
   Tensor x = a.tensor(0, "input"), t = a.tensor(1, "target"), lse = a.tensor(2, "lse"), g = a.tensor(3, "grad");
   const int64_t ignore = a.integer(4, "ignoreIndex", -kBig, kBig);
   const double eps = a.number(5, "labelSmoothing");
-  if (!(eps >= 0 && eps <= 1)) fail(Code::Arg, "crossEntropyBackward: labelSmoothing must be in [0, 1], got ", eps);
+  if (!(eps >= 0 && eps <= 1)) fail(Code::Range, "crossEntropyBackward: labelSmoothing must be in [0, 1], got ", eps);
   return out(info, ops::cross_entropy_backward(x, t, lse, g, ignore, eps));
 }
 

@@ -47,7 +47,7 @@ Pool2dGeom pool_geom(const Shape& xs, const Pool2dArgs& a, const char* op) {
   if (a.kh < 1 || a.kw < 1 || a.sh < 1 || a.sw < 1 || a.dh < 1 || a.dw < 1)
     fail(Code::Range, op, ": kernel size, stride and dilation must be ≥ 1");
   if (a.ph < 0 || a.pw < 0 || 2 * a.ph > a.kh || 2 * a.pw > a.kw)
-    fail(Code::Arg, op, ": padding must be ≥ 0 and at most half the kernel size");
+    fail(Code::Range, op, ": padding must be ≥ 0 and at most half the kernel size");
   Pool2dGeom g{xs[0], xs[1], xs[2], xs[3], a.kh, a.kw, 0, 0, a.sh, a.sw, a.ph, a.pw, a.dh, a.dw, a.count_include_pad};
   g.oh = pool_out(g.h, a.kh, a.sh, a.ph, a.dh, a.ceil_mode);
   g.ow = pool_out(g.w, a.kw, a.sw, a.pw, a.dw, a.ceil_mode);
@@ -199,7 +199,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
 std::vector<Tensor> row_norm_forward(const Tensor& x, double eps) {
   check_float(x, "rowNorm", "input");
   if (x.dim() != 2) fail(Code::Shape, "rowNorm: input must be [rows, d], got ", shape_str(x.shape));
-  if (!(eps >= 0)) fail(Code::Arg, "rowNorm: eps must be ≥ 0, got ", eps);
+  if (!(eps >= 0)) fail(Code::Range, "rowNorm: eps must be ≥ 0, got ", eps);
   Tensor y = empty(x.shape, x.dtype, x.device(), "rowNorm");
   Tensor mean = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
   Tensor rstd = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
