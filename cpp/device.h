@@ -30,6 +30,12 @@ struct StreamError {
   std::string message;
 };
 
+// `op: what` for an error a task threw, naming the op once when the kernel's message already does.
+inline std::string op_message(const char* op, const char* what) {
+  const std::string prefix = std::string(op) + ": ";
+  return std::string(what).rfind(prefix, 0) == 0 ? std::string(what) : prefix + what;
+}
+
 class Stream {
  public:
   virtual ~Stream() = default;

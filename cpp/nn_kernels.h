@@ -25,11 +25,13 @@ struct AdamConfig {
   double lr, beta1, beta2, eps, weight_decay;
   int64_t step;
   bool decoupled;  // AdamW: decay the weights directly instead of adding to the gradient
+  bool amsgrad;    // divide by the running maximum of exp_avg_sq (kept in its own list)
+  bool maximize;   // ascend: the gradient's sign is flipped before anything else
 };
 
 struct SgdConfig {
   double lr, momentum, dampening, weight_decay;
-  bool nesterov, first_step;
+  bool nesterov, first_step, maximize;
 };
 
 // `bias` may be empty (no bias); when given it is added while each image's output is in cache.
@@ -49,7 +51,8 @@ FLOCK_DECLARE_KERNEL(cross_entropy_backward, void(const Tensor& logits, const Te
 FLOCK_DECLARE_KERNEL(row_norm_forward, void(const Tensor& x, Tensor& y, Tensor& mean, Tensor& rstd, double eps))
 FLOCK_DECLARE_KERNEL(row_norm_backward, void(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy, Tensor& gx))
 // In-place multi-tensor optimizer steps: every parameter of a group in one queued call.
-FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, const AdamConfig& cfg))
+// `max_v` (amsgrad's running maximum of v) is empty unless cfg.amsgrad.
+FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, std::vector<Tensor>& max_v, const AdamConfig& cfg))
 FLOCK_DECLARE_KERNEL(sgd_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, const SgdConfig& cfg))
 
 // Global gradient norm over a list of same-dtype tensors in one queued call: `acc` (0-d f64)

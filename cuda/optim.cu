@@ -1,5 +1,6 @@
 // CUDA fused optimizer steps, in the formulas of cpp/cpu/optim.cc (torch.optim's Adam/AdamW with
-// bias correction; SGD with momentum, dampening, Nesterov): one launch covers up to kMaxTensors
+// bias correction and amsgrad; SGD with momentum, dampening, Nesterov; both with maximize): one
+// launch covers up to kMaxTensors
 // parameters (multi_tensor.cuh).
 #include <cmath>
 #include <cstdint>
@@ -15,35 +16,44 @@ constexpr int kOptimThreads = 256;
 
 template <class T>
 struct AdamScalars {
-  T step_size, b1, b2, eps, wd, rbc2, decay;
+  T step_size, b1, b2, eps, wd, rbc2, decay, sign;  // sign: -1 for maximize
   bool decoupled, l2;  // AdamW decays the weights; Adam with weight decay adds it to the gradient
+  bool amsgrad;        // list 4 holds the running maximum of exp_avg_sq
 };
 
-// Lists: 0 params, 1 grads, 2 exp_avg, 3 exp_avg_sq. __grid_constant__ lets the kernel index the
-// table in parameter space instead of copying it to local memory.
+// Lists: 0 params, 1 grads, 2 exp_avg, 3 exp_avg_sq, 4 max_exp_avg_sq (null without amsgrad).
+// __grid_constant__ lets the kernel index the table in parameter space instead of copying it to
+// local memory.
 template <class T>
-__global__ void __launch_bounds__(kOptimThreads) adam_step_kernel(const __grid_constant__ TensorBatch<T, 4> b, const AdamScalars<T> c) {
+__global__ void __launch_bounds__(kOptimThreads) adam_step_kernel(const __grid_constant__ TensorBatch<T, 5> b, const AdamScalars<T> c) {
   int64_t begin, end;
   const int t = block_tensor(b, &begin, &end);
   T* __restrict__ p = b.ptr[0][t];
   const T* __restrict__ g = b.ptr[1][t];
   T* __restrict__ m = b.ptr[2][t];
   T* __restrict__ v = b.ptr[3][t];
+  T* __restrict__ mv = b.ptr[4][t];
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    T gi = g[i], pi = p[i];
+    T gi = c.sign * g[i], pi = p[i];
     if (c.decoupled) pi *= c.decay;
     else if (c.l2) gi += c.wd * pi;
     const T mi = c.b1 * m[i] + (T(1) - c.b1) * gi;
     const T vi = c.b2 * v[i] + (T(1) - c.b2) * gi * gi;
     m[i] = mi;
     v[i] = vi;
-    p[i] = pi - c.step_size * mi / (sqrt(vi) * c.rbc2 + c.eps);
+    T vd = vi;
+    if (c.amsgrad) {
+      // torch.optim: the running maximum of the raw (not bias-corrected) second moments.
+      vd = mv[i] > vi ? mv[i] : vi;
+      mv[i] = vd;
+    }
+    p[i] = pi - c.step_size * mi / (sqrt(vd) * c.rbc2 + c.eps);
   }
 }
 
 template <class T>
 struct SgdScalars {
-  T lr, momentum, damp, wd;
+  T lr, momentum, damp, wd, sign;  // sign: -1 for maximize
   bool has_buf, nesterov, first_step;
 };
 
@@ -57,7 +67,7 @@ __global__ void __launch_bounds__(kOptimThreads) sgd_step_kernel(const __grid_co
   T* __restrict__ buf = b.ptr[2][t];
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     const T pi = p[i];
-    T d = g[i] + c.wd * pi;
+    T d = c.sign * g[i] + c.wd * pi;
     if (c.has_buf) {
       const T bi = c.first_step ? d : c.momentum * buf[i] + c.damp * d;
       buf[i] = bi;
@@ -100,10 +110,12 @@ void adam_typed(const std::vector<const std::vector<Tensor>*>& lists, const Adam
   c.wd = T(cfg.weight_decay);
   c.rbc2 = T(1 / std::sqrt(bc2));
   c.decay = T(1 - cfg.lr * cfg.weight_decay);
+  c.sign = T(cfg.maximize ? -1 : 1);
   c.decoupled = cfg.decoupled;
   c.l2 = !cfg.decoupled && cfg.weight_decay != 0;
+  c.amsgrad = cfg.amsgrad;
   const DType dtype = std::is_same_v<T, double> ? DType::f64 : DType::f32;
-  for_each_batch<T, 4>(lists, dtype, [&](const TensorBatch<T, 4>& b, int64_t blocks) {
+  for_each_batch<T, 5>(lists, dtype, [&](const TensorBatch<T, 5>& b, int64_t blocks) {
     adam_step_kernel<T><<<static_cast<unsigned>(blocks), kOptimThreads, 0, s>>>(b, c);
     check_launch("adam_step_kernel");
   });
@@ -116,6 +128,7 @@ void sgd_typed(const std::vector<const std::vector<Tensor>*>& lists, const SgdCo
   c.momentum = T(cfg.momentum);
   c.damp = T(1 - cfg.dampening);
   c.wd = T(cfg.weight_decay);
+  c.sign = T(cfg.maximize ? -1 : 1);
   c.has_buf = lists[2] != nullptr;
   c.nesterov = cfg.nesterov;
   c.first_step = cfg.first_step;
@@ -127,16 +140,17 @@ void sgd_typed(const std::vector<const std::vector<Tensor>*>& lists, const SgdCo
 }
 
 void adam_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v,
-                    const AdamConfig& cfg) {
+                    std::vector<Tensor>& max_v, const AdamConfig& cfg) {
   const char* op = "adamStep";
   check_params(params, op);
   check_list(params, grads, op, "grads");
   check_list(params, m, op, "exp_avg");
   check_list(params, v, op, "exp_avg_sq");
+  if (cfg.amsgrad) check_list(params, max_v, op, "max_exp_avg_sq");
   if (params.empty()) return;
   if (cfg.step < 1) fail(Code::Arg, op, ": step must be ≥ 1, got ", cfg.step);
   cudaStream_t s = current_stream();
-  const std::vector<const std::vector<Tensor>*> lists{&params, &grads, &m, &v};
+  const std::vector<const std::vector<Tensor>*> lists{&params, &grads, &m, &v, cfg.amsgrad ? &max_v : nullptr};
   adam_typed<float>(lists, cfg, s);
   adam_typed<double>(lists, cfg, s);
 }

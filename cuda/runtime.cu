@@ -160,11 +160,11 @@ class CudaStream final : public Stream {
     try {
       task();
     } catch (const Error& e) {
-      err = StreamError{e.code, std::string(op) + ": " + e.what()};
+      err = StreamError{e.code, op_message(op, e.what())};
     } catch (const std::bad_alloc&) {
       err = StreamError{Code::OOM, std::string(op) + ": out of memory"};
     } catch (const std::exception& e) {
-      err = StreamError{Code::Internal, std::string(op) + ": " + e.what()};
+      err = StreamError{Code::Internal, op_message(op, e.what())};
     }
     last_op_ = op;
     if (err) {

@@ -1,5 +1,6 @@
 /** Backend switches, like torch.backends: settings that trade precision for speed. */
 import { native } from './native';
+import { argError, describe } from './errors';
 
 /** Settings of the CUDA backend. */
 export const cuda = {
@@ -13,7 +14,7 @@ export const cuda = {
   },
   set allowTF32(allow: boolean) {
     if (typeof allow !== 'boolean')
-      throw Object.assign(new TypeError(`backends.cuda.allowTF32: expected a boolean, got ${allow === null ? 'null' : typeof allow}`), { code: 'ERR_ARG' });
+      throw argError('backends.cuda.allowTF32', `expected a boolean, got ${describe(allow)}`);
     native.setAllowTF32(allow);
   },
 };

@@ -2,6 +2,7 @@
 import { native } from './native';
 import { normalizeDevice } from './device';
 import type { DeviceMemoryStats } from '../types/native';
+import { argError, describe } from './errors';
 
 interface Disposable {
   dispose(): void;
@@ -38,7 +39,7 @@ function collect(value: unknown, out: Set<unknown>, depth = 0): void {
  * enclosing scope. Async functions are not supported: await outside, tidy inside.
  */
 export function tidy<T>(fn: () => T): T {
-  if (typeof fn !== 'function') throw new TypeError('tidy: expected a function');
+  if (typeof fn !== 'function') throw argError('tidy', `expected a function, got ${describe(fn)}`);
   const scope = new Set<Disposable>();
   scopes.push(scope);
   let result: T;
@@ -50,7 +51,7 @@ export function tidy<T>(fn: () => T): T {
     throw e;
   }
   scopes.pop();
-  if (result instanceof Promise) throw new TypeError('tidy: the function must not be async');
+  if (result instanceof Promise) throw argError('tidy', 'the function must not be async: await outside, tidy inside');
   const survivors = new Set<unknown>();
   collect(result, survivors);
   for (const t of scope) {

@@ -92,8 +92,10 @@ export interface NativeAddon {
   permute(x: NativeTensor, dims: number[]): NativeTensor;
   expand(x: NativeTensor, shape: number[]): NativeTensor;
   cat(xs: NativeTensor[], dim: number): NativeTensor;
-  indexSelect(x: NativeTensor, dim: number, index: NativeTensor): NativeTensor;
-  gather(x: NativeTensor, dim: number, index: NativeTensor): NativeTensor;
+  /** Rows of x along dim; `op` names the caller in errors (default 'indexSelect'). */
+  indexSelect(x: NativeTensor, dim: number, index: NativeTensor, op?: 'indexSelect' | 'embedding'): NativeTensor;
+  /** `op` names the caller in errors (default 'gather'). */
+  gather(x: NativeTensor, dim: number, index: NativeTensor, op?: 'gather' | 'nllLoss'): NativeTensor;
   scatterAdd(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NativeTensor;
   // nn (cpp/bindings/nn.cc): geometry as [h, w] pairs
   conv2d(x: NativeTensor, w: NativeTensor, stride: number[], padding: number[], dilation: number[], groups: number, bias?: NativeTensor | null): NativeTensor;
@@ -115,11 +117,11 @@ export interface NativeAddon {
   biasAct(x: NativeTensor, bias: NativeTensor, activation: BiasActivation): NativeTensor;
   /** grad · act'(saved + bias), or act'(saved) without bias (relu may pass its output as saved). */
   biasActBackward(grad: NativeTensor, saved: NativeTensor, bias: NativeTensor | null, activation: BiasActivation): NativeTensor;
-  /** In-place fused Adam/AdamW over many tensors, queued on their device's stream. */
-  adamStep(params: NativeTensor[], grads: NativeTensor[], expAvg: NativeTensor[], expAvgSq: NativeTensor[], lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, step: number, decoupled: boolean): void;
+  /** In-place fused Adam/AdamW over many tensors, queued on their device's stream; maxExpAvgSq is empty unless amsgrad. */
+  adamStep(params: NativeTensor[], grads: NativeTensor[], expAvg: NativeTensor[], expAvgSq: NativeTensor[], maxExpAvgSq: NativeTensor[], lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, step: number, decoupled: boolean, amsgrad: boolean, maximize: boolean): void;
   gradNorm(tensors: NativeTensor[], normType: number): NativeTensor;
   clipByNorm(tensors: NativeTensor[], total: NativeTensor, maxNorm: number): void;
-  sgdStep(params: NativeTensor[], grads: NativeTensor[], momentumBuffers: NativeTensor[], lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, firstStep: boolean): void;
+  sgdStep(params: NativeTensor[], grads: NativeTensor[], momentumBuffers: NativeTensor[], lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, firstStep: boolean, maximize: boolean): void;
 }
 
 // ---- distributed (cpp/bindings/distributed.cc) ----

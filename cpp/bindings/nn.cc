@@ -113,7 +113,7 @@ Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
   Tensor x = a.tensor(0, "input"), t = a.tensor(1, "target");
   const int64_t ignore = a.integer(2, "ignoreIndex", -kBig, kBig);
   const double eps = a.number(3, "labelSmoothing");
-  if (!(eps >= 0 && eps <= 1)) fail(Code::Arg, "crossEntropy: labelSmoothing must be in [0, 1], got ", eps);
+  if (!(eps >= 0 && eps <= 1)) fail(Code::Range, "crossEntropy: labelSmoothing must be in [0, 1], got ", eps);
   return pair_out(info, ops::cross_entropy_forward(x, t, ignore, eps));
 }
 
@@ -122,7 +122,7 @@ Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info) {
   Tensor x = a.tensor(0, "input"), t = a.tensor(1, "target"), lse = a.tensor(2, "lse"), g = a.tensor(3, "grad");
   const int64_t ignore = a.integer(4, "ignoreIndex", -kBig, kBig);
   const double eps = a.number(5, "labelSmoothing");
-  if (!(eps >= 0 && eps <= 1)) fail(Code::Arg, "crossEntropyBackward: labelSmoothing must be in [0, 1], got ", eps);
+  if (!(eps >= 0 && eps <= 1)) fail(Code::Range, "crossEntropyBackward: labelSmoothing must be in [0, 1], got ", eps);
   return out(info, ops::cross_entropy_backward(x, t, lse, g, ignore, eps));
 }
 
@@ -162,9 +162,10 @@ Napi::Value BiasActivationBackward(const Napi::CallbackInfo& info) {
 Napi::Value AdamStep(const Napi::CallbackInfo& info) {
   Args a{info, "adamStep"};
   auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), m = a.tensors(2, "expAvg"), v = a.tensors(3, "expAvgSq");
-  AdamConfig c{a.number(4, "lr"), a.number(5, "beta1"), a.number(6, "beta2"), a.number(7, "eps"), a.number(8, "weightDecay"),
-               a.integer(9, "step", 1, int64_t(1) << 52), a.boolean(10, "decoupled")};
-  ops::adam_step(std::move(p), std::move(g), std::move(m), std::move(v), c);
+  auto mv = a.tensors(4, "maxExpAvgSq");
+  AdamConfig c{a.number(5, "lr"), a.number(6, "beta1"), a.number(7, "beta2"), a.number(8, "eps"), a.number(9, "weightDecay"),
+               a.integer(10, "step", 1, int64_t(1) << 52), a.boolean(11, "decoupled"), a.boolean(12, "amsgrad"), a.boolean(13, "maximize")};
+  ops::adam_step(std::move(p), std::move(g), std::move(m), std::move(v), std::move(mv), c);
   return info.Env().Undefined();
 }
 
@@ -172,7 +173,7 @@ Napi::Value SgdStep(const Napi::CallbackInfo& info) {
   Args a{info, "sgdStep"};
   auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), b = a.tensors(2, "momentumBuffers");
   SgdConfig c{a.number(3, "lr"), a.number(4, "momentum"), a.number(5, "dampening"), a.number(6, "weightDecay"),
-              a.boolean(7, "nesterov"), a.boolean(8, "firstStep")};
+              a.boolean(7, "nesterov"), a.boolean(8, "firstStep"), a.boolean(9, "maximize")};
   ops::sgd_step(std::move(p), std::move(g), std::move(b), c);
   return info.Env().Undefined();
 }

@@ -118,16 +118,24 @@ Napi::Value Cat(const Napi::CallbackInfo& info) {
   return out(info, ops::cat(xs, a.integer(1, "dim", -kMaxDim, kMaxDim)));
 }
 
+// The ops that look rows up with indexSelect and name themselves in its errors.
+const char* const kIndexSelectOps[] = {"indexSelect", "embedding"};
+
 Napi::Value IndexSelect(const Napi::CallbackInfo& info) {
   Args a{info, "indexSelect"};
   const Tensor& x = a.tensor(0, "x");
-  return out(info, ops::index_select(x, a.integer(1, "dim", -kMaxDim, kMaxDim), a.tensor(2, "index")));
+  const int op = a.at(3).IsUndefined() ? 0 : a.enumeration<int>(3, "op", kIndexSelectOps, 2);
+  return out(info, ops::index_select(x, a.integer(1, "dim", -kMaxDim, kMaxDim), a.tensor(2, "index"), kIndexSelectOps[op]));
 }
+
+// The ops that pick values with gather and name themselves in its errors.
+const char* const kGatherOps[] = {"gather", "nllLoss"};
 
 Napi::Value Gather(const Napi::CallbackInfo& info) {
   Args a{info, "gather"};
   const Tensor& x = a.tensor(0, "x");
-  return out(info, ops::gather(x, a.integer(1, "dim", -kMaxDim, kMaxDim), a.tensor(2, "index")));
+  const int op = a.at(3).IsUndefined() ? 0 : a.enumeration<int>(3, "op", kGatherOps, 2);
+  return out(info, ops::gather(x, a.integer(1, "dim", -kMaxDim, kMaxDim), a.tensor(2, "index"), kGatherOps[op]));
 }
 
 Napi::Value ScatterAdd(const Napi::CallbackInfo& info) {

@@ -53,14 +53,15 @@ void strided_copy_cpu(const Tensor& src, Tensor& dst, const StridedCopy& p) {
   });
 }
 
-// Reads index i of an i32/i64 index tensor and checks it against [0, limit).
+// Reads index i of an i32/i64 index tensor and checks it against [0, limit). The message leaves
+// the op out: the stream prefixes the name the op was launched under (embedding, not indexSelect).
 struct IndexReader {
   const void* p;
   bool wide;
   explicit IndexReader(const Tensor& t) : p(t.raw()), wide(t.dtype == DType::i64) {}
-  int64_t operator()(int64_t i, int64_t limit, const char* op) const {
+  int64_t operator()(int64_t i, int64_t limit) const {
     int64_t v = wide ? static_cast<const int64_t*>(p)[i] : static_cast<const int32_t*>(p)[i];
-    if (v < 0 || v >= limit) fail(Code::Index, op, ": index ", v, " is out of range for a dimension of size ", limit);
+    if (v < 0 || v >= limit) fail(Code::Index, "index ", v, " is out of range for a dimension of size ", limit);
     return v;
   }
 };
@@ -75,7 +76,7 @@ void index_select_cpu(const Tensor& x, const Tensor& index, Tensor& out, int64_t
   parallel_for(outer * n, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, inner)), [&](int64_t b, int64_t e) {
     for (int64_t job = b; job < e; ++job) {
       const int64_t o = job / n, j = job % n;
-      const int64_t k = idx(j, dim_size, "indexSelect");
+      const int64_t k = idx(j, dim_size);
       std::memcpy(op + (o * n + j) * row, xp + (o * dim_size + k) * row, row);
     }
   });
@@ -121,7 +122,7 @@ void gather_cpu(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim) 
       const int64_t o = job / g.n, j = job % g.n;
       for (int64_t i = 0; i < g.inner; ++i) {
         const int64_t lin = job * g.inner + i;
-        const int64_t k = idx(lin, g.data_dim, "gather");
+        const int64_t k = idx(lin, g.data_dim);
         std::memcpy(op + lin * es, xp + (g.outer_off[o] + k * g.stride + g.inner_off[i]) * es, es);
       }
       (void)j;
@@ -142,7 +143,7 @@ void scatter_add_cpu(Tensor& out, const Tensor& index, const Tensor& src, int64_
         for (int64_t j = 0; j < g.n; ++j)
           for (int64_t i = 0; i < g.inner; ++i) {
             const int64_t lin = (o * g.n + j) * g.inner + i;
-            const int64_t k = idx(lin, g.data_dim, "scatterAdd");
+            const int64_t k = idx(lin, g.data_dim);
             T& d = op[g.outer_off[o] + k * g.stride + g.inner_off[i]];
             d = static_cast<T>(static_cast<acc_t<T>>(d) + static_cast<acc_t<T>>(sp[lin]));
           }

@@ -91,14 +91,11 @@ void CpuStream::loop() {
     try {
       task.fn();
     } catch (const Error& e) {
-      // Kernels name their op already ("gather: index 7 ..."); name it once.
-      const std::string prefix = std::string(task.op) + ": ";
-      const std::string what = e.what();
-      err = StreamError{e.code, what.rfind(prefix, 0) == 0 ? what : prefix + what};
+      err = StreamError{e.code, op_message(task.op, e.what())};
     } catch (const std::bad_alloc&) {
       err = StreamError{Code::OOM, std::string(task.op) + ": out of memory"};
     } catch (const std::exception& e) {
-      err = StreamError{Code::Internal, std::string(task.op) + ": " + e.what()};
+      err = StreamError{Code::Internal, op_message(task.op, e.what())};
     }
     task.fn = nullptr;  // drop captured storages now, not when the next task arrives
     if (err) {

@@ -21,7 +21,7 @@ void check_list(const std::vector<Tensor>& ts, const char* op) {
 
 Tensor grad_norm(std::vector<Tensor> ts, double p) {
   check_list(ts, "gradNorm");
-  if (!(p > 0)) fail(Code::Arg, "gradNorm: the norm type must be > 0 (or Infinity), got ", p);
+  if (!(p > 0)) fail(Code::Range, "gradNorm: the norm type must be > 0 (or Infinity), got ", p);
   const Device dev = ts[0].device();
   Tensor acc = empty({}, DType::f64, dev, "gradNorm");
   Tensor out = empty({}, ts[0].dtype, dev, "gradNorm");
@@ -31,7 +31,7 @@ Tensor grad_norm(std::vector<Tensor> ts, double p) {
 
 void clip_by_norm(std::vector<Tensor> ts, const Tensor& total, double max_norm) {
   check_list(ts, "clipByNorm");
-  if (!(max_norm >= 0) || std::isinf(max_norm)) fail(Code::Arg, "clipByNorm: maxNorm must be a finite number ≥ 0, got ", max_norm);
+  if (!(max_norm >= 0) || std::isinf(max_norm)) fail(Code::Range, "clipByNorm: maxNorm must be a finite number ≥ 0, got ", max_norm);
   if (total.numel() != 1 || total.dtype != ts[0].dtype || total.device() != ts[0].device())
     fail(Code::Shape, "clipByNorm: the norm must be a one-element ", dtype_name(ts[0].dtype), " tensor on ", ts[0].device().str(),
          ", got ", shape_str(total.shape), " ", dtype_name(total.dtype), " on ", total.device().str());

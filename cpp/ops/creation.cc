@@ -51,9 +51,9 @@ Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, u
   if ((kind == RandomKind::uniform || kind == RandomKind::normal) && !is_floating(dtype))
     fail(Code::DType, op, ": expected a floating dtype, got ", dtype_name(dtype));
   if (kind == RandomKind::randint && (b <= a || b - a > 4294967296.0))
-    fail(Code::Arg, op, ": need low < high and high - low <= 2^32 (got ", a, ", ", b, ")");
-  if (kind == RandomKind::normal && b < 0) fail(Code::Arg, op, ": std must be non-negative, got ", b);
-  if (kind == RandomKind::bernoulli && (a < 0 || a > 1)) fail(Code::Arg, op, ": p must lie in [0, 1], got ", a);
+    fail(Code::Range, op, ": need low < high and high - low <= 2^32 (got ", a, ", ", b, ")");
+  if (kind == RandomKind::normal && b < 0) fail(Code::Range, op, ": std must be non-negative, got ", b);
+  if (kind == RandomKind::bernoulli && (a < 0 || a > 1)) fail(Code::Range, op, ": p must lie in [0, 1], got ", a);
   Tensor out = empty(shape, dtype, device, op);
   launch(op, device, [=]() mutable { random_table().get(out.device())(kind, out, seed, offset, a, b); });
   return out;

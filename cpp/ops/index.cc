@@ -25,30 +25,30 @@ int64_t check_gather_shapes(const Tensor& x, int64_t dim, const Tensor& index, c
 
 }  // namespace
 
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_index(x, index, "indexSelect");
-  if (index.dim() > 1) fail(Code::Shape, "indexSelect: index must be 1-D, got ", shape_str(index.shape));
-  if (x.dim() == 0) fail(Code::Shape, "indexSelect: cannot index a 0-d tensor");
-  dim = normalize_dim(dim, x.dim(), "indexSelect");
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, const char* op) {
+  check_index(x, index, op);
+  if (index.dim() > 1) fail(Code::Shape, op, ": index must be 1-D, got ", shape_str(index.shape));
+  if (x.dim() == 0) fail(Code::Shape, op, ": cannot index a 0-d tensor");
+  dim = normalize_dim(dim, x.dim(), op);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < dim; ++d) outer *= x.shape[d];
   for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.shape[d];
   Shape shape = x.shape;
   shape[dim] = index.numel();
-  Tensor out = empty(shape, x.dtype, x.device(), "indexSelect");
+  Tensor out = empty(shape, x.dtype, x.device(), op);
   if (out.numel() == 0) return out;
-  if (x.shape[dim] == 0) fail(Code::Index, "indexSelect: cannot select from an empty dim of shape ", shape_str(x.shape));
+  if (x.shape[dim] == 0) fail(Code::Index, op, ": cannot select from an empty dim of shape ", shape_str(x.shape));
   const int64_t dim_size = x.shape[dim];
-  launch("indexSelect", x.device(), [=]() mutable { index_select_table().get(x.device())(x, index, out, outer, dim_size, inner); });
+  launch(op, x.device(), [=]() mutable { index_select_table().get(x.device())(x, index, out, outer, dim_size, inner); });
   return out;
 }
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_index(x, index, "gather");
-  dim = check_gather_shapes(x, dim, index, "gather");
-  Tensor out = empty(index.shape, x.dtype, x.device(), "gather");
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* op) {
+  check_index(x, index, op);
+  dim = check_gather_shapes(x, dim, index, op);
+  Tensor out = empty(index.shape, x.dtype, x.device(), op);
   if (out.numel() == 0) return out;
-  launch("gather", x.device(), [=]() mutable { gather_table().get(x.device())(x, index, out, dim); });
+  launch(op, x.device(), [=]() mutable { gather_table().get(x.device())(x, index, out, dim); });
   return out;
 }
 

@@ -47,7 +47,7 @@ Pool2dGeom pool_geom(const Shape& xs, const Pool2dArgs& a, const char* op) {
   if (a.kh < 1 || a.kw < 1 || a.sh < 1 || a.sw < 1 || a.dh < 1 || a.dw < 1)
     fail(Code::Range, op, ": kernel size, stride and dilation must be ≥ 1");
   if (a.ph < 0 || a.pw < 0 || 2 * a.ph > a.kh || 2 * a.pw > a.kw)
-    fail(Code::Arg, op, ": padding must be ≥ 0 and at most half the kernel size");
+    fail(Code::Range, op, ": padding must be ≥ 0 and at most half the kernel size");
   Pool2dGeom g{xs[0], xs[1], xs[2], xs[3], a.kh, a.kw, 0, 0, a.sh, a.sw, a.ph, a.pw, a.dh, a.dw, a.count_include_pad};
   g.oh = pool_out(g.h, a.kh, a.sh, a.ph, a.dh, a.ceil_mode);
   g.ow = pool_out(g.w, a.kw, a.sw, a.pw, a.dw, a.ceil_mode);
@@ -199,7 +199,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
 std::vector<Tensor> row_norm_forward(const Tensor& x, double eps) {
   check_float(x, "rowNorm", "input");
   if (x.dim() != 2) fail(Code::Shape, "rowNorm: input must be [rows, d], got ", shape_str(x.shape));
-  if (!(eps >= 0)) fail(Code::Arg, "rowNorm: eps must be ≥ 0, got ", eps);
+  if (!(eps >= 0)) fail(Code::Range, "rowNorm: eps must be ≥ 0, got ", eps);
   Tensor y = empty(x.shape, x.dtype, x.device(), "rowNorm");
   Tensor mean = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
   Tensor rstd = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
@@ -238,13 +238,17 @@ void check_group(const std::vector<Tensor>& params, const std::vector<const std:
 }
 }  // namespace
 
-void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, const AdamConfig& cfg) {
+void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, std::vector<Tensor> max_v,
+               const AdamConfig& cfg) {
   if (grads.size() != params.size() || m.size() != params.size() || v.size() != params.size())
     fail(Code::Arg, "adamStep: params, grads, exp_avg and exp_avg_sq must have equal lengths");
-  check_group(params, {&grads, &m, &v}, "adamStep");
+  if (max_v.size() != (cfg.amsgrad ? params.size() : 0))
+    fail(Code::Arg, "adamStep: amsgrad needs one max_exp_avg_sq per param (and none without it), got ", max_v.size(), " for ", params.size());
+  if (cfg.amsgrad) check_group(params, {&grads, &m, &v, &max_v}, "adamStep");
+  else check_group(params, {&grads, &m, &v}, "adamStep");
   if (params.empty()) return;
   const Device dev = params[0].device();
-  launch("adamStep", dev, [=]() mutable { adam_step_table().get(dev)(params, grads, m, v, cfg); });
+  launch("adamStep", dev, [=]() mutable { adam_step_table().get(dev)(params, grads, m, v, max_v, cfg); });
 }
 
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, const SgdConfig& cfg) {

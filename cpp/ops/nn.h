@@ -40,7 +40,8 @@ Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act);
 // grad · act'(pre): pre = saved + bias, or saved itself when bias is null (see bias_act.h).
 Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bias, BiasAct act);
 
-void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, const AdamConfig& cfg);
+void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, std::vector<Tensor> max_v,
+               const AdamConfig& cfg);
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, const SgdConfig& cfg);
 
 // The p-norm (p = Infinity: max-abs) of all tensors together, as a 0-d tensor on their device.

@@ -41,8 +41,10 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor expand(const Tensor& x, const Shape& shape);
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// `op` names the user's op in errors (embedding looks rows up with it); a static string, since
+// queued work keeps the pointer.
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, const char* op = "indexSelect");
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* op = "gather");
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 
 // Host reads: copies x into `dst` (x.nbytes() bytes) in stream order.

@@ -1,7 +1,7 @@
 /** Datasets: anything with a length and an indexed get; TensorDataset slices tensors by row. */
 import { Tensor } from '../tensor';
 import { tensor } from '../ops/creation';
-import { errorOf } from '../errors';
+import { argError, describe, flockError } from '../errors';
 
 export interface Dataset<T = unknown> {
   readonly length: number;
@@ -13,11 +13,11 @@ export class TensorDataset implements Dataset<Tensor[]> {
   readonly tensors: Tensor[];
 
   constructor(...tensors: Tensor[]) {
-    if (!tensors.length) throw errorOf('ERR_RANGE', 'TensorDataset: expected at least one tensor');
+    if (!tensors.length) throw argError('TensorDataset', 'expected at least one tensor');
     for (const t of tensors) {
-      if (!(t instanceof Tensor)) throw Object.assign(new TypeError('TensorDataset: arguments must be tensors'), { code: 'ERR_ARG' });
+      if (!(t instanceof Tensor)) throw argError('TensorDataset', `arguments must be tensors, got ${describe(t)}`);
       if (t.ndim === 0 || t.shape[0] !== tensors[0].shape[0])
-        throw Object.assign(new RangeError(`TensorDataset: tensors must share dim 0, got [${tensors.map((x) => `[${x.shape}]`).join(', ')}]`), { code: 'ERR_SHAPE' });
+        throw flockError('ERR_SHAPE', 'TensorDataset', `tensors must share dim 0, got [${tensors.map((x) => `[${x.shape}]`).join(', ')}]`);
     }
     this.tensors = tensors;
   }
@@ -28,7 +28,7 @@ export class TensorDataset implements Dataset<Tensor[]> {
 
   get(index: number): Tensor[] {
     if (!Number.isInteger(index) || index < 0 || index >= this.length)
-      throw Object.assign(new RangeError(`TensorDataset: index ${index} is out of range for ${this.length} rows`), { code: 'ERR_INDEX' });
+      throw flockError(Number.isInteger(index) ? 'ERR_INDEX' : 'ERR_ARG', 'TensorDataset.get', `index ${describe(index)} is out of range for ${this.length} rows`);
     return this.tensors.map((t) => t.narrow(0, index, 1).squeeze(0));
   }
 

@@ -1,6 +1,6 @@
 /** Containers: Sequential (chained forward), ModuleList and ModuleDict (registered holders). */
 import { Module } from './module';
-import { errorOf } from '../errors';
+import { argError, describe, flockError } from '../errors';
 
 type Callable = { forward(x: unknown): unknown };
 
@@ -12,7 +12,7 @@ export class Sequential extends Module {
   }
 
   private append(m: Module, i: number): void {
-    if (!(m instanceof Module)) throw Object.assign(new TypeError(`Sequential: argument ${i} is not a Module`), { code: 'ERR_ARG' });
+    if (!(m instanceof Module)) throw argError('Sequential', `argument ${i} must be a Module, got ${describe(m)}`);
     (this as unknown as Record<string, Module>)[String(i)] = m;
   }
 
@@ -21,9 +21,10 @@ export class Sequential extends Module {
   }
 
   at(i: number): Module {
+    if (!Number.isInteger(i)) throw argError('Sequential.at', `index must be an integer, got ${describe(i)}`);
     const kids = [...this.children()];
     const m = kids[i < 0 ? i + kids.length : i];
-    if (!m) throw Object.assign(new RangeError(`Sequential: index ${i} is out of range for ${kids.length} modules`), { code: 'ERR_INDEX' });
+    if (!m) throw flockError('ERR_INDEX', 'Sequential.at', `index ${i} is out of range for ${kids.length} modules`);
     return m;
   }
 
@@ -38,11 +39,12 @@ export class Sequential extends Module {
 export class ModuleList extends Module {
   constructor(modules: Module[] = []) {
     super();
+    if (!Array.isArray(modules)) throw argError('ModuleList', `modules must be an array of Modules, got ${describe(modules)}`);
     for (const m of modules) this.push(m);
   }
 
   push(m: Module): this {
-    if (!(m instanceof Module)) throw Object.assign(new TypeError('ModuleList: expected a Module'), { code: 'ERR_ARG' });
+    if (!(m instanceof Module)) throw argError('ModuleList.push', `expected a Module, got ${describe(m)}`);
     (this as unknown as Record<string, Module>)[String(this.length)] = m;
     return this;
   }
@@ -52,7 +54,10 @@ export class ModuleList extends Module {
   }
 
   at(i: number): Module {
-    return [...this.children()][i < 0 ? i + this.length : i];
+    const kids = [...this.children()];
+    const m = Number.isInteger(i) ? kids[i < 0 ? i + kids.length : i] : undefined;
+    if (!m) throw flockError(Number.isInteger(i) ? 'ERR_INDEX' : 'ERR_ARG', 'ModuleList.at', `index ${describe(i)} is out of range for ${kids.length} modules`);
+    return m;
   }
 
   [Symbol.iterator](): Iterator<Module> {
@@ -60,7 +65,7 @@ export class ModuleList extends Module {
   }
 
   forward(): never {
-    throw Object.assign(new TypeError('ModuleList has no forward; iterate over it in your own module'), { code: 'ERR_ARG' });
+    throw argError('ModuleList.forward', 'a ModuleList has no forward; iterate over it in your own module');
   }
 }
 
@@ -68,13 +73,17 @@ export class ModuleList extends Module {
 export class ModuleDict extends Module {
   constructor(modules: Record<string, Module> = {}) {
     super();
+    if (modules === null || typeof modules !== 'object' || Array.isArray(modules))
+      throw argError('ModuleDict', `modules must be an object of Modules by name, got ${describe(modules)}`);
     for (const [k, m] of Object.entries(modules)) this.set(k, m);
   }
 
   set(name: string, m: Module): this {
-    if (!(m instanceof Module)) throw Object.assign(new TypeError(`ModuleDict: '${name}' is not a Module`), { code: 'ERR_ARG' });
+    if (!(m instanceof Module)) throw argError('ModuleDict.set', `'${name}' must be a Module, got ${describe(m)}`);
+    if (typeof name !== 'string' || name === '' || name.includes('.'))
+      throw argError('ModuleDict.set', `name must be a non-empty string without dots, got ${describe(name)}`);
     if (name.startsWith('_') || name in Module.prototype || name === 'training')
-      throw errorOf('ERR_RANGE', `ModuleDict: '${name}' is a reserved name`);
+      throw argError('ModuleDict.set', `'${name}' is a reserved name`);
     (this as unknown as Record<string, Module>)[name] = m;
     return this;
   }
@@ -89,6 +98,6 @@ export class ModuleDict extends Module {
   }
 
   forward(): never {
-    throw Object.assign(new TypeError('ModuleDict has no forward; look modules up in your own module'), { code: 'ERR_ARG' });
+    throw argError('ModuleDict.forward', 'a ModuleDict has no forward; look modules up in your own module');
   }
 }

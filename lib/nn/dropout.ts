@@ -2,12 +2,12 @@
 import type { Tensor } from '../tensor';
 import { Module } from './module';
 import { dropout } from './functional/basic';
-import { errorOf } from '../errors';
+import { checkNumber } from '../validate';
 
 export class Dropout extends Module {
   constructor(readonly p = 0.5) {
     super();
-    if (!(p >= 0 && p <= 1)) throw errorOf('ERR_RANGE', `Dropout: p must be in [0, 1], got ${p}`);
+    checkNumber('Dropout', 'p', p, { min: 0, max: 1 });
   }
   forward(x: Tensor): Tensor { return dropout(x, this.p, this.training); }
   override extraRepr(): string { return `p=${this.p}`; }

@@ -9,6 +9,16 @@ import { Module } from './module';
 import { Parameter } from './parameter';
 import { normal_ } from './init';
 import { embedding } from './functional/basic';
+import { tensorOptions } from './functional/args';
+import { checkOptions, flockError } from '../errors';
+import { checkInt, checkNumber } from '../validate';
+
+export interface EmbeddingOptions {
+  /** This row starts at zero and never receives a gradient (negative counts from the end). */
+  paddingIdx?: number | null;
+  dtype?: DType;
+  device?: string;
+}
 
 export class Embedding extends Module {
   weight: Parameter;
@@ -16,18 +26,21 @@ export class Embedding extends Module {
   readonly paddingIdx: number | null;
 
   /** With `paddingIdx`, that row starts at zero and never receives a gradient (as PyTorch). */
-  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options: { paddingIdx?: number; dtype?: DType; device?: string } = {}) {
+  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options: EmbeddingOptions = {}) {
     super();
-    const o = { dtype: options.dtype ?? 'f32', device: options.device };
-    this.weight = new Parameter(zeros([numEmbeddings, embeddingDim], o));
-    normal_(this.weight);
-    let pad = options.paddingIdx ?? null;
+    const o = checkOptions('Embedding', options, ['paddingIdx', 'dtype', 'device']);
+    checkInt('Embedding', 'numEmbeddings', numEmbeddings);
+    checkInt('Embedding', 'embeddingDim', embeddingDim);
+    const t = tensorOptions('Embedding', o);
+    let pad = o.paddingIdx === undefined || o.paddingIdx === null ? null : checkNumber('Embedding', 'paddingIdx', o.paddingIdx, { integer: true });
     if (pad !== null && pad < 0) pad += numEmbeddings;
-    if (pad !== null && (!Number.isInteger(pad) || pad < 0 || pad >= numEmbeddings))
-      throw Object.assign(new RangeError(`Embedding: paddingIdx ${options.paddingIdx} is out of range for ${numEmbeddings} embeddings`), { code: 'ERR_INDEX' });
+    if (pad !== null && (pad < 0 || pad >= numEmbeddings))
+      throw flockError('ERR_INDEX', 'Embedding', `paddingIdx ${o.paddingIdx} is out of range for ${numEmbeddings} embeddings`);
+    this.weight = new Parameter(zeros([numEmbeddings, embeddingDim], t));
+    normal_(this.weight);
     this.paddingIdx = pad;
     if (pad !== null) {
-      const keepRows = keep(arange(0, numEmbeddings, 1, { device: options.device }).ne(pad).to(o.dtype).unsqueeze(1));
+      const keepRows = keep(arange(0, numEmbeddings, 1, { device: t.device }).ne(pad).to(t.dtype).unsqueeze(1));
       noGrad(() => copy_(this.weight, this.weight.mul(keepRows)));
       this.weight.registerHook((g) => g.mul(keepRows));
     }

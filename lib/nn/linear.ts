@@ -6,7 +6,9 @@ import { Module } from './module';
 import { Parameter } from './parameter';
 import { defaultLayerInit_ } from './init';
 import { linear } from './functional/basic';
-import { errorOf } from '../errors';
+import { tensorOptions } from './functional/args';
+import { checkOptions } from '../errors';
+import { checkBool, checkInt } from '../validate';
 
 export interface LayerOptions {
   bias?: boolean;
@@ -20,11 +22,13 @@ export class Linear extends Module {
 
   constructor(readonly inFeatures: number, readonly outFeatures: number, options: LayerOptions = {}) {
     super();
-    if (!Number.isInteger(inFeatures) || !Number.isInteger(outFeatures) || inFeatures < 0 || outFeatures < 0)
-      throw errorOf('ERR_RANGE', `Linear: feature counts must be non-negative integers, got ${inFeatures}, ${outFeatures}`);
-    const o = { dtype: options.dtype ?? 'f32', device: options.device };
-    this.weight = new Parameter(zeros([outFeatures, inFeatures], o));
-    this.bias = options.bias === false ? null : new Parameter(zeros([outFeatures], o));
+    const o = checkOptions('Linear', options, ['bias', 'dtype', 'device']);
+    checkInt('Linear', 'inFeatures', inFeatures);
+    checkInt('Linear', 'outFeatures', outFeatures);
+    const hasBias = checkBool('Linear', 'bias', o.bias ?? true);
+    const t = tensorOptions('Linear', o);
+    this.weight = new Parameter(zeros([outFeatures, inFeatures], t));
+    this.bias = hasBias ? new Parameter(zeros([outFeatures], t)) : null;
     defaultLayerInit_(this.weight, this.bias);
   }
 

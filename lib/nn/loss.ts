@@ -1,34 +1,54 @@
-/** Loss modules: thin holders of options around the functional losses. */
+/** Loss modules: thin holders of options around the functional losses, checked at construction. */
 import type { Tensor } from '../tensor';
 import { Module } from './module';
 import * as L from './functional/loss';
 
 export class CrossEntropyLoss extends Module {
-  constructor(readonly options: L.CrossEntropyOptions = {}) { super(); }
-  forward(input: Tensor, target: Tensor): Tensor { return L.crossEntropy(input, target, this.options); }
+  readonly #o: ReturnType<typeof L.crossEntropyOptions>;
+  constructor(readonly options: L.CrossEntropyOptions = {}) {
+    super();
+    this.#o = L.crossEntropyOptions('CrossEntropyLoss', options);
+  }
+  forward(input: Tensor, target: Tensor): Tensor { return L.crossEntropyWith('CrossEntropyLoss', input, target, this.#o); }
 }
 
 export class NLLLoss extends Module {
-  constructor(readonly options: { reduction?: L.Reduction; ignoreIndex?: number } = {}) { super(); }
-  forward(input: Tensor, target: Tensor): Tensor { return L.nllLoss(input, target, this.options); }
+  readonly #o: ReturnType<typeof L.nllLossOptions>;
+  constructor(readonly options: L.NLLLossOptions = {}) {
+    super();
+    this.#o = L.nllLossOptions('NLLLoss', options);
+  }
+  forward(input: Tensor, target: Tensor): Tensor { return L.nllLossWith('NLLLoss', input, target, this.#o); }
 }
 
 export class MSELoss extends Module {
-  constructor(readonly options: { reduction?: L.Reduction } = {}) { super(); }
+  constructor(readonly options: L.ReductionOptions = {}) {
+    super();
+    L.reductionOptions('MSELoss', options);
+  }
   forward(input: Tensor, target: Tensor): Tensor { return L.mseLoss(input, target, this.options); }
 }
 
 export class L1Loss extends Module {
-  constructor(readonly options: { reduction?: L.Reduction } = {}) { super(); }
+  constructor(readonly options: L.ReductionOptions = {}) {
+    super();
+    L.reductionOptions('L1Loss', options);
+  }
   forward(input: Tensor, target: Tensor): Tensor { return L.l1Loss(input, target, this.options); }
 }
 
 export class SmoothL1Loss extends Module {
-  constructor(readonly options: { reduction?: L.Reduction; beta?: number } = {}) { super(); }
+  constructor(readonly options: L.SmoothL1LossOptions = {}) {
+    super();
+    L.smoothL1Options('SmoothL1Loss', options);
+  }
   forward(input: Tensor, target: Tensor): Tensor { return L.smoothL1Loss(input, target, this.options); }
 }
 
 export class BCEWithLogitsLoss extends Module {
-  constructor(readonly options: { reduction?: L.Reduction; posWeight?: Tensor } = {}) { super(); }
+  constructor(readonly options: L.BCEWithLogitsOptions = {}) {
+    super();
+    L.bceOptions('BCEWithLogitsLoss', options);
+  }
   forward(input: Tensor, target: Tensor): Tensor { return L.binaryCrossEntropyWithLogits(input, target, this.options); }
 }

@@ -10,7 +10,8 @@ import { copy_ } from '../ops/elementwise';
 import { Parameter } from './parameter';
 import { zeroGrads } from '../autograd/zero_grad';
 import { isDType, isFloating } from '../dtype';
-import { flockError, type ErrorCode } from '../errors';
+import { argError, checkOptions, describe, flockError } from '../errors';
+import { checkBool } from '../validate';
 
 /** Moves or casts `t` to `target` (a device or dtype) keeping the object; no-op when it is there. */
 function moveInPlace(t: Tensor, target: string): void {
@@ -18,10 +19,6 @@ function moveInPlace(t: Tensor, target: string): void {
   if (moved === t) return;
   t._adopt(moved);
   moved.dispose();
-}
-
-function stateError(message: string, code: ErrorCode = 'ERR_STATE_DICT'): Error {
-  return flockError(code, 'loadStateDict', message);
 }
 
 export abstract class Module {
@@ -35,6 +32,9 @@ export abstract class Module {
 
   /** Registers a buffer (kept out of tidy scopes) readable as a state-dict entry. */
   registerBuffer(name: string, t: Tensor | null): void {
+    if (typeof name !== 'string' || name === '' || name.includes('.'))
+      throw argError('registerBuffer', `name must be a non-empty string without dots, got ${describe(name)}`);
+    if (t !== null && !(t instanceof Tensor)) throw argError('registerBuffer', `buffer '${name}' must be a Tensor or null, got ${describe(t)}`);
     this._buffers.set(name, t && keep(t));
   }
 
@@ -44,7 +44,8 @@ export abstract class Module {
 
   /** Replaces a buffer's tensor (used by running-statistics updates and device moves). */
   setBuffer(name: string, t: Tensor | null): void {
-    if (!this._buffers.has(name)) throw new RangeError(`setBuffer: no buffer named '${name}'`);
+    if (t !== null && !(t instanceof Tensor)) throw argError('setBuffer', `buffer '${name}' must be a Tensor or null, got ${describe(t)}`);
+    if (!this._buffers.has(name)) throw flockError('ERR_ARG', 'setBuffer', `no buffer named '${name}'; buffers: ${[...this._buffers.keys()].join(', ') || 'none'}`);
     this._buffers.set(name, t && keep(t));
   }
 
@@ -162,11 +163,16 @@ export abstract class Module {
   }
 
   /**
-   * Copies values from `state` into this module's parameters and buffers. With `strict` (the
-   * default) missing and unexpected keys are errors; a shape mismatch is always an error.
+   * Copies values from `state` (an object or Map of tensors) into this module's parameters and
+   * buffers. With `strict` (the default) missing and unexpected keys are errors; a shape mismatch
+   * or a floating/integer mismatch is always an error. Everything is checked before anything is
+   * written, so a load that fails leaves the module exactly as it was.
    */
   loadStateDict(state: Record<string, Tensor> | Map<string, Tensor>, options: { strict?: boolean } = {}): { missingKeys: string[]; unexpectedKeys: string[] } {
-    const strict = options.strict ?? true;
+    const op = `${this.constructor.name}.loadStateDict`;
+    const strict = checkBool(op, 'strict', checkOptions(op, options, ['strict']).strict ?? true);
+    if (state === null || typeof state !== 'object' || Array.isArray(state) || state instanceof Tensor)
+      throw argError(op, `state must be an object or a Map of tensors by name, got ${describe(state)}`);
     const src = state instanceof Map ? state : new Map(Object.entries(state));
     const own = this.stateDict();
     const missingKeys = Object.keys(own).filter((k) => !src.has(k));
@@ -175,16 +181,26 @@ export abstract class Module {
       const parts = [];
       if (missingKeys.length) parts.push(`missing keys: ${missingKeys.join(', ')}`);
       if (unexpectedKeys.length) parts.push(`unexpected keys: ${unexpectedKeys.join(', ')}`);
-      throw stateError(parts.join('; '));
+      throw flockError('ERR_STATE_DICT', op, parts.join('; '));
     }
+    // 1. Check every entry.
+    const pairs: Array<[Tensor, Tensor]> = [];
     for (const [k, dst] of Object.entries(own)) {
-      const v = src.get(k);
-      if (!v) continue;
-      if (!(v instanceof Tensor)) throw Object.assign(new TypeError(`loadStateDict: '${k}' must be a Tensor`), { code: 'ERR_ARG' });
+      if (!src.has(k)) continue;
+      const v: unknown = src.get(k);
+      if (!(v instanceof Tensor)) throw argError(op, `'${k}' must be a Tensor, got ${describe(v)}`);
+      if (v.isDisposed) throw flockError('ERR_DISPOSED', op, `'${k}' has been disposed`);
       if (v.shape.length !== dst.shape.length || v.shape.some((s, i) => s !== dst.shape[i]))
-        throw stateError(`size mismatch for '${k}': checkpoint has [${v.shape.join(',')}], module has [${dst.shape.join(',')}]`, 'ERR_SHAPE');
-      noGrad(() => copy_(dst, v.dtype === dst.dtype && v.device === dst.device ? v : v.to(dst.dtype).to(dst.device)));
+        throw flockError('ERR_SHAPE', op, `size mismatch for '${k}': checkpoint has [${v.shape.join(',')}], module has [${dst.shape.join(',')}]`);
+      if (isFloating(v.dtype) !== isFloating(dst.dtype))
+        throw flockError('ERR_DTYPE', op, `dtype mismatch for '${k}': checkpoint has ${v.dtype}, module has ${dst.dtype}`);
+      pairs.push([dst, v]);
     }
+    // 2. Convert (the only step that allocates), then write everything.
+    noGrad(() => tidy(() => {
+      const ready = pairs.map(([dst, v]) => [dst, v.dtype === dst.dtype && v.device === dst.device ? v : v.to(dst.dtype).to(dst.device)] as const);
+      for (const [dst, v] of ready) copy_(dst, v);
+    }));
     return { missingKeys, unexpectedKeys };
   }
 

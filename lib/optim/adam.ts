@@ -1,10 +1,14 @@
-/** Adam and AdamW (decoupled weight decay) with bias correction; one fused native call per group. */
+/**
+ * Adam and AdamW (decoupled weight decay) with bias correction, amsgrad and maximize, as
+ * torch.optim; one fused native call per group.
+ */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { keep } from '../memory';
 import { zerosLike } from '../ops/creation';
-import { Optimizer, type ParamsArg } from './optimizer';
-import { errorOf } from '../errors';
+import { Optimizer, type OptimizerSpec, type ParamsArg } from './optimizer';
+import { argError, checkOptions, describe } from '../errors';
+import { checkBool, checkNumber } from '../validate';
 import { bumpVersions } from '../autograd/version';
 
 export interface AdamOptions {
@@ -12,45 +16,71 @@ export interface AdamOptions {
   betas: [number, number];
   eps: number;
   weightDecay: number;
+  /** Divide by the running maximum of the second moments (state `maxExpAvgSq`), as PyTorch. */
+  amsgrad: boolean;
+  /** Ascend the objective instead of descending it (the gradient's sign is flipped), as PyTorch. */
+  maximize: boolean;
 }
+
+const ADAM_SPEC: OptimizerSpec<AdamOptions> = {
+  keys: ['lr', 'betas', 'eps', 'weightDecay', 'amsgrad', 'maximize'],
+  check(op, h, at) {
+    checkNumber(op, `${at}lr`, h.lr, { min: 0 });
+    if (!Array.isArray(h.betas) || h.betas.length !== 2)
+      throw argError(op, `${at}betas must be a pair [beta1, beta2], got ${describe(h.betas)}`);
+    checkNumber(op, `${at}betas[0]`, h.betas[0], { min: 0, below: 1 });
+    checkNumber(op, `${at}betas[1]`, h.betas[1], { min: 0, below: 1 });
+    checkNumber(op, `${at}eps`, h.eps, { min: 0 });
+    checkNumber(op, `${at}weightDecay`, h.weightDecay, { min: 0 });
+    checkBool(op, `${at}amsgrad`, h.amsgrad);
+    checkBool(op, `${at}maximize`, h.maximize);
+  },
+  state: { step: 'count', expAvg: 'tensor', expAvgSq: 'tensor', maxExpAvgSq: 'tensor' },
+  requiredState: ['step', 'expAvg', 'expAvgSq'],
+};
+
+interface Batch { ps: Tensor[]; gs: Tensor[]; m: Tensor[]; v: Tensor[]; mv: Tensor[] }
 
 export class Adam extends Optimizer<AdamOptions> {
   protected readonly decoupled: boolean = false;
 
   constructor(params: ParamsArg<AdamOptions>, options: Partial<AdamOptions> = {}, defaultWeightDecay = 0) {
-    const d: AdamOptions = { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: defaultWeightDecay, ...options };
-    const [b1, b2] = d.betas;
-    if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1)) throw errorOf('ERR_RANGE', `Adam: betas must be in [0, 1), got [${d.betas}]`);
-    if (!(d.eps >= 0) || !(d.weightDecay >= 0)) throw errorOf('ERR_RANGE', 'Adam: eps and weightDecay must be ≥ 0');
-    super(params, d);
+    const o = checkOptions(new.target.name, options, ADAM_SPEC.keys);
+    super(params, { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: defaultWeightDecay, amsgrad: false, maximize: false, ...o }, ADAM_SPEC);
   }
 
   step(): void {
-    for (const g of this.paramGroups) {
+    const op = `${this.constructor.name}.step`;
+    this.paramGroups.forEach((g, gi) => {
+      const ps = this.stepParams(op, gi);
       // Parameters share one native call per step count (they differ only if some had no grad).
-      const byStep = new Map<number, { ps: Tensor[]; gs: Tensor[]; m: Tensor[]; v: Tensor[] }>();
-      for (const p of g.params) {
-        if (!p.grad) continue;
+      const byStep = new Map<number, Batch>();
+      for (const p of ps) {
         let s = this.state.get(p);
         if (!s) {
           s = { step: 0, expAvg: keep(zerosLike(p)), expAvgSq: keep(zerosLike(p)) };
           this.state.set(p, s);
         }
+        // Zeros when amsgrad is turned on later or the state came from a run without it: the
+        // first maximum is then v itself, as on a fresh start.
+        if (g.amsgrad && !s.maxExpAvgSq) s.maxExpAvgSq = keep(zerosLike(p));
         const step = (s.step as number) + 1;
         s.step = step;
         let b = byStep.get(step);
-        if (!b) byStep.set(step, (b = { ps: [], gs: [], m: [], v: [] }));
+        if (!b) byStep.set(step, (b = { ps: [], gs: [], m: [], v: [], mv: [] }));
         b.ps.push(p);
-        b.gs.push(p.grad);
+        b.gs.push(p.grad as Tensor);
         b.m.push(s.expAvg as Tensor);
         b.v.push(s.expAvgSq as Tensor);
+        if (g.amsgrad) b.mv.push(s.maxExpAvgSq as Tensor);
       }
+      const h = (ts: Tensor[]) => ts.map((t) => t.handle);
       for (const [step, b] of byStep) {
-        native.adamStep(b.ps.map((t) => t.handle), b.gs.map((t) => t.handle), b.m.map((t) => t.handle), b.v.map((t) => t.handle),
-          g.lr, g.betas[0], g.betas[1], g.eps, g.weightDecay, step, this.decoupled);
+        native.adamStep(h(b.ps), h(b.gs), h(b.m), h(b.v), h(b.mv), g.lr, g.betas[0], g.betas[1], g.eps, g.weightDecay, step,
+          this.decoupled, g.amsgrad, g.maximize);
         bumpVersions(`${this.constructor.name}.step`, b.ps);
       }
-    }
+    });
   }
 }
 

@@ -1,27 +1,46 @@
 /** Gradient clipping in place: by total norm (returned) or by value. */
-import type { Tensor } from '../tensor';
+import { Tensor } from '../tensor';
 import { noGrad } from '../autograd/grad_mode';
 import { copy_ } from '../ops/elementwise';
 import { stack } from '../ops/shape';
 import { full } from '../ops/creation';
 import { tidy } from '../memory';
 import { native } from '../native';
-import { rangeError, wrap } from '../ops/util';
+import { wrap } from '../ops/util';
+import { argError, describe, flockError } from '../errors';
+import { checkNumber } from '../validate';
 
-function grads(params: Iterable<Tensor>): Tensor[] {
-  return Array.from(params).flatMap((p) => (p.grad ? [p.grad] : []));
+/** The gradients of `params` (a tensor or an iterable of tensors, as PyTorch takes), checked as `op`. */
+function grads(op: string, params: Iterable<Tensor> | Tensor): Tensor[] {
+  if (params instanceof Tensor) params = [params];
+  else if (params === null || typeof params !== 'object' || typeof (params as Iterable<Tensor>)[Symbol.iterator] !== 'function')
+    throw argError(op, `params must be a tensor or an iterable of tensors, got ${describe(params)}`);
+  const out: Tensor[] = [];
+  let i = 0;
+  for (const p of params as Iterable<unknown>) {
+    if (!(p instanceof Tensor)) throw argError(op, `params[${i}] must be a Tensor, got ${describe(p)}`);
+    const g = p.grad;
+    if (g?.isDisposed) throw flockError('ERR_DISPOSED', op, `the gradient of params[${i}] has been disposed`);
+    if (g) out.push(g);
+    i++;
+  }
+  return out;
+}
+
+function checkNormType(op: string, normType: unknown): number {
+  return checkNumber(op, 'normType', normType, { above: 0, infinite: true });
 }
 
 /**
  * The `normType`-norm of all gradients together, as a 0-d tensor (no sync): one fused native
  * kernel per device and dtype, combined on the first gradient's device.
  */
-export function gradNorm(params: Iterable<Tensor>, normType = 2): Tensor {
-  return normOf(grads(params), normType);
+export function gradNorm(params: Iterable<Tensor> | Tensor, normType = 2): Tensor {
+  const list = grads('gradNorm', params);
+  return normOf(list, checkNormType('gradNorm', normType));
 }
 
 function normOf(list: Tensor[], normType: number): Tensor {
-  if (typeof normType !== 'number' || !(normType > 0)) throw rangeError('gradNorm', `normType must be > 0 or Infinity, got ${normType}`, 'ERR_RANGE');
   const groups = byDeviceAndDtype(list);
   return noGrad(() => tidy(() => {
     if (!groups.length) return full([], 0);
@@ -38,10 +57,10 @@ function normOf(list: Tensor[], normType: number): Tensor {
  * Scales all gradients so their combined `normType`-norm is at most maxNorm; returns the norm
  * before clipping as a 0-d tensor (no sync: the scale is computed on the device).
  */
-export function clipGradNorm_(params: Iterable<Tensor>, maxNorm: number, normType = 2): Tensor {
-  if (typeof maxNorm !== 'number' || !(maxNorm >= 0) || maxNorm === Infinity)
-    throw rangeError('clipGradNorm_', `maxNorm must be a finite number ≥ 0, got ${maxNorm}`, 'ERR_RANGE');
-  const list = grads(params);
+export function clipGradNorm_(params: Iterable<Tensor> | Tensor, maxNorm: number, normType = 2): Tensor {
+  checkNumber('clipGradNorm_', 'maxNorm', maxNorm, { min: 0 });
+  checkNormType('clipGradNorm_', normType);
+  const list = grads('clipGradNorm_', params);
   const total = normOf(list, normType);
   noGrad(() => tidy(() => {
     for (const g of byDeviceAndDtype(list)) {
@@ -63,8 +82,11 @@ function byDeviceAndDtype(ts: Tensor[]): Tensor[][] {
   return [...groups.values()];
 }
 
-export function clipGradValue_(params: Iterable<Tensor>, clipValue: number): void {
+/** Clamps every gradient to [−clipValue, clipValue] in place. */
+export function clipGradValue_(params: Iterable<Tensor> | Tensor, clipValue: number): void {
+  checkNumber('clipGradValue_', 'clipValue', clipValue, { min: 0, infinite: true });
+  const list = grads('clipGradValue_', params);
   noGrad(() => tidy(() => {
-    for (const g of grads(params)) copy_(g, g.clamp(-clipValue, clipValue));
+    for (const g of list) copy_(g, g.clamp(-clipValue, clipValue));
   }));
 }

@@ -1,46 +1,94 @@
 /**
  * Optimizer: parameter groups (each with its own hyper-parameters), per-parameter state, zeroGrad
- * and state dicts, as torch.optim.Optimizer. Subclasses implement step().
+ * and state dicts, as torch.optim.Optimizer. Subclasses describe their hyper-parameters and state
+ * in an {@link OptimizerSpec} (checked at construction, in every param group, at each step and on
+ * load) and implement step().
  */
 import { Tensor } from '../tensor';
 import { keep } from '../memory';
 import { zeroGrads } from '../autograd/zero_grad';
-import { flockError } from '../errors';
+import { argError, checkOptions, describe, flockError } from '../errors';
+import { checkNumber } from '../validate';
 
 export type ParamGroup<H> = H & { params: Tensor[] };
-export type ParamsArg<H> = Tensor[] | Iterable<Tensor> | Array<Partial<H> & { params: Iterable<Tensor> }>;
+export type ParamsArg<H> = Tensor[] | Iterable<Tensor> | Array<Partial<H> & { params: Iterable<Tensor> | Tensor }>;
 
 export interface OptimizerStateDict {
   state: Record<number, Record<string, Tensor | number>>;
   paramGroups: Array<Record<string, unknown> & { params: number[] }>;
 }
 
-function argError(op: string, message: string): Error {
-  return flockError('ERR_ARG', op, message);
+/** What a subclass accepts: its hyper-parameter names and checks, and its per-parameter state. */
+export interface OptimizerSpec<H> {
+  /** Every hyper-parameter an options object or param group may set. */
+  readonly keys: readonly string[];
+  /** Throws a coded error naming `op` when a complete set of hyper-parameters is invalid; `at` prefixes option names. */
+  check(op: string, h: H, at: string): void;
+  /** Per-parameter state entries: tensors shaped like the parameter, or the integer step count. */
+  readonly state: Readonly<Record<string, 'tensor' | 'count'>>;
+  /** State entries that must be present whenever a parameter has state. */
+  readonly requiredState: readonly string[];
+}
+
+function stateDictError(op: string, detail: string): Error {
+  return flockError('ERR_STATE_DICT', op, detail);
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((s, i) => s === b[i]);
+}
+
+/** Hyper-parameter values copied so that groups and state dicts never share arrays (betas). */
+function copyHyper(h: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(h)) out[k] = Array.isArray(v) ? [...v] : v;
+  return out;
 }
 
 export abstract class Optimizer<H extends { lr: number }> {
   readonly paramGroups: ParamGroup<H>[] = [];
   /** Per-parameter state (momentum buffers, moments, step counts). */
   readonly state = new Map<Tensor, Record<string, Tensor | number>>();
+  readonly #spec: OptimizerSpec<H>;
 
-  constructor(params: ParamsArg<H>, readonly defaults: H) {
+  constructor(params: ParamsArg<H>, readonly defaults: H, spec: OptimizerSpec<H>) {
+    this.#spec = spec;
+    const op = this.constructor.name;
+    spec.check(op, defaults, '');
+    if (params instanceof Tensor || params === null || typeof params !== 'object' || typeof (params as Iterable<unknown>)[Symbol.iterator] !== 'function')
+      throw argError(op, `params must be an iterable of tensors or of param groups ({ params, ...options }), got ${describe(params)}`);
     const list = Array.from(params as Iterable<unknown>);
-    if (list.length === 0) throw argError(this.constructor.name, 'optimizer got an empty parameter list');
-    const groups = (list[0] instanceof Tensor ? [{ params: list as Tensor[] }] : list) as Array<Partial<H> & { params: Iterable<Tensor> }>;
-    for (const g of groups) this.addParamGroup(g);
+    if (list.length === 0) throw argError(op, 'optimizer got an empty parameter list');
+    const groups = list.every((x) => x instanceof Tensor) ? [{ params: list as Tensor[] }] : list;
+    groups.forEach((g, i) => {
+      if (g instanceof Tensor || g === null || typeof g !== 'object')
+        throw argError(op, `params must be all tensors or all param groups, got ${describe(g)} at index ${i}`);
+      this.addParamGroup(g as Partial<H> & { params: Iterable<Tensor> });
+    });
   }
 
-  addParamGroup(group: Partial<H> & { params: Iterable<Tensor> }): void {
-    const params = Array.from(group.params);
+  /** Adds a group of parameters with its own hyper-parameters (the rest from the defaults). */
+  addParamGroup(group: Partial<H> & { params: Iterable<Tensor> | Tensor }): void {
+    const op = this.constructor.name;
+    const at = `paramGroups[${this.paramGroups.length}].`;
+    if (group === null || typeof group !== 'object' || Array.isArray(group) || group instanceof Tensor)
+      throw argError(op, `a param group must be an object { params, ...options }, got ${describe(group)}`);
+    checkOptions(op, group, ['params', ...this.#spec.keys]);
+    const raw = group.params as unknown;
+    if (raw === undefined || raw === null || typeof raw !== 'object' || (!(raw instanceof Tensor) && typeof (raw as Iterable<unknown>)[Symbol.iterator] !== 'function'))
+      throw argError(op, `${at}params must be a tensor or an iterable of tensors, got ${describe(raw)}`);
+    const params = raw instanceof Tensor ? [raw] : Array.from(raw as Iterable<unknown>);
     const seen = new Set(this.paramGroups.flatMap((g) => g.params));
-    for (const p of params) {
-      if (!(p instanceof Tensor)) throw Object.assign(new TypeError(`${this.constructor.name}: params must be tensors`), { code: 'ERR_ARG' });
-      if (seen.has(p)) throw argError(this.constructor.name, 'some parameters appear in more than one parameter group');
+    params.forEach((p, i) => {
+      if (!(p instanceof Tensor)) throw argError(op, `${at}params[${i}] must be a Tensor, got ${describe(p)}`);
+      if (p.isDisposed) throw flockError('ERR_DISPOSED', op, `${at}params[${i}] has been disposed`);
+      if (p.dtype !== 'f32' && p.dtype !== 'f64')
+        throw flockError('ERR_DTYPE', op, `${at}params[${i}] is ${p.dtype} [${p.shape.join(',')}]; optimizers update f32 or f64 tensors`);
+      if (seen.has(p)) throw argError(op, 'some parameters appear in more than one parameter group');
       seen.add(p);
-    }
-    const g = { ...this.defaults, ...group, params } as ParamGroup<H>;
-    if (!(g.lr >= 0)) throw argError(this.constructor.name, `invalid learning rate ${g.lr}`);
+    });
+    const g = { ...copyHyper(this.defaults as Record<string, unknown>), ...copyHyper(group as Record<string, unknown>), params } as ParamGroup<H>;
+    this.#spec.check(op, g, at);
     this.paramGroups.push(g);
   }
 
@@ -51,12 +99,35 @@ export abstract class Optimizer<H extends { lr: number }> {
 
   abstract step(): void;
 
+  /**
+   * The parameters of `group` that have a gradient, after checking (as `op`) the group's
+   * hyper-parameters — they may have been edited since construction — and that every gradient
+   * matches its parameter.
+   */
+  protected stepParams(op: string, gi: number): Tensor[] {
+    const g = this.paramGroups[gi];
+    this.#spec.check(op, g, `paramGroups[${gi}].`);
+    const out: Tensor[] = [];
+    g.params.forEach((p, i) => {
+      const grad = p.grad;
+      if (!grad) return;
+      if (p.isDisposed || grad.isDisposed)
+        throw flockError('ERR_DISPOSED', op, `parameter ${i} of group ${gi}${p.isDisposed ? '' : "'s gradient"} has been disposed`);
+      if (grad.dtype !== p.dtype || grad.device !== p.device || !sameShape(grad.shape, p.shape))
+        throw flockError(grad.dtype !== p.dtype ? 'ERR_DTYPE' : grad.device !== p.device ? 'ERR_DEVICE' : 'ERR_SHAPE', op,
+          `the gradient of parameter ${i} of group ${gi} is ${grad.dtype} [${grad.shape.join(',')}] on ${grad.device}, ` +
+          `the parameter ${p.dtype} [${p.shape.join(',')}] on ${p.device}`);
+      out.push(p);
+    });
+    return out;
+  }
+
   /** Parameters are referred to by their index across all groups, as in PyTorch. */
   stateDict(): OptimizerStateDict {
     const index = new Map<Tensor, number>();
     const paramGroups = this.paramGroups.map((g) => {
       const { params, ...hyper } = g;
-      return { ...hyper, params: params.map((p) => { const i = index.size; index.set(p, i); return i; }) };
+      return { ...copyHyper(hyper), params: params.map((p) => { const i = index.size; index.set(p, i); return i; }) };
     });
     const state: OptimizerStateDict['state'] = {};
     for (const [p, s] of this.state) {
@@ -66,29 +137,94 @@ export abstract class Optimizer<H extends { lr: number }> {
     return { state, paramGroups };
   }
 
+  /**
+   * Loads hyper-parameters and state saved by {@link stateDict}. Everything is checked first
+   * (group counts and sizes, parameter indices, hyper-parameter values, state entries' kinds,
+   * shapes and dtypes); a state dict that fails leaves the optimizer exactly as it was.
+   */
   loadStateDict(sd: OptimizerStateDict): void {
-    if (sd.paramGroups.length !== this.paramGroups.length)
-      throw argError('loadStateDict', `the state dict has ${sd.paramGroups.length} parameter groups, the optimizer ${this.paramGroups.length}`);
-    const byIndex: Tensor[] = [];
-    sd.paramGroups.forEach((sg, gi) => {
+    const op = `${this.constructor.name}.loadStateDict`;
+    if (sd === null || typeof sd !== 'object' || Array.isArray(sd))
+      throw argError(op, `expected a state dict { state, paramGroups }, got ${describe(sd)}`);
+    const { paramGroups: groups, state } = sd as Partial<OptimizerStateDict>;
+    if (!Array.isArray(groups)) throw stateDictError(op, `paramGroups must be an array, got ${describe(groups)}`);
+    if (state === null || typeof state !== 'object' || Array.isArray(state)) throw stateDictError(op, `state must be an object, got ${describe(state)}`);
+    if (groups.length !== this.paramGroups.length)
+      throw stateDictError(op, `the state dict has ${groups.length} parameter groups, the optimizer ${this.paramGroups.length}`);
+
+    // 1. Check the groups and work out the new hyper-parameters without touching the live ones.
+    const byIndex = new Map<number, Tensor>();
+    const newHyper = groups.map((sg, gi) => {
       const own = this.paramGroups[gi];
+      if (sg === null || typeof sg !== 'object' || !Array.isArray(sg.params))
+        throw stateDictError(op, `paramGroups[${gi}] must be an object with a params array of indices, got ${describe(sg)}`);
       if (sg.params.length !== own.params.length)
-        throw argError('loadStateDict', `parameter group ${gi} has ${sg.params.length} parameters in the state dict, ${own.params.length} in the optimizer`);
-      sg.params.forEach((idx, k) => (byIndex[idx] = own.params[k]));
-      const { params: _ignored, ...hyper } = sg;
-      Object.assign(own, hyper);
+        throw stateDictError(op, `parameter group ${gi} has ${sg.params.length} parameters in the state dict, ${own.params.length} in the optimizer`);
+      sg.params.forEach((idx, k) => {
+        if (!Number.isInteger(idx) || idx < 0) throw stateDictError(op, `paramGroups[${gi}].params[${k}] must be a parameter index, got ${describe(idx)}`);
+        if (byIndex.has(idx)) throw stateDictError(op, `parameter index ${idx} appears more than once in paramGroups`);
+        const p = own.params[k];
+        byIndex.set(idx, p);
+      });
+      const { params: _ids, ...hyper } = sg;
+      for (const key of Object.keys(hyper))
+        if (!this.#spec.keys.includes(key))
+          throw stateDictError(op, `paramGroups[${gi}] has unknown hyper-parameter '${key}'; accepted: ${this.#spec.keys.join(', ')}`);
+      const { params: _own, ...ownHyper } = own;
+      const merged = { ...copyHyper(ownHyper), ...copyHyper(hyper) } as unknown as H;
+      this.#spec.check(op, merged, `paramGroups[${gi}].`);
+      return merged;
     });
-    this.state.clear();
-    for (const [i, s] of Object.entries(sd.state)) {
-      const p = byIndex[Number(i)];
-      if (!p) throw argError('loadStateDict', `state for unknown parameter index ${i}`);
-      const copy: Record<string, Tensor | number> = {};
+
+    // 2. Check every state entry.
+    const entries: Array<[Tensor, Record<string, Tensor | number>]> = [];
+    for (const [i, s] of Object.entries(state)) {
+      const p = byIndex.get(Number(i));
+      if (!p) throw stateDictError(op, `state for unknown parameter index ${i}`);
+      if (s === null || typeof s !== 'object') throw stateDictError(op, `state[${i}] must be an object, got ${describe(s)}`);
+      for (const need of this.#spec.requiredState)
+        if (!(need in s)) throw stateDictError(op, `state[${i}] lacks '${need}' (has ${Object.keys(s).join(', ') || 'nothing'})`);
       for (const [k, v] of Object.entries(s)) {
-        if (v instanceof Tensor && (v.shape.length !== p.shape.length || v.shape.some((d, j) => d !== p.shape[j])) && v.numel() !== 1)
-          throw Object.assign(new RangeError(`loadStateDict: state '${k}' of parameter ${i} has shape [${v.shape.join(',')}], parameter has [${p.shape.join(',')}]`), { code: 'ERR_SHAPE' });
-        copy[k] = v instanceof Tensor ? keep(v.to(p.dtype).to(p.device).clone()) : v;
+        const kind = this.#spec.state[k];
+        if (!kind) throw stateDictError(op, `state[${i}] has unknown entry '${k}'; accepted: ${Object.keys(this.#spec.state).join(', ')}`);
+        if (kind === 'count') {
+          checkNumber(op, `state[${i}].${k}`, v, { integer: true, min: 0 });
+          continue;
+        }
+        if (!(v instanceof Tensor)) throw stateDictError(op, `state[${i}].${k} must be a Tensor, got ${describe(v)}`);
+        if (v.isDisposed) throw flockError('ERR_DISPOSED', op, `state[${i}].${k} has been disposed`);
+        if (!sameShape(v.shape, p.shape))
+          throw flockError('ERR_SHAPE', op, `state '${k}' of parameter ${i} has shape [${v.shape.join(',')}], parameter has [${p.shape.join(',')}]`);
+        if (v.dtype !== 'f32' && v.dtype !== 'f64' && v.dtype !== 'bf16' && v.dtype !== 'f16')
+          throw flockError('ERR_DTYPE', op, `state '${k}' of parameter ${i} is ${v.dtype}, expected a floating dtype`);
       }
-      this.state.set(p, copy);
+      entries.push([p, s]);
     }
+
+    // 3. Copy the state (the only step that allocates); on failure free what was made and stop.
+    const made: Tensor[] = [];
+    const next = new Map<Tensor, Record<string, Tensor | number>>();
+    try {
+      for (const [p, s] of entries) {
+        const copy: Record<string, Tensor | number> = {};
+        for (const [k, v] of Object.entries(s)) {
+          if (typeof v === 'number') copy[k] = v;
+          else {
+            const t = keep(v.to(p.dtype).to(p.device).clone());
+            made.push(t);
+            copy[k] = t;
+          }
+        }
+        next.set(p, copy);
+      }
+    } catch (e) {
+      for (const t of made) t.dispose();
+      throw e;
+    }
+
+    // 4. Commit.
+    newHyper.forEach((h, gi) => Object.assign(this.paramGroups[gi], h));
+    this.state.clear();
+    for (const [p, s] of next) this.state.set(p, s);
   }
 }

@@ -2,8 +2,9 @@
  * Learning-rate schedulers in PyTorch's chainable form: each step() updates every group's lr from
  * its current value, so several schedulers can drive one optimizer (see ChainedScheduler).
  */
-import type { Optimizer } from './optimizer';
-import { errorOf, flockError } from '../errors';
+import { Optimizer } from './optimizer';
+import { argError, describe, flockError } from '../errors';
+import { checkInt, checkNumber } from '../validate';
 
 type AnyOptimizer = Optimizer<{ lr: number }>;
 
@@ -39,6 +40,8 @@ export abstract class LRScheduler {
   readonly baseLrs: number[];
 
   constructor(readonly optimizer: AnyOptimizer) {
+    if (!(optimizer instanceof Optimizer))
+      throw argError(new.target.name, `optimizer must be an fl.optim Optimizer, got ${describe(optimizer)}`);
     this.baseLrs = optimizer.paramGroups.map((g) => g.lr);
   }
 
@@ -80,6 +83,8 @@ export abstract class LRScheduler {
 export class StepLR extends LRScheduler {
   constructor(optimizer: AnyOptimizer, readonly stepSize: number, readonly gamma = 0.1) {
     super(optimizer);
+    checkInt('StepLR', 'stepSize', stepSize, 1);
+    checkNumber('StepLR', 'gamma', gamma, { min: 0 });
     this.start();
   }
   protected nextLr(lr: number): number {
@@ -91,6 +96,9 @@ export class StepLR extends LRScheduler {
 export class MultiStepLR extends LRScheduler {
   constructor(optimizer: AnyOptimizer, readonly milestones: number[], readonly gamma = 0.1) {
     super(optimizer);
+    if (!Array.isArray(milestones)) throw argError('MultiStepLR', `milestones must be an array of step numbers, got ${describe(milestones)}`);
+    milestones.forEach((m, i) => checkInt('MultiStepLR', `milestones[${i}]`, m, 1));
+    checkNumber('MultiStepLR', 'gamma', gamma, { min: 0 });
     this.start();
   }
   protected nextLr(lr: number): number {
@@ -102,6 +110,7 @@ export class MultiStepLR extends LRScheduler {
 export class ExponentialLR extends LRScheduler {
   constructor(optimizer: AnyOptimizer, readonly gamma: number) {
     super(optimizer);
+    checkNumber('ExponentialLR', 'gamma', gamma, { min: 0 });
     this.start();
   }
   protected nextLr(lr: number): number {
@@ -113,6 +122,8 @@ export class ExponentialLR extends LRScheduler {
 export class CosineAnnealingLR extends LRScheduler {
   constructor(optimizer: AnyOptimizer, readonly tMax: number, readonly etaMin = 0) {
     super(optimizer);
+    checkInt('CosineAnnealingLR', 'tMax', tMax, 1);
+    checkNumber('CosineAnnealingLR', 'etaMin', etaMin, { min: 0 });
     this.start();
   }
   protected nextLr(lr: number, i: number): number {
@@ -127,7 +138,9 @@ export class CosineAnnealingLR extends LRScheduler {
 export class LinearWarmup extends LRScheduler {
   constructor(optimizer: AnyOptimizer, readonly totalIters = 5, readonly startFactor = 1 / 3, readonly endFactor = 1) {
     super(optimizer);
-    if (!(startFactor > 0 && startFactor <= 1)) throw errorOf('ERR_RANGE', `LinearWarmup: startFactor must be in (0, 1], got ${startFactor}`);
+    checkInt('LinearWarmup', 'totalIters', totalIters, 1);
+    checkNumber('LinearWarmup', 'startFactor', startFactor, { above: 0, max: 1 });
+    checkNumber('LinearWarmup', 'endFactor', endFactor, { min: 0, max: 1 });
     this.start();
   }
   protected nextLr(lr: number): number {
@@ -141,7 +154,13 @@ export class LinearWarmup extends LRScheduler {
 /** Steps several schedulers together; their factors compose. */
 export class ChainedScheduler {
   constructor(readonly schedulers: LRScheduler[]) {
-    if (!schedulers.length) throw errorOf('ERR_RANGE', 'ChainedScheduler: expected at least one scheduler');
+    if (!Array.isArray(schedulers)) throw argError('ChainedScheduler', `schedulers must be an array of LRSchedulers, got ${describe(schedulers)}`);
+    if (!schedulers.length) throw argError('ChainedScheduler', 'expected at least one scheduler');
+    schedulers.forEach((s, i) => {
+      if (!(s instanceof LRScheduler)) throw argError('ChainedScheduler', `schedulers[${i}] must be an LRScheduler, got ${describe(s)}`);
+      if (s.optimizer !== schedulers[0].optimizer)
+        throw argError('ChainedScheduler', `schedulers[${i}] drives a different optimizer than schedulers[0]; chained schedulers must share one`);
+    });
   }
   step(): void {
     for (const s of this.schedulers) s.step();

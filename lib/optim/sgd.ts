@@ -1,10 +1,11 @@
-/** SGD with momentum, dampening, Nesterov and weight decay; one fused native call per group. */
+/** SGD with momentum, dampening, Nesterov, weight decay and maximize; one fused native call per group. */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { keep } from '../memory';
 import { zerosLike } from '../ops/creation';
-import { Optimizer, type ParamsArg } from './optimizer';
-import { errorOf } from '../errors';
+import { Optimizer, type OptimizerSpec, type ParamsArg } from './optimizer';
+import { argError, checkOptions } from '../errors';
+import { checkBool, checkNumber } from '../validate';
 import { bumpVersions } from '../autograd/version';
 
 export interface SGDOptions {
@@ -13,23 +14,38 @@ export interface SGDOptions {
   dampening: number;
   weightDecay: number;
   nesterov: boolean;
+  /** Ascend the objective instead of descending it (the gradient's sign is flipped), as PyTorch. */
+  maximize: boolean;
 }
 
+const SGD_SPEC: OptimizerSpec<SGDOptions> = {
+  keys: ['lr', 'momentum', 'dampening', 'weightDecay', 'nesterov', 'maximize'],
+  check(op, h, at) {
+    checkNumber(op, `${at}lr`, h.lr, { min: 0 });
+    checkNumber(op, `${at}momentum`, h.momentum, { min: 0 });
+    checkNumber(op, `${at}dampening`, h.dampening);
+    checkNumber(op, `${at}weightDecay`, h.weightDecay, { min: 0 });
+    checkBool(op, `${at}nesterov`, h.nesterov);
+    checkBool(op, `${at}maximize`, h.maximize);
+    if (h.nesterov && (h.momentum <= 0 || h.dampening !== 0))
+      throw argError(op, `${at}nesterov momentum requires a momentum > 0 and zero dampening, got momentum ${h.momentum}, dampening ${h.dampening}`);
+  },
+  state: { momentumBuffer: 'tensor' },
+  requiredState: [],
+};
+
 export class SGD extends Optimizer<SGDOptions> {
-  constructor(params: ParamsArg<SGDOptions>, options: Partial<SGDOptions> & { lr?: number } = {}) {
-    const d: SGDOptions = { lr: 1e-3, momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, ...options };
-    if (d.nesterov && (d.momentum <= 0 || d.dampening !== 0))
-      throw errorOf('ERR_ARG', 'SGD: Nesterov momentum requires a momentum and zero dampening');
-    if (d.momentum < 0 || d.weightDecay < 0) throw errorOf('ERR_RANGE', 'SGD: momentum and weightDecay must be ≥ 0');
-    super(params, d);
+  constructor(params: ParamsArg<SGDOptions>, options: Partial<SGDOptions> = {}) {
+    const o = checkOptions('SGD', options, SGD_SPEC.keys);
+    super(params, { lr: 1e-3, momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, maximize: false, ...o }, SGD_SPEC);
   }
 
   step(): void {
-    for (const g of this.paramGroups) {
+    this.paramGroups.forEach((g, gi) => {
+      const ps = this.stepParams('SGD.step', gi);
       // A momentum buffer's first step copies the gradient, later ones blend: one call for each kind.
       const batches = new Map<boolean, { ps: Tensor[]; gs: Tensor[]; bufs: Tensor[] }>();
-      for (const p of g.params) {
-        if (!p.grad) continue;
+      for (const p of ps) {
         let first = true;
         let buf: Tensor | null = null;
         if (g.momentum !== 0) {
@@ -42,14 +58,14 @@ export class SGD extends Optimizer<SGDOptions> {
         let b = batches.get(first);
         if (!b) batches.set(first, (b = { ps: [], gs: [], bufs: [] }));
         b.ps.push(p);
-        b.gs.push(p.grad);
+        b.gs.push(p.grad as Tensor);
         if (buf) b.bufs.push(buf);
       }
       for (const [first, b] of batches) {
         native.sgdStep(b.ps.map((t) => t.handle), b.gs.map((t) => t.handle), b.bufs.map((t) => t.handle),
-          g.lr, g.momentum, g.dampening, g.weightDecay, g.nesterov, first);
+          g.lr, g.momentum, g.dampening, g.weightDecay, g.nesterov, first, g.maximize);
         bumpVersions(`${this.constructor.name}.step`, b.ps);
       }
-    }
+    });
   }
 }

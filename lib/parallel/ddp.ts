@@ -26,11 +26,12 @@ import { cat } from '../ops/shape';
 import { copy_ } from '../ops/elementwise';
 import { zerosLike } from '../ops/creation';
 import { distError } from '../distributed/errors';
-import { getWorldSize, isInitialized, type ProcessGroup } from '../distributed/process_group';
+import { getWorldSize, isInitialized, ProcessGroup } from '../distributed/process_group';
 import { broadcast as defaultBroadcast, allReduce as defaultAllReduce } from '../distributed/process_group';
 import type { Work } from '../distributed/work';
 import { makeBuckets, type Bucket } from './buckets';
-import { errorOf } from '../errors';
+import { argError, checkOptions, describe, flockError } from '../errors';
+import { checkBool, checkChoice, checkNumber } from '../validate';
 
 export interface ParameterSource {
   parameters(): Tensor[];
@@ -103,22 +104,21 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   lastStep: DDPStepStats | null = null;
 
   private constructor(module: ParameterSource, forward: (...args: Args) => Out, options: DDPOptions) {
+    const op = 'DistributedDataParallel';
     if (!module || typeof module.parameters !== 'function')
-      throw new TypeError('DistributedDataParallel: the model must have a parameters(): Tensor[] method');
-    if (typeof forward !== 'function') throw new TypeError('DistributedDataParallel: forward must be a function');
-    if (!options.group && !isInitialized()) throw distError('ERR_ARG', 'DistributedDataParallel: call fl.distributed.initProcessGroup() first');
+      throw argError(op, `the model must have a parameters(): Tensor[] method, got ${describe(module)}`);
+    if (typeof forward !== 'function') throw argError(op, `forward must be a function, got ${describe(forward)}`);
+    const o = checkOptions(op, options, ['group', 'bucketCapMB', 'broadcastBuffers', 'findUnusedParameters', 'compression']);
+    if (o.group !== undefined && !(o.group instanceof ProcessGroup)) throw argError(op, `group must be a ProcessGroup, got ${describe(o.group)}`);
+    if (!o.group && !isInitialized()) throw flockError('ERR_ARG', op, 'call fl.distributed.initProcessGroup() first');
     this.module = module;
     this.#forward = forward;
-    this.#group = options.group;
-    this.#broadcastBuffers = options.broadcastBuffers ?? true;
-    this.#findUnused = options.findUnusedParameters ?? false;
-    this.#compression = options.compression ?? 'none';
-    if (!['none', 'fp16', 'bf16'].includes(this.#compression))
-      throw Object.assign(new TypeError(`DistributedDataParallel: compression must be 'none', 'fp16' or 'bf16', got ${String(this.#compression)}`), { code: 'ERR_ARG' });
+    this.#group = o.group;
+    this.#broadcastBuffers = checkBool(op, 'broadcastBuffers', o.broadcastBuffers ?? true);
+    this.#findUnused = checkBool(op, 'findUnusedParameters', o.findUnusedParameters ?? false);
+    this.#compression = checkChoice(op, 'compression', o.compression ?? 'none', ['none', 'fp16', 'bf16']);
+    const capMB = checkNumber(op, 'bucketCapMB', o.bucketCapMB ?? 25, { above: 0 });
     this.#params = module.parameters().filter((p) => p.requiresGrad);
-    const capMB = options.bucketCapMB ?? 25;
-    if (typeof capMB !== 'number' || !(capMB > 0) || !Number.isFinite(capMB))
-      throw errorOf('ERR_RANGE', `DistributedDataParallel: bucketCapMB must be a positive number, got ${String(capMB)}`);
     const cap = capMB * 1024 * 1024;
     this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null, wire: null }));
     for (const s of this.#states)

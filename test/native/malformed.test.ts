@@ -100,7 +100,7 @@ test('specific malformed calls raise the documented codes', () => {
     ['cat', [[good, other], 0], 'ERR_SHAPE'],
     ['indexSelect', [good, 0, good], 'ERR_DTYPE'],
     ['fromBuffer', [new Float32Array(3), [2, 2], 'f32', 'cpu'], 'ERR_SHAPE'],
-    ['random', ['randint', [2], 'i64', 'cpu', 0, 0, 5, 1], 'ERR_ARG'],
+    ['random', ['randint', [2], 'i64', 'cpu', 0, 0, 5, 1], 'ERR_RANGE'],
     ['random', ['normal', [2], 'i64', 'cpu', 0, 0, 0, 1], 'ERR_DTYPE'],
     ['unaryBackward', ['exp', good, other], 'ERR_SHAPE'],
     ['copy_', [good, other], 'ERR_SHAPE'],

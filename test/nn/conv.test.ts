@@ -120,4 +120,32 @@ test('conv2d over a batch too large for one column matrix equals image-by-image 
   near(w.grad!, parts[0].gw.add(parts[1].gw), 'weight grad');
 });
 
+for (const mode of ['reflect', 'replicate', 'circular'] as const)
+  test(`Conv2d paddingMode '${mode}' matches PyTorch forward and backward`, () => {
+    const c = fixtures[`conv2d_padding_${mode}`];
+    const conv = new fl.nn.Conv2d(3, 4, [3, 2], { stride: [1, 2], padding: [2, 1], paddingMode: mode, dtype: 'f64' });
+    fl.noGrad(() => {
+      conv.weight.copy_(load(c.inputs.w));
+      (conv.bias as fl.nn.Parameter).copy_(load(c.inputs.b));
+    });
+    const x = load(c.inputs.x, 'f64', true);
+    const y = conv.forward(x);
+    close(y, c.output, 1e-9, 'output');
+    y.mul(load(c.gy)).sum().backward();
+    close(x.grad as fl.Tensor, c.grads.x, 1e-9, 'grad x');
+    close(conv.weight.grad as fl.Tensor, c.grads.w, 1e-9, 'grad w');
+    close((conv.bias as fl.nn.Parameter).grad as fl.Tensor, c.grads.b, 1e-9, 'grad b');
+  });
+
+test('Conv2d paddingMode: checked at construction; reflect needs padding below the input size', () => {
+  throwsCode(() => new fl.nn.Conv2d(1, 1, 3, { paddingMode: 'mirror' as never }), 'ERR_ARG');
+  throwsCode(() => new fl.nn.ConvTranspose2d(1, 1, 3, { paddingMode: 'reflect' }), 'ERR_ARG');
+  throwsCode(() => new fl.nn.Conv2d(1, 1, 3, { paddingMod: 'reflect' } as never), 'ERR_ARG');
+  throwsCode(() => new fl.nn.Conv2d(1, 1, 3, { stride: 'x' as never }), 'ERR_ARG');
+  throwsCode(() => new fl.nn.Conv2d(1, 1, 3, { dtype: 'i64' }), 'ERR_DTYPE');
+  const c = new fl.nn.Conv2d(1, 1, 3, { padding: 2, paddingMode: 'reflect' });
+  throwsCode(() => c.forward(fl.zeros([1, 1, 2, 5])), 'ERR_SHAPE');
+  assert.equal([...c.forward(fl.zeros([1, 1, 3, 5])).shape], [1, 1, 5, 7]);
+});
+
 test.run();

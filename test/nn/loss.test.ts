@@ -64,4 +64,29 @@ test('loss errors carry codes', () => {
   throwsCode(() => F.crossEntropy(fl.zeros([3, 4]), fl.tensor([1, 2, 3], { dtype: 'i64' }), { reduction: 'avg' as 'mean' }), 'ERR_ARG', TypeError);
 });
 
+test('crossEntropy with class-weighted smoothed probabilities matches PyTorch', () => {
+  const c = fixtures.cross_entropy_probs_weighted;
+  checkCase(c, ({ x, t, w }) => F.crossEntropy(x, t.detach(), { weight: w.detach(), labelSmoothing: c.options.labelSmoothing }));
+});
+
+test('float class targets say how to make integer ones; options are checked', () => {
+  const x = fl.zeros([3, 4]);
+  try {
+    F.crossEntropy(x, fl.tensor([1, 0, 3], { dtype: 'f32' }));
+    assert.unreachable('f32 class indices accepted');
+  } catch (e) {
+    const m = (e as Error).message;
+    assert.is((e as { code?: string }).code, 'ERR_DTYPE');
+    assert.ok(m.startsWith('crossEntropy: target must be an integer class-index tensor (i64) of shape [3]'), m);
+    assert.ok(m.includes("target.to('i64')") && m.includes('probabilities'), m);
+  }
+  throwsCode(() => F.nllLoss(x, fl.tensor([1, 0, 3], { dtype: 'f32' })), 'ERR_DTYPE');
+  throwsCode(() => F.crossEntropy(x, fl.zeros([3, 5])), 'ERR_SHAPE');
+  throwsCode(() => F.crossEntropy(x, fl.tensor([1, 0, 3]), { labelSmothing: 0.1 } as never), 'ERR_ARG');
+  throwsCode(() => new fl.nn.CrossEntropyLoss({ labelSmoothing: 2 }), 'ERR_RANGE');
+  throwsCode(() => new fl.nn.CrossEntropyLoss({ reduction: 'avg' as never }), 'ERR_ARG');
+  throwsCode(() => new fl.nn.SmoothL1Loss({ beta: -1 }), 'ERR_RANGE');
+  throwsCode(() => F.mseLoss(x, undefined as never), 'ERR_ARG');
+});
+
 test.run();

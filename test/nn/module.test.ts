@@ -116,4 +116,25 @@ test('init helpers follow PyTorch formulas', () => {
   assert.ok(Math.abs(fl.nn.init.calculateGain('leaky_relu', Math.sqrt(5)) - Math.sqrt(2 / 6)) < 1e-12);
 });
 
+test('loadStateDict is atomic: a late bad entry leaves every parameter and buffer as it was', () => {
+  const m = new nn.Sequential(new nn.Linear(3, 4), new nn.BatchNorm1d(4), new nn.Linear(4, 2));
+  const snapshot = () => Object.fromEntries(Object.entries(m.stateDict()).map(([k, v]) => [k, JSON.stringify(v.toArray(), (_, x) => (typeof x === 'bigint' ? String(x) : x))]));
+  const before = snapshot();
+  const other = new nn.Sequential(new nn.Linear(3, 4), new nn.BatchNorm1d(4), new nn.Linear(4, 2));
+  const sd = { ...other.stateDict() };
+  sd['2.bias'] = fl.zeros([3]);  // the last key in order
+  throwsCode(() => m.loadStateDict(sd), 'ERR_SHAPE');
+  assert.equal(snapshot(), before);
+  sd['2.bias'] = 'weights' as never;
+  throwsCode(() => m.loadStateDict(sd), 'ERR_ARG');
+  sd['2.bias'] = fl.zeros([2], { dtype: 'i64' });
+  throwsCode(() => m.loadStateDict(sd), 'ERR_DTYPE');
+  assert.equal(snapshot(), before);
+  throwsCode(() => m.loadStateDict(null as never), 'ERR_ARG');
+  throwsCode(() => m.loadStateDict({}, { strict: 'no' as never }), 'ERR_ARG');
+  throwsCode(() => m.loadStateDict({}, { strikt: false } as never), 'ERR_ARG');
+  m.loadStateDict(other.stateDict());
+  assert.equal(snapshot()['0.weight'], JSON.stringify(other.stateDict()['0.weight'].toArray()));
+});
+
 test.run();

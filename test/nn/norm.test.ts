@@ -55,4 +55,31 @@ test('BatchNorm2d layer: buffers in the state dict, train/eval behaviour', () =>
   throwsCode(() => F.layerNorm(fl.zeros([2, 3]), [4]), 'ERR_SHAPE');
 });
 
+test('BatchNorm momentum null keeps the cumulative average of the batch statistics (as PyTorch)', () => {
+  const bn = new fl.nn.BatchNorm1d(2, { momentum: null, affine: false, dtype: 'f64' });
+  const batches = [[[1, 10], [3, 14]], [[2, 0], [6, 2], [7, 4]], [[-1, 5], [1, 5]]];
+  for (const b of batches) bn.forward(fl.tensor(b, { dtype: 'f64' }));
+  // Hand-computed: the plain mean of each batch's mean and unbiased variance, averaged with the
+  // initial statistics dropped (factor 1/n: the first batch replaces them).
+  const means = batches.map((b) => [0, 1].map((c) => b.reduce((s, r) => s + r[c], 0) / b.length));
+  const vars = batches.map((b, k) => [0, 1].map((c) => b.reduce((s, r) => s + (r[c] - means[k][c]) ** 2, 0) / (b.length - 1)));
+  const avg = (xs: number[][]) => [0, 1].map((c) => xs.reduce((s, x) => s + x[c], 0) / xs.length);
+  const rm = Array.from(bn.runningMean?.dataSync() as Float64Array), rv = Array.from(bn.runningVar?.dataSync() as Float64Array);
+  avg(means).forEach((m, c) => assert.ok(Math.abs(rm[c] - m) < 1e-12, `mean ${c}: ${rm[c]} vs ${m}`));
+  avg(vars).forEach((v, c) => assert.ok(Math.abs(rv[c] - v) < 1e-12, `var ${c}: ${rv[c]} vs ${v}`));
+  assert.is(Number(bn.getBuffer('numBatchesTracked')?.itemSync()), 3);
+});
+
+test('norm layer options are checked at construction', () => {
+  throwsCode(() => new fl.nn.BatchNorm2d(3, { momentum: 'fast' as never }), 'ERR_ARG');
+  throwsCode(() => new fl.nn.BatchNorm2d(3, { momentum: 2 }), 'ERR_RANGE');
+  throwsCode(() => new fl.nn.BatchNorm2d(3, { trackRunningStat: false } as never), 'ERR_ARG');
+  throwsCode(() => new fl.nn.LayerNorm([4], { eps: -1 }), 'ERR_RANGE');
+  throwsCode(() => new fl.nn.LayerNorm([4], { affine: true, elementwiseAffine: false }), 'ERR_ARG');
+  throwsCode(() => new fl.nn.GroupNorm(2, 3), 'ERR_RANGE');
+  throwsCode(() => F.batchNorm(fl.zeros([2, 3]), null, null, { momentum: null as never }), 'ERR_ARG');
+  throwsCode(() => F.layerNorm(fl.zeros([2, 3]), [3], fl.ones([4])), 'ERR_SHAPE');
+  assert.is(new fl.nn.LayerNorm(4, { elementwiseAffine: false }).weight, null);
+});
+
 test.run();

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { throwsCode } from '../fixtures/load';
 
 function opt(lr = 1): fl.optim.SGD {
   return new fl.optim.SGD([new fl.nn.Parameter(fl.zeros([1]))], { lr });
@@ -33,6 +34,20 @@ test('LinearWarmup and ChainedScheduler', () => {
   const o = opt();
   const chain = new fl.optim.ChainedScheduler([new fl.optim.LinearWarmup(o, 2, 0.5), new fl.optim.ExponentialLR(o, 0.5)]);
   near(run(chain, 2), [0.5, 0.375, 0.25]);
+});
+
+test('scheduler arguments and state dicts are checked', () => {
+  throwsCode(() => new fl.optim.StepLR(opt(), 0), 'ERR_RANGE');
+  throwsCode(() => new fl.optim.StepLR({} as never, 2), 'ERR_ARG');
+  throwsCode(() => new fl.optim.ExponentialLR(opt(), 'x' as never), 'ERR_ARG');
+  throwsCode(() => new fl.optim.MultiStepLR(opt(), 3 as never), 'ERR_ARG');
+  throwsCode(() => new fl.optim.LinearWarmup(opt(), 5, 0), 'ERR_RANGE');
+  throwsCode(() => new fl.optim.ChainedScheduler([new fl.optim.StepLR(opt(), 2), new fl.optim.StepLR(opt(), 2)]), 'ERR_ARG');
+  const s = new fl.optim.StepLR(opt(), 2);
+  throwsCode(() => s.loadStateDict({ lastEpoch: -1 }), 'ERR_RANGE');
+  throwsCode(() => s.loadStateDict(null as never), 'ERR_ARG');
+  throwsCode(() => s.loadStateDict({ lastEpoch: 1, baseLrs: [1, 2] }), 'ERR_STATE_DICT');
+  assert.is(s.lastEpoch, 0);
 });
 
 test.run();

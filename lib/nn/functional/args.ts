@@ -1,21 +1,34 @@
-/** Argument helpers shared by the functional ops: [h, w] pairs and checks with error codes. */
+/** Argument helpers shared by the functional ops and layers: [h, w] pairs, input checks, layer tensor options. */
 import type { Tensor } from '../../tensor';
-import { rangeError, shapeStr, typeError } from '../../ops/util';
+import type { DType } from '../../dtype';
+import { argError, describe, flockError } from '../../errors';
+import { checkDevice, checkFloatDType, checkTensorArg } from '../../validate';
+import { shapeStr } from '../../ops/util';
 
 export type Pair = number | [number, number];
 
 export function pair(op: string, name: string, v: Pair, min: number): [number, number] {
-  const p: [number, number] = typeof v === 'number' ? [v, v] : v;
+  const p = typeof v === 'number' ? [v, v] : v;
   if (!Array.isArray(p) || p.length !== 2 || !p.every((x) => Number.isInteger(x)))
-    throw typeError(op, `${name} must be an integer or a pair of integers, got ${JSON.stringify(v)}`);
-  if (p.some((x) => x < min)) throw rangeError(op, `${name} must be ≥ ${min}, got ${JSON.stringify(v)}`, 'ERR_RANGE');
+    throw argError(op, `${name} must be an integer or a pair of integers, got ${Array.isArray(v) ? JSON.stringify(v) : describe(v)}`);
+  if (p.some((x) => x < min)) throw flockError('ERR_RANGE', op, `${name} must be ≥ ${min}, got ${JSON.stringify(v)}`);
   return [p[0], p[1]];
 }
 
-export function check4d(op: string, x: Tensor): void {
-  if (x.ndim !== 4) throw rangeError(op, `expected a 4-D input [N, C, H, W], got ${shapeStr(x.shape)}`);
+/** A live tensor argument (ERR_ARG / ERR_DISPOSED naming `op`). */
+export function tensorArg(op: string, name: string, v: unknown): Tensor {
+  return checkTensorArg(op, name, v);
 }
 
-export function checkFloat(op: string, x: Tensor): void {
-  if (x.dtype !== 'f32' && x.dtype !== 'f64') throw typeError(op, `expected an f32 or f64 input, got ${x.dtype}`, 'ERR_DTYPE');
+export function check4d(op: string, x: Tensor): void {
+  if (x.ndim !== 4) throw flockError('ERR_SHAPE', op, `expected a 4-D input [N, C, H, W], got ${shapeStr(x.shape)}`);
+}
+
+export function checkFloat(op: string, x: Tensor, name = 'input'): void {
+  if (x.dtype !== 'f32' && x.dtype !== 'f64') throw flockError('ERR_DTYPE', op, `expected an f32 or f64 ${name}, got ${x.dtype}`);
+}
+
+/** The dtype and device options every layer with parameters takes, checked as `op`. */
+export function tensorOptions(op: string, o: { dtype?: unknown; device?: unknown }): { dtype: DType; device: string | undefined } {
+  return { dtype: checkFloatDType(op, o.dtype), device: checkDevice(op, o.device) };
 }

@@ -4,7 +4,11 @@ import { native } from '../../native';
 import { record } from '../../autograd/node';
 import { matmulT } from '../../ops/linalg';
 import { bernoulli } from '../../ops/creation';
-import { checkTensor, rangeError, shapeStr, typeError, wrap } from '../../ops/util';
+import { shapeStr, wrap } from '../../ops/util';
+import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
+import { checkBool, checkChoice, checkNumber } from '../../validate';
+import { isFloating } from '../../dtype';
+import { tensorArg } from './args';
 
 /** The activations {@link linear} can fuse with its bias add. */
 export type LinearActivation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'tanh' | 'sigmoid';
@@ -43,19 +47,22 @@ function activate(y: Tensor, act: LinearActivation): Tensor {
  * place and the bias add and activation run as one fused pass over the output.
  */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options: LinearOptions = {}): Tensor {
-  checkTensor('linear', 'input', x);
-  checkTensor('linear', 'weight', weight);
-  if (bias !== undefined && bias !== null) checkTensor('linear', 'bias', bias);
-  if (typeof options !== 'object' || options === null) throw typeError('linear', `options must be an object, got ${options === null ? 'null' : typeof options}`);
-  const act = options.activation ?? 'none';
-  if (!ACTIVATIONS.includes(act)) throw typeError('linear', `unknown activation '${String(act)}': expected one of ${ACTIVATIONS.join(', ')}`);
-  if (weight.ndim !== 2) throw rangeError('linear', `weight must be 2-D [out, in], got ${shapeStr(weight.shape)}`);
+  tensorArg('linear', 'input', x);
+  tensorArg('linear', 'weight', weight);
+  if (bias !== undefined && bias !== null) tensorArg('linear', 'bias', bias);
+  const act = checkChoice('linear', 'activation', checkOptions('linear', options, ['activation']).activation ?? 'none', ACTIVATIONS);
+  if (!isFloating(x.dtype) || !isFloating(weight.dtype))
+    throw flockError('ERR_DTYPE', 'linear', `input and weight must be floating tensors, got ${x.dtype} and ${weight.dtype}`);
+  if (x.dtype !== weight.dtype) throw dtypeError('linear', `input is ${x.dtype}, weight is ${weight.dtype}`);
+  if (x.device !== weight.device || (bias && bias.device !== weight.device))
+    throw flockError('ERR_DEVICE', 'linear', `input is on ${x.device}, weight on ${weight.device}${bias ? `, bias on ${bias.device}` : ''}`);
+  if (weight.ndim !== 2) throw shapeError('linear', `weight must be 2-D [out, in], got ${shapeStr(weight.shape)}`);
   if (x.ndim < 1 || x.shape[x.ndim - 1] !== weight.shape[1])
-    throw rangeError('linear', `input ${shapeStr(x.shape)} has ${x.shape[x.ndim - 1]} features, weight ${shapeStr(weight.shape)} expects ${weight.shape[1]}`);
+    throw shapeError('linear', `input ${shapeStr(x.shape)} has ${x.shape[x.ndim - 1]} features, weight ${shapeStr(weight.shape)} expects ${weight.shape[1]}`);
   if (bias && (bias.ndim !== 1 || bias.shape[0] !== weight.shape[0]))
-    throw rangeError('linear', `bias ${shapeStr(bias.shape)} does not match weight ${shapeStr(weight.shape)}: expected [${weight.shape[0]}]`);
+    throw shapeError('linear', `bias ${shapeStr(bias.shape)} does not match weight ${shapeStr(weight.shape)}: expected [${weight.shape[0]}]`);
   if (bias && bias.dtype !== weight.dtype)
-    throw typeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`, 'ERR_DTYPE');
+    throw dtypeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`);
   const lead = x.shape.slice(0, -1);
   const x2 = x.ndim === 2 ? x : x.reshape([-1, weight.shape[1]]);
   const mm = matmulT(x2, weight, false, true);
@@ -68,8 +75,9 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
  * comes from the global Philox generator, so fl.manualSeed makes it reproducible.
  */
 export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
-  checkTensor('dropout', 'input', x);
-  if (typeof p !== 'number' || !(p >= 0 && p <= 1)) throw rangeError('dropout', `p must be in [0, 1], got ${p}`, 'ERR_RANGE');
+  tensorArg('dropout', 'input', x);
+  checkNumber('dropout', 'p', p, { min: 0, max: 1 });
+  checkBool('dropout', 'training', training);
   if (!training || p === 0) return x;
   if (p === 1) return x.mul(0);
   const mask = bernoulli([...x.shape], 1 - p, { dtype: x.dtype, device: x.device });
@@ -78,10 +86,19 @@ export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
 
 /** Rows of `weight` [num, dim] picked by integer `indices` of any shape: [...indices.shape, dim]. */
 export function embedding(indices: Tensor, weight: Tensor): Tensor {
-  checkTensor('embedding', 'indices', indices);
-  checkTensor('embedding', 'weight', weight);
-  if (indices.dtype !== 'i64' && indices.dtype !== 'i32') throw typeError('embedding', `indices must be i64 or i32, got ${indices.dtype}`, 'ERR_DTYPE');
-  if (weight.ndim !== 2) throw rangeError('embedding', `weight must be 2-D [num, dim], got ${shapeStr(weight.shape)}`);
-  const rows = weight.indexSelect(0, indices.reshape([-1]));
+  tensorArg('embedding', 'indices', indices);
+  tensorArg('embedding', 'weight', weight);
+  if (indices.dtype !== 'i64' && indices.dtype !== 'i32')
+    throw flockError('ERR_DTYPE', 'embedding', `indices must be an i64 or i32 tensor, got ${indices.dtype}${isFloating(indices.dtype) ? " — use indices.to('i64')" : ''}`);
+  if (weight.ndim !== 2) throw flockError('ERR_SHAPE', 'embedding', `weight must be 2-D [num, dim], got ${shapeStr(weight.shape)}`);
+  if (indices.device !== weight.device) throw flockError('ERR_DEVICE', 'embedding', `indices are on ${indices.device}, weight on ${weight.device}`);
+  const flat = wrap(native.reshape(indices.handle, [-1]));
+  // The native lookup names 'embedding' in its errors, including an index out of range found
+  // while the kernel runs. Backward scatter-adds each gradient row into its source row.
+  const rows = record(wrap(native.indexSelect(weight.handle, 0, flat.handle, 'embedding')), 'embedding', [weight], (g) => {
+    const idx = wrap(native.expand(native.reshape(flat.handle, [flat.shape[0], 1]), [...g.shape]));
+    const zeros = wrap(native.full([...weight.shape], g.dtype, g.device, 0));
+    return [wrap(native.scatterAdd(zeros.handle, 0, idx.handle, g.handle))];
+  });
   return rows.reshape([...indices.shape, weight.shape[1]]);
 }

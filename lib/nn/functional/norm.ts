@@ -8,7 +8,13 @@ import type { Tensor } from '../../tensor';
 import { record } from '../../autograd/node';
 import { noGrad } from '../../autograd/grad_mode';
 import { copy_ } from '../../ops/elementwise';
-import { checkTensor, rangeError, shapeStr, wrap } from '../../ops/util';
+import { shapeStr, wrap } from '../../ops/util';
+import { isFloating } from '../../dtype';
+import { checkOptions, flockError } from '../../errors';
+import { checkBool, checkNumber, checkOptionalTensor, checkSizes } from '../../validate';
+import { tensorArg } from './args';
+
+const numel = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
 
 /** Reshapes a per-channel vector [C] to broadcast over dim 1 of an n-D input. */
 function perChannel(v: Tensor, ndim: number): Tensor {
@@ -16,81 +22,138 @@ function perChannel(v: Tensor, ndim: number): Tensor {
 }
 
 /** Each row of `x` [rows, d] to zero mean and unit variance; composed ops for dtypes other than f32/f64. */
-function normalizeRows(x: Tensor, eps: number): Tensor {
+function normalizeRows(op: string, x: Tensor, eps: number): Tensor {
   if (x.dtype !== 'f32' && x.dtype !== 'f64') {
     return x.sub(x.mean(1, true)).mul(x.var(1, { correction: 0, keepdim: true }).add(eps).rsqrt());
   }
   const [y, mean, rstd] = native.rowNorm(x.handle, eps).map(wrap);
-  return record(y, 'rowNorm', [x], (g) => [wrap(native.rowNormBackward(x.handle, mean.handle, rstd.handle, g.handle))]);
+  return record(y, op, [x], (g) => [wrap(native.rowNormBackward(x.handle, mean.handle, rstd.handle, g.handle))]);
+}
+
+function floatInput(op: string, x: unknown): Tensor {
+  const t = tensorArg(op, 'input', x);
+  if (!isFloating(t.dtype)) throw flockError('ERR_DTYPE', op, `input must be a floating tensor, got ${t.dtype}`);
+  return t;
+}
+
+/** An optional affine/statistics tensor that must have exactly `shape`. */
+function shaped(op: string, name: string, v: unknown, shape: readonly number[]): Tensor | null {
+  const t = checkOptionalTensor(op, name, v);
+  if (t && (t.ndim !== shape.length || t.shape.some((s, i) => s !== shape[i])))
+    throw flockError('ERR_SHAPE', op, `${name} must be ${shapeStr(shape)}, got ${shapeStr(t.shape)}`);
+  if (t && !isFloating(t.dtype)) throw flockError('ERR_DTYPE', op, `${name} must be a floating tensor, got ${t.dtype}`);
+  return t;
 }
 
 export interface BatchNormOptions {
   weight?: Tensor | null;
   bias?: Tensor | null;
   training?: boolean;
+  /** Weight of the batch statistics in the running ones: running = (1 − momentum)·running + momentum·batch. */
   momentum?: number;
   eps?: number;
 }
+
+const BATCH_NORM_KEYS = ['weight', 'bias', 'training', 'momentum', 'eps'] as const;
 
 /**
  * Batch normalisation over every dim but 1. In training the batch statistics normalise and the
  * running ones are updated in place with the unbiased variance; otherwise the running ones are used.
  */
 export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, options: BatchNormOptions = {}): Tensor {
-  checkTensor('batchNorm', 'input', x);
-  if (x.ndim < 2) throw rangeError('batchNorm', `expected an input of at least 2 dims [N, C, …], got ${shapeStr(x.shape)}`);
-  const training = options.training ?? false;
-  const eps = options.eps ?? 1e-5;
-  const momentum = options.momentum ?? 0.1;
-  const c = x.shape[1];
-  for (const [name, t] of [['runningMean', runningMean], ['runningVar', runningVar], ['weight', options.weight], ['bias', options.bias]] as const)
-    if (t && (t.ndim !== 1 || t.shape[0] !== c)) throw rangeError('batchNorm', `${name} must be [${c}], got ${shapeStr(t.shape)}`);
-  const dims = x.shape.map((_, i) => i).filter((i) => i !== 1);
+  const o = checkOptions('batchNorm', options, BATCH_NORM_KEYS);
+  if ((o.momentum as unknown) === null)
+    throw flockError('ERR_ARG', 'batchNorm', 'momentum null (a cumulative average) needs the batch count; use nn.BatchNorm1d/2d, or pass the factor 1/n yourself');
+  return batchNormWith('batchNorm', x, runningMean, runningVar, {
+    weight: o.weight, bias: o.bias, training: o.training, eps: o.eps,
+    factor: checkNumber('batchNorm', 'momentum', o.momentum ?? 0.1, { min: 0, max: 1 }),
+  });
+}
+
+/**
+ * @internal batchNorm checked as `op`, with the running-statistics factor as a number or a 0-d
+ * tensor (BatchNorm's cumulative average, 1/numBatchesTracked, stays on the device).
+ */
+export function batchNormWith(op: string, x: unknown, runningMean: unknown, runningVar: unknown,
+  o: { weight?: unknown; bias?: unknown; training?: unknown; eps?: unknown; factor: number | Tensor }): Tensor {
+  const t = floatInput(op, x);
+  if (t.ndim < 2) throw flockError('ERR_SHAPE', op, `expected an input of at least 2 dims [N, C, …], got ${shapeStr(t.shape)}`);
+  const c = t.shape[1];
+  const rm = shaped(op, 'runningMean', runningMean, [c]);
+  const rv = shaped(op, 'runningVar', runningVar, [c]);
+  if (!rm !== !rv) throw flockError('ERR_ARG', op, 'runningMean and runningVar must be given together (or both null)');
+  const weight = shaped(op, 'weight', o.weight, [c]);
+  const bias = shaped(op, 'bias', o.bias, [c]);
+  const training = checkBool(op, 'training', o.training ?? false);
+  const eps = checkNumber(op, 'eps', o.eps ?? 1e-5, { min: 0 });
+  const dims = t.shape.map((_, i) => i).filter((i) => i !== 1);
   let mean: Tensor, variance: Tensor;
-  if (training || !runningMean || !runningVar) {
-    const n = x.numel() / c;
-    if (training && n <= 1) throw rangeError('batchNorm', `expected more than 1 value per channel when training, got input ${shapeStr(x.shape)}`);
-    mean = x.mean(dims, true);
-    variance = x.var(dims, { correction: 0, keepdim: true });
-    if (training && runningMean && runningVar)
+  if (training || !rm || !rv) {
+    const n = numel(t.shape) / c;
+    if (training && n <= 1) throw flockError('ERR_SHAPE', op, `expected more than 1 value per channel when training, got input ${shapeStr(t.shape)}`);
+    mean = t.mean(dims, true);
+    variance = t.var(dims, { correction: 0, keepdim: true });
+    if (training && rm && rv) {
+      const f = o.factor;
       noGrad(() => {
-        copy_(runningMean, runningMean.mul(1 - momentum).add(mean.reshape([c]).mul(momentum)));
-        copy_(runningVar, runningVar.mul(1 - momentum).add(variance.reshape([c]).mul((momentum * n) / Math.max(n - 1, 1))));
+        const bm = mean.reshape([c]).to(rm.dtype), bv = variance.reshape([c]).mul(n / Math.max(n - 1, 1)).to(rv.dtype);
+        // (1 − f)·running + f·batch; a tensor factor stays on the device.
+        const blend = (r: Tensor, b: Tensor) =>
+          typeof f === 'number' ? r.mul(1 - f).add(b.mul(f)) : r.mul(f.to(r.dtype).neg().add(1)).add(b.mul(f.to(r.dtype)));
+        copy_(rm, blend(rm, bm));
+        copy_(rv, blend(rv, bv));
       });
+    }
   } else {
-    mean = perChannel(runningMean, x.ndim);
-    variance = perChannel(runningVar, x.ndim);
+    mean = perChannel(rm, t.ndim);
+    variance = perChannel(rv, t.ndim);
   }
-  let y = x.sub(mean).mul(variance.add(eps).rsqrt());
-  if (options.weight) y = y.mul(perChannel(options.weight, x.ndim));
-  if (options.bias) y = y.add(perChannel(options.bias, x.ndim));
+  let y = t.sub(mean).mul(variance.add(eps).rsqrt());
+  if (weight) y = y.mul(perChannel(weight, t.ndim));
+  if (bias) y = y.add(perChannel(bias, t.ndim));
   return y;
 }
 
 /** Normalises over the trailing `normalizedShape` dims, then applies the elementwise affine. */
-export function layerNorm(x: Tensor, normalizedShape: number[], weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
-  checkTensor('layerNorm', 'input', x);
+export function layerNorm(x: Tensor, normalizedShape: number | number[], weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
+  return layerNormWith('layerNorm', x, checkSizes('layerNorm', 'normalizedShape', normalizedShape, 0), weight, bias, eps);
+}
+
+/** @internal layerNorm checked as `op`. */
+export function layerNormWith(op: string, x: unknown, normalizedShape: number[], weight: unknown, bias: unknown, eps: unknown): Tensor {
+  const t = floatInput(op, x);
   const k = normalizedShape.length;
-  const tail = x.shape.slice(x.ndim - k);
-  if (k === 0 || k > x.ndim || tail.some((s, i) => s !== normalizedShape[i]))
-    throw rangeError('layerNorm', `normalizedShape ${shapeStr(normalizedShape)} does not match the trailing dims of input ${shapeStr(x.shape)}`);
-  const d = normalizedShape.reduce((a, b) => a * b, 1);
-  let y = normalizeRows(x.reshape([x.numel() / Math.max(d, 1), d]), eps).reshape([...x.shape]);
-  if (weight) y = y.mul(weight);
-  if (bias) y = y.add(bias);
+  const tail = t.shape.slice(t.ndim - k);
+  if (k > t.ndim || tail.some((s, i) => s !== normalizedShape[i]))
+    throw flockError('ERR_SHAPE', op, `normalizedShape ${shapeStr(normalizedShape)} does not match the trailing dims of input ${shapeStr(t.shape)}`);
+  const w = shaped(op, 'weight', weight, normalizedShape);
+  const b = shaped(op, 'bias', bias, normalizedShape);
+  const e = checkNumber(op, 'eps', eps, { min: 0 });
+  const d = numel(normalizedShape);
+  let y = normalizeRows(op, t.reshape([numel(t.shape) / Math.max(d, 1), d]), e).reshape([...t.shape]);
+  if (w) y = y.mul(w);
+  if (b) y = y.add(b);
   return y;
 }
 
 /** Normalises channels in `numGroups` groups per sample; affine per channel. */
 export function groupNorm(x: Tensor, numGroups: number, weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
-  checkTensor('groupNorm', 'input', x);
-  if (x.ndim < 2) throw rangeError('groupNorm', `expected an input of at least 2 dims [N, C, …], got ${shapeStr(x.shape)}`);
-  const c = x.shape[1];
-  if (!Number.isInteger(numGroups) || numGroups < 1 || c % numGroups !== 0)
-    throw rangeError('groupNorm', `number of channels ${c} must be divisible by numGroups ${numGroups}`);
-  const rows = x.shape[0] * numGroups;
-  let y = normalizeRows(x.reshape([rows, x.numel() / Math.max(rows, 1)]), eps).reshape([...x.shape]);
-  if (weight) y = y.mul(perChannel(weight, x.ndim));
-  if (bias) y = y.add(perChannel(bias, x.ndim));
+  return groupNormWith('groupNorm', x, numGroups, weight, bias, eps);
+}
+
+/** @internal groupNorm checked as `op`. */
+export function groupNormWith(op: string, x: unknown, numGroups: unknown, weight: unknown, bias: unknown, eps: unknown): Tensor {
+  const t = floatInput(op, x);
+  if (t.ndim < 2) throw flockError('ERR_SHAPE', op, `expected an input of at least 2 dims [N, C, …], got ${shapeStr(t.shape)}`);
+  const c = t.shape[1];
+  const groups = checkNumber(op, 'numGroups', numGroups, { integer: true, min: 1 });
+  if (c % groups !== 0) throw flockError('ERR_SHAPE', op, `input ${shapeStr(t.shape)} has ${c} channels, not divisible by numGroups ${groups}`);
+  const w = shaped(op, 'weight', weight, [c]);
+  const b = shaped(op, 'bias', bias, [c]);
+  const e = checkNumber(op, 'eps', eps, { min: 0 });
+  const rows = t.shape[0] * groups;
+  let y = normalizeRows(op, t.reshape([rows, numel(t.shape) / Math.max(rows, 1)]), e).reshape([...t.shape]);
+  if (w) y = y.mul(perChannel(w, t.ndim));
+  if (b) y = y.add(perChannel(b, t.ndim));
   return y;
 }
