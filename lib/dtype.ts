@@ -27,7 +27,7 @@ export const DTYPE_ALIASES: readonly DTypeAlias[] = Object.keys(ALIASES) as DTyp
 export function canonicalDType(v: unknown): CanonicalDType | undefined {
   if (typeof v !== 'string') return undefined;
   if ((DTYPES as readonly string[]).includes(v)) return v as CanonicalDType;
-  return Object.prototype.hasOwnProperty.call(ALIASES, v) ? ALIASES[v as DTypeAlias] : undefined;
+  return Object.hasOwn(ALIASES, v) ? ALIASES[v as DTypeAlias] : undefined;
 }
 
 /** Whether `v` is a dtype's short name or one of PyTorch's names for it. */

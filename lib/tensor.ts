@@ -12,6 +12,7 @@ import type { Node } from './autograd/node';
 
 export type Scalar = number;
 export type TensorLike = Tensor | number;
+// biome-ignore lint/suspicious/noConfusingVoidType: a hook may return nothing (void) or a replacement gradient
 export type GradHook = (grad: Tensor) => Tensor | void;
 
 function halfToFloat(bits: Uint16Array, dtype: CanonicalDType): Float32Array {

@@ -154,7 +154,10 @@ export class Store {
 
   #settle(msg: Record<string, unknown>): void {
     // A reply to no request: the server refusing this connection (over its connection cap).
-    if (msg.id === undefined && !msg.ok) return this.#fail(distError((msg.code as 'ERR_STORE') ?? 'ERR_STORE', String(msg.message)));
+    if (msg.id === undefined && !msg.ok) {
+      this.#fail(distError((msg.code as 'ERR_STORE') ?? 'ERR_STORE', String(msg.message)));
+      return;
+    }
     const p = this.#pending.get(msg.id as number);
     if (!p) return;
     this.#pending.delete(msg.id as number);

@@ -10,6 +10,7 @@ export class Work {
   completedAt: number | null = null;
 
   /** @internal `promise` resolves with the completion time as one float64. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: native completions resolve with a timestamp or nothing
   constructor(op: string, promise: Promise<ArrayBuffer | void>) {
     this.op = op;
     this.#promise = promise.then((stamp) => {

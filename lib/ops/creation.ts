@@ -1,6 +1,6 @@
 /** Creation ops: tensors from nested arrays or typed arrays, constants, ranges and random draws. */
 import { native } from '../native';
-import { Tensor } from '../tensor';
+import type { Tensor } from '../tensor';
 import { type CanonicalDType, type DType, checkValueFits, isFloating, toDType } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import { normalizeDevice } from '../device';

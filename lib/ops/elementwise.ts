@@ -1,7 +1,7 @@
 /** Element-wise ops with NumPy broadcasting, and their gradients. */
 import { native } from '../native';
 import type { UnaryOpName, BinaryOpName } from '../../types/native';
-import { Tensor, type TensorLike } from '../tensor';
+import type { Tensor, TensorLike } from '../tensor';
 import { record } from '../autograd/node';
 import { noGrad } from '../autograd/grad_mode';
 import { type CanonicalDType, type DType, DTYPES, DTYPE_ALIASES, canonicalDType, checkValueFits, isFloating, toDType } from '../dtype';

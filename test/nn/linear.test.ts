@@ -9,7 +9,7 @@ test('Linear default init bounds and shape errors', () => {
   const lin = new nn.Linear(16, 4);
   const bound = 1 / 4;
   assert.ok((lin.weight.dataSync() as Float32Array).every((v) => Math.abs(v) <= bound + 1e-7));
-  assert.ok((lin.bias?.dataSync() as Float32Array).every((v) => Math.abs(v) <= bound + 1e-7));
+  assert.ok((lin.bias!.dataSync() as Float32Array).every((v) => Math.abs(v) <= bound + 1e-7));
   assert.equal([...lin.forward(fl.zeros([2, 5, 16])).shape], [2, 5, 4]);
   throwsCode(() => lin.forward(fl.zeros([2, 15])), 'ERR_SHAPE');
 });
