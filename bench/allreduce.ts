@@ -18,14 +18,27 @@ function arg(name: string, fallback: string): string {
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
-interface Line { bench: string; backend: string; ranks: number; bytes: number; iters: number; ms: number; wrong: number }
+interface Line {
+  bench: string;
+  backend: string;
+  ranks: number;
+  bytes: number;
+  iters: number;
+  ms: number;
+  wrong: number;
+}
 
 const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b), mid = s.length >> 1;
+  const s = [...xs].sort((a, b) => a - b),
+    mid = s.length >> 1;
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 };
 
-const parse = (text: string): Line[] => text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+const parse = (text: string): Line[] =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
 
 async function ring(n: number, minBytes: string, maxBytes: string): Promise<Line[]> {
   let out = '';
@@ -35,15 +48,23 @@ async function ring(n: number, minBytes: string, maxBytes: string): Promise<Line
     masterPort: 20000 + Math.floor(Math.random() * 20000),
     env: { BENCH_MIN_BYTES: minBytes, BENCH_MAX_BYTES: maxBytes },
     // rank 0's lines, without the launcher's [0] prefix
-    stdout: { write: (s: string) => { out += s.replace(/^\[0\] /, ''); return true; } } as NodeJS.WritableStream,
+    stdout: {
+      write: (s: string) => {
+        out += s.replace(/^\[0\] /, '');
+        return true;
+      },
+    } as NodeJS.WritableStream,
   });
   if (code !== 0) process.exit(code);
   return parse(out);
 }
 
 function gloo(n: number, minBytes: string, maxBytes: string): Line[] | null {
-  const r = spawnSync('/usr/bin/python3', [join(__dirname, 'anchors', 'torch_allreduce.py'), '--ranks', String(n), '--min-bytes', minBytes, '--max-bytes', maxBytes],
-    { encoding: 'utf8' });
+  const r = spawnSync(
+    '/usr/bin/python3',
+    [join(__dirname, 'anchors', 'torch_allreduce.py'), '--ranks', String(n), '--min-bytes', minBytes, '--max-bytes', maxBytes],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) {
     console.error(`gloo anchor not run (${(r.stderr || r.error?.message || '').trim().split('\n').pop()}); --no-anchor skips it`);
     return null;
@@ -53,12 +74,14 @@ function gloo(n: number, minBytes: string, maxBytes: string): Line[] | null {
 
 async function main(): Promise<void> {
   const ranks = arg('ranks', '2,4').split(',').map(Number);
-  const minBytes = arg('min-bytes', '4096'), maxBytes = arg('max-bytes', String(256 << 20));
+  const minBytes = arg('min-bytes', '4096'),
+    maxBytes = arg('max-bytes', String(256 << 20));
   const rounds = Number(arg('rounds', '3'));
   let anchor = !process.argv.includes('--no-anchor');
   for (const n of ranks) {
     const seen = new Map<string, Line[]>();
-    const add = (lines: Line[]) => lines.forEach((l) => seen.set(`${l.backend} ${l.bytes}`, [...(seen.get(`${l.backend} ${l.bytes}`) ?? []), l]));
+    const add = (lines: Line[]) =>
+      lines.forEach((l) => seen.set(`${l.backend} ${l.bytes}`, [...(seen.get(`${l.backend} ${l.bytes}`) ?? []), l]));
     for (let r = 0; r < rounds; r++) {
       add(await ring(n, minBytes, maxBytes));
       if (anchor) {
@@ -71,10 +94,20 @@ async function main(): Promise<void> {
       const { backend, bytes, iters } = lines[0];
       const ms = median(lines.map((l) => l.ms));
       const algbw = bytes / (ms / 1e3) / 1e9;
-      console.log(JSON.stringify({
-        bench: 'allreduce', backend, ranks: n, bytes, rounds: lines.length, iters, ms: +ms.toFixed(3),
-        algbw_gbps: +algbw.toFixed(3), busbw_gbps: +((algbw * 2 * (n - 1)) / n).toFixed(3), wrong: lines.reduce((a, l) => a + l.wrong, 0),
-      }));
+      console.log(
+        JSON.stringify({
+          bench: 'allreduce',
+          backend,
+          ranks: n,
+          bytes,
+          rounds: lines.length,
+          iters,
+          ms: +ms.toFixed(3),
+          algbw_gbps: +algbw.toFixed(3),
+          busbw_gbps: +((algbw * 2 * (n - 1)) / n).toFixed(3),
+          wrong: lines.reduce((a, l) => a + l.wrong, 0),
+        }),
+      );
     }
   }
 }

@@ -17,7 +17,7 @@ async function main() {
   const n = pg.size;
   for (let bytes = MIN; bytes <= MAX; bytes *= FACTOR) {
     const t = fl.full([bytes / 4], 1);
-    await pg.allReduce(t).wait();  // warm-up
+    await pg.allReduce(t).wait(); // warm-up
     await pg.allReduce(t).wait();
     fl.tidy(() => fl.zeros([0]));
     const iters = itersFor(bytes);
@@ -38,8 +38,19 @@ async function main() {
     const ms = times.length % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
     const algbw = bytes / (ms / 1e3) / 1e9;
     if (pg.rank === 0)
-      console.log(JSON.stringify({ bench: 'allreduce', backend: 'ring', ranks: n, bytes, iters, ms: +ms.toFixed(3),
-        algbw_gbps: +algbw.toFixed(3), busbw_gbps: +(algbw * (2 * (n - 1)) / n).toFixed(3), wrong }));
+      console.log(
+        JSON.stringify({
+          bench: 'allreduce',
+          backend: 'ring',
+          ranks: n,
+          bytes,
+          iters,
+          ms: +ms.toFixed(3),
+          algbw_gbps: +algbw.toFixed(3),
+          busbw_gbps: +((algbw * (2 * (n - 1))) / n).toFixed(3),
+          wrong,
+        }),
+      );
     t.dispose();
     check.dispose();
   }

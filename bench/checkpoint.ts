@@ -32,7 +32,7 @@ function status(field: 'VmRSS' | 'VmHWM'): number {
 
 /** Runs `fn` and returns its seconds and the peak RSS it added over the RSS before it. */
 async function measured(fn: () => Promise<unknown>): Promise<{ s: number; peakOver: number }> {
-  writeFileSync('/proc/self/clear_refs', '5');  // resets VmHWM to the current RSS
+  writeFileSync('/proc/self/clear_refs', '5'); // resets VmHWM to the current RSS
   const before = status('VmRSS');
   const t0 = performance.now();
   await fn();
@@ -52,7 +52,7 @@ const gbps = (bytes: number, s: number) => +(bytes / s / 1e9).toFixed(3);
 const mib = (b: number) => +(b / 2 ** 20).toFixed(1);
 
 async function main(): Promise<void> {
-  const per = Math.floor(((mb << 20) / count) / 4);
+  const per = Math.floor((mb << 20) / count / 4);
   const state: Record<string, fl.Tensor> = {};
   for (let i = 0; i < count; i++) state[`layers.${i}.weight`] = fl.full([per], i + 0.5);
   await fl.sync();
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
   const path = join(dir, 'state.safetensors');
   const copy = join(dir, 'copy.bin');
   const shmCopy = join(shm, `flockml-bench-${process.pid}.bin`);
-  await fl.save(state, path);  // warm-up: file system, page cache
+  await fl.save(state, path); // warm-up: file system, page cache
   const res: Record<string, number[]> = { save: [], cp: [], cpFsync: [], load: [], cpToMemory: [], savePeak: [], loadPeak: [] };
   for (let r = 0; r < rounds; r++) {
     // Rounds alternate the op and its anchors so both see the same machine.
@@ -81,27 +81,56 @@ async function main(): Promise<void> {
     fl.emptyCache('cpu');
     res.cpToMemory.push(timed('cp', [path, shmCopy]));
     rmSync(shmCopy, { force: true });
-    console.log(JSON.stringify({
-      bench: 'checkpoint', round: r, bytes, save_s: +save.s.toFixed(3), cp_s: +res.cp[r].toFixed(3), cp_fsync_s: +res.cpFsync[r].toFixed(3),
-      load_s: +load.s.toFixed(3), cp_to_memory_s: +res.cpToMemory[r].toFixed(3), save_peak_over_mib: mib(save.peakOver), load_peak_over_mib: mib(load.peakOver),
-    }));
+    console.log(
+      JSON.stringify({
+        bench: 'checkpoint',
+        round: r,
+        bytes,
+        save_s: +save.s.toFixed(3),
+        cp_s: +res.cp[r].toFixed(3),
+        cp_fsync_s: +res.cpFsync[r].toFixed(3),
+        load_s: +load.s.toFixed(3),
+        cp_to_memory_s: +res.cpToMemory[r].toFixed(3),
+        save_peak_over_mib: mib(save.peakOver),
+        load_peak_over_mib: mib(load.peakOver),
+      }),
+    );
   }
   const fileBytes = statSync(path).size;
-  const save = median(res.save), load = median(res.load);
-  console.log(JSON.stringify({
-    bench: 'checkpoint', op: 'save', bytes: fileBytes, tensors: count, gbps: gbps(fileBytes, save),
-    anchor_cp_gbps: gbps(fileBytes, median(res.cp)), anchor_cp_fsync_gbps: gbps(fileBytes, median(res.cpFsync)),
-    vs_cp: +(median(res.cp) / save).toFixed(2), vs_cp_fsync: +(median(res.cpFsync) / save).toFixed(2),
-    peak_rss_over_resident_mib: mib(median(res.savePeak)), largest_tensor_mib: mib(largest),
-    rss_goal_met: median(res.savePeak) <= 1.1 * largest,
-  }));
-  console.log(JSON.stringify({
-    bench: 'checkpoint', op: 'load', bytes: fileBytes, tensors: count, gbps: gbps(fileBytes, load),
-    anchor_cp_to_memory_gbps: gbps(fileBytes, median(res.cpToMemory)), vs_cp: +(median(res.cpToMemory) / load).toFixed(2),
-    peak_rss_over_resident_mib: mib(median(res.loadPeak)), model_mib: mib(bytes), largest_tensor_mib: mib(largest),
-    // Loading makes the model resident: the goal is the model plus at most 1.1x the largest tensor.
-    rss_goal_met: median(res.loadPeak) <= bytes + 1.1 * largest,
-  }));
+  const save = median(res.save),
+    load = median(res.load);
+  console.log(
+    JSON.stringify({
+      bench: 'checkpoint',
+      op: 'save',
+      bytes: fileBytes,
+      tensors: count,
+      gbps: gbps(fileBytes, save),
+      anchor_cp_gbps: gbps(fileBytes, median(res.cp)),
+      anchor_cp_fsync_gbps: gbps(fileBytes, median(res.cpFsync)),
+      vs_cp: +(median(res.cp) / save).toFixed(2),
+      vs_cp_fsync: +(median(res.cpFsync) / save).toFixed(2),
+      peak_rss_over_resident_mib: mib(median(res.savePeak)),
+      largest_tensor_mib: mib(largest),
+      rss_goal_met: median(res.savePeak) <= 1.1 * largest,
+    }),
+  );
+  console.log(
+    JSON.stringify({
+      bench: 'checkpoint',
+      op: 'load',
+      bytes: fileBytes,
+      tensors: count,
+      gbps: gbps(fileBytes, load),
+      anchor_cp_to_memory_gbps: gbps(fileBytes, median(res.cpToMemory)),
+      vs_cp: +(median(res.cpToMemory) / load).toFixed(2),
+      peak_rss_over_resident_mib: mib(median(res.loadPeak)),
+      model_mib: mib(bytes),
+      largest_tensor_mib: mib(largest),
+      // Loading makes the model resident: the goal is the model plus at most 1.1x the largest tensor.
+      rss_goal_met: median(res.loadPeak) <= bytes + 1.1 * largest,
+    }),
+  );
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -17,14 +17,17 @@ async function main(): Promise<void> {
   const model = cnn();
   const ddp = await fl.parallel.DistributedDataParallel.create(model, (x: fl.Tensor) => model.forward(x), { bucketCapMB });
   const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
-  const x = fl.randn([64, 1, 28, 28]), y = fl.randint(0, 10, [64]);
-  const backward = () => fl.tidy(() => {
-    opt.zeroGrad();
-    fl.nn.functional.crossEntropy(ddp.forward(x), y).backward();
-  });
+  const x = fl.randn([64, 1, 28, 28]),
+    y = fl.randint(0, 10, [64]);
+  const backward = () =>
+    fl.tidy(() => {
+      opt.zeroGrad();
+      fl.nn.functional.crossEntropy(ddp.forward(x), y).backward();
+    });
   // Per timed step: when this rank's device finished backward and when the allreduces completed,
   // on the machine's wall clock so ranks can be compared.
-  const computeDone: number[] = [], commDone: number[] = [];
+  const computeDone: number[] = [],
+    commDone: number[] = [];
   const syncStep = async () => {
     backward();
     await ddp.syncGradients();
@@ -48,27 +51,32 @@ async function main(): Promise<void> {
   const ddpMs = await time(syncStep);
   // Exposed communication: how long the allreduces ran on after the LAST rank finished backward
   // (waiting for a slower rank is skew between ranks, not communication).
-  const timed = computeDone.slice(-steps), base = timed[0];
+  const timed = computeDone.slice(-steps),
+    base = timed[0];
   const mine = fl.tensor(timed.map((t) => t - base).concat(commDone.slice(-steps).map((t) => t - base)), { dtype: 'f64' });
   const all = fl.zeros([pg.size, 2 * steps], { dtype: 'f64' });
   await pg.allGather(all, mine).wait();
   const rows = all.toArray() as number[][];
   const offsets = await (async () => {
-    const b = fl.tensor([base], { dtype: 'f64' }), bs = fl.zeros([pg.size], { dtype: 'f64' });
+    const b = fl.tensor([base], { dtype: 'f64' }),
+      bs = fl.zeros([pg.size], { dtype: 'f64' });
     await pg.allGather(bs, b).wait();
     return Array.from(bs.dataSync() as Float64Array);
   })();
-  const exposed: number[] = [], skew: number[] = [];
+  const exposed: number[] = [],
+    skew: number[] = [];
   for (let i = 0; i < steps; i++) {
     const done = rows.map((r, k) => offsets[k] + r[i]);
-    const lastCompute = Math.max(...done), firstCompute = Math.min(...done);
+    const lastCompute = Math.max(...done),
+      firstCompute = Math.min(...done);
     const commEnd = offsets[pg.rank] + rows[pg.rank][steps + i];
     exposed.push(Math.max(0, commEnd - lastCompute));
     skew.push(lastCompute - firstCompute);
   }
   // Medians: on a shared CPU a few steps catch a descheduled thread, which a mean would let
   // dominate; the mean of the exposed time is printed as well.
-  const exposedMs = median(exposed), skewMs = median(skew);
+  const exposedMs = median(exposed),
+    skewMs = median(skew);
   const exposedMeanMs = exposed.reduce((a, b) => a + b, 0) / steps;
   const localMs = await time(localStep);
   // The same allreduces, alone: one flat tensor per bucket, timed one step at a time.
@@ -83,11 +91,25 @@ async function main(): Promise<void> {
   const commMs = median(commTimes);
   if (pg.rank === 0) {
     const share = (exposed: number) => (pg.size > 1 ? +Math.min(1, Math.max(0, 1 - exposed / commMs)).toFixed(3) : null);
-    console.log(JSON.stringify({
-      bench: 'ddp', model: 'fashion-mnist-cnn', backend: 'ring', ranks: pg.size, batch_per_rank: 64, buckets: buckets.length,
-      threads_per_rank: fl.getNumThreads(), ms_per_step: +ddpMs.toFixed(2), local_ms: +localMs.toFixed(2),
-      allreduce_ms: pg.size > 1 ? +commMs.toFixed(2) : 0, exposed_ms: +exposedMs.toFixed(2), exposed_mean_ms: +exposedMeanMs.toFixed(2), rank_skew_ms: +skewMs.toFixed(2), hidden_share: share(exposedMs), hidden_share_mean: share(exposedMeanMs),
-    }));
+    console.log(
+      JSON.stringify({
+        bench: 'ddp',
+        model: 'fashion-mnist-cnn',
+        backend: 'ring',
+        ranks: pg.size,
+        batch_per_rank: 64,
+        buckets: buckets.length,
+        threads_per_rank: fl.getNumThreads(),
+        ms_per_step: +ddpMs.toFixed(2),
+        local_ms: +localMs.toFixed(2),
+        allreduce_ms: pg.size > 1 ? +commMs.toFixed(2) : 0,
+        exposed_ms: +exposedMs.toFixed(2),
+        exposed_mean_ms: +exposedMeanMs.toFixed(2),
+        rank_skew_ms: +skewMs.toFixed(2),
+        hidden_share: share(exposedMs),
+        hidden_share_mean: share(exposedMeanMs),
+      }),
+    );
   }
   await fl.distributed.destroyProcessGroup();
 }

@@ -22,9 +22,16 @@ function mlp(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
 
 function cnn(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
   return new nn.Sequential(
-    new nn.Conv2d(1, 32, 3), new nn.ReLU(), new nn.MaxPool2d(2),
-    new nn.Conv2d(32, 64, 3), new nn.ReLU(), new nn.MaxPool2d(2),
-    new nn.Flatten(), new nn.Linear(1600, 128), new nn.ReLU(), new nn.Linear(128, 10),
+    new nn.Conv2d(1, 32, 3),
+    new nn.ReLU(),
+    new nn.MaxPool2d(2),
+    new nn.Conv2d(32, 64, 3),
+    new nn.ReLU(),
+    new nn.MaxPool2d(2),
+    new nn.Flatten(),
+    new nn.Linear(1600, 128),
+    new nn.ReLU(),
+    new nn.Linear(128, 10),
   );
 }
 
@@ -40,7 +47,7 @@ async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tenso
       loss.backward();
       opt.step();
     });
-  for (let i = 0; i < 10; i++) step(batches[i]);  // warm-up: allocations, thread pool, page faults
+  for (let i = 0; i < 10; i++) step(batches[i]); // warm-up: allocations, thread pool, page faults
   await fl.sync();
   const times: number[] = [];
   for (let r = 0; r < rounds; r++) {
@@ -51,10 +58,19 @@ async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tenso
   }
   times.sort((a, b) => a - b);
   const median = times[Math.floor(times.length / 2)];
-  console.log(JSON.stringify({
-    bench: name, device: 'cpu', impl: 'flockml', threads: fl.getNumThreads(), batch, steps, rounds,
-    ms_per_step: Number(median.toFixed(3)), ms_min: Number(times[0].toFixed(3)),
-  }));
+  console.log(
+    JSON.stringify({
+      bench: name,
+      device: 'cpu',
+      impl: 'flockml',
+      threads: fl.getNumThreads(),
+      batch,
+      steps,
+      rounds,
+      ms_per_step: Number(median.toFixed(3)),
+      ms_min: Number(times[0].toFixed(3)),
+    }),
+  );
 }
 
 async function main(): Promise<void> {
@@ -62,9 +78,20 @@ async function main(): Promise<void> {
   await measure('fashion-mnist-mlp', mlp(), 100);
   await measure('fashion-mnist-cnn', cnn(), 64);
   if (argv.includes('--no-anchor')) return;
-  const anchor = spawnSync('/usr/bin/python3', [join(__dirname, 'anchors', 'torch_fashion_mnist.py'), '--steps', String(steps), '--rounds', String(rounds)], { encoding: 'utf8' });
+  const anchor = spawnSync(
+    '/usr/bin/python3',
+    [join(__dirname, 'anchors', 'torch_fashion_mnist.py'), '--steps', String(steps), '--rounds', String(rounds)],
+    { encoding: 'utf8' },
+  );
   if (anchor.status === 0) process.stdout.write(anchor.stdout);
-  else console.log(JSON.stringify({ bench: 'fashion-mnist', impl: 'torch', skipped: (anchor.stderr || anchor.error?.message || '').trim().split('\n').pop() }));
+  else
+    console.log(
+      JSON.stringify({
+        bench: 'fashion-mnist',
+        impl: 'torch',
+        skipped: (anchor.stderr || anchor.error?.message || '').trim().split('\n').pop(),
+      }),
+    );
 }
 
 main().catch((e) => {

@@ -19,7 +19,7 @@ const arg = (name: string, dflt: number): number => {
   const i = argv.indexOf(name);
   return i >= 0 ? Number(argv[i + 1]) : dflt;
 };
-const stepsPerEpoch = arg('--steps', 600);  // 600 is the whole training split at batch 100
+const stepsPerEpoch = arg('--steps', 600); // 600 is the whole training split at batch 100
 const epochs = arg('--epochs', 3);
 const gapMs = arg('--gap-ms', 10);
 const batchSize = 100;
@@ -51,7 +51,8 @@ process.stdin.once('data', async () => {
 });
 `;
 
-const pct = (sorted: number[], p: number): number => sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN;
+const pct = (sorted: number[], p: number): number =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN;
 const round = (v: number): number => Number(v.toFixed(2));
 
 type Loop = 'readme-for-await' | 'anchor-idle' | 'anchor-sync-for-of';
@@ -70,7 +71,10 @@ async function measure(loop: Loop, nEpochs: number, idleMs = 0): Promise<number>
   // The README's loop, unchanged but for the epochs around it.
   const model = new nn.Sequential(new nn.Flatten(), new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
   const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
-  const loader = new fl.data.DataLoader(fl.datasets.fashionMNIST({ split: 'train', limit: stepsPerEpoch * batchSize }), { batchSize: 100, shuffle: true });
+  const loader = new fl.data.DataLoader(fl.datasets.fashionMNIST({ split: 'train', limit: stepsPerEpoch * batchSize }), {
+    batchSize: 100,
+    shuffle: true,
+  });
   const step = (x: fl.Tensor, y: fl.Tensor): void => {
     const loss = fl.tidy(() => {
       const l = fl.nn.functional.crossEntropy(model.forward(x), y);
@@ -108,14 +112,27 @@ async function measure(loop: Loop, nEpochs: number, idleMs = 0): Promise<number>
   server.close();
   const answered = lat.filter((v): v is number => v !== null).sort((a, b) => a - b);
   const steps = nEpochs * loader.length;
-  console.log(JSON.stringify({
-    bench: 'responsiveness', loop, epochs: nEpochs, steps, batch: batchSize, threads: fl.getNumThreads(), wall_ms: Math.round(elapsed),
-    requests: answered.length, timeouts: lat.length - answered.length,
-    p50_ms: round(pct(answered, 50)), p99_ms: round(pct(answered, 99)), max_ms: round(answered.at(-1) ?? NaN),
-    timer_ticks: ticks, timer_expected: Math.floor(elapsed / 10),
-    live_tensors_per_epoch: live, live_mb_per_epoch: liveMB,
-    ms_per_step: steps ? round(elapsed / steps) : null,
-  }));
+  console.log(
+    JSON.stringify({
+      bench: 'responsiveness',
+      loop,
+      epochs: nEpochs,
+      steps,
+      batch: batchSize,
+      threads: fl.getNumThreads(),
+      wall_ms: Math.round(elapsed),
+      requests: answered.length,
+      timeouts: lat.length - answered.length,
+      p50_ms: round(pct(answered, 50)),
+      p99_ms: round(pct(answered, 99)),
+      max_ms: round(answered.at(-1) ?? NaN),
+      timer_ticks: ticks,
+      timer_expected: Math.floor(elapsed / 10),
+      live_tensors_per_epoch: live,
+      live_mb_per_epoch: liveMB,
+      ms_per_step: steps ? round(elapsed / steps) : null,
+    }),
+  );
   return elapsed;
 }
 

@@ -8,7 +8,9 @@ import { join } from 'node:path';
 const [given, ...rest] = process.argv.slice(2);
 // `fashion-mnist` and `fashion_mnist` name the same file.
 const name = given?.replace(/-/g, '_');
-const available = readdirSync(__dirname).filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3));
+const available = readdirSync(__dirname)
+  .filter((f) => f.endsWith('.ts') && f !== 'run.ts')
+  .map((f) => f.slice(0, -3));
 if (!name || !existsSync(join(__dirname, `${name}.ts`))) {
   console.error(`usage: npm run bench -- <name> [args]; available: ${available.join(', ')}`);
   process.exit(2);

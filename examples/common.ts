@@ -31,25 +31,39 @@ type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
 export function cnn(): Model {
   const { nn } = fl;
   return new nn.Sequential(
-    new nn.Conv2d(1, 32, 3), new nn.ReLU(), new nn.MaxPool2d(2),
-    new nn.Conv2d(32, 64, 3), new nn.ReLU(), new nn.MaxPool2d(2),
-    new nn.Flatten(), new nn.Linear(1600, 128), new nn.ReLU(), new nn.Linear(128, 10),
+    new nn.Conv2d(1, 32, 3),
+    new nn.ReLU(),
+    new nn.MaxPool2d(2),
+    new nn.Conv2d(32, 64, 3),
+    new nn.ReLU(),
+    new nn.MaxPool2d(2),
+    new nn.Flatten(),
+    new nn.Linear(1600, 128),
+    new nn.ReLU(),
+    new nn.Linear(128, 10),
   );
 }
 
 // Fashion-MNIST pixel mean and std (as torchvision's Normalize): centred inputs train faster.
-const MEAN = 0.286, STD = 0.353;
+const MEAN = 0.286,
+  STD = 0.353;
 export const normalize = (x: fl.Tensor): fl.Tensor => x.sub(MEAN).div(STD);
 
 /** Trains `model` with Adam (lr 1e-3) and returns the step count and the mean ms per step. */
-export async function train(model: Model, batchSize: number, epochs: number, limit?: number): Promise<{ steps: number; msPerStep: number; lastLoss: number }> {
+export async function train(
+  model: Model,
+  batchSize: number,
+  epochs: number,
+  limit?: number,
+): Promise<{ steps: number; msPerStep: number; lastLoss: number }> {
   fl.manualSeed(0);
   const train = fl.datasets.fashionMNIST({ split: 'train', limit });
   const loader = new fl.data.DataLoader(train, { batchSize, shuffle: true, seed: 0 });
   const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
   const show = progress(loader.length * epochs);
   model.train();
-  let steps = 0, lastLoss = NaN;
+  let steps = 0,
+    lastLoss = NaN;
   const started = performance.now();
   for (let e = 0; e < epochs; e++) {
     for await (const [x, y] of loader) {

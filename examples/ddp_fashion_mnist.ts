@@ -15,7 +15,7 @@ async function main(): Promise<void> {
   const batchArg = process.argv.indexOf('--batch');
   const batchSize = batchArg >= 0 ? Number(process.argv[batchArg + 1]) : 64;
   const pg = await fl.distributed.initProcessGroup({ backend: 'ring' });
-  fl.manualSeed(0);  // every rank builds the same model; DDP broadcasts rank 0's anyway
+  fl.manualSeed(0); // every rank builds the same model; DDP broadcasts rank 0's anyway
   const model = cnn();
   // This CNN's gradients are 0.9 MB: the default 25 MB cap would make one bucket, reduced only
   // after backward. Quarter-MB buckets (3 here) start reducing while backward still runs.
@@ -25,7 +25,8 @@ async function main(): Promise<void> {
   const sampler = new fl.data.DistributedSampler(train, { seed: 0 });
   const loader = new fl.data.DataLoader(train, { batchSize, sampler });
   const show = pg.rank === 0 ? progress(loader.length * epochs) : () => undefined;
-  let steps = 0, waited = 0;  // after backward, for the allreduces (and for slower ranks)
+  let steps = 0,
+    waited = 0; // after backward, for the allreduces (and for slower ranks)
   const started = performance.now();
   model.train();
   for (let e = 0; e < epochs; e++) {
@@ -51,10 +52,18 @@ async function main(): Promise<void> {
   const msPerStep = (performance.now() - started) / steps;
   if (pg.rank === 0) {
     const acc = await evaluate(model);
-    console.log(JSON.stringify({
-      example: 'ddp-fashion-mnist', ranks: pg.size, epochs, steps, batch_per_rank: batchSize,
-      test_acc: Number(acc.toFixed(4)), ms_per_step: Number(msPerStep.toFixed(3)), sync_wait_ms: Number((waited / steps).toFixed(2)),
-    }));
+    console.log(
+      JSON.stringify({
+        example: 'ddp-fashion-mnist',
+        ranks: pg.size,
+        epochs,
+        steps,
+        batch_per_rank: batchSize,
+        test_acc: Number(acc.toFixed(4)),
+        ms_per_step: Number(msPerStep.toFixed(3)),
+        sync_wait_ms: Number((waited / steps).toFixed(2)),
+      }),
+    );
   }
   await fl.distributed.destroyProcessGroup();
 }

@@ -12,7 +12,15 @@ async function main(): Promise<void> {
   const model = cnn();
   const { steps, msPerStep } = await train(model, 64, epochs, limit);
   const acc = await evaluate(model);
-  console.log(JSON.stringify({ example: 'fashion-mnist-cnn', epochs, steps, test_acc: Number(acc.toFixed(4)), ms_per_step: Number(msPerStep.toFixed(3)) }));
+  console.log(
+    JSON.stringify({
+      example: 'fashion-mnist-cnn',
+      epochs,
+      steps,
+      test_acc: Number(acc.toFixed(4)),
+      ms_per_step: Number(msPerStep.toFixed(3)),
+    }),
+  );
 }
 
 main().catch((e) => {

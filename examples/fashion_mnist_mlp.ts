@@ -13,7 +13,15 @@ async function main(): Promise<void> {
   const model = new nn.Sequential(new nn.Flatten(), new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
   const { steps, msPerStep } = await train(model, 100, epochs, limit);
   const acc = await evaluate(model);
-  console.log(JSON.stringify({ example: 'fashion-mnist-mlp', epochs, steps, test_acc: Number(acc.toFixed(4)), ms_per_step: Number(msPerStep.toFixed(3)) }));
+  console.log(
+    JSON.stringify({
+      example: 'fashion-mnist-mlp',
+      epochs,
+      steps,
+      test_acc: Number(acc.toFixed(4)),
+      ms_per_step: Number(msPerStep.toFixed(3)),
+    }),
+  );
 }
 
 main().catch((e) => {

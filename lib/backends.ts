@@ -13,8 +13,7 @@ export const cuda = {
     return native.allowTF32();
   },
   set allowTF32(allow: boolean) {
-    if (typeof allow !== 'boolean')
-      throw argError('backends.cuda.allowTF32', `expected a boolean, got ${describe(allow)}`);
+    if (typeof allow !== 'boolean') throw argError('backends.cuda.allowTF32', `expected a boolean, got ${describe(allow)}`);
     native.setAllowTF32(allow);
   },
 };

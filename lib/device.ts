@@ -5,7 +5,8 @@ export type Device = 'cpu' | `cuda:${number}` | 'cuda';
 
 export function normalizeDevice(d: unknown, op = 'device'): string {
   if (d === undefined) return 'cpu';
-  if (typeof d !== 'string') throw Object.assign(new TypeError(`${op}: device must be a string like 'cpu' or 'cuda:0'`), { code: 'ERR_DEVICE' });
+  if (typeof d !== 'string')
+    throw Object.assign(new TypeError(`${op}: device must be a string like 'cpu' or 'cuda:0'`), { code: 'ERR_DEVICE' });
   if (d === 'cuda') return 'cuda:0';
   if (d === 'cpu' || /^cuda:\d{1,3}$/.test(d)) return d;
   throw Object.assign(new TypeError(`${op}: invalid device '${d}': expected 'cpu' or 'cuda:N'`), { code: 'ERR_DEVICE' });

@@ -7,8 +7,18 @@ export type CanonicalDType = NativeDType;
 
 /** PyTorch's names, accepted wherever a dtype is taken. */
 export type DTypeAlias =
-  | 'float32' | 'float' | 'float64' | 'double' | 'bfloat16' | 'float16' | 'half'
-  | 'int32' | 'int' | 'int64' | 'long' | 'uint8';
+  | 'float32'
+  | 'float'
+  | 'float64'
+  | 'double'
+  | 'bfloat16'
+  | 'float16'
+  | 'half'
+  | 'int32'
+  | 'int'
+  | 'int64'
+  | 'long'
+  | 'uint8';
 
 /** A dtype as an argument: a short name ('f32', 'i64', ...) or one of PyTorch's names ('float32', 'long', ...). */
 export type DType = CanonicalDType | DTypeAlias;
@@ -16,8 +26,18 @@ export type DType = CanonicalDType | DTypeAlias;
 export const DTYPES: readonly CanonicalDType[] = ['f32', 'f64', 'i32', 'i64', 'u8', 'bool', 'bf16', 'f16'];
 
 const ALIASES: Readonly<Record<DTypeAlias, CanonicalDType>> = {
-  float32: 'f32', float: 'f32', float64: 'f64', double: 'f64', bfloat16: 'bf16', float16: 'f16', half: 'f16',
-  int32: 'i32', int: 'i32', int64: 'i64', long: 'i64', uint8: 'u8',
+  float32: 'f32',
+  float: 'f32',
+  float64: 'f64',
+  double: 'f64',
+  bfloat16: 'bf16',
+  float16: 'f16',
+  half: 'f16',
+  int32: 'i32',
+  int: 'i32',
+  int64: 'i64',
+  long: 'i64',
+  uint8: 'u8',
 };
 
 /** PyTorch's names for the dtypes, in the order messages list them. */
@@ -39,7 +59,10 @@ export function isDType(v: unknown): v is DType {
 export function toDType(op: string, v: unknown): CanonicalDType {
   const d = canonicalDType(v);
   if (d === undefined)
-    throw dtypeError(op, `unknown dtype ${typeof v === 'string' ? `'${v}'` : String(v)} (expected ${DTYPES.join(', ')} or ${DTYPE_ALIASES.join(', ')})`);
+    throw dtypeError(
+      op,
+      `unknown dtype ${typeof v === 'string' ? `'${v}'` : String(v)} (expected ${DTYPES.join(', ')} or ${DTYPE_ALIASES.join(', ')})`,
+    );
   return d;
 }
 
@@ -81,14 +104,25 @@ export type TypedArrayFor<D extends CanonicalDType> = D extends 'f64'
           : Float32Array;
 
 /** A view of raw bytes as the natural typed array of `dtype`. */
-export function viewBytes(buf: ArrayBuffer, dtype: CanonicalDType): Float32Array | Float64Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array {
+export function viewBytes(
+  buf: ArrayBuffer,
+  dtype: CanonicalDType,
+): Float32Array | Float64Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array {
   switch (dtype) {
-    case 'f32': return new Float32Array(buf);
-    case 'f64': return new Float64Array(buf);
-    case 'i32': return new Int32Array(buf);
-    case 'i64': return new BigInt64Array(buf);
-    case 'u8': case 'bool': return new Uint8Array(buf);
-    case 'bf16': case 'f16': return new Uint16Array(buf);
+    case 'f32':
+      return new Float32Array(buf);
+    case 'f64':
+      return new Float64Array(buf);
+    case 'i32':
+      return new Int32Array(buf);
+    case 'i64':
+      return new BigInt64Array(buf);
+    case 'u8':
+    case 'bool':
+      return new Uint8Array(buf);
+    case 'bf16':
+    case 'f16':
+      return new Uint16Array(buf);
   }
 }
 
@@ -109,6 +143,5 @@ export function checkValueFits(op: string, value: number, dtype: CanonicalDType)
   const range = INT_RANGE[dtype];
   if (range === undefined) return;
   const t = Math.trunc(value);
-  if (!(t >= range.lo && t <= range.hi))
-    throw outOfRange(op, `value ${value} is out of range for ${dtype} ${range.text}`);
+  if (!(t >= range.lo && t <= range.hi)) throw outOfRange(op, `value ${value} is out of range for ${dtype} ${range.text}`);
 }

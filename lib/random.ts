@@ -24,7 +24,14 @@ export function getRngState(): { seed: number; offset: number } {
 }
 
 export function setRngState(state: { seed: number; offset: number }): void {
-  if (state === null || typeof state !== 'object' || !Number.isSafeInteger(state.seed) || state.seed < 0 || !Number.isSafeInteger(state.offset) || state.offset < 0)
+  if (
+    state === null ||
+    typeof state !== 'object' ||
+    !Number.isSafeInteger(state.seed) ||
+    state.seed < 0 ||
+    !Number.isSafeInteger(state.offset) ||
+    state.offset < 0
+  )
     throw argError('setRngState', `expected { seed, offset } of non-negative safe integers (from getRngState), got ${describe(state)}`);
   seed = state.seed;
   offset = state.offset;

@@ -23,7 +23,10 @@ function halfToFloat(bits: Uint16Array, dtype: CanonicalDType): Float32Array {
     return out;
   }
   for (let i = 0; i < bits.length; i++) {
-    const h = bits[i], s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    const h = bits[i],
+      s = h & 0x8000 ? -1 : 1,
+      e = (h >> 10) & 0x1f,
+      m = h & 0x3ff;
     out[i] = e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
   }
   return out;
@@ -150,7 +153,8 @@ export class Tensor {
   }
 
   #checkItem(): void {
-    if (this.numel() !== 1) throw flockError('ERR_SHAPE', 'item', `expected a tensor with one element, got shape [${this.shape.join(',')}]`);
+    if (this.numel() !== 1)
+      throw flockError('ERR_SHAPE', 'item', `expected a tensor with one element, got shape [${this.shape.join(',')}]`);
   }
 
   /** The values as nested arrays (blocking). */
@@ -202,7 +206,11 @@ export class Tensor {
   requiresGrad_(flag = true): this {
     if (!this.isLeaf && !flag) throw flockError('ERR_AUTOGRAD', 'requiresGrad_', 'only leaves can stop requiring grad; use detach()');
     if (flag && !isFloating(this.dtype))
-      throw flockError('ERR_DTYPE', 'requiresGrad_', `only floating tensors (f32, f64, bf16, f16) can require gradients, got ${this.dtype}`);
+      throw flockError(
+        'ERR_DTYPE',
+        'requiresGrad_',
+        `only floating tensors (f32, f64, bf16, f16) can require gradients, got ${this.dtype}`,
+      );
     this.requiresGrad = flag;
     return this;
   }

@@ -33,13 +33,14 @@ function rangeText(r: NumberRange): string {
 /** `v` as a number in the range; ERR_ARG when it is not a number at all, ERR_RANGE when outside. */
 export function checkNumber(op: string, name: string, v: unknown, r: NumberRange = {}): number {
   if (typeof v !== 'number') throw argError(op, `${name} must be ${rangeText(r)}, got ${describe(v)}`);
-  const bad = Number.isNaN(v)
-    || (!r.infinite && !Number.isFinite(v))
-    || (r.integer && Number.isFinite(v) && !Number.isInteger(v))
-    || (r.min !== undefined && v < r.min)
-    || (r.max !== undefined && v > r.max)
-    || (r.above !== undefined && !(v > r.above))
-    || (r.below !== undefined && !(v < r.below));
+  const bad =
+    Number.isNaN(v) ||
+    (!r.infinite && !Number.isFinite(v)) ||
+    (r.integer && Number.isFinite(v) && !Number.isInteger(v)) ||
+    (r.min !== undefined && v < r.min) ||
+    (r.max !== undefined && v > r.max) ||
+    (r.above !== undefined && !(v > r.above)) ||
+    (r.below !== undefined && !(v < r.below));
   if (bad) throw outOfRange(op, `${name} must be ${rangeText(r)}, got ${v}`);
   return v;
 }

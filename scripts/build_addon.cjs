@@ -49,8 +49,11 @@ if (r.status !== 0 || !existsSync(addon)) {
 if (root.split(sep).includes('node_modules')) {
   const build = join(root, 'build');
   for (const name of readdirSync(build)) if (name !== 'Release') rmSync(join(build, name), { recursive: true, force: true });
-  for (const name of readdirSync(join(build, 'Release'))) if (name !== 'flockml.node') rmSync(join(build, 'Release', name), { recursive: true, force: true });
+  for (const name of readdirSync(join(build, 'Release')))
+    if (name !== 'flockml.node') rmSync(join(build, 'Release', name), { recursive: true, force: true });
 }
 const info = require(addon).buildInfo();
 const mb = (statSync(addon).size / 2 ** 20).toFixed(1);
-console.log(`flockml: built build/Release/flockml.node (${mb} MB; CUDA ${info.cuda ? info.cudaVersion : 'not included'}; CPU GEMM ${info.sgemm})`);
+console.log(
+  `flockml: built build/Release/flockml.node (${mb} MB; CUDA ${info.cuda ? info.cudaVersion : 'not included'}; CPU GEMM ${info.sgemm})`,
+);

@@ -17,7 +17,9 @@ test('allowTF32 is off by default and round-trips', () => {
 test('allowTF32 rejects non-booleans with ERR_ARG and keeps its value', () => {
   fl.backends.cuda.allowTF32 = true;
   for (const bad of [1, 0, 'true', null, undefined, {}] as unknown[]) {
-    assert.throws(() => { (fl.backends.cuda as { allowTF32: unknown }).allowTF32 = bad; }, isArgTypeError);
+    assert.throws(() => {
+      (fl.backends.cuda as { allowTF32: unknown }).allowTF32 = bad;
+    }, isArgTypeError);
     assert.is(fl.backends.cuda.allowTF32, true);
   }
   // The addon checks again what reaches it.
@@ -27,8 +29,14 @@ test('allowTF32 rejects non-booleans with ERR_ARG and keeps its value', () => {
 
 test('CPU matmuls ignore allowTF32 (full f32 precision either way)', () => {
   // 1 + 2^-12 needs 13 mantissa bits: TF32 would round it to 1.
-  const a = fl.tensor([[1 + 2 ** -12, 0], [0, 1]]);
-  const b = fl.tensor([[1, 0], [0, 1]]);
+  const a = fl.tensor([
+    [1 + 2 ** -12, 0],
+    [0, 1],
+  ]);
+  const b = fl.tensor([
+    [1, 0],
+    [0, 1],
+  ]);
   fl.backends.cuda.allowTF32 = true;
   try {
     assert.is(a.matmul(b).dataSync()[0], Math.fround(1 + 2 ** -12));

@@ -42,7 +42,10 @@ test('checkOptions names the unknown key, a likely intended one and the accepted
   const e = caught(() => checkOptions('crossEntropy', { labelSmothing: 0.1 }, ['weight', 'ignoreIndex', 'reduction', 'labelSmoothing']));
   assert.instance(e, TypeError);
   assert.is(e.code, 'ERR_ARG');
-  assert.match(e.message, /^crossEntropy: unknown option 'labelSmothing' \(did you mean 'labelSmoothing'\?\); accepted: weight, ignoreIndex/);
+  assert.match(
+    e.message,
+    /^crossEntropy: unknown option 'labelSmothing' \(did you mean 'labelSmoothing'\?\); accepted: weight, ignoreIndex/,
+  );
   assert.equal(checkOptions('op', undefined, ['a']), {});
   assert.is(caught(() => checkOptions('op', null, ['a'])).code, 'ERR_ARG');
   assert.is(caught(() => checkOptions('op', [1] as unknown as object, ['a'])).code, 'ERR_ARG');

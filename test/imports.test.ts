@@ -27,7 +27,7 @@ function resolveLocal(from: string, spec: string): string | null {
   for (const cand of [`${base}.ts`, join(base, 'index.ts'), base]) {
     if (cand.endsWith('.ts') && existsSync(cand) && statSync(cand).isFile()) return cand;
   }
-  return null;  // a .d.ts (types/native) or a JSON file: no runtime module of ours
+  return null; // a .d.ts (types/native) or a JSON file: no runtime module of ours
 }
 
 /** The specifiers `file` loads when it is evaluated. */
@@ -40,8 +40,12 @@ export function runtimeImports(file: string, source = readFileSync(file, 'utf8')
       if (clause?.isTypeOnly) continue;
       const named = clause?.namedBindings;
       const allTypeOnly =
-        clause !== undefined && clause.name === undefined && named !== undefined && ts.isNamedImports(named) &&
-        named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
+        clause !== undefined &&
+        clause.name === undefined &&
+        named !== undefined &&
+        ts.isNamedImports(named) &&
+        named.elements.length > 0 &&
+        named.elements.every((e) => e.isTypeOnly);
       if (!allTypeOnly) out.push(st.moduleSpecifier.text);
     } else if (ts.isExportDeclaration(st) && st.moduleSpecifier && ts.isStringLiteral(st.moduleSpecifier)) {
       if (st.isTypeOnly) continue;
@@ -78,7 +82,9 @@ function findCycles(graph: Map<string, string[]>): string[][] {
 function graphOf(files: string[]): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const f of files) {
-    const deps = runtimeImports(f).map((s) => resolveLocal(f, s)).filter((d): d is string => d !== null);
+    const deps = runtimeImports(f)
+      .map((s) => resolveLocal(f, s))
+      .filter((d): d is string => d !== null);
     graph.set(f, [...new Set(deps)]);
   }
   return graph;
@@ -103,8 +109,26 @@ test('the parser tells runtime imports from type-only ones', () => {
 });
 
 test('the cycle finder reports a cycle and none in a tree', () => {
-  assert.equal(findCycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), [['a', 'b', 'c', 'a']]);
-  assert.equal(findCycles(new Map([['a', ['b', 'c']], ['b', ['c']], ['c', []]])), []);
+  assert.equal(
+    findCycles(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', ['a']],
+      ]),
+    ),
+    [['a', 'b', 'c', 'a']],
+  );
+  assert.equal(
+    findCycles(
+      new Map([
+        ['a', ['b', 'c']],
+        ['b', ['c']],
+        ['c', []],
+      ]),
+    ),
+    [],
+  );
 });
 
 test('lib/ has no runtime import cycle', () => {
@@ -112,7 +136,7 @@ test('lib/ has no runtime import cycle', () => {
   assert.ok(files.length > 20, `found only ${files.length} files under lib/`);
   const cycles = findCycles(graphOf(files));
   const shown = cycles.map((c) => c.map((f) => relative(root, f)).join(' -> '));
-  assert.ok(shown.length === 0, `runtime import cycles in lib/:\n  ${shown.join("\n  ")}`);
+  assert.ok(shown.length === 0, `runtime import cycles in lib/:\n  ${shown.join('\n  ')}`);
 });
 
 test.run();

@@ -16,9 +16,9 @@ test('dispose frees at once and makes the tensor unusable', () => {
   const t = fl.zeros([1000]);
   assert.is(live(), before.tensors + 1);
   t.dispose();
-  t.dispose();  // idempotent
+  t.dispose(); // idempotent
   assert.is(live(), before.tensors);
-  fl.syncSync();  // the queued fill still held the storage; once run, the bytes are back
+  fl.syncSync(); // the queued fill still held the storage; once run, the bytes are back
   assert.is(fl.memory().cpu.bytes, before.bytes);
   assert.ok(t.isDisposed);
   expectError(() => t.add(1), TypeError, 'ERR_DISPOSED');
@@ -55,7 +55,14 @@ test('keep() survives tidy; errors inside tidy still clean up', () => {
   });
   assert.is(live(), before + 1);
   k!.dispose();
-  assert.throws(() => fl.tidy(() => { fl.ones([4]); throw new Error('boom'); }), /boom/);
+  assert.throws(
+    () =>
+      fl.tidy(() => {
+        fl.ones([4]);
+        throw new Error('boom');
+      }),
+    /boom/,
+  );
   assert.is(live(), before);
 });
 
@@ -111,8 +118,9 @@ test('10,000 training-like steps keep live tensors and RSS flat', async () => {
       });
       return loss.detach();
     });
-  let tensorsAt1k = 0, bytesAt1k = 0;
-  const rss: number[] = [];  // MiB after steps 1000, 2000, ..., 10000
+  let tensorsAt1k = 0,
+    bytesAt1k = 0;
+  const rss: number[] = []; // MiB after steps 1000, 2000, ..., 10000
   for (let i = 1; i <= 10_000; i++) {
     const loss = step();
     if (i % 100 === 0) assert.ok(Number.isFinite(await loss.item()));
@@ -131,21 +139,25 @@ test('10,000 training-like steps keep live tensors and RSS flat', async () => {
   assert.is(fl.memory().cpu.bytes, bytesAt1k, 'live bytes');
   // V8 and malloc settle by some tens of MiB early on (JIT code, arenas) and then stay flat; a leak
   // grows steadily. So the second half may grow only a little, the whole run a bounded amount.
-  const lateGrowth = rss[9] - rss[4], totalGrowth = rss[9] - rss[0];
+  const lateGrowth = rss[9] - rss[4],
+    totalGrowth = rss[9] - rss[0];
   if (process.env.FLOCKML_TEST_VERBOSE) console.log(`rss MiB: ${rss.map((r) => r.toFixed(0)).join(' ')}`);
-  assert.ok(lateGrowth < 32, `RSS grew by ${lateGrowth.toFixed(1)} MiB over steps 5,000-10,000 (${rss.map((r) => r.toFixed(0)).join(' ')})`);
+  assert.ok(
+    lateGrowth < 32,
+    `RSS grew by ${lateGrowth.toFixed(1)} MiB over steps 5,000-10,000 (${rss.map((r) => r.toFixed(0)).join(' ')})`,
+  );
   assert.ok(totalGrowth < 96, `RSS grew by ${totalGrowth.toFixed(1)} MiB over steps 1,000-10,000`);
 });
 
 test('released large CPU blocks are kept for reuse, counted in memory(), and given back by emptyCache()', async () => {
   fl.emptyCache();
   assert.is(fl.memory().cpu.cachedBytes, 0);
-  const t = fl.zeros([1 << 20]);  // 4 MiB
+  const t = fl.zeros([1 << 20]); // 4 MiB
   await fl.sync();
   t.dispose();
   await fl.sync();
   assert.ok(fl.memory().cpu.cachedBytes >= 4 << 20, `cached ${fl.memory().cpu.cachedBytes}`);
-  const again = fl.ones([1 << 20]);  // same size class: served from the cache
+  const again = fl.ones([1 << 20]); // same size class: served from the cache
   await fl.sync();
   assert.is(fl.memory().cpu.cachedBytes, 0);
   assert.equal(Array.from((await again.data()).slice(0, 3) as Float32Array), [1, 1, 1]);
@@ -153,7 +165,10 @@ test('released large CPU blocks are kept for reuse, counted in memory(), and giv
   await fl.sync();
   assert.ok(fl.emptyCache() >= 4 << 20);
   assert.is(fl.memory().cpu.cachedBytes, 0);
-  assert.throws(() => fl.emptyCache('gpu:7'), (e: Error & { code?: string }) => e.code === 'ERR_DEVICE');
+  assert.throws(
+    () => fl.emptyCache('gpu:7'),
+    (e: Error & { code?: string }) => e.code === 'ERR_DEVICE',
+  );
 });
 
 test.run();

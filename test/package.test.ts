@@ -56,9 +56,17 @@ void main();
 
 const tsconfig = {
   compilerOptions: {
-    target: 'ES2022', lib: ['ES2023', 'ESNext.Disposable'], module: 'commonjs', moduleResolution: 'node',
-    strict: true, skipLibCheck: false, noEmit: false, outDir: 'out', esModuleInterop: true,
-    typeRoots: [join(repo, 'node_modules', '@types')], types: ['node'],
+    target: 'ES2022',
+    lib: ['ES2023', 'ESNext.Disposable'],
+    module: 'commonjs',
+    moduleResolution: 'node',
+    strict: true,
+    skipLibCheck: false,
+    noEmit: false,
+    outDir: 'out',
+    esModuleInterop: true,
+    typeRoots: [join(repo, 'node_modules', '@types')],
+    types: ['node'],
   },
   files: ['main.ts'],
 };
@@ -71,7 +79,9 @@ test('npm pack, install into a fresh project: the install says what it builds an
   const tgz = readdirSync(dir).find((f) => f.endsWith('.tgz'));
   assert.ok(tgz, `npm pack wrote no tarball: ${pack.out}`);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-  const install = run('npm', ['install', join(dir, tgz!), '--foreground-scripts', '--no-audit', '--no-fund', '--prefer-offline'], dir, { FLOCKML_CUDA: 'OFF' });
+  const install = run('npm', ['install', join(dir, tgz!), '--foreground-scripts', '--no-audit', '--no-fund', '--prefer-offline'], dir, {
+    FLOCKML_CUDA: 'OFF',
+  });
   assert.is(install.status, 0, install.out);
   assert.match(install.out, /flockml: building the native addon for CPU only \(FLOCKML_CUDA=OFF\)/);
   assert.match(install.out, /flockml: built build\/Release\/flockml\.node/);
@@ -103,7 +113,11 @@ test('the package loads with require() and import()', () => {
   const cjs = run(process.execPath, ['-e', "const fl = require('flockml'); console.log(fl.ones([3]).sum().itemSync())"], dir);
   assert.is(cjs.status, 0, cjs.out);
   assert.is(cjs.out.trim(), '3');
-  const esm = run(process.execPath, ['--input-type=module', '-e', "import * as fl from 'flockml'; console.log(fl.default ? 'default' : 'named', fl.zeros([2]).dtype)"], dir);
+  const esm = run(
+    process.execPath,
+    ['--input-type=module', '-e', "import * as fl from 'flockml'; console.log(fl.default ? 'default' : 'named', fl.zeros([2]).dtype)"],
+    dir,
+  );
   assert.is(esm.status, 0, esm.out);
   assert.match(esm.out, /f32/);
 });

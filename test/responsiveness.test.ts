@@ -46,7 +46,9 @@ test('a for-await training loop keeps timers and HTTP answering', async () => {
   const probe = async (): Promise<void> => {
     while (training) {
       const t0 = Date.now();
-      await new Promise<void>((done, fail) => get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => res.resume().on('end', done)).on('error', fail));
+      await new Promise<void>((done, fail) =>
+        get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => res.resume().on('end', done)).on('error', fail),
+      );
       if (training) latencies.push(Date.now() - t0);
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -92,7 +94,10 @@ test('fl.ready resolves for each device, and on a macrotask turn', async () => {
   setImmediate(() => (immediate = true));
   await fl.ready();
   assert.ok(immediate, 'fl.ready resolved before a pending setImmediate ran');
-  await fl.ready('cuda:99').then(() => assert.unreachable('cuda:99 is no device here'), (e: { code?: string }) => assert.ok(e.code === 'ERR_DEVICE', String(e)));
+  await fl.ready('cuda:99').then(
+    () => assert.unreachable('cuda:99 is no device here'),
+    (e: { code?: string }) => assert.ok(e.code === 'ERR_DEVICE', String(e)),
+  );
   throwsCode(() => fl.syncSync('gpu'), 'ERR_DEVICE');
 });
 
@@ -104,7 +109,10 @@ test('fl.ready waits for a long queue to drain, and leaves run-time errors to th
   for (let i = 0; i < 600; i++) outs.push(a.matmul(a));
   const bad = fl.arange(3).indexSelect(0, fl.tensor([7], { dtype: 'i64' }));
   await fl.ready();
-  await fl.sync().then(() => assert.unreachable('the index error was lost'), (e: { code?: string }) => assert.is(e.code, 'ERR_INDEX'));
+  await fl.sync().then(
+    () => assert.unreachable('the index error was lost'),
+    (e: { code?: string }) => assert.is(e.code, 'ERR_INDEX'),
+  );
   const last = (await outs[599].data()) as Float32Array;
   assert.is(last[0], 16);
   for (const t of outs) t.dispose();

@@ -40,8 +40,8 @@ for (const file of files) {
   const ok = Number(/Passed:\s+(\d+)/.exec(out)?.[1] ?? 0);
   const skipped = Number(/Skipped:\s+(\d+)/.exec(out)?.[1] ?? 0);
   let fileFailed = total - ok - skipped;
-  if (r.status !== 0 && fileFailed === 0) fileFailed = 1;  // crashed or exited non-zero outside a test
-  if (total === 0 && r.status === 0) fileFailed = 1;  // a file that ran no test is a failure
+  if (r.status !== 0 && fileFailed === 0) fileFailed = 1; // crashed or exited non-zero outside a test
+  if (total === 0 && r.status === 0) fileFailed = 1; // a file that ran no test is a failure
   passed += ok;
   failed += fileFailed;
   const secs = ((Date.now() - started) / 1000).toFixed(1);

@@ -6,7 +6,10 @@ import * as fl from '../lib/index';
 import { expectError } from './helpers/reference';
 
 test('metadata, data(), item(), toArray()', async () => {
-  const t = fl.tensor([[1.5, 2], [3, 4]]);
+  const t = fl.tensor([
+    [1.5, 2],
+    [3, 4],
+  ]);
   assert.equal(t.shape, [2, 2]);
   assert.is(t.dtype, 'f32');
   assert.is(t.device, 'cpu');
@@ -16,7 +19,10 @@ test('metadata, data(), item(), toArray()', async () => {
   assert.instance(await t.data(), Float32Array);
   assert.equal(Array.from(await t.data(), Number), [1.5, 2, 3, 4]);
   assert.is(await t.sum().item(), 10.5);
-  assert.equal(t.toArray(), [[1.5, 2], [3, 4]]);
+  assert.equal(t.toArray(), [
+    [1.5, 2],
+    [3, 4],
+  ]);
   assert.instance(fl.tensor([1], { dtype: 'i64' }).dataSync(), BigInt64Array);
   assert.equal(Array.from(fl.tensor([1, 2], { dtype: 'bf16' }).dataSync(), Number), [1, 2]);
   expectError(() => t.itemSync(), RangeError, 'ERR_SHAPE');
@@ -30,7 +36,11 @@ test('many pending data() promises resolve in order of queueing', async () => {
 });
 
 test('a pending promise keeps the process alive; none pending lets it exit', async () => {
-  const v = await fl.randn([300, 300]).matmul(fl.randn([300, 300])).sum().item();
+  const v = await fl
+    .randn([300, 300])
+    .matmul(fl.randn([300, 300]))
+    .sum()
+    .item();
   assert.ok(Number.isFinite(v));
 });
 
@@ -71,7 +81,14 @@ test('setNumThreads changes the intra-op pool', () => {
   const n = fl.getNumThreads();
   fl.setNumThreads(1);
   assert.is(fl.getNumThreads(), 1);
-  assert.is(fl.ones([100, 100]).matmul(fl.ones([100, 100])).sum().itemSync(), 1e6);
+  assert.is(
+    fl
+      .ones([100, 100])
+      .matmul(fl.ones([100, 100]))
+      .sum()
+      .itemSync(),
+    1e6,
+  );
   fl.setNumThreads(n);
   assert.is(fl.getNumThreads(), n);
 });
@@ -97,7 +114,13 @@ test('dtype follows the input type, never its values', () => {
   const ones = fl.tensor([1.0, 1.0]);
   assert.is(ones.dtype, 'f32');
   assert.is((ones.dataSync()[0] as number) + 1, 2);
-  assert.is(fl.tensor([[1, 2], [3, 4.5]]).dtype, 'f32');
+  assert.is(
+    fl.tensor([
+      [1, 2],
+      [3, 4.5],
+    ]).dtype,
+    'f32',
+  );
   assert.is(fl.tensor(3).dtype, 'f32');
   assert.is(fl.tensor([]).dtype, 'f32');
   assert.is(fl.tensor([true, false]).dtype, 'bool');
@@ -115,8 +138,19 @@ test('dtype follows the input type, never its values', () => {
 
 test("PyTorch's dtype names are aliases everywhere; t.dtype reports the short name", () => {
   const names: [fl.DType, fl.CanonicalDType][] = [
-    ['float32', 'f32'], ['float', 'f32'], ['float64', 'f64'], ['double', 'f64'], ['bfloat16', 'bf16'], ['float16', 'f16'],
-    ['half', 'f16'], ['int32', 'i32'], ['int', 'i32'], ['int64', 'i64'], ['long', 'i64'], ['uint8', 'u8'], ['bool', 'bool'],
+    ['float32', 'f32'],
+    ['float', 'f32'],
+    ['float64', 'f64'],
+    ['double', 'f64'],
+    ['bfloat16', 'bf16'],
+    ['float16', 'f16'],
+    ['half', 'f16'],
+    ['int32', 'i32'],
+    ['int', 'i32'],
+    ['int64', 'i64'],
+    ['long', 'i64'],
+    ['uint8', 'u8'],
+    ['bool', 'bool'],
   ];
   for (const [alias, short] of names) {
     assert.is(fl.tensor([1, 0], { dtype: alias }).dtype, short, alias);
@@ -127,16 +161,22 @@ test("PyTorch's dtype names are aliases everywhere; t.dtype reports the short na
   }
   assert.is(fl.full([1], 2, { dtype: 'double' }).dtype, 'f64');
   assert.is(fl.nn.Linear !== undefined && new fl.nn.Linear(2, 2, { dtype: 'double' }).weight.dtype, 'f64');
-  const typo = () => fl.zeros([1], {
-    // @ts-expect-error a dtype name that does not exist fails to compile
-    dtype: 'float33',
-  });
+  const typo = () =>
+    fl.zeros([1], {
+      // @ts-expect-error a dtype name that does not exist fails to compile
+      dtype: 'float33',
+    });
   expectError(typo, TypeError, 'ERR_DTYPE', /^zeros: unknown dtype 'float33' \(expected f32, f64, .*float32, .*long/);
 });
 
 test('requiresGrad_ on a non-floating tensor throws ERR_DTYPE', () => {
   for (const t of [fl.tensor([1, 2], { dtype: 'i64' }), fl.tensor(new Int32Array([1])), fl.tensor([true]), fl.tensor(new Uint8Array([1]))])
-    expectError(() => t.requiresGrad_(), TypeError, 'ERR_DTYPE', /^requiresGrad_: only floating tensors \(f32, f64, bf16, f16\) can require gradients, got (i64|i32|bool|u8)$/);
+    expectError(
+      () => t.requiresGrad_(),
+      TypeError,
+      'ERR_DTYPE',
+      /^requiresGrad_: only floating tensors \(f32, f64, bf16, f16\) can require gradients, got (i64|i32|bool|u8)$/,
+    );
   expectError(() => fl.tensor([1], { dtype: 'long', requiresGrad: true }), TypeError, 'ERR_DTYPE', /^tensor: only floating tensors/);
   expectError(() => new fl.nn.Parameter(fl.arange(3)), TypeError, 'ERR_DTYPE');
   const x = fl.tensor([1.0, 1.0]).requiresGrad_();
@@ -145,7 +185,12 @@ test('requiresGrad_ on a non-floating tensor throws ERR_DTYPE', () => {
 });
 
 test('JS values an integer dtype cannot hold throw ERR_RANGE naming the value and dtype', () => {
-  expectError(() => fl.tensor([Infinity, NaN, 3e9], { dtype: 'i32' }), RangeError, 'ERR_RANGE', /^tensor: value Infinity is out of range for i32 \[-2147483648, 2147483647\]$/);
+  expectError(
+    () => fl.tensor([Infinity, NaN, 3e9], { dtype: 'i32' }),
+    RangeError,
+    'ERR_RANGE',
+    /^tensor: value Infinity is out of range for i32 \[-2147483648, 2147483647\]$/,
+  );
   expectError(() => fl.tensor([1, 3e9], { dtype: 'int32' }), RangeError, 'ERR_RANGE', /value 3000000000 .* i32/);
   expectError(() => fl.tensor([300], { dtype: 'u8' }), RangeError, 'ERR_RANGE', /^tensor: value 300 is out of range for u8 \[0, 255\]$/);
   expectError(() => fl.tensor([-1], { dtype: 'uint8' }), RangeError, 'ERR_RANGE', /value -1 .* u8/);
@@ -169,15 +214,28 @@ test('t.to() takes a dtype, a device or { dtype, device }; anything else is ERR_
   const both = t.to({ dtype: 'half', device: 'cpu' });
   assert.is(both.dtype, 'f16');
   assert.is(both.device, 'cpu');
-  expectError(() => t.to('float33'), TypeError, 'ERR_ARG', /^to: the string "float33" is neither a dtype \(f32, .*float32, long\) nor a device \('cpu', 'cuda', 'cuda:N'\) \(did you mean 'float32'\?\)/);
-  expectError(() => t.to({ dtype: 'f32', devise: 'cpu' } as unknown as { dtype: fl.DType }), TypeError, 'ERR_ARG', /^to: unknown option 'devise'/);
+  expectError(
+    () => t.to('float33'),
+    TypeError,
+    'ERR_ARG',
+    /^to: the string "float33" is neither a dtype \(f32, .*float32, long\) nor a device \('cpu', 'cuda', 'cuda:N'\) \(did you mean 'float32'\?\)/,
+  );
+  expectError(
+    () => t.to({ dtype: 'f32', devise: 'cpu' } as unknown as { dtype: fl.DType }),
+    TypeError,
+    'ERR_ARG',
+    /^to: unknown option 'devise'/,
+  );
   expectError(() => t.to({ dtype: 'nope' as fl.DType }), TypeError, 'ERR_DTYPE', /^to: unknown dtype 'nope'/);
   expectError(() => t.to(7 as unknown as string), TypeError, 'ERR_ARG', /^to: number 7 is neither a dtype/);
   if (!fl.cuda.isAvailable()) expectError(() => t.to('cuda:0'), TypeError, 'ERR_DEVICE');
 });
 
 test('console.log / util.inspect and toString show dtype, shape, device and the values of small tensors', () => {
-  const t = fl.tensor([[1.5, 2], [3, 4]]);
+  const t = fl.tensor([
+    [1.5, 2],
+    [3, 4],
+  ]);
   assert.is(inspect(t), 'Tensor(shape=[2, 2], dtype=f32, device=cpu) [[1.5, 2], [3, 4]]');
   assert.is(String(t), inspect(t));
   assert.is(inspect(fl.tensor([1, 2], { dtype: 'long' })), 'Tensor(shape=[2], dtype=i64, device=cpu) [1, 2]');

@@ -10,7 +10,9 @@ import { join } from 'node:path';
 test('lib, examples, bench and test type-check with no errors', () => {
   const root = join(__dirname, '..');
   const r = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.check.json')], {
-    cwd: root, encoding: 'utf8', timeout: 120_000,
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 120_000,
   });
   assert.is(r.status, 0, `${r.stdout}${r.stderr}`);
 });

@@ -8,12 +8,49 @@ export interface NativeTensor {
 export type NativeDType = 'f32' | 'f64' | 'i32' | 'i64' | 'u8' | 'bool' | 'bf16' | 'f16';
 
 export type UnaryOpName =
-  | 'neg' | 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'abs' | 'sign' | 'tanh' | 'sigmoid' | 'relu' | 'gelu' | 'gelu_tanh'
-  | 'silu' | 'clamp' | 'leaky_relu' | 'logical_not' | 'square' | 'reciprocal' | 'sin' | 'cos' | 'erf' | 'floor'
-  | 'ceil' | 'round' | 'log1p' | 'expm1' | 'pow_scalar';
+  | 'neg'
+  | 'exp'
+  | 'log'
+  | 'sqrt'
+  | 'rsqrt'
+  | 'abs'
+  | 'sign'
+  | 'tanh'
+  | 'sigmoid'
+  | 'relu'
+  | 'gelu'
+  | 'gelu_tanh'
+  | 'silu'
+  | 'clamp'
+  | 'leaky_relu'
+  | 'logical_not'
+  | 'square'
+  | 'reciprocal'
+  | 'sin'
+  | 'cos'
+  | 'erf'
+  | 'floor'
+  | 'ceil'
+  | 'round'
+  | 'log1p'
+  | 'expm1'
+  | 'pow_scalar';
 export type BinaryOpName =
-  | 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'maximum' | 'minimum' | 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge'
-  | 'logical_and' | 'logical_or';
+  | 'add'
+  | 'sub'
+  | 'mul'
+  | 'div'
+  | 'pow'
+  | 'maximum'
+  | 'minimum'
+  | 'eq'
+  | 'ne'
+  | 'lt'
+  | 'le'
+  | 'gt'
+  | 'ge'
+  | 'logical_and'
+  | 'logical_or';
 export type ReduceOpName = 'sum' | 'mean' | 'max' | 'min' | 'prod' | 'argmax' | 'argmin' | 'var' | 'logsumexp';
 export type RandomKind = 'uniform' | 'normal' | 'randint' | 'bernoulli';
 
@@ -43,7 +80,16 @@ export interface NativeAddon {
   arange(start: number, end: number, step: number, dtype: NativeDType, device: string): NativeTensor;
   linspace(start: number, end: number, steps: number, dtype: NativeDType, device: string): NativeTensor;
   oneHot(index: NativeTensor, numClasses: number): NativeTensor;
-  random(kind: RandomKind, shape: number[], dtype: NativeDType, device: string, seed: number, offset: number, a: number, b: number): NativeTensor;
+  random(
+    kind: RandomKind,
+    shape: number[],
+    dtype: NativeDType,
+    device: string,
+    seed: number,
+    offset: number,
+    a: number,
+    b: number,
+  ): NativeTensor;
   // handles
   meta(t: NativeTensor): NativeMeta;
   isDisposed(t: NativeTensor): boolean;
@@ -98,18 +144,84 @@ export interface NativeAddon {
   gather(x: NativeTensor, dim: number, index: NativeTensor, op?: 'gather' | 'nllLoss'): NativeTensor;
   scatterAdd(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NativeTensor;
   // nn (cpp/bindings/nn.cc): geometry as [h, w] pairs
-  conv2d(x: NativeTensor, w: NativeTensor, stride: number[], padding: number[], dilation: number[], groups: number, bias?: NativeTensor | null): NativeTensor;
-  conv2dBackwardInput(grad: NativeTensor, w: NativeTensor, inputShape: number[], stride: number[], padding: number[], dilation: number[], groups: number): NativeTensor;
-  conv2dBackwardWeight(x: NativeTensor, grad: NativeTensor, weightShape: number[], stride: number[], padding: number[], dilation: number[], groups: number): NativeTensor;
-  maxPool2d(x: NativeTensor, kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): [NativeTensor, NativeTensor];
-  maxPool2dBackward(grad: NativeTensor, indices: NativeTensor, inputShape: number[], kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): NativeTensor;
-  avgPool2d(x: NativeTensor, kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): NativeTensor;
-  avgPool2dBackward(grad: NativeTensor, inputShape: number[], kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): NativeTensor;
+  conv2d(
+    x: NativeTensor,
+    w: NativeTensor,
+    stride: number[],
+    padding: number[],
+    dilation: number[],
+    groups: number,
+    bias?: NativeTensor | null,
+  ): NativeTensor;
+  conv2dBackwardInput(
+    grad: NativeTensor,
+    w: NativeTensor,
+    inputShape: number[],
+    stride: number[],
+    padding: number[],
+    dilation: number[],
+    groups: number,
+  ): NativeTensor;
+  conv2dBackwardWeight(
+    x: NativeTensor,
+    grad: NativeTensor,
+    weightShape: number[],
+    stride: number[],
+    padding: number[],
+    dilation: number[],
+    groups: number,
+  ): NativeTensor;
+  maxPool2d(
+    x: NativeTensor,
+    kernel: number[],
+    stride: number[],
+    padding: number[],
+    dilation: number[],
+    ceilMode: boolean,
+    countIncludePad: boolean,
+  ): [NativeTensor, NativeTensor];
+  maxPool2dBackward(
+    grad: NativeTensor,
+    indices: NativeTensor,
+    inputShape: number[],
+    kernel: number[],
+    stride: number[],
+    padding: number[],
+    dilation: number[],
+    ceilMode: boolean,
+    countIncludePad: boolean,
+  ): NativeTensor;
+  avgPool2d(
+    x: NativeTensor,
+    kernel: number[],
+    stride: number[],
+    padding: number[],
+    dilation: number[],
+    ceilMode: boolean,
+    countIncludePad: boolean,
+  ): NativeTensor;
+  avgPool2dBackward(
+    grad: NativeTensor,
+    inputShape: number[],
+    kernel: number[],
+    stride: number[],
+    padding: number[],
+    dilation: number[],
+    ceilMode: boolean,
+    countIncludePad: boolean,
+  ): NativeTensor;
   adaptiveAvgPool2d(x: NativeTensor, outputSize: number[]): NativeTensor;
   adaptiveAvgPool2dBackward(grad: NativeTensor, inputShape: number[]): NativeTensor;
   /** Fused log-softmax + NLL over [rows, classes]: [per-row loss, per-row logsumexp]. */
   crossEntropy(x: NativeTensor, target: NativeTensor, ignoreIndex: number, labelSmoothing: number): [NativeTensor, NativeTensor];
-  crossEntropyBackward(x: NativeTensor, target: NativeTensor, lse: NativeTensor, grad: NativeTensor, ignoreIndex: number, labelSmoothing: number): NativeTensor;
+  crossEntropyBackward(
+    x: NativeTensor,
+    target: NativeTensor,
+    lse: NativeTensor,
+    grad: NativeTensor,
+    ignoreIndex: number,
+    labelSmoothing: number,
+  ): NativeTensor;
   /** Normalises each row of [rows, d]: [y, mean [rows], rstd [rows]]. */
   rowNorm(x: NativeTensor, eps: number): [NativeTensor, NativeTensor, NativeTensor];
   rowNormBackward(x: NativeTensor, mean: NativeTensor, rstd: NativeTensor, grad: NativeTensor): NativeTensor;
@@ -118,10 +230,36 @@ export interface NativeAddon {
   /** grad · act'(saved + bias), or act'(saved) without bias (relu may pass its output as saved). */
   biasActBackward(grad: NativeTensor, saved: NativeTensor, bias: NativeTensor | null, activation: BiasActivation): NativeTensor;
   /** In-place fused Adam/AdamW over many tensors, queued on their device's stream; maxExpAvgSq is empty unless amsgrad. */
-  adamStep(params: NativeTensor[], grads: NativeTensor[], expAvg: NativeTensor[], expAvgSq: NativeTensor[], maxExpAvgSq: NativeTensor[], lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, step: number, decoupled: boolean, amsgrad: boolean, maximize: boolean): void;
+  adamStep(
+    params: NativeTensor[],
+    grads: NativeTensor[],
+    expAvg: NativeTensor[],
+    expAvgSq: NativeTensor[],
+    maxExpAvgSq: NativeTensor[],
+    lr: number,
+    beta1: number,
+    beta2: number,
+    eps: number,
+    weightDecay: number,
+    step: number,
+    decoupled: boolean,
+    amsgrad: boolean,
+    maximize: boolean,
+  ): void;
   gradNorm(tensors: NativeTensor[], normType: number): NativeTensor;
   clipByNorm(tensors: NativeTensor[], total: NativeTensor, maxNorm: number): void;
-  sgdStep(params: NativeTensor[], grads: NativeTensor[], momentumBuffers: NativeTensor[], lr: number, momentum: number, dampening: number, weightDecay: number, nesterov: boolean, firstStep: boolean, maximize: boolean): void;
+  sgdStep(
+    params: NativeTensor[],
+    grads: NativeTensor[],
+    momentumBuffers: NativeTensor[],
+    lr: number,
+    momentum: number,
+    dampening: number,
+    weightDecay: number,
+    nesterov: boolean,
+    firstStep: boolean,
+    maximize: boolean,
+  ): void;
 }
 
 // ---- distributed (cpp/bindings/distributed.cc) ----

@@ -28,11 +28,18 @@ function isTensor(v: unknown): v is Tensor {
 function backwardArgs(gradOrOptions: unknown, options: unknown): { grad: Tensor | undefined; retainGraph: boolean } {
   let grad = gradOrOptions;
   let opts = options;
-  if (options === undefined && typeof grad === 'object' && grad !== null && !isTensor(grad) && Object.getPrototypeOf(grad) === Object.prototype) {
+  if (
+    options === undefined &&
+    typeof grad === 'object' &&
+    grad !== null &&
+    !isTensor(grad) &&
+    Object.getPrototypeOf(grad) === Object.prototype
+  ) {
     opts = grad;
     grad = undefined;
   }
-  if (grad !== undefined && grad !== null && !isTensor(grad)) throw argError('backward', `grad must be a Tensor or undefined, got ${describe(grad)}`);
+  if (grad !== undefined && grad !== null && !isTensor(grad))
+    throw argError('backward', `grad must be a Tensor or undefined, got ${describe(grad)}`);
   const { retainGraph = false } = checkOptions<BackwardOptions>('backward', opts as BackwardOptions | undefined, ['retainGraph']);
   if (typeof retainGraph !== 'boolean') throw argError('backward', `retainGraph must be a boolean, got ${describe(retainGraph)}`);
   return { grad: grad ?? undefined, retainGraph };
@@ -45,9 +52,17 @@ function backwardArgs(gradOrOptions: unknown, options: unknown): { grad: Tensor 
 export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknown): void {
   const { grad, retainGraph } = backwardArgs(gradOrOptions, options);
   if (!root.requiresGrad)
-    throw flockError('ERR_AUTOGRAD', 'backward', 'the tensor does not require grad and has no gradFn (call requiresGrad_() on a leaf it depends on)');
+    throw flockError(
+      'ERR_AUTOGRAD',
+      'backward',
+      'the tensor does not require grad and has no gradFn (call requiresGrad_() on a leaf it depends on)',
+    );
   if (grad === undefined && root.numel() !== 1)
-    throw flockError('ERR_SHAPE', 'backward', `grad can be implicitly created only for one-element outputs, got shape ${shapeStr(root.shape)}`);
+    throw flockError(
+      'ERR_SHAPE',
+      'backward',
+      `grad can be implicitly created only for one-element outputs, got shape ${shapeStr(root.shape)}`,
+    );
   if (grad !== undefined && (grad.shape.length !== root.shape.length || grad.shape.some((s, i) => s !== root.shape[i])))
     throw flockError('ERR_SHAPE', 'backward', `grad shape ${shapeStr(grad.shape)} does not match output shape ${shapeStr(root.shape)}`);
 

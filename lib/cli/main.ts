@@ -52,15 +52,22 @@ async function info(): Promise<number> {
   const build = native.buildInfo();
   const nccl = native.ncclInfo();
   const devices = ['cpu', ...Array.from({ length: native.gpuDeviceCount() }, (_, i) => `cuda:${i} (${native.gpuDeviceName(i)})`)];
-  console.log(JSON.stringify({
-    devices,
-    cuda: build.cuda ? { compiled: true, version: build.cudaVersion } : { compiled: false },
-    // found: the backend can run here; version: the library's, whenever it loads (even without a GPU).
-    nccl: nccl.available ? { found: true, version: nccl.version }
-      : { found: false, reason: nccl.reason, ...(nccl.version ? { version: nccl.version } : {}) },
-    build,
-    node: process.version,
-  }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        devices,
+        cuda: build.cuda ? { compiled: true, version: build.cudaVersion } : { compiled: false },
+        // found: the backend can run here; version: the library's, whenever it loads (even without a GPU).
+        nccl: nccl.available
+          ? { found: true, version: nccl.version }
+          : { found: false, reason: nccl.reason, ...(nccl.version ? { version: nccl.version } : {}) },
+        build,
+        node: process.version,
+      },
+      null,
+      2,
+    ),
+  );
   return 0;
 }
 

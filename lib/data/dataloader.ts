@@ -25,10 +25,13 @@ export interface DataLoaderOptions<T, B> {
 }
 
 /** What defaultCollate makes of a batch of samples of type T (a TensorDataset's batch: Tensor[]). */
-export type Collated<T> = T extends Tensor | number ? Tensor
-  : T extends readonly unknown[] ? { -readonly [K in keyof T]: Collated<T[K]> }
-  : T extends object ? { [K in keyof T]: Collated<T[K]> }
-  : T[];
+export type Collated<T> = T extends Tensor | number
+  ? Tensor
+  : T extends readonly unknown[]
+    ? { -readonly [K in keyof T]: Collated<T[K]> }
+    : T extends object
+      ? { [K in keyof T]: Collated<T[K]> }
+      : T[];
 
 /**
  * Stacks tensors, recurses into arrays and objects, and turns numbers into a tensor. Plain numbers
@@ -59,7 +62,8 @@ function rng(seed: number): () => number {
 
 /** PyTorch DataLoader options that flockml does not implement, and why: rejected, never ignored. */
 const UNSUPPORTED: Record<string, string> = {
-  numWorkers: 'there are no worker processes: batches are gathered by queued native ops, and the next batch is prefetched while the current step runs',
+  numWorkers:
+    'there are no worker processes: batches are gathered by queued native ops, and the next batch is prefetched while the current step runs',
   pinMemory: 'host-to-device copies are already staged through pinned buffers',
   prefetchFactor: 'exactly one batch is prefetched',
   persistentWorkers: 'there are no worker processes',
@@ -71,8 +75,12 @@ const UNSUPPORTED: Record<string, string> = {
 const ACCEPTED = ['batchSize', 'shuffle', 'seed', 'dropLast', 'collate', 'sampler'] as const;
 
 function isSampler(v: unknown): v is Iterable<number> & { readonly length: number } {
-  return typeof v === 'object' && v !== null && typeof (v as { length?: unknown }).length === 'number' &&
-    typeof (v as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as { length?: unknown }).length === 'number' &&
+    typeof (v as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function'
+  );
 }
 
 /** Disposes the tensors of a batch nobody will see (a prefetched one after break or an error). */
@@ -97,7 +105,12 @@ interface Stateful {
 }
 
 function hasState(v: unknown): v is Stateful {
-  return typeof v === 'object' && v !== null && typeof (v as Stateful).stateDict === 'function' && typeof (v as Stateful).loadStateDict === 'function';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as Stateful).stateDict === 'function' &&
+    typeof (v as Stateful).loadStateDict === 'function'
+  );
 }
 
 export class DataLoader<T = unknown, B = Collated<T>> {
@@ -117,24 +130,30 @@ export class DataLoader<T = unknown, B = Collated<T>> {
   private samplerAtEpochStart: unknown = undefined;
   private skipNext = 0;
 
-  constructor(readonly dataset: Dataset<T>, options: DataLoaderOptions<T, B> = {}) {
+  constructor(
+    readonly dataset: Dataset<T>,
+    options: DataLoaderOptions<T, B> = {},
+  ) {
     const op = 'DataLoader';
     if (typeof dataset !== 'object' || dataset === null || typeof dataset.length !== 'number' || typeof dataset.get !== 'function')
       throw argError(op, `dataset must have a numeric length and a get(index) method, got ${describe(dataset)}`);
     if (options !== null && typeof options === 'object')
       for (const key of Object.keys(options)) {
-        const camel = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());  // num_workers too
+        const camel = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()); // num_workers too
         if (Object.hasOwn(UNSUPPORTED, camel)) throw argError(op, `option '${key}' is not supported (${UNSUPPORTED[camel]})`);
       }
     const o = checkOptions(op, options, ACCEPTED);
-    if (o.batchSize !== undefined && typeof o.batchSize !== 'number') throw argError(op, `batchSize must be a number, got ${describe(o.batchSize)}`);
+    if (o.batchSize !== undefined && typeof o.batchSize !== 'number')
+      throw argError(op, `batchSize must be a number, got ${describe(o.batchSize)}`);
     this.batchSize = o.batchSize ?? 1;
-    if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw outOfRange(op, `batchSize must be a positive integer, got ${this.batchSize}`);
+    if (!Number.isInteger(this.batchSize) || this.batchSize < 1)
+      throw outOfRange(op, `batchSize must be a positive integer, got ${this.batchSize}`);
     for (const key of ['shuffle', 'dropLast'] as const)
       if (o[key] !== undefined && typeof o[key] !== 'boolean') throw argError(op, `${key} must be a boolean, got ${describe(o[key])}`);
     if (o.seed !== undefined && !(typeof o.seed === 'number' && Number.isInteger(o.seed)))
       throw argError(op, `seed must be an integer, got ${describe(o.seed)}`);
-    if (o.collate !== undefined && typeof o.collate !== 'function') throw argError(op, `collate must be a function, got ${describe(o.collate)}`);
+    if (o.collate !== undefined && typeof o.collate !== 'function')
+      throw argError(op, `collate must be a function, got ${describe(o.collate)}`);
     if (o.sampler !== undefined && !isSampler(o.sampler))
       throw argError(op, `sampler must be an iterable of indices with a numeric length, got ${describe(o.sampler)}`);
     this.shuffle = o.shuffle ?? false;

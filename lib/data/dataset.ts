@@ -28,7 +28,11 @@ export class TensorDataset implements Dataset<Tensor[]> {
 
   get(index: number): Tensor[] {
     if (!Number.isInteger(index) || index < 0 || index >= this.length)
-      throw flockError(Number.isInteger(index) ? 'ERR_INDEX' : 'ERR_ARG', 'TensorDataset.get', `index ${describe(index)} is out of range for ${this.length} rows`);
+      throw flockError(
+        Number.isInteger(index) ? 'ERR_INDEX' : 'ERR_ARG',
+        'TensorDataset.get',
+        `index ${describe(index)} is out of range for ${this.length} rows`,
+      );
     return this.tensors.map((t) => t.narrow(0, index, 1).squeeze(0));
   }
 
@@ -36,7 +40,7 @@ export class TensorDataset implements Dataset<Tensor[]> {
   getBatch(indices: number[]): Tensor[] {
     const idx = tensor(Int32Array.from(indices));
     const out = this.tensors.map((t) => t.indexSelect(0, t.device === 'cpu' ? idx : idx.to(t.device)));
-    idx.dispose();  // queued gathers hold their own reference
+    idx.dispose(); // queued gathers hold their own reference
     return out;
   }
 }

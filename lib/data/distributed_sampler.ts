@@ -60,7 +60,13 @@ export class DistributedSampler implements Iterable<number> {
     const init = isInitialized();
     this.numReplicas = options.numReplicas ?? (init ? getWorldSize() : 1);
     this.rank = options.rank ?? (init ? getRank() : 0);
-    if (!Number.isInteger(this.numReplicas) || this.numReplicas < 1 || !Number.isInteger(this.rank) || this.rank < 0 || this.rank >= this.numReplicas)
+    if (
+      !Number.isInteger(this.numReplicas) ||
+      this.numReplicas < 1 ||
+      !Number.isInteger(this.rank) ||
+      this.rank < 0 ||
+      this.rank >= this.numReplicas
+    )
       throw distError('ERR_ARG', `DistributedSampler: rank ${this.rank} is outside numReplicas ${this.numReplicas}`);
     this.shuffle = options.shuffle ?? true;
     this.seed = options.seed ?? 0;
@@ -96,8 +102,13 @@ export class DistributedSampler implements Iterable<number> {
    */
   stateDict(): DistributedSamplerState {
     return {
-      epoch: this.#epoch, position: this.#position, numReplicas: this.numReplicas, seed: this.seed, shuffle: this.shuffle,
-      dropLast: this.dropLast, datasetLength: this.#datasetLength,
+      epoch: this.#epoch,
+      position: this.#position,
+      numReplicas: this.numReplicas,
+      seed: this.seed,
+      shuffle: this.shuffle,
+      dropLast: this.dropLast,
+      datasetLength: this.#datasetLength,
     };
   }
 
@@ -115,8 +126,10 @@ export class DistributedSampler implements Iterable<number> {
       const mine = k === 'datasetLength' ? this.#datasetLength : this[k];
       if (state[k] !== mine) throw flockError('ERR_STATE_DICT', op, `the state was saved with ${k} ${state[k]}, this sampler has ${mine}`);
     }
-    const position = state.numReplicas === this.numReplicas ? state.position : Math.floor((state.position * state.numReplicas) / this.numReplicas);
-    if (position > this.#epochLength) throw flockError('ERR_STATE_DICT', op, `position ${position} is past the epoch's ${this.#epochLength} indices`);
+    const position =
+      state.numReplicas === this.numReplicas ? state.position : Math.floor((state.position * state.numReplicas) / this.numReplicas);
+    if (position > this.#epochLength)
+      throw flockError('ERR_STATE_DICT', op, `position ${position} is past the epoch's ${this.#epochLength} indices`);
     this.#epoch = state.epoch;
     this.#start = position;
     this.#position = position;
@@ -145,7 +158,7 @@ export class DistributedSampler implements Iterable<number> {
   *[Symbol.iterator](): Iterator<number> {
     const order = this.indices();
     const start = this.#start;
-    this.#start = 0;  // a resumed epoch resumes once; the next pass is whole
+    this.#start = 0; // a resumed epoch resumes once; the next pass is whole
     this.#position = start;
     for (let i = start; i < order.length; i++) {
       this.#position = i + 1;

@@ -2,8 +2,16 @@
 import { describe, errorOf, type AnyFlockError } from '../errors';
 
 export type DistErrorCode =
-  | 'ERR_TIMEOUT' | 'ERR_PEER_LOST' | 'ERR_AUTH' | 'ERR_ARG' | 'ERR_STORE' | 'ERR_NCCL' | 'ERR_COLLECTIVE_MISMATCH' | 'ERR_DEVICE'
-  | 'ERR_DTYPE' | 'ERR_DISPOSED';
+  | 'ERR_TIMEOUT'
+  | 'ERR_PEER_LOST'
+  | 'ERR_AUTH'
+  | 'ERR_ARG'
+  | 'ERR_STORE'
+  | 'ERR_NCCL'
+  | 'ERR_COLLECTIVE_MISMATCH'
+  | 'ERR_DEVICE'
+  | 'ERR_DTYPE'
+  | 'ERR_DISPOSED';
 
 export function distError(code: DistErrorCode, message: string): AnyFlockError {
   return errorOf(code, message);
@@ -12,7 +20,10 @@ export function distError(code: DistErrorCode, message: string): AnyFlockError {
 /** `value` when it is an integer in [min, max] (or undefined with a fallback); ERR_ARG naming `op` and `name` otherwise. */
 export function intOption(op: string, name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
-    throw distError('ERR_ARG', `${op}: ${name} must be an integer in [${min}, ${max === Number.MAX_SAFE_INTEGER ? '∞' : max}], got ${describe(value)}`);
+    throw distError(
+      'ERR_ARG',
+      `${op}: ${name} must be an integer in [${min}, ${max === Number.MAX_SAFE_INTEGER ? '∞' : max}], got ${describe(value)}`,
+    );
   return value;
 }
 

@@ -14,7 +14,8 @@ export function writeFrame(sock: Socket, msg: unknown): void {
 /** The bytes of one frame; ERR_ARG when the message exceeds MAX_FRAME_BYTES. */
 export function encodeFrame(msg: unknown): Buffer {
   const body = Buffer.from(JSON.stringify(msg), 'utf8');
-  if (body.length > MAX_FRAME_BYTES) throw distError('ERR_ARG', `store: message of ${body.length} bytes exceeds the ${MAX_FRAME_BYTES}-byte limit`);
+  if (body.length > MAX_FRAME_BYTES)
+    throw distError('ERR_ARG', `store: message of ${body.length} bytes exceeds the ${MAX_FRAME_BYTES}-byte limit`);
   const head = Buffer.alloc(4);
   head.writeUInt32BE(body.length, 0);
   return Buffer.concat([head, body]);
@@ -35,7 +36,8 @@ export function readFrames(
   sock.on('data', (chunk: Buffer) => {
     buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
     while (buf.length >= 4 && !sock.destroyed) {
-      const len = buf.readUInt32BE(0), max = limit();
+      const len = buf.readUInt32BE(0),
+        max = limit();
       if (len > max) {
         onBad(`a frame of ${len} bytes exceeds the ${max}-byte limit`);
         buf = Buffer.alloc(0);

@@ -1,8 +1,25 @@
 /** fl.distributed: process groups, collectives, the rendezvous store and the launcher. */
 export {
-  ProcessGroup, initProcessGroup, newGroup, destroyProcessGroup, isInitialized, getRank, getWorldSize, getLocalRank, getStore,
-  allReduce, broadcast, allGather, reduceScatter, send, recv, barrier,
-  type ReduceOp, type Backend, type InitOptions, type NewGroupOptions,
+  ProcessGroup,
+  initProcessGroup,
+  newGroup,
+  destroyProcessGroup,
+  isInitialized,
+  getRank,
+  getWorldSize,
+  getLocalRank,
+  getStore,
+  allReduce,
+  broadcast,
+  allGather,
+  reduceScatter,
+  send,
+  recv,
+  barrier,
+  type ReduceOp,
+  type Backend,
+  type InitOptions,
+  type NewGroupOptions,
 } from './process_group';
 export { initLocalGroups, type LocalGroupsOptions } from './local_groups';
 export { Work } from './work';

@@ -31,7 +31,19 @@ export interface LaunchOptions {
   killGraceMs?: number;
 }
 
-const LAUNCH_OPTIONS = ['script', 'args', 'nprocPerNode', 'nnodes', 'nodeRank', 'masterAddr', 'masterPort', 'env', 'stdout', 'stderr', 'killGraceMs'] as const;
+const LAUNCH_OPTIONS = [
+  'script',
+  'args',
+  'nprocPerNode',
+  'nnodes',
+  'nodeRank',
+  'masterAddr',
+  'masterPort',
+  'env',
+  'stdout',
+  'stderr',
+  'killGraceMs',
+] as const;
 
 /** The rank's fd on which it watches the launcher (stdio slot 3 of the spawn below). */
 const LAUNCHER_FD = 3;
@@ -63,7 +75,8 @@ function checkLaunchOptions(o: LaunchOptions): void {
   if (o.masterAddr !== undefined) stringOption('launch', 'masterAddr', o.masterAddr);
   if (o.masterPort !== undefined) intOption('launch', 'masterPort (--master-port)', o.masterPort, 1, 65535);
   if (o.killGraceMs !== undefined) intOption('launch', 'killGraceMs', o.killGraceMs, 0);
-  if (o.env !== undefined && (o.env === null || typeof o.env !== 'object')) throw distError('ERR_ARG', `launch: env must be an object, got ${describe(o.env)}`);
+  if (o.env !== undefined && (o.env === null || typeof o.env !== 'object'))
+    throw distError('ERR_ARG', `launch: env must be an object, got ${describe(o.env)}`);
 }
 
 function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
@@ -80,8 +93,11 @@ function pipeLines(from: NodeJS.ReadableStream | null, to: NodeJS.WritableStream
 /** Runs the job; resolves with 0 when every rank exits cleanly, else the first failing rank's code. */
 export function launch(o: LaunchOptions): Promise<number> {
   checkLaunchOptions(o);
-  const nnodes = o.nnodes ?? 1, nodeRank = o.nodeRank ?? 0, nproc = o.nprocPerNode;
-  if (!Number.isInteger(nproc) || nproc < 1) throw distError('ERR_ARG', `launch: --nproc-per-node must be a positive integer, got ${nproc}`);
+  const nnodes = o.nnodes ?? 1,
+    nodeRank = o.nodeRank ?? 0,
+    nproc = o.nprocPerNode;
+  if (!Number.isInteger(nproc) || nproc < 1)
+    throw distError('ERR_ARG', `launch: --nproc-per-node must be a positive integer, got ${nproc}`);
   if (!Number.isInteger(nnodes) || nnodes < 1 || !Number.isInteger(nodeRank) || nodeRank < 0 || nodeRank >= nnodes)
     throw distError('ERR_ARG', `launch: --node-rank ${nodeRank} is outside --nnodes ${nnodes}`);
   const base = { ...process.env, ...o.env };
@@ -92,7 +108,8 @@ export function launch(o: LaunchOptions): Promise<number> {
   }
   const world = nnodes * nproc;
   const [cmd, ...pre] = interpreterFor(o.script);
-  const out = o.stdout ?? process.stdout, err = o.stderr ?? process.stderr;
+  const out = o.stdout ?? process.stdout,
+    err = o.stderr ?? process.stderr;
   const children: ChildProcess[] = [];
   let failure: number | null = null;
   let live = nproc;
@@ -102,7 +119,8 @@ export function launch(o: LaunchOptions): Promise<number> {
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill(signal);
     };
     const forward = (s: NodeJS.Signals) => () => stopAll(s);
-    const onInt = forward('SIGINT'), onTerm = forward('SIGTERM');
+    const onInt = forward('SIGINT'),
+      onTerm = forward('SIGTERM');
     process.on('SIGINT', onInt);
     process.on('SIGTERM', onTerm);
     let killTimer: NodeJS.Timeout | null = null;
@@ -113,10 +131,16 @@ export function launch(o: LaunchOptions): Promise<number> {
         // Slot 3: the pipe the rank watches; it closes when this process ends, however it ends.
         stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
         env: {
-          ...base, FLOCKML_LAUNCHER_FD: String(LAUNCHER_FD),
-          RANK: String(rank), LOCAL_RANK: String(local), WORLD_SIZE: String(world), LOCAL_WORLD_SIZE: String(nproc),
-          GROUP_RANK: String(nodeRank), MASTER_ADDR: o.masterAddr ?? base.MASTER_ADDR ?? '127.0.0.1',
-          MASTER_PORT: String(o.masterPort ?? base.MASTER_PORT ?? 29500), FLOCKML_TOKEN: token,
+          ...base,
+          FLOCKML_LAUNCHER_FD: String(LAUNCHER_FD),
+          RANK: String(rank),
+          LOCAL_RANK: String(local),
+          WORLD_SIZE: String(world),
+          LOCAL_WORLD_SIZE: String(nproc),
+          GROUP_RANK: String(nodeRank),
+          MASTER_ADDR: o.masterAddr ?? base.MASTER_ADDR ?? '127.0.0.1',
+          MASTER_PORT: String(o.masterPort ?? base.MASTER_PORT ?? 29500),
+          FLOCKML_TOKEN: token,
         },
       });
       children.push(child);
@@ -125,7 +149,7 @@ export function launch(o: LaunchOptions): Promise<number> {
       child.on('error', (e) => err.write(`[launch] rank ${rank}: ${e.message}\n`));
       // Never read; let go once the rank exits so that 'close' does not wait on a process the
       // rank started that inherited its end.
-      const watched = child.stdio[LAUNCHER_FD] as NodeJS.ReadableStream & { destroy(): void } | null;
+      const watched = child.stdio[LAUNCHER_FD] as (NodeJS.ReadableStream & { destroy(): void }) | null;
       child.on('exit', (code, signal) => {
         watched?.destroy();
         const status = exitCodeOf(code, signal);

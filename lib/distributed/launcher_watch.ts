@@ -21,9 +21,9 @@ function watchLauncher(): void {
   try {
     pipe = new Socket({ fd, readable: true, writable: false });
   } catch {
-    return;  // not a pipe from a launcher (the variable was set by hand)
+    return; // not a pipe from a launcher (the variable was set by hand)
   }
-  pipe.on('error', () => undefined);  // 'close' follows
+  pipe.on('error', () => undefined); // 'close' follows
   pipe.on('close', () => {
     // SIGTERM first, as the launcher would have sent, so the rank's handlers can clean up.
     setTimeout(() => process.exit(143), EXIT_GRACE_MS).unref();

@@ -36,11 +36,15 @@ export interface LocalGroupsOptions {
 export async function initLocalGroups(devices: number[], options: LocalGroupsOptions = {}): Promise<ProcessGroup[]> {
   checkOptions('distributed.initLocalGroups', options, ['timeoutMs']);
   if (!Array.isArray(devices) || devices.length === 0 || devices.some((d) => !Number.isInteger(d) || d < 0))
-    throw distError('ERR_ARG', `distributed.initLocalGroups: devices must be a non-empty array of CUDA device indices, got ${JSON.stringify(devices)}`);
+    throw distError(
+      'ERR_ARG',
+      `distributed.initLocalGroups: devices must be a non-empty array of CUDA device indices, got ${JSON.stringify(devices)}`,
+    );
   if (new Set(devices).size !== devices.length)
     throw distError('ERR_ARG', `distributed.initLocalGroups: devices must be distinct, got [${devices.join(', ')}]`);
   const timeoutMs = options.timeoutMs ?? 60_000;
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw distError('ERR_ARG', `distributed.initLocalGroups: timeoutMs must be a positive integer, got ${timeoutMs}`);
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1)
+    throw distError('ERR_ARG', `distributed.initLocalGroups: timeoutMs must be a positive integer, got ${timeoutMs}`);
   requireNccl('distributed.initLocalGroups');
   const { groups, ready } = native.ncclInitAll(devices, timeoutMs);
   try {

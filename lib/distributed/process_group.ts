@@ -75,8 +75,11 @@ export class ProcessGroup {
     if (this.backend !== 'nccl') return;
     for (const t of ts) {
       if (t.device !== this.device)
-        throw distError('ERR_DEVICE', `${op}: this nccl group takes tensors on ${this.device}, got one on ${t.device}` +
-          (t.device === 'cpu' ? ' (use the ring backend for CPU tensors)' : ''));
+        throw distError(
+          'ERR_DEVICE',
+          `${op}: this nccl group takes tensors on ${this.device}, got one on ${t.device}` +
+            (t.device === 'cpu' ? ' (use the ring backend for CPU tensors)' : ''),
+        );
       if (!NCCL_DTYPES.includes(t.dtype))
         throw distError('ERR_DTYPE', `${op}: the nccl backend takes ${NCCL_DTYPES.join(', ')} tensors, got ${t.dtype}; cast it first`);
     }
@@ -146,8 +149,8 @@ interface World {
   store: Store;
   backend: Backend;
   timeoutMs: number;
-  device: number;  // nccl only
-  groups: number;  // groups created so far, so every rank names the n-th group alike
+  device: number; // nccl only
+  groups: number; // groups created so far, so every rank names the n-th group alike
   all: ProcessGroup[];
   default: ProcessGroup;
 }
@@ -170,12 +173,13 @@ async function makeGroup(w: World, ranks: number[], timeoutMs = w.timeoutMs): Pr
 /** Throws ERR_NCCL saying why when the nccl backend cannot run here (no CUDA build, no device, no library). */
 export function requireNccl(op: string): void {
   const info = native.ncclInfo();
-  if (!info.available) throw distError('ERR_NCCL', `${op}: the nccl backend is unavailable: ${info.reason}; use backend 'ring' for CPU tensors`);
+  if (!info.available)
+    throw distError('ERR_NCCL', `${op}: the nccl backend is unavailable: ${info.reason}; use backend 'ring' for CPU tensors`);
 }
 
 /** Resolves with `ready`, or rejects with ERR_TIMEOUT after `ms` (the native side is then torn down by the caller). */
 export async function withinTimeout(ready: Promise<void>, ms: number, what: string): Promise<void> {
-  ready.catch(() => {});  // settles later after a timeout; nobody waits for it then
+  ready.catch(() => {}); // settles later after a timeout; nobody waits for it then
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(distError('ERR_TIMEOUT', `${what} did not finish within ${ms} ms; a rank may be missing`)), ms);
@@ -253,15 +257,26 @@ export async function initProcessGroup(options: InitOptions = {}): Promise<Proce
     throw distError('ERR_ARG', `${op}: env must be an object of environment variables`);
   const env = readEnv(options.env);
   const device = options.device ?? env.localRank;
-  if (!Number.isInteger(device) || device < 0) throw distError('ERR_ARG', `distributed.initProcessGroup: device must be a CUDA device index, got ${String(device)}`);
+  if (!Number.isInteger(device) || device < 0)
+    throw distError('ERR_ARG', `distributed.initProcessGroup: device must be a CUDA device index, got ${String(device)}`);
   // Before the store: a rank that cannot run NCCL says why at once instead of timing out later.
   if (backend === 'nccl') requireNccl('distributed.initProcessGroup');
   // One store connection per rank, and room for a user's own: the default cap must not refuse a large world.
   const maxConnections = Math.max(STORE_SERVER_DEFAULTS.maxConnections, 2 * env.worldSize);
-  const store = await Store.connect({ host: env.masterAddr, port: env.masterPort, token: env.token, isServer: env.rank === 0, timeoutMs, maxConnections });
+  const store = await Store.connect({
+    host: env.masterAddr,
+    port: env.masterPort,
+    token: env.token,
+    isServer: env.rank === 0,
+    timeoutMs,
+    maxConnections,
+  });
   const w: World = { env, store, backend, timeoutMs, device, groups: 0, all: [], default: null as unknown as ProcessGroup };
   try {
-    w.default = (await makeGroup(w, Array.from({ length: env.worldSize }, (_, i) => i)))!;
+    w.default = (await makeGroup(
+      w,
+      Array.from({ length: env.worldSize }, (_, i) => i),
+    ))!;
   } catch (e) {
     await store.close();
     throw e;
@@ -321,8 +336,10 @@ function groupOf(op: string, g?: ProcessGroup): ProcessGroup {
   return g ?? requireWorld(op).default;
 }
 
-const GROUP = ['group'] as const, REDUCE_IN_GROUP = ['op', 'group'] as const;
-const opts = <T extends object>(op: string, o: T | undefined, accepted: readonly string[]): T => checkOptions(`distributed.${op}`, o, accepted);
+const GROUP = ['group'] as const,
+  REDUCE_IN_GROUP = ['op', 'group'] as const;
+const opts = <T extends object>(op: string, o: T | undefined, accepted: readonly string[]): T =>
+  checkOptions(`distributed.${op}`, o, accepted);
 
 export const allReduce = (t: Tensor, o: { op?: ReduceOp; group?: ProcessGroup } = {}): Work => {
   const { op, group } = opts('allReduce', o, REDUCE_IN_GROUP);
@@ -338,6 +355,8 @@ export const reduceScatter = (output: Tensor, input: Tensor, o: { op?: ReduceOp;
   const { op, group } = opts('reduceScatter', o, REDUCE_IN_GROUP);
   return groupOf('reduceScatter', group).reduceScatter(output, input, op === undefined ? {} : { op });
 };
-export const send = (t: Tensor, dst: number, o: { group?: ProcessGroup } = {}): Work => groupOf('send', opts('send', o, GROUP).group).send(t, dst);
-export const recv = (t: Tensor, src: number, o: { group?: ProcessGroup } = {}): Work => groupOf('recv', opts('recv', o, GROUP).group).recv(t, src);
+export const send = (t: Tensor, dst: number, o: { group?: ProcessGroup } = {}): Work =>
+  groupOf('send', opts('send', o, GROUP).group).send(t, dst);
+export const recv = (t: Tensor, src: number, o: { group?: ProcessGroup } = {}): Work =>
+  groupOf('recv', opts('recv', o, GROUP).group).recv(t, src);
 export const barrier = (o: { group?: ProcessGroup } = {}): Work => groupOf('barrier', opts('barrier', o, GROUP).group).barrier();

@@ -54,14 +54,15 @@ export class Store {
       (why) => this.#fail(distError('ERR_STORE', `store: bad reply from the server: ${why}`)),
     );
     sock.on('close', () => this.#fail(distError('ERR_PEER_LOST', 'store: connection to the store on rank 0 was lost')));
-    sock.on('error', () => undefined);  // 'close' follows and reports it
+    sock.on('error', () => undefined); // 'close' follows and reports it
   }
 
   static async connect(opts: StoreOptions): Promise<Store> {
     const op = 'Store.connect';
     if (opts === undefined) throw distError('ERR_ARG', `${op}: options { host, port, token } are required`);
     checkOptions(op, opts, STORE_OPTIONS);
-    const host = stringOption(op, 'host', opts.host), port = intOption(op, 'port', opts.port, 0, 65535);
+    const host = stringOption(op, 'host', opts.host),
+      port = intOption(op, 'port', opts.port, 0, 65535);
     const timeoutMs = intOption(op, 'timeoutMs', opts.timeoutMs ?? 60_000, 1);
     const server = {
       maxConnections: intOption(op, 'maxConnections', opts.maxConnections ?? STORE_SERVER_DEFAULTS.maxConnections, 1),
@@ -191,7 +192,8 @@ function dial(host: string, port: number, timeoutMs: number): Promise<Socket> {
       });
       sock.once('error', (e: NodeJS.ErrnoException) => {
         sock.destroy();
-        if (Date.now() < deadline && (e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET' || e.code === 'ENOTFOUND')) setTimeout(attempt, 100);
+        if (Date.now() < deadline && (e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET' || e.code === 'ENOTFOUND'))
+          setTimeout(attempt, 100);
         else reject(distError('ERR_TIMEOUT', `store: cannot reach the store at ${host}:${port} within ${timeoutMs} ms (${e.message})`));
       });
     };

@@ -89,18 +89,23 @@ export class StoreServer {
   }
 
   #accept(sock: Socket): void {
-    sock.unref();  // client requests keep their own processes alive; the server follows them
+    sock.unref(); // client requests keep their own processes alive; the server follows them
     sock.on('error', () => sock.destroy());
     if (this.#sockets.size >= this.#maxConnections) {
       // Nothing of it is read: its bytes stay in the kernel until it goes.
-      const refusal = { ok: false, code: 'ERR_STORE', message: `store: connection refused: the store already holds ${this.#sockets.size} connections (maxConnections)` };
+      const refusal = {
+        ok: false,
+        code: 'ERR_STORE',
+        message: `store: connection refused: the store already holds ${this.#sockets.size} connections (maxConnections)`,
+      };
       sock.end(encodeFrame(refusal));
       setTimeout(() => sock.destroy(), 1000).unref();
       return;
     }
     this.#sockets.add(sock);
     sock.on('close', () => this.#sockets.delete(sock));
-    let authed = false, refused = false;
+    let authed = false,
+      refused = false;
     const hello = setTimeout(() => sock.destroy(), this.#authTimeoutMs);
     hello.unref();
     sock.on('close', () => clearTimeout(hello));
@@ -165,7 +170,11 @@ export class StoreServer {
             clearTimeout(timer);
             this.#waiters.delete(w);
             if (ready) reply();
-            else bad('ERR_TIMEOUT', `store: ${op}: keys not set within ${timeoutMs} ms: ${w.keys.filter((k) => !this.#data.has(k)).join(', ')}`);
+            else
+              bad(
+                'ERR_TIMEOUT',
+                `store: ${op}: keys not set within ${timeoutMs} ms: ${w.keys.filter((k) => !this.#data.has(k)).join(', ')}`,
+              );
           },
         };
         const timer = setTimeout(() => w.reply(false), timeoutMs);

@@ -32,8 +32,14 @@ interface ModuleLike {
 }
 
 interface OptimizerLike {
-  stateDict(): { state: Record<number, Record<string, Tensor | number>>; paramGroups: Array<Record<string, unknown> & { params: number[] }> };
-  loadStateDict(state: { state: Record<number, Record<string, Tensor | number>>; paramGroups: Array<Record<string, unknown> & { params: number[] }> }): unknown;
+  stateDict(): {
+    state: Record<number, Record<string, Tensor | number>>;
+    paramGroups: Array<Record<string, unknown> & { params: number[] }>;
+  };
+  loadStateDict(state: {
+    state: Record<number, Record<string, Tensor | number>>;
+    paramGroups: Array<Record<string, unknown> & { params: number[] }>;
+  }): unknown;
 }
 
 export interface CheckpointObjects {
@@ -125,7 +131,10 @@ function splitOptimizer(sd: ReturnType<OptimizerLike['stateDict']>): [Record<str
 }
 
 async function exists(path: string): Promise<boolean> {
-  return stat(path).then(() => true, () => false);
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function writeCheckpoint(dir: string, o: CheckpointSaveOptions): Promise<string> {
@@ -136,7 +145,11 @@ async function writeCheckpoint(dir: string, o: CheckpointSaveOptions): Promise<s
     await mkdir(dir, { recursive: true });
     await mkdir(tmp);
     const manifest: Manifest = {
-      format: 'flockml-checkpoint', version: 1, step: o.step, files: {}, rng: getRngState(),
+      format: 'flockml-checkpoint',
+      version: 1,
+      step: o.step,
+      files: {},
+      rng: getRngState(),
       worldSize: isInitialized() ? getWorldSize() : 1,
     };
     if (o.model !== undefined) {
@@ -218,7 +231,8 @@ export async function save(dir: string, options: CheckpointSaveOptions): Promise
   const o = checkOptions(op, options, ['model', 'optimizer', 'scheduler', 'scaler', 'sampler', 'step', 'extra', 'keepLast']);
   if (typeof dir !== 'string' || dir === '') throw argError(op, `dir must be a non-empty string, got ${describe(dir)}`);
   if (!Number.isSafeInteger(o.step) || o.step < 0) throw argError(op, `step must be a non-negative integer, got ${describe(o.step)}`);
-  if (o.keepLast !== undefined && (!Number.isInteger(o.keepLast) || o.keepLast < 1)) throw argError(op, `keepLast must be a positive integer, got ${describe(o.keepLast)}`);
+  if (o.keepLast !== undefined && (!Number.isInteger(o.keepLast) || o.keepLast < 1))
+    throw argError(op, `keepLast must be a positive integer, got ${describe(o.keepLast)}`);
   checkObjects(op, o);
   if (o.extra !== undefined) {
     try {

@@ -57,11 +57,18 @@ function entriesOf(op: string, state: StateDict): [string[], NativeTensor[]] {
   return [names, handles];
 }
 
-function saveArgs(op: string, state: StateDict, path: string, options: SaveOptions | undefined): [string, string[], NativeTensor[], Record<string, string>] {
+function saveArgs(
+  op: string,
+  state: StateDict,
+  path: string,
+  options: SaveOptions | undefined,
+): [string, string[], NativeTensor[], Record<string, string>] {
   const { metadata = {} } = checkOptions(op, options, ['metadata']);
   if (typeof path !== 'string' || path === '') throw argError(op, `path must be a non-empty string, got ${describe(path)}`);
-  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw argError(op, `metadata must be an object of strings, got ${describe(metadata)}`);
-  for (const [k, v] of Object.entries(metadata)) if (typeof v !== 'string') throw argError(op, `metadata['${k}'] must be a string, got ${describe(v)}`);
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
+    throw argError(op, `metadata must be an object of strings, got ${describe(metadata)}`);
+  for (const [k, v] of Object.entries(metadata))
+    if (typeof v !== 'string') throw argError(op, `metadata['${k}'] must be a string, got ${describe(v)}`);
   const [names, handles] = entriesOf(op, state);
   return [path, names, handles, metadata];
 }

@@ -39,7 +39,10 @@ export interface ShardIndex {
   metadata: { total_size: number; world_size: number; format: string };
   weight_map: Record<string, string>;
   /** split: saved as pieces (re-split for the loading world size); otherwise stored whole. */
-  shards: Record<string, { dtype: CanonicalDType; shape: number[]; split: boolean; pieces: Array<{ file: string; start: number; end: number }> }>;
+  shards: Record<
+    string,
+    { dtype: CanonicalDType; shape: number[]; split: boolean; pieces: Array<{ file: string; start: number; end: number }> }
+  >;
 }
 
 const FORMAT = 'flockml-sharded-v1';
@@ -82,7 +85,8 @@ function rankAndWorld(op: string, o: { rank?: number; worldSize?: number }): [nu
 }
 
 function checkPrefix(op: string, prefix: unknown): string {
-  if (typeof prefix !== 'string' || !/^[\w.-]+$/.test(prefix)) throw argError(op, `prefix must be a plain file name, got ${describe(prefix)}`);
+  if (typeof prefix !== 'string' || !/^[\w.-]+$/.test(prefix))
+    throw argError(op, `prefix must be a plain file name, got ${describe(prefix)}`);
   return prefix;
 }
 
@@ -111,7 +115,13 @@ export async function saveShard(dir: string, state: Record<string, Tensor | Shar
   await mkdir(dir, { recursive: true }).catch((e) => {
     throw ioError(op, dir, e);
   });
-  const metadata = { format: 'pt', ...o.metadata, [PIECES_KEY]: JSON.stringify(pieces), 'flockml.rank': String(rank), 'flockml.world_size': String(worldSize) };
+  const metadata = {
+    format: 'pt',
+    ...o.metadata,
+    [PIECES_KEY]: JSON.stringify(pieces),
+    'flockml.rank': String(rank),
+    'flockml.world_size': String(worldSize),
+  };
   await save(tensors, path, { metadata });
   return path;
 }
@@ -139,7 +149,11 @@ export async function writeShardIndex(dir: string, options?: { worldSize?: numbe
       const entry = (index.shards[t.name] ??= { dtype: t.dtype, shape, split: false, pieces: [] });
       if (p) entry.split = true;
       if (entry.dtype !== t.dtype || entry.shape.join(',') !== shape.join(','))
-        throw flockError('ERR_FORMAT', op, `'${t.name}' is ${t.dtype} [${shape}] in ${file} but ${entry.dtype} [${entry.shape}] in an earlier shard`);
+        throw flockError(
+          'ERR_FORMAT',
+          op,
+          `'${t.name}' is ${t.dtype} [${shape}] in ${file} but ${entry.dtype} [${entry.shape}] in an earlier shard`,
+        );
       const piece = { file, start, end: start + numel(t.shape) };
       // A tensor held whole by several ranks (replicated) is read from the first.
       if (!p && entry.pieces.some((q) => q.start === 0 && q.end === piece.end)) continue;
@@ -151,7 +165,12 @@ export async function writeShardIndex(dir: string, options?: { worldSize?: numbe
     entry.pieces.sort((a, b) => a.start - b.start);
     let at = 0;
     for (const p of entry.pieces) {
-      if (p.start !== at) throw flockError('ERR_FORMAT', op, `'${key}': pieces ${p.start < at ? 'overlap' : 'leave a gap'} at element ${Math.min(at, p.start)}`);
+      if (p.start !== at)
+        throw flockError(
+          'ERR_FORMAT',
+          op,
+          `'${key}': pieces ${p.start < at ? 'overlap' : 'leave a gap'} at element ${Math.min(at, p.start)}`,
+        );
       at = p.end;
     }
     if (at !== numel(entry.shape)) throw flockError('ERR_FORMAT', op, `'${key}': pieces cover ${at} of ${numel(entry.shape)} elements`);
@@ -166,7 +185,11 @@ export async function writeShardIndex(dir: string, options?: { worldSize?: numbe
  * durable. Resolves on every rank once the index is in place; a rank whose write failed makes
  * every rank reject.
  */
-export async function saveSharded(dir: string, state: Record<string, Tensor | Shard>, options?: Omit<ShardSaveOptions, 'rank' | 'worldSize'>): Promise<void> {
+export async function saveSharded(
+  dir: string,
+  state: Record<string, Tensor | Shard>,
+  options?: Omit<ShardSaveOptions, 'rank' | 'worldSize'>,
+): Promise<void> {
   const op = 'saveSharded';
   const o = checkOptions(op, options, ['prefix', 'metadata']);
   if (!isInitialized()) {
@@ -174,7 +197,8 @@ export async function saveSharded(dir: string, state: Record<string, Tensor | Sh
     await writeShardIndex(dir, { worldSize: 1, prefix: o.prefix });
     return;
   }
-  const rank = getRank(), worldSize = getWorldSize();
+  const rank = getRank(),
+    worldSize = getWorldSize();
   const store = getStore();
   // Collective calls happen in the same order on every rank, so a counter names this one.
   const tag = `flockml/io/saveSharded/${collectiveCount++}`;
@@ -239,12 +263,19 @@ export async function readShardIndex(dir: string, prefix = 'model'): Promise<Sha
 export async function loadSharded(dir: string, options?: ShardLoadOptions): Promise<Record<string, Tensor | Shard>> {
   const op = 'loadSharded';
   const o = checkOptions(op, options, ['rank', 'worldSize', 'prefix', 'device']);
-  const rank = o.rank ?? 0, worldSize = o.worldSize ?? 1;
+  const rank = o.rank ?? 0,
+    worldSize = o.worldSize ?? 1;
   shardRange(0, rank, worldSize);
   const device = normalizeDevice(o.device, op);
   const index = await readShardIndex(dir, o.prefix ?? 'model');
   // Which pieces each file must give, then one read per file.
-  const plan: Array<{ key: string; shape: number[]; whole: boolean; range: [number, number]; parts: Array<{ file: string; start: number; end: number }> }> = [];
+  const plan: Array<{
+    key: string;
+    shape: number[];
+    whole: boolean;
+    range: [number, number];
+    parts: Array<{ file: string; start: number; end: number }>;
+  }> = [];
   const wanted = new Map<string, Set<string>>();
   for (const [key, entry] of Object.entries(index.shards)) {
     const n = numel(entry.shape);
@@ -269,10 +300,16 @@ export async function loadSharded(dir: string, options?: ShardLoadOptions): Prom
     }
     // Copies, so a shard does not keep the rest of a larger piece's storage alive.
     const slices = parts.map((p) => {
-      const a = Math.max(s, p.start) - p.start, b = Math.min(e, p.end) - p.start;
+      const a = Math.max(s, p.start) - p.start,
+        b = Math.min(e, p.end) - p.start;
       return read.get(p.file)![key].narrow(0, a, b - a);
     });
-    const flat = slices.length === 0 ? zeros([0], { dtype: index.shards[key].dtype, device }) : slices.length === 1 ? slices[0].clone() : cat(slices, 0);
+    const flat =
+      slices.length === 0
+        ? zeros([0], { dtype: index.shards[key].dtype, device })
+        : slices.length === 1
+          ? slices[0].clone()
+          : cat(slices, 0);
     slices.forEach((t) => t.dispose());
     out[key] = s === 0 && e === numel(shape) ? flat.reshape(shape) : { tensor: flat, shape: [...shape], start: s };
   }

@@ -8,7 +8,9 @@ import { tensorArg } from './functional/args';
 const dimArg = (op: string, name: string, v: unknown): number => checkNumber(op, name, v, { integer: true });
 
 export class ReLU extends Module {
-  forward(x: Tensor): Tensor { return relu(x); }
+  forward(x: Tensor): Tensor {
+    return relu(x);
+  }
 }
 
 export class LeakyReLU extends Module {
@@ -16,8 +18,12 @@ export class LeakyReLU extends Module {
     super();
     checkNumber('LeakyReLU', 'negativeSlope', negativeSlope);
   }
-  forward(x: Tensor): Tensor { return leakyRelu(x, this.negativeSlope); }
-  override extraRepr(): string { return `negativeSlope=${this.negativeSlope}`; }
+  forward(x: Tensor): Tensor {
+    return leakyRelu(x, this.negativeSlope);
+  }
+  override extraRepr(): string {
+    return `negativeSlope=${this.negativeSlope}`;
+  }
 }
 
 export class GELU extends Module {
@@ -25,19 +31,27 @@ export class GELU extends Module {
     super();
     checkChoice('GELU', 'approximate', approximate, ['none', 'tanh']);
   }
-  forward(x: Tensor): Tensor { return gelu(x, this.approximate); }
+  forward(x: Tensor): Tensor {
+    return gelu(x, this.approximate);
+  }
 }
 
 export class SiLU extends Module {
-  forward(x: Tensor): Tensor { return silu(x); }
+  forward(x: Tensor): Tensor {
+    return silu(x);
+  }
 }
 
 export class Tanh extends Module {
-  forward(x: Tensor): Tensor { return tanh(x); }
+  forward(x: Tensor): Tensor {
+    return tanh(x);
+  }
 }
 
 export class Sigmoid extends Module {
-  forward(x: Tensor): Tensor { return sigmoid(x); }
+  forward(x: Tensor): Tensor {
+    return sigmoid(x);
+  }
 }
 
 export class Softmax extends Module {
@@ -45,7 +59,9 @@ export class Softmax extends Module {
     super();
     dimArg('Softmax', 'dim', dim);
   }
-  forward(x: Tensor): Tensor { return softmax(x, this.dim); }
+  forward(x: Tensor): Tensor {
+    return softmax(x, this.dim);
+  }
 }
 
 export class LogSoftmax extends Module {
@@ -53,19 +69,28 @@ export class LogSoftmax extends Module {
     super();
     dimArg('LogSoftmax', 'dim', dim);
   }
-  forward(x: Tensor): Tensor { return logSoftmax(x, this.dim); }
+  forward(x: Tensor): Tensor {
+    return logSoftmax(x, this.dim);
+  }
 }
 
 /** Flattens dims startDim..endDim (default: all but the batch dim). */
 export class Flatten extends Module {
-  constructor(readonly startDim = 1, readonly endDim = -1) {
+  constructor(
+    readonly startDim = 1,
+    readonly endDim = -1,
+  ) {
     super();
     dimArg('Flatten', 'startDim', startDim);
     dimArg('Flatten', 'endDim', endDim);
   }
-  forward(x: Tensor): Tensor { return tensorArg('Flatten', 'input', x).flatten(this.startDim, this.endDim); }
+  forward(x: Tensor): Tensor {
+    return tensorArg('Flatten', 'input', x).flatten(this.startDim, this.endDim);
+  }
 }
 
 export class Identity extends Module {
-  forward(x: Tensor): Tensor { return x; }
+  forward(x: Tensor): Tensor {
+    return x;
+  }
 }

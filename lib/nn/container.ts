@@ -56,7 +56,12 @@ export class ModuleList extends Module {
   at(i: number): Module {
     const kids = [...this.children()];
     const m = Number.isInteger(i) ? kids[i < 0 ? i + kids.length : i] : undefined;
-    if (!m) throw flockError(Number.isInteger(i) ? 'ERR_INDEX' : 'ERR_ARG', 'ModuleList.at', `index ${describe(i)} is out of range for ${kids.length} modules`);
+    if (!m)
+      throw flockError(
+        Number.isInteger(i) ? 'ERR_INDEX' : 'ERR_ARG',
+        'ModuleList.at',
+        `index ${describe(i)} is out of range for ${kids.length} modules`,
+      );
     return m;
   }
 

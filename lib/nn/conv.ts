@@ -56,10 +56,15 @@ function padIndex(size: number, pad: number, mode: Exclude<PaddingMode, 'zeros'>
  */
 function padFromInput(op: string, x: Tensor, padding: [number, number], mode: Exclude<PaddingMode, 'zeros'>): Tensor {
   for (const d of [0, 1] as const) {
-    const size = x.shape[2 + d], p = padding[d];
+    const size = x.shape[2 + d],
+      p = padding[d];
     if (p === 0) continue;
     if ((mode === 'reflect' && p >= size) || (mode === 'circular' && p > size) || size === 0)
-      throw flockError('ERR_SHAPE', op, `paddingMode '${mode}' needs padding ${mode === 'reflect' ? '<' : '≤'} the input size: padding ${shapeStr(padding)}, input ${shapeStr(x.shape)}`);
+      throw flockError(
+        'ERR_SHAPE',
+        op,
+        `paddingMode '${mode}' needs padding ${mode === 'reflect' ? '<' : '≤'} the input size: padding ${shapeStr(padding)}, input ${shapeStr(x.shape)}`,
+      );
   }
   let y = x;
   for (const d of [0, 1] as const) {
@@ -77,7 +82,12 @@ export class Conv2d extends Module {
   readonly paddingMode: PaddingMode;
   readonly options: Conv2dLayerOptions;
 
-  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Pair, options: Conv2dLayerOptions = {}) {
+  constructor(
+    readonly inChannels: number,
+    readonly outChannels: number,
+    kernelSize: Pair,
+    options: Conv2dLayerOptions = {},
+  ) {
     super();
     const o = checkOptions('Conv2d', options, LAYER_KEYS);
     const { g, dtype, device } = checkLayer('Conv2d', inChannels, outChannels, o);
@@ -109,7 +119,12 @@ export class ConvTranspose2d extends Module {
   readonly kernelSize: [number, number];
   readonly options: Conv2dLayerOptions & { outputPadding?: Pair };
 
-  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Pair, options: Conv2dLayerOptions & { outputPadding?: Pair } = {}) {
+  constructor(
+    readonly inChannels: number,
+    readonly outChannels: number,
+    kernelSize: Pair,
+    options: Conv2dLayerOptions & { outputPadding?: Pair } = {},
+  ) {
     super();
     const o = checkOptions('ConvTranspose2d', options, [...LAYER_KEYS, 'outputPadding']);
     const { g, dtype, device } = checkLayer('ConvTranspose2d', inChannels, outChannels, o);
@@ -117,7 +132,10 @@ export class ConvTranspose2d extends Module {
     pair('ConvTranspose2d', 'outputPadding', o.outputPadding ?? 0, 0);
     // PyTorch's ConvTranspose2d supports only zero padding too.
     if (o.paddingMode !== undefined && o.paddingMode !== 'zeros')
-      throw argError('ConvTranspose2d', `paddingMode must be 'zeros' (the only mode a transposed convolution supports), got ${describe(o.paddingMode)}`);
+      throw argError(
+        'ConvTranspose2d',
+        `paddingMode must be 'zeros' (the only mode a transposed convolution supports), got ${describe(o.paddingMode)}`,
+      );
     this.options = { ...o };
     this.weight = new Parameter(zeros([inChannels, outChannels / g.groups, ...this.kernelSize], { dtype, device }));
     this.bias = o.bias === false ? null : new Parameter(zeros([outChannels], { dtype, device }));

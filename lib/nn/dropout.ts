@@ -9,6 +9,10 @@ export class Dropout extends Module {
     super();
     checkNumber('Dropout', 'p', p, { min: 0, max: 1 });
   }
-  forward(x: Tensor): Tensor { return dropout(x, this.p, this.training); }
-  override extraRepr(): string { return `p=${this.p}`; }
+  forward(x: Tensor): Tensor {
+    return dropout(x, this.p, this.training);
+  }
+  override extraRepr(): string {
+    return `p=${this.p}`;
+  }
 }

@@ -26,13 +26,18 @@ export class Embedding extends Module {
   readonly paddingIdx: number | null;
 
   /** With `paddingIdx`, that row starts at zero and never receives a gradient (as PyTorch). */
-  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options: EmbeddingOptions = {}) {
+  constructor(
+    readonly numEmbeddings: number,
+    readonly embeddingDim: number,
+    options: EmbeddingOptions = {},
+  ) {
     super();
     const o = checkOptions('Embedding', options, ['paddingIdx', 'dtype', 'device']);
     checkInt('Embedding', 'numEmbeddings', numEmbeddings);
     checkInt('Embedding', 'embeddingDim', embeddingDim);
     const t = tensorOptions('Embedding', o);
-    let pad = o.paddingIdx === undefined || o.paddingIdx === null ? null : checkNumber('Embedding', 'paddingIdx', o.paddingIdx, { integer: true });
+    let pad =
+      o.paddingIdx === undefined || o.paddingIdx === null ? null : checkNumber('Embedding', 'paddingIdx', o.paddingIdx, { integer: true });
     if (pad !== null && pad < 0) pad += numEmbeddings;
     if (pad !== null && (pad < 0 || pad >= numEmbeddings))
       throw flockError('ERR_INDEX', 'Embedding', `paddingIdx ${o.paddingIdx} is out of range for ${numEmbeddings} embeddings`);

@@ -23,11 +23,20 @@ function gainOf(op: string, nonlinearity: unknown, param?: unknown): number {
   checkChoice(op, 'nonlinearity', nonlinearity, NONLINEARITIES);
   if (param !== undefined) checkNumber(op, 'param', param);
   switch (nonlinearity as Nonlinearity) {
-    case 'linear': case 'conv2d': case 'sigmoid': return 1;
-    case 'tanh': return 5 / 3;
-    case 'relu': return Math.SQRT2;
-    case 'leaky_relu': { const s = (param as number | undefined) ?? 0.01; return Math.sqrt(2 / (1 + s * s)); }
-    default: return 3 / 4;  // selu
+    case 'linear':
+    case 'conv2d':
+    case 'sigmoid':
+      return 1;
+    case 'tanh':
+      return 5 / 3;
+    case 'relu':
+      return Math.SQRT2;
+    case 'leaky_relu': {
+      const s = (param as number | undefined) ?? 0.01;
+      return Math.sqrt(2 / (1 + s * s));
+    }
+    default:
+      return 3 / 4; // selu
   }
 }
 
@@ -52,10 +61,12 @@ function target(op: string, t: unknown, floating = true): Tensor {
 
 /** Copies `src()` into t; the drawn temporary is freed at once (queued work keeps what it reads). */
 function fill(t: Tensor, src: () => Tensor): Tensor {
-  tidy(() => noGrad(() => {
-    const s = src();
-    copy_(t, s.dtype === t.dtype ? s : s.to(t.dtype));
-  }));
+  tidy(() =>
+    noGrad(() => {
+      const s = src();
+      copy_(t, s.dtype === t.dtype ? s : s.to(t.dtype));
+    }),
+  );
   return t;
 }
 
@@ -121,7 +132,7 @@ function kaimingStd(op: string, t: Tensor, options: KaimingOptions | undefined):
   const [fi, fo] = fansOf(op, t);
   const mode = checkChoice(op, 'mode', o.mode ?? 'fanIn', ['fanIn', 'fanOut']);
   const fan = mode === 'fanIn' ? fi : fo;
-  if (fan === 0) return 0;  // a zero-element tensor: nothing to draw, as PyTorch
+  if (fan === 0) return 0; // a zero-element tensor: nothing to draw, as PyTorch
   return gainOf(op, o.nonlinearity ?? 'leaky_relu', checkNumber(op, 'a', o.a ?? 0)) / Math.sqrt(fan);
 }
 

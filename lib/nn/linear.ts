@@ -20,7 +20,11 @@ export class Linear extends Module {
   weight: Parameter;
   bias: Parameter | null;
 
-  constructor(readonly inFeatures: number, readonly outFeatures: number, options: LayerOptions = {}) {
+  constructor(
+    readonly inFeatures: number,
+    readonly outFeatures: number,
+    options: LayerOptions = {},
+  ) {
     super();
     const o = checkOptions('Linear', options, ['bias', 'dtype', 'device']);
     checkInt('Linear', 'inFeatures', inFeatures);

@@ -9,7 +9,9 @@ export class CrossEntropyLoss extends Module {
     super();
     this.#o = L.crossEntropyOptions('CrossEntropyLoss', options);
   }
-  forward(input: Tensor, target: Tensor): Tensor { return L.crossEntropyWith('CrossEntropyLoss', input, target, this.#o); }
+  forward(input: Tensor, target: Tensor): Tensor {
+    return L.crossEntropyWith('CrossEntropyLoss', input, target, this.#o);
+  }
 }
 
 export class NLLLoss extends Module {
@@ -18,7 +20,9 @@ export class NLLLoss extends Module {
     super();
     this.#o = L.nllLossOptions('NLLLoss', options);
   }
-  forward(input: Tensor, target: Tensor): Tensor { return L.nllLossWith('NLLLoss', input, target, this.#o); }
+  forward(input: Tensor, target: Tensor): Tensor {
+    return L.nllLossWith('NLLLoss', input, target, this.#o);
+  }
 }
 
 export class MSELoss extends Module {
@@ -26,7 +30,9 @@ export class MSELoss extends Module {
     super();
     L.reductionOptions('MSELoss', options);
   }
-  forward(input: Tensor, target: Tensor): Tensor { return L.mseLoss(input, target, this.options); }
+  forward(input: Tensor, target: Tensor): Tensor {
+    return L.mseLoss(input, target, this.options);
+  }
 }
 
 export class L1Loss extends Module {
@@ -34,7 +40,9 @@ export class L1Loss extends Module {
     super();
     L.reductionOptions('L1Loss', options);
   }
-  forward(input: Tensor, target: Tensor): Tensor { return L.l1Loss(input, target, this.options); }
+  forward(input: Tensor, target: Tensor): Tensor {
+    return L.l1Loss(input, target, this.options);
+  }
 }
 
 export class SmoothL1Loss extends Module {
@@ -42,7 +50,9 @@ export class SmoothL1Loss extends Module {
     super();
     L.smoothL1Options('SmoothL1Loss', options);
   }
-  forward(input: Tensor, target: Tensor): Tensor { return L.smoothL1Loss(input, target, this.options); }
+  forward(input: Tensor, target: Tensor): Tensor {
+    return L.smoothL1Loss(input, target, this.options);
+  }
 }
 
 export class BCEWithLogitsLoss extends Module {
@@ -50,5 +60,7 @@ export class BCEWithLogitsLoss extends Module {
     super();
     L.bceOptions('BCEWithLogitsLoss', options);
   }
-  forward(input: Tensor, target: Tensor): Tensor { return L.binaryCrossEntropyWithLogits(input, target, this.options); }
+  forward(input: Tensor, target: Tensor): Tensor {
+    return L.binaryCrossEntropyWithLogits(input, target, this.options);
+  }
 }

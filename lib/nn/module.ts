@@ -34,7 +34,8 @@ export abstract class Module {
   registerBuffer(name: string, t: Tensor | null): void {
     if (typeof name !== 'string' || name === '' || name.includes('.'))
       throw argError('registerBuffer', `name must be a non-empty string without dots, got ${describe(name)}`);
-    if (t !== null && !(t instanceof Tensor)) throw argError('registerBuffer', `buffer '${name}' must be a Tensor or null, got ${describe(t)}`);
+    if (t !== null && !(t instanceof Tensor))
+      throw argError('registerBuffer', `buffer '${name}' must be a Tensor or null, got ${describe(t)}`);
     this._buffers.set(name, t && keep(t));
   }
 
@@ -45,7 +46,8 @@ export abstract class Module {
   /** Replaces a buffer's tensor (used by running-statistics updates and device moves). */
   setBuffer(name: string, t: Tensor | null): void {
     if (t !== null && !(t instanceof Tensor)) throw argError('setBuffer', `buffer '${name}' must be a Tensor or null, got ${describe(t)}`);
-    if (!this._buffers.has(name)) throw flockError('ERR_ARG', 'setBuffer', `no buffer named '${name}'; buffers: ${[...this._buffers.keys()].join(', ') || 'none'}`);
+    if (!this._buffers.has(name))
+      throw flockError('ERR_ARG', 'setBuffer', `no buffer named '${name}'; buffers: ${[...this._buffers.keys()].join(', ') || 'none'}`);
     this._buffers.set(name, t && keep(t));
   }
 
@@ -94,8 +96,7 @@ export abstract class Module {
   }
 
   *namedBuffers(prefix = ''): Generator<[string, Tensor]> {
-    for (const [mp, m] of this.namedModules(prefix))
-      for (const [k, b] of m._buffers) if (b) yield [mp ? `${mp}.${k}` : k, b];
+    for (const [mp, m] of this.namedModules(prefix)) for (const [k, b] of m._buffers) if (b) yield [mp ? `${mp}.${k}` : k, b];
   }
 
   buffers(): Tensor[] {
@@ -168,7 +169,10 @@ export abstract class Module {
    * or a floating/integer mismatch is always an error. Everything is checked before anything is
    * written, so a load that fails leaves the module exactly as it was.
    */
-  loadStateDict(state: Record<string, Tensor> | Map<string, Tensor>, options: { strict?: boolean } = {}): { missingKeys: string[]; unexpectedKeys: string[] } {
+  loadStateDict(
+    state: Record<string, Tensor> | Map<string, Tensor>,
+    options: { strict?: boolean } = {},
+  ): { missingKeys: string[]; unexpectedKeys: string[] } {
     const op = `${this.constructor.name}.loadStateDict`;
     const strict = checkBool(op, 'strict', checkOptions(op, options, ['strict']).strict ?? true);
     if (state === null || typeof state !== 'object' || Array.isArray(state) || state instanceof Tensor)
@@ -191,16 +195,24 @@ export abstract class Module {
       if (!(v instanceof Tensor)) throw argError(op, `'${k}' must be a Tensor, got ${describe(v)}`);
       if (v.isDisposed) throw flockError('ERR_DISPOSED', op, `'${k}' has been disposed`);
       if (v.shape.length !== dst.shape.length || v.shape.some((s, i) => s !== dst.shape[i]))
-        throw flockError('ERR_SHAPE', op, `size mismatch for '${k}': checkpoint has [${v.shape.join(',')}], module has [${dst.shape.join(',')}]`);
+        throw flockError(
+          'ERR_SHAPE',
+          op,
+          `size mismatch for '${k}': checkpoint has [${v.shape.join(',')}], module has [${dst.shape.join(',')}]`,
+        );
       if (isFloating(v.dtype) !== isFloating(dst.dtype))
         throw flockError('ERR_DTYPE', op, `dtype mismatch for '${k}': checkpoint has ${v.dtype}, module has ${dst.dtype}`);
       pairs.push([dst, v]);
     }
     // 2. Convert (the only step that allocates), then write everything.
-    noGrad(() => tidy(() => {
-      const ready = pairs.map(([dst, v]) => [dst, v.dtype === dst.dtype && v.device === dst.device ? v : v.to(dst.dtype).to(dst.device)] as const);
-      for (const [dst, v] of ready) copy_(dst, v);
-    }));
+    noGrad(() =>
+      tidy(() => {
+        const ready = pairs.map(
+          ([dst, v]) => [dst, v.dtype === dst.dtype && v.device === dst.device ? v : v.to(dst.dtype).to(dst.device)] as const,
+        );
+        for (const [dst, v] of ready) copy_(dst, v);
+      }),
+    );
     return { missingKeys, unexpectedKeys };
   }
 

@@ -41,7 +41,12 @@ class BatchNorm extends Module {
   readonly momentum: number | null;
   readonly trackRunningStats: boolean;
 
-  constructor(readonly numFeatures: number, private readonly dims: number[], options: BatchNormOptions, op: string) {
+  constructor(
+    readonly numFeatures: number,
+    private readonly dims: number[],
+    options: BatchNormOptions,
+    op: string,
+  ) {
     super();
     const o = checkOptions(op, options, ['eps', 'momentum', 'affine', 'trackRunningStats', 'dtype', 'device']);
     checkInt(op, 'numFeatures', numFeatures, 1);
@@ -60,8 +65,12 @@ class BatchNorm extends Module {
     }
   }
 
-  get runningMean(): Tensor | null { return this.getBuffer('running_mean'); }
-  get runningVar(): Tensor | null { return this.getBuffer('running_var'); }
+  get runningMean(): Tensor | null {
+    return this.getBuffer('running_mean');
+  }
+  get runningVar(): Tensor | null {
+    return this.getBuffer('running_var');
+  }
 
   forward(x: Tensor): Tensor {
     const op = this.constructor.name;
@@ -84,7 +93,11 @@ class BatchNorm extends Module {
     }
     // Without running statistics (trackRunningStats: false) eval mode uses the batch's own.
     return batchNormWith(op, x, this.runningMean, this.runningVar, {
-      weight: this.weight, bias: this.bias, training: this.training || !this.trackRunningStats, factor, eps: this.eps,
+      weight: this.weight,
+      bias: this.bias,
+      training: this.training || !this.trackRunningStats,
+      factor,
+      eps: this.eps,
     });
   }
 
@@ -137,7 +150,11 @@ export class GroupNorm extends Module {
   bias: Parameter | null;
   readonly eps: number;
 
-  constructor(readonly numGroups: number, readonly numChannels: number, options: NormOptions = {}) {
+  constructor(
+    readonly numGroups: number,
+    readonly numChannels: number,
+    options: NormOptions = {},
+  ) {
     super();
     const o = checkOptions('GroupNorm', options, ['eps', 'affine', 'dtype', 'device']);
     checkInt('GroupNorm', 'numGroups', numGroups, 1);

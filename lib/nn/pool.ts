@@ -2,29 +2,49 @@
 import type { Tensor } from '../tensor';
 import { Module } from './module';
 import {
-  AVG_POOL_KEYS, MAX_POOL_KEYS, adaptiveAvgPool2dWith, avgPool2dWith, maxPool2dWith, poolGeometry,
-  type AvgPool2dOptions, type Pool2dOptions,
+  AVG_POOL_KEYS,
+  MAX_POOL_KEYS,
+  adaptiveAvgPool2dWith,
+  avgPool2dWith,
+  maxPool2dWith,
+  poolGeometry,
+  type AvgPool2dOptions,
+  type Pool2dOptions,
 } from './functional/pool';
 import { pair, type Pair } from './functional/args';
 
 export class MaxPool2d extends Module {
   readonly #geometry: ReturnType<typeof poolGeometry>;
-  constructor(readonly kernelSize: Pair, readonly options: Pool2dOptions = {}) {
+  constructor(
+    readonly kernelSize: Pair,
+    readonly options: Pool2dOptions = {},
+  ) {
     super();
     this.#geometry = poolGeometry('MaxPool2d', kernelSize, options, MAX_POOL_KEYS);
   }
-  forward(x: Tensor): Tensor { return maxPool2dWith('MaxPool2d', x, this.#geometry)[0]; }
-  override extraRepr(): string { return `kernelSize=${JSON.stringify(this.kernelSize)}`; }
+  forward(x: Tensor): Tensor {
+    return maxPool2dWith('MaxPool2d', x, this.#geometry)[0];
+  }
+  override extraRepr(): string {
+    return `kernelSize=${JSON.stringify(this.kernelSize)}`;
+  }
 }
 
 export class AvgPool2d extends Module {
   readonly #geometry: ReturnType<typeof poolGeometry>;
-  constructor(readonly kernelSize: Pair, readonly options: AvgPool2dOptions = {}) {
+  constructor(
+    readonly kernelSize: Pair,
+    readonly options: AvgPool2dOptions = {},
+  ) {
     super();
     this.#geometry = poolGeometry('AvgPool2d', kernelSize, options, AVG_POOL_KEYS);
   }
-  forward(x: Tensor): Tensor { return avgPool2dWith('AvgPool2d', x, this.#geometry); }
-  override extraRepr(): string { return `kernelSize=${JSON.stringify(this.kernelSize)}`; }
+  forward(x: Tensor): Tensor {
+    return avgPool2dWith('AvgPool2d', x, this.#geometry);
+  }
+  override extraRepr(): string {
+    return `kernelSize=${JSON.stringify(this.kernelSize)}`;
+  }
 }
 
 export class AdaptiveAvgPool2d extends Module {
@@ -33,6 +53,10 @@ export class AdaptiveAvgPool2d extends Module {
     super();
     this.#size = pair('AdaptiveAvgPool2d', 'outputSize', outputSize, 1);
   }
-  forward(x: Tensor): Tensor { return adaptiveAvgPool2dWith('AdaptiveAvgPool2d', x, this.#size); }
-  override extraRepr(): string { return `outputSize=${JSON.stringify(this.outputSize)}`; }
+  forward(x: Tensor): Tensor {
+    return adaptiveAvgPool2dWith('AdaptiveAvgPool2d', x, this.#size);
+  }
+  override extraRepr(): string {
+    return `outputSize=${JSON.stringify(this.outputSize)}`;
+  }
 }

@@ -52,19 +52,31 @@ function checkShape(op: string, shape: unknown): number[] {
 
 /** The typed arrays that map to a dtype, and the dtype each keeps. */
 const TYPED: [new (...a: never[]) => ArrayLike<number | bigint>, CanonicalDType][] = [
-  [Float32Array, 'f32'], [Float64Array, 'f64'], [Int32Array, 'i32'], [BigInt64Array, 'i64'], [Uint8Array, 'u8'],
+  [Float32Array, 'f32'],
+  [Float64Array, 'f64'],
+  [Int32Array, 'i32'],
+  [BigInt64Array, 'i64'],
+  [Uint8Array, 'u8'],
 ];
 
 /** Values of JS numbers as the bytes of `dtype` (bf16/f16 go through f32 and a cast). */
 function encode(values: ArrayLike<number>, dtype: CanonicalDType): ArrayBufferView {
   switch (dtype) {
-    case 'f32': return Float32Array.from(values);
-    case 'f64': return Float64Array.from(values);
-    case 'i32': return Int32Array.from(values);
-    case 'i64': return BigInt64Array.from(Array.from(values, (v) => BigInt(Math.trunc(v))));
-    case 'u8': return Uint8Array.from(values);
-    case 'bool': return Uint8Array.from(values, (v) => (v !== 0 ? 1 : 0));  // NaN is true, as in PyTorch
-    case 'bf16': case 'f16': return Float32Array.from(values);
+    case 'f32':
+      return Float32Array.from(values);
+    case 'f64':
+      return Float64Array.from(values);
+    case 'i32':
+      return Int32Array.from(values);
+    case 'i64':
+      return BigInt64Array.from(Array.from(values, (v) => BigInt(Math.trunc(v))));
+    case 'u8':
+      return Uint8Array.from(values);
+    case 'bool':
+      return Uint8Array.from(values, (v) => (v !== 0 ? 1 : 0)); // NaN is true, as in PyTorch
+    case 'bf16':
+    case 'f16':
+      return Float32Array.from(values);
   }
 }
 
@@ -91,7 +103,11 @@ function isInteger(d: CanonicalDType): boolean {
   return d === 'i32' || d === 'i64' || d === 'u8';
 }
 
-function typedTensor(arr: ArrayLike<number | bigint> & ArrayBufferView, own: CanonicalDType, options: (TensorOptions & { shape?: number[] }) | undefined): Tensor {
+function typedTensor(
+  arr: ArrayLike<number | bigint> & ArrayBufferView,
+  own: CanonicalDType,
+  options: (TensorOptions & { shape?: number[] }) | undefined,
+): Tensor {
   const o = opts('tensor', options, own, ['shape']);
   const shape = options?.shape !== undefined ? checkShape('tensor', options.shape) : [arr.length];
   if (o.dtype === own) return finish(wrap(native.fromBuffer(arr, shape, own, o.device)), o.requiresGrad);
@@ -115,7 +131,11 @@ export function tensor(data: TensorInput, options?: TensorOptions & { shape?: nu
     if (data instanceof ctor) return typedTensor(data as ArrayLike<number | bigint> & ArrayBufferView, dt, options);
   }
   if (ArrayBuffer.isView(data))
-    throw typeError('tensor', `${data.constructor.name} has no dtype; use Float32Array, Float64Array, Int32Array, BigInt64Array or Uint8Array`, 'ERR_DTYPE');
+    throw typeError(
+      'tensor',
+      `${data.constructor.name} has no dtype; use Float32Array, Float64Array, Int32Array, BigInt64Array or Uint8Array`,
+      'ERR_DTYPE',
+    );
   const shape: number[] = [];
   let probe: unknown = data;
   while (Array.isArray(probe)) {
@@ -123,7 +143,8 @@ export function tensor(data: TensorInput, options?: TensorOptions & { shape?: nu
     probe = probe[0];
   }
   const flat: number[] = [];
-  let sawBool = false, sawNumber = false;
+  let sawBool = false,
+    sawNumber = false;
   const walk = (v: unknown, depth: number): void => {
     if (depth === shape.length) {
       if (typeof v === 'number') {
@@ -186,7 +207,11 @@ export function fullLike(t: Tensor, value: number | boolean, options?: TensorOpt
  */
 export function arange(start: number, end?: number, step = 1, options?: TensorOptions): Tensor {
   if (end === undefined) [start, end] = [0, start];
-  for (const [name, v] of [['start', start], ['end', end], ['step', step]] as const)
+  for (const [name, v] of [
+    ['start', start],
+    ['end', end],
+    ['step', step],
+  ] as const)
     if (typeof v !== 'number' || !Number.isFinite(v)) throw typeError('arange', `${name} must be a finite number, got ${describe(v)}`);
   if (step === 0) throw typeError('arange', 'step must be non-zero');
   const o = opts('arange', options, [start, end, step].every(Number.isInteger) ? 'i64' : 'f32');
@@ -201,7 +226,8 @@ export function arange(start: number, end?: number, step = 1, options?: TensorOp
 /** `steps` values evenly spaced from start to end inclusive (f32 unless `dtype` says). */
 export function linspace(start: number, end: number, steps: number, options?: TensorOptions): Tensor {
   const o = opts('linspace', options, 'f32');
-  if (!Number.isInteger(steps) || steps < 0) throw rangeError('linspace', `steps must be a non-negative integer, got ${steps}`, 'ERR_RANGE');
+  if (!Number.isInteger(steps) || steps < 0)
+    throw rangeError('linspace', `steps must be a non-negative integer, got ${steps}`, 'ERR_RANGE');
   if (steps > 0) {
     checkValueFits('linspace', start, o.dtype);
     checkValueFits('linspace', end, o.dtype);
@@ -212,7 +238,10 @@ export function linspace(start: number, end: number, steps: number, options?: Te
 /** The n×m identity matrix (m = n by default), f32 unless `dtype` says. */
 export function eye(n: number, m = n, options?: TensorOptions): Tensor {
   const o = opts('eye', options, 'f32');
-  for (const [name, v] of [['n', n], ['m', m]] as const)
+  for (const [name, v] of [
+    ['n', n],
+    ['m', m],
+  ] as const)
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
       throw rangeError('eye', `${name} must be a non-negative integer, got ${describe(v)}`, 'ERR_RANGE');
   const rows = arange(0, n, 1, { device: o.device }).unsqueeze(1);
@@ -220,7 +249,14 @@ export function eye(n: number, m = n, options?: TensorOptions): Tensor {
   return finish(rows.eq(cols).to(o.dtype), o.requiresGrad);
 }
 
-function draw(kind: 'uniform' | 'normal' | 'randint' | 'bernoulli', op: string, shape: number[], o: Resolved, a: number, b: number): Tensor {
+function draw(
+  kind: 'uniform' | 'normal' | 'randint' | 'bernoulli',
+  op: string,
+  shape: number[],
+  o: Resolved,
+  a: number,
+  b: number,
+): Tensor {
   const s = checkShape(op, shape);
   const { seed, offset } = nextDraw(s.reduce((x, y) => x * y, 1));
   return finish(wrap(native.random(kind, s, o.dtype, o.device, seed, offset, a, b)), o.requiresGrad);
@@ -241,7 +277,8 @@ export function randn(shape: number[], options?: TensorOptions & { mean?: number
 /** Integers uniformly in [low, high): i64 as in PyTorch, unless `dtype` says. */
 export function randint(low: number, high: number, shape: number[], options?: TensorOptions): Tensor {
   const o = opts('randint', options, 'i64');
-  if (!Number.isInteger(low) || !Number.isInteger(high)) throw typeError('randint', `low and high must be integers, got ${low} and ${high}`);
+  if (!Number.isInteger(low) || !Number.isInteger(high))
+    throw typeError('randint', `low and high must be integers, got ${low} and ${high}`);
   if (high <= low) throw rangeError('randint', `need low < high, got ${low} and ${high}`, 'ERR_RANGE');
   checkValueFits('randint', low, o.dtype);
   checkValueFits('randint', high - 1, o.dtype);

@@ -136,12 +136,14 @@ export const leakyRelu = (x: Tensor, slope = 0.01): Tensor => unary('leaky_relu'
 
 /** GELU, exact (erf) or with the tanh approximation. */
 export function gelu(x: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {
-  if (approximate !== 'none' && approximate !== 'tanh') throw typeError('gelu', `approximate must be 'none' or 'tanh', got ${String(approximate)}`);
+  if (approximate !== 'none' && approximate !== 'tanh')
+    throw typeError('gelu', `approximate must be 'none' or 'tanh', got ${String(approximate)}`);
   return unary(approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x);
 }
 
 export function clamp(x: Tensor, min?: number | null, max?: number | null): Tensor {
-  const lo = min ?? -Infinity, hi = max ?? Infinity;
+  const lo = min ?? -Infinity,
+    hi = max ?? Infinity;
   if (typeof lo !== 'number' || typeof hi !== 'number' || Number.isNaN(lo) || Number.isNaN(hi))
     throw typeError('clamp', `min and max must be numbers, got ${String(min)} and ${String(max)}`);
   return unary('clamp', x, lo, hi, true);

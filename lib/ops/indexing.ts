@@ -8,7 +8,8 @@ import { tensor } from './creation';
 
 function checkIndex(op: string, index: Tensor): void {
   checkTensor(op, 'index', index);
-  if (index.dtype !== 'i64' && index.dtype !== 'i32') throw typeError(op, `index must be an i64 or i32 tensor, got ${index.dtype}`, 'ERR_DTYPE');
+  if (index.dtype !== 'i64' && index.dtype !== 'i32')
+    throw typeError(op, `index must be an i64 or i32 tensor, got ${index.dtype}`, 'ERR_DTYPE');
 }
 
 export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {

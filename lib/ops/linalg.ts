@@ -22,10 +22,13 @@ export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean):
 export function matmul(x: Tensor, y: Tensor): Tensor {
   checkTensor('matmul', 'a', x);
   checkTensor('matmul', 'b', y);
-  if (x.ndim === 0 || y.ndim === 0) throw rangeError('matmul', `both operands need at least 1 dim, got ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  if (x.ndim === 0 || y.ndim === 0)
+    throw rangeError('matmul', `both operands need at least 1 dim, got ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
   const dt = promoteTypes(x.dtype, y.dtype);
-  let a = castTo(x, dt), b = castTo(y, dt);
-  const vecA = a.ndim === 1, vecB = b.ndim === 1;
+  let a = castTo(x, dt),
+    b = castTo(y, dt);
+  const vecA = a.ndim === 1,
+    vecB = b.ndim === 1;
   if (vecA) a = a.reshape([1, a.shape[0]]);
   if (vecB) b = b.reshape([b.shape[0], 1]);
   let out = matmulT(a, b, false, false);

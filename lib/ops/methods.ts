@@ -115,74 +115,195 @@ function install(methods: Partial<Tensor> & ThisType<Tensor>): void {
 }
 
 install({
-  backward(grad?: unknown, options?: unknown) { backward(this, grad, options); },
+  backward(grad?: unknown, options?: unknown) {
+    backward(this, grad, options);
+  },
 
-  add(o, alpha) { return ew.add(this, o, alpha); },
-  sub(o, alpha) { return ew.sub(this, o, alpha); },
-  mul(o) { return ew.mul(this, o); },
-  div(o) { return ew.div(this, o); },
-  pow(o) { return ew.pow(this, o); },
-  maximum(o) { return ew.maximum(this, o); },
-  minimum(o) { return ew.minimum(this, o); },
-  neg() { return ew.neg(this); },
-  exp() { return ew.exp(this); },
-  log() { return ew.log(this); },
-  sqrt() { return ew.sqrt(this); },
-  rsqrt() { return ew.rsqrt(this); },
-  abs() { return ew.abs(this); },
-  sign() { return ew.sign(this); },
-  square() { return ew.square(this); },
-  tanh() { return ew.tanh(this); },
-  sigmoid() { return ew.sigmoid(this); },
-  relu() { return ew.relu(this); },
-  gelu(approximate = 'none') { return ew.gelu(this, approximate); },
-  silu() { return ew.silu(this); },
-  clamp(min, max) { return ew.clamp(this, min, max); },
-  eq(o) { return ew.eq(this, o); },
-  ne(o) { return ew.ne(this, o); },
-  lt(o) { return ew.lt(this, o); },
-  le(o) { return ew.le(this, o); },
-  gt(o) { return ew.gt(this, o); },
-  ge(o) { return ew.ge(this, o); },
-  maskedFill(mask, value) { return ew.maskedFill(this, mask, value); },
-  to(target) { return ew.to(this, target); },
-  clone() { return ew.clone(this); },
-  copy_(src) { ew.copy_(this, src); return this; },
+  add(o, alpha) {
+    return ew.add(this, o, alpha);
+  },
+  sub(o, alpha) {
+    return ew.sub(this, o, alpha);
+  },
+  mul(o) {
+    return ew.mul(this, o);
+  },
+  div(o) {
+    return ew.div(this, o);
+  },
+  pow(o) {
+    return ew.pow(this, o);
+  },
+  maximum(o) {
+    return ew.maximum(this, o);
+  },
+  minimum(o) {
+    return ew.minimum(this, o);
+  },
+  neg() {
+    return ew.neg(this);
+  },
+  exp() {
+    return ew.exp(this);
+  },
+  log() {
+    return ew.log(this);
+  },
+  sqrt() {
+    return ew.sqrt(this);
+  },
+  rsqrt() {
+    return ew.rsqrt(this);
+  },
+  abs() {
+    return ew.abs(this);
+  },
+  sign() {
+    return ew.sign(this);
+  },
+  square() {
+    return ew.square(this);
+  },
+  tanh() {
+    return ew.tanh(this);
+  },
+  sigmoid() {
+    return ew.sigmoid(this);
+  },
+  relu() {
+    return ew.relu(this);
+  },
+  gelu(approximate = 'none') {
+    return ew.gelu(this, approximate);
+  },
+  silu() {
+    return ew.silu(this);
+  },
+  clamp(min, max) {
+    return ew.clamp(this, min, max);
+  },
+  eq(o) {
+    return ew.eq(this, o);
+  },
+  ne(o) {
+    return ew.ne(this, o);
+  },
+  lt(o) {
+    return ew.lt(this, o);
+  },
+  le(o) {
+    return ew.le(this, o);
+  },
+  gt(o) {
+    return ew.gt(this, o);
+  },
+  ge(o) {
+    return ew.ge(this, o);
+  },
+  maskedFill(mask, value) {
+    return ew.maskedFill(this, mask, value);
+  },
+  to(target) {
+    return ew.to(this, target);
+  },
+  clone() {
+    return ew.clone(this);
+  },
+  copy_(src) {
+    ew.copy_(this, src);
+    return this;
+  },
 
-  sum(dim, keepdim = false) { return red.sum(this, dim, keepdim); },
-  mean(dim, keepdim = false) { return red.mean(this, dim, keepdim); },
-  max(dim, keepdim = false) { return red.max(this, dim, keepdim); },
-  min(dim, keepdim = false) { return red.min(this, dim, keepdim); },
-  argmax(dim, keepdim = false) { return red.argmax(this, dim, keepdim); },
-  argmin(dim, keepdim = false) { return red.argmin(this, dim, keepdim); },
-  var(dim, options = {}) { return red.variance(this, dim, options); },
-  std(dim, options = {}) { return red.std(this, dim, options); },
-  logsumexp(dim, keepdim = false) { return red.logsumexp(this, dim, keepdim); },
-  softmax(dim = -1) { return red.softmax(this, dim); },
-  logSoftmax(dim = -1) { return red.logSoftmax(this, dim); },
+  sum(dim, keepdim = false) {
+    return red.sum(this, dim, keepdim);
+  },
+  mean(dim, keepdim = false) {
+    return red.mean(this, dim, keepdim);
+  },
+  max(dim, keepdim = false) {
+    return red.max(this, dim, keepdim);
+  },
+  min(dim, keepdim = false) {
+    return red.min(this, dim, keepdim);
+  },
+  argmax(dim, keepdim = false) {
+    return red.argmax(this, dim, keepdim);
+  },
+  argmin(dim, keepdim = false) {
+    return red.argmin(this, dim, keepdim);
+  },
+  var(dim, options = {}) {
+    return red.variance(this, dim, options);
+  },
+  std(dim, options = {}) {
+    return red.std(this, dim, options);
+  },
+  logsumexp(dim, keepdim = false) {
+    return red.logsumexp(this, dim, keepdim);
+  },
+  softmax(dim = -1) {
+    return red.softmax(this, dim);
+  },
+  logSoftmax(dim = -1) {
+    return red.logSoftmax(this, dim);
+  },
 
-  matmul(o) { return lin.matmul(this, o); },
+  matmul(o) {
+    return lin.matmul(this, o);
+  },
 
-  reshape(...shape) { return shp.reshape(this, shp.shapeArgs(shape)); },
-  view(...shape) { return shp.reshape(this, shp.shapeArgs(shape)); },
-  flatten(startDim = 0, endDim = -1) { return shp.flatten(this, startDim, endDim); },
-  squeeze(dim) { return shp.squeeze(this, dim); },
-  unsqueeze(dim) { return shp.unsqueeze(this, dim); },
-  expand(...shape) { return shp.expand(this, shp.shapeArgs(shape)); },
-  transpose(dim0 = 0, dim1 = 1) { return shp.transpose(this, dim0, dim1); },
-  permute(...dims) { return shp.permute(this, shp.shapeArgs(dims)); },
-  narrow(dim, start, length) { return shp.narrow(this, dim, start, length); },
-  slice(dim, start, end) { return shp.slice(this, dim, start, end); },
-  split(sizeOrSections, dim = 0) { return shp.split(this, sizeOrSections, dim); },
-  chunk(chunks, dim = 0) { return shp.chunk(this, chunks, dim); },
+  reshape(...shape) {
+    return shp.reshape(this, shp.shapeArgs(shape));
+  },
+  view(...shape) {
+    return shp.reshape(this, shp.shapeArgs(shape));
+  },
+  flatten(startDim = 0, endDim = -1) {
+    return shp.flatten(this, startDim, endDim);
+  },
+  squeeze(dim) {
+    return shp.squeeze(this, dim);
+  },
+  unsqueeze(dim) {
+    return shp.unsqueeze(this, dim);
+  },
+  expand(...shape) {
+    return shp.expand(this, shp.shapeArgs(shape));
+  },
+  transpose(dim0 = 0, dim1 = 1) {
+    return shp.transpose(this, dim0, dim1);
+  },
+  permute(...dims) {
+    return shp.permute(this, shp.shapeArgs(dims));
+  },
+  narrow(dim, start, length) {
+    return shp.narrow(this, dim, start, length);
+  },
+  slice(dim, start, end) {
+    return shp.slice(this, dim, start, end);
+  },
+  split(sizeOrSections, dim = 0) {
+    return shp.split(this, sizeOrSections, dim);
+  },
+  chunk(chunks, dim = 0) {
+    return shp.chunk(this, chunks, dim);
+  },
 
-  indexSelect(dim, index) { return idx.indexSelect(this, dim, index); },
-  gather(dim, index) { return idx.gather(this, dim, index); },
-  scatterAdd(dim, index, src) { return idx.scatterAdd(this, dim, index, src); },
+  indexSelect(dim, index) {
+    return idx.indexSelect(this, dim, index);
+  },
+  gather(dim, index) {
+    return idx.gather(this, dim, index);
+  },
+  scatterAdd(dim, index, src) {
+    return idx.scatterAdd(this, dim, index, src);
+  },
 });
 
 Object.defineProperty(Tensor.prototype, 'T', {
-  get(this: Tensor) { return shp.transpose(this, 0, 1); },
+  get(this: Tensor) {
+    return shp.transpose(this, 0, 1);
+  },
   configurable: true,
   enumerable: false,
 });

@@ -18,10 +18,23 @@ function expandBack(g: Tensor, shape: readonly number[], dims: number[], keepdim
 }
 
 function keptShape(x: Tensor, out: Tensor, dims: number[], keepdim: boolean): Tensor {
-  return keepdim ? out : wrap(native.reshape(out.handle, x.shape.map((s, i) => (dims.includes(i) ? 1 : s))));
+  return keepdim
+    ? out
+    : wrap(
+        native.reshape(
+          out.handle,
+          x.shape.map((s, i) => (dims.includes(i) ? 1 : s)),
+        ),
+      );
 }
 
-function reduce(op: ReduceOpName, x: Tensor, dim: number | number[] | undefined, keepdim: boolean, correction = 0): { out: Tensor; dims: number[] } {
+function reduce(
+  op: ReduceOpName,
+  x: Tensor,
+  dim: number | number[] | undefined,
+  keepdim: boolean,
+  correction = 0,
+): { out: Tensor; dims: number[] } {
   checkTensor(op, 'input', x);
   if (typeof keepdim !== 'boolean') throw typeError(op, `keepdim must be a boolean, got ${typeof keepdim}`);
   const dims = dimList(op, dim, x.ndim);
@@ -96,14 +109,19 @@ export function std(x: Tensor, dim?: number | number[], options: VarOptions = {}
   v.dispose();
   // As torch: g / (2 std) is taken as 0 where std == 0, so a constant row gets gradient 0 rather
   // than 0 * inf = NaN through sqrt.
-  return record(out, 'std', [input], (g) => [varianceGrad(input, dims, keepdim, correction, div(g, mul(out, 2)).maskedFill(eq(out, 0), 0))]);
+  return record(out, 'std', [input], (g) => [
+    varianceGrad(input, dims, keepdim, correction, div(g, mul(out, 2)).maskedFill(eq(out, 0), 0)),
+  ]);
 }
 
 export function logsumexp(x: Tensor, dim: number | number[], keepdim = false): Tensor {
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('logsumexp', input, dim, keepdim);
   return record(out, 'logsumexp', [input], (g) => [
-    mul(expandBack(g, input.shape, dims, keepdim), exp(sub(input, expandBack(keptShape(input, out, dims, keepdim), input.shape, dims, true)))),
+    mul(
+      expandBack(g, input.shape, dims, keepdim),
+      exp(sub(input, expandBack(keptShape(input, out, dims, keepdim), input.shape, dims, true))),
+    ),
   ]);
 }
 
@@ -122,4 +140,3 @@ export function logSoftmax(x: Tensor, dim = -1): Tensor {
   const y = wrap(native.softmax(input.handle, d, true));
   return record(y, 'logSoftmax', [input], (g) => [sub(g, mul(exp(y), sum(g, d, true)))]);
 }
-

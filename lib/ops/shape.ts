@@ -26,7 +26,8 @@ export function reshape(x: Tensor, shape: number[]): Tensor {
 
 export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
   if (x.ndim === 0) return reshape(x, [1]);
-  const s = normDim('flatten', startDim, x.ndim), e = normDim('flatten', endDim, x.ndim);
+  const s = normDim('flatten', startDim, x.ndim),
+    e = normDim('flatten', endDim, x.ndim);
   if (s > e) throw rangeError('flatten', `startDim ${startDim} comes after endDim ${endDim}`, 'ERR_INDEX');
   const shape = [...x.shape.slice(0, s), x.shape.slice(s, e + 1).reduce((a, b) => a * b, 1), ...x.shape.slice(e + 1)];
   return reshape(x, shape);
@@ -34,10 +35,17 @@ export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
 
 export function squeeze(x: Tensor, dim?: number): Tensor {
   checkTensor('squeeze', 'input', x);
-  if (dim === undefined) return reshape(x, x.shape.filter((s) => s !== 1));
+  if (dim === undefined)
+    return reshape(
+      x,
+      x.shape.filter((s) => s !== 1),
+    );
   const d = normDim('squeeze', dim, x.ndim);
   if (x.ndim === 0 || x.shape[d] !== 1) return x;
-  return reshape(x, x.shape.filter((_, i) => i !== d));
+  return reshape(
+    x,
+    x.shape.filter((_, i) => i !== d),
+  );
 }
 
 export function unsqueeze(x: Tensor, dim: number): Tensor {
@@ -69,7 +77,8 @@ export function permute(x: Tensor, dims: number[]): Tensor {
 export function transpose(x: Tensor, dim0 = 0, dim1 = 1): Tensor {
   checkTensor('transpose', 'input', x);
   if (x.ndim < 2 && dim0 === 0 && dim1 === 1) return x;
-  const a = normDim('transpose', dim0, x.ndim), b = normDim('transpose', dim1, x.ndim);
+  const a = normDim('transpose', dim0, x.ndim),
+    b = normDim('transpose', dim1, x.ndim);
   const dims = x.shape.map((_, i) => i);
   [dims[a], dims[b]] = [dims[b], dims[a]];
   return permute(x, dims);
@@ -85,12 +94,29 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   return record(out, 'narrow', [x], (g) => {
     // Pad the gradient with zeros on both sides along `d`.
     const parts: Tensor[] = [];
-    const zerosAlong = (n: number) => wrap(native.full(x.shape.map((s, i) => (i === d ? n : s)), g.dtype, g.device, 0));
+    const zerosAlong = (n: number) =>
+      wrap(
+        native.full(
+          x.shape.map((s, i) => (i === d ? n : s)),
+          g.dtype,
+          g.device,
+          0,
+        ),
+      );
     if (begin > 0) parts.push(zerosAlong(begin));
     parts.push(g);
     const after = x.shape[d] - begin - length;
     if (after > 0) parts.push(zerosAlong(after));
-    return [parts.length === 1 ? g : wrap(native.cat(parts.map((p) => p.handle), d))];
+    return [
+      parts.length === 1
+        ? g
+        : wrap(
+            native.cat(
+              parts.map((p) => p.handle),
+              d,
+            ),
+          ),
+    ];
   });
 }
 
@@ -100,7 +126,8 @@ export function slice(x: Tensor, dim: number, start = 0, end?: number): Tensor {
   const d = normDim('slice', dim, x.ndim);
   const n = x.shape[d];
   const clampIdx = (i: number) => Math.min(Math.max(i < 0 ? i + n : i, 0), n);
-  const s = clampIdx(start), e = clampIdx(end ?? n);
+  const s = clampIdx(start),
+    e = clampIdx(end ?? n);
   return narrow(x, d, s, Math.max(0, e - s));
 }
 
@@ -112,7 +139,12 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
     if (t.dtype !== first.dtype) throw typeError('cat', `tensors[${i}] is ${t.dtype}, expected ${first.dtype}`, 'ERR_DTYPE');
   });
   const d = normDim('cat', dim, first.ndim);
-  const out = wrap(native.cat(xs.map((t) => t.handle), d));
+  const out = wrap(
+    native.cat(
+      xs.map((t) => t.handle),
+      d,
+    ),
+  );
   return record(out, 'cat', xs, (g) => {
     let at = 0;
     return xs.map((t) => {
@@ -132,7 +164,10 @@ export function stack(xs: Tensor[], dim = 0): Tensor {
       throw rangeError('stack', `tensors[${i}] has shape ${shapeStr(t.shape)}, expected ${shapeStr(s0)}`);
   });
   const d = normDim('stack', dim, s0.length + 1);
-  return cat(xs.map((t) => unsqueeze(t, d)), d);
+  return cat(
+    xs.map((t) => unsqueeze(t, d)),
+    d,
+  );
 }
 
 export function split(x: Tensor, sizeOrSections: number | number[], dim = 0): Tensor[] {
@@ -141,7 +176,8 @@ export function split(x: Tensor, sizeOrSections: number | number[], dim = 0): Te
   const n = x.shape[d];
   let sizes: number[];
   if (typeof sizeOrSections === 'number') {
-    if (!Number.isInteger(sizeOrSections) || sizeOrSections <= 0) throw rangeError('split', `split size must be a positive integer, got ${sizeOrSections}`);
+    if (!Number.isInteger(sizeOrSections) || sizeOrSections <= 0)
+      throw rangeError('split', `split size must be a positive integer, got ${sizeOrSections}`);
     sizes = [];
     for (let at = 0; at < n; at += sizeOrSections) sizes.push(Math.min(sizeOrSections, n - at));
     if (n === 0) sizes = [0];
@@ -164,4 +200,3 @@ export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
   const d = normDim('chunk', dim, x.ndim);
   return split(x, Math.max(1, Math.ceil(x.shape[d] / chunks)), d);
 }
-

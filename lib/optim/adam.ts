@@ -39,14 +39,24 @@ const ADAM_SPEC: OptimizerSpec<AdamOptions> = {
   requiredState: ['step', 'expAvg', 'expAvgSq'],
 };
 
-interface Batch { ps: Tensor[]; gs: Tensor[]; m: Tensor[]; v: Tensor[]; mv: Tensor[] }
+interface Batch {
+  ps: Tensor[];
+  gs: Tensor[];
+  m: Tensor[];
+  v: Tensor[];
+  mv: Tensor[];
+}
 
 export class Adam extends Optimizer<AdamOptions> {
   protected readonly decoupled: boolean = false;
 
   constructor(params: ParamsArg<AdamOptions>, options: Partial<AdamOptions> = {}, defaultWeightDecay = 0) {
     const o = checkOptions(new.target.name, options, ADAM_SPEC.keys);
-    super(params, { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: defaultWeightDecay, amsgrad: false, maximize: false, ...o }, ADAM_SPEC);
+    super(
+      params,
+      { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: defaultWeightDecay, amsgrad: false, maximize: false, ...o },
+      ADAM_SPEC,
+    );
   }
 
   step(): void {
@@ -76,8 +86,22 @@ export class Adam extends Optimizer<AdamOptions> {
       }
       const h = (ts: Tensor[]) => ts.map((t) => t.handle);
       for (const [step, b] of byStep) {
-        native.adamStep(h(b.ps), h(b.gs), h(b.m), h(b.v), h(b.mv), g.lr, g.betas[0], g.betas[1], g.eps, g.weightDecay, step,
-          this.decoupled, g.amsgrad, g.maximize);
+        native.adamStep(
+          h(b.ps),
+          h(b.gs),
+          h(b.m),
+          h(b.v),
+          h(b.mv),
+          g.lr,
+          g.betas[0],
+          g.betas[1],
+          g.eps,
+          g.weightDecay,
+          step,
+          this.decoupled,
+          g.amsgrad,
+          g.maximize,
+        );
         bumpVersions(`${this.constructor.name}.step`, b.ps);
       }
     });

@@ -42,15 +42,30 @@ export function gradNorm(params: Iterable<Tensor> | Tensor, normType = 2): Tenso
 
 function normOf(list: Tensor[], normType: number): Tensor {
   const groups = byDeviceAndDtype(list);
-  return noGrad(() => tidy(() => {
-    if (!groups.length) return full([], 0);
-    const norms = groups.map((g) => wrap(native.gradNorm(g.map((t) => t.handle), normType)));
-    if (norms.length === 1) return norms[0];
-    const first = norms[0];
-    const on = norms.map((n) => n.to(first.device).to('f64'));
-    const total = normType === Infinity ? stack(on).max() : stack(on).pow(normType).sum().pow(1 / normType);
-    return total.to('f32');
-  }));
+  return noGrad(() =>
+    tidy(() => {
+      if (!groups.length) return full([], 0);
+      const norms = groups.map((g) =>
+        wrap(
+          native.gradNorm(
+            g.map((t) => t.handle),
+            normType,
+          ),
+        ),
+      );
+      if (norms.length === 1) return norms[0];
+      const first = norms[0];
+      const on = norms.map((n) => n.to(first.device).to('f64'));
+      const total =
+        normType === Infinity
+          ? stack(on).max()
+          : stack(on)
+              .pow(normType)
+              .sum()
+              .pow(1 / normType);
+      return total.to('f32');
+    }),
+  );
 }
 
 /**
@@ -62,12 +77,18 @@ export function clipGradNorm_(params: Iterable<Tensor> | Tensor, maxNorm: number
   checkNormType('clipGradNorm_', normType);
   const list = grads('clipGradNorm_', params);
   const total = normOf(list, normType);
-  noGrad(() => tidy(() => {
-    for (const g of byDeviceAndDtype(list)) {
-      const t = total.device === g[0].device && total.dtype === g[0].dtype ? total : total.to(g[0].device).to(g[0].dtype);
-      native.clipByNorm(g.map((x) => x.handle), t.handle, maxNorm);
-    }
-  }));
+  noGrad(() =>
+    tidy(() => {
+      for (const g of byDeviceAndDtype(list)) {
+        const t = total.device === g[0].device && total.dtype === g[0].dtype ? total : total.to(g[0].device).to(g[0].dtype);
+        native.clipByNorm(
+          g.map((x) => x.handle),
+          t.handle,
+          maxNorm,
+        );
+      }
+    }),
+  );
   return total;
 }
 
@@ -86,7 +107,9 @@ function byDeviceAndDtype(ts: Tensor[]): Tensor[][] {
 export function clipGradValue_(params: Iterable<Tensor> | Tensor, clipValue: number): void {
   checkNumber('clipGradValue_', 'clipValue', clipValue, { min: 0, infinite: true });
   const list = grads('clipGradValue_', params);
-  noGrad(() => tidy(() => {
-    for (const g of list) copy_(g, g.clamp(-clipValue, clipValue));
-  }));
+  noGrad(() =>
+    tidy(() => {
+      for (const g of list) copy_(g, g.clamp(-clipValue, clipValue));
+    }),
+  );
 }

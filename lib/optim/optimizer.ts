@@ -51,11 +51,20 @@ export abstract class Optimizer<H extends { lr: number }> {
   readonly state = new Map<Tensor, Record<string, Tensor | number>>();
   readonly #spec: OptimizerSpec<H>;
 
-  constructor(params: ParamsArg<H>, readonly defaults: H, spec: OptimizerSpec<H>) {
+  constructor(
+    params: ParamsArg<H>,
+    readonly defaults: H,
+    spec: OptimizerSpec<H>,
+  ) {
     this.#spec = spec;
     const op = this.constructor.name;
     spec.check(op, defaults, '');
-    if (params instanceof Tensor || params === null || typeof params !== 'object' || typeof (params as Iterable<unknown>)[Symbol.iterator] !== 'function')
+    if (
+      params instanceof Tensor ||
+      params === null ||
+      typeof params !== 'object' ||
+      typeof (params as Iterable<unknown>)[Symbol.iterator] !== 'function'
+    )
       throw argError(op, `params must be an iterable of tensors or of param groups ({ params, ...options }), got ${describe(params)}`);
     const list = Array.from(params as Iterable<unknown>);
     if (list.length === 0) throw argError(op, 'optimizer got an empty parameter list');
@@ -75,7 +84,12 @@ export abstract class Optimizer<H extends { lr: number }> {
       throw argError(op, `a param group must be an object { params, ...options }, got ${describe(group)}`);
     checkOptions(op, group, ['params', ...this.#spec.keys]);
     const raw = group.params as unknown;
-    if (raw === undefined || raw === null || typeof raw !== 'object' || (!(raw instanceof Tensor) && typeof (raw as Iterable<unknown>)[Symbol.iterator] !== 'function'))
+    if (
+      raw === undefined ||
+      raw === null ||
+      typeof raw !== 'object' ||
+      (!(raw instanceof Tensor) && typeof (raw as Iterable<unknown>)[Symbol.iterator] !== 'function')
+    )
       throw argError(op, `${at}params must be a tensor or an iterable of tensors, got ${describe(raw)}`);
     const params = raw instanceof Tensor ? [raw] : Array.from(raw as Iterable<unknown>);
     const seen = new Set(this.paramGroups.flatMap((g) => g.params));
@@ -87,14 +101,21 @@ export abstract class Optimizer<H extends { lr: number }> {
       if (seen.has(p)) throw argError(op, 'some parameters appear in more than one parameter group');
       seen.add(p);
     });
-    const g = { ...copyHyper(this.defaults as Record<string, unknown>), ...copyHyper(group as Record<string, unknown>), params } as ParamGroup<H>;
+    const g = {
+      ...copyHyper(this.defaults as Record<string, unknown>),
+      ...copyHyper(group as Record<string, unknown>),
+      params,
+    } as ParamGroup<H>;
     this.#spec.check(op, g, at);
     this.paramGroups.push(g);
   }
 
   /** Clears (setToNone, the default) or zeroes every parameter's gradient. */
   zeroGrad(setToNone = true): void {
-    zeroGrads(this.paramGroups.flatMap((g) => g.params), setToNone);
+    zeroGrads(
+      this.paramGroups.flatMap((g) => g.params),
+      setToNone,
+    );
   }
 
   abstract step(): void;
@@ -114,9 +135,12 @@ export abstract class Optimizer<H extends { lr: number }> {
       if (p.isDisposed || grad.isDisposed)
         throw flockError('ERR_DISPOSED', op, `parameter ${i} of group ${gi}${p.isDisposed ? '' : "'s gradient"} has been disposed`);
       if (grad.dtype !== p.dtype || grad.device !== p.device || !sameShape(grad.shape, p.shape))
-        throw flockError(grad.dtype !== p.dtype ? 'ERR_DTYPE' : grad.device !== p.device ? 'ERR_DEVICE' : 'ERR_SHAPE', op,
+        throw flockError(
+          grad.dtype !== p.dtype ? 'ERR_DTYPE' : grad.device !== p.device ? 'ERR_DEVICE' : 'ERR_SHAPE',
+          op,
           `the gradient of parameter ${i} of group ${gi} is ${grad.dtype} [${grad.shape.join(',')}] on ${grad.device}, ` +
-          `the parameter ${p.dtype} [${p.shape.join(',')}] on ${p.device}`);
+            `the parameter ${p.dtype} [${p.shape.join(',')}] on ${p.device}`,
+        );
       out.push(p);
     });
     return out;
@@ -127,7 +151,14 @@ export abstract class Optimizer<H extends { lr: number }> {
     const index = new Map<Tensor, number>();
     const paramGroups = this.paramGroups.map((g) => {
       const { params, ...hyper } = g;
-      return { ...copyHyper(hyper), params: params.map((p) => { const i = index.size; index.set(p, i); return i; }) };
+      return {
+        ...copyHyper(hyper),
+        params: params.map((p) => {
+          const i = index.size;
+          index.set(p, i);
+          return i;
+        }),
+      };
     });
     const state: OptimizerStateDict['state'] = {};
     for (const [p, s] of this.state) {
@@ -148,7 +179,8 @@ export abstract class Optimizer<H extends { lr: number }> {
       throw argError(op, `expected a state dict { state, paramGroups }, got ${describe(sd)}`);
     const { paramGroups: groups, state } = sd as Partial<OptimizerStateDict>;
     if (!Array.isArray(groups)) throw stateDictError(op, `paramGroups must be an array, got ${describe(groups)}`);
-    if (state === null || typeof state !== 'object' || Array.isArray(state)) throw stateDictError(op, `state must be an object, got ${describe(state)}`);
+    if (state === null || typeof state !== 'object' || Array.isArray(state))
+      throw stateDictError(op, `state must be an object, got ${describe(state)}`);
     if (groups.length !== this.paramGroups.length)
       throw stateDictError(op, `the state dict has ${groups.length} parameter groups, the optimizer ${this.paramGroups.length}`);
 
@@ -159,9 +191,13 @@ export abstract class Optimizer<H extends { lr: number }> {
       if (sg === null || typeof sg !== 'object' || !Array.isArray(sg.params))
         throw stateDictError(op, `paramGroups[${gi}] must be an object with a params array of indices, got ${describe(sg)}`);
       if (sg.params.length !== own.params.length)
-        throw stateDictError(op, `parameter group ${gi} has ${sg.params.length} parameters in the state dict, ${own.params.length} in the optimizer`);
+        throw stateDictError(
+          op,
+          `parameter group ${gi} has ${sg.params.length} parameters in the state dict, ${own.params.length} in the optimizer`,
+        );
       sg.params.forEach((idx, k) => {
-        if (!Number.isInteger(idx) || idx < 0) throw stateDictError(op, `paramGroups[${gi}].params[${k}] must be a parameter index, got ${describe(idx)}`);
+        if (!Number.isInteger(idx) || idx < 0)
+          throw stateDictError(op, `paramGroups[${gi}].params[${k}] must be a parameter index, got ${describe(idx)}`);
         if (byIndex.has(idx)) throw stateDictError(op, `parameter index ${idx} appears more than once in paramGroups`);
         const p = own.params[k];
         byIndex.set(idx, p);
@@ -194,7 +230,11 @@ export abstract class Optimizer<H extends { lr: number }> {
         if (!(v instanceof Tensor)) throw stateDictError(op, `state[${i}].${k} must be a Tensor, got ${describe(v)}`);
         if (v.isDisposed) throw flockError('ERR_DISPOSED', op, `state[${i}].${k} has been disposed`);
         if (!sameShape(v.shape, p.shape))
-          throw flockError('ERR_SHAPE', op, `state '${k}' of parameter ${i} has shape [${v.shape.join(',')}], parameter has [${p.shape.join(',')}]`);
+          throw flockError(
+            'ERR_SHAPE',
+            op,
+            `state '${k}' of parameter ${i} has shape [${v.shape.join(',')}], parameter has [${p.shape.join(',')}]`,
+          );
         if (v.dtype !== 'f32' && v.dtype !== 'f64' && v.dtype !== 'bf16' && v.dtype !== 'f16')
           throw flockError('ERR_DTYPE', op, `state '${k}' of parameter ${i} is ${v.dtype}, expected a floating dtype`);
       }

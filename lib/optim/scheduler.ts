@@ -81,7 +81,11 @@ export abstract class LRScheduler {
 
 /** Multiplies the lr by gamma every stepSize steps. */
 export class StepLR extends LRScheduler {
-  constructor(optimizer: AnyOptimizer, readonly stepSize: number, readonly gamma = 0.1) {
+  constructor(
+    optimizer: AnyOptimizer,
+    readonly stepSize: number,
+    readonly gamma = 0.1,
+  ) {
     super(optimizer);
     checkInt('StepLR', 'stepSize', stepSize, 1);
     checkNumber('StepLR', 'gamma', gamma, { min: 0 });
@@ -94,9 +98,14 @@ export class StepLR extends LRScheduler {
 
 /** Multiplies the lr by gamma at each milestone step. */
 export class MultiStepLR extends LRScheduler {
-  constructor(optimizer: AnyOptimizer, readonly milestones: number[], readonly gamma = 0.1) {
+  constructor(
+    optimizer: AnyOptimizer,
+    readonly milestones: number[],
+    readonly gamma = 0.1,
+  ) {
     super(optimizer);
-    if (!Array.isArray(milestones)) throw argError('MultiStepLR', `milestones must be an array of step numbers, got ${describe(milestones)}`);
+    if (!Array.isArray(milestones))
+      throw argError('MultiStepLR', `milestones must be an array of step numbers, got ${describe(milestones)}`);
     milestones.forEach((m, i) => checkInt('MultiStepLR', `milestones[${i}]`, m, 1));
     checkNumber('MultiStepLR', 'gamma', gamma, { min: 0 });
     this.start();
@@ -108,7 +117,10 @@ export class MultiStepLR extends LRScheduler {
 }
 
 export class ExponentialLR extends LRScheduler {
-  constructor(optimizer: AnyOptimizer, readonly gamma: number) {
+  constructor(
+    optimizer: AnyOptimizer,
+    readonly gamma: number,
+  ) {
     super(optimizer);
     checkNumber('ExponentialLR', 'gamma', gamma, { min: 0 });
     this.start();
@@ -120,14 +132,20 @@ export class ExponentialLR extends LRScheduler {
 
 /** Cosine from the base lr down to etaMin over tMax steps (PyTorch's recursive form). */
 export class CosineAnnealingLR extends LRScheduler {
-  constructor(optimizer: AnyOptimizer, readonly tMax: number, readonly etaMin = 0) {
+  constructor(
+    optimizer: AnyOptimizer,
+    readonly tMax: number,
+    readonly etaMin = 0,
+  ) {
     super(optimizer);
     checkInt('CosineAnnealingLR', 'tMax', tMax, 1);
     checkNumber('CosineAnnealingLR', 'etaMin', etaMin, { min: 0 });
     this.start();
   }
   protected nextLr(lr: number, i: number): number {
-    const e = this.lastEpoch, T = this.tMax, base = this.baseLrs[i];
+    const e = this.lastEpoch,
+      T = this.tMax,
+      base = this.baseLrs[i];
     if (e === 0) return lr;
     if ((e - 1 - T) % (2 * T) === 0) return lr + ((base - this.etaMin) * (1 - Math.cos(Math.PI / T))) / 2;
     return ((1 + Math.cos((Math.PI * e) / T)) / (1 + Math.cos((Math.PI * (e - 1)) / T))) * (lr - this.etaMin) + this.etaMin;
@@ -136,7 +154,12 @@ export class CosineAnnealingLR extends LRScheduler {
 
 /** Linear warm-up: the lr factor grows from startFactor to endFactor over totalIters steps. */
 export class LinearWarmup extends LRScheduler {
-  constructor(optimizer: AnyOptimizer, readonly totalIters = 5, readonly startFactor = 1 / 3, readonly endFactor = 1) {
+  constructor(
+    optimizer: AnyOptimizer,
+    readonly totalIters = 5,
+    readonly startFactor = 1 / 3,
+    readonly endFactor = 1,
+  ) {
     super(optimizer);
     checkInt('LinearWarmup', 'totalIters', totalIters, 1);
     checkNumber('LinearWarmup', 'startFactor', startFactor, { above: 0, max: 1 });
@@ -144,7 +167,9 @@ export class LinearWarmup extends LRScheduler {
     this.start();
   }
   protected nextLr(lr: number): number {
-    const e = this.lastEpoch, s = this.startFactor, d = this.endFactor - this.startFactor;
+    const e = this.lastEpoch,
+      s = this.startFactor,
+      d = this.endFactor - this.startFactor;
     if (e === 0) return lr * s;
     if (e > this.totalIters) return lr;
     return lr * (1 + d / (this.totalIters * s + (e - 1) * d));
@@ -154,12 +179,16 @@ export class LinearWarmup extends LRScheduler {
 /** Steps several schedulers together; their factors compose. */
 export class ChainedScheduler {
   constructor(readonly schedulers: LRScheduler[]) {
-    if (!Array.isArray(schedulers)) throw argError('ChainedScheduler', `schedulers must be an array of LRSchedulers, got ${describe(schedulers)}`);
+    if (!Array.isArray(schedulers))
+      throw argError('ChainedScheduler', `schedulers must be an array of LRSchedulers, got ${describe(schedulers)}`);
     if (!schedulers.length) throw argError('ChainedScheduler', 'expected at least one scheduler');
     schedulers.forEach((s, i) => {
       if (!(s instanceof LRScheduler)) throw argError('ChainedScheduler', `schedulers[${i}] must be an LRScheduler, got ${describe(s)}`);
       if (s.optimizer !== schedulers[0].optimizer)
-        throw argError('ChainedScheduler', `schedulers[${i}] drives a different optimizer than schedulers[0]; chained schedulers must share one`);
+        throw argError(
+          'ChainedScheduler',
+          `schedulers[${i}] drives a different optimizer than schedulers[0]; chained schedulers must share one`,
+        );
     });
   }
   step(): void {

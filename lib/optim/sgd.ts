@@ -28,7 +28,10 @@ const SGD_SPEC: OptimizerSpec<SGDOptions> = {
     checkBool(op, `${at}nesterov`, h.nesterov);
     checkBool(op, `${at}maximize`, h.maximize);
     if (h.nesterov && (h.momentum <= 0 || h.dampening !== 0))
-      throw argError(op, `${at}nesterov momentum requires a momentum > 0 and zero dampening, got momentum ${h.momentum}, dampening ${h.dampening}`);
+      throw argError(
+        op,
+        `${at}nesterov momentum requires a momentum > 0 and zero dampening, got momentum ${h.momentum}, dampening ${h.dampening}`,
+      );
   },
   state: { momentumBuffer: 'tensor' },
   requiredState: [],
@@ -62,8 +65,18 @@ export class SGD extends Optimizer<SGDOptions> {
         if (buf) b.bufs.push(buf);
       }
       for (const [first, b] of batches) {
-        native.sgdStep(b.ps.map((t) => t.handle), b.gs.map((t) => t.handle), b.bufs.map((t) => t.handle),
-          g.lr, g.momentum, g.dampening, g.weightDecay, g.nesterov, first, g.maximize);
+        native.sgdStep(
+          b.ps.map((t) => t.handle),
+          b.gs.map((t) => t.handle),
+          b.bufs.map((t) => t.handle),
+          g.lr,
+          g.momentum,
+          g.dampening,
+          g.weightDecay,
+          g.nesterov,
+          first,
+          g.maximize,
+        );
         bumpVersions(`${this.constructor.name}.step`, b.ps);
       }
     });

@@ -109,7 +109,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       throw argError(op, `the model must have a parameters(): Tensor[] method, got ${describe(module)}`);
     if (typeof forward !== 'function') throw argError(op, `forward must be a function, got ${describe(forward)}`);
     const o = checkOptions(op, options, ['group', 'bucketCapMB', 'broadcastBuffers', 'findUnusedParameters', 'compression']);
-    if (o.group !== undefined && !(o.group instanceof ProcessGroup)) throw argError(op, `group must be a ProcessGroup, got ${describe(o.group)}`);
+    if (o.group !== undefined && !(o.group instanceof ProcessGroup))
+      throw argError(op, `group must be a ProcessGroup, got ${describe(o.group)}`);
     if (!o.group && !isInitialized()) throw flockError('ERR_ARG', op, 'call fl.distributed.initProcessGroup() first');
     this.module = module;
     this.#forward = forward;
@@ -120,7 +121,14 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     const capMB = checkNumber(op, 'bucketCapMB', o.bucketCapMB ?? 25, { above: 0 });
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = capMB * 1024 * 1024;
-    this.#states = makeBuckets(this.#params, cap).map((bucket) => ({ bucket, grads: bucket.params.map(() => null), arrived: 0, flat: null, work: null, wire: null }));
+    this.#states = makeBuckets(this.#params, cap).map((bucket) => ({
+      bucket,
+      grads: bucket.params.map(() => null),
+      arrived: 0,
+      flat: null,
+      work: null,
+      wire: null,
+    }));
     for (const s of this.#states)
       s.bucket.params.forEach((p, i) => {
         this.#index.set(p, [s, i]);
@@ -129,7 +137,11 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   }
 
   /** Wraps `module`, after making every rank's parameters equal to rank 0's. */
-  static async create<Args extends unknown[], Out>(module: ParameterSource, forward: (...args: Args) => Out, options: DDPOptions = {}): Promise<DistributedDataParallel<Args, Out>> {
+  static async create<Args extends unknown[], Out>(
+    module: ParameterSource,
+    forward: (...args: Args) => Out,
+    options: DDPOptions = {},
+  ): Promise<DistributedDataParallel<Args, Out>> {
     const ddp = new DistributedDataParallel(module, forward, options);
     await Promise.all(ddp.#params.map((p) => ddp.#broadcast(p).wait()));
     await ddp.#syncBuffers();
@@ -193,16 +205,24 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     const missing: [BucketState, number][] = [];
     for (const s of this.#states) s.bucket.params.forEach((_, i) => !s.grads[i] && !s.flat && missing.push([s, i]));
     if (missing.length && !this.#findUnused) {
-      const names = missing.map(([s, i]) => { const p = s.bucket.params[i]; return `#${this.#params.indexOf(p)} [${p.shape.join(',')}]`; });
+      const names = missing.map(([s, i]) => {
+        const p = s.bucket.params[i];
+        return `#${this.#params.indexOf(p)} [${p.shape.join(',')}]`;
+      });
       this.#reset();
-      throw distError('ERR_ARG', `DistributedDataParallel: no gradient arrived during backward for parameter(s) ${names.join(', ')}; ` +
-        'every parameter must contribute to the loss (or set requiresGrad false on the unused ones, or pass findUnusedParameters: true) before syncGradients()');
+      throw distError(
+        'ERR_ARG',
+        `DistributedDataParallel: no gradient arrived during backward for parameter(s) ${names.join(', ')}; ` +
+          'every parameter must contribute to the loss (or set requiresGrad false on the unused ones, or pass findUnusedParameters: true) before syncGradients()',
+      );
     }
     // findUnusedParameters: what backward did not reach contributes zeros (from here if no
     // gradient arrived at all, or the graph reached a parameter that still got none).
-    noGrad(() => tidy(() => {
-      for (const [s, i] of missing) if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(s.bucket.params[i], null));
-    }));
+    noGrad(() =>
+      tidy(() => {
+        for (const [s, i] of missing) if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(s.bucket.params[i], null));
+      }),
+    );
     try {
       // A marker on the compute stream: it resolves with the time the device had run all of
       // backward. Both times are taken natively (epoch ms), then expressed on performance.now().
@@ -223,7 +243,12 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
             s.flat = back;
           }
           s.bucket.params.forEach((p, i) => {
-            const avg = tidy(() => s.flat!.narrow(0, s.bucket.offsets[i], p.numel()).reshape([...p.shape]).clone());
+            const avg = tidy(() =>
+              s
+                .flat!.narrow(0, s.bucket.offsets[i], p.numel())
+                .reshape([...p.shape])
+                .clone(),
+            );
             p.grad?.dispose();
             p.grad = keep(avg);
           });
@@ -253,21 +278,32 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       if (!byDtype.has(b.dtype)) byDtype.set(b.dtype, []);
       byDtype.get(b.dtype)!.push(b);
     }
-    await Promise.all(Array.from(byDtype.values(), async (group) => {
-      const flat = keep(noGrad(() => cat(group.map((b) => b.reshape([-1])), 0)));
-      try {
-        await this.#broadcast(flat).wait();
-        noGrad(() => tidy(() => {
-          let at = 0;
-          for (const b of group) {
-            copy_(b, flat.narrow(0, at, b.numel()).reshape([...b.shape]));
-            at += b.numel();
-          }
-        }));
-      } finally {
-        flat.dispose();
-      }
-    }));
+    await Promise.all(
+      Array.from(byDtype.values(), async (group) => {
+        const flat = keep(
+          noGrad(() =>
+            cat(
+              group.map((b) => b.reshape([-1])),
+              0,
+            ),
+          ),
+        );
+        try {
+          await this.#broadcast(flat).wait();
+          noGrad(() =>
+            tidy(() => {
+              let at = 0;
+              for (const b of group) {
+                copy_(b, flat.narrow(0, at, b.numel()).reshape([...b.shape]));
+                at += b.numel();
+              }
+            }),
+          );
+        } finally {
+          flat.dispose();
+        }
+      }),
+    );
   }
 
   #onGrad(p: Tensor, g: Tensor): void {
@@ -275,10 +311,13 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     // Backward has begun, so forward is over: parameters it did not reach are final at zero.
     if (this.#findUnused && !this.#unusedMarked) this.#markUnused();
     if (this.#unused.has(p))
-      throw distError('ERR_ARG', `DistributedDataParallel: parameter #${this.#params.indexOf(p)} [${p.shape.join(',')}] got a gradient ` +
-        'although the forward outputs do not depend on it (its zero gradient is already being reduced); the loss must be computed from ddp.forward() outputs');
+      throw distError(
+        'ERR_ARG',
+        `DistributedDataParallel: parameter #${this.#params.indexOf(p)} [${p.shape.join(',')}] got a gradient ` +
+          'although the forward outputs do not depend on it (its zero gradient is already being reduced); the loss must be computed from ddp.forward() outputs',
+      );
     const [s, i] = this.#index.get(p)!;
-    if (s.grads[i] || s.flat) return;  // a second backward before syncGradients: the first one is in flight
+    if (s.grads[i] || s.flat) return; // a second backward before syncGradients: the first one is in flight
     this.#arrive(s, i, this.#localGrad(p, g));
   }
 
@@ -315,14 +354,16 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 
   #markUnused(): void {
     this.#unusedMarked = true;
-    noGrad(() => tidy(() => {
-      for (const p of this.#params) {
-        if (this.#reachable.has(p)) continue;
-        this.#unused.add(p);
-        const [s, i] = this.#index.get(p)!;
-        if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(p, null));
-      }
-    }));
+    noGrad(() =>
+      tidy(() => {
+        for (const p of this.#params) {
+          if (this.#reachable.has(p)) continue;
+          this.#unused.add(p);
+          const [s, i] = this.#index.get(p)!;
+          if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(p, null));
+        }
+      }),
+    );
   }
 
   #reset(): void {

@@ -71,7 +71,12 @@ test('backward frees what the graph saved: the tensors only the graph held becom
 test('backward validates its arguments and options', () => {
   const x = f64([1, 2], true);
   const y = x.mul(2).sum();
-  expectError(() => y.backward(undefined, { retainGrahp: true } as never), TypeError, 'ERR_ARG', /unknown option 'retainGrahp'.*did you mean 'retainGraph'/);
+  expectError(
+    () => y.backward(undefined, { retainGrahp: true } as never),
+    TypeError,
+    'ERR_ARG',
+    /unknown option 'retainGrahp'.*did you mean 'retainGraph'/,
+  );
   expectError(() => y.backward(undefined, { retainGraph: 'yes' } as never), TypeError, 'ERR_ARG', /retainGraph must be a boolean/);
   expectError(() => y.backward(2 as never), TypeError, 'ERR_ARG', /grad must be a Tensor/);
   // The graph is intact after rejected calls.
@@ -112,7 +117,13 @@ test('leakyRelu propagates NaN forward; its gradient at NaN is the slope', () =>
 test('linear with the fused relu propagates NaN, and its gradients match torch', () => {
   for (const dtype of ['f32', 'f64'] as const) {
     const x = fl.tensor([[NaN, 1]], { dtype, requiresGrad: true });
-    const w = fl.tensor([[1, 0], [0, 1]], { dtype, requiresGrad: true });
+    const w = fl.tensor(
+      [
+        [1, 0],
+        [0, 1],
+      ],
+      { dtype, requiresGrad: true },
+    );
     const b = fl.tensor([0, 0], { dtype, requiresGrad: true });
     const y = F.linear(x, w, b, { activation: 'relu' });
     close(arr(y), [NaN, NaN], 0, 0, `linear relu ${dtype}`);
@@ -124,7 +135,8 @@ test('linear with the fused relu propagates NaN, and its gradients match torch',
   }
   // A NaN in a row of x makes that whole output row NaN (NaN * 0 in the matmul); other rows are finite.
   const big = fl.randn([6, 5]).maskedFill(fl.randn([6, 5]).gt(1.2), NaN);
-  const w = fl.randn([4, 5]), b = fl.randn([4]);
+  const w = fl.randn([4, 5]),
+    b = fl.randn([4]);
   const fused = arr(F.linear(big, w, b, { activation: 'relu' }));
   close(fused, arr(F.linear(big, w, b).relu()), 0, 0, 'fused vs unfused');
   assert.ok(fused.some(Number.isNaN) && fused.some((v) => v > 0), 'the case mixes NaN and positive outputs');
@@ -141,7 +153,13 @@ test('x.pow(0) has gradient 0 everywhere, including x = 0 (torch: 0, not 0 * 0^-
 });
 
 test('x.pow(e) at x = 0 for e in 1, 2, 0.5, -1 matches torch', () => {
-  for (const [e, grad] of [[1, 1], [2, 0], [0.5, Infinity], [-1, -Infinity], [3, 0]]) {
+  for (const [e, grad] of [
+    [1, 1],
+    [2, 0],
+    [0.5, Infinity],
+    [-1, -Infinity],
+    [3, 0],
+  ]) {
     const x = f64([0], true);
     x.pow(e).sum().backward();
     assert.equal(arr(x.grad!), [grad], `d/dx x^${e} at 0`);
@@ -158,13 +176,30 @@ test('tensor pow with zero bases: both gradients match torch', () => {
     [-1, Infinity, -Infinity, -Infinity],
     [-0.5, Infinity, -Infinity, -Infinity],
   ];
-  const base = f64(rows.map(() => 0), true);
-  const exp = f64(rows.map((r) => r[0]), true);
+  const base = f64(
+    rows.map(() => 0),
+    true,
+  );
+  const exp = f64(
+    rows.map((r) => r[0]),
+    true,
+  );
   const y = base.pow(exp);
-  assert.equal(arr(y), rows.map((r) => r[1]));
+  assert.equal(
+    arr(y),
+    rows.map((r) => r[1]),
+  );
   y.sum().backward();
-  assert.equal(arr(base.grad!), rows.map((r) => r[2]), 'd/dbase');
-  assert.equal(arr(exp.grad!), rows.map((r) => r[3]), 'd/dexponent');
+  assert.equal(
+    arr(base.grad!),
+    rows.map((r) => r[2]),
+    'd/dbase',
+  );
+  assert.equal(
+    arr(exp.grad!),
+    rows.map((r) => r[3]),
+    'd/dexponent',
+  );
 });
 
 test('tensor pow with exponent 0 and nonzero bases: d/dbase 0, d/dexponent log(base)', () => {
@@ -175,7 +210,10 @@ test('tensor pow with exponent 0 and nonzero bases: d/dbase 0, d/dexponent log(b
   close(arr(exp.grad!), [Math.LN2, NaN, 0], 1e-12, 0, 'd/dexponent');
 });
 
-const rowsVar = [[3, 3, 3], [1, 2, 4]];
+const rowsVar = [
+  [3, 3, 3],
+  [1, 2, 4],
+];
 
 function varGradRef(row: number[], correction: number): number[] {
   const m = row.reduce((a, b) => a + b, 0) / row.length;
@@ -186,7 +224,13 @@ test('var of a zero-variance row has gradient 0 (correction 1 and 0)', () => {
   for (const correction of [1, 0]) {
     const x = f64(rowsVar, true);
     x.var(1, { correction }).sum().backward();
-    close(arr(x.grad!), rowsVar.flatMap((r) => varGradRef(r, correction)), 1e-12, 1e-15, `var correction ${correction}`);
+    close(
+      arr(x.grad!),
+      rowsVar.flatMap((r) => varGradRef(r, correction)),
+      1e-12,
+      1e-15,
+      `var correction ${correction}`,
+    );
   }
 });
 
@@ -220,12 +264,16 @@ test('std and var of a single element are NaN with NaN gradients (correction 1),
 // ---- 4. grad mode and async functions ----
 
 test('noGrad and enableGrad reject async functions without running them', () => {
-  for (const [name, mode] of [['noGrad', fl.noGrad], ['enableGrad', fl.enableGrad]] as const) {
+  for (const [name, mode] of [
+    ['noGrad', fl.noGrad],
+    ['enableGrad', fl.enableGrad],
+  ] as const) {
     let ran = false;
     expectError(
-      () => mode(async () => {
-        ran = true;
-      }),
+      () =>
+        mode(async () => {
+          ran = true;
+        }),
       TypeError,
       'ERR_ARG',
       new RegExp(`${name}: .*async.*${name}\\(\\(\\) => \\.\\.\\.\\) inside`),
@@ -273,7 +321,12 @@ test('writes through a view or a detached alias count against the saved tensor',
   const x = f64([1, 2, 3, 4], true);
   const w = f64([1, 1, 1, 1]);
   const y = x.mul(w).sum();
-  w.reshape([2, 2]).copy_(f64([[2, 2], [2, 2]]));
+  w.reshape([2, 2]).copy_(
+    f64([
+      [2, 2],
+      [2, 2],
+    ]),
+  );
   expectAutograd(() => y.backward(), /saved by mul.*modified in place by copy_/);
 
   const x2 = f64([1, 2], true);

@@ -14,7 +14,16 @@ const pair = () => [rnd([2, 3]), rnd([2, 3])];
 const bcast = () => [rnd([2, 3]), rnd([3])];
 
 // Keep inputs away from kinks (relu at 0, abs at 0, clamp bounds) so differences are smooth.
-const awayFromZero = () => [rnd([2, 3]).sign().add(rnd([2, 3]).abs().add(0.2).mul(rnd([2, 3]).sign().abs()))];
+const awayFromZero = () => [
+  rnd([2, 3])
+    .sign()
+    .add(
+      rnd([2, 3])
+        .abs()
+        .add(0.2)
+        .mul(rnd([2, 3]).sign().abs()),
+    ),
+];
 
 const cases: Case[] = [
   ['add', ([a, b]) => a.add(b), bcast],
@@ -40,7 +49,19 @@ const cases: Case[] = [
   ['gelu tanh', ([a]) => a.gelu('tanh'), s23],
   ['silu', ([a]) => a.silu(), s23],
   ['leakyRelu', ([a]) => fl.leakyRelu(a, 0.1), awayFromZero],
-  ['clamp', ([a]) => a.clamp(-0.5, 0.5), () => [fl.tensor([[-1.2, -0.3, 0.1], [0.4, 0.9, 2.0]], { dtype: 'f64' })]],
+  [
+    'clamp',
+    ([a]) => a.clamp(-0.5, 0.5),
+    () => [
+      fl.tensor(
+        [
+          [-1.2, -0.3, 0.1],
+          [0.4, 0.9, 2.0],
+        ],
+        { dtype: 'f64' },
+      ),
+    ],
+  ],
   ['sin', ([a]) => fl.sin(a), s23],
   ['cos', ([a]) => fl.cos(a), s23],
   ['erf', ([a]) => fl.erf(a), s23],
@@ -81,8 +102,37 @@ const cases: Case[] = [
   ['split', ([a]) => a.split(2, 1)[1], () => [rnd([2, 4])]],
   ['chunk', ([a]) => a.chunk(2, 0)[0], () => [rnd([4, 2])]],
   ['indexSelect', ([a]) => a.indexSelect(0, fl.tensor([2, 0, 2], { dtype: 'i64' })), () => [rnd([3, 2])]],
-  ['gather', ([a]) => a.gather(1, fl.tensor([[0, 0], [2, 1]], { dtype: 'i64' })), s23],
-  ['scatterAdd', ([a, b]) => a.scatterAdd(1, fl.tensor([[0, 0], [2, 1]], { dtype: 'i64' }), b), () => [rnd([2, 3]), rnd([2, 2])]],
+  [
+    'gather',
+    ([a]) =>
+      a.gather(
+        1,
+        fl.tensor(
+          [
+            [0, 0],
+            [2, 1],
+          ],
+          { dtype: 'i64' },
+        ),
+      ),
+    s23,
+  ],
+  [
+    'scatterAdd',
+    ([a, b]) =>
+      a.scatterAdd(
+        1,
+        fl.tensor(
+          [
+            [0, 0],
+            [2, 1],
+          ],
+          { dtype: 'i64' },
+        ),
+        b,
+      ),
+    () => [rnd([2, 3]), rnd([2, 2])],
+  ],
   ['cast f32 roundtrip keeps graph', ([a]) => a.to('f32').to('f64').mul(2), s23],
   ['clone', ([a]) => a.clone().mul(a), s23],
   ['composite: mlp layer', ([x, w, b]) => x.matmul(w).add(b).tanh().sum(1), () => [rnd([4, 3]), rnd([3, 5]), rnd([5])]],
@@ -145,7 +195,10 @@ test('hook can replace the gradient', () => {
 
 test('backward on a non-scalar without gradient throws RangeError', () => {
   const x = fl.tensor([1, 2], { requiresGrad: true });
-  assert.throws(() => x.mul(2).backward(), (e: Error) => e instanceof RangeError && /scalar/.test(e.message));
+  assert.throws(
+    () => x.mul(2).backward(),
+    (e: Error) => e instanceof RangeError && /scalar/.test(e.message),
+  );
 });
 
 test.run();

@@ -20,15 +20,31 @@ const y = fl.arange(10);
 test('TensorDataset rows and batches', () => {
   const ds = new fl.data.TensorDataset(x, y);
   assert.is(ds.length, 10);
-  assert.equal(ds.get(3).map((t) => t.toArray()), [[3], 3]);
-  assert.throws(() => ds.get(10), (e: { code?: string }) => e.code === 'ERR_INDEX');
-  assert.throws(() => new fl.data.TensorDataset(x, fl.arange(9)), (e: { code?: string }) => e.code === 'ERR_SHAPE');
+  assert.equal(
+    ds.get(3).map((t) => t.toArray()),
+    [[3], 3],
+  );
+  assert.throws(
+    () => ds.get(10),
+    (e: { code?: string }) => e.code === 'ERR_INDEX',
+  );
+  assert.throws(
+    () => new fl.data.TensorDataset(x, fl.arange(9)),
+    (e: { code?: string }) => e.code === 'ERR_SHAPE',
+  );
 });
 
 test('DataLoader batches in order, with dropLast', () => {
   const ds = new fl.data.TensorDataset(x, y);
   const batches = [...new fl.data.DataLoader(ds, { batchSize: 4 })] as fl.Tensor[][];
-  assert.equal(batches.map((b) => b[1].toArray()), [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]);
+  assert.equal(
+    batches.map((b) => b[1].toArray()),
+    [
+      [0, 1, 2, 3],
+      [4, 5, 6, 7],
+      [8, 9],
+    ],
+  );
   const dl = new fl.data.DataLoader(ds, { batchSize: 4, dropLast: true });
   assert.is(dl.length, 2);
   assert.is([...dl].length, 2);
@@ -39,9 +55,13 @@ test('seeded shuffle: a permutation, reproducible, new each epoch', () => {
   const order = (dl: fl.data.DataLoader<fl.Tensor[]>) => ([...dl] as fl.Tensor[][]).flatMap((b) => b[1].toArray() as number[]);
   const a = new fl.data.DataLoader(ds, { batchSize: 3, shuffle: true, seed: 7 });
   const b = new fl.data.DataLoader(ds, { batchSize: 3, shuffle: true, seed: 7 });
-  const e1 = order(a), e2 = order(a);
+  const e1 = order(a),
+    e2 = order(a);
   assert.equal(e1, order(b));
-  assert.equal([...e1].sort((p, q) => p - q), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  assert.equal(
+    [...e1].sort((p, q) => p - q),
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+  );
   assert.not.equal(e1, e2);
 });
 
@@ -59,8 +79,14 @@ test('a sampler (DistributedSampler) chooses and orders the samples', () => {
   const sampler = new fl.data.DistributedSampler(ds, { numReplicas: 3, rank: 1, shuffle: false });
   const dl = new fl.data.DataLoader(ds, { batchSize: 2, sampler });
   assert.is(dl.length, 2);
-  assert.equal(([...dl] as fl.Tensor[][]).flatMap((b) => b[1].toArray() as number[]), [1, 4, 7, 0]);
-  assert.throws(() => new fl.data.DataLoader(ds, { sampler, shuffle: true }), (e: { code?: string }) => e.code === 'ERR_ARG');
+  assert.equal(
+    ([...dl] as fl.Tensor[][]).flatMap((b) => b[1].toArray() as number[]),
+    [1, 4, 7, 0],
+  );
+  assert.throws(
+    () => new fl.data.DataLoader(ds, { sampler, shuffle: true }),
+    (e: { code?: string }) => e.code === 'ERR_ARG',
+  );
 });
 
 test('an async dataset error arrives with its batch, is catchable, and nothing escapes', async () => {
@@ -76,7 +102,7 @@ test('an async dataset error arrives with its batch, is catchable, and nothing e
   try {
     for await (const b of new fl.data.DataLoader(ds, { batchSize: 2 })) {
       seen.push(values(b));
-      await tick();  // a step that awaits: the prefetched batch rejects meanwhile
+      await tick(); // a step that awaits: the prefetched batch rejects meanwhile
     }
   } catch (e) {
     caught = e;
@@ -100,7 +126,10 @@ test('break with a failing prefetched batch leaves no unhandled rejection', asyn
     await tick();
     if (seen.length === 2) break;
   }
-  assert.equal(seen, [[0, 1], [2, 3]]);
+  assert.equal(seen, [
+    [0, 1],
+    [2, 3],
+  ]);
   assert.equal(await escaped(), []);
 });
 
@@ -137,19 +166,30 @@ test('a synchronous throw in get() arrives with its own batch: no good batch is 
   } catch (e) {
     caught = e;
   }
-  assert.equal(seen, [[0, 1], [2, 3]]);
+  assert.equal(seen, [
+    [0, 1],
+    [2, 3],
+  ]);
   assert.match(String(caught), /bad sample 4/);
   // The synchronous iterator, which does not prefetch, agrees.
   const sync: number[][] = [];
   assert.throws(() => {
     for (const b of new fl.data.DataLoader(ds, { batchSize: 2 })) sync.push(values(b));
   }, /bad sample 4/);
-  assert.equal(sync, [[0, 1], [2, 3]]);
+  assert.equal(sync, [
+    [0, 1],
+    [2, 3],
+  ]);
   assert.equal(await escaped(), []);
 });
 
 test('the sync iterator refuses an async dataset without leaking its rejection', async () => {
-  const ds: fl.data.Dataset<number> = { length: 2, get: async () => { throw new Error('never seen'); } };
+  const ds: fl.data.Dataset<number> = {
+    length: 2,
+    get: async () => {
+      throw new Error('never seen');
+    },
+  };
   throwsCode(() => [...new fl.data.DataLoader(ds)], 'ERR_ARG');
   assert.equal(await escaped(), []);
 });
@@ -179,8 +219,10 @@ test('options are checked at construction', () => {
   assert.throws(make({ batchsize: 4 }), /did you mean 'batchSize'/);
   assert.throws(make({ batch_size: 4 }), /did you mean 'batchSize'/);
   for (const key of ['numWorkers', 'pinMemory', 'num_workers'])
-    assert.throws(make({ [key]: key === 'pinMemory' ? true : 4 }), (e: Error & { code?: string }) =>
-      e.code === 'ERR_ARG' && e instanceof TypeError && e.message.includes(`'${key}' is not supported`));
+    assert.throws(
+      make({ [key]: key === 'pinMemory' ? true : 4 }),
+      (e: Error & { code?: string }) => e.code === 'ERR_ARG' && e instanceof TypeError && e.message.includes(`'${key}' is not supported`),
+    );
   throwsCode(make({ batchSize: '4' }), 'ERR_ARG');
   throwsCode(make({ batchSize: 0 }), 'ERR_RANGE');
   throwsCode(make({ batchSize: 2.5 }), 'ERR_RANGE');
@@ -202,8 +244,8 @@ test('stateDict/loadStateDict: a fresh loader resumes mid-epoch with the same re
   const make = () => new fl.data.DataLoader(data, { batchSize: 3, shuffle: true, seed: 7 });
   const whole: number[][] = [];
   const a = make();
-  for await (const b of a) whole.push(firstColumn(b));  // epoch 0
-  for await (const b of a) whole.push(firstColumn(b));  // epoch 1
+  for await (const b of a) whole.push(firstColumn(b)); // epoch 0
+  for await (const b of a) whole.push(firstColumn(b)); // epoch 1
   const b = make();
   const seen: number[][] = [];
   for await (const batch of b) seen.push(firstColumn(batch));

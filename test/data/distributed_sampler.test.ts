@@ -23,7 +23,10 @@ test('shuffle is a permutation shared by all ranks, changing with the epoch', ()
     return s.indices();
   };
   const all = [0, 1, 2, 3].flatMap((r) => make(r, 0));
-  assert.equal([...all].sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => i));
+  assert.equal(
+    [...all].sort((a, b) => a - b),
+    Array.from({ length: 100 }, (_, i) => i),
+  );
   assert.equal(make(1, 0), make(1, 0));
   assert.not.equal(make(1, 0), make(1, 1));
 });

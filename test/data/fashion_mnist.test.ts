@@ -22,7 +22,10 @@ function idx(magic: number, dims: number[], data?: Uint8Array): Buffer {
 const tmp = mkdtempSync(join(tmpdir(), 'flockml-fmnist-'));
 let case_ = 0;
 /** A folder holding the test split's two files, each as given (a Buffer is gzipped unless raw). */
-function folder(images: Buffer | { raw: Buffer }, labels: Buffer | { raw: Buffer } = idx(0x0801, [3])): { dir: string; images: string; labels: string } {
+function folder(
+  images: Buffer | { raw: Buffer },
+  labels: Buffer | { raw: Buffer } = idx(0x0801, [3]),
+): { dir: string; images: string; labels: string } {
   const d = join(tmp, String(case_++));
   mkdirSync(d);
   const files = { images: join(d, 't10k-images-idx3-ubyte.gz'), labels: join(d, 't10k-labels-idx1-ubyte.gz') };
@@ -40,7 +43,10 @@ function caught(fn: () => unknown): Error & { code?: string } {
   return assert.unreachable('expected an error') as never;
 }
 
-const load = (d: string, extra: object = {}) => () => fl.datasets.fashionMNIST({ split: 'test', dir: d, ...extra });
+const load =
+  (d: string, extra: object = {}) =>
+  () =>
+    fl.datasets.fashionMNIST({ split: 'test', dir: d, ...extra });
 
 test('a missing folder names the Debian package and the option', () => {
   try {
@@ -106,7 +112,7 @@ test('a truncated or corrupt .gz is ERR_DATA naming the file, not a raw zlib err
 test('an unreadable file is ERR_IO naming the path', () => {
   const f = folder(idx(0x0803, [3, 28, 28]));
   rmSync(f.images);
-  mkdirSync(f.images);  // exists, but reading it fails (EISDIR)
+  mkdirSync(f.images); // exists, but reading it fails (EISDIR)
   throwsCode(load(f.dir), 'ERR_IO');
   assert.ok(caught(load(f.dir)).message.includes(f.images));
 });
@@ -129,7 +135,7 @@ test('options are validated: limit, split, dir and unknown keys', () => {
 });
 
 test('the test split loads as [N,1,28,28] f32 in [0,1] and i64 labels', () => {
-  if (!installed) return;  // the package is not installed here; the error path is tested above
+  if (!installed) return; // the package is not installed here; the error path is tested above
   const ds = fl.datasets.fashionMNIST({ split: 'test', limit: 100 });
   const [img, lab] = ds.tensors;
   assert.equal([...img.shape], [100, 1, 28, 28]);

@@ -28,11 +28,16 @@ test('a rank killed during allreduce: every other rank fails with ERR_PEER_LOST 
 /** Runs `mode` on 4 ranks and returns the reports of ranks 0-2; the last rank is killed after. */
 async function survivors(mode: string): Promise<ReturnType<typeof report>[]> {
   const job = runRanks('fault.ts', 4, { env: { MODE: mode, PG_TIMEOUT_MS: '1500' }, timeoutMs: 60_000 });
-  const outs = await Promise.all(job.children.slice(0, 3).map((c, rank) => new Promise<RankResult>((resolve) => {
-    let out = '';
-    c.stdout!.on('data', (d) => (out += d));
-    c.on('close', (code, signal) => resolve({ rank, code, signal, out }));
-  })));
+  const outs = await Promise.all(
+    job.children.slice(0, 3).map(
+      (c, rank) =>
+        new Promise<RankResult>((resolve) => {
+          let out = '';
+          c.stdout!.on('data', (d) => (out += d));
+          c.on('close', (code, signal) => resolve({ rank, code, signal, out }));
+        }),
+    ),
+  );
   job.kill();
   await job.done;
   return outs.map(report);

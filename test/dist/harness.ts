@@ -35,8 +35,15 @@ export function runRanks(worker: string, n: number, opts: { env?: NodeJS.Process
   for (let rank = 0; rank < n; rank++) {
     const child = spawn(tsNode[0], [...tsNode.slice(1), join(__dirname, 'workers', worker), ...(opts.args ?? [])], {
       env: {
-        ...process.env, RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: String(n), LOCAL_WORLD_SIZE: String(n),
-        MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), FLOCKML_TOKEN: 'test-token', ...opts.env,
+        ...process.env,
+        RANK: String(rank),
+        LOCAL_RANK: String(rank),
+        WORLD_SIZE: String(n),
+        LOCAL_WORLD_SIZE: String(n),
+        MASTER_ADDR: '127.0.0.1',
+        MASTER_PORT: String(port),
+        FLOCKML_TOKEN: 'test-token',
+        ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -9,9 +9,12 @@ import { freePort, tsNode, tsx } from './harness';
 const cli = join(__dirname, '..', '..', 'lib', 'cli', 'main.ts');
 const worker = (name: string) => join(__dirname, 'workers', name);
 
-test('a failing rank stops the others and its exit code is the launcher\'s', () => {
+test("a failing rank stops the others and its exit code is the launcher's", () => {
   const started = Date.now();
-  const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node', '3', '--master-port', String(freePort()), worker('exit_code.ts')], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node', '3', '--master-port', String(freePort()), worker('exit_code.ts')], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.is(r.status, 7, r.stdout + r.stderr);
   assert.ok(Date.now() - started < 30_000);
   for (const rank of [0, 1, 2]) assert.match(r.stdout, new RegExp(`^\\[${rank}\\] hello from rank ${rank} of 3 token=set$`, 'm'));
@@ -25,10 +28,12 @@ test('SIGINT to the launcher reaches every rank and ends the job', async () => {
   });
   let out = '';
   const exited = new Promise<number | null>((resolve) => job.on('close', (code) => resolve(code)));
-  await new Promise<void>((resolve) => job.stdout!.on('data', (d) => {
-    out += d;
-    if ((out.match(/hello from rank/g) ?? []).length === 2) resolve();
-  }));
+  await new Promise<void>((resolve) =>
+    job.stdout!.on('data', (d) => {
+      out += d;
+      if ((out.match(/hello from rank/g) ?? []).length === 2) resolve();
+    }),
+  );
   // tsx's wrapper relays the signal to the launcher, which forwards it to the ranks.
   job.kill('SIGINT');
   const killer = setTimeout(() => job.kill('SIGKILL'), 20_000);
@@ -70,7 +75,10 @@ test('ranks exit when the launcher is killed with SIGKILL, and the store port is
     const deadline = Date.now() + 5000;
     while (pids.some(running) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     assert.equal(pids.filter(running), [], `ranks still running 5 s after the launcher was killed:\n${out}`);
-    const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node', '2', '--master-port', port, worker('store_client.ts')], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node', '2', '--master-port', port, worker('store_client.ts')], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.is(r.status, 0, r.stdout + r.stderr);
   } finally {
     for (const pid of pids.filter(running)) process.kill(pid, 'SIGKILL');
@@ -96,7 +104,10 @@ test('launch options are validated: an unknown key names the likely one', async 
 });
 
 test('a job whose ranks all succeed exits 0', () => {
-  const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node=2', `--master-port=${freePort()}`, worker('store_client.ts')], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(tsx, [cli, 'launch', '--nproc-per-node=2', `--master-port=${freePort()}`, worker('store_client.ts')], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.is(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /^\[0\] ok$/m);
   assert.match(r.stdout, /^\[1\] ok$/m);
@@ -105,13 +116,35 @@ test('a job whose ranks all succeed exits 0', () => {
 test('two nodes (two launchers) form one world of 4 ranks', async () => {
   const port = String(freePort());
   const node = (rank: number) => {
-    const job = spawn(tsx, [cli, 'launch', '--nnodes', '2', '--node-rank', String(rank), '--nproc-per-node', '2', '--master-addr', '127.0.0.1',
-      '--master-port', port, worker('collectives.ts')], { env: { ...process.env, FLOCKML_TOKEN: 'shared-secret', SIZES: '0,7,4099' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const job = spawn(
+      tsx,
+      [
+        cli,
+        'launch',
+        '--nnodes',
+        '2',
+        '--node-rank',
+        String(rank),
+        '--nproc-per-node',
+        '2',
+        '--master-addr',
+        '127.0.0.1',
+        '--master-port',
+        port,
+        worker('collectives.ts'),
+      ],
+      { env: { ...process.env, FLOCKML_TOKEN: 'shared-secret', SIZES: '0,7,4099' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     job.stdout!.on('data', (d) => (out += d));
     job.stderr!.on('data', (d) => (out += d));
     const killer = setTimeout(() => job.kill('SIGKILL'), 90_000);
-    return new Promise<[number | null, string]>((resolve) => job.on('close', (code) => { clearTimeout(killer); resolve([code, out]); }));
+    return new Promise<[number | null, string]>((resolve) =>
+      job.on('close', (code) => {
+        clearTimeout(killer);
+        resolve([code, out]);
+      }),
+    );
   };
   const [[c0, out0], [c1, out1]] = await Promise.all([node(0), node(1)]);
   assert.is(c0, 0, out0);
@@ -123,7 +156,11 @@ test('two nodes (two launchers) form one world of 4 ranks', async () => {
 test('a multi-node job without a shared FLOCKML_TOKEN is refused', () => {
   const env = { ...process.env };
   delete env.FLOCKML_TOKEN;
-  const r = spawnSync(tsx, [cli, 'launch', '--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '1', 'x.ts'], { encoding: 'utf8', env, timeout: 30_000 });
+  const r = spawnSync(tsx, [cli, 'launch', '--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '1', 'x.ts'], {
+    encoding: 'utf8',
+    env,
+    timeout: 30_000,
+  });
   assert.is(r.status, 2, r.stdout + r.stderr);
   assert.match(r.stderr, /FLOCKML_TOKEN/);
 });

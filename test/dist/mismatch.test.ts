@@ -6,7 +6,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { expectAllOk, runRanks, type RankResult } from './harness';
 
-interface Report { failed: boolean; code?: string; message?: string; ms?: number }
+interface Report {
+  failed: boolean;
+  code?: string;
+  message?: string;
+  ms?: number;
+}
 
 function report(r: RankResult): Report {
   const line = r.out.split('\n').find((l) => l.startsWith('{"failed"'));
@@ -40,19 +45,28 @@ async function mismatch(mode: string, n: number): Promise<Report[]> {
 test('allReduce of 1000 vs 1001 elements on 2 ranks: both fail naming both calls', async () => {
   const reps = await mismatch('count', 2);
   for (const [r, rep] of reps.entries())
-    assertBoth(rep.message, `allreduce on rank ${r}`, 'collective mismatch on group 0: rank 0 called allReduce(f32, 1000 elements) as collective #3, ' +
-      'rank 1 called allReduce(f32, 1001 elements)');
+    assertBoth(
+      rep.message,
+      `allreduce on rank ${r}`,
+      'collective mismatch on group 0: rank 0 called allReduce(f32, 1000 elements) as collective #3, ' +
+        'rank 1 called allReduce(f32, 1001 elements)',
+    );
 });
 
 test('allReduce of f32 vs i32 on 2 ranks: both fail naming both dtypes', async () => {
   for (const [r, rep] of (await mismatch('dtype', 2)).entries())
-    assertBoth(rep.message, `allreduce on rank ${r}`, 'collective mismatch on group 0: rank 0 called allReduce(f32, 1000 elements) as collective #3, ' +
-      'rank 1 called allReduce(i32, 1000 elements)');
+    assertBoth(
+      rep.message,
+      `allreduce on rank ${r}`,
+      'collective mismatch on group 0: rank 0 called allReduce(f32, 1000 elements) as collective #3, ' +
+        'rank 1 called allReduce(i32, 1000 elements)',
+    );
 });
 
 test('broadcast on one rank against allReduce on the other: both fail', async () => {
   const [r0, r1] = await mismatch('op', 2);
-  const both = 'collective mismatch on group 0: rank 0 called broadcast(f32, 1000 elements, root 0) as collective #3, rank 1 called allReduce(f32, 1000 elements)';
+  const both =
+    'collective mismatch on group 0: rank 0 called broadcast(f32, 1000 elements, root 0) as collective #3, rank 1 called allReduce(f32, 1000 elements)';
   assertBoth(r0.message, 'broadcast on rank 0', both);
   assertBoth(r1.message, 'allreduce on rank 1', both);
 });
@@ -62,19 +76,25 @@ test('broadcast on one rank against allReduce on the other: both fail', async ()
 test('a mismatch on 3 ranks fails the rank that did not see it too', async () => {
   const reps = await mismatch('count', 3);
   // Ranks 0 and 2 each saw it (rank 2 in rank 1's header, rank 0 in rank 2's); either may hear the other's report first.
-  const seen = [/^rank 1 called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)$/,
-    /^rank 0 called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)$/];
+  const seen = [
+    /^rank 1 called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)$/,
+    /^rank 0 called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)$/,
+  ];
   for (const r of [0, 2]) {
     const m = /^allreduce on rank \d: collective mismatch on group 0: (.*?)(?: \(reported by rank [02]\))?$/.exec(reps[r].message!);
     assert.ok(m && seen.some((re) => re.test(m[1])), reps[r].message);
     assert.ok(reps[r].message!.startsWith(`allreduce on rank ${r}: `), reps[r].message);
   }
-  assert.match(reps[1].message!, /^allreduce on rank 1: collective mismatch on group 0: rank \d called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\) \(reported by rank [02]\)$/);
+  assert.match(
+    reps[1].message!,
+    /^allreduce on rank 1: collective mismatch on group 0: rank \d called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\) \(reported by rank [02]\)$/,
+  );
 });
 
 test('send of 10 elements against recv of 11: the receiver fails naming both, the sender at its next call', async () => {
   const [r0, r1] = await mismatch('p2p', 2);
-  const both = 'send/recv mismatch on group 0: rank 0 called send(f32, 10 elements) as its message #1 to rank 1, rank 1 called recv(f32, 11 elements) from rank 0';
+  const both =
+    'send/recv mismatch on group 0: rank 0 called send(f32, 10 elements) as its message #1 to rank 1, rank 1 called recv(f32, 11 elements) from rank 0';
   assertBoth(r1.message, 'recv on rank 1', both);
   assert.match(r0.message!, /^barrier on rank 0: send\/recv mismatch on group 0: .* \(reported by rank 1\)$/);
 });

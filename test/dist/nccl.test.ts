@@ -13,7 +13,14 @@ import type { DType } from '../../lib/dtype';
 import { freePort, rejection } from './harness';
 import { gpuSuiteRuns } from '../gpu/gpu_present';
 
-const env = () => ({ RANK: '0', WORLD_SIZE: '1', LOCAL_RANK: '0', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(freePort()), FLOCKML_TOKEN: 'nccl-test' });
+const env = () => ({
+  RANK: '0',
+  WORLD_SIZE: '1',
+  LOCAL_RANK: '0',
+  MASTER_ADDR: '127.0.0.1',
+  MASTER_PORT: String(freePort()),
+  FLOCKML_TOKEN: 'nccl-test',
+});
 const info = native.ncclInfo();
 const gpu = gpuSuiteRuns('nccl (GPU part)') && info.available;
 
@@ -59,7 +66,7 @@ if (!gpu) {
     assert.is(shortId.code, 'ERR_ARG');
     assert.instance(shortId, TypeError);
     assert.is(thrown(() => native.ncclInitRank(0, 1, 0, [1, 2] as unknown as Uint8Array, 1000)).code, 'ERR_ARG');
-    assert.is(thrown(() => native.ncclInitRank(2, 2, 0, id, 1000)).code, 'ERR_INDEX');  // rank outside the world
+    assert.is(thrown(() => native.ncclInitRank(2, 2, 0, id, 1000)).code, 'ERR_INDEX'); // rank outside the world
     assert.is(thrown(() => native.ncclInitAll([0, 99], 1000)).code, 'ERR_SHAPE');
     assert.is(thrown(() => native.ncclInitAll([], 1000)).code, 'ERR_ARG');
   });
@@ -69,8 +76,14 @@ test('an nccl group refuses CPU tensors before any work is queued', () => {
   // The TS wrapper's check runs before the native handle is touched, so a stand-in handle will do.
   const pg = new ProcessGroup({} as NativeGroup, 0, [0], 'nccl', 'cuda:0');
   const t = fl.tensor([1, 2, 3]);
-  for (const f of [() => pg.allReduce(t), () => pg.broadcast(t), () => pg.allGather(fl.zeros([3]), t),
-    () => pg.reduceScatter(fl.zeros([3]), t), () => pg.send(t, 0), () => pg.recv(t, 0)]) {
+  for (const f of [
+    () => pg.allReduce(t),
+    () => pg.broadcast(t),
+    () => pg.allGather(fl.zeros([3]), t),
+    () => pg.reduceScatter(fl.zeros([3]), t),
+    () => pg.send(t, 0),
+    () => pg.recv(t, 0),
+  ]) {
     const e = thrown(f);
     assert.is(e.code, 'ERR_DEVICE');
     assert.instance(e, TypeError);
@@ -81,7 +94,7 @@ test('an nccl group refuses CPU tensors before any work is queued', () => {
 // ---- with a GPU and NCCL ----
 
 const DTYPES: DType[] = ['f32', 'f64', 'bf16', 'f16', 'i32', 'i64'];
-const SIZES = [0, 1, 7, 1 << 20 | 3];
+const SIZES = [0, 1, 7, (1 << 20) | 3];
 
 function cudaTensor(values: number[], dtype: DType, device: string): fl.Tensor {
   return fl.tensor(Float64Array.from(values), { dtype: 'f64' }).to(dtype).to(device);
@@ -92,7 +105,8 @@ async function values(t: fl.Tensor): Promise<number[]> {
 function same(what: string, got: number[], want: number[]): void {
   assert.is(got.length, want.length, `${what}: length`);
   for (let i = 0; i < want.length; i++)
-    if (Math.abs(got[i] - want[i]) > 1e-9 * Math.max(1, Math.abs(want[i]))) throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
+    if (Math.abs(got[i] - want[i]) > 1e-9 * Math.max(1, Math.abs(want[i])))
+      throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
 }
 // Small integers: exact in every dtype, sums and products included.
 const value = (r: number, i: number) => ((r * 5 + i * 3) % 7) - 3;
@@ -106,12 +120,13 @@ if (gpu) {
       for (const n of SIZES) {
         const ref = Array.from({ length: n }, (_, i) => value(0, i));
         const tag = `${dtype}[${n}]`;
-        const ops = n > 7 ? ['sum'] as const : ['sum', 'max', 'min', 'prod', ...(dtype.startsWith('i') ? [] : ['avg'] as const)] as const;
+        const ops =
+          n > 7 ? (['sum'] as const) : (['sum', 'max', 'min', 'prod', ...(dtype.startsWith('i') ? [] : (['avg'] as const))] as const);
         for (const op of ops) {
           // Queued compute writes the input right before the call: the collective must see it.
           const t = cudaTensor(ref, dtype, 'cuda:0').mul(1);
           const w = pg.allReduce(t, { op });
-          const after = t.add(0);  // ordered after the collective on the device
+          const after = t.add(0); // ordered after the collective on the device
           await w.wait();
           same(`allReduce(${op}) ${tag}`, await values(after), ref);
         }
@@ -131,7 +146,7 @@ if (gpu) {
     assert.is(thrown(() => pg.allReduce(fl.tensor([1]))).code, 'ERR_DEVICE');
     assert.is(thrown(() => pg.allReduce(fl.tensor([1], { dtype: 'u8' }).to('cuda:0'))).code, 'ERR_DTYPE');
     assert.is(thrown(() => pg.allReduce(fl.tensor([1], { dtype: 'i32' }).to('cuda:0'), { op: 'avg' })).code, 'ERR_DTYPE');
-    assert.is(thrown(() => pg.send(x, 0)).code, 'ERR_ARG');  // to itself
+    assert.is(thrown(() => pg.send(x, 0)).code, 'ERR_ARG'); // to itself
     assert.is(thrown(() => pg.allGather(fl.zeros([4], { device: 'cuda:0' }), x)).code, 'ERR_SHAPE');
     await fl.distributed.destroyProcessGroup();
     assert.throws(() => pg.barrier(), /destroyed/);
@@ -152,14 +167,38 @@ if (gpu) {
     const n = 1000;
     const sum = Array.from({ length: n }, (_, i) => devices.reduce((a, r) => a + value(r, i), 0));
     for (const dtype of DTYPES) {
-      const ts = devices.map((d, r) => cudaTensor(Array.from({ length: n }, (_, i) => value(r, i)), dtype, `cuda:${d}`));
+      const ts = devices.map((d, r) =>
+        cudaTensor(
+          Array.from({ length: n }, (_, i) => value(r, i)),
+          dtype,
+          `cuda:${d}`,
+        ),
+      );
       const works = groups.map((g, r) => g.allReduce(ts[r]));
-      const doubled = ts.map((t) => t.mul(2));  // queued after the batch: sees the sums
+      const doubled = ts.map((t) => t.mul(2)); // queued after the batch: sees the sums
       await Promise.all(works.map((w) => w.wait()));
-      for (let r = 0; r < k; r++) same(`local allReduce ${dtype} cuda:${devices[r]}`, await values(doubled[r]), sum.map((v) => 2 * v));
+      for (let r = 0; r < k; r++)
+        same(
+          `local allReduce ${dtype} cuda:${devices[r]}`,
+          await values(doubled[r]),
+          sum.map((v) => 2 * v),
+        );
     }
     const outs = devices.map((d) => fl.zeros([k * n], { device: `cuda:${d}` }));
-    await Promise.all(groups.map((g, r) => g.allGather(outs[r], cudaTensor(Array.from({ length: n }, (_, i) => value(r, i)), 'f32', `cuda:${devices[r]}`)).wait()));
+    await Promise.all(
+      groups.map((g, r) =>
+        g
+          .allGather(
+            outs[r],
+            cudaTensor(
+              Array.from({ length: n }, (_, i) => value(r, i)),
+              'f32',
+              `cuda:${devices[r]}`,
+            ),
+          )
+          .wait(),
+      ),
+    );
     const gathered = devices.flatMap((_, r) => Array.from({ length: n }, (_, i) => value(r, i)));
     for (let r = 0; r < k; r++) same(`local allGather cuda:${devices[r]}`, await values(outs[r]), gathered);
     const bs = devices.map((d, r) => cudaTensor([r + 1, r + 2], 'f32', `cuda:${d}`));

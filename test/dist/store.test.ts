@@ -68,7 +68,7 @@ function stranger(port: number): Promise<Socket & { closedAt: Promise<number> }>
     const sock = tcpConnect({ host: '127.0.0.1', port }) as Socket & { closedAt: Promise<number> };
     sock.closedAt = new Promise((r) => sock.on('close', () => r(Date.now())));
     sock.on('error', () => undefined);
-    sock.resume();  // read what the server says, so its closing is seen
+    sock.resume(); // read what the server says, so its closing is seen
     sock.once('connect', () => resolve(sock));
     sock.once('error', reject);
   });
@@ -79,7 +79,7 @@ test('an unauthenticated client announcing a large frame is dropped at its heade
   const server = await StoreServer.listen('127.0.0.1', port, 'tok');
   const sock = await stranger(port);
   const head = Buffer.alloc(4);
-  head.writeUInt32BE(1 << 20, 0);  // 1 MiB: under the post-hello limit, far over a hello's
+  head.writeUInt32BE(1 << 20, 0); // 1 MiB: under the post-hello limit, far over a hello's
   const sent = Date.now();
   sock.write(head);
   const closed = await Promise.race([sock.closedAt, new Promise<number>((r) => setTimeout(() => r(-1), 3000))]);
@@ -99,7 +99,7 @@ test('connections over maxConnections are refused with ERR_STORE; authenticated 
   const port = freePort();
   const server = await Store.connect({ host: '127.0.0.1', port, token: 'tok', isServer: true, maxConnections: 3 });
   const a = await Store.connect({ host: '127.0.0.1', port, token: 'tok', timeoutMs: 2000 });
-  const idle = await stranger(port);  // the third: holds a place without authenticating
+  const idle = await stranger(port); // the third: holds a place without authenticating
   const e = await rejection(Store.connect({ host: '127.0.0.1', port, token: 'tok', timeoutMs: 2000 }));
   assert.is(e.code, 'ERR_STORE', e.message);
   assert.match(e.message, /maxConnections/);

@@ -28,7 +28,9 @@ export function gpuSuiteRuns(suite: string): boolean {
   test(`${suite}: nvidia-smi lists ${listed.length} GPU(s), so flockml must see them`, () => {
     assert.unreachable(
       `nvidia-smi lists ${listed.join('; ')} but flockml sees no CUDA device ` +
-        (build.cuda ? `(addon built with CUDA ${build.cudaVersion}: driver and runtime do not match, or CUDA_VISIBLE_DEVICES hides them)` : '(the addon was built without CUDA: rebuild with FLOCKML_CUDA=ON)'),
+        (build.cuda
+          ? `(addon built with CUDA ${build.cudaVersion}: driver and runtime do not match, or CUDA_VISIBLE_DEVICES hides them)`
+          : '(the addon was built without CUDA: rebuild with FLOCKML_CUDA=ON)'),
     );
   });
   return false;

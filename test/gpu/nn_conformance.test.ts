@@ -25,7 +25,10 @@ function values(t: Tensor): number[] {
 function near(what: string, got: number[], want: number[], [rtol, atol]: [number, number]): void {
   assert.is(got.length, want.length, `${what}: length`);
   for (let i = 0; i < want.length; i++) {
-    const ok = got[i] === want[i] || Math.abs(got[i] - want[i]) <= atol + rtol * Math.abs(want[i]) || (Number.isNaN(got[i]) && Number.isNaN(want[i]));
+    const ok =
+      got[i] === want[i] ||
+      Math.abs(got[i] - want[i]) <= atol + rtol * Math.abs(want[i]) ||
+      (Number.isNaN(got[i]) && Number.isNaN(want[i]));
     if (!ok) assert.unreachable(`${what}[${i}]: gpu ${got[i]} vs cpu ${want[i]}`);
   }
 }
@@ -43,7 +46,13 @@ function ints(count: number, n: number, seed: number): number[] {
  * Runs `f` on CPU and cuda:0 copies of `make()`'s float inputs (each requiring grad), weights the
  * output with one random tensor, and compares the outputs and every input's gradient.
  */
-function checkGrad(name: string, f: (xs: Tensor[]) => Tensor, make: () => Tensor[], dtype: Float, tol: [number, number] = TOL[dtype]): void {
+function checkGrad(
+  name: string,
+  f: (xs: Tensor[]) => Tensor,
+  make: () => Tensor[],
+  dtype: Float,
+  tol: [number, number] = TOL[dtype],
+): void {
   test(`${name} (${dtype}) on ${dev} matches the CPU, forward and backward`, () => {
     const base = make().map((t) => t.to(dtype));
     const cpuIn = base.map((t) => t.clone().requiresGrad_());
@@ -64,11 +73,16 @@ function checkGrad(name: string, f: (xs: Tensor[]) => Tensor, make: () => Tensor
 
 if (!hasGpu) {
   test('without a GPU, CUDA tensors for the nn ops are refused with ERR_DEVICE', () => {
-    assert.throws(() => fl.randn([1, 1, 3, 3]).to(dev), (e: Error & { code?: string }) => e instanceof TypeError && e.code === 'ERR_DEVICE');
+    assert.throws(
+      () => fl.randn([1, 1, 3, 3]).to(dev),
+      (e: Error & { code?: string }) => e instanceof TypeError && e.code === 'ERR_DEVICE',
+    );
   });
 } else {
   fl.manualSeed(123);
-  const randn = (...shape: number[]) => () => [fl.randn(shape)];
+  const randn =
+    (...shape: number[]) =>
+    () => [fl.randn(shape)];
   for (const dt of ['f32', 'f64'] as const) {
     // conv2d: bias, stride, padding, dilation, groups (incl. depthwise), tiles wider than 64 rows
     // and a long batch reduction that the weight gradient splits over blocks.
@@ -82,29 +96,54 @@ if (!hasGpu) {
       ['stride 3 larger than the kernel', [2, 2, 10, 11], [3, 2, 2, 2], { stride: 3, padding: 1 }, false],
     ];
     for (const [what, xs, ws, opts, bias] of convs) {
-      checkGrad(`conv2d ${what}`, ([x, w, b]) => F.conv2d(x, w, b ?? null, opts),
-        () => [fl.randn(xs), fl.randn(ws).mul(0.3), ...(bias ? [fl.randn([ws[0]])] : [])], dt,
-        dt === 'f32' ? [1e-3, 1e-4] : TOL.f64);
+      checkGrad(
+        `conv2d ${what}`,
+        ([x, w, b]) => F.conv2d(x, w, b ?? null, opts),
+        () => [fl.randn(xs), fl.randn(ws).mul(0.3), ...(bias ? [fl.randn([ws[0]])] : [])],
+        dt,
+        dt === 'f32' ? [1e-3, 1e-4] : TOL.f64,
+      );
     }
-    checkGrad('convTranspose2d stride 2, outputPadding 1', ([x, w, b]) => F.convTranspose2d(x, w, b, { stride: 2, padding: 1, outputPadding: 1 }),
-      () => [fl.randn([2, 4, 5, 6]), fl.randn([4, 3, 3, 3]), fl.randn([3])], dt, dt === 'f32' ? [1e-3, 1e-4] : TOL.f64);
+    checkGrad(
+      'convTranspose2d stride 2, outputPadding 1',
+      ([x, w, b]) => F.convTranspose2d(x, w, b, { stride: 2, padding: 1, outputPadding: 1 }),
+      () => [fl.randn([2, 4, 5, 6]), fl.randn([4, 3, 3, 3]), fl.randn([3])],
+      dt,
+      dt === 'f32' ? [1e-3, 1e-4] : TOL.f64,
+    );
 
     // Pooling: padding, dilation, ceil mode, ties (small integers), overlapping windows.
     checkGrad('maxPool2d 3/2 pad 1', ([x]) => F.maxPool2d(x, 3, { stride: 2, padding: 1 }), randn(2, 3, 9, 11), dt);
-    checkGrad('maxPool2d dilation, ceil mode', ([x]) => F.maxPool2d(x, [3, 2], { stride: [2, 1], dilation: [2, 1], ceilMode: true }),
-      randn(1, 2, 10, 7), dt);
-    checkGrad('maxPool2d ties, overlapping windows', ([x]) => F.maxPool2d(x, 3, { stride: 1, padding: 1 }),
-      () => [fl.randint(0, 3, [2, 2, 6, 7]).to('f32')], dt);
+    checkGrad(
+      'maxPool2d dilation, ceil mode',
+      ([x]) => F.maxPool2d(x, [3, 2], { stride: [2, 1], dilation: [2, 1], ceilMode: true }),
+      randn(1, 2, 10, 7),
+      dt,
+    );
+    checkGrad(
+      'maxPool2d ties, overlapping windows',
+      ([x]) => F.maxPool2d(x, 3, { stride: 1, padding: 1 }),
+      () => [fl.randint(0, 3, [2, 2, 6, 7]).to('f32')],
+      dt,
+    );
     test(`maxPool2d indices (${dt}) on ${dev} equal the CPU's`, () => {
       const x = fl.randint(0, 4, [2, 3, 7, 9]).to(dt);
       const opts = { stride: 2, padding: 1, ceilMode: true };
       assert.equal(values(F.maxPool2dWithIndices(x.to(dev), 3, opts)[1]), values(F.maxPool2dWithIndices(x, 3, opts)[1]));
     });
     for (const countIncludePad of [true, false]) {
-      checkGrad(`avgPool2d 3/2 pad 1 countIncludePad=${countIncludePad}`, ([x]) => F.avgPool2d(x, 3, { stride: 2, padding: 1, countIncludePad }),
-        randn(2, 3, 9, 8), dt);
-      checkGrad(`avgPool2d ceil mode countIncludePad=${countIncludePad}`,
-        ([x]) => F.avgPool2d(x, [2, 3], { stride: [2, 2], padding: [1, 1], ceilMode: true, countIncludePad }), randn(1, 2, 8, 9), dt);
+      checkGrad(
+        `avgPool2d 3/2 pad 1 countIncludePad=${countIncludePad}`,
+        ([x]) => F.avgPool2d(x, 3, { stride: 2, padding: 1, countIncludePad }),
+        randn(2, 3, 9, 8),
+        dt,
+      );
+      checkGrad(
+        `avgPool2d ceil mode countIncludePad=${countIncludePad}`,
+        ([x]) => F.avgPool2d(x, [2, 3], { stride: [2, 2], padding: [1, 1], ceilMode: true, countIncludePad }),
+        randn(1, 2, 8, 9),
+        dt,
+      );
     }
     checkGrad('adaptiveAvgPool2d 10x7 -> 3x4', ([x]) => F.adaptiveAvgPool2d(x, [3, 4]), randn(2, 3, 10, 7), dt);
     checkGrad('adaptiveAvgPool2d 3x2 -> 5x4 (overlapping bins)', ([x]) => F.adaptiveAvgPool2d(x, [5, 4]), randn(1, 2, 3, 2), dt);
@@ -123,17 +162,38 @@ if (!hasGpu) {
       const tshape = [shape[0], ...shape.slice(2)];
       const count = tshape.reduce((a, b) => a * b, 1);
       // Every fifth target is -100 (ignored by default) so rows of both kinds meet.
-      const data = ints(count, classes, seed).map((v, i) => (i % 5 === 4 ? -100 : v)).map((v) => (v === -100 && opts.ignoreIndex !== undefined ? opts.ignoreIndex : v));
+      const data = ints(count, classes, seed)
+        .map((v, i) => (i % 5 === 4 ? -100 : v))
+        .map((v) => (v === -100 && opts.ignoreIndex !== undefined ? opts.ignoreIndex : v));
       const target = fl.tensor(data, { dtype: tdt }).reshape(tshape);
-      checkGrad(`crossEntropy ${what}`, ([x]) => F.crossEntropy(x, x.device === 'cpu' ? target : target.to(dev), opts),
-        () => [fl.randn(shape).mul(3)], dt);
+      checkGrad(
+        `crossEntropy ${what}`,
+        ([x]) => F.crossEntropy(x, x.device === 'cpu' ? target : target.to(dev), opts),
+        () => [fl.randn(shape).mul(3)],
+        dt,
+      );
     }
 
     // Row norm through layerNorm (warp rows, block rows, several trailing dims) and groupNorm.
-    checkGrad('layerNorm [7,33] affine', ([x, w, b]) => F.layerNorm(x, [33], w, b), () => [fl.randn([7, 33]), fl.randn([33]), fl.randn([33])], dt);
-    checkGrad('layerNorm [3,2050]', ([x]) => F.layerNorm(x, [2050]), () => [fl.randn([3, 2050]).mul(4).add(10)], dt);
+    checkGrad(
+      'layerNorm [7,33] affine',
+      ([x, w, b]) => F.layerNorm(x, [33], w, b),
+      () => [fl.randn([7, 33]), fl.randn([33]), fl.randn([33])],
+      dt,
+    );
+    checkGrad(
+      'layerNorm [3,2050]',
+      ([x]) => F.layerNorm(x, [2050]),
+      () => [fl.randn([3, 2050]).mul(4).add(10)],
+      dt,
+    );
     checkGrad('layerNorm [4,3,5] over [3,5]', ([x]) => F.layerNorm(x, [3, 5]), randn(4, 3, 5), dt);
-    checkGrad('groupNorm [2,6,5,7] in 3 groups', ([x, w, b]) => F.groupNorm(x, 3, w, b), () => [fl.randn([2, 6, 5, 7]), fl.randn([6]), fl.randn([6])], dt);
+    checkGrad(
+      'groupNorm [2,6,5,7] in 3 groups',
+      ([x, w, b]) => F.groupNorm(x, 3, w, b),
+      () => [fl.randn([2, 6, 5, 7]), fl.randn([6]), fl.randn([6])],
+      dt,
+    );
     checkGrad('groupNorm [2,4,33,35] in 1 group', ([x]) => F.groupNorm(x, 1), randn(2, 4, 33, 35), dt);
   }
 
@@ -154,7 +214,8 @@ if (!hasGpu) {
         const init = sizes.map((s) => fl.randn(s).to(dt));
         const cpu = init.map((t) => new fl.nn.Parameter(t.clone()));
         const gpu = init.map((t) => new fl.nn.Parameter(t.to(dev)));
-        const oc = make(cpu), og = make(gpu);
+        const oc = make(cpu),
+          og = make(gpu);
         for (let step = 1; step <= 3; step++) {
           cpu.forEach((p, k) => {
             const g = fl.randn(sizes[k]).to(dt);
@@ -172,7 +233,8 @@ if (!hasGpu) {
     const init = [fl.randn([7]), fl.randn([5, 3]).to('f64'), fl.randn([4097])];
     const cpu = init.map((t) => new fl.nn.Parameter(t.clone()));
     const gpu = init.map((t) => new fl.nn.Parameter(t.to(dev)));
-    const oc = new fl.optim.AdamW(cpu, { lr: 0.05 }), og = new fl.optim.AdamW(gpu, { lr: 0.05 });
+    const oc = new fl.optim.AdamW(cpu, { lr: 0.05 }),
+      og = new fl.optim.AdamW(gpu, { lr: 0.05 });
     for (let step = 0; step < 2; step++) {
       cpu.forEach((p, k) => {
         p.grad = fl.randn([...p.shape]).to(p.dtype);

@@ -17,7 +17,9 @@ function values(t: Tensor): Float64Array {
  * every output element matters. Returns the worst mismatch message, or null when all agree.
  */
 export function gradcheck(f: (xs: Tensor[]) => Tensor, inputs: Tensor[], opts: GradcheckOptions = {}): string | null {
-  const eps = opts.eps ?? 1e-6, atol = opts.atol ?? 1e-5, rtol = opts.rtol ?? 1e-4;
+  const eps = opts.eps ?? 1e-6,
+    atol = opts.atol ?? 1e-5,
+    rtol = opts.rtol ?? 1e-4;
   const leaves = inputs.map((x) => (x.dtype === 'f64' ? fl.tensor(values(x), { dtype: 'f64', shape: [...x.shape] }).requiresGrad_() : x));
   const out = f(leaves);
   const w = fl.randn([...out.shape], { dtype: 'f64' });
@@ -37,8 +39,7 @@ export function gradcheck(f: (xs: Tensor[]) => Tensor, inputs: Tensor[], opts: G
       };
       const numeric = (probe(eps) - probe(-eps)) / (2 * eps);
       const diff = Math.abs(numeric - analytic[i]);
-      if (!(diff <= atol + rtol * Math.abs(numeric)))
-        return `input ${k} element ${i}: analytic ${analytic[i]} vs numeric ${numeric}`;
+      if (!(diff <= atol + rtol * Math.abs(numeric))) return `input ${k} element ${i}: analytic ${analytic[i]} vs numeric ${numeric}`;
     }
   }
   return null;

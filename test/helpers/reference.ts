@@ -9,7 +9,8 @@ export function arr(t: Tensor): number[] {
 export function close(actual: ArrayLike<number>, expected: ArrayLike<number>, rtol = 1e-5, atol = 1e-6, what = ''): void {
   assert.is(actual.length, expected.length, `${what} length`);
   for (let i = 0; i < expected.length; i++) {
-    const a = actual[i], e = expected[i];
+    const a = actual[i],
+      e = expected[i];
     if (Number.isNaN(e)) {
       assert.ok(Number.isNaN(a), `${what}[${i}]: expected NaN, got ${a}`);
       continue;
@@ -20,7 +21,15 @@ export function close(actual: ArrayLike<number>, expected: ArrayLike<number>, rt
 }
 
 /** Reference C = op(A)·op(B) in f64; A is m×k (or k×m when ta), B k×n (or n×k when tb). */
-export function refMatmul(a: ArrayLike<number>, b: ArrayLike<number>, m: number, n: number, k: number, ta = false, tb = false): Float64Array {
+export function refMatmul(
+  a: ArrayLike<number>,
+  b: ArrayLike<number>,
+  m: number,
+  n: number,
+  k: number,
+  ta = false,
+  tb = false,
+): Float64Array {
   const c = new Float64Array(m * n);
   for (let i = 0; i < m; i++)
     for (let j = 0; j < n; j++) {

@@ -12,16 +12,24 @@ const { dir, cleanup } = tempDir('checkpoint');
 test.after(cleanup);
 
 function worker(...args: string[]): void {
-  const r = spawnSync(tsNode[0], [...tsNode.slice(1), join(__dirname, 'workers', 'resume.ts'), ...args], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(tsNode[0], [...tsNode.slice(1), join(__dirname, 'workers', 'resume.ts'), ...args], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   assert.is(r.status, 0, `resume.ts ${args.join(' ')}:\n${r.stdout}${r.stderr}`);
 }
 
 async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  return p.then(() => { throw new Error('expected a rejection'); }, (e) => e);
+  return p.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (e) => e,
+  );
 }
 
 test('train 2N steps in one process = train N, checkpoint, new process, load, train N (bit for bit)', async () => {
-  const N = '12';  // 8 batches per epoch: the checkpoint falls mid-epoch, after an lr step
+  const N = '12'; // 8 batches per epoch: the checkpoint falls mid-epoch, after an lr step
   worker('full', dir, N);
   worker('first', dir, N);
   worker('second', dir, N);
@@ -67,13 +75,22 @@ test('keepLast rotation, latest, re-saving a step, and rejected arguments', asyn
   assert.is((await rejection(fl.checkpoint.save(d, { model, step: 1, scaler: {} as never }))).code, 'ERR_ARG');
   assert.is((await rejection(fl.checkpoint.save(d, { model, step: 1, modle: model } as never))).code, 'ERR_ARG');
   assert.is((await rejection(fl.checkpoint.load(join(dir, 'nothing-here'), { model }))).code, 'ERR_NOT_FOUND');
-  assert.is((await rejection(fl.checkpoint.load(d, { model, scheduler: new fl.optim.StepLR(new fl.optim.SGD(model.parameters(), { lr: 1 }), 2) }))).code, 'ERR_STATE_DICT');
+  assert.is(
+    (await rejection(fl.checkpoint.load(d, { model, scheduler: new fl.optim.StepLR(new fl.optim.SGD(model.parameters(), { lr: 1 }), 2) })))
+      .code,
+    'ERR_STATE_DICT',
+  );
 });
 
 test('a scaler with stateDict/loadStateDict is saved and restored; the RNG state comes back', async () => {
   const d = join(dir, 'scaler');
   let restored: unknown = null;
-  const scaler = { stateDict: () => ({ scale: 1024, growthTracker: 3 }), loadStateDict: (s: unknown) => { restored = s; } };
+  const scaler = {
+    stateDict: () => ({ scale: 1024, growthTracker: 3 }),
+    loadStateDict: (s: unknown) => {
+      restored = s;
+    },
+  };
   fl.manualSeed(11);
   fl.randn([10]);
   const before = fl.getRngState();

@@ -27,7 +27,10 @@ function craft(name: string, header: object | string, data: Uint8Array | number 
 /** Both loadSync and the async load fail with ERR_FORMAT, naming the file and (when given) the tensor. */
 async function rejectsFormat(path: string, mentions: RegExp[] = []): Promise<void> {
   throwsCode(() => fl.loadSync(path), 'ERR_FORMAT');
-  const err = await fl.load(path).then(() => null, (e: Error & { code?: string }) => e);
+  const err = await fl.load(path).then(
+    () => null,
+    (e: Error & { code?: string }) => e,
+  );
   assert.ok(err, `load(${path}) should reject`);
   assert.is(err!.code, 'ERR_FORMAT', err!.message);
   assert.instance(err, Error);
@@ -36,7 +39,11 @@ async function rejectsFormat(path: string, mentions: RegExp[] = []): Promise<voi
   throwsCode(() => fl.io.inspectSync(path), 'ERR_FORMAT');
 }
 
-const f32 = (shape: number[], begin: number) => ({ dtype: 'F32', shape, data_offsets: [begin, begin + 4 * shape.reduce((a, b) => a * b, 1)] });
+const f32 = (shape: number[], begin: number) => ({
+  dtype: 'F32',
+  shape,
+  data_offsets: [begin, begin + 4 * shape.reduce((a, b) => a * b, 1)],
+});
 
 test('a file truncated in every region: header length, header, data', async () => {
   const good = join(dir, 'good.safetensors');
@@ -61,18 +68,29 @@ test('a header length of 2^63, and one just over the 100 MB bound, fail before a
 });
 
 test('overlapping, gapped, trailing and mis-sized offsets', async () => {
-  await rejectsFormat(craft('overlap.safetensors', { a: f32([4], 0), b: { dtype: 'F32', shape: [4], data_offsets: [8, 24] } }, 24), [/'b'/, /overlap/, /'a'/]);
+  await rejectsFormat(craft('overlap.safetensors', { a: f32([4], 0), b: { dtype: 'F32', shape: [4], data_offsets: [8, 24] } }, 24), [
+    /'b'/,
+    /overlap/,
+    /'a'/,
+  ]);
   await rejectsFormat(craft('gap.safetensors', { a: f32([2], 0), b: f32([2], 12) }, 20), [/'b'/, /gap/]);
   await rejectsFormat(craft('tail.safetensors', { a: f32([2], 0) }, 12), [/follow the last tensor/]);
   await rejectsFormat(craft('size.safetensors', { a: { dtype: 'F32', shape: [3], data_offsets: [0, 8] } }, 8), [/'a'/, /needs 12/]);
   await rejectsFormat(craft('reversed.safetensors', { a: { dtype: 'F32', shape: [0], data_offsets: [8, 0] } }, 8), [/'a'/]);
   await rejectsFormat(craft('beyond.safetensors', { a: f32([4], 0) }, 8), [/'a'/, /truncated/]);
-  await rejectsFormat(craft('hugeoffset.safetensors', { a: { dtype: 'F32', shape: [1], data_offsets: [2 ** 64 - 4, 2 ** 64] } }, 4), [/'a'/]);
-  await rejectsFormat(craft('overflow.safetensors', { a: { dtype: 'F64', shape: [4294967296, 4294967296], data_offsets: [0, 0] } }), [/'a'/]);
+  await rejectsFormat(craft('hugeoffset.safetensors', { a: { dtype: 'F32', shape: [1], data_offsets: [2 ** 64 - 4, 2 ** 64] } }, 4), [
+    /'a'/,
+  ]);
+  await rejectsFormat(craft('overflow.safetensors', { a: { dtype: 'F64', shape: [4294967296, 4294967296], data_offsets: [0, 0] } }), [
+    /'a'/,
+  ]);
 });
 
 test('unknown and unsupported dtypes, malformed entries and JSON', async () => {
-  await rejectsFormat(craft('dtype.safetensors', { a: { dtype: 'F8_E4M3', shape: [2], data_offsets: [0, 2] } }, 2), [/'a'/, /unsupported dtype 'F8_E4M3'/]);
+  await rejectsFormat(craft('dtype.safetensors', { a: { dtype: 'F8_E4M3', shape: [2], data_offsets: [0, 2] } }, 2), [
+    /'a'/,
+    /unsupported dtype 'F8_E4M3'/,
+  ]);
   await rejectsFormat(craft('dtype2.safetensors', { a: { dtype: 'f32', shape: [1], data_offsets: [0, 4] } }, 4), [/unsupported dtype/]);
   await rejectsFormat(craft('nodtype.safetensors', { a: { shape: [1], data_offsets: [0, 4] } }, 4), [/'a'/]);
   await rejectsFormat(craft('negshape.safetensors', { a: { dtype: 'F32', shape: [-1], data_offsets: [0, 4] } }, 4), [/'a'/]);
@@ -80,7 +98,14 @@ test('unknown and unsupported dtypes, malformed entries and JSON', async () => {
   await rejectsFormat(craft('dims.safetensors', { a: { dtype: 'F32', shape: new Array(17).fill(1), data_offsets: [0, 4] } }, 4), [/'a'/]);
   await rejectsFormat(craft('offsets3.safetensors', { a: { dtype: 'F32', shape: [1], data_offsets: [0, 4, 8] } }, 4), [/'a'/]);
   await rejectsFormat(craft('meta.safetensors', { __metadata__: { n: 1 } }), [/__metadata__/]);
-  await rejectsFormat(craft('dup.safetensors', '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', 4), [/duplicate/]);
+  await rejectsFormat(
+    craft(
+      'dup.safetensors',
+      '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}',
+      4,
+    ),
+    [/duplicate/],
+  );
   await rejectsFormat(craft('json.safetensors', '{"a":{"dtype":"F32",', 0), [/malformed header/]);
   await rejectsFormat(craft('array.safetensors', '[1,2]', 0), [/not a JSON object/]);
   await rejectsFormat(craft('deep.safetensors', `{"__metadata__":${'['.repeat(5000)}${']'.repeat(5000)}}`, 0), [/nested too deeply/]);
@@ -89,11 +114,15 @@ test('unknown and unsupported dtypes, malformed entries and JSON', async () => {
 
 test('well-formed files written by other tools load: unordered offsets, extra fields, escapes, empty', async () => {
   const data = new Uint8Array(new Float32Array([1, 2, 3]).buffer);
-  const path = craft('other.safetensors', {
-    'b\u00e9': { dtype: 'F32', shape: [1], data_offsets: [8, 12], extra: 'ignored' },
-    a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] },
-    __metadata__: { format: 'pt' },
-  }, data);
+  const path = craft(
+    'other.safetensors',
+    {
+      'b\u00e9': { dtype: 'F32', shape: [1], data_offsets: [8, 12], extra: 'ignored' },
+      a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] },
+      __metadata__: { format: 'pt' },
+    },
+    data,
+  );
   const back = fl.loadSync(path);
   assert.equal(back.a.toArray(), [1, 2]);
   assert.equal(back['b\u00e9'].toArray(), [3]);
@@ -101,7 +130,9 @@ test('well-formed files written by other tools load: unordered offsets, extra fi
 });
 
 test('kill -9 during a save leaves the previous file and checkpoint intact and loadable', async () => {
-  const child = spawn(tsNode[0], [...tsNode.slice(1), join(__dirname, 'workers', 'killed_save.ts'), dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(tsNode[0], [...tsNode.slice(1), join(__dirname, 'workers', 'killed_save.ts'), dir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const killed = new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (d) => {
@@ -123,7 +154,10 @@ test('kill -9 during a save leaves the previous file and checkpoint intact and l
   assert.is(plain.w.sum().itemSync(), 1024);
   // The dead process's temporary folder is cleared by the next save.
   await fl.checkpoint.save(join(dir, 'ckpt'), { model, step: 3 });
-  assert.equal(readdirSync(join(dir, 'ckpt')).filter((n) => n.includes('.tmp-')), []);
+  assert.equal(
+    readdirSync(join(dir, 'ckpt')).filter((n) => n.includes('.tmp-')),
+    [],
+  );
 });
 
 test.run();

@@ -19,7 +19,7 @@ export function patternBytes(n: number, dtype: fl.CanonicalDType, seed = 1): Uin
   let s = seed >>> 0;
   for (let i = 0; i < out.length; i++) {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = dtype === 'bool' ? (s >>> 31) : s >>> 24;
+    out[i] = dtype === 'bool' ? s >>> 31 : s >>> 24;
   }
   return out;
 }

@@ -10,7 +10,16 @@ import { fromBytes, patternBytes, sameTensor, tempDir } from './helpers';
 const { dir, cleanup } = tempDir('safetensors');
 test.after(cleanup);
 
-const FORMAT_NAMES: Record<fl.CanonicalDType, string> = { f32: 'F32', f64: 'F64', bf16: 'BF16', f16: 'F16', i32: 'I32', i64: 'I64', u8: 'U8', bool: 'BOOL' };
+const FORMAT_NAMES: Record<fl.CanonicalDType, string> = {
+  f32: 'F32',
+  f64: 'F64',
+  bf16: 'BF16',
+  f16: 'F16',
+  i32: 'I32',
+  i64: 'I64',
+  u8: 'U8',
+  bool: 'BOOL',
+};
 
 test('every dtype round-trips bit for bit, async and sync', async () => {
   const state: Record<string, fl.Tensor> = {};
@@ -59,7 +68,7 @@ test('0-d, empty, sliced and transposed tensors', async () => {
     scalar: fl.tensor(3.5).reshape([]),
     empty: fl.zeros([0]),
     empty2d: fl.zeros([3, 0], { dtype: 'i32' }),
-    sliced: base.slice(0, 1, 3),  // a view at an offset into base's storage
+    sliced: base.slice(0, 1, 3), // a view at an offset into base's storage
     transposed: base.transpose(0, 1),
     row: base.narrow(0, 2, 1),
   };
@@ -68,9 +77,20 @@ test('0-d, empty, sliced and transposed tensors', async () => {
   const back = await fl.load(path);
   for (const [k, t] of Object.entries(state)) sameTensor(back[k], t, k);
   assert.equal(back.scalar.shape, []);
-  assert.equal(back.sliced.toArray(), [[4, 5, 6, 7], [8, 9, 10, 11]]);
-  assert.equal(back.transposed.toArray(), [[0, 4, 8], [1, 5, 9], [2, 6, 10], [3, 7, 11]]);
-  assert.equal(await fl.load(join(dir, 'shapes.safetensors'), { dtype: 'f64' }).then((s) => [s.sliced.dtype, s.empty2d.dtype]), ['f64', 'i32']);
+  assert.equal(back.sliced.toArray(), [
+    [4, 5, 6, 7],
+    [8, 9, 10, 11],
+  ]);
+  assert.equal(back.transposed.toArray(), [
+    [0, 4, 8],
+    [1, 5, 9],
+    [2, 6, 10],
+    [3, 7, 11],
+  ]);
+  assert.equal(await fl.load(join(dir, 'shapes.safetensors'), { dtype: 'f64' }).then((s) => [s.sliced.dtype, s.empty2d.dtype]), [
+    'f64',
+    'i32',
+  ]);
 });
 
 test('1,000 small tensors', async () => {
@@ -86,13 +106,18 @@ test('1,000 small tensors', async () => {
 
 test('metadata and inspect: the header without the data', async () => {
   const path = join(dir, 'meta.safetensors');
-  fl.saveSync({ 'fc.weight': fl.ones([4, 2]), 'fc.bias': fl.zeros([4], { dtype: 'f64' }) }, path, { metadata: { format: 'pt', step: '12' } });
+  fl.saveSync({ 'fc.weight': fl.ones([4, 2]), 'fc.bias': fl.zeros([4], { dtype: 'f64' }) }, path, {
+    metadata: { format: 'pt', step: '12' },
+  });
   const h = fl.io.inspectSync(path);
   assert.equal(h.metadata, { format: 'pt', step: '12' });
-  assert.equal(h.tensors.map((t) => [t.name, t.dtype, t.shape, t.dataOffsets]), [
-    ['fc.bias', 'f64', [4], [0, 32]],
-    ['fc.weight', 'f32', [4, 2], [32, 64]],
-  ]);
+  assert.equal(
+    h.tensors.map((t) => [t.name, t.dtype, t.shape, t.dataOffsets]),
+    [
+      ['fc.bias', 'f64', [4], [0, 32]],
+      ['fc.weight', 'f32', [4, 2], [32, 64]],
+    ],
+  );
   assert.is(h.dataBytes, 64);
   assert.is(statSync(path).size, 8 + h.headerBytes + 64);
   assert.equal(await fl.io.inspect(path), h);
@@ -100,10 +125,10 @@ test('metadata and inspect: the header without the data', async () => {
 
 test('the file holds the values queued before save, not in-place updates queued after it', async () => {
   const w = fl.zeros([1 << 20]);
-  const producing = w.add(1);  // queued before save
+  const producing = w.add(1); // queued before save
   const path = join(dir, 'order.safetensors');
   const saving = fl.save({ w: producing }, path);
-  producing.copy_(fl.full([1 << 20], 7));  // queued after save: must not leak into the file
+  producing.copy_(fl.full([1 << 20], 7)); // queued after save: must not leak into the file
   await saving;
   const back = await fl.load(path);
   assert.is(back.w.max().itemSync(), 1);
@@ -112,7 +137,7 @@ test('the file holds the values queued before save, not in-place updates queued 
 });
 
 test('save and load leave the event loop free while the disk works', async () => {
-  const big = fl.zeros([32 << 20]);  // 128 MB
+  const big = fl.zeros([32 << 20]); // 128 MB
   const path = join(dir, 'loop.safetensors');
   let ticks = 0;
   const saving = fl.save({ big }, path).then(() => ticks);
@@ -136,11 +161,18 @@ test('argument errors', async () => {
   const disposed = fl.ones([1]);
   disposed.dispose();
   throwsCode(() => fl.saveSync({ disposed }, path), 'ERR_DISPOSED');
-  const rejected = await fl.save({ a: fl.ones([1]) }, join(dir, 'no-such-dir', 'x.safetensors')).then(() => null, (e) => e);
+  const rejected = await fl.save({ a: fl.ones([1]) }, join(dir, 'no-such-dir', 'x.safetensors')).then(
+    () => null,
+    (e) => e,
+  );
   assert.is(rejected?.code, 'ERR_IO');
   assert.match(rejected.message, /no-such-dir/);
   assert.not.ok(existsSync(path));
-  assert.equal(readdirSync(dir).filter((f) => f.includes('.tmp-')), [], 'no temporary file is left behind');
+  assert.equal(
+    readdirSync(dir).filter((f) => f.includes('.tmp-')),
+    [],
+    'no temporary file is left behind',
+  );
 });
 
 // 256 MB by default: on the shared 2-core CI machine 1 GB took about a minute to make, save, load

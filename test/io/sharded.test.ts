@@ -26,7 +26,7 @@ function piece(key: keyof typeof full, rank: number, world: number): Shard {
 
 test('two ranks save their shards and an index in the Hugging Face layout', async () => {
   for (const rank of [0, 1]) {
-    const state: Record<string, fl.Tensor | Shard> = { 'embed.weight': full['embed.weight'] };  // replicated: both ranks write it
+    const state: Record<string, fl.Tensor | Shard> = { 'embed.weight': full['embed.weight'] }; // replicated: both ranks write it
     for (const k of split) state[k] = piece(k as keyof typeof full, rank, 2);
     await fl.io.saveShard(dir, state, { rank, worldSize: 2 });
   }
@@ -73,7 +73,10 @@ test('a gap between pieces is refused with ERR_FORMAT', async () => {
   const d2 = join(dir, 'gap');
   await fl.io.saveShard(d2, { w: { tensor: fl.ones([3]), shape: [8], start: 0 } }, { rank: 0, worldSize: 2 });
   await fl.io.saveShard(d2, { w: { tensor: fl.ones([4]), shape: [8], start: 4 } }, { rank: 1, worldSize: 2 });
-  const err = await fl.io.writeShardIndex(d2, { worldSize: 2 }).then(() => null, (e) => e);
+  const err = await fl.io.writeShardIndex(d2, { worldSize: 2 }).then(
+    () => null,
+    (e) => e,
+  );
   assert.is(err?.code, 'ERR_FORMAT');
   assert.match(err.message, /'w'/);
 });

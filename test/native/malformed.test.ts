@@ -14,10 +14,39 @@ native.dispose(disposed);
 const forged = Object.create(Object.getPrototypeOf(good));
 const plainObject = { shape: [2, 3] };
 
-const junk: unknown[] = [undefined, null, 0, -1, NaN, Infinity, 1.5, 2 ** 60, '', 'f32', 'cuda:99', true, {}, [], [NaN],
-  [-1], [1.5], ['2'], [2 ** 60, 2 ** 60], new Array(20).fill(1), () => 0, Symbol('s'), 10n, plainObject, forged, disposed];
+const junk: unknown[] = [
+  undefined,
+  null,
+  0,
+  -1,
+  NaN,
+  Infinity,
+  1.5,
+  2 ** 60,
+  '',
+  'f32',
+  'cuda:99',
+  true,
+  {},
+  [],
+  [NaN],
+  [-1],
+  [1.5],
+  ['2'],
+  [2 ** 60, 2 ** 60],
+  new Array(20).fill(1),
+  () => 0,
+  Symbol('s'),
+  10n,
+  plainObject,
+  forged,
+  disposed,
+];
 
-const fns = Object.entries(native).filter(([, v]) => typeof v === 'function' && v !== native.NativeTensor) as [string, (...a: unknown[]) => unknown][];
+const fns = Object.entries(native).filter(([, v]) => typeof v === 'function' && v !== native.NativeTensor) as [
+  string,
+  (...a: unknown[]) => unknown,
+][];
 
 let calls = 0;
 const failures: string[] = [];
@@ -37,14 +66,40 @@ function expectJsError(name: string, args: unknown[]): void {
 // required. Each function gets every junk value in every one of its first four positions, with
 // well-formed values elsewhere.
 const wellFormed: Record<string, unknown[]> = {
-  empty: [[2], 'f32', 'cpu'], full: [[2], 'f32', 'cpu', 1], fromBuffer: [new Float32Array(2), [2], 'f32', 'cpu'],
-  arange: [0, 4, 1, 'f32', 'cpu'], linspace: [0, 1, 5, 'f32', 'cpu'], random: ['uniform', [2], 'f32', 'cpu', 1, 0, 0, 1],
-  meta: [good], isDisposed: [good], dispose: [native.full([1], 'f32', 'cpu', 0)], read: [good], readSync: [good],
-  sync: ['cpu'], syncSync: ['cpu'], setNumThreads: [2], gpuDeviceName: [0], gpuMemoryInfo: [0],
-  unary: ['exp', good], unaryBackward: ['exp', good, good], binary: ['add', good, good], where: [native.full([2, 3], 'bool', 'cpu', 1), good, good],
-  cast: [good, 'f64'], clone: [good], copy_: [good, good], to: [good, 'cpu'], reduce: ['sum', good, [0], false], softmax: [good, 1, false],
-  matmul: [good, native.full([3, 2], 'f32', 'cpu', 1), false, false], reshape: [good, [3, 2]], narrow: [good, 0, 0, 1], permute: [good, [1, 0]],
-  expand: [good, [2, 2, 3]], cat: [[good, good], 0], indexSelect: [good, 0, ints], gather: [good, 1, native.full([2, 3], 'i64', 'cpu', 0)],
+  empty: [[2], 'f32', 'cpu'],
+  full: [[2], 'f32', 'cpu', 1],
+  fromBuffer: [new Float32Array(2), [2], 'f32', 'cpu'],
+  arange: [0, 4, 1, 'f32', 'cpu'],
+  linspace: [0, 1, 5, 'f32', 'cpu'],
+  random: ['uniform', [2], 'f32', 'cpu', 1, 0, 0, 1],
+  meta: [good],
+  isDisposed: [good],
+  dispose: [native.full([1], 'f32', 'cpu', 0)],
+  read: [good],
+  readSync: [good],
+  sync: ['cpu'],
+  syncSync: ['cpu'],
+  setNumThreads: [2],
+  gpuDeviceName: [0],
+  gpuMemoryInfo: [0],
+  unary: ['exp', good],
+  unaryBackward: ['exp', good, good],
+  binary: ['add', good, good],
+  where: [native.full([2, 3], 'bool', 'cpu', 1), good, good],
+  cast: [good, 'f64'],
+  clone: [good],
+  copy_: [good, good],
+  to: [good, 'cpu'],
+  reduce: ['sum', good, [0], false],
+  softmax: [good, 1, false],
+  matmul: [good, native.full([3, 2], 'f32', 'cpu', 1), false, false],
+  reshape: [good, [3, 2]],
+  narrow: [good, 0, 0, 1],
+  permute: [good, [1, 0]],
+  expand: [good, [2, 2, 3]],
+  cat: [[good, good], 0],
+  indexSelect: [good, 0, ints],
+  gather: [good, 1, native.full([2, 3], 'i64', 'cpu', 0)],
   scatterAdd: [good, 1, native.full([2, 3], 'i64', 'cpu', 0), good],
 };
 

@@ -29,10 +29,22 @@ test('conv2d gradients pass a numerical check in f64', () => {
   fl.manualSeed(1);
   const w = fl.randn([2, 3, 2, 3], { dtype: 'f64' });
   const r = fl.randn([1, 2, 4, 2], { dtype: 'f64' });
-  numericGradCheck((x) => F.conv2d(x, w, null, { stride: [1, 2], padding: 1 }).mul(r).sum(), fl.randn([1, 3, 3, 4], { dtype: 'f64' }));
+  numericGradCheck(
+    (x) =>
+      F.conv2d(x, w, null, { stride: [1, 2], padding: 1 })
+        .mul(r)
+        .sum(),
+    fl.randn([1, 3, 3, 4], { dtype: 'f64' }),
+  );
   const x = fl.randn([2, 3, 3, 4], { dtype: 'f64' });
   const r2 = fl.randn([2, 2, 2, 2], { dtype: 'f64' });
-  numericGradCheck((wt) => F.conv2d(x, wt, null, { stride: 2, padding: [0, 1] }).mul(r2).sum(), w);
+  numericGradCheck(
+    (wt) =>
+      F.conv2d(x, wt, null, { stride: 2, padding: [0, 1] })
+        .mul(r2)
+        .sum(),
+    w,
+  );
 });
 
 test('convTranspose2d gradients pass a numerical check in f64', () => {
@@ -67,29 +79,46 @@ test('conv2d rejects bad shapes with RangeError codes', () => {
 
 // Taps that fall wholly in the padding (padding beyond the kernel's reach, large dilation) leave
 // whole column ranges empty: forward and input gradient against a direct f64 sum.
-for (const [stride, padding, dilation, k] of [[1, 3, 1, 2], [2, 2, 3, 3], [3, 1, 2, 2], [1, 0, 4, 2]]) {
+for (const [stride, padding, dilation, k] of [
+  [1, 3, 1, 2],
+  [2, 2, 3, 3],
+  [3, 1, 2, 2],
+  [1, 0, 4, 2],
+]) {
   test(`conv2d stride ${stride} padding ${padding} dilation ${dilation} matches a direct sum`, () => {
     fl.manualSeed(stride * 100 + padding * 10 + dilation);
     const [n, c, h, w, oc] = [2, 3, 5, 6, 2];
-    const x = fl.randn([n, c, h, w], { dtype: 'f64' }).requiresGrad_(), wt = fl.randn([oc, c, k, k], { dtype: 'f64' });
+    const x = fl.randn([n, c, h, w], { dtype: 'f64' }).requiresGrad_(),
+      wt = fl.randn([oc, c, k, k], { dtype: 'f64' });
     const y = F.conv2d(x, wt, null, { stride, padding, dilation });
-    const oh = Math.floor((h + 2 * padding - dilation * (k - 1) - 1) / stride) + 1, ow = Math.floor((w + 2 * padding - dilation * (k - 1) - 1) / stride) + 1;
+    const oh = Math.floor((h + 2 * padding - dilation * (k - 1) - 1) / stride) + 1,
+      ow = Math.floor((w + 2 * padding - dilation * (k - 1) - 1) / stride) + 1;
     assert.equal([...y.shape], [n, oc, oh, ow]);
-    const xv = x.dataSync() as Float64Array, wv = wt.dataSync() as Float64Array, yv = y.dataSync() as Float64Array;
-    const gy = fl.randn([n, oc, oh, ow], { dtype: 'f64' }), gyv = gy.dataSync() as Float64Array;
+    const xv = x.dataSync() as Float64Array,
+      wv = wt.dataSync() as Float64Array,
+      yv = y.dataSync() as Float64Array;
+    const gy = fl.randn([n, oc, oh, ow], { dtype: 'f64' }),
+      gyv = gy.dataSync() as Float64Array;
     const gx = new Float64Array(xv.length);
-    for (let b = 0; b < n; b++) for (let o = 0; o < oc; o++) for (let oy = 0; oy < oh; oy++) for (let ox = 0; ox < ow; ox++) {
-      let acc = 0;
-      const yi = ((b * oc + o) * oh + oy) * ow + ox;
-      for (let ci = 0; ci < c; ci++) for (let i = 0; i < k; i++) for (let j = 0; j < k; j++) {
-        const iy = oy * stride - padding + i * dilation, ix = ox * stride - padding + j * dilation;
-        if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-        const xi = ((b * c + ci) * h + iy) * w + ix, wi = ((o * c + ci) * k + i) * k + j;
-        acc += xv[xi] * wv[wi];
-        gx[xi] += gyv[yi] * wv[wi];
-      }
-      assert.ok(Math.abs(yv[yi] - acc) < 1e-12, `y[${yi}] ${yv[yi]} vs ${acc}`);
-    }
+    for (let b = 0; b < n; b++)
+      for (let o = 0; o < oc; o++)
+        for (let oy = 0; oy < oh; oy++)
+          for (let ox = 0; ox < ow; ox++) {
+            let acc = 0;
+            const yi = ((b * oc + o) * oh + oy) * ow + ox;
+            for (let ci = 0; ci < c; ci++)
+              for (let i = 0; i < k; i++)
+                for (let j = 0; j < k; j++) {
+                  const iy = oy * stride - padding + i * dilation,
+                    ix = ox * stride - padding + j * dilation;
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                  const xi = ((b * c + ci) * h + iy) * w + ix,
+                    wi = ((o * c + ci) * k + i) * k + j;
+                  acc += xv[xi] * wv[wi];
+                  gx[xi] += gyv[yi] * wv[wi];
+                }
+            assert.ok(Math.abs(yv[yi] - acc) < 1e-12, `y[${yi}] ${yv[yi]} vs ${acc}`);
+          }
     y.backward(gy);
     const got = x.grad!.dataSync() as Float64Array;
     gx.forEach((v, i) => assert.ok(Math.abs(got[i] - v) < 1e-12, `gx[${i}] ${got[i]} vs ${v}`));
@@ -100,20 +129,25 @@ test('conv2d over a batch too large for one column matrix equals image-by-image 
   // 576 x 9604 f32 columns per image (22 MB) exceed the CPU kernel's 32 MB chunk for two images,
   // so the batch runs as two chunks and the weight gradient is summed across them.
   fl.manualSeed(31);
-  const x = fl.randn([2, 64, 100, 100]).requiresGrad_(), w = fl.randn([8, 64, 3, 3]).mul(0.05).requiresGrad_(), b = fl.randn([8]).requiresGrad_();
+  const x = fl.randn([2, 64, 100, 100]).requiresGrad_(),
+    w = fl.randn([8, 64, 3, 3]).mul(0.05).requiresGrad_(),
+    b = fl.randn([8]).requiresGrad_();
   const gy = fl.randn([2, 8, 98, 98]);
   const y = F.conv2d(x, w, b);
   y.backward(gy);
   const parts = [0, 1].map((i) => {
-    const xi = x.detach().narrow(0, i, 1).contiguous().requiresGrad_(), wi = w.detach().clone().requiresGrad_();
+    const xi = x.detach().narrow(0, i, 1).contiguous().requiresGrad_(),
+      wi = w.detach().clone().requiresGrad_();
     const yi = F.conv2d(xi, wi, b.detach());
     yi.backward(gy.narrow(0, i, 1).contiguous());
     return { y: yi, gx: xi.grad!, gw: wi.grad! };
   });
   const near = (a: fl.Tensor, e: fl.Tensor, what: string) => {
-    const av = a.dataSync() as Float32Array, ev = e.dataSync() as Float32Array;
+    const av = a.dataSync() as Float32Array,
+      ev = e.dataSync() as Float32Array;
     assert.is(av.length, ev.length);
-    for (let i = 0; i < ev.length; i++) if (!(Math.abs(av[i] - ev[i]) <= 1e-4 * Math.max(1, Math.abs(ev[i])))) assert.unreachable(`${what}[${i}]: ${av[i]} vs ${ev[i]}`);
+    for (let i = 0; i < ev.length; i++)
+      if (!(Math.abs(av[i] - ev[i]) <= 1e-4 * Math.max(1, Math.abs(ev[i])))) assert.unreachable(`${what}[${i}]: ${av[i]} vs ${ev[i]}`);
   };
   near(y, fl.cat([parts[0].y, parts[1].y], 0), 'output');
   near(x.grad!, fl.cat([parts[0].gx, parts[1].gx], 0), 'input grad');

@@ -17,9 +17,12 @@ fl.manualSeed(2024);
 function unfused(x: Tensor, w: Tensor, b: Tensor, act: Act): Tensor {
   const y = x.matmul(w.T).add(b);
   switch (act) {
-    case 'none': return y;
-    case 'gelu_tanh': return y.gelu('tanh');
-    default: return y[act]();
+    case 'none':
+      return y;
+    case 'gelu_tanh':
+      return y.gelu('tanh');
+    default:
+      return y[act]();
   }
 }
 
@@ -35,7 +38,9 @@ const JS: Partial<Record<Act, (v: number) => number>> = {
 
 for (const act of ACTS) {
   test(`linear(${act}) forward matches the unfused f64 path, in f64 and f32`, () => {
-    const x = rnd([5, 7]), w = rnd([6, 7]), b = rnd([6]);
+    const x = rnd([5, 7]),
+      w = rnd([6, 7]),
+      b = rnd([6]);
     const want = arr(unfused(x, w, b, act));
     close(arr(F.linear(x, w, b, { activation: act })), want, 1e-12, 1e-12, `${act} f64`);
     close(arr(F.linear(x.to('f32'), w.to('f32'), b.to('f32'), { activation: act })), want, 1e-5, 1e-5, `${act} f32`);
@@ -49,13 +54,16 @@ for (const act of ACTS) {
   test(`linear(${act}) gradients of input, weight and bias match the unfused f64 path`, () => {
     const grads = (fused: boolean) => {
       fl.manualSeed(77);
-      const x = rnd([4, 3, 5]).requiresGrad_(), w = rnd([6, 5]).requiresGrad_(), b = rnd([6]).requiresGrad_();
+      const x = rnd([4, 3, 5]).requiresGrad_(),
+        w = rnd([6, 5]).requiresGrad_(),
+        b = rnd([6]).requiresGrad_();
       const r = rnd([4, 3, 6]);
       const y = fused ? F.linear(x, w, b, { activation: act }) : unfused(x.reshape([12, 5]), w, b, act).reshape([4, 3, 6]);
       y.mul(r).sum().backward();
       return [x, w, b].map((t) => arr(t.grad!));
     };
-    const got = grads(true), want = grads(false);
+    const got = grads(true),
+      want = grads(false);
     ['input', 'weight', 'bias'].forEach((name, i) => close(got[i], want[i], 1e-10, 1e-12, `${act} d${name}`));
   });
 
@@ -66,14 +74,17 @@ for (const act of ACTS) {
 }
 
 test('without a bias the activation still applies', () => {
-  const x = rnd([3, 4]), w = rnd([2, 4]);
+  const x = rnd([3, 4]),
+    w = rnd([2, 4]);
   close(arr(F.linear(x, w, null, { activation: 'tanh' })), arr(x.matmul(w.T).tanh()), 1e-12, 1e-12);
   const err = gradcheck(([xx, ww]) => F.linear(xx, ww, null, { activation: 'silu' }), [x, w]);
   assert.is(err, null, err ?? '');
 });
 
 test('half dtypes run the fused kernel on the CPU', () => {
-  const x = rnd([4, 9]), w = rnd([3, 9]), b = rnd([3]);
+  const x = rnd([4, 9]),
+    w = rnd([3, 9]),
+    b = rnd([3]);
   const want = arr(unfused(x, w, b, 'gelu'));
   for (const dt of ['bf16', 'f16'] as const) {
     const y = F.linear(x.to(dt), w.to(dt), b.to(dt), { activation: 'gelu' });
@@ -96,7 +107,8 @@ test('nn.Linear records the fused bias add', () => {
 });
 
 test('bad arguments are refused with codes that name the shapes', () => {
-  const x = fl.randn([2, 4]), w = fl.randn([3, 4]);
+  const x = fl.randn([2, 4]),
+    w = fl.randn([3, 4]);
   expectError(() => F.linear(x, w, fl.randn([4])), RangeError, 'ERR_SHAPE', /\[4\].*\[3,4\]/);
   expectError(() => F.linear(x, w, fl.randn([3, 1])), RangeError, 'ERR_SHAPE', /\[3,1\]/);
   expectError(() => F.linear(x, fl.randn([3, 5]), fl.randn([3])), RangeError, 'ERR_SHAPE', /\[2,4\].*\[3,5\]/);
@@ -111,7 +123,11 @@ test('the native kernel checks its arguments again', () => {
   expectError(() => native.biasAct(fl.randn([8]).handle, fl.randn([8]).handle, 'relu'), RangeError, 'ERR_SHAPE', /\[8\]/);
   expectError(() => native.biasAct(x.handle, fl.randn([4]).handle, 'swish' as 'relu'), TypeError, 'ERR_ARG');
   expectError(() => native.biasAct(x.handle, fl.randn([4], { dtype: 'f64' }).handle, 'none'), TypeError, 'ERR_DTYPE');
-  expectError(() => native.biasAct(fl.ones([2, 4], { dtype: 'i32' }).handle, fl.ones([4], { dtype: 'i32' }).handle, 'none'), TypeError, 'ERR_DTYPE');
+  expectError(
+    () => native.biasAct(fl.ones([2, 4], { dtype: 'i32' }).handle, fl.ones([4], { dtype: 'i32' }).handle, 'none'),
+    TypeError,
+    'ERR_DTYPE',
+  );
   expectError(() => native.biasActBackward(x.handle, fl.randn([2, 3]).handle, null, 'gelu'), RangeError, 'ERR_SHAPE', /\[2,3\].*\[2,4\]/);
 });
 

@@ -41,16 +41,25 @@ test('fused crossEntropy gradient passes a numerical check in f64', () => {
 });
 
 test('nllLoss, mseLoss, l1Loss, smoothL1Loss, BCE with logits', () => {
-  const x = fl.tensor([[0.5, -1.0], [2.0, 0.0]]);
+  const x = fl.tensor([
+    [0.5, -1.0],
+    [2.0, 0.0],
+  ]);
   const lp = x.logSoftmax(1);
   const t = fl.tensor([1, 0], { dtype: 'i64' });
   assert.ok(Math.abs(F.nllLoss(lp, t).itemSync() - F.crossEntropy(x, t).itemSync()) < 1e-6);
-  const y = fl.tensor([[0.0, 1.0], [1.0, 3.0]]);
+  const y = fl.tensor([
+    [0.0, 1.0],
+    [1.0, 3.0],
+  ]);
   assert.ok(Math.abs(F.mseLoss(x, y).itemSync() - (0.25 + 4 + 1 + 9) / 4) < 1e-6);
   assert.ok(Math.abs(F.l1Loss(x, y).itemSync() - (0.5 + 2 + 1 + 3) / 4) < 1e-6);
   // |d| = 0.5, 2, 1, 3 with beta 1: 0.125, 1.5, 0.5, 2.5
   assert.ok(Math.abs(F.smoothL1Loss(x, y).itemSync() - (0.125 + 1.5 + 0.5 + 2.5) / 4) < 1e-6);
-  const p = fl.tensor([[1.0, 0.0], [0.0, 1.0]]);
+  const p = fl.tensor([
+    [1.0, 0.0],
+    [0.0, 1.0],
+  ]);
   const expected = [0.5, -1, 2, 0].map((v, i) => {
     const yy = [1, 0, 0, 1][i];
     return -(yy * Math.log(1 / (1 + Math.exp(-v))) + (1 - yy) * Math.log(1 - 1 / (1 + Math.exp(-v))));
@@ -61,7 +70,11 @@ test('nllLoss, mseLoss, l1Loss, smoothL1Loss, BCE with logits', () => {
 test('loss errors carry codes', () => {
   throwsCode(() => F.crossEntropy(fl.zeros([3, 4]), fl.tensor([1, 2], { dtype: 'i64' })), 'ERR_SHAPE');
   throwsCode(() => F.mseLoss(fl.zeros([3]), fl.zeros([4])), 'ERR_SHAPE');
-  throwsCode(() => F.crossEntropy(fl.zeros([3, 4]), fl.tensor([1, 2, 3], { dtype: 'i64' }), { reduction: 'avg' as 'mean' }), 'ERR_ARG', TypeError);
+  throwsCode(
+    () => F.crossEntropy(fl.zeros([3, 4]), fl.tensor([1, 2, 3], { dtype: 'i64' }), { reduction: 'avg' as 'mean' }),
+    'ERR_ARG',
+    TypeError,
+  );
 });
 
 test('crossEntropy with class-weighted smoothed probabilities matches PyTorch', () => {

@@ -17,8 +17,14 @@ class Net extends nn.Module {
 
 test('named parameters: own first, then sub-modules in field order (as PyTorch)', () => {
   const net = new Net();
-  assert.equal(Array.from(net.namedParameters(), ([k]) => k), ['scale', 'fc1.weight', 'fc1.bias', 'head.0.weight', 'head.0.bias']);
-  assert.equal(Array.from(net.namedModules(), ([k]) => k), ['', 'fc1', 'act', 'head', 'head.0', 'head.1']);
+  assert.equal(
+    Array.from(net.namedParameters(), ([k]) => k),
+    ['scale', 'fc1.weight', 'fc1.bias', 'head.0.weight', 'head.0.bias'],
+  );
+  assert.equal(
+    Array.from(net.namedModules(), ([k]) => k),
+    ['', 'fc1', 'act', 'head', 'head.0', 'head.1'],
+  );
   assert.is([...net.children()].length, 3);
   assert.is(net.parameters().length, 5);
 });
@@ -35,7 +41,10 @@ test('train/eval switch every module; apply visits all', () => {
 
 test('backward fills gradients; zeroGrad and requiresGrad_(false)', () => {
   const net = new Net().eval();
-  net.forward(fl.ones([2, 4])).sum().backward();
+  net
+    .forward(fl.ones([2, 4]))
+    .sum()
+    .backward();
   assert.ok(net.parameters().every((p) => p.grad !== null));
   net.zeroGrad();
   assert.ok(net.parameters().every((p) => p.grad === null));
@@ -44,7 +53,8 @@ test('backward fills gradients; zeroGrad and requiresGrad_(false)', () => {
 });
 
 test('stateDict / loadStateDict round-trip and report bad keys and shapes', () => {
-  const a = new Net(), b = new Net();
+  const a = new Net(),
+    b = new Net();
   b.loadStateDict(a.stateDict());
   assert.equal(b.fc1.weight.toArray(), a.fc1.weight.toArray());
   const sd = a.stateDict();
@@ -72,7 +82,10 @@ test('to(dtype) casts parameters in place, keeping their identity and values; co
   after.forEach((p, i) => assert.equal(Array.from(p.dataSync() as Float64Array), values[i].map(Number)));
   // The optimizer built before the move updates the moved weights.
   net.eval();
-  net.forward(fl.ones([1, 4], { dtype: 'f64' })).sum().backward();
+  net
+    .forward(fl.ones([1, 4], { dtype: 'f64' }))
+    .sum()
+    .backward();
   opt.step();
   assert.ok(after.some((p, i) => (p.dataSync() as Float64Array).some((v, j) => v !== values[i][j])));
   const seq = new nn.Sequential(new nn.Identity(), new nn.Tanh());
@@ -89,21 +102,37 @@ test('activations, dropout and embedding', () => {
   const x = fl.tensor([-1, 0, 2], { dtype: 'f32' });
   assert.equal(new nn.ReLU().forward(x).toArray(), [0, 0, 2]);
   assert.equal(new nn.LeakyReLU(0.5).forward(x).toArray(), [-0.5, 0, 2]);
-  assert.ok(Math.abs((new nn.Softmax().forward(x).sum().itemSync()) - 1) < 1e-6);
+  assert.ok(Math.abs(new nn.Softmax().forward(x).sum().itemSync() - 1) < 1e-6);
   assert.equal([...new nn.Flatten().forward(fl.zeros([2, 3, 4])).shape], [2, 12]);
   fl.manualSeed(5);
   const d = new nn.Dropout(0.5).forward(fl.ones([1000])).dataSync() as Float32Array;
   const kept = d.filter((v) => v !== 0);
   assert.ok(kept.every((v) => v === 2) && kept.length > 400 && kept.length < 600);
   const emb = new nn.Embedding(10, 3);
-  const out = emb.forward(fl.tensor([[1, 2], [3, 1]], { dtype: 'i64' }));
+  const out = emb.forward(
+    fl.tensor(
+      [
+        [1, 2],
+        [3, 1],
+      ],
+      { dtype: 'i64' },
+    ),
+  );
   assert.equal([...out.shape], [2, 2, 3]);
   out.sum().backward();
   assert.equal(((emb.weight.grad as fl.Tensor).toArray() as number[][])[1], [2, 2, 2]);
   const padded = new nn.Embedding(4, 2, { paddingIdx: 0 });
   assert.equal((padded.weight.toArray() as number[][])[0], [0, 0]);
-  padded.forward(fl.tensor([0, 1, 0], { dtype: 'i64' })).sum().backward();
-  assert.equal((padded.weight.grad as fl.Tensor).toArray(), [[0, 0], [1, 1], [0, 0], [0, 0]]);
+  padded
+    .forward(fl.tensor([0, 1, 0], { dtype: 'i64' }))
+    .sum()
+    .backward();
+  assert.equal((padded.weight.grad as fl.Tensor).toArray(), [
+    [0, 0],
+    [1, 1],
+    [0, 0],
+    [0, 0],
+  ]);
 });
 
 test('init helpers follow PyTorch formulas', () => {
@@ -118,11 +147,14 @@ test('init helpers follow PyTorch formulas', () => {
 
 test('loadStateDict is atomic: a late bad entry leaves every parameter and buffer as it was', () => {
   const m = new nn.Sequential(new nn.Linear(3, 4), new nn.BatchNorm1d(4), new nn.Linear(4, 2));
-  const snapshot = () => Object.fromEntries(Object.entries(m.stateDict()).map(([k, v]) => [k, JSON.stringify(v.toArray(), (_, x) => (typeof x === 'bigint' ? String(x) : x))]));
+  const snapshot = () =>
+    Object.fromEntries(
+      Object.entries(m.stateDict()).map(([k, v]) => [k, JSON.stringify(v.toArray(), (_, x) => (typeof x === 'bigint' ? String(x) : x))]),
+    );
   const before = snapshot();
   const other = new nn.Sequential(new nn.Linear(3, 4), new nn.BatchNorm1d(4), new nn.Linear(4, 2));
   const sd = { ...other.stateDict() };
-  sd['2.bias'] = fl.zeros([3]);  // the last key in order
+  sd['2.bias'] = fl.zeros([3]); // the last key in order
   throwsCode(() => m.loadStateDict(sd), 'ERR_SHAPE');
   assert.equal(snapshot(), before);
   sd['2.bias'] = 'weights' as never;

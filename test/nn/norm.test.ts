@@ -7,7 +7,8 @@ const F = fl.nn.functional;
 
 test('batchNorm in training matches PyTorch and updates running statistics', () => {
   const c = fixtures.batch_norm_train;
-  const rm = load(c.runningMean), rv = load(c.runningVar);
+  const rm = load(c.runningMean),
+    rv = load(c.runningVar);
   checkCase(c, ({ x, w, b }) => F.batchNorm(x, rm, rv, { weight: w, bias: b, training: true }));
   close(rm, c.newRunningMean, 1e-9, 'running mean');
   close(rv, c.newRunningVar, 1e-9, 'running var');
@@ -57,14 +58,29 @@ test('BatchNorm2d layer: buffers in the state dict, train/eval behaviour', () =>
 
 test('BatchNorm momentum null keeps the cumulative average of the batch statistics (as PyTorch)', () => {
   const bn = new fl.nn.BatchNorm1d(2, { momentum: null, affine: false, dtype: 'f64' });
-  const batches = [[[1, 10], [3, 14]], [[2, 0], [6, 2], [7, 4]], [[-1, 5], [1, 5]]];
+  const batches = [
+    [
+      [1, 10],
+      [3, 14],
+    ],
+    [
+      [2, 0],
+      [6, 2],
+      [7, 4],
+    ],
+    [
+      [-1, 5],
+      [1, 5],
+    ],
+  ];
   for (const b of batches) bn.forward(fl.tensor(b, { dtype: 'f64' }));
   // Hand-computed: the plain mean of each batch's mean and unbiased variance, averaged with the
   // initial statistics dropped (factor 1/n: the first batch replaces them).
   const means = batches.map((b) => [0, 1].map((c) => b.reduce((s, r) => s + r[c], 0) / b.length));
   const vars = batches.map((b, k) => [0, 1].map((c) => b.reduce((s, r) => s + (r[c] - means[k][c]) ** 2, 0) / (b.length - 1)));
   const avg = (xs: number[][]) => [0, 1].map((c) => xs.reduce((s, x) => s + x[c], 0) / xs.length);
-  const rm = Array.from(bn.runningMean?.dataSync() as Float64Array), rv = Array.from(bn.runningVar?.dataSync() as Float64Array);
+  const rm = Array.from(bn.runningMean?.dataSync() as Float64Array),
+    rv = Array.from(bn.runningVar?.dataSync() as Float64Array);
   avg(means).forEach((m, c) => assert.ok(Math.abs(rm[c] - m) < 1e-12, `mean ${c}: ${rm[c]} vs ${m}`));
   avg(vars).forEach((v, c) => assert.ok(Math.abs(rv[c] - v) < 1e-12, `var ${c}: ${rv[c]} vs ${v}`));
   assert.is(Number(bn.getBuffer('numBatchesTracked')?.itemSync()), 3);

@@ -4,7 +4,13 @@ import * as fl from '../../lib/index';
 import { arr, close, expectError } from '../helpers/reference';
 
 test('tensor() infers shape and dtype from nested arrays and typed arrays', () => {
-  assert.is(fl.tensor([[1, 2], [3, 4]]).dtype, 'f32');
+  assert.is(
+    fl.tensor([
+      [1, 2],
+      [3, 4],
+    ]).dtype,
+    'f32',
+  );
   assert.is(fl.tensor([1.5]).dtype, 'f32');
   assert.is(fl.tensor([true, false]).dtype, 'bool');
   assert.equal(fl.tensor([[1, 2, 3]]).shape, [1, 3]);
@@ -36,7 +42,16 @@ test('creation ops follow PyTorch dtype rules: arange of integers and randint gi
   assert.is(fl.arange(5, undefined, 1, { dtype: 'float32' }).dtype, 'f32');
   assert.is(fl.randint(0, 3, [2]).dtype, 'i64');
   assert.is(fl.randint(0, 3, [2], { dtype: 'int' }).dtype, 'i32');
-  for (const t of [fl.zeros([1]), fl.ones([1]), fl.full([1], 2), fl.eye(2), fl.linspace(0, 1, 3), fl.rand([1]), fl.randn([1]), fl.bernoulli([1], 0.5)])
+  for (const t of [
+    fl.zeros([1]),
+    fl.ones([1]),
+    fl.full([1], 2),
+    fl.eye(2),
+    fl.linspace(0, 1, 3),
+    fl.rand([1]),
+    fl.randn([1]),
+    fl.bernoulli([1], 0.5),
+  ])
     assert.is(t.dtype, 'f32');
   assert.is(fl.full([1], true).dtype, 'bool');
   assert.is(fl.zerosLike(fl.arange(3)).dtype, 'i64');
@@ -56,7 +71,12 @@ test('creation errors name the op the user called, once', () => {
   expectError(() => fl.ones([2], bad), TypeError, 'ERR_DTYPE', /^ones: /);
   expectError(() => fl.zerosLike(fl.zeros([1]), bad), TypeError, 'ERR_DTYPE', /^zerosLike: /);
   expectError(() => fl.eye(2, 2, bad), TypeError, 'ERR_DTYPE', /^eye: /);
-  expectError(() => fl.zeros([2], { dtyp: 'f32' } as unknown as fl.TensorOptions), TypeError, 'ERR_ARG', /^zeros: unknown option 'dtyp' \(did you mean 'dtype'\?\)/);
+  expectError(
+    () => fl.zeros([2], { dtyp: 'f32' } as unknown as fl.TensorOptions),
+    TypeError,
+    'ERR_ARG',
+    /^zeros: unknown option 'dtyp' \(did you mean 'dtype'\?\)/,
+  );
   expectError(() => fl.ones([2], { dtype: 'i64', requiresGrad: true }), TypeError, 'ERR_DTYPE', /^ones: only floating tensors/);
 });
 
@@ -65,7 +85,12 @@ test('scalars given to full, fill-like ops and arithmetic must fit an integer dt
   expectError(() => fl.full([2], NaN, { dtype: 'i64' }), RangeError, 'ERR_RANGE', /full: value NaN/);
   expectError(() => fl.full([2], -Infinity, { dtype: 'i32' }), RangeError, 'ERR_RANGE');
   expectError(() => fl.full([2], 2 ** 63, { dtype: 'long' }), RangeError, 'ERR_RANGE', /out of range for i64/);
-  expectError(() => fl.zeros([2], { dtype: 'i32' }).maskedFill(fl.tensor([true, false]), 3e9), RangeError, 'ERR_RANGE', /^maskedFill: value 3000000000/);
+  expectError(
+    () => fl.zeros([2], { dtype: 'i32' }).maskedFill(fl.tensor([true, false]), 3e9),
+    RangeError,
+    'ERR_RANGE',
+    /^maskedFill: value 3000000000/,
+  );
   expectError(() => fl.zeros([2], { dtype: 'u8' }).add(-1), RangeError, 'ERR_RANGE', /^add: value -1 is out of range for u8/);
   expectError(() => fl.arange(0, 300, 1, { dtype: 'u8' }), RangeError, 'ERR_RANGE', /^arange: value 299/);
   expectError(() => fl.randint(0, 2 ** 31 + 1, [2], { dtype: 'i32' }), RangeError, 'ERR_RANGE', /^randint: /);

@@ -6,7 +6,8 @@ import { arr, close, expectError } from '../helpers/reference';
 fl.manualSeed(11);
 const erf = (x: number): number => {
   // Abramowitz-Stegun 7.1.26 is too coarse; integrate the series instead (|x| small here).
-  let sum = 0, term = x;
+  let sum = 0,
+    term = x;
   for (let n = 0; n < 60; n++) {
     sum += term / (2 * n + 1);
     term *= (-x * x) / (n + 1);
@@ -45,8 +46,8 @@ test('unary ops on bf16 and f16 compute in f32', () => {
 });
 
 test('binary ops broadcast like NumPy', () => {
-  const a = fl.tensor([[1], [2], [3]], { dtype: 'f32' });  // [3,1]
-  const b = fl.tensor([10, 20, 30, 40], { dtype: 'f32' });  // [4]
+  const a = fl.tensor([[1], [2], [3]], { dtype: 'f32' }); // [3,1]
+  const b = fl.tensor([10, 20, 30, 40], { dtype: 'f32' }); // [4]
   assert.equal(a.add(b).shape, [3, 4]);
   assert.equal(arr(a.add(b)), [11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43]);
   assert.equal(arr(b.sub(a)).slice(0, 4), [9, 19, 29, 39]);
@@ -59,8 +60,8 @@ test('binary ops broadcast like NumPy', () => {
 
 test('non-contiguous broadcast over middle dims', () => {
   const a = fl.arange(24, undefined, 1, { dtype: 'f64' }).reshape(2, 3, 4);
-  const b = fl.tensor([[[100]], [[200]]], { dtype: 'f64' });  // [2,1,1]
-  const c = fl.tensor([[1], [2], [3]], { dtype: 'f64' });  // [3,1]
+  const b = fl.tensor([[[100]], [[200]]], { dtype: 'f64' }); // [2,1,1]
+  const c = fl.tensor([[1], [2], [3]], { dtype: 'f64' }); // [3,1]
   const out = arr(a.add(b).add(c));
   assert.is(out[0], 101);
   assert.is(out[23], 23 + 200 + 3);
@@ -68,8 +69,16 @@ test('non-contiguous broadcast over middle dims', () => {
 });
 
 test('comparisons give bool; where selects', () => {
-  const a = fl.tensor([1, 2, 3]), b = fl.tensor([3, 2, 1]);
-  for (const [op, want] of [['eq', [0, 1, 0]], ['ne', [1, 0, 1]], ['lt', [1, 0, 0]], ['le', [1, 1, 0]], ['gt', [0, 0, 1]], ['ge', [0, 1, 1]]] as const) {
+  const a = fl.tensor([1, 2, 3]),
+    b = fl.tensor([3, 2, 1]);
+  for (const [op, want] of [
+    ['eq', [0, 1, 0]],
+    ['ne', [1, 0, 1]],
+    ['lt', [1, 0, 0]],
+    ['le', [1, 1, 0]],
+    ['gt', [0, 0, 1]],
+    ['ge', [0, 1, 1]],
+  ] as const) {
     const r = (a as unknown as Record<string, (o: fl.Tensor) => fl.Tensor>)[op](b);
     assert.is(r.dtype, 'bool');
     assert.equal(arr(r), want, op);

@@ -3,7 +3,15 @@ import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import { arr, expectError } from '../helpers/reference';
 
-const m = () => fl.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]], { dtype: 'f32' });
+const m = () =>
+  fl.tensor(
+    [
+      [1, 2, 3],
+      [4, 5, 6],
+      [7, 8, 9],
+    ],
+    { dtype: 'f32' },
+  );
 
 test('indexSelect along both dims, i64 and i32 indices', () => {
   assert.equal(arr(m().indexSelect(0, fl.tensor([2, 0], { dtype: 'i64' }))), [7, 8, 9, 1, 2, 3]);
@@ -11,9 +19,31 @@ test('indexSelect along both dims, i64 and i32 indices', () => {
 });
 
 test('gather and scatterAdd', () => {
-  const idx = fl.tensor([[0, 2], [1, 0]], { dtype: 'i64' });
+  const idx = fl.tensor(
+    [
+      [0, 2],
+      [1, 0],
+    ],
+    { dtype: 'i64' },
+  );
   assert.equal(arr(m().narrow(0, 0, 2).gather(1, idx)), [1, 3, 5, 4]);
-  const out = fl.zeros([2, 3]).scatterAdd(1, fl.tensor([[0, 0], [2, 1]], { dtype: 'long' }), fl.tensor([[1, 2], [3, 4]], { dtype: 'f32' }));
+  const out = fl.zeros([2, 3]).scatterAdd(
+    1,
+    fl.tensor(
+      [
+        [0, 0],
+        [2, 1],
+      ],
+      { dtype: 'long' },
+    ),
+    fl.tensor(
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      { dtype: 'f32' },
+    ),
+  );
   assert.equal(arr(out), [3, 0, 0, 0, 4, 3]);
 });
 

@@ -11,7 +11,9 @@ function refReduce(values: number[], shape: number[], dims: number[], f: (xs: nu
   const n = outShape.reduce((a, b) => a * b, 1);
   const groups: number[][] = Array.from({ length: n }, () => []);
   values.forEach((v, lin) => {
-    let rem = lin, o = 0, mul = 1;
+    let rem = lin,
+      o = 0,
+      mul = 1;
     const idx: number[] = [];
     for (let d = shape.length - 1; d >= 0; d--) {
       idx[d] = rem % shape[d];
@@ -34,16 +36,54 @@ const lse = (xs: number[]) => {
   return m + Math.log(sum(xs.map((x) => Math.exp(x - m))));
 };
 
-for (const [shape, dims] of [[[7], [0]], [[3, 5], [1]], [[3, 5], [0]], [[2, 3, 4], [0, 2]], [[2, 3, 4], [1, 2]], [[4, 130, 3], [1]], [[1025], [0]]] as [number[], number[]][]) {
+for (const [shape, dims] of [
+  [[7], [0]],
+  [[3, 5], [1]],
+  [[3, 5], [0]],
+  [
+    [2, 3, 4],
+    [0, 2],
+  ],
+  [
+    [2, 3, 4],
+    [1, 2],
+  ],
+  [[4, 130, 3], [1]],
+  [[1025], [0]],
+] as [number[], number[]][]) {
   test(`sum/mean/max/min/var/logsumexp over ${JSON.stringify(dims)} of ${JSON.stringify(shape)}`, () => {
     const x = fl.randn(shape, { dtype: 'f64' });
     const v = arr(x);
     close(arr(x.sum(dims)), refReduce(v, shape, dims, sum), 1e-12, 1e-12, 'sum');
     close(arr(x.mean(dims, true)), refReduce(v, shape, dims, mean), 1e-12, 1e-12, 'mean');
-    close(arr(x.max(dims)), refReduce(v, shape, dims, (xs) => Math.max(...xs)), 0, 0, 'max');
-    close(arr(x.min(dims)), refReduce(v, shape, dims, (xs) => Math.min(...xs)), 0, 0, 'min');
-    close(arr(x.var(dims)), refReduce(v, shape, dims, (xs) => variance(xs)), 1e-10, 1e-12, 'var');
-    close(arr(x.std(dims, { correction: 0 })), refReduce(v, shape, dims, (xs) => Math.sqrt(variance(xs, 0))), 1e-10, 1e-12, 'std');
+    close(
+      arr(x.max(dims)),
+      refReduce(v, shape, dims, (xs) => Math.max(...xs)),
+      0,
+      0,
+      'max',
+    );
+    close(
+      arr(x.min(dims)),
+      refReduce(v, shape, dims, (xs) => Math.min(...xs)),
+      0,
+      0,
+      'min',
+    );
+    close(
+      arr(x.var(dims)),
+      refReduce(v, shape, dims, (xs) => variance(xs)),
+      1e-10,
+      1e-12,
+      'var',
+    );
+    close(
+      arr(x.std(dims, { correction: 0 })),
+      refReduce(v, shape, dims, (xs) => Math.sqrt(variance(xs, 0))),
+      1e-10,
+      1e-12,
+      'std',
+    );
     close(arr(x.logsumexp(dims)), refReduce(v, shape, dims, lse), 1e-12, 1e-12, 'logsumexp');
     const f32 = x.to('f32');
     close(arr(f32.sum(dims)), refReduce(v, shape, dims, sum), 1e-5, 1e-5, 'sum f32');
@@ -60,7 +100,13 @@ test('keepdim shapes and reduction of everything', () => {
 });
 
 test('argmax/argmin return i64 first occurrence', () => {
-  const x = fl.tensor([[1, 5, 5], [7, 0, 7]], { dtype: 'f32' });
+  const x = fl.tensor(
+    [
+      [1, 5, 5],
+      [7, 0, 7],
+    ],
+    { dtype: 'f32' },
+  );
   const am = x.argmax(1);
   assert.is(am.dtype, 'i64');
   assert.equal(arr(am), [1, 0]);
@@ -70,7 +116,13 @@ test('argmax/argmin return i64 first occurrence', () => {
 });
 
 test('integer sums stay integer; mean of ints is float', () => {
-  const x = fl.tensor([[1, 2], [3, 4]], { dtype: 'i64' });
+  const x = fl.tensor(
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    { dtype: 'i64' },
+  );
   assert.is(x.sum().dtype, 'i64');
   assert.is(x.sum().itemSync(), 10);
   assert.is(x.mean().dtype, 'f32');
@@ -78,11 +130,25 @@ test('integer sums stay integer; mean of ints is float', () => {
 });
 
 test('softmax and logSoftmax match the reference, stable for large logits', () => {
-  const x = fl.tensor([[1000, 1001, 1002], [-5, 0, 5]], { dtype: 'f64' });
-  const rows = [[1000, 1001, 1002], [-5, 0, 5]];
+  const x = fl.tensor(
+    [
+      [1000, 1001, 1002],
+      [-5, 0, 5],
+    ],
+    { dtype: 'f64' },
+  );
+  const rows = [
+    [1000, 1001, 1002],
+    [-5, 0, 5],
+  ];
   const ref = rows.flatMap((r) => r.map((v) => Math.exp(v - lse(r))));
   close(arr(x.softmax(1)), ref, 1e-12, 1e-15);
-  close(arr(x.logSoftmax(-1)), rows.flatMap((r) => r.map((v) => v - lse(r))), 1e-12, 1e-12);
+  close(
+    arr(x.logSoftmax(-1)),
+    rows.flatMap((r) => r.map((v) => v - lse(r))),
+    1e-12,
+    1e-12,
+  );
   const cols = fl.randn([3, 4, 5]);
   close(arr(cols.softmax(1).sum(1)), new Array(15).fill(1), 1e-6, 1e-6);
 });

@@ -28,8 +28,8 @@ test('transpose and permute copy with the right element order', () => {
   const t = x().transpose(0, 2);
   assert.equal(t.shape, [4, 3, 2]);
   const v = arr(t);
-  assert.is(v[1], 12);  // t[0,0,1] = x[1,0,0]
-  assert.is(v[2], 4);  // t[0,1,0] = x[0,1,0]
+  assert.is(v[1], 12); // t[0,0,1] = x[1,0,0]
+  assert.is(v[2], 4); // t[0,1,0] = x[0,1,0]
   const p = x().permute(1, 2, 0);
   assert.equal(p.shape, [3, 4, 2]);
   assert.equal(arr(p).slice(0, 4), [0, 12, 1, 13]);
@@ -52,15 +52,40 @@ test('narrow along dim 0 is a view; along other dims a copy', () => {
 });
 
 test('cat, stack, split, chunk', () => {
-  const a = fl.tensor([[1, 2]], { dtype: 'f32' }), b = fl.tensor([[3, 4], [5, 6]], { dtype: 'f32' });
+  const a = fl.tensor([[1, 2]], { dtype: 'f32' }),
+    b = fl.tensor(
+      [
+        [3, 4],
+        [5, 6],
+      ],
+      { dtype: 'f32' },
+    );
   assert.equal(arr(fl.cat([a, b])), [1, 2, 3, 4, 5, 6]);
   assert.equal(arr(fl.cat([b, b], 1)), [3, 4, 3, 4, 5, 6, 5, 6]);
   assert.equal(fl.stack([b, b], 2).shape, [2, 2, 2]);
   assert.equal(arr(fl.stack([b, b], 2)), [3, 3, 4, 4, 5, 5, 6, 6]);
   const parts = fl.arange(7).split(3);
-  assert.equal(parts.map((p) => p.shape[0]), [3, 3, 1]);
-  assert.equal(fl.arange(7).split([2, 5]).map((p) => arr(p)), [[0, 1], [2, 3, 4, 5, 6]]);
-  assert.equal(fl.arange(6).chunk(4).map((p) => p.shape[0]), [2, 2, 2]);
+  assert.equal(
+    parts.map((p) => p.shape[0]),
+    [3, 3, 1],
+  );
+  assert.equal(
+    fl
+      .arange(7)
+      .split([2, 5])
+      .map((p) => arr(p)),
+    [
+      [0, 1],
+      [2, 3, 4, 5, 6],
+    ],
+  );
+  assert.equal(
+    fl
+      .arange(6)
+      .chunk(4)
+      .map((p) => p.shape[0]),
+    [2, 2, 2],
+  );
   expectError(() => fl.cat([a, fl.ones([1, 3])]), RangeError, 'ERR_SHAPE');
   expectError(() => fl.cat([a, fl.ones([1, 2], { dtype: 'f64' })]), TypeError, 'ERR_DTYPE');
 });

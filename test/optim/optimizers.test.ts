@@ -19,7 +19,8 @@ function twoSteps(make: (p: fl.nn.Parameter) => fl.optim.Optimizer<{ lr: number 
 test('SGD matches PyTorch', () => twoSteps((p) => new fl.optim.SGD([p], { lr: 0.1 }), 'sgd'));
 test('SGD with momentum, dampening and weight decay matches PyTorch', () =>
   twoSteps((p) => new fl.optim.SGD([p], { lr: 0.1, momentum: 0.9, dampening: 0.1, weightDecay: 0.01 }), 'sgd_momentum'));
-test('SGD with Nesterov momentum matches PyTorch', () => twoSteps((p) => new fl.optim.SGD([p], { lr: 0.1, momentum: 0.9, nesterov: true }), 'sgd_nesterov'));
+test('SGD with Nesterov momentum matches PyTorch', () =>
+  twoSteps((p) => new fl.optim.SGD([p], { lr: 0.1, momentum: 0.9, nesterov: true }), 'sgd_nesterov'));
 test('Adam with weight decay matches PyTorch', () =>
   twoSteps((p) => new fl.optim.Adam([p], { lr: 0.01, betas: [0.8, 0.9], eps: 1e-6, weightDecay: 0.1 }), 'adam'));
 test('AdamW matches PyTorch', () => twoSteps((p) => new fl.optim.AdamW([p], { lr: 0.01, weightDecay: 0.1 }), 'adamw'));
@@ -33,14 +34,19 @@ test('AdamW with amsgrad and maximize matches PyTorch', () =>
 
 /** torch.optim.Adam(amsgrad=True) for one parameter, in f64 on the host. */
 function amsgradReference(p0: number[], grads: number[][], lr: number, b1: number, b2: number, eps: number, amsgrad = true): number[] {
-  const p = [...p0], m = p.map(() => 0), v = p.map(() => 0), vmax = p.map(() => 0);
+  const p = [...p0],
+    m = p.map(() => 0),
+    v = p.map(() => 0),
+    vmax = p.map(() => 0);
   grads.forEach((g, k) => {
-    const step = k + 1, bc1 = 1 - b1 ** step, bc2 = 1 - b2 ** step;
+    const step = k + 1,
+      bc1 = 1 - b1 ** step,
+      bc2 = 1 - b2 ** step;
     for (let i = 0; i < p.length; i++) {
       m[i] = b1 * m[i] + (1 - b1) * g[i];
       v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
       vmax[i] = amsgrad ? Math.max(vmax[i], v[i]) : v[i];
-      p[i] -= (lr / bc1) * m[i] / (Math.sqrt(vmax[i]) / Math.sqrt(bc2) + eps);
+      p[i] -= ((lr / bc1) * m[i]) / (Math.sqrt(vmax[i]) / Math.sqrt(bc2) + eps);
     }
   });
   return p;
@@ -49,7 +55,11 @@ function amsgradReference(p0: number[], grads: number[][], lr: number, b1: numbe
 for (const dtype of ['f32', 'f64'] as const)
   test(`Adam amsgrad keeps the running maximum of v (${dtype}, f64 reference, shrinking gradients)`, () => {
     // Gradients that shrink make v fall below its maximum, the case amsgrad changes.
-    const grads = [[3, -2, 1, 0.5], [0.1, -0.2, 2, 0.5], [0.05, 0.1, -0.1, 0.4]];
+    const grads = [
+      [3, -2, 1, 0.5],
+      [0.1, -0.2, 2, 0.5],
+      [0.05, 0.1, -0.1, 0.4],
+    ];
     const p = new fl.nn.Parameter(fl.tensor([1, 2, -1, 0.5], { dtype }));
     const opt = new fl.optim.Adam([p], { lr: 0.1, betas: [0.5, 0.6], amsgrad: true });
     for (const g of grads) {
@@ -60,7 +70,10 @@ for (const dtype of ['f32', 'f64'] as const)
     const got = Array.from(p.dataSync() as Float32Array | Float64Array);
     got.forEach((x, i) => assert.ok(Math.abs(x - want[i]) <= (dtype === 'f64' ? 1e-12 : 1e-5), `${i}: ${x} vs ${want[i]}`));
     const plain = amsgradReference([1, 2, -1, 0.5], grads, 0.1, 0.5, 0.6, 1e-8, false);
-    assert.ok(plain.some((x, i) => Math.abs(x - want[i]) > 1e-3), 'the gradients exercise the maximum');
+    assert.ok(
+      plain.some((x, i) => Math.abs(x - want[i]) > 1e-3),
+      'the gradients exercise the maximum',
+    );
     const s = opt.state.get(p) as Record<string, fl.Tensor>;
     assert.ok(s.maxExpAvgSq instanceof fl.Tensor, 'state keeps maxExpAvgSq');
     assert.equal(Object.keys(opt.stateDict().state[0]).sort(), ['expAvg', 'expAvgSq', 'maxExpAvgSq', 'step']);
@@ -98,7 +111,8 @@ test('optimizer options are checked at construction: kinds ERR_ARG, ranges ERR_R
 });
 
 test('param groups keep their own lr; zeroGrad clears or zeroes', () => {
-  const a = new fl.nn.Parameter(fl.ones([2])), b = new fl.nn.Parameter(fl.ones([2]));
+  const a = new fl.nn.Parameter(fl.ones([2])),
+    b = new fl.nn.Parameter(fl.ones([2]));
   const opt = new fl.optim.SGD([{ params: [a] }, { params: [b], lr: 1 }], { lr: 0.1 });
   a.grad = fl.ones([2]);
   b.grad = fl.ones([2]);
@@ -115,10 +129,16 @@ test('param groups keep their own lr; zeroGrad clears or zeroes', () => {
 
 test('the fused native step rejects mismatched state with a coded error', () => {
   const { native } = require('../../lib/native') as typeof import('../../lib/native');
-  const p = fl.zeros([3]), g = fl.zeros([4]);
-  assert.throws(() => native.adamStep([p.handle], [g.handle], [p.handle], [p.handle], [], 0.1, 0.9, 0.999, 1e-8, 0, 1, false, false, false),
-    (e: { code?: string }) => e.code === 'ERR_SHAPE');
-  assert.throws(() => native.sgdStep([p.handle], [], [], 0.1, 0, 0, 0, false, true, false), (e: { code?: string }) => e.code === 'ERR_ARG');
+  const p = fl.zeros([3]),
+    g = fl.zeros([4]);
+  assert.throws(
+    () => native.adamStep([p.handle], [g.handle], [p.handle], [p.handle], [], 0.1, 0.9, 0.999, 1e-8, 0, 1, false, false, false),
+    (e: { code?: string }) => e.code === 'ERR_SHAPE',
+  );
+  assert.throws(
+    () => native.sgdStep([p.handle], [], [], 0.1, 0, 0, 0, false, true, false),
+    (e: { code?: string }) => e.code === 'ERR_ARG',
+  );
 });
 
 test('Adam state dict round-trips', () => {
@@ -141,15 +161,28 @@ test('Adam state dict round-trips', () => {
 });
 
 test('Optimizer.loadStateDict checks everything before changing anything', () => {
-  const a = new fl.nn.Parameter(fl.tensor([1, 2], { dtype: 'f64' })), b = new fl.nn.Parameter(fl.tensor([[1, 2], [3, 4]], { dtype: 'f64' }));
+  const a = new fl.nn.Parameter(fl.tensor([1, 2], { dtype: 'f64' })),
+    b = new fl.nn.Parameter(
+      fl.tensor(
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        { dtype: 'f64' },
+      ),
+    );
   const opt = new fl.optim.Adam([{ params: [a] }, { params: [b], lr: 0.5 }], { lr: 0.01 });
   a.grad = fl.ones([2], { dtype: 'f64' });
   b.grad = fl.ones([2, 2], { dtype: 'f64' });
   opt.step();
-  const snapshot = () => JSON.stringify({
-    groups: opt.paramGroups.map(({ params, ...h }) => ({ ...h, n: params.length })),
-    state: [...opt.state.entries()].map(([p, s]) => [p === a ? 'a' : 'b', Object.fromEntries(Object.entries(s).map(([k, v]) => [k, typeof v === 'number' ? v : (v as fl.Tensor).toArray()]))]),
-  });
+  const snapshot = () =>
+    JSON.stringify({
+      groups: opt.paramGroups.map(({ params, ...h }) => ({ ...h, n: params.length })),
+      state: [...opt.state.entries()].map(([p, s]) => [
+        p === a ? 'a' : 'b',
+        Object.fromEntries(Object.entries(s).map(([k, v]) => [k, typeof v === 'number' ? v : (v as fl.Tensor).toArray()])),
+      ]),
+    });
   const before = snapshot();
   const good = opt.stateDict();
   // The last state entry (parameter 1, b) has the wrong shape: groups' lr would change first.
@@ -160,7 +193,10 @@ test('Optimizer.loadStateDict checks everything before changing anything', () =>
   throwsCode(() => opt.loadStateDict(bad), 'ERR_SHAPE');
   assert.is(snapshot(), before);
   throwsCode(() => opt.loadStateDict({ ...good, paramGroups: [good.paramGroups[0], { ...good.paramGroups[1], lr: 'x' }] }), 'ERR_ARG');
-  throwsCode(() => opt.loadStateDict({ ...good, paramGroups: [good.paramGroups[0], { ...good.paramGroups[1], foo: 1 }] }), 'ERR_STATE_DICT');
+  throwsCode(
+    () => opt.loadStateDict({ ...good, paramGroups: [good.paramGroups[0], { ...good.paramGroups[1], foo: 1 }] }),
+    'ERR_STATE_DICT',
+  );
   throwsCode(() => opt.loadStateDict({ ...good, state: { 0: { step: 1, expAvg: good.state[0].expAvg } } }), 'ERR_STATE_DICT');
   throwsCode(() => opt.loadStateDict({ ...good, state: { 7: good.state[0] } }), 'ERR_STATE_DICT');
   throwsCode(() => opt.loadStateDict({ ...good, paramGroups: [good.paramGroups[0]] }), 'ERR_STATE_DICT');
@@ -216,7 +252,8 @@ for (const dtype of ['f32', 'f64'] as const) {
 }
 
 test('clipGradNorm_ combines gradients of different dtypes; NaN gradients give a NaN norm', () => {
-  const a = new fl.nn.Parameter(fl.zeros([2])), b = new fl.nn.Parameter(fl.zeros([1], { dtype: 'f64' }));
+  const a = new fl.nn.Parameter(fl.zeros([2])),
+    b = new fl.nn.Parameter(fl.zeros([1], { dtype: 'f64' }));
   a.grad = fl.tensor([3, 0], { dtype: 'f32' });
   b.grad = fl.tensor([4], { dtype: 'f64' });
   assert.ok(Math.abs(fl.optim.clipGradNorm_([a, b], 1).itemSync() - 5) < 1e-6);

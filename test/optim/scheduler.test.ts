@@ -16,7 +16,11 @@ function run(s: { step(): void; getLastLr(): number[] }, n: number): number[] {
   return out;
 }
 
-const near = (a: number[], b: number[]) => assert.ok(a.every((v, i) => Math.abs(v - b[i]) < 1e-9), `${a} vs ${b}`);
+const near = (a: number[], b: number[]) =>
+  assert.ok(
+    a.every((v, i) => Math.abs(v - b[i]) < 1e-9),
+    `${a} vs ${b}`,
+  );
 
 test('StepLR, MultiStepLR, ExponentialLR', () => {
   near(run(new fl.optim.StepLR(opt(), 2, 0.5), 4), [1, 1, 0.5, 0.5, 0.25]);
@@ -26,7 +30,10 @@ test('StepLR, MultiStepLR, ExponentialLR', () => {
 
 test('CosineAnnealingLR follows the closed form', () => {
   const lrs = run(new fl.optim.CosineAnnealingLR(opt(), 4, 0.1), 4);
-  near(lrs, [0, 1, 2, 3, 4].map((e) => 0.1 + 0.9 * (1 + Math.cos((Math.PI * e) / 4)) / 2));
+  near(
+    lrs,
+    [0, 1, 2, 3, 4].map((e) => 0.1 + (0.9 * (1 + Math.cos((Math.PI * e) / 4))) / 2),
+  );
 });
 
 test('LinearWarmup and ChainedScheduler', () => {

@@ -10,7 +10,18 @@ import { TensorDataset } from '../dataset';
 import { argError, checkOptions, describe, flockError, outOfRange } from '../../errors';
 
 export const FASHION_MNIST_DEFAULT_DIR = '/usr/share/datasets/fashion-mnist';
-export const FASHION_MNIST_CLASSES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'];
+export const FASHION_MNIST_CLASSES = [
+  'T-shirt/top',
+  'Trouser',
+  'Pullover',
+  'Dress',
+  'Coat',
+  'Sandal',
+  'Shirt',
+  'Sneaker',
+  'Bag',
+  'Ankle boot',
+];
 
 export interface FashionMNISTOptions {
   split?: 'train' | 'test';
@@ -43,7 +54,11 @@ function readIdx(path: string, magic: number): { dims: number[]; data: Uint8Arra
   const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
   if (raw.byteLength < 4) throw flockError('ERR_DATA', OP, `${path} is truncated: ${raw.byteLength} bytes, shorter than an IDX header`);
   if (view.getUint32(0) !== magic)
-    throw flockError('ERR_DATA', OP, `${path} is not an IDX file of this kind (magic 0x${view.getUint32(0).toString(16).padStart(8, '0')}, expected 0x${magic.toString(16).padStart(8, '0')})`);
+    throw flockError(
+      'ERR_DATA',
+      OP,
+      `${path} is not an IDX file of this kind (magic 0x${view.getUint32(0).toString(16).padStart(8, '0')}, expected 0x${magic.toString(16).padStart(8, '0')})`,
+    );
   const nd = magic & 0xff;
   const headerBytes = 4 + 4 * nd;
   if (raw.byteLength < headerBytes)
@@ -52,7 +67,11 @@ function readIdx(path: string, magic: number): { dims: number[]; data: Uint8Arra
   const expected = dims.reduce((a, b) => a * b, 1);
   const actual = raw.byteLength - headerBytes;
   if (actual !== expected)
-    throw flockError('ERR_DATA', OP, `${path} holds ${actual} bytes of data, but its header [${dims.join(', ')}] needs ${expected}${actual < expected ? ' (truncated)' : ''}`);
+    throw flockError(
+      'ERR_DATA',
+      OP,
+      `${path} holds ${actual} bytes of data, but its header [${dims.join(', ')}] needs ${expected}${actual < expected ? ' (truncated)' : ''}`,
+    );
   return { dims, data: raw.subarray(headerBytes) };
 }
 
@@ -79,7 +98,8 @@ export function fashionMNIST(options: FashionMNISTOptions = {}): TensorDataset {
   const images = readIdx(imagesPath, 0x0803);
   const labels = readIdx(labelsPath, 0x0801);
   const [n, h, w] = images.dims;
-  if (labels.dims[0] !== n) throw flockError('ERR_DATA', OP, `${imagesPath} holds ${n} images but ${labelsPath} holds ${labels.dims[0]} labels`);
+  if (labels.dims[0] !== n)
+    throw flockError('ERR_DATA', OP, `${imagesPath} holds ${n} images but ${labelsPath} holds ${labels.dims[0]} labels`);
   const count = Math.min(n, o.limit ?? n);
   const bad = labels.data.subarray(0, count).findIndex((v) => v >= FASHION_MNIST_CLASSES.length);
   if (bad >= 0) throw flockError('ERR_DATA', OP, `${labelsPath}: label ${labels.data[bad]} at index ${bad} is not a class (0-9)`);
@@ -88,6 +108,6 @@ export function fashionMNIST(options: FashionMNISTOptions = {}): TensorDataset {
   const x = tensor(pixels, { shape: [count, 1, h, w] });
   const y32 = tensor(Int32Array.from(labels.data.subarray(0, count)));
   const y = y32.to('i64');
-  y32.dispose();  // the queued cast holds its own reference
+  y32.dispose(); // the queued cast holds its own reference
   return new TensorDataset(x, y);
 }

@@ -27,18 +27,24 @@ export interface LinearOptions {
 function biasAct(x: Tensor, bias: Tensor, act: LinearActivation): Tensor {
   const out = wrap(native.biasAct(x.handle, bias.handle, act));
   return record(out, 'linear', [x, bias], (g) => {
-    const gpre = act === 'none' ? g
-      : act === 'relu' ? wrap(native.biasActBackward(g.handle, out.handle, null, act))
-        : wrap(native.biasActBackward(g.handle, x.handle, bias.handle, act));
+    const gpre =
+      act === 'none'
+        ? g
+        : act === 'relu'
+          ? wrap(native.biasActBackward(g.handle, out.handle, null, act))
+          : wrap(native.biasActBackward(g.handle, x.handle, bias.handle, act));
     return [x.requiresGrad ? gpre : null, bias.requiresGrad ? wrap(native.reduce('sum', gpre.handle, [0], false)) : null];
   });
 }
 
 function activate(y: Tensor, act: LinearActivation): Tensor {
   switch (act) {
-    case 'none': return y;
-    case 'gelu_tanh': return y.gelu('tanh');
-    default: return y[act]();
+    case 'none':
+      return y;
+    case 'gelu_tanh':
+      return y.gelu('tanh');
+    default:
+      return y[act]();
   }
 }
 
@@ -55,14 +61,23 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
     throw flockError('ERR_DTYPE', 'linear', `input and weight must be floating tensors, got ${x.dtype} and ${weight.dtype}`);
   if (x.dtype !== weight.dtype) throw dtypeError('linear', `input is ${x.dtype}, weight is ${weight.dtype}`);
   if (x.device !== weight.device || (bias && bias.device !== weight.device))
-    throw flockError('ERR_DEVICE', 'linear', `input is on ${x.device}, weight on ${weight.device}${bias ? `, bias on ${bias.device}` : ''}`);
+    throw flockError(
+      'ERR_DEVICE',
+      'linear',
+      `input is on ${x.device}, weight on ${weight.device}${bias ? `, bias on ${bias.device}` : ''}`,
+    );
   if (weight.ndim !== 2) throw shapeError('linear', `weight must be 2-D [out, in], got ${shapeStr(weight.shape)}`);
   if (x.ndim < 1 || x.shape[x.ndim - 1] !== weight.shape[1])
-    throw shapeError('linear', `input ${shapeStr(x.shape)} has ${x.shape[x.ndim - 1]} features, weight ${shapeStr(weight.shape)} expects ${weight.shape[1]}`);
+    throw shapeError(
+      'linear',
+      `input ${shapeStr(x.shape)} has ${x.shape[x.ndim - 1]} features, weight ${shapeStr(weight.shape)} expects ${weight.shape[1]}`,
+    );
   if (bias && (bias.ndim !== 1 || bias.shape[0] !== weight.shape[0]))
-    throw shapeError('linear', `bias ${shapeStr(bias.shape)} does not match weight ${shapeStr(weight.shape)}: expected [${weight.shape[0]}]`);
-  if (bias && bias.dtype !== weight.dtype)
-    throw dtypeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`);
+    throw shapeError(
+      'linear',
+      `bias ${shapeStr(bias.shape)} does not match weight ${shapeStr(weight.shape)}: expected [${weight.shape[0]}]`,
+    );
+  if (bias && bias.dtype !== weight.dtype) throw dtypeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`);
   const lead = x.shape.slice(0, -1);
   const x2 = x.ndim === 2 ? x : x.reshape([-1, weight.shape[1]]);
   const mm = matmulT(x2, weight, false, true);
@@ -89,9 +104,14 @@ export function embedding(indices: Tensor, weight: Tensor): Tensor {
   tensorArg('embedding', 'indices', indices);
   tensorArg('embedding', 'weight', weight);
   if (indices.dtype !== 'i64' && indices.dtype !== 'i32')
-    throw flockError('ERR_DTYPE', 'embedding', `indices must be an i64 or i32 tensor, got ${indices.dtype}${isFloating(indices.dtype) ? " — use indices.to('i64')" : ''}`);
+    throw flockError(
+      'ERR_DTYPE',
+      'embedding',
+      `indices must be an i64 or i32 tensor, got ${indices.dtype}${isFloating(indices.dtype) ? " — use indices.to('i64')" : ''}`,
+    );
   if (weight.ndim !== 2) throw flockError('ERR_SHAPE', 'embedding', `weight must be 2-D [num, dim], got ${shapeStr(weight.shape)}`);
-  if (indices.device !== weight.device) throw flockError('ERR_DEVICE', 'embedding', `indices are on ${indices.device}, weight on ${weight.device}`);
+  if (indices.device !== weight.device)
+    throw flockError('ERR_DEVICE', 'embedding', `indices are on ${indices.device}, weight on ${weight.device}`);
   const flat = wrap(native.reshape(indices.handle, [-1]));
   // The native lookup names 'embedding' in its errors, including an index out of range found
   // while the kernel runs. Backward scatter-adds each gradient row into its source row.

@@ -50,7 +50,8 @@ function checkOperands(op: string, x: unknown, weight: unknown, bias: unknown): 
 }
 
 function checkBias(bias: Tensor, channels: number, op: string): void {
-  if (bias.ndim !== 1 || bias.shape[0] !== channels) throw flockError('ERR_SHAPE', op, `bias must be [${channels}], got ${shapeStr(bias.shape)}`);
+  if (bias.ndim !== 1 || bias.shape[0] !== channels)
+    throw flockError('ERR_SHAPE', op, `bias must be [${channels}], got ${shapeStr(bias.shape)}`);
 }
 
 function addBias(y: Tensor, bias: Tensor | null | undefined, channels: number): Tensor {
@@ -63,16 +64,25 @@ export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
   [x, weight, bias] = checkOperands('conv2d', x, weight, bias);
   const g = convGeometry('conv2d', checkOptions('conv2d', options, CONV_KEYS));
   if (x.shape[1] !== weight.shape[1] * g.groups || weight.shape[0] % g.groups !== 0)
-    throw flockError('ERR_SHAPE', 'conv2d', `input ${shapeStr(x.shape)} has ${x.shape[1]} channels; weight ${shapeStr(weight.shape)} with groups ${g.groups} expects ${weight.shape[1] * g.groups}` +
-      (weight.shape[0] % g.groups ? ` and ${weight.shape[0]} output channels are not divisible by groups` : ''));
+    throw flockError(
+      'ERR_SHAPE',
+      'conv2d',
+      `input ${shapeStr(x.shape)} has ${x.shape[1]} channels; weight ${shapeStr(weight.shape)} with groups ${g.groups} expects ${weight.shape[1] * g.groups}` +
+        (weight.shape[0] % g.groups ? ` and ${weight.shape[0]} output channels are not divisible by groups` : ''),
+    );
   for (const d of [0, 1] as const) {
     const span = g.dilation[d] * (weight.shape[2 + d] - 1) + 1;
     if (x.shape[2 + d] + 2 * g.padding[d] < span)
-      throw flockError('ERR_SHAPE', 'conv2d', `input ${shapeStr(x.shape)} padded by ${shapeStr(g.padding)} is smaller than the kernel ${shapeStr(weight.shape.slice(2))} (dilation ${shapeStr(g.dilation)})`);
+      throw flockError(
+        'ERR_SHAPE',
+        'conv2d',
+        `input ${shapeStr(x.shape)} padded by ${shapeStr(g.padding)} is smaller than the kernel ${shapeStr(weight.shape.slice(2))} (dilation ${shapeStr(g.dilation)})`,
+      );
   }
   const args = [g.stride, g.padding, g.dilation, g.groups] as const;
   if (bias) checkBias(bias, weight.shape[0], 'conv2d');
-  const xx = x, ww = weight;
+  const xx = x,
+    ww = weight;
   // The bias is added inside the kernel, saving a pass over the (largest) activation tensor.
   const y = wrap(native.conv2d(x.handle, weight.handle, ...args, bias ? castTo(bias, x.dtype).handle : null));
   const inputs = bias ? [x, weight, bias] : [x, weight];
@@ -92,17 +102,27 @@ export function convTranspose2d(x: Tensor, weight: Tensor, bias?: Tensor | null,
   const g = convGeometry(opName, o);
   const op = pair(opName, 'outputPadding', o.outputPadding ?? 0, 0);
   if (op[0] >= Math.max(g.stride[0], g.dilation[0]) || op[1] >= Math.max(g.stride[1], g.dilation[1]))
-    throw flockError('ERR_RANGE', opName, `outputPadding ${shapeStr(op)} must be smaller than stride ${shapeStr(g.stride)} or dilation ${shapeStr(g.dilation)}`);
+    throw flockError(
+      'ERR_RANGE',
+      opName,
+      `outputPadding ${shapeStr(op)} must be smaller than stride ${shapeStr(g.stride)} or dilation ${shapeStr(g.dilation)}`,
+    );
   if (x.shape[1] !== weight.shape[0] || weight.shape[0] % g.groups !== 0)
-    throw flockError('ERR_SHAPE', opName, `input has ${x.shape[1]} channels, weight ${shapeStr(weight.shape)} expects ${weight.shape[0]}` +
-      (weight.shape[0] % g.groups ? ` divisible by groups ${g.groups}` : ''));
+    throw flockError(
+      'ERR_SHAPE',
+      opName,
+      `input has ${x.shape[1]} channels, weight ${shapeStr(weight.shape)} expects ${weight.shape[0]}` +
+        (weight.shape[0] % g.groups ? ` divisible by groups ${g.groups}` : ''),
+    );
   const oc = weight.shape[1] * g.groups;
   if (bias) checkBias(bias, oc, opName);
   const size = (d: 0 | 1) => (x.shape[2 + d] - 1) * g.stride[d] - 2 * g.padding[d] + g.dilation[d] * (weight.shape[2 + d] - 1) + op[d] + 1;
   const outShape = [x.shape[0], oc, size(0), size(1)];
-  if (outShape[2] < 1 || outShape[3] < 1) throw flockError('ERR_SHAPE', opName, `output size ${shapeStr(outShape)} is empty for input ${shapeStr(x.shape)}`);
+  if (outShape[2] < 1 || outShape[3] < 1)
+    throw flockError('ERR_SHAPE', opName, `output size ${shapeStr(outShape)} is empty for input ${shapeStr(x.shape)}`);
   const args = [g.stride, g.padding, g.dilation, g.groups] as const;
-  const xx = x, ww = weight;
+  const xx = x,
+    ww = weight;
   const y = wrap(native.conv2dBackwardInput(x.handle, weight.handle, outShape, ...args));
   const out = record(y, opName, [x, weight], (gy) => [
     xx.requiresGrad ? wrap(native.conv2d(gy.handle, ww.handle, ...args)) : null,

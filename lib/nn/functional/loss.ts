@@ -21,7 +21,8 @@ function reduce(loss: Tensor, r: Reduction): Tensor {
 
 /** Input and target of an element-wise loss: live tensors of one shape, the input floating. */
 function pairOf(op: string, input: unknown, target: unknown): [Tensor, Tensor] {
-  const a = tensorArg(op, 'input', input), b = tensorArg(op, 'target', target);
+  const a = tensorArg(op, 'input', input),
+    b = tensorArg(op, 'target', target);
   if (a.shape.length !== b.shape.length || a.shape.some((s, i) => s !== b.shape[i]))
     throw shapeError(op, `input ${shapeStr(a.shape)} and target ${shapeStr(b.shape)} must have the same shape`);
   if (!isFloating(a.dtype)) throw dtypeError(op, `input must be a floating tensor, got ${a.dtype}`);
@@ -92,7 +93,10 @@ export function reductionOptions(op: string, options: unknown) {
 /** @internal */
 export function smoothL1Options(op: string, options: unknown) {
   const o = checkOptions(op, options as SmoothL1LossOptions | undefined, ['reduction', 'beta']);
-  return { reduction: checkChoice(op, 'reduction', o.reduction ?? 'mean', REDUCTIONS), beta: checkNumber(op, 'beta', o.beta ?? 1, { min: 0 }) };
+  return {
+    reduction: checkChoice(op, 'reduction', o.reduction ?? 'mean', REDUCTIONS),
+    beta: checkNumber(op, 'beta', o.beta ?? 1, { min: 0 }),
+  };
 }
 
 /** @internal */
@@ -124,7 +128,8 @@ function classInput(op: string, input: unknown): Tensor {
 function classWeight(op: string, weight: Tensor | null, x: Tensor): Tensor | null {
   if (!weight) return null;
   const c = x.shape[1];
-  if (weight.ndim !== 1 || weight.shape[0] !== c) throw shapeError(op, `weight must be [${c}] (one per class), got ${shapeStr(weight.shape)}`);
+  if (weight.ndim !== 1 || weight.shape[0] !== c)
+    throw shapeError(op, `weight must be [${c}] (one per class), got ${shapeStr(weight.shape)}`);
   if (!isFloating(weight.dtype)) throw dtypeError(op, `weight must be a floating tensor, got ${weight.dtype}`);
   if (weight.device !== x.device) throw flockError('ERR_DEVICE', op, `weight is on ${weight.device}, input on ${x.device}`);
   return weight.dtype === x.dtype ? weight : weight.to(x.dtype);
@@ -139,7 +144,10 @@ function classTarget(op: string, target: unknown, x: Tensor, probsOk: boolean): 
   const expected = [x.shape[0], ...x.shape.slice(2)];
   const how = `an integer class-index tensor (i64) of shape ${shapeStr(expected)}${probsOk ? ` or probabilities of the input's shape ${shapeStr(x.shape)}` : ''}`;
   if (t.dtype !== 'i64' && t.dtype !== 'i32')
-    throw dtypeError(op, `target must be ${how}; got ${t.dtype} ${shapeStr(t.shape)}${isFloating(t.dtype) || t.dtype === 'u8' || t.dtype === 'bool' ? " — use target.to('i64') for class indices" : ''}`);
+    throw dtypeError(
+      op,
+      `target must be ${how}; got ${t.dtype} ${shapeStr(t.shape)}${isFloating(t.dtype) || t.dtype === 'u8' || t.dtype === 'bool' ? " — use target.to('i64') for class indices" : ''}`,
+    );
   if (t.ndim !== expected.length || t.shape.some((s, i) => s !== expected[i]))
     throw shapeError(op, `target ${shapeStr(t.shape)} must be ${shapeStr(expected)} for input ${shapeStr(x.shape)}`);
   if (t.device !== x.device) throw flockError('ERR_DEVICE', op, `target is on ${t.device}, input on ${x.device}`);
@@ -187,7 +195,7 @@ function weighted(x: Tensor, t: Tensor, weight: Tensor, ignoreIndex: number, eps
   const w = weight;
   const valid = t.ne(ignoreIndex);
   const validF = valid.to(x.dtype);
-  const safe = t.mul(valid.to(t.dtype));  // ignored rows look up class 0, then get weight 0
+  const safe = t.mul(valid.to(t.dtype)); // ignored rows look up class 0, then get weight 0
   // The fused kernel is queued first, so a target out of range fails naming crossEntropy.
   const nll = nllRows(x, t, ignoreIndex, 0);
   const wy = w.indexSelect(0, safe).mul(validF);
@@ -205,7 +213,9 @@ function weighted(x: Tensor, t: Tensor, weight: Tensor, ignoreIndex: number, eps
 function nllRows(x: Tensor, t: Tensor, ignoreIndex: number, eps: number): Tensor {
   const [lossH, lseH] = native.crossEntropy(x.handle, t.handle, ignoreIndex, eps);
   const lse = wrap(lseH);
-  return record(wrap(lossH), 'crossEntropy', [x], (g) => [wrap(native.crossEntropyBackward(x.handle, t.handle, lse.handle, g.handle, ignoreIndex, eps))]);
+  return record(wrap(lossH), 'crossEntropy', [x], (g) => [
+    wrap(native.crossEntropyBackward(x.handle, t.handle, lse.handle, g.handle, ignoreIndex, eps)),
+  ]);
 }
 
 /**
@@ -234,7 +244,7 @@ export function nllLossWith(op: string, input: unknown, target: unknown, o: Retu
   const t = t0.reshape([-1]);
   const keepMask = t.ne(o.ignoreIndex);
   const keepF = keepMask.to(x.dtype);
-  const safe = keepMask.to(t.dtype).mul(t);  // ignored rows read class 0, then are masked out
+  const safe = keepMask.to(t.dtype).mul(t); // ignored rows read class 0, then are masked out
   // The gather names nllLoss in its errors (a target out of range shows when it runs).
   const picked = gatherRows(x, safe);
   const wy = w ? w.indexSelect(0, safe).mul(keepF) : keepF;
@@ -282,14 +292,18 @@ export function binaryCrossEntropyWithLogits(input: Tensor, target: Tensor, opti
   const op = 'binaryCrossEntropyWithLogits';
   const o = bceOptions(op, options);
   const [x, y] = pairOf(op, input, target);
-  for (const [name, t] of [['weight', o.weight], ['posWeight', o.posWeight]] as const) {
+  for (const [name, t] of [
+    ['weight', o.weight],
+    ['posWeight', o.posWeight],
+  ] as const) {
     if (!t) continue;
     if (!isFloating(t.dtype)) throw dtypeError(op, `${name} must be a floating tensor, got ${t.dtype}`);
-    const n = t.ndim, m = x.ndim;
+    const n = t.ndim,
+      m = x.ndim;
     if (n > m || t.shape.some((s, i) => s !== 1 && s !== x.shape[m - n + i]))
       throw shapeError(op, `${name} ${shapeStr(t.shape)} does not broadcast against input ${shapeStr(x.shape)}`);
   }
-  const softplusNeg = log1p(x.abs().neg().exp()).add(x.neg().relu());  // log(1 + e^−x)
+  const softplusNeg = log1p(x.abs().neg().exp()).add(x.neg().relu()); // log(1 + e^−x)
   let loss: Tensor;
   if (o.posWeight) {
     // (1 − y)·x + (1 + (pw − 1)·y)·log(1 + e^−x)

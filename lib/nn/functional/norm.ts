@@ -63,9 +63,16 @@ const BATCH_NORM_KEYS = ['weight', 'bias', 'training', 'momentum', 'eps'] as con
 export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, options: BatchNormOptions = {}): Tensor {
   const o = checkOptions('batchNorm', options, BATCH_NORM_KEYS);
   if ((o.momentum as unknown) === null)
-    throw flockError('ERR_ARG', 'batchNorm', 'momentum null (a cumulative average) needs the batch count; use nn.BatchNorm1d/2d, or pass the factor 1/n yourself');
+    throw flockError(
+      'ERR_ARG',
+      'batchNorm',
+      'momentum null (a cumulative average) needs the batch count; use nn.BatchNorm1d/2d, or pass the factor 1/n yourself',
+    );
   return batchNormWith('batchNorm', x, runningMean, runningVar, {
-    weight: o.weight, bias: o.bias, training: o.training, eps: o.eps,
+    weight: o.weight,
+    bias: o.bias,
+    training: o.training,
+    eps: o.eps,
     factor: checkNumber('batchNorm', 'momentum', o.momentum ?? 0.1, { min: 0, max: 1 }),
   });
 }
@@ -74,8 +81,13 @@ export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Ten
  * @internal batchNorm checked as `op`, with the running-statistics factor as a number or a 0-d
  * tensor (BatchNorm's cumulative average, 1/numBatchesTracked, stays on the device).
  */
-export function batchNormWith(op: string, x: unknown, runningMean: unknown, runningVar: unknown,
-  o: { weight?: unknown; bias?: unknown; training?: unknown; eps?: unknown; factor: number | Tensor }): Tensor {
+export function batchNormWith(
+  op: string,
+  x: unknown,
+  runningMean: unknown,
+  runningVar: unknown,
+  o: { weight?: unknown; bias?: unknown; training?: unknown; eps?: unknown; factor: number | Tensor },
+): Tensor {
   const t = floatInput(op, x);
   if (t.ndim < 2) throw flockError('ERR_SHAPE', op, `expected an input of at least 2 dims [N, C, …], got ${shapeStr(t.shape)}`);
   const c = t.shape[1];
@@ -90,13 +102,18 @@ export function batchNormWith(op: string, x: unknown, runningMean: unknown, runn
   let mean: Tensor, variance: Tensor;
   if (training || !rm || !rv) {
     const n = numel(t.shape) / c;
-    if (training && n <= 1) throw flockError('ERR_SHAPE', op, `expected more than 1 value per channel when training, got input ${shapeStr(t.shape)}`);
+    if (training && n <= 1)
+      throw flockError('ERR_SHAPE', op, `expected more than 1 value per channel when training, got input ${shapeStr(t.shape)}`);
     mean = t.mean(dims, true);
     variance = t.var(dims, { correction: 0, keepdim: true });
     if (training && rm && rv) {
       const f = o.factor;
       noGrad(() => {
-        const bm = mean.reshape([c]).to(rm.dtype), bv = variance.reshape([c]).mul(n / Math.max(n - 1, 1)).to(rv.dtype);
+        const bm = mean.reshape([c]).to(rm.dtype),
+          bv = variance
+            .reshape([c])
+            .mul(n / Math.max(n - 1, 1))
+            .to(rv.dtype);
         // (1 − f)·running + f·batch; a tensor factor stays on the device.
         const blend = (r: Tensor, b: Tensor) =>
           typeof f === 'number' ? r.mul(1 - f).add(b.mul(f)) : r.mul(f.to(r.dtype).neg().add(1)).add(b.mul(f.to(r.dtype)));
@@ -125,7 +142,11 @@ export function layerNormWith(op: string, x: unknown, normalizedShape: number[],
   const k = normalizedShape.length;
   const tail = t.shape.slice(t.ndim - k);
   if (k > t.ndim || tail.some((s, i) => s !== normalizedShape[i]))
-    throw flockError('ERR_SHAPE', op, `normalizedShape ${shapeStr(normalizedShape)} does not match the trailing dims of input ${shapeStr(t.shape)}`);
+    throw flockError(
+      'ERR_SHAPE',
+      op,
+      `normalizedShape ${shapeStr(normalizedShape)} does not match the trailing dims of input ${shapeStr(t.shape)}`,
+    );
   const w = shaped(op, 'weight', weight, normalizedShape);
   const b = shaped(op, 'bias', bias, normalizedShape);
   const e = checkNumber(op, 'eps', eps, { min: 0 });
@@ -147,7 +168,8 @@ export function groupNormWith(op: string, x: unknown, numGroups: unknown, weight
   if (t.ndim < 2) throw flockError('ERR_SHAPE', op, `expected an input of at least 2 dims [N, C, …], got ${shapeStr(t.shape)}`);
   const c = t.shape[1];
   const groups = checkNumber(op, 'numGroups', numGroups, { integer: true, min: 1 });
-  if (c % groups !== 0) throw flockError('ERR_SHAPE', op, `input ${shapeStr(t.shape)} has ${c} channels, not divisible by numGroups ${groups}`);
+  if (c % groups !== 0)
+    throw flockError('ERR_SHAPE', op, `input ${shapeStr(t.shape)} has ${c} channels, not divisible by numGroups ${groups}`);
   const w = shaped(op, 'weight', weight, [c]);
   const b = shaped(op, 'bias', bias, [c]);
   const e = checkNumber(op, 'eps', eps, { min: 0 });

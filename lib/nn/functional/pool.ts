@@ -35,8 +35,14 @@ export function poolGeometry(op: string, kernelSize: Pair, options: unknown, key
   const span = [0, 1].map((i) => (k[i] - 1) * dilation[i] + 1);
   if (padding[0] > span[0] / 2 || padding[1] > span[1] / 2)
     throw flockError('ERR_RANGE', op, `padding ${shapeStr(padding)} must be at most half the window ${shapeStr(span)}`);
-  return [k, pair(op, 'stride', o.stride ?? k, 1), padding, dilation,
-    checkBool(op, 'ceilMode', o.ceilMode ?? false), checkBool(op, 'countIncludePad', o.countIncludePad ?? true)] as const;
+  return [
+    k,
+    pair(op, 'stride', o.stride ?? k, 1),
+    padding,
+    dilation,
+    checkBool(op, 'ceilMode', o.ceilMode ?? false),
+    checkBool(op, 'countIncludePad', o.countIncludePad ?? true),
+  ] as const;
 }
 
 function input(op: string, x: unknown, g: Geometry): Tensor {
@@ -46,7 +52,11 @@ function input(op: string, x: unknown, g: Geometry): Tensor {
   const [k, , p, d] = g;
   for (const i of [0, 1] as const)
     if (t.shape[2 + i] + 2 * p[i] < d[i] * (k[i] - 1) + 1)
-      throw flockError('ERR_SHAPE', op, `input ${shapeStr(t.shape)} padded by ${shapeStr(p)} is smaller than the window ${shapeStr(k)} (dilation ${shapeStr(d)})`);
+      throw flockError(
+        'ERR_SHAPE',
+        op,
+        `input ${shapeStr(t.shape)} padded by ${shapeStr(p)} is smaller than the window ${shapeStr(k)} (dilation ${shapeStr(d)})`,
+      );
   return t;
 }
 

@@ -8,7 +8,7 @@ import type { DType } from '../../../lib/dtype';
 
 const dtypes: DType[] = ['f32', 'f64', 'i32', 'i64', 'bf16', 'f16'];
 const sizes = (process.env.SIZES ?? '0,1,7,1048579').split(',').map(Number);
-const value = (r: number, i: number) => ((r * 7 + i * 3) % 11) - 5 + r;  // small, distinct per rank, negative too
+const value = (r: number, i: number) => ((r * 7 + i * 3) % 11) - 5 + r; // small, distinct per rank, negative too
 
 function make(n: number, dtype: DType, f: (i: number) => number): fl.Tensor {
   const a = new Float64Array(n);
@@ -30,7 +30,8 @@ function check(what: string, got: number[], want: (i: number) => number): void {
 
 async function main() {
   const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
-  const n = pg.size, r = pg.rank;
+  const n = pg.size,
+    r = pg.rank;
   // Reductions over ranks without allocating: the checks run over a million elements.
   const fold = (i: number, f: (a: number, b: number) => number) => {
     let acc = value(0, i);
@@ -70,7 +71,7 @@ async function main() {
       check(`broadcast ${tag}`, await values(b), (i) => value(root, i));
 
       if (big && dtype !== 'f32') continue;
-      const m = Math.min(size, 65537);  // gather/scatter move n x m: keep them small
+      const m = Math.min(size, 65537); // gather/scatter move n x m: keep them small
       const gin = make(m, dtype, (i) => value(r, i));
       const gout = fl.zeros([n * m], { dtype });
       await pg.allGather(gout, gin).wait();
@@ -93,29 +94,36 @@ async function main() {
 // while the world group still works; every rank creates both groups, in the same order.
 async function subgroups(n: number, r: number) {
   const members = (parity: number) => Array.from({ length: n }, (_, k) => k).filter((k) => k % 2 === parity);
-  const evens = await newGroup(members(0)), odds = await newGroup(members(1));
-  const mine = r % 2 === 0 ? evens : odds, other = r % 2 === 0 ? odds : evens;
+  const evens = await newGroup(members(0)),
+    odds = await newGroup(members(1));
+  const mine = r % 2 === 0 ? evens : odds,
+    other = r % 2 === 0 ? odds : evens;
   if (!mine || other) throw new Error(`rank ${r}: expected to be in exactly one of the two groups`);
   const peers = members(r % 2);
   if (mine.size !== peers.length || mine.rank !== peers.indexOf(r) || mine.ranks.join() !== peers.join())
-    throw new Error(`rank ${r}: group rank ${mine.rank}/${mine.size} of [${mine.ranks.join(', ')}], expected ${peers.indexOf(r)}/${peers.length}`);
+    throw new Error(
+      `rank ${r}: group rank ${mine.rank}/${mine.size} of [${mine.ranks.join(', ')}], expected ${peers.indexOf(r)}/${peers.length}`,
+    );
   const t = make(1000, 'f32', (i) => value(r, i));
   await allReduce(t, { group: mine }).wait();
   check('subgroup allReduce', await values(t), (i) => peers.reduce((a, k) => a + value(k, i), 0));
-  const root = mine.size - 1;  // a group rank: the group's last member
+  const root = mine.size - 1; // a group rank: the group's last member
   const b = make(7, 'i64', (i) => value(r, i));
   await mine.broadcast(b, root).wait();
   check('subgroup broadcast', await values(b), (i) => value(peers[root], i));
   const w = make(3, 'f64', () => r);
-  await allReduce(w).wait();  // the world group after the subgroups
+  await allReduce(w).wait(); // the world group after the subgroups
   check('world allReduce after subgroups', await values(w), () => (n * (n - 1)) / 2);
 }
 
 async function pointToPoint(pg: Awaited<ReturnType<typeof initProcessGroup>>) {
-  const n = pg.size, r = pg.rank;
+  const n = pg.size,
+    r = pg.rank;
   // a ring of sends, posted so that nobody waits on a recv before its send
-  const next = (r + 1) % n, prev = (r + n - 1) % n;
-  const mine = make(5, 'f32', (i) => r * 10 + i), got = fl.zeros([5]);
+  const next = (r + 1) % n,
+    prev = (r + n - 1) % n;
+  const mine = make(5, 'f32', (i) => r * 10 + i),
+    got = fl.zeros([5]);
   if (r % 2 === 0) {
     await pg.send(mine, next).wait();
     await pg.recv(got, prev).wait();

@@ -9,11 +9,20 @@ import { copy_ } from '../../../lib/ops/elementwise';
 import { initProcessGroup, destroyProcessGroup, newGroup } from '../../../lib/distributed/index';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 
-const STEPS = 20, BATCH = 64, LR = 0.05;
+const STEPS = 20,
+  BATCH = 64,
+  LR = 0.05;
 
 function makeModel(perturb: number) {
   fl.manualSeed(1234);
-  const params = [fl.randn([8, 16], { std: 0.3 }), fl.zeros([16]), fl.randn([16, 16], { std: 0.3 }), fl.zeros([16]), fl.randn([16, 1], { std: 0.3 }), fl.zeros([1])];
+  const params = [
+    fl.randn([8, 16], { std: 0.3 }),
+    fl.zeros([16]),
+    fl.randn([16, 16], { std: 0.3 }),
+    fl.zeros([16]),
+    fl.randn([16, 1], { std: 0.3 }),
+    fl.zeros([1]),
+  ];
   // Ranks other than 0 start elsewhere: DDP's initial broadcast must fix that.
   const ps = params.map((p) => fl.keep(perturb ? p.add(perturb) : p).requiresGrad_());
   return {
@@ -31,7 +40,10 @@ function data() {
 
 function sgd(params: fl.Tensor[]) {
   fl.noGrad(() => fl.tidy(() => params.forEach((p) => copy_(p, p.sub(p.grad!.mul(LR))))));
-  params.forEach((p) => { p.grad?.dispose(); p.grad = null; });
+  params.forEach((p) => {
+    p.grad?.dispose();
+    p.grad = null;
+  });
 }
 
 async function flat(params: fl.Tensor[]): Promise<number[]> {
@@ -47,7 +59,14 @@ async function main() {
   // Reference: one process, the whole batch.
   const ref = makeModel(0);
   for (let s = 0; s < STEPS; s++) {
-    fl.tidy(() => ref.forward(x.narrow(0, s * BATCH, BATCH)).sub(y.narrow(0, s * BATCH, BATCH)).square().mean().backward());
+    fl.tidy(() =>
+      ref
+        .forward(x.narrow(0, s * BATCH, BATCH))
+        .sub(y.narrow(0, s * BATCH, BATCH))
+        .square()
+        .mean()
+        .backward(),
+    );
     sgd(ref.parameters());
   }
 
@@ -63,37 +82,51 @@ async function main() {
   if (ddp.bucketCount < 2) throw new Error(`expected several buckets, got ${ddp.bucketCount}`);
   for (let s = 0; s < STEPS; s++) {
     const at = s * BATCH + pg.rank * half;
-    fl.tidy(() => ddp.forward(x.narrow(0, at, half)).sub(y.narrow(0, at, half)).square().mean().backward());
+    fl.tidy(() =>
+      ddp
+        .forward(x.narrow(0, at, half))
+        .sub(y.narrow(0, at, half))
+        .square()
+        .mean()
+        .backward(),
+    );
     await ddp.syncGradients();
     sgd(model.parameters());
   }
   unhook();
   if (inFlightAtFirstLayer !== ddp.bucketCount - 1)
     throw new Error(`${inFlightAtFirstLayer} of ${ddp.bucketCount - 1} earlier buckets were in flight before the last gradient`);
-  const got = await flat(model.parameters()), want = await flat(ref.parameters());
+  const got = await flat(model.parameters()),
+    want = await flat(ref.parameters());
   for (let i = 0; i < want.length; i++)
-    if (Math.abs(got[i] - want[i]) > 1e-4 + 1e-4 * Math.abs(want[i])) throw new Error(`param element ${i}: ddp ${got[i]} vs single-process ${want[i]}`);
+    if (Math.abs(got[i] - want[i]) > 1e-4 + 1e-4 * Math.abs(want[i]))
+      throw new Error(`param element ${i}: ddp ${got[i]} vs single-process ${want[i]}`);
 
   // Identical across ranks, bit for bit: compare with rank 0's copy.
-  const mine = fl.tensor(got), theirs = fl.tensor(got);
+  const mine = fl.tensor(got),
+    theirs = fl.tensor(got);
   await pg.broadcast(theirs, 0).wait();
-  const a = await mine.data(), b = await theirs.data();
+  const a = await mine.data(),
+    b = await theirs.data();
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) throw new Error(`rank ${pg.rank} differs from rank 0 at ${i}`);
 
   // noSync: two half-steps accumulated locally, then one synchronised step, equals one step on both halves.
   const probe = makeModel(0);
   const ddp2 = await DistributedDataParallel.create(probe, probe.forward);
-  const xb = x.narrow(0, pg.rank * half, half), yb = y.narrow(0, pg.rank * half, half);
+  const xb = x.narrow(0, pg.rank * half, half),
+    yb = y.narrow(0, pg.rank * half, half);
   const lossOf = (xs: fl.Tensor, ys: fl.Tensor) => ddp2.forward(xs).sub(ys).square().mean();
   ddp2.noSync(() => fl.tidy(() => lossOf(xb.narrow(0, 0, half / 2), yb.narrow(0, 0, half / 2)).backward()));
   fl.tidy(() => lossOf(xb.narrow(0, half / 2, half / 2), yb.narrow(0, half / 2, half / 2)).backward());
   await ddp2.syncGradients();
   const refAcc = makeModel(0);
   for (let k = 0; k < 2 * pg.size; k++) {
-    const rows = x.narrow(0, k * (half / 2), half / 2), ys = y.narrow(0, k * (half / 2), half / 2);
+    const rows = x.narrow(0, k * (half / 2), half / 2),
+      ys = y.narrow(0, k * (half / 2), half / 2);
     fl.tidy(() => refAcc.forward(rows).sub(ys).square().mean().div(pg.size).backward());
   }
-  const g1 = await flat(probe.parameters().map((p) => p.grad!)), g2 = await flat(refAcc.parameters().map((p) => p.grad!));
+  const g1 = await flat(probe.parameters().map((p) => p.grad!)),
+    g2 = await flat(refAcc.parameters().map((p) => p.grad!));
   for (let i = 0; i < g1.length; i++)
     if (Math.abs(g1[i] - g2[i]) > 1e-5 + 1e-4 * Math.abs(g2[i])) throw new Error(`noSync grad ${i}: ${g1[i]} vs ${g2[i]}`);
   ddp2.dispose();
@@ -103,22 +136,31 @@ async function main() {
   for (const broadcastBuffers of [true, false]) {
     fl.manualSeed(7);
     const net = new fl.nn.Sequential(new fl.nn.Linear(8, 4), new fl.nn.BatchNorm1d(4));
-    if (pg.rank !== 0) fl.noGrad(() => copy_(net.buffers()[0], fl.full([4], 3)));  // must be overwritten
+    if (pg.rank !== 0) fl.noGrad(() => copy_(net.buffers()[0], fl.full([4], 3))); // must be overwritten
     const ddp4 = await DistributedDataParallel.create(net, (t: fl.Tensor) => net.forward(t), { broadcastBuffers });
-    const first = (await flat(net.buffers())).map(Number);  // numBatchesTracked is i64
+    const first = (await flat(net.buffers())).map(Number); // numBatchesTracked is i64
     const rank0First = fl.tensor(first, { dtype: 'f64' });
     await pg.broadcast(rank0First, 0).wait();
-    if ((await rank0First.data()).some((v, i) => v !== first[i])) throw new Error(`rank ${pg.rank}: buffers differ from rank 0 after create`);
+    if ((await rank0First.data()).some((v, i) => v !== first[i]))
+      throw new Error(`rank ${pg.rank}: buffers differ from rank 0 after create`);
     let rank0Stats: number[] = [];
     for (let s = 0; s < 3; s++) {
-      if (pg.rank === 0) rank0Stats = await flat(net.buffers().slice(0, 2));  // what rank 0 starts this step with
-      fl.tidy(() => ddp4.forward(x.narrow(0, s * BATCH + pg.rank * half, half).mul(pg.rank + 1)).square().mean().backward());
+      if (pg.rank === 0) rank0Stats = await flat(net.buffers().slice(0, 2)); // what rank 0 starts this step with
+      fl.tidy(() =>
+        ddp4
+          .forward(x.narrow(0, s * BATCH + pg.rank * half, half).mul(pg.rank + 1))
+          .square()
+          .mean()
+          .backward(),
+      );
       await ddp4.syncGradients();
     }
     const statsNow = await flat(net.buffers().slice(0, 2));
-    const stats = fl.tensor(statsNow, { dtype: 'f64' }), rank0 = fl.tensor(statsNow, { dtype: 'f64' });
+    const stats = fl.tensor(statsNow, { dtype: 'f64' }),
+      rank0 = fl.tensor(statsNow, { dtype: 'f64' });
     await pg.broadcast(rank0, 0).wait();
-    const mineS = await stats.data(), zeroS = await rank0.data();
+    const mineS = await stats.data(),
+      zeroS = await rank0.data();
     const same = mineS.every((v, i) => v === zeroS[i]);
     if (broadcastBuffers && !same) throw new Error(`rank ${pg.rank}: running statistics differ from rank 0's after synchronised steps`);
     if (!broadcastBuffers && pg.rank !== 0 && same) throw new Error('broadcastBuffers false: running statistics were synchronised anyway');
@@ -170,21 +212,27 @@ async function unusedParameters(pg: Awaited<ReturnType<typeof initProcessGroup>>
   const model = build();
   const ddp = await DistributedDataParallel.create(model, model.forward, { bucketCapMB: 1e-5, findUnusedParameters: true });
   if (ddp.bucketCount !== 3) throw new Error(`expected a bucket per parameter, got ${ddp.bucketCount}`);
-  for (let step = 0; step < 2; step++) {  // twice: the per-step bookkeeping must reset
+  for (let step = 0; step < 2; step++) {
+    // twice: the per-step bookkeeping must reset
     fl.tidy(() => ddp.forward(xs, useB).square().mean().backward());
     await ddp.syncGradients();
     const got = await flat(model.parameters().map((p) => p.grad!));
     for (let i = 0; i < want.length; i++)
-      if (Math.abs(got[i] - want[i]) > 1e-6 + 1e-5 * Math.abs(want[i])) throw new Error(`findUnusedParameters step ${step}, grad ${i}: ${got[i]} vs ${want[i]}`);
-    model.parameters().forEach((p) => { p.grad?.dispose(); p.grad = null; });
+      if (Math.abs(got[i] - want[i]) > 1e-6 + 1e-5 * Math.abs(want[i]))
+        throw new Error(`findUnusedParameters step ${step}, grad ${i}: ${got[i]} vs ${want[i]}`);
+    model.parameters().forEach((p) => {
+      p.grad?.dispose();
+      p.grad = null;
+    });
   }
   ddp.dispose();
 
   // A loss that reaches a parameter outside the forward outputs is refused, not silently dropped.
   // Each rank checks this on a group of its own, so no other rank waits on it.
-  const solo: (Awaited<ReturnType<typeof newGroup>>)[] = [];
+  const solo: Awaited<ReturnType<typeof newGroup>>[] = [];
   for (let r = 0; r < pg.size; r++) solo.push(await newGroup([r]));
-  const own = solo[pg.rank]!, m2 = build();
+  const own = solo[pg.rank]!,
+    m2 = build();
   const ddp2 = await DistributedDataParallel.create(m2, m2.forward, { bucketCapMB: 1e-5, findUnusedParameters: true, group: own });
   try {
     fl.tidy(() => ddp2.forward(xs, false).sum().add(m2.parameters()[1].sum()).backward());
@@ -201,7 +249,14 @@ async function compressed(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: f
   const gradsWith = async (compression: 'none' | 'fp16' | 'bf16') => {
     const m = makeModel(0);
     const ddp = await DistributedDataParallel.create(m, m.forward, { bucketCapMB: 0.0005, compression });
-    fl.tidy(() => ddp.forward(x.narrow(0, pg.rank * half, half)).sub(y.narrow(0, pg.rank * half, half)).square().mean().backward());
+    fl.tidy(() =>
+      ddp
+        .forward(x.narrow(0, pg.rank * half, half))
+        .sub(y.narrow(0, pg.rank * half, half))
+        .square()
+        .mean()
+        .backward(),
+    );
     await ddp.syncGradients();
     ddp.dispose();
     return flat(m.parameters().map((p) => p.grad!));
@@ -209,11 +264,24 @@ async function compressed(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: f
   const exact = await gradsWith('none');
   // Rounding error scales with what each rank sent, not with the (possibly cancelling) average.
   const local = makeModel(0);
-  fl.tidy(() => local.forward(x.narrow(0, pg.rank * half, half)).sub(y.narrow(0, pg.rank * half, half)).square().mean().backward());
-  const sent = fl.tensor(await flat(local.parameters().map((p) => p.grad!))).abs().div(pg.size);
+  fl.tidy(() =>
+    local
+      .forward(x.narrow(0, pg.rank * half, half))
+      .sub(y.narrow(0, pg.rank * half, half))
+      .square()
+      .mean()
+      .backward(),
+  );
+  const sent = fl
+    .tensor(await flat(local.parameters().map((p) => p.grad!)))
+    .abs()
+    .div(pg.size);
   await pg.allReduce(sent).wait();
   const magnitude = await flat([sent]);
-  for (const [compression, bits] of [['bf16', 8], ['fp16', 11]] as const) {
+  for (const [compression, bits] of [
+    ['bf16', 8],
+    ['fp16', 11],
+  ] as const) {
     const got = await gradsWith(compression);
     let differs = 0;
     for (let i = 0; i < exact.length; i++) {

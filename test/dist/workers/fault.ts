@@ -12,10 +12,10 @@ async function main() {
   const pg = await initProcessGroup({ backend: 'ring', timeoutMs: Number(process.env.PG_TIMEOUT_MS ?? 30_000) });
   const victim = pg.size - 1;
   const t = fl.ones([4 << 20]);
-  await pg.allReduce(t).wait();  // everyone is connected and working
+  await pg.allReduce(t).wait(); // everyone is connected and working
   if (pg.rank === victim) {
     if (mode === 'kill') setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50);
-    else setInterval(() => undefined, 1000);  // alive, silent
+    else setInterval(() => undefined, 1000); // alive, silent
     if (mode === 'destroy') {
       await new Promise((r) => setTimeout(r, 200));
       pg.destroy();
@@ -33,7 +33,13 @@ async function main() {
     const err = e as Error & { code?: string };
     console.log(JSON.stringify({ failed: true, code: err.code, message: err.message, ms: Date.now() - started }));
     // Later work on the broken group fails at once with the same cause.
-    const again = await pg.barrier().wait().then(() => 'ok', (e2: Error & { code?: string }) => e2.code);
+    const again = await pg
+      .barrier()
+      .wait()
+      .then(
+        () => 'ok',
+        (e2: Error & { code?: string }) => e2.code,
+      );
     console.log(JSON.stringify({ again }));
     process.exit(3);
   }

@@ -16,7 +16,8 @@ async function check(what: string, t: fl.Tensor, want: (i: number) => number): P
 }
 
 async function mixed(pg: Awaited<ReturnType<typeof initProcessGroup>>): Promise<void> {
-  const n = pg.size, r = pg.rank;
+  const n = pg.size,
+    r = pg.rank;
   for (let round = 0; round < 3; round++) {
     const a = fl.full([1000 + round], r + 1);
     await pg.allReduce(a).wait();
@@ -24,19 +25,24 @@ async function mixed(pg: Awaited<ReturnType<typeof initProcessGroup>>): Promise<
     const b = fl.full([7], r === 1 ? 42 : 0, { dtype: 'i32' });
     await pg.broadcast(b, 1).wait();
     await check('broadcast', b, () => 42);
-    const gin = fl.full([3], r, { dtype: 'f64' }), gout = fl.zeros([3 * n], { dtype: 'f64' });
+    const gin = fl.full([3], r, { dtype: 'f64' }),
+      gout = fl.zeros([3 * n], { dtype: 'f64' });
     await pg.allGather(gout, gin).wait();
     await check('allGather', gout, (i) => Math.floor(i / 3));
-    const sin = fl.full([2 * n], 1), sout = fl.zeros([2]);
+    const sin = fl.full([2 * n], 1),
+      sout = fl.zeros([2]);
     await pg.reduceScatter(sout, sin, { op: 'sum' }).wait();
     await check('reduceScatter', sout, () => n);
-    const m = fl.full([5], 1), mx = fl.full([5], r);
+    const m = fl.full([5], 1),
+      mx = fl.full([5], r);
     await pg.allReduce(mx, { op: 'max' }).wait();
     await check('allReduce(max)', mx, () => n - 1);
     await pg.allReduce(m, { op: 'avg' }).wait();
     // Around the ring by send/recv: even ranks send first, so no two ranks wait on each other.
-    const next = (r + 1) % n, prev = (r + n - 1) % n;
-    const out = fl.full([4 + round], r, { dtype: 'i64' }), inn = fl.zeros([4 + round], { dtype: 'i64' });
+    const next = (r + 1) % n,
+      prev = (r + n - 1) % n;
+    const out = fl.full([4 + round], r, { dtype: 'i64' }),
+      inn = fl.zeros([4 + round], { dtype: 'i64' });
     if (r % 2 === 0) {
       await pg.send(out, next).wait();
       await pg.recv(inn, prev).wait();
@@ -68,14 +74,20 @@ async function main() {
     else if (mode === 'p2p') {
       if (pg.rank === 0) await pg.send(fl.ones([10]), 1).wait();
       else if (pg.rank === 1) await pg.recv(fl.zeros([11]), 0).wait();
-      await pg.barrier().wait();  // where rank 0 (whose send went out) learns of it
+      await pg.barrier().wait(); // where rank 0 (whose send went out) learns of it
     }
     console.log(JSON.stringify({ failed: false }));
     process.exit(0);
   } catch (e) {
     const err = e as Error & { code?: string };
     console.log(JSON.stringify({ failed: true, code: err.code, message: err.message, ms: Date.now() - started }));
-    const again = await pg.barrier().wait().then(() => 'ok', (e2: Error & { code?: string }) => e2.code);
+    const again = await pg
+      .barrier()
+      .wait()
+      .then(
+        () => 'ok',
+        (e2: Error & { code?: string }) => e2.code,
+      );
     console.log(JSON.stringify({ again }));
     process.exit(3);
   }

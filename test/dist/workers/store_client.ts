@@ -2,8 +2,15 @@
 import { Store } from '../../../lib/distributed/store';
 
 async function main() {
-  const port = Number(process.env.MASTER_PORT), rank = Number(process.env.RANK);
-  const store = await Store.connect({ host: '127.0.0.1', port, token: process.env.FLOCKML_TOKEN ?? '', isServer: rank === 0, timeoutMs: 20_000 });
+  const port = Number(process.env.MASTER_PORT),
+    rank = Number(process.env.RANK);
+  const store = await Store.connect({
+    host: '127.0.0.1',
+    port,
+    token: process.env.FLOCKML_TOKEN ?? '',
+    isServer: rank === 0,
+    timeoutMs: 20_000,
+  });
   await store.set(`hello/${rank}`, `from ${rank}`);
   const other = await store.get(`hello/${1 - rank}`);
   if (other !== `from ${1 - rank}`) throw new Error(`got ${other}`);

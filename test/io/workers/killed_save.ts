@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   await fl.checkpoint.save(join(dir, 'ckpt'), { model, step: 1 });
   await fl.save({ w: fl.full([1024], 1) }, join(dir, 'plain.safetensors'));
   console.log('saved-first');
-  const big = new fl.nn.Linear(8192, 8192);  // 256 MB of weights: the save takes a while
+  const big = new fl.nn.Linear(8192, 8192); // 256 MB of weights: the save takes a while
   const saving = fl.checkpoint.save(join(dir, 'ckpt'), { model: big, step: 2 });
   const plain = fl.save({ w: fl.full([64 << 20], 2) }, join(dir, 'plain.safetensors'));
   console.log('saving-second');
