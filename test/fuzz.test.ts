@@ -604,11 +604,11 @@ test('every bad input to nn, functional, init and optim throws a coded error nam
 
 test('run-time index errors name the user op: embedding, nllLoss, crossEntropy', () => {
   const cases: Array<[string, () => fl.Tensor]> = [
-    ['embedding', () => F.embedding(fl.tensor([1, 7]), fl.ones([5, 3]))],
-    ['Embedding', () => new nn.Embedding(5, 3).forward(fl.tensor([1, 7]))],
-    ['nllLoss', () => F.nllLoss(fl.zeros([2, 3]), fl.tensor([1, 5]))],
-    ['crossEntropy', () => F.crossEntropy(fl.zeros([2, 3]), fl.tensor([1, 5]))],
-    ['crossEntropy', () => F.crossEntropy(fl.zeros([2, 3]), fl.tensor([1, 5]), { weight: fl.ones([3]) })],
+    ['embedding', () => F.embedding(fl.tensor([1, 7], { dtype: 'i64' }), fl.ones([5, 3]))],
+    ['Embedding', () => new nn.Embedding(5, 3).forward(fl.tensor([1, 7], { dtype: 'i64' }))],
+    ['nllLoss', () => F.nllLoss(fl.zeros([2, 3]), fl.tensor([1, 5], { dtype: 'i64' }))],
+    ['crossEntropy', () => F.crossEntropy(fl.zeros([2, 3]), fl.tensor([1, 5], { dtype: 'i64' }))],
+    ['crossEntropy', () => F.crossEntropy(fl.zeros([2, 3]), fl.tensor([1, 5], { dtype: 'i64' }), { weight: fl.ones([3]) })],
   ];
   for (const [name, make] of cases) {
     const op = name === 'Embedding' ? 'embedding' : name;

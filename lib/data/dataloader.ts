@@ -175,7 +175,10 @@ export class DataLoader<T = unknown, B = Collated<T>> {
 
   /** The sample order of the next epoch (advances the epoch counter). */
   private order(): number[] {
-    if (this.sampler) return [...this.sampler];
+    if (this.sampler) {
+      this.epoch++;
+      return [...this.sampler];
+    }
     const n = this.dataset.length;
     const idx = Array.from({ length: n }, (_, i) => i);
     if (this.shuffle) {

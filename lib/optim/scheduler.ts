@@ -21,17 +21,21 @@ function stateOf(s: object, lastLrs: number[]): SchedulerStateDict {
 }
 
 function restore(op: string, target: object, state: Record<string, unknown>, groups: number): void {
-  if (!state || typeof state !== 'object') throw flockError('ERR_STATE_DICT', op, 'expected a state object');
+  if (!state || typeof state !== 'object' || Array.isArray(state)) throw argError(op, `expected a state object, got ${describe(state)}`);
   if (state.lastEpoch !== undefined && (!Number.isSafeInteger(state.lastEpoch) || (state.lastEpoch as number) < 0))
     throw flockError('ERR_STATE_DICT', op, `lastEpoch must be a non-negative integer, got ${String(state.lastEpoch)}`);
   if (state.baseLrs !== undefined && (!Array.isArray(state.baseLrs) || state.baseLrs.length !== groups))
     throw flockError('ERR_STATE_DICT', op, `baseLrs must hold one lr per parameter group (${groups})`);
-  const own = new Set(Object.keys(target));
-  for (const [k, v] of Object.entries(state)) {
-    if (k === 'optimizer' || k === 'lastLrs' || k === 'schedulers') continue;
-    if (!own.has(k)) throw flockError('ERR_STATE_DICT', op, `unexpected key '${k}' (a state of another scheduler type?)`);
-    (target as Record<string, unknown>)[k] = Array.isArray(v) ? [...v] : v;
+  // Every entry is checked before any is written, so a bad state leaves the scheduler as it was.
+  const own = target as Record<string, unknown>;
+  const entries = Object.entries(state).filter(([k]) => k !== 'optimizer' && k !== 'lastLrs' && k !== 'schedulers');
+  for (const [k, v] of entries) {
+    if (!Object.hasOwn(own, k)) throw flockError('ERR_STATE_DICT', op, `unexpected key '${k}' (a state of another scheduler type?)`);
+    const kind = (x: unknown) => (Array.isArray(x) ? 'array' : x === null ? 'null' : typeof x);
+    if (own[k] !== null && v !== null && kind(own[k]) !== kind(v))
+      throw flockError('ERR_STATE_DICT', op, `'${k}' must be ${kind(own[k])}, got ${describe(v)}`);
   }
+  for (const [k, v] of entries) own[k] = Array.isArray(v) ? [...v] : v;
 }
 
 export abstract class LRScheduler {

@@ -61,7 +61,7 @@ test('keepLast rotation, latest, re-saving a step, and rejected arguments', asyn
   for (const step of [1, 2, 3, 4]) await fl.checkpoint.save(d, { model, step, keepLast: 2 });
   assert.equal(readdirSync(d).sort(), ['step-000000003', 'step-000000004']);
   assert.ok((await fl.checkpoint.latest(d))!.endsWith('step-000000004'));
-  model.weight.copy_(fl.full([2, 3], 5));
+  fl.noGrad(() => model.weight.copy_(fl.full([2, 3], 5)));
   await fl.checkpoint.save(d, { model, step: 4, extra: { again: true } });
   const fresh = new fl.nn.Linear(3, 2);
   const info = await fl.checkpoint.load(d, { model: fresh });

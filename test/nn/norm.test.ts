@@ -83,7 +83,7 @@ test('BatchNorm momentum null keeps the cumulative average of the batch statisti
     rv = Array.from(bn.runningVar?.dataSync() as Float64Array);
   avg(means).forEach((m, c) => assert.ok(Math.abs(rm[c] - m) < 1e-12, `mean ${c}: ${rm[c]} vs ${m}`));
   avg(vars).forEach((v, c) => assert.ok(Math.abs(rv[c] - v) < 1e-12, `var ${c}: ${rv[c]} vs ${v}`));
-  assert.is(Number(bn.getBuffer('numBatchesTracked')?.itemSync()), 3);
+  assert.is(Number(bn.getBuffer('num_batches_tracked')?.itemSync()), 3);
 });
 
 test('norm layer options are checked at construction', () => {

@@ -51,10 +51,20 @@ test('scheduler arguments and state dicts are checked', () => {
   throwsCode(() => new fl.optim.LinearWarmup(opt(), 5, 0), 'ERR_RANGE');
   throwsCode(() => new fl.optim.ChainedScheduler([new fl.optim.StepLR(opt(), 2), new fl.optim.StepLR(opt(), 2)]), 'ERR_ARG');
   const s = new fl.optim.StepLR(opt(), 2);
-  throwsCode(() => s.loadStateDict({ lastEpoch: -1 }), 'ERR_RANGE');
+  throwsCode(() => s.loadStateDict({ lastEpoch: -1 }), 'ERR_STATE_DICT');
   throwsCode(() => s.loadStateDict(null as never), 'ERR_ARG');
   throwsCode(() => s.loadStateDict({ lastEpoch: 1, baseLrs: [1, 2] }), 'ERR_STATE_DICT');
   assert.is(s.lastEpoch, 0);
+});
+
+test('a scheduler state with a late bad entry changes nothing', () => {
+  const s = new fl.optim.StepLR(opt(), 2, 0.5);
+  s.step();
+  const before = JSON.stringify(s.stateDict());
+  const bad = { ...s.stateDict(), lastEpoch: 7, gamma: 'half' } as never;
+  throwsCode(() => s.loadStateDict(bad), 'ERR_STATE_DICT');
+  throwsCode(() => s.loadStateDict({ ...s.stateDict(), lastEpoch: 7, bogus: 1 } as never), 'ERR_STATE_DICT');
+  assert.is(JSON.stringify(s.stateDict()), before);
 });
 
 test.run();
