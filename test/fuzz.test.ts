@@ -10,22 +10,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../lib';
+import { mulberry32 } from '../lib/data/distributed_sampler';
 
 const F = fl.nn.functional;
 const { nn, optim } = fl;
 
 // ---- deterministic generator -------------------------------------------------------------------
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const f32 = (shape: number[]) => fl.ones(shape);
 const disposed = (() => {

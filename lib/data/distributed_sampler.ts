@@ -16,8 +16,8 @@ export interface DistributedSamplerOptions {
   dropLast?: boolean;
 }
 
-// mulberry32: tiny, fast, and the same on every platform (Math.random is not seedable).
-function rng(seed: number): () => number {
+/** mulberry32: a seeded generator in [0, 1), tiny, fast and the same on every platform (Math.random is not seedable). */
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -140,7 +140,7 @@ export class DistributedSampler implements Iterable<number> {
     const n = this.#datasetLength;
     const order = Array.from({ length: n }, (_, i) => i);
     if (this.shuffle) {
-      const rand = rng((this.seed + this.#epoch * 0x9e3779b1) >>> 0);
+      const rand = mulberry32((this.seed + this.#epoch * 0x9e3779b1) >>> 0);
       for (let i = n - 1; i > 0; i--) {
         const j = Math.floor(rand() * (i + 1));
         [order[i], order[j]] = [order[j], order[i]];

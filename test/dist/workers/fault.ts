@@ -5,6 +5,7 @@
  * message as JSON and exit 3.
  */
 import * as fl from '../../../lib/index';
+import { reportFailure } from './report';
 import { initProcessGroup } from '../../../lib/distributed/index';
 
 async function main() {
@@ -30,18 +31,7 @@ async function main() {
     console.log(JSON.stringify({ failed: false }));
     process.exit(0);
   } catch (e) {
-    const err = e as Error & { code?: string };
-    console.log(JSON.stringify({ failed: true, code: err.code, message: err.message, ms: Date.now() - started }));
-    // Later work on the broken group fails at once with the same cause.
-    const again = await pg
-      .barrier()
-      .wait()
-      .then(
-        () => 'ok',
-        (e2: Error & { code?: string }) => e2.code,
-      );
-    console.log(JSON.stringify({ again }));
-    process.exit(3);
+    await reportFailure(pg, e, started);
   }
 }
 

@@ -6,6 +6,7 @@
  * rank 1 receives 11. MODE=mixed: a correct sequence of every collective, checked.
  */
 import * as fl from '../../../lib/index';
+import { reportFailure } from './report';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
 
 async function check(what: string, t: fl.Tensor, want: (i: number) => number): Promise<void> {
@@ -79,17 +80,7 @@ async function main() {
     console.log(JSON.stringify({ failed: false }));
     process.exit(0);
   } catch (e) {
-    const err = e as Error & { code?: string };
-    console.log(JSON.stringify({ failed: true, code: err.code, message: err.message, ms: Date.now() - started }));
-    const again = await pg
-      .barrier()
-      .wait()
-      .then(
-        () => 'ok',
-        (e2: Error & { code?: string }) => e2.code,
-      );
-    console.log(JSON.stringify({ again }));
-    process.exit(3);
+    await reportFailure(pg, e, started);
   }
 }
 
