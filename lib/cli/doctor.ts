@@ -107,7 +107,12 @@ function gpuChecks(): Check[] {
       name: 'nccl',
       status: count > 0 ? 'fail' : 'info',
       detail: `not usable: ${nccl.reason}${nccl.version ? ` (library ${nccl.version} loads)` : ''}`,
-      ...(count > 0 ? { advice: 'install libnccl2 (or the nvidia-nccl-cu12 wheel) and set FLOCKML_NCCL_PATH to libnccl.so.2 if it is not on the loader path' } : {}),
+      ...(count > 0
+        ? {
+            advice:
+              'install libnccl2 (or the nvidia-nccl-cu12 wheel) and set FLOCKML_NCCL_PATH to libnccl.so.2 if it is not on the loader path',
+          }
+        : {}),
     });
   if (count > 1) {
     const p2p = nvidiaSmi(['topo', '-p2p', 'r']);
@@ -118,7 +123,10 @@ function gpuChecks(): Check[] {
         status: blocked ? 'warn' : 'ok',
         detail: `\n${p2p.trim()}`,
         ...(blocked
-          ? { advice: 'some GPU pairs cannot read each other directly: NCCL goes through host memory between them (slower); check the IOMMU/ACS settings or the topology' }
+          ? {
+              advice:
+                'some GPU pairs cannot read each other directly: NCCL goes through host memory between them (slower); check the IOMMU/ACS settings or the topology',
+            }
           : {}),
       });
     }

@@ -240,7 +240,11 @@ export function detectEngine(env: Env = process.env): Engine | null {
 }
 
 /** The token the store needs, and where it came from. */
-export function tokenFor(env: Env, engine: Engine | null, jobId?: string): { token: string; source: DistEnv['tokenSource']; warning?: string } {
+export function tokenFor(
+  env: Env,
+  engine: Engine | null,
+  jobId?: string,
+): { token: string; source: DistEnv['tokenSource']; warning?: string } {
   if (has(env, 'FLOCKML_TOKEN')) return { token: env.FLOCKML_TOKEN!, source: 'set' };
   const id = jobId || env.FLOCKML_JOB_ID;
   if (engine && id) {

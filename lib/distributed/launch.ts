@@ -93,7 +93,8 @@ function checkLaunchOptions(o: LaunchOptions): void {
   if (o.masterPort !== undefined) intOption('launch', 'masterPort (--master-port)', o.masterPort, 1, 65535);
   if (o.killGraceMs !== undefined) intOption('launch', 'killGraceMs', o.killGraceMs, 0);
   if (o.maxRestarts !== undefined) intOption('launch', 'maxRestarts (--max-restarts)', o.maxRestarts, 0, 1_000_000);
-  if (o.restartBackoffMs !== undefined) intOption('launch', 'restartBackoffMs (--restart-backoff-ms)', o.restartBackoffMs, 0, MAX_BACKOFF_MS);
+  if (o.restartBackoffMs !== undefined)
+    intOption('launch', 'restartBackoffMs (--restart-backoff-ms)', o.restartBackoffMs, 0, MAX_BACKOFF_MS);
   if (o.env !== undefined && (o.env === null || typeof o.env !== 'object'))
     throw distError('ERR_ARG', `launch: env must be an object, got ${describe(o.env)}`);
 }

@@ -48,7 +48,10 @@ function checkRanks(pods: Array<{ env: NodeJS.ProcessEnv; nproc?: number }>, exp
     masters.add(`${n.masterAddr}:${n.masterPort}`);
     assert.is(n.tokenSource, 'set');
   }
-  assert.equal([...seen].sort((a, b) => a - b), Array.from({ length: expectWorld }, (_, i) => i));
+  assert.equal(
+    [...seen].sort((a, b) => a - b),
+    Array.from({ length: expectWorld }, (_, i) => i),
+  );
   assert.is(masters.size, 1, [...masters].join());
 }
 
@@ -110,10 +113,14 @@ test('kubectl validates the manifests client-side (where it can)', () => {
     return;
   }
   for (const f of ['indexed-job.yaml', 'pytorchjob.yaml']) {
-    const r = spawnSync('kubectl', ['apply', '--dry-run=client', '--validate=false', '--request-timeout=3s', '-o', 'name', '-f', join(dir, f)], {
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
+    const r = spawnSync(
+      'kubectl',
+      ['apply', '--dry-run=client', '--validate=false', '--request-timeout=3s', '-o', 'name', '-f', join(dir, f)],
+      {
+        encoding: 'utf8',
+        timeout: 30_000,
+      },
+    );
     if (r.status !== 0 && /unable to recognize|connection refused|no such host|timeout/i.test(r.stderr)) {
       // Even a client-side dry run maps kinds to resources through the server's discovery API.
       console.log(`  kubectl: skipped for ${f}: no API server to reach (kubectl apply --dry-run=client needs one for discovery)`);

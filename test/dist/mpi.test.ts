@@ -19,7 +19,8 @@ const hasMpirun = spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).statu
 function cleanEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env))
-    if (!/^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|FLOCKML_TOKEN|FLOCKML_ENGINE|SLURM_.*|OMPI_.*|PMI_.*|PMIX_.*)$/.test(k)) env[k] = v;
+    if (!/^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|FLOCKML_TOKEN|FLOCKML_ENGINE|SLURM_.*|OMPI_.*|PMI_.*|PMIX_.*)$/.test(k))
+      env[k] = v;
   return { ...env, STEPS: '8', ...extra };
 }
 
@@ -33,7 +34,21 @@ test('mpirun -np 2 trains a DDP run without the flockml launcher', () => {
     const port = String(freePort());
     const r = spawnSync(
       'mpirun',
-      ['--allow-run-as-root', '--oversubscribe', '-np', '2', '-x', 'MASTER_PORT', '-x', 'OUT', '-x', 'STEPS', tsNode[0], ...tsNode.slice(1), worker],
+      [
+        '--allow-run-as-root',
+        '--oversubscribe',
+        '-np',
+        '2',
+        '-x',
+        'MASTER_PORT',
+        '-x',
+        'OUT',
+        '-x',
+        'STEPS',
+        tsNode[0],
+        ...tsNode.slice(1),
+        worker,
+      ],
       { encoding: 'utf8', timeout: 90_000, env: cleanEnv({ MASTER_PORT: port, OUT: join(dir, 'mpi') }) },
     );
     const log = r.stdout + r.stderr;
@@ -47,7 +62,10 @@ test('mpirun -np 2 trains a DDP run without the flockml launcher', () => {
       env: cleanEnv({ OUT: join(dir, 'launch') }),
     });
     assert.is(ref.status, 0, ref.stdout + ref.stderr);
-    assert.ok(readFileSync(join(dir, 'mpi'), 'utf8') === readFileSync(join(dir, 'launch'), 'utf8'), 'mpirun and flockml launch trained differently');
+    assert.ok(
+      readFileSync(join(dir, 'mpi'), 'utf8') === readFileSync(join(dir, 'launch'), 'utf8'),
+      'mpirun and flockml launch trained differently',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -58,12 +76,31 @@ test('mpirun --npernode 1 runs one flockml launch per node, which starts the loc
   // Two "nodes" on this host: each launcher is an MPI rank, its node rank; 2 local ranks each.
   const r = spawnSync(
     'mpirun',
-    ['--allow-run-as-root', '--oversubscribe', '-np', '2', '-x', 'MASTER_PORT', '-x', 'FLOCKML_TOKEN', '-x', 'STEPS', tsNode[0], ...tsNode.slice(1), cli, 'launch', '--nproc-per-node', '2', worker],
+    [
+      '--allow-run-as-root',
+      '--oversubscribe',
+      '-np',
+      '2',
+      '-x',
+      'MASTER_PORT',
+      '-x',
+      'FLOCKML_TOKEN',
+      '-x',
+      'STEPS',
+      tsNode[0],
+      ...tsNode.slice(1),
+      cli,
+      'launch',
+      '--nproc-per-node',
+      '2',
+      worker,
+    ],
     { encoding: 'utf8', timeout: 90_000, env: cleanEnv({ MASTER_PORT: String(freePort()), FLOCKML_TOKEN: 'mpi-test' }) },
   );
   const log = r.stdout + r.stderr;
   assert.is(r.status, 0, log);
-  for (const rank of [0, 1, 2, 3]) assert.match(log, new RegExp(`\\[${rank}\\] done engine=torchrun rank=${rank} world=4 local=${rank % 2} token=set`));
+  for (const rank of [0, 1, 2, 3])
+    assert.match(log, new RegExp(`\\[${rank}\\] done engine=torchrun rank=${rank} world=4 local=${rank % 2} token=set`));
 });
 
 test.run();

@@ -26,7 +26,7 @@ function run(name: string, extra: string[], env: NodeJS.ProcessEnv = {}) {
 }
 
 // A small seeded generator: the kill step differs per seed and is the same on every run.
-const killStep = (seed: number) => 1 + ((seed * 2654435761) % 2 ** 32) % (STEPS - 2);
+const killStep = (seed: number) => 1 + (((seed * 2654435761) % 2 ** 32) % (STEPS - 2));
 
 test('a rank killed at a random step: the launcher restarts, the run resumes and ends bit-identical', () => {
   try {
@@ -34,7 +34,10 @@ test('a rank killed at a random step: the launcher restarts, the run resumes and
     assert.is(ref.status, 0, ref.stdout + ref.stderr);
     for (const seed of [1, 2, 3]) {
       const at = killStep(seed);
-      const r = run(`seed${seed}`, ['--max-restarts', '2', '--restart-backoff-ms', '50'], { KILL_AT: String(at), KILL_RANK: String(seed % 2) });
+      const r = run(`seed${seed}`, ['--max-restarts', '2', '--restart-backoff-ms', '50'], {
+        KILL_AT: String(at),
+        KILL_RANK: String(seed % 2),
+      });
       const log = `seed ${seed}, kill at step ${at}:\n${r.stdout}${r.stderr}`;
       assert.is(r.status, 0, log);
       assert.match(r.stderr, /exited with SIGKILL/, log);
@@ -53,7 +56,19 @@ test('without --max-restarts a failure ends the job; restarts are bounded', () =
   try {
     const r = spawnSync(
       tsx,
-      [cli, 'launch', '--nproc-per-node', '2', '--master-port', String(freePort()), '--max-restarts', '1', '--restart-backoff-ms', '10', join(__dirname, 'workers', 'exit_code.ts')],
+      [
+        cli,
+        'launch',
+        '--nproc-per-node',
+        '2',
+        '--master-port',
+        String(freePort()),
+        '--max-restarts',
+        '1',
+        '--restart-backoff-ms',
+        '10',
+        join(__dirname, 'workers', 'exit_code.ts'),
+      ],
       { encoding: 'utf8', timeout: 60_000, env: { ...process.env, CKPT_DIR: dir } },
     );
     assert.is(r.status, 7, r.stdout + r.stderr);

@@ -19,7 +19,8 @@ const started: ChildProcess[] = [];
 function cleanEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env))
-    if (!/^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|FLOCKML_TOKEN|FLOCKML_ENGINE|SLURM_.*|OMPI_.*|PMI_.*|PMIX_.*)$/.test(k)) env[k] = v;
+    if (!/^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|FLOCKML_TOKEN|FLOCKML_ENGINE|SLURM_.*|OMPI_.*|PMI_.*|PMIX_.*)$/.test(k))
+      env[k] = v;
   return { ...env, STEPS: '8', ...extra };
 }
 
@@ -29,14 +30,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function startCluster(): Promise<{ conf: string } | { why: string }> {
   if (process.env.FLOCKML_TEST_SIMULATE_SLURM) return { why: 'FLOCKML_TEST_SIMULATE_SLURM is set' };
   const which = (b: string) => spawnSync('sh', ['-c', `command -v ${b}`]).status === 0;
-  for (const b of ['munged', 'slurmctld', 'slurmd', 'srun', 'sinfo']) if (!which(b)) return { why: `${b} not found (apt-get install slurm-wlm munge)` };
+  for (const b of ['munged', 'slurmctld', 'slurmd', 'srun', 'sinfo'])
+    if (!which(b)) return { why: `${b} not found (apt-get install slurm-wlm munge)` };
   if (process.getuid?.() !== 0) return { why: 'not root: slurmd needs root to start job steps' };
   if (!existsSync('/etc/munge/munge.key')) return { why: 'no /etc/munge/munge.key' };
   const m = join(dir, 'munge');
   for (const d of [m, join(dir, 'state'), join(dir, 'spool')]) mkdirSync(d, { recursive: true });
   copyFileSync('/etc/munge/munge.key', join(m, 'key'));
   chmodSync(join(m, 'key'), 0o600);
-  const munge = spawnSync('munged', ['--force', `--key-file=${m}/key`, `--socket=${m}/sock`, `--pid-file=${m}/pid`, `--log-file=${m}/log`, `--seed-file=${m}/seed`], { encoding: 'utf8' });
+  const munge = spawnSync(
+    'munged',
+    ['--force', `--key-file=${m}/key`, `--socket=${m}/sock`, `--pid-file=${m}/pid`, `--log-file=${m}/log`, `--seed-file=${m}/seed`],
+    { encoding: 'utf8' },
+  );
   if (munge.status !== 0) return { why: `munged did not start: ${munge.stderr.trim()}` };
   const host = hostname().split('.')[0];
   const cpus = /CPUs=(\d+)/.exec(spawnSync('slurmd', ['-C'], { encoding: 'utf8' }).stdout)?.[1] ?? '2';
@@ -81,7 +87,8 @@ async function startCluster(): Promise<{ conf: string } | { why: string }> {
     started.push(p);
   }
   for (const deadline = Date.now() + 20_000; Date.now() < deadline; await sleep(300)) {
-    if (started.some((p) => p.exitCode !== null)) return { why: `a daemon exited: ${log.join('').trim().split('\n').slice(-3).join(' | ')}` };
+    if (started.some((p) => p.exitCode !== null))
+      return { why: `a daemon exited: ${log.join('').trim().split('\n').slice(-3).join(' | ')}` };
     const s = spawnSync('sinfo', ['-h', '-o', '%T'], { env, encoding: 'utf8' });
     if (/^idle/m.test(s.stdout)) return { conf };
   }
