@@ -1,16 +1,20 @@
 #!/usr/bin/env node
 /**
  * The flockml command line.
- *   flockml launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] script.ts [args...]
+ *   flockml launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P]
+ *                  [--max-restarts K --restart-backoff-ms B] script.ts [args...]
  *   flockml info
+ *   flockml doctor [--json]
  */
 import { launch } from '../distributed/launch';
 import { distError } from '../distributed/errors';
 import { didYouMean } from '../errors';
 
 const USAGE = `usage:
-  flockml launch --nproc-per-node N [--nnodes M] [--node-rank R] [--master-addr A] [--master-port P] script [args...]
-  flockml info`;
+  flockml launch --nproc-per-node N [--nnodes M] [--node-rank R] [--master-addr A] [--master-port P]
+                 [--max-restarts K] [--restart-backoff-ms B] script [args...]
+  flockml info
+  flockml doctor [--json]`;
 
 function parseLaunch(argv: string[]): Parameters<typeof launch>[0] {
   const opts: Record<string, string> = {};
@@ -23,14 +27,15 @@ function parseLaunch(argv: string[]): Parameters<typeof launch>[0] {
   }
   const script = argv[i];
   if (!script) throw distError('ERR_ARG', 'launch: no script given');
-  const known = ['nproc-per-node', 'nnodes', 'node-rank', 'master-addr', 'master-port'];
+  const known = ['nproc-per-node', 'nnodes', 'node-rank', 'master-addr', 'master-port', 'max-restarts', 'restart-backoff-ms'];
   for (const k of Object.keys(opts)) {
     if (known.includes(k)) continue;
     const guess = didYouMean(k, known);
     throw distError('ERR_ARG', `launch: unknown option --${k}${guess ? ` (did you mean --${guess}?)` : ''}`);
   }
-  const num = (k: string, d: number) => {
-    if (opts[k] === undefined) return d;
+  // Absent flags stay undefined: the engine's environment (Slurm, MPI, Kubernetes) fills them in.
+  const num = (k: string) => {
+    if (opts[k] === undefined) return undefined;
     const v = Number(opts[k]);
     if (!Number.isInteger(v)) throw distError('ERR_ARG', `launch: --${k} must be an integer, got ${opts[k]}`);
     return v;
@@ -38,11 +43,13 @@ function parseLaunch(argv: string[]): Parameters<typeof launch>[0] {
   return {
     script,
     args: argv.slice(i + 1),
-    nprocPerNode: num('nproc-per-node', 1),
-    nnodes: num('nnodes', 1),
-    nodeRank: num('node-rank', 0),
+    nprocPerNode: num('nproc-per-node'),
+    nnodes: num('nnodes'),
+    nodeRank: num('node-rank'),
     masterAddr: opts['master-addr'],
-    masterPort: opts['master-port'] === undefined ? undefined : num('master-port', 29500),
+    masterPort: num('master-port'),
+    maxRestarts: num('max-restarts'),
+    restartBackoffMs: num('restart-backoff-ms'),
   };
 }
 
@@ -51,6 +58,24 @@ async function info(): Promise<number> {
   const { native } = await import('../native');
   const build = native.buildInfo();
   const nccl = native.ncclInfo();
+  const { detectEngine, readEnv } = await import('../distributed/env');
+  const engine = detectEngine();
+  let placement: Record<string, unknown> | null = null;
+  if (engine) {
+    try {
+      const e = readEnv();
+      placement = {
+        rank: e.rank,
+        worldSize: e.worldSize,
+        localRank: e.localRank,
+        masterAddr: e.masterAddr,
+        masterPort: e.masterPort,
+        token: e.tokenSource,
+      };
+    } catch (e) {
+      placement = { error: (e as Error).message };
+    }
+  }
   const devices = ['cpu', ...Array.from({ length: native.gpuDeviceCount() }, (_, i) => `cuda:${i} (${native.gpuDeviceName(i)})`)];
   console.log(
     JSON.stringify(
@@ -63,6 +88,8 @@ async function info(): Promise<number> {
           : { found: false, reason: nccl.reason, ...(nccl.version ? { version: nccl.version } : {}) },
         build,
         node: process.version,
+        // Which engine's variables initProcessGroup would read here, and what they say.
+        engine: engine ? { name: engine, ...placement } : null,
       },
       null,
       2,
@@ -75,6 +102,10 @@ async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === 'launch') return launch(parseLaunch(rest));
   if (cmd === 'info') return info();
+  if (cmd === 'doctor') {
+    const { doctor } = await import('./doctor');
+    return doctor(rest);
+  }
   console.error(USAGE);
   return cmd === undefined || cmd === '--help' || cmd === '-h' ? 0 : 2;
 }

@@ -256,6 +256,8 @@ export async function initProcessGroup(options: InitOptions = {}): Promise<Proce
   if (options.env !== undefined && (options.env === null || typeof options.env !== 'object'))
     throw distError('ERR_ARG', `${op}: env must be an object of environment variables`);
   const env = readEnv(options.env);
+  // Once per job (rank 0), e.g. a store token derived from the engine's job id.
+  if (env.rank === 0) for (const w of env.warnings) process.emitWarning(w, 'FlockmlWarning');
   const device = options.device ?? env.localRank;
   if (!Number.isInteger(device) || device < 0)
     throw distError('ERR_ARG', `distributed.initProcessGroup: device must be a CUDA device index, got ${String(device)}`);
