@@ -3,6 +3,7 @@
  * The flockml command line.
  *   flockml launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] script.ts [args...]
  *   flockml info
+ *   flockml trace merge a.json b.json -o out.json
  */
 import { launch } from '../distributed/launch';
 import { distError } from '../distributed/errors';
@@ -10,7 +11,8 @@ import { didYouMean } from '../errors';
 
 const USAGE = `usage:
   flockml launch --nproc-per-node N [--nnodes M] [--node-rank R] [--master-addr A] [--master-port P] script [args...]
-  flockml info`;
+  flockml info
+  flockml trace merge a.json b.json [...] -o out.json`;
 
 function parseLaunch(argv: string[]): Parameters<typeof launch>[0] {
   const opts: Record<string, string> = {};
@@ -75,6 +77,7 @@ async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === 'launch') return launch(parseLaunch(rest));
   if (cmd === 'info') return info();
+  if (cmd === 'trace') return (await import('./trace')).trace(rest);
   console.error(USAGE);
   return cmd === undefined || cmd === '--help' || cmd === '-h' ? 0 : 2;
 }

@@ -8,7 +8,7 @@ import { flockError, checkOptions, argError, describe } from '../errors';
 import { native } from '../native';
 import { checkBool, checkInt } from '../validate';
 import type { NativeTensor } from '../../types/native';
-import { KeyAverages, keyAverages } from './key_averages';
+import { type KeyAverages, keyAverages } from './key_averages';
 import { type ChromeTrace, type TraceEvent, TID_COMM, TID_HOST, metadataEvents, streamTid, writeTrace } from './trace';
 
 export type Activity = 'cpu' | 'cuda' | 'comm';
