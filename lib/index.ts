@@ -94,3 +94,4 @@ export { save, saveSync, load, loadSync } from './io/safetensors';
 export * as io from './io/index';
 export * as checkpoint from './io/checkpoint';
 export * as profiler from './profiler/index';
+export * as utils from './utils/index';

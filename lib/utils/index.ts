@@ -1,0 +1,2 @@
+/** fl.utils: watching a run — a progress bar and TensorBoard event files. */
+export { progress, Progress, type ProgressOptions } from './progress';
