@@ -33,7 +33,7 @@ function cnn(): Model {
   );
 }
 
-async function msPerStep(model: Model, opt: fl.optim.Optimizer, x: fl.Tensor, y: fl.Tensor): Promise<number> {
+async function msPerStep(model: Model, opt: fl.optim.Adam, x: fl.Tensor, y: fl.Tensor): Promise<number> {
   const blocks: number[] = [];
   for (let b = 0; b < BLOCKS; b++) {
     const t0 = performance.now();

@@ -15,7 +15,7 @@ function smallCnn() {
   return new nn.Sequential(new nn.Conv2d(1, 4, 3), new nn.ReLU(), new nn.MaxPool2d(2), new nn.Flatten(), new nn.Linear(4 * 13 * 13, 10));
 }
 
-function trainStep(model: ReturnType<typeof smallCnn>, opt: fl.optim.Optimizer, x: fl.Tensor, y: fl.Tensor): void {
+function trainStep(model: ReturnType<typeof smallCnn>, opt: fl.optim.Adam, x: fl.Tensor, y: fl.Tensor): void {
   fl.tidy(() => {
     const l = fl.nn.functional.crossEntropy(model.forward(x), y);
     opt.zeroGrad();
