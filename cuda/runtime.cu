@@ -2,7 +2,6 @@
 // flock::Stream, and the stream-ordered allocator. Loading never touches the driver: static
 // initialisers only fill tables; streams and pools are made on first use.
 #include <cuda_runtime.h>
-#include <nvtx3/nvToolsExt.h>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -16,6 +15,10 @@
 #include "context.h"
 #include "gpu_runtime.h"
 #include "profiler.h"
+
+// cuda/nvtx.cu
+void flockml_nvtx_push(const char* name);
+void flockml_nvtx_pop();
 
 namespace flock::cuda {
 namespace {
@@ -534,8 +537,8 @@ const bool registered = [] {
   rt.version = version;
   register_stream_factory(DeviceType::CUDA, make_stream);
   register_allocator(DeviceType::CUDA, &g_allocator);
-  profiler::range_hooks().push = [](const char* name) { nvtxRangePushA(name); };
-  profiler::range_hooks().pop = [] { nvtxRangePop(); };
+  profiler::range_hooks().push = flockml_nvtx_push;
+  profiler::range_hooks().pop = flockml_nvtx_pop;
   return true;
 }();
 
