@@ -14,6 +14,11 @@
 #include "common.cuh"
 #include "context.h"
 #include "gpu_runtime.h"
+#include "profiler.h"
+
+// cuda/nvtx.cu
+void flockml_nvtx_push(const char* name);
+void flockml_nvtx_pop();
 
 namespace flock::cuda {
 namespace {
@@ -157,6 +162,17 @@ class CudaStream final : public Stream {
     CudaStream* prev = t_stream;
     t_stream = this;
     std::optional<StreamError> err;
+    // Profiling: a timing event pair around the task's launches, read back when the profiler drains.
+    cudaEvent_t t0 = nullptr;
+    int64_t enqueued_ns = 0;
+    if (profiler::enabled()) {
+      enqueued_ns = profiler::now_ns();
+      if (cudaEventCreate(&t0) != cudaSuccess || cudaEventRecord(t0, stream_) != cudaSuccess) {
+        cudaGetLastError();
+        if (t0) cudaEventDestroy(t0);
+        t0 = nullptr;
+      }
+    }
     try {
       task();
     } catch (const Error& e) {
@@ -167,6 +183,7 @@ class CudaStream final : public Stream {
       err = StreamError{Code::Internal, op_message(op, e.what())};
     }
     last_op_ = op;
+    if (t0) record_interval(op, enqueued_ns, t0);
     if (err) {
       std::lock_guard<std::mutex> lk(m_);
       if (!error_) error_ = std::move(err);
@@ -227,6 +244,57 @@ class CudaStream final : public Stream {
   }
 
  private:
+  // Maps event times to the profiler's clock: an event recorded once per profiling session and
+  // waited for, with the host time at which the wait returned (accurate to the wait's latency).
+  struct ClockBase {
+    cudaEvent_t event = nullptr;
+    int64_t host_ns = 0;
+    ~ClockBase() {
+      if (event) cudaEventDestroy(event);
+    }
+  };
+
+  std::shared_ptr<ClockBase> clock_base() {
+    if (base_ && base_generation_ == profiler::generation()) return base_;
+    auto b = std::make_shared<ClockBase>();
+    if (cudaEventCreate(&b->event) != cudaSuccess || cudaEventRecord(b->event, stream_) != cudaSuccess ||
+        cudaEventSynchronize(b->event) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    b->host_ns = profiler::now_ns();
+    base_ = b;
+    base_generation_ = profiler::generation();
+    return base_;
+  }
+
+  void record_interval(const char* op, int64_t enqueued_ns, cudaEvent_t t0) {
+    cudaEvent_t t1 = nullptr;
+    std::shared_ptr<ClockBase> base = clock_base();
+    if (!base || cudaEventCreate(&t1) != cudaSuccess || cudaEventRecord(t1, stream_) != cudaSuccess) {
+      cudaGetLastError();
+      cudaEventDestroy(t0);
+      if (t1) cudaEventDestroy(t1);
+      return;
+    }
+    profiler::record_pending({op, "cuda:" + std::to_string(device_), enqueued_ns, 0, 0},
+                             [base, t0, t1](profiler::KernelRecord& r) {
+                               float ms0 = 0, ms1 = 0;
+                               bool ok = cudaEventSynchronize(t1) == cudaSuccess &&
+                                         cudaEventElapsedTime(&ms0, base->event, t0) == cudaSuccess &&
+                                         cudaEventElapsedTime(&ms1, base->event, t1) == cudaSuccess;
+                               if (!ok) cudaGetLastError();
+                               r.start_ns = base->host_ns + static_cast<int64_t>(double(ms0) * 1e6);
+                               r.end_ns = base->host_ns + static_cast<int64_t>(double(ms1) * 1e6);
+                               cudaEventDestroy(t0);
+                               cudaEventDestroy(t1);
+                               return ok;
+                             });
+  }
+
+  std::shared_ptr<ClockBase> base_;
+  uint64_t base_generation_ = 0;
+
   static constexpr int kFaultSlots = 256;
   static constexpr size_t kCapacity = 1024;
   static constexpr size_t kStagingMin = size_t(1) << 20;
@@ -469,6 +537,8 @@ const bool registered = [] {
   rt.version = version;
   register_stream_factory(DeviceType::CUDA, make_stream);
   register_allocator(DeviceType::CUDA, &g_allocator);
+  profiler::range_hooks().push = flockml_nvtx_push;
+  profiler::range_hooks().pop = flockml_nvtx_pop;
   return true;
 }();
 

@@ -1,4 +1,4 @@
-/** Shared parts of the Fashion-MNIST examples: arguments, progress line, training and evaluation. */
+/** Shared parts of the Fashion-MNIST examples: arguments, training (with a progress bar) and evaluation. */
 import * as fl from '../lib';
 
 export function parseArgs(argv = process.argv.slice(2)): { epochs: number; limit?: number } {
@@ -9,20 +9,6 @@ export function parseArgs(argv = process.argv.slice(2)): { epochs: number; limit
   const epochs = get('epochs') ?? 1;
   if (!Number.isInteger(epochs) || epochs < 1) throw new RangeError(`--epochs must be a positive integer, got ${epochs}`);
   return { epochs, limit: get('limit') };
-}
-
-/** A single-line progress display, only when stderr is a terminal. */
-export function progress(total: number): (step: number, loss: number) => void {
-  const started = Date.now();
-  const tty = process.stderr.isTTY;
-  return (step, loss) => {
-    if (!tty) return;
-    const secs = (Date.now() - started) / 1000;
-    const rate = step / Math.max(secs, 1e-9);
-    const eta = (total - step) / Math.max(rate, 1e-9);
-    process.stderr.write(`\rstep ${step}/${total}  loss ${loss.toFixed(4)}  ${rate.toFixed(1)} steps/s  ETA ${eta.toFixed(0)}s   `);
-    if (step === total) process.stderr.write('\n');
-  };
 }
 
 type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
@@ -60,13 +46,13 @@ export async function train(
   const train = fl.datasets.fashionMNIST({ split: 'train', limit });
   const loader = new fl.data.DataLoader(train, { batchSize, shuffle: true, seed: 0 });
   const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
-  const show = progress(loader.length * epochs);
   model.train();
   let steps = 0,
     lastLoss = NaN;
   const started = performance.now();
   for (let e = 0; e < epochs; e++) {
-    for await (const [x, y] of loader) {
+    const bar = fl.utils.progress(loader, { desc: `epoch ${e + 1}/${epochs}` });
+    for await (const [x, y] of bar) {
       const loss = fl.tidy(() => {
         const l = fl.nn.functional.crossEntropy(model.forward(normalize(x)), y);
         opt.zeroGrad();
@@ -78,7 +64,7 @@ export async function train(
       // Reading the loss is a sync point: only now and then, so the queue stays full.
       if (steps % 50 === 0 || steps === loader.length * epochs) {
         lastLoss = await loss.item();
-        show(steps, lastLoss);
+        bar.setPostfix({ loss: lastLoss });
       }
       loss.dispose();
       x.dispose();

@@ -8,7 +8,7 @@
  * Rank 0 prints, as its last line, one JSON object with the test accuracy.
  */
 import * as fl from '../lib';
-import { cnn, evaluate, normalize, parseArgs, progress } from './common';
+import { cnn, evaluate, normalize, parseArgs } from './common';
 
 async function main(): Promise<void> {
   const { epochs, limit } = parseArgs();
@@ -24,14 +24,14 @@ async function main(): Promise<void> {
   const train = fl.datasets.fashionMNIST({ split: 'train', limit });
   const sampler = new fl.data.DistributedSampler(train, { seed: 0 });
   const loader = new fl.data.DataLoader(train, { batchSize, sampler });
-  const show = pg.rank === 0 ? progress(loader.length * epochs) : () => undefined;
   let steps = 0,
     waited = 0; // after backward, for the allreduces (and for slower ranks)
   const started = performance.now();
   model.train();
   for (let e = 0; e < epochs; e++) {
     sampler.setEpoch(e);
-    for await (const [x, y] of loader) {
+    const bar = fl.utils.progress(loader, { desc: `epoch ${e + 1}/${epochs}`, rank0Only: true });
+    for await (const [x, y] of bar) {
       const loss = fl.tidy(() => {
         const l = fl.nn.functional.crossEntropy(ddp.forward(normalize(x)), y);
         opt.zeroGrad();
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
       fl.tidy(() => opt.step());
       steps++;
       waited += ddp.lastStep?.exposedMs ?? 0;
-      if (steps % 50 === 0) show(steps, await loss.item());
+      if (steps % 50 === 0) bar.setPostfix({ loss: await loss.item() });
       loss.dispose();
       x.dispose();
       y.dispose();

@@ -1,6 +1,6 @@
 /**
  * Fashion-MNIST with a two-layer MLP on the CPU: Flatten → Linear(784,128) → ReLU → Linear(128,10),
- * Adam lr 1e-3, batch 100. Prints a progress line on a terminal and, last, one JSON line.
+ * Adam lr 1e-3, batch 100. Shows a progress bar (log lines off a terminal) and, last, one JSON line.
  *   npm run example:mlp -- --epochs 1
  */
 import * as fl from '../lib';

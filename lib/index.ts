@@ -93,3 +93,5 @@ export { DistributedSampler, type DistributedSamplerOptions } from './data/distr
 export { save, saveSync, load, loadSync } from './io/safetensors';
 export * as io from './io/index';
 export * as checkpoint from './io/checkpoint';
+export * as profiler from './profiler/index';
+export * as utils from './utils/index';

@@ -323,3 +323,25 @@ export interface NativeAddon {
 }
 
 export type NativeErrorClass = new (code: never, message: string) => Error;
+
+// ---- profiler (cpp/bindings/profiler.cc) ----
+/** Stream intervals recorded since the last drain, as columns: `times` holds (enqueue, start, end) per record, µs since the Unix epoch. */
+export interface NativeProfilerRecords {
+  ops: string[];
+  streams: string[];
+  times: Float64Array;
+}
+
+export interface NativeAddon {
+  /** Starts recording every task's interval on every stream, discarding earlier records. */
+  profilerStart(): void;
+  profilerStop(): void;
+  profilerEnabled(): boolean;
+  /** Moves out the records so far; waits for CUDA timing events of recorded work. */
+  profilerDrain(): NativeProfilerRecords;
+  /** The profiler's clock: µs since the Unix epoch. */
+  profilerNow(): number;
+  /** Opens a named range on the device timeline (NVTX where CUDA is compiled in). */
+  profilerRangePush(name: string): void;
+  profilerRangePop(): void;
+}

@@ -32,6 +32,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   register_dist_exports(env, exports);
   register_ready_exports(env, exports);
   register_io_exports(env, exports);
+  register_profiler_exports(env, exports);
 }
 
 Addon::~Addon() {

@@ -1,5 +1,6 @@
 #include "stream.h"
 #include <new>
+#include "../profiler.h"
 
 namespace flock::cpu {
 
@@ -23,7 +24,7 @@ void CpuStream::enqueue(const char* op, std::function<void()> task) {
     --producers_waiting_;
   }
   if (stopping_) fail(Code::Internal, op, ": the CPU stream is shutting down");
-  queue_.push_back({op, std::move(task)});
+  queue_.push_back({op, std::move(task), profiler::enabled() ? profiler::now_ns() : 0});
   const bool wake = worker_idle_;
   lk.unlock();
   if (wake) has_work_.notify_one();
@@ -88,6 +89,7 @@ void CpuStream::loop() {
     // Before the task, so the host refills the queue while the worker is still busy.
     for (auto& r : ready) r();
     std::optional<StreamError> err;
+    const int64_t start_ns = task.enqueued_ns != 0 ? profiler::now_ns() : 0;
     try {
       task.fn();
     } catch (const Error& e) {
@@ -97,6 +99,7 @@ void CpuStream::loop() {
     } catch (const std::exception& e) {
       err = StreamError{Code::Internal, op_message(task.op, e.what())};
     }
+    if (start_ns != 0) profiler::record({task.op, "cpu", task.enqueued_ns, start_ns, profiler::now_ns()});
     task.fn = nullptr;  // drop captured storages now, not when the next task arrives
     if (err) {
       std::lock_guard<std::mutex> lk(m_);

@@ -24,6 +24,7 @@ class CpuStream final : public Stream {
   struct Task {
     const char* op;
     std::function<void()> fn;
+    int64_t enqueued_ns = 0;  // nonzero only when queued while profiling
   };
   struct Waiter {
     size_t low_watermark;

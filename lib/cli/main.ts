@@ -5,6 +5,7 @@
  *                  [--max-restarts K --restart-backoff-ms B] script.ts [args...]
  *   flockml info
  *   flockml doctor [--json]
+ *   flockml trace merge a.json b.json -o out.json
  */
 import { launch } from '../distributed/launch';
 import { distError } from '../distributed/errors';
@@ -14,7 +15,8 @@ const USAGE = `usage:
   flockml launch --nproc-per-node N [--nnodes M] [--node-rank R] [--master-addr A] [--master-port P]
                  [--max-restarts K] [--restart-backoff-ms B] script [args...]
   flockml info
-  flockml doctor [--json]`;
+  flockml doctor [--json]
+  flockml trace merge a.json b.json [...] -o out.json`;
 
 function parseLaunch(argv: string[]): Parameters<typeof launch>[0] {
   const opts: Record<string, string> = {};
@@ -106,6 +108,7 @@ async function main(argv: string[]): Promise<number> {
     const { doctor } = await import('./doctor');
     return doctor(rest);
   }
+  if (cmd === 'trace') return (await import('./trace')).trace(rest);
   console.error(USAGE);
   return cmd === undefined || cmd === '--help' || cmd === '-h' ? 0 : 2;
 }

@@ -1,0 +1,104 @@
+/** Chrome trace-event JSON: the format Perfetto and chrome://tracing open. Times are µs since the Unix epoch. */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { flockError } from '../errors';
+
+/** One trace event: "X" complete, "C" counter, "M" metadata, "i" instant. */
+export interface TraceEvent {
+  name: string;
+  ph: 'X' | 'C' | 'M' | 'i';
+  pid: number;
+  tid: number;
+  ts: number;
+  dur?: number;
+  cat?: string;
+  s?: 'g' | 'p' | 't';
+  args?: Record<string, unknown>;
+}
+
+export interface ChromeTrace {
+  traceEvents: TraceEvent[];
+  displayTimeUnit: 'ms' | 'ns';
+  otherData?: Record<string, unknown>;
+}
+
+/** Thread ids within one rank's process: fixed for the host and the CPU stream, then per CUDA device. */
+export const TID_HOST = 0;
+export const TID_COMM = 1;
+export const TID_CPU_STREAM = 2;
+const TID_CUDA_BASE = 10;
+
+export function streamTid(stream: string): number {
+  if (stream === 'cpu') return TID_CPU_STREAM;
+  const m = /^cuda:(\d+)$/.exec(stream);
+  return m ? TID_CUDA_BASE + Number(m[1]) : TID_CPU_STREAM;
+}
+
+export function threadName(tid: number): string {
+  if (tid === TID_HOST) return 'host (JS thread)';
+  if (tid === TID_COMM) return 'communication';
+  if (tid === TID_CPU_STREAM) return 'stream cpu';
+  return `stream cuda:${tid - TID_CUDA_BASE}`;
+}
+
+/** Process and thread name records so the viewer labels each rank and stream. */
+export function metadataEvents(pid: number, tids: Iterable<number>): TraceEvent[] {
+  const out: TraceEvent[] = [
+    { name: 'process_name', ph: 'M', pid, tid: 0, ts: 0, args: { name: `rank ${pid}` } },
+    { name: 'process_sort_index', ph: 'M', pid, tid: 0, ts: 0, args: { sort_index: pid } },
+  ];
+  for (const tid of tids) {
+    out.push({ name: 'thread_name', ph: 'M', pid, tid, ts: 0, args: { name: threadName(tid) } });
+    out.push({ name: 'thread_sort_index', ph: 'M', pid, tid, ts: 0, args: { sort_index: tid } });
+  }
+  return out;
+}
+
+/** Reads a trace written by exportChromeTrace (or any JSON with a traceEvents array, or a bare event array). */
+export function readTrace(path: string): ChromeTrace {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw flockError('ERR_IO', 'trace merge', `cannot read ${path}: ${(e as Error).message}`);
+  }
+  if (Array.isArray(parsed)) return { traceEvents: parsed as TraceEvent[], displayTimeUnit: 'ms' };
+  if (parsed === null || typeof parsed !== 'object' || !Array.isArray((parsed as ChromeTrace).traceEvents))
+    throw flockError('ERR_FORMAT', 'trace merge', `${path} is not a Chrome trace (no traceEvents array)`);
+  return parsed as ChromeTrace;
+}
+
+/**
+ * Merges per-rank traces into one: each input keeps its pid (its rank); an input whose pid is
+ * already taken by an earlier one is moved to the next free pid, so two files from one rank stay
+ * apart. Times are already on one clock (µs since the epoch), so nothing is shifted.
+ */
+export function mergeTraces(traces: ChromeTrace[]): ChromeTrace {
+  const used = new Set<number>();
+  const events: TraceEvent[] = [];
+  const ranks: unknown[] = [];
+  for (const t of traces) {
+    const pids = [...new Set(t.traceEvents.map((e) => e.pid))];
+    const remap = new Map<number, number>();
+    for (const pid of pids) {
+      let to = pid;
+      while (used.has(to)) to++;
+      remap.set(pid, to);
+    }
+    for (const to of remap.values()) used.add(to);
+    for (const e of t.traceEvents) {
+      const pid = remap.get(e.pid) ?? e.pid;
+      const renamed = e.ph === 'M' && e.name === 'process_name' && pid !== e.pid ? { ...e.args, name: `rank ${pid}` } : e.args;
+      events.push({ ...e, pid, ...(renamed ? { args: renamed } : {}) });
+    }
+    if (t.otherData) ranks.push(t.otherData);
+  }
+  return { traceEvents: events, displayTimeUnit: 'ms', otherData: { merged: ranks } };
+}
+
+export function writeTrace(path: string, trace: ChromeTrace): void {
+  try {
+    writeFileSync(path, JSON.stringify(trace));
+  } catch (e) {
+    throw flockError('ERR_IO', 'exportChromeTrace', `cannot write ${path}: ${(e as Error).message}`);
+  }
+}
