@@ -95,16 +95,25 @@ async function startCluster(): Promise<{ conf: string } | { why: string }> {
   return { why: `the node never became idle: ${log.join('').trim().split('\n').slice(-3).join(' | ')}` };
 }
 
-function stopCluster(): void {
-  for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-  const pid = join(dir, 'munge', 'pid');
-  if (existsSync(pid)) {
-    try {
-      process.kill(Number(readFileSync(pid, 'utf8')), 'SIGTERM');
-    } catch {
-      // already gone
-    }
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
+}
+
+/** Stops the daemons and waits until munged has exited, so its directory can be removed. */
+async function stopCluster(): Promise<void> {
+  for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  const file = join(dir, 'munge', 'pid');
+  if (!existsSync(file)) return;
+  const pid = Number(readFileSync(file, 'utf8'));
+  if (!(pid > 0) || !alive(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  for (const deadline = Date.now() + 5000; alive(pid) && Date.now() < deadline; ) await sleep(50);
+  if (alive(pid)) process.kill(pid, 'SIGKILL');
 }
 
 test('srun -n 2 trains a DDP run without the flockml launcher (or a simulated srun where Slurm cannot start)', async () => {
@@ -159,8 +168,9 @@ test('srun -n 2 trains a DDP run without the flockml launcher (or a simulated sr
       assert.match(r.out, new RegExp(`done engine=slurm rank=${rank} world=2 local=${rank} token=derived`));
     });
   } finally {
-    stopCluster();
-    rmSync(dir, { recursive: true, force: true });
+    await stopCluster();
+    // munged may still be removing its socket and pid files as it exits: retry instead of racing it.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   }
 });
 
