@@ -91,6 +91,25 @@ test('a mismatch on 3 ranks fails the rank that did not see it too', async () =>
   );
 });
 
+// Recursive doubling (small tensors, 4 ranks) checks each exchange partner's header: ranks 2 and 3
+// see the mismatch first-hand, ranks 0 and 1 learn it on the control connections.
+test('a mismatch on 4 ranks under recursive doubling fails every rank', async () => {
+  const reps = await mismatch('count', 4);
+  for (const [r, rep] of reps.entries())
+    assert.match(
+      rep.message!,
+      new RegExp(
+        `^allreduce on rank ${r}: collective mismatch on group 0: rank \\d called allReduce\\(f32, 1000 elements\\) as collective #3, ` +
+          'rank 3 called allReduce\\(f32, 1001 elements\\)',
+      ),
+    );
+});
+
+test('ranks that pick different allreduce algorithms (doubling vs ring) still fail with a mismatch, not a timeout', async () => {
+  const reps = await mismatch('algorithms', 4);
+  for (const rep of reps) assert.match(rep.message!, /collective mismatch on group 0: rank \d called allReduce\(f32, 1\d*000 elements\)/);
+});
+
 test('send of 10 elements against recv of 11: the receiver fails naming both, the sender at its next call', async () => {
   const [r0, r1] = await mismatch('p2p', 2);
   const both =
@@ -99,9 +118,10 @@ test('send of 10 elements against recv of 11: the receiver fails naming both, th
   assert.match(r0.message!, /^barrier on rank 0: send\/recv mismatch on group 0: .* \(reported by rank 1\)$/);
 });
 
-test('a correct sequence of mixed collectives and send/recv still gives the right results, on 2 and 3 ranks', async () => {
+test('a correct sequence of mixed collectives and send/recv still gives the right results, on 2, 3 and 4 ranks', async () => {
   expectAllOk(await runRanks('mismatch.ts', 2, { env: { MODE: 'mixed' }, timeoutMs: 60_000 }).done);
   expectAllOk(await runRanks('mismatch.ts', 3, { env: { MODE: 'mixed' }, timeoutMs: 60_000 }).done);
+  expectAllOk(await runRanks('mismatch.ts', 4, { env: { MODE: 'mixed' }, timeoutMs: 60_000 }).done);
 });
 
 test.run();

@@ -2,6 +2,8 @@
  * Collective mismatches on the ring backend. After two matching allReduces, the ranks disagree on
  * collective #3 as MODE says; every rank prints what its call failed with (JSON) and exits 3.
  * MODE=count: the last rank reduces 1001 elements, the others 1000. MODE=dtype: the last rank i32.
+ * MODE=algorithms: the last rank reduces 1000 elements (recursive doubling on 4 ranks), the others
+ * 100,000 (the ring).
  * MODE=op: rank 0 broadcasts while the others allReduce. MODE=p2p: rank 0 sends 10 elements and
  * rank 1 receives 11. MODE=mixed: a correct sequence of every collective, checked.
  */
@@ -70,6 +72,8 @@ async function main() {
   const started = Date.now();
   try {
     if (mode === 'count') await pg.allReduce(fl.ones([last ? 1001 : 1000])).wait();
+    // Across the 256 KiB line between recursive doubling and the ring: the ranks run different algorithms.
+    else if (mode === 'algorithms') await pg.allReduce(fl.ones([last ? 1000 : 100_000])).wait();
     else if (mode === 'dtype') await pg.allReduce(fl.ones([1000], { dtype: last ? 'i32' : 'f32' })).wait();
     else if (mode === 'op') await (pg.rank === 0 ? pg.broadcast(fl.ones([1000]), 0) : pg.allReduce(fl.ones([1000]))).wait();
     else if (mode === 'p2p') {
