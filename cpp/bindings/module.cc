@@ -20,6 +20,15 @@ void resolve_completion(Napi::Env env, Napi::Function, std::nullptr_t*, Completi
   Addon::of(env).finish(env);
 }
 
+void Addon::account_external(Napi::Env env, int64_t delta) {
+  external_live_ += delta;
+  const int64_t change = external_live_ - external_reported_;
+  if (change < kExternalGrain && change > -kExternalGrain) return;
+  int64_t ignored;
+  napi_adjust_external_memory(env, change, &ignored);
+  external_reported_ = external_live_;
+}
+
 Addon::Addon(Napi::Env env, Napi::Object exports) {
   Context::set_current(&context);
   tensor_class = Napi::Persistent(TensorHandle::define(env));

@@ -18,16 +18,14 @@ void TensorHandle::attach(Napi::Env env, Tensor t) {
   accounted_ = static_cast<int64_t>(t.nbytes());
   tensor = std::move(t);
   counts_->tensors[slot_].fetch_add(1);
-  int64_t ignored;
-  napi_adjust_external_memory(env, accounted_, &ignored);
+  Addon::of(env).account_external(env, accounted_);
 }
 
 void TensorHandle::release(Napi::Env env) {
   if (!tensor) return;
   tensor.reset();  // queued work still holds the storage; it is freed when that work is done
   counts_->tensors[slot_].fetch_sub(1);
-  int64_t ignored;
-  napi_adjust_external_memory(env, -accounted_, &ignored);
+  Addon::of(env).account_external(env, -accounted_);
 }
 
 TensorHandle::~TensorHandle() { release(Env()); }
