@@ -2,7 +2,8 @@
  * Training-step time of the Fashion-MNIST MLP (batch 100) and CNN (batch 64) on the CPU, the models
  * of examples/, with the PyTorch anchor (bench/anchors/torch_fashion_mnist.py, 2 threads) run in
  * the same command when /usr/bin/python3 has torch. Prints one JSON line per measurement.
- * Each figure is the median of `rounds` timed rounds of `steps` steps (ms_min: the fastest round).
+ * Each figure is the median of `rounds` timed rounds of `steps` steps (ms_min: the fastest round);
+ * mfu is the step's matmul/conv FLOPs (fl.utils.stepFlops) per second over the CPU's measured f32 GEMM rate.
  *   npm run bench -- fashion-mnist [--steps N] [--rounds R] [--no-anchor]
  */
 import { spawnSync } from 'node:child_process';
@@ -58,6 +59,7 @@ async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tenso
   }
   times.sort((a, b) => a - b);
   const median = times[Math.floor(times.length / 2)];
+  const flops = fl.utils.stepFlops(model, batches[0][0]); // 2·M·N·K per Linear/Conv2d forward, ×3 for the step
   console.log(
     JSON.stringify({
       bench: name,
@@ -69,6 +71,8 @@ async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tenso
       rounds,
       ms_per_step: Number(median.toFixed(3)),
       ms_min: Number(times[0].toFixed(3)),
+      gflops_per_step: Number((flops / 1e9).toFixed(4)),
+      mfu: Number(fl.utils.mfu({ flopsPerStep: flops, stepMs: median }).toFixed(4)), // against this machine's f32 GEMM
     }),
   );
 }

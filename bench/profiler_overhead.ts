@@ -1,17 +1,21 @@
 /**
  * What profiling costs a training step (MLP and CNN, batch 64, CPU). Prints one JSON line per model and mode:
- *   never       profiling never started (the anchor, run first)
- *   never-again the same again, in the same process: the noise between two identical runs
- *   after-stop  after a profiler has started and stopped (the addon's functions restored)
- *   on          while a profiler records every kernel and op call
- * with the median ms per step over several blocks and the ratio to the anchor.
- *   npx tsx bench/profiler_overhead.ts [--steps N]
+ *   never  profiling never started in this process (the anchor, measured first)
+ *   off    after a profiler has started and stopped (the addon's functions restored)
+ *   on     while a profiler records every kernel and op call
+ * off and on run in alternating blocks (off, on, off, on, ...), so drift in the machine's speed
+ * (other load, clocks) falls on both alike; each figure is the median ms per step over its blocks,
+ * with the spread (min and max block) and the ratio to the anchor.
+ *   npx tsx bench/profiler_overhead.ts [--steps N] [--blocks B]
  */
 import * as fl from '../lib/index';
 
-const argSteps = process.argv.indexOf('--steps');
-const STEPS = argSteps >= 0 ? Number(process.argv[argSteps + 1]) : 20;
-const BLOCKS = 5;
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const STEPS = arg('--steps', 20);
+const BLOCKS = Math.max(5, arg('--blocks', 7));
 
 type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
 
@@ -33,24 +37,25 @@ function cnn(): Model {
   );
 }
 
-async function msPerStep(model: Model, opt: fl.optim.Adam, x: fl.Tensor, y: fl.Tensor): Promise<number> {
-  const blocks: number[] = [];
-  for (let b = 0; b < BLOCKS; b++) {
-    const t0 = performance.now();
-    for (let s = 0; s < STEPS; s++) {
-      fl.tidy(() => {
-        const l = fl.nn.functional.crossEntropy(model.forward(x), y);
-        opt.zeroGrad();
-        l.backward();
-        opt.step();
-      });
-      await fl.ready();
-    }
-    await fl.sync();
-    blocks.push((performance.now() - t0) / STEPS);
+/** Milliseconds per step over one block of STEPS steps. */
+async function block(model: Model, opt: fl.optim.Adam, x: fl.Tensor, y: fl.Tensor): Promise<number> {
+  const t0 = performance.now();
+  for (let s = 0; s < STEPS; s++) {
+    fl.tidy(() => {
+      const l = fl.nn.functional.crossEntropy(model.forward(x), y);
+      opt.zeroGrad();
+      l.backward();
+      opt.step();
+    });
+    await fl.ready();
   }
-  blocks.sort((a, b) => a - b);
-  return blocks[Math.floor(BLOCKS / 2)];
+  await fl.sync();
+  return (performance.now() - t0) / STEPS;
+}
+
+function summary(blocks: number[]): { median: number; min: number; max: number } {
+  const s = [...blocks].sort((a, b) => a - b);
+  return { median: s[Math.floor(s.length / 2)], min: s[0], max: s[s.length - 1] };
 }
 
 async function main(): Promise<void> {
@@ -63,30 +68,42 @@ async function main(): Promise<void> {
     const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
     const x = fl.randn([64, 1, 28, 28]);
     const y = fl.randint(0, 10, [64]);
-    await msPerStep(model, opt, x, y); // warm-up: optimizer state, allocator cache, thread pool
-    const anchor = await msPerStep(model, opt, x, y);
-    const report = (mode: string, ms: number, extra: Record<string, unknown> = {}) =>
+    await block(model, opt, x, y); // warm-up: optimizer state, allocator cache, thread pool
+    const never: number[] = [];
+    for (let b = 0; b < BLOCKS; b++) never.push(await block(model, opt, x, y));
+    fl.profiler.start().stop();
+    const off: number[] = [];
+    const on: number[] = [];
+    let events = 0;
+    for (let b = 0; b < BLOCKS; b++) {
+      off.push(await block(model, opt, x, y));
+      const p = fl.profiler.start({ recordShapes: true });
+      on.push(await block(model, opt, x, y));
+      p.stop();
+      events += p.events().length;
+    }
+    const anchor = summary(never).median;
+    const report = (mode: string, blocks: number[], extra: Record<string, unknown> = {}) => {
+      const s = summary(blocks);
       console.log(
         JSON.stringify({
           bench: 'profiler_overhead',
           model: name,
           batch: 64,
           mode,
-          ms_per_step: Number(ms.toFixed(3)),
-          vs_never: Number((ms / anchor).toFixed(3)),
+          blocks: blocks.length,
+          steps: STEPS,
+          ms_per_step: Number(s.median.toFixed(3)),
+          ms_min: Number(s.min.toFixed(3)),
+          ms_max: Number(s.max.toFixed(3)),
+          vs_never: Number((s.median / anchor).toFixed(3)),
           ...extra,
         }),
       );
-    report('never', anchor);
-    report('never-again', await msPerStep(model, opt, x, y));
-    fl.profiler.start().stop();
-    report('after-stop', await msPerStep(model, opt, x, y));
-    let events = 0;
-    const p = fl.profiler.start({ recordShapes: true });
-    const on = await msPerStep(model, opt, x, y);
-    p.stop();
-    events = p.events().length;
-    report('on', on, { events });
+    };
+    report('never', never);
+    report('off', off, { vs_on: Number((summary(off).median / summary(on).median).toFixed(3)) });
+    report('on', on, { events_per_block: Math.round(events / BLOCKS) });
     x.dispose();
     y.dispose();
   }

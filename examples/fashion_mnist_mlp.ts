@@ -20,6 +20,7 @@ async function main(): Promise<void> {
       steps,
       test_acc: Number(acc.toFixed(4)),
       ms_per_step: Number(msPerStep.toFixed(3)),
+      mfu: Number(fl.utils.mfu({ flopsPerStep: fl.utils.stepFlops(model, fl.zeros([100, 1, 28, 28])), stepMs: msPerStep }).toFixed(4)),
     }),
   );
 }

@@ -14,7 +14,7 @@ export type { DType, CanonicalDType, DTypeAlias } from './dtype';
 export { promoteTypes, isFloating, isDType, canonicalDType } from './dtype';
 export { cuda, sync, syncSync, ready, type Device } from './device';
 export * as backends from './backends';
-export { tidy, keep, memory, emptyCache } from './memory';
+export { tidy, keep, memory, emptyCache, memorySnapshot, memoryLeaks, type AllocationSite } from './memory';
 export { manualSeed, getRngState, setRngState } from './random';
 export { noGrad, enableGrad, isGradEnabled } from './autograd/grad_mode';
 export * from './ops/creation';

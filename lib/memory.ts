@@ -1,8 +1,9 @@
-/** Tensor lifetimes: tidy scopes, keep, and memory statistics. */
+/** Tensor lifetimes: tidy scopes, keep, memory statistics, and (FLOCKML_TRACE_ALLOC=1) creation sites. */
 import { native } from './native';
 import { normalizeDevice } from './device';
 import type { DeviceMemoryStats } from '../types/native';
 import { argError, describe } from './errors';
+import { allocationTracing, traceAllocation, untraceAllocation, type Traceable } from './memory_trace';
 
 interface Disposable {
   dispose(): void;
@@ -11,9 +12,19 @@ interface Disposable {
 
 const scopes: Set<Disposable>[] = [];
 
-/** Registers a new tensor with the innermost tidy scope, if any. */
-export function track(t: Disposable): void {
+/** Registers a new tensor with the innermost tidy scope, if any, and with the allocation trace when on. */
+export function track(t: Disposable & Traceable): void {
+  addToScope(t);
+  if (allocationTracing) traceAllocation(t);
+}
+
+function addToScope(t: Disposable): void {
   if (scopes.length > 0) scopes[scopes.length - 1].add(t);
+}
+
+/** Tells the allocation trace that `t` was disposed (not left to the garbage collector). */
+export function untrack(t: Traceable): void {
+  if (allocationTracing) untraceAllocation(t);
 }
 
 /** Removes `t` from every tidy scope so that no scope disposes it. Returns `t`. */
@@ -55,7 +66,7 @@ export function tidy<T>(fn: () => T): T {
   const survivors = new Set<unknown>();
   collect(result, survivors);
   for (const t of scope) {
-    if (survivors.has(t)) track(t);
+    if (survivors.has(t)) addToScope(t);
     else t.dispose();
   }
   return result;
@@ -75,3 +86,5 @@ export function emptyCache(device: string = 'cpu'): number {
 export function memory(): Record<string, DeviceMemoryStats> {
   return native.memory();
 }
+
+export { memorySnapshot, memoryLeaks, type AllocationSite } from './memory_trace';

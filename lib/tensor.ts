@@ -7,7 +7,7 @@ import { inspect } from 'node:util';
 import { native, type NativeTensor } from './native';
 import { type CanonicalDType, isFloating, viewBytes } from './dtype';
 import { flockError } from './errors';
-import { track } from './memory';
+import { track, untrack } from './memory';
 import type { Node } from './autograd/node';
 
 export type Scalar = number;
@@ -103,6 +103,7 @@ export class Tensor {
     if (this.#h === null) return;
     native.dispose(this.#h);
     this.#h = null;
+    untrack(this);
   }
 
   [Symbol.dispose](): void {

@@ -3,7 +3,7 @@ import type { Tensor } from '../tensor';
 import { tensor, zeros } from '../ops/creation';
 import type { DType } from '../dtype';
 import { Module } from './module';
-import { Parameter } from './parameter';
+import { type Parameter, ownParameter } from './parameter';
 import { defaultLayerInit_ } from './init';
 import { conv2d, convGeometry, convTranspose2d } from './functional/conv';
 import { pair, tensorArg, tensorOptions, type Pair } from './functional/args';
@@ -94,8 +94,8 @@ export class Conv2d extends Module {
     this.kernelSize = pair('Conv2d', 'kernelSize', kernelSize, 1);
     this.paddingMode = checkChoice('Conv2d', 'paddingMode', o.paddingMode ?? 'zeros', PADDING_MODES);
     this.options = { ...o };
-    this.weight = new Parameter(zeros([outChannels, inChannels / g.groups, ...this.kernelSize], { dtype, device }));
-    this.bias = o.bias === false ? null : new Parameter(zeros([outChannels], { dtype, device }));
+    this.weight = ownParameter(zeros([outChannels, inChannels / g.groups, ...this.kernelSize], { dtype, device }));
+    this.bias = o.bias === false ? null : ownParameter(zeros([outChannels], { dtype, device }));
     defaultLayerInit_(this.weight, this.bias);
   }
 
@@ -137,8 +137,8 @@ export class ConvTranspose2d extends Module {
         `paddingMode must be 'zeros' (the only mode a transposed convolution supports), got ${describe(o.paddingMode)}`,
       );
     this.options = { ...o };
-    this.weight = new Parameter(zeros([inChannels, outChannels / g.groups, ...this.kernelSize], { dtype, device }));
-    this.bias = o.bias === false ? null : new Parameter(zeros([outChannels], { dtype, device }));
+    this.weight = ownParameter(zeros([inChannels, outChannels / g.groups, ...this.kernelSize], { dtype, device }));
+    this.bias = o.bias === false ? null : ownParameter(zeros([outChannels], { dtype, device }));
     // PyTorch computes the transposed layer's fan-in from weight dim 1 as well.
     defaultLayerInit_(this.weight, this.bias);
   }

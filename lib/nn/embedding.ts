@@ -6,7 +6,7 @@ import { keep } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
 import type { DType } from '../dtype';
 import { Module } from './module';
-import { Parameter } from './parameter';
+import { type Parameter, ownParameter } from './parameter';
 import { normal_ } from './init';
 import { embedding } from './functional/basic';
 import { tensorOptions } from './functional/args';
@@ -41,7 +41,7 @@ export class Embedding extends Module {
     if (pad !== null && pad < 0) pad += numEmbeddings;
     if (pad !== null && (pad < 0 || pad >= numEmbeddings))
       throw flockError('ERR_INDEX', 'Embedding', `paddingIdx ${o.paddingIdx} is out of range for ${numEmbeddings} embeddings`);
-    this.weight = new Parameter(zeros([numEmbeddings, embeddingDim], t));
+    this.weight = ownParameter(zeros([numEmbeddings, embeddingDim], t));
     normal_(this.weight);
     this.paddingIdx = pad;
     if (pad !== null) {

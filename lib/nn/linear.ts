@@ -3,7 +3,7 @@ import type { Tensor } from '../tensor';
 import { zeros } from '../ops/creation';
 import type { DType } from '../dtype';
 import { Module } from './module';
-import { Parameter } from './parameter';
+import { type Parameter, ownParameter } from './parameter';
 import { defaultLayerInit_ } from './init';
 import { linear } from './functional/basic';
 import { tensorOptions } from './functional/args';
@@ -31,8 +31,8 @@ export class Linear extends Module {
     checkInt('Linear', 'outFeatures', outFeatures);
     const hasBias = checkBool('Linear', 'bias', o.bias ?? true);
     const t = tensorOptions('Linear', o);
-    this.weight = new Parameter(zeros([outFeatures, inFeatures], t));
-    this.bias = hasBias ? new Parameter(zeros([outFeatures], t)) : null;
+    this.weight = ownParameter(zeros([outFeatures, inFeatures], t));
+    this.bias = hasBias ? ownParameter(zeros([outFeatures], t)) : null;
     defaultLayerInit_(this.weight, this.bias);
   }
 

@@ -4,7 +4,7 @@ import { full, zeros, ones } from '../ops/creation';
 import { reciprocal } from '../ops/elementwise';
 import type { DType } from '../dtype';
 import { Module } from './module';
-import { Parameter } from './parameter';
+import { type Parameter, ownParameter } from './parameter';
 import { batchNormWith, groupNormWith, layerNormWith } from './functional/norm';
 import { tensorArg, tensorOptions } from './functional/args';
 import { argError, checkOptions, flockError } from '../errors';
@@ -55,8 +55,8 @@ class BatchNorm extends Module {
     this.trackRunningStats = checkBool(op, 'trackRunningStats', o.trackRunningStats ?? true);
     const affine = checkBool(op, 'affine', o.affine ?? true);
     const t = tensorOptions(op, o);
-    this.weight = affine ? new Parameter(ones([numFeatures], t)) : null;
-    this.bias = affine ? new Parameter(zeros([numFeatures], t)) : null;
+    this.weight = affine ? ownParameter(ones([numFeatures], t)) : null;
+    this.bias = affine ? ownParameter(zeros([numFeatures], t)) : null;
     // Buffer names are PyTorch's, so state dicts move between the two without renaming.
     if (this.trackRunningStats) {
       this.registerBuffer('running_mean', zeros([numFeatures], t));
@@ -136,8 +136,8 @@ export class LayerNorm extends Module {
       throw argError('LayerNorm', `affine (${o.affine}) and elementwiseAffine (${o.elementwiseAffine}) disagree; give one of them`);
     const hasBias = checkBool('LayerNorm', 'bias', o.bias ?? true);
     const t = tensorOptions('LayerNorm', o);
-    this.weight = affine ? new Parameter(ones(this.normalizedShape, t)) : null;
-    this.bias = affine && hasBias ? new Parameter(zeros(this.normalizedShape, t)) : null;
+    this.weight = affine ? ownParameter(ones(this.normalizedShape, t)) : null;
+    this.bias = affine && hasBias ? ownParameter(zeros(this.normalizedShape, t)) : null;
   }
 
   forward(x: Tensor): Tensor {
@@ -164,8 +164,8 @@ export class GroupNorm extends Module {
     this.eps = checkNumber('GroupNorm', 'eps', o.eps ?? 1e-5, { min: 0 });
     const affine = checkBool('GroupNorm', 'affine', o.affine ?? true);
     const t = tensorOptions('GroupNorm', o);
-    this.weight = affine ? new Parameter(ones([numChannels], t)) : null;
-    this.bias = affine ? new Parameter(zeros([numChannels], t)) : null;
+    this.weight = affine ? ownParameter(ones([numChannels], t)) : null;
+    this.bias = affine ? ownParameter(zeros([numChannels], t)) : null;
   }
 
   forward(x: Tensor): Tensor {

@@ -14,3 +14,13 @@ export class Parameter extends Tensor {
     this.requiresGrad_(requiresGrad);
   }
 }
+
+/**
+ * A parameter made from a fresh tensor nothing else holds: that tensor's handle is released at once
+ * rather than left to the garbage collector (the parameter keeps the storage).
+ */
+export function ownParameter(data: Tensor): Parameter {
+  const p = new Parameter(data);
+  data.dispose();
+  return p;
+}

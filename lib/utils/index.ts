@@ -1,3 +1,5 @@
-/** fl.utils: watching a run — a progress bar and TensorBoard event files. */
+/** fl.utils: watching a run — a progress bar, TensorBoard event files, FLOP counts and MFU. */
 export { progress, Progress, type ProgressOptions } from './progress';
 export { SummaryWriter } from './summary_writer';
+export { forwardFlops, stepFlops, matmulFlops, conv2dFlops } from './flops';
+export { mfu, peakFlops, gpuPeakFlops, cpuPeakFlops, GPU_PEAKS, type MfuOptions, type PeakDType } from './mfu';
