@@ -33,20 +33,6 @@ std::string base_of(const std::string& path) {
 
 }  // namespace
 
-bool write_all(int fd, const void* data, size_t bytes) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd, p, std::min(bytes, kChunk));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 bool pwrite_all(int fd, const void* data, size_t bytes, uint64_t offset) {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {

@@ -3,8 +3,9 @@
 // point leaves either the previous file or the new one, never a torn mix.
 //
 // The bytes bypass the page cache (O_DIRECT) where the file system allows it. Measured on an ext4
-// VM disk, a 1 GiB save through the page cache wrote at 0.4-3 GB/s depending on whether the kernel
-// had to fault in fresh pages for the cache, then wrote them all again at fsync; direct writes go
+// VM disk, a 1 GiB save through the page cache wrote at 0.4-3 GB/s depending on whether the pages
+// for the cache had to be faulted in afresh (the VM returns free memory to its host), and fsync
+// then wrote them all again; direct writes go
 // from memory to the disk once. Bytes that lie on a block boundary both in memory and in the file
 // (large tensors: the allocator aligns them to 2 MiB) are written from where they are; the rest
 // (headers, small or offset tensors) pass through an aligned staging buffer.
@@ -50,9 +51,8 @@ class AtomicFile {
 // stdio, not open(2): <fcntl.h> declares a global `struct flock` that collides with our namespace.
 std::FILE* open_for_read(const std::string& path);
 
-// Writes all of `bytes` (at `offset`) / reads them at `offset`, retrying short transfers and EINTR; returns
-// false with errno set on failure, and for a read that reaches the end of the file first.
-bool write_all(int fd, const void* data, size_t bytes);
+// Writes / reads all of `bytes` at `offset`, retrying short transfers and EINTR; returns false
+// with errno set on failure, and for a read that reaches the end of the file first.
 bool pwrite_all(int fd, const void* data, size_t bytes, uint64_t offset);
 bool pread_all(int fd, void* dst, size_t bytes, uint64_t offset);
 
