@@ -165,7 +165,7 @@ void SafetensorsReader::read(const TensorInfo& t, void* dst) const {
   }
 }
 
-std::string make_header(const std::vector<WriteEntry>& entries, const Metadata& metadata, const char* op) {
+std::string make_header(const std::vector<WriteEntry>& entries, const Metadata& metadata, const char* op, size_t data_align) {
   std::string json = "{";
   if (!metadata.empty()) {
     json += "\"__metadata__\":{";
@@ -197,15 +197,24 @@ std::string make_header(const std::vector<WriteEntry>& entries, const Metadata& 
     at = end;
   }
   json += '}';
-  json.append((8 - json.size() % 8) % 8, ' ');  // data then starts on an 8-byte boundary
+  json.append((data_align - (8 + json.size()) % data_align) % data_align, ' ');  // data starts on a multiple of data_align
   if (json.size() > kMaxHeaderBytes) fail(Code::Arg, op, ": the header would be ", json.size(), " bytes, over the format's limit of ", kMaxHeaderBytes);
   return json;
 }
 
 void write_safetensors(const std::string& path, std::vector<WriteEntry> entries, const Metadata& metadata, const char* op) {
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const WriteEntry& a, const WriteEntry& b) { return dtype_size(a.tensor.dtype) > dtype_size(b.tensor.dtype); });
-  const std::string header = make_header(entries, metadata, op);
+  // Tensors of whole blocks first (each then starts on a block boundary, so AtomicFile writes it
+  // straight from memory), then larger elements first, so every tensor starts on a multiple of its
+  // element size.
+  const auto whole_blocks = [](const WriteEntry& e) { return e.tensor.nbytes() % kBlockAlign == 0; };
+  std::stable_sort(entries.begin(), entries.end(), [&](const WriteEntry& a, const WriteEntry& b) {
+    if (whole_blocks(a) != whole_blocks(b)) return whole_blocks(a);
+    return dtype_size(a.tensor.dtype) > dtype_size(b.tensor.dtype);
+  });
+  uint64_t data_bytes = 0;
+  for (const WriteEntry& e : entries) data_bytes += e.tensor.nbytes();
+  // Large files start their data on a block boundary (the header's padding is at most 4 KiB).
+  const std::string header = make_header(entries, metadata, op, data_bytes >= kAlignDataFrom ? kBlockAlign : 8);
   AtomicFile file(path, op);
   unsigned char len[8];
   uint64_t n = header.size();

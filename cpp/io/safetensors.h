@@ -70,13 +70,17 @@ struct WriteEntry {
   const void* host = nullptr;
 };
 
-// The padded header for `entries` written in the given order. Throws ERR_ARG for a duplicate,
-// empty or reserved name.
-std::string make_header(const std::vector<WriteEntry>& entries, const Metadata& metadata, const char* op);
+// The header for `entries` written in the given order, padded with spaces so the data starts on a
+// multiple of `data_align` bytes from the file's start. Throws ERR_ARG for a duplicate, empty or
+// reserved name.
+std::string make_header(const std::vector<WriteEntry>& entries, const Metadata& metadata, const char* op, size_t data_align = 8);
+
+// Files with at least this many bytes of data start it on a block boundary (see AtomicFile).
+constexpr uint64_t kAlignDataFrom = uint64_t(1) << 20;
 
 // Writes `entries` to `path` atomically: a temporary file in the same directory, fsync, rename,
-// fsync of the directory. Larger elements are placed first so every tensor starts on a multiple
-// of its element size. Throws ERR_IO naming the path on any failure (and leaves no temporary file).
+// fsync of the directory. Tensors of whole blocks go first, then larger elements, so every tensor
+// starts on a multiple of its element size. Throws ERR_IO naming the path on any failure (and leaves no temporary file).
 void write_safetensors(const std::string& path, std::vector<WriteEntry> entries, const Metadata& metadata, const char* op);
 
 }  // namespace flock::io
