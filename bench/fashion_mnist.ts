@@ -9,6 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import * as fl from '../lib';
+import { cnn } from '../examples/common';
 
 const argv = process.argv.slice(2);
 const stepsArg = argv.indexOf('--steps');
@@ -19,21 +20,6 @@ const { nn } = fl;
 
 function mlp(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
   return new nn.Sequential(new nn.Flatten(), new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
-}
-
-function cnn(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
-  return new nn.Sequential(
-    new nn.Conv2d(1, 32, 3),
-    new nn.ReLU(),
-    new nn.MaxPool2d(2),
-    new nn.Conv2d(32, 64, 3),
-    new nn.ReLU(),
-    new nn.MaxPool2d(2),
-    new nn.Flatten(),
-    new nn.Linear(1600, 128),
-    new nn.ReLU(),
-    new nn.Linear(128, 10),
-  );
 }
 
 /** Median and minimum of `rounds` timed rounds of `steps` steps each, after a warm-up. */

@@ -5,6 +5,7 @@
  * dataset's shape, so the GPU machine needs no dataset. Anchor: bench/anchors/torch_gpu.py on the same machine prints the same shapes.
  */
 import * as fl from '../lib/index';
+import { cnn } from '../examples/common';
 
 const dev = 'cuda:0';
 
@@ -141,23 +142,7 @@ async function fashionMnist(): Promise<void> {
     100,
     dev,
   );
-  await trainStep(
-    'fashion-mnist-cnn',
-    new nn.Sequential(
-      new nn.Conv2d(1, 32, 3),
-      new nn.ReLU(),
-      new nn.MaxPool2d(2),
-      new nn.Conv2d(32, 64, 3),
-      new nn.ReLU(),
-      new nn.MaxPool2d(2),
-      new nn.Flatten(),
-      new nn.Linear(1600, 128),
-      new nn.ReLU(),
-      new nn.Linear(128, 10),
-    ),
-    64,
-    dev,
-  );
+  await trainStep('fashion-mnist-cnn', cnn(), 64, dev);
 }
 
 main()
