@@ -1,0 +1,76 @@
+/**
+ * The op manifest's declaration type. Every user-visible op is declared once, in one
+ * `lib/ops/manifest/<family>.ts` file; `scripts/gen_ops.ts` derives the native op-code enums, the
+ * binding's name tables and the native name types from it, and the conformance harness
+ * (`test/ops/harness/`) walks it, failing for any op without a case.
+ */
+import type { DType } from '../../dtype';
+
+export type DeviceKind = 'cpu' | 'cuda';
+
+/** How an argument is passed and checked (the rule says, in words, what is refused). */
+export type ArgType =
+  | 'tensor'
+  | 'tensor?'
+  | 'tensors'
+  | 'tensor|number'
+  | 'number'
+  | 'int'
+  | 'ints'
+  | 'int|ints'
+  | 'bool'
+  | 'dtype'
+  | 'string'
+  | 'options';
+
+export interface ArgDecl {
+  name: string;
+  type: ArgType;
+  /** The default when omitted; absent means required. */
+  default?: unknown;
+  /** The validation rule in words, as the error states it ("0 <= k <= size of dim"). */
+  rule?: string;
+}
+
+/**
+ * Where the gradient comes from: a formula recorded by the op (naming the inputs that receive a
+ * gradient), built from other differentiable ops ("composite"), or none (integer/boolean results).
+ */
+export type GradDecl = { kind: 'formula'; inputs: string[] } | { kind: 'composite' } | { kind: 'none' };
+
+/**
+ * Autocast policy (PyTorch's lists): 'lower' runs in the region's low dtype, 'f32' runs in f32,
+ * 'promote' runs in the widest input dtype, 'none' leaves dtypes alone (integer/shape ops).
+ */
+export type AutocastPolicy = 'lower' | 'f32' | 'promote' | 'none';
+
+export interface OpDecl {
+  /** The user's op: `fl.<name>` (and `tensor.<name>()` when `method`). */
+  name: string;
+  /** Kernel family: the FLOCK_DECLARE_KERNEL name it launches, or 'composite' for ops built from others. */
+  family: string;
+  /** The op code within an enumerated family (unary, binary, reduce, ...): the native enum member. */
+  code?: string;
+  args: ArgDecl[];
+  /** Dtypes each device accepts; a device left out has no kernel for this op. */
+  dtypes: Partial<Record<DeviceKind, readonly DType[]>>;
+  /** Output-shape rule: 'same', 'broadcast', 'reduce', or a short phrase ("[..., k] along dim"). */
+  shape: string;
+  grad: GradDecl;
+  autocast: AutocastPolicy;
+  /** Installed as a Tensor method too. */
+  method?: boolean;
+  /** The name of its in-place variant (`add_`), when it has one. */
+  inPlace?: string;
+}
+
+/** Identity with checking by the type: a manifest entry. */
+export function op(decl: OpDecl): OpDecl {
+  return decl;
+}
+
+export const FLOATS = ['f32', 'f64', 'bf16', 'f16'] as const satisfies readonly DType[];
+export const FLOATS_WIDE = ['f32', 'f64'] as const satisfies readonly DType[];
+export const INTS = ['i32', 'i64', 'u8'] as const satisfies readonly DType[];
+export const NUMERIC = [...FLOATS, ...INTS] as const satisfies readonly DType[];
+export const ALL = [...NUMERIC, 'bool'] as const satisfies readonly DType[];
