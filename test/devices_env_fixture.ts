@@ -18,5 +18,10 @@ out.devices = fl.cpuDevices();
 out.memory = Object.keys(fl.memory()).filter((k) => k.startsWith('cpu'));
 out.threads = fl.getNumThreads();
 const last = out.devices as string[];
-out.sum = Number(fl.arange(0, 10, 1, { dtype: 'f64', device: last[last.length - 1] }).sum().dataSync()[0]);
+out.sum = Number(
+  fl
+    .arange(0, 10, 1, { dtype: 'f64', device: last[last.length - 1] })
+    .sum()
+    .dataSync()[0],
+);
 console.log(JSON.stringify(out));
