@@ -1,0 +1,45 @@
+/**
+ * LayerNorm forward + backward over x [rows, d] with weight and bias (all requiring grad).
+ * `fused` runs F.layerNorm, whose kernel applies the affine and produces dweight/dbias itself;
+ * the anchor `unfused` is the composition flockml ran before: the kernel without an affine, then
+ * .mul(weight).add(bias) as separate ops (and their gradients, including the column sums).
+ * Prints one JSON line per variant: {"bench":"layer_norm","variant":…,"rows":…,"d":…,"ms":…}.
+ * Usage: npm run bench -- layer_norm [rows] [d] [device]
+ */
+import * as fl from '../lib/index';
+
+const F = fl.nn.functional;
+
+async function main(): Promise<void> {
+  const [rowsArg, dArg, deviceArg] = process.argv.slice(2);
+  const rows = Number(rowsArg ?? 4096),
+    d = Number(dArg ?? 1024),
+    device = deviceArg ?? 'cpu';
+  fl.manualSeed(0);
+  const x = fl.randn([rows, d], { device }).requiresGrad_();
+  const w = fl.randn([d], { device }).requiresGrad_();
+  const b = fl.randn([d], { device }).requiresGrad_();
+  const gy = fl.randn([rows, d], { device });
+  const variants: Record<string, () => fl.Tensor> = {
+    fused: () => F.layerNorm(x, [d], w, b),
+    unfused: () => F.layerNorm(x, [d]).mul(w).add(b),
+  };
+  const step = (f: () => fl.Tensor) =>
+    fl.tidy(() => {
+      f().backward(gy);
+      for (const p of [x, w, b]) p.grad = null;
+    });
+  for (const [variant, f] of Object.entries(variants)) {
+    const run = async (iters: number) => {
+      const t0 = performance.now();
+      for (let i = 0; i < iters; i++) step(f);
+      await fl.sync(device);
+      return (performance.now() - t0) / iters;
+    };
+    await run(3); // warm-up: allocator, thread pool, page faults
+    const ms = Math.min(await run(10), await run(10), await run(10));
+    console.log(JSON.stringify({ bench: 'layer_norm', variant, device, rows, d, threads: fl.getNumThreads(), ms: +ms.toFixed(3) }));
+  }
+}
+
+void main();
