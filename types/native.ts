@@ -223,7 +223,12 @@ export interface NativeAddon {
     labelSmoothing: number,
   ): NativeTensor;
   /** Layer norm of each row of [rows, d], affine fused (weight, bias [d] or null): [y, mean [rows], rstd [rows]]. */
-  layerNorm(x: NativeTensor, weight: NativeTensor | null, bias: NativeTensor | null, eps: number): [NativeTensor, NativeTensor, NativeTensor];
+  layerNorm(
+    x: NativeTensor,
+    weight: NativeTensor | null,
+    bias: NativeTensor | null,
+    eps: number,
+  ): [NativeTensor, NativeTensor, NativeTensor];
   /** [dx, dweight or null, dbias or null]; the parameter gradients are column sums in the same kernel. */
   layerNormBackward(
     x: NativeTensor,

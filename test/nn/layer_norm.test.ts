@@ -54,7 +54,7 @@ const cases: { shape: number[]; k: number; affine: 'none' | 'weight' | 'both' }[
 
 for (const dtype of ['f64', 'f32'] as const) {
   for (const c of cases) {
-    test(`layerNorm ${dtype} ${c.shape.join("x")} over ${c.k} dims, affine ${c.affine}: forward and all gradients`, () => {
+    test(`layerNorm ${dtype} ${c.shape.join('x')} over ${c.k} dims, affine ${c.affine}: forward and all gradients`, () => {
       fl.manualSeed(c.shape.reduce((p, q) => p * q, c.k));
       const tail = c.shape.slice(c.shape.length - c.k);
       const x = fl.randn(c.shape, { dtype: 'f64' }).mul(3).add(1);
