@@ -134,8 +134,16 @@ struct CudaAllocator final : Allocator {
     }
   }
 
+  // Whether this process has allocated on `device`: queries of a pool never used would create a
+  // CUDA context on the device just to report zero.
+  bool used(int device) {
+    if (device < 0 || device >= known_device_count() || device >= kMaxCudaDevices) return false;
+    std::lock_guard<std::mutex> lk(m);
+    return configured[device];
+  }
+
   size_t cached_bytes(int device) override {
-    if (device < 0 || device >= known_device_count()) return 0;
+    if (!used(device)) return 0;
     cudaMemPool_t pool = nullptr;
     if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) {
       cudaGetLastError();
@@ -151,7 +159,11 @@ struct CudaAllocator final : Allocator {
   }
 
   size_t empty_cache(int device) noexcept override {
-    if (device < 0 || device >= known_device_count()) return 0;
+    try {
+      if (!used(device)) return 0;
+    } catch (...) {
+      return 0;  // a mutex that cannot be taken: nothing to give back
+    }
     return trim(device);
   }
 };

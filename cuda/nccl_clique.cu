@@ -188,9 +188,10 @@ void Nccl::issue(std::vector<Member>& ms) {
       for (size_t i = 0; i < ms.size(); ++i) {
         Nccl& g = *ms[i].g;
         cuda::DeviceGuard d(g.device_);
+        g.gate_.write(g.side_, ms[i].seq);  // the compute stream goes on once the collective is done
+        // After the write: once `finish` completes the gate is open and the post's slot is free.
         finish[i] = new_event();
         cuda::check(cudaEventRecord(finish[i], g.side_), "cudaEventRecord");
-        g.gate_.write(g.side_, ms[i].seq);  // the compute stream goes on once the collective is done
       }
     } catch (const Error& e) {
       err = StreamError{e.code, std::string(op) + ": " + e.what()};

@@ -194,7 +194,7 @@ Nccl::~Nccl() {
   const StreamError gone{Code::Disposed, "the process group was destroyed"};
   fail_self(gone);  // the clique no longer reaches this group: its weak reference has expired
   clique_->fail(gone);
-  clique_->leave(rank_);
+  clique_->leave(slot());
   {
     std::lock_guard<std::mutex> lk(m_);
     stopping_ = true;
@@ -251,6 +251,7 @@ void Nccl::submit(Launch l, Done done) {
     }
   });
   if (!start || *err) {
+    gate_.open(seq);  // its wait may be queued; nothing will ever launch it
     if (start) cudaEventDestroy(start);
     const StreamError e = *err ? **err : StreamError{Code::Internal, std::string(l.op) + ": the compute stream did not run the post"};
     (*once)(e);
@@ -273,7 +274,7 @@ void Nccl::submit(Launch l, Done done) {
     inflight_.push_back(std::move(f));
   }
   cv_.notify_all();
-  clique_->post(rank_, std::move(l), std::move(once), seq, start);
+  clique_->post(slot(), std::move(l), std::move(once), seq, start);
 }
 
 bool Nccl::attach(nccl::Comm c) {

@@ -191,6 +191,9 @@ class Nccl final : public ProcessGroup, public std::enable_shared_from_this<Nccl
 
  private:
   void submit(Launch l, Done done);
+  // This group's place in its clique: its rank in a clique of the process's groups, 0 in the
+  // clique of one that a group of several processes (init_rank) has.
+  int slot() const { return clique_->local() ? rank_ : 0; }
   void watch();  // nccl_watcher.cu
   // The reason a collective cannot be issued now, if any. issue_m_ held.
   std::optional<StreamError> refusal();

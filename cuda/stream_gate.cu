@@ -54,6 +54,15 @@ StreamGate::StreamGate() {
   void* p = nullptr;
   check(cudaHostAlloc(&p, sizeof(uint32_t) * kSlots, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
   words_ = static_cast<uint32_t*>(p);
+  void* d = nullptr;
+  const cudaError_t e = cudaHostGetDevicePointer(&d, p, 0);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    cudaFreeHost(p);
+    words_ = nullptr;
+    fail_cuda("cudaHostGetDevicePointer", e);
+  }
+  device_words_ = static_cast<uint32_t*>(d);
   for (uint32_t i = 0; i < kSlots; ++i) __atomic_store_n(words_ + i, 0u, __ATOMIC_RELEASE);
 }
 
@@ -61,13 +70,12 @@ StreamGate::~StreamGate() {
   if (words_ && cudaFreeHost(words_) != cudaSuccess) cudaGetLastError();
 }
 
-// With unified addressing a mapped host pointer is also its device address.
 void StreamGate::wait(cudaStream_t s, uint32_t seq) const {
-  check_cu(ops().wait(s, reinterpret_cast<CUdeviceptr>(words_ + seq % kSlots), seq, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
+  check_cu(ops().wait(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
 }
 
 void StreamGate::write(cudaStream_t s, uint32_t seq) const {
-  check_cu(ops().write(s, reinterpret_cast<CUdeviceptr>(words_ + seq % kSlots), seq, CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue32");
+  check_cu(ops().write(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue32");
 }
 
 void StreamGate::open(uint32_t seq) { __atomic_store_n(words_ + seq % kSlots, seq, __ATOMIC_RELEASE); }

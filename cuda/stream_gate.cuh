@@ -36,6 +36,7 @@ class StreamGate {
 
  private:
   uint32_t* words_ = nullptr;  // pinned, mapped
+  uint32_t* device_words_ = nullptr;  // the same words as the device addresses them
 };
 
 }  // namespace flock::cuda
