@@ -21,6 +21,18 @@ function maxDiff(a: fl.Tensor, b: fl.Tensor): number {
   return m;
 }
 
+if (!runs) {
+  test('without a GPU: emptyCache("cuda") has nothing to give back and CUDA tensors are refused with ERR_DEVICE', () => {
+    assert.is(fl.emptyCache('cuda'), 0);
+    try {
+      fl.zeros([2], { device: 'cuda' });
+      assert.unreachable('a CUDA tensor without a GPU');
+    } catch (e) {
+      assert.is((e as { code?: string }).code, 'ERR_DEVICE');
+    }
+  });
+}
+
 if (runs) {
   test('matmul with m = 4,194,305 rows (more than 65535 row tiles) matches the CPU', () => {
     fl.manualSeed(1);
