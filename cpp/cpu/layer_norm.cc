@@ -16,7 +16,8 @@ namespace {
 
 constexpr int64_t kMaxChunks = 64;
 
-template <class T>
+// The affine's presence is a template parameter so the inner loops carry no branch and vectorise.
+template <class T, bool kW, bool kB>
 void forward(const Tensor& xt, const Tensor* wt, const Tensor* bt, Tensor& yt, Tensor& meant, Tensor& rstdt, double eps) {
   const int64_t rows = xt.shape[0], d = xt.shape[1];
   const T* x = xt.data<T>();
@@ -41,8 +42,8 @@ void forward(const Tensor& xt, const Tensor* wt, const Tensor* bt, Tensor& yt, T
       T* yr = y + r * d;
       for (int64_t i = 0; i < d; ++i) {
         double v = (xr[i] - m) * rs;
-        if (w) v *= double(w[i]);
-        if (b) v += double(b[i]);
+        if constexpr (kW) v *= double(w[i]);
+        if constexpr (kB) v += double(b[i]);
         yr[i] = T(v);
       }
     }
@@ -51,7 +52,7 @@ void forward(const Tensor& xt, const Tensor* wt, const Tensor* bt, Tensor& yt, T
 
 // With g = gy·w (gy when there is no weight) and x̂ = (x − mean)·rstd:
 //   dx = rstd · (g − mean(g) − x̂ · mean(g · x̂)),  dweight = Σ_rows gy · x̂,  dbias = Σ_rows gy.
-template <class T>
+template <class T, bool kW, bool kP>
 void backward(const Tensor& xt, const Tensor& meant, const Tensor& rstdt, const Tensor* wt, const Tensor& gyt, Tensor& gxt, Tensor* gwt,
               Tensor* gbt) {
   const int64_t rows = xt.shape[0], d = xt.shape[1];
@@ -61,7 +62,7 @@ void backward(const Tensor& xt, const Tensor& meant, const Tensor& rstdt, const 
   const T* w = wt ? wt->data<T>() : nullptr;
   const T* gy = gyt.data<T>();
   T* gx = gxt.data<T>();
-  const bool params = gwt || gbt;
+  constexpr bool params = kP;
   const int64_t chunks = params ? std::min(rows, kMaxChunks) : 1;
   const int64_t per_chunk = (rows + chunks - 1) / std::max<int64_t>(chunks, 1);
   // Partial sums: chunk c holds Σ gy·x̂ at [c][0, d) and Σ gy at [c][d, 2d).
@@ -79,25 +80,28 @@ void backward(const Tensor& xt, const Tensor& meant, const Tensor& rstdt, const 
         const double m = mean[r], rs = rstd[r];
         double sg = 0, sgx = 0;
         for (int64_t i = 0; i < d; ++i) {
-          const double xh = (xr[i] - m) * rs, g = w ? double(gr[i]) * double(w[i]) : double(gr[i]);
+          const double xh = (xr[i] - m) * rs, gyi = double(gr[i]);
+          double g = gyi;
+          if constexpr (kW) g *= double(w[i]);
           sg += g;
           sgx += g * xh;
-          if (pw) {
-            pw[i] += double(gr[i]) * xh;
-            pb[i] += double(gr[i]);
+          if constexpr (kP) {
+            pw[i] += gyi * xh;
+            pb[i] += gyi;
           }
         }
         sg /= double(d);
         sgx /= double(d);
         T* out = gx + r * d;
         for (int64_t i = 0; i < d; ++i) {
-          const double g = w ? double(gr[i]) * double(w[i]) : double(gr[i]);
+          double g = double(gr[i]);
+          if constexpr (kW) g *= double(w[i]);
           out[i] = T(rs * (g - sg - (xr[i] - m) * rs * sgx));
         }
       }
     }
   });
-  if (!params) return;
+  if constexpr (!kP) return;
   T* gw = gwt ? gwt->data<T>() : nullptr;
   T* gb = gbt ? gbt->data<T>() : nullptr;
   parallel_for(d, std::max<int64_t>(1, 16384 / std::max<int64_t>(chunks, 1)), [=](int64_t b, int64_t e) {
@@ -113,14 +117,32 @@ void backward(const Tensor& xt, const Tensor& meant, const Tensor& rstdt, const 
   });
 }
 
+template <class T>
+void forward_typed(const Tensor& x, const Tensor* w, const Tensor* b, Tensor& y, Tensor& mean, Tensor& rstd, double eps) {
+  if (w && b) forward<T, true, true>(x, w, b, y, mean, rstd, eps);
+  else if (w) forward<T, true, false>(x, w, b, y, mean, rstd, eps);
+  else if (b) forward<T, false, true>(x, w, b, y, mean, rstd, eps);
+  else forward<T, false, false>(x, w, b, y, mean, rstd, eps);
+}
+
+template <class T>
+void backward_typed(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* w, const Tensor& gy, Tensor& gx, Tensor* gw,
+                    Tensor* gb) {
+  const bool p = gw || gb;
+  if (w && p) backward<T, true, true>(x, mean, rstd, w, gy, gx, gw, gb);
+  else if (w) backward<T, true, false>(x, mean, rstd, w, gy, gx, gw, gb);
+  else if (p) backward<T, false, true>(x, mean, rstd, w, gy, gx, gw, gb);
+  else backward<T, false, false>(x, mean, rstd, w, gy, gx, gw, gb);
+}
+
 void forward_cpu(const Tensor& x, const Tensor* w, const Tensor* b, Tensor& y, Tensor& mean, Tensor& rstd, double eps) {
-  if (x.dtype == DType::f64) forward<double>(x, w, b, y, mean, rstd, eps);
-  else forward<float>(x, w, b, y, mean, rstd, eps);
+  if (x.dtype == DType::f64) forward_typed<double>(x, w, b, y, mean, rstd, eps);
+  else forward_typed<float>(x, w, b, y, mean, rstd, eps);
 }
 void backward_cpu(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* w, const Tensor& gy, Tensor& gx, Tensor* gw,
                   Tensor* gb) {
-  if (x.dtype == DType::f64) backward<double>(x, mean, rstd, w, gy, gx, gw, gb);
-  else backward<float>(x, mean, rstd, w, gy, gx, gw, gb);
+  if (x.dtype == DType::f64) backward_typed<double>(x, mean, rstd, w, gy, gx, gw, gb);
+  else backward_typed<float>(x, mean, rstd, w, gy, gx, gw, gb);
 }
 
 }  // namespace
