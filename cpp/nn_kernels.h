@@ -46,10 +46,13 @@ FLOCK_DECLARE_KERNEL(avg_pool2d_backward, void(const Tensor& gy, Tensor& gx, con
 // per-row loss and the row's logsumexp (kept for backward).
 FLOCK_DECLARE_KERNEL(cross_entropy_forward, void(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse, int64_t ignore_index, double smoothing))
 FLOCK_DECLARE_KERNEL(cross_entropy_backward, void(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, Tensor& glogits, int64_t ignore_index, double smoothing))
-// Row normalisation of a [rows, d] view (layer and group norm without the affine part); saves the
-// per-row mean and 1/std for backward.
-FLOCK_DECLARE_KERNEL(row_norm_forward, void(const Tensor& x, Tensor& y, Tensor& mean, Tensor& rstd, double eps))
-FLOCK_DECLARE_KERNEL(row_norm_backward, void(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy, Tensor& gx))
+// Layer normalisation of a [rows, d] view with the elementwise affine fused in: y = x̂·weight + bias,
+// x̂ the row shifted to zero mean and scaled to unit (biased) variance; weight and bias ([d], the
+// input's dtype) may each be null. Saves the per-row mean and 1/std for backward. Group norm runs
+// it with neither (its affine is per channel, not per element of a row).
+FLOCK_DECLARE_KERNEL(layer_norm_forward, void(const Tensor& x, const Tensor* weight, const Tensor* bias, Tensor& y, Tensor& mean, Tensor& rstd, double eps))
+// dx per row and, when gweight/gbias are given, their column sums over the rows in the same call.
+FLOCK_DECLARE_KERNEL(layer_norm_backward, void(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight, const Tensor& gy, Tensor& gx, Tensor* gweight, Tensor* gbias))
 // In-place multi-tensor optimizer steps: every parameter of a group in one queued call.
 // `max_v` (amsgrad's running maximum of v) is empty unless cfg.amsgrad.
 FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, std::vector<Tensor>& max_v, const AdamConfig& cfg))

@@ -4,6 +4,7 @@
 // (m16n8k8 on operands rounded to tf32), all with f32 accumulation and one rounding at the end,
 // which is what the CPU computes for the half types. Batch offsets ride in the kernel parameters
 // (128 entries a launch), so a broadcast batch needs no device-side table.
+#include <algorithm>
 #include <cstdint>
 #include "common.cuh"
 #include "simt_tile.cuh"
@@ -22,7 +23,10 @@ struct BatchOffsets {
 struct GemmShape {
   int64_t m, n, k, lda, ldb;
   bool trans_a, trans_b;
+  int64_t col_tile0;  // the first column tile of this launch (launches go in chunks of column tiles)
 };
+// Grid: row tiles on gridDim.x (up to 2^31 − 1 of them, so any m fits) and column tiles on
+// gridDim.y, whose 65535 limit is met by launching the columns in chunks (col_tile0).
 
 // Stages a kTile×kDepth slice of A as [k][i] and of B as [k][j]; each mapping picks the index
 // that is contiguous in memory as the fast thread index, so global reads coalesce either way.
@@ -58,7 +62,7 @@ __global__ void __launch_bounds__(256) matmul_simt_kernel(const T* a, const T* b
   const T* A = a + offs.a[z];
   const T* B = b + offs.b[z];
   T* C = c + static_cast<int64_t>(z) * s.m * s.n;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile, col0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kTile, col0 = (s.col_tile0 + static_cast<int64_t>(blockIdx.y)) * kTile;
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
   T acc[4][4] = {};
   for (int64_t k0 = 0; k0 < s.k; k0 += kDepth) {
@@ -149,7 +153,7 @@ __global__ void __launch_bounds__(128) matmul_mma_kernel(const T* a, const T* b,
   const T* A = a + offs.a[z];
   const T* B = b + offs.b[z];
   T* C = c + static_cast<int64_t>(z) * s.m * s.n;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile, col0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kTile, col0 = (s.col_tile0 + static_cast<int64_t>(blockIdx.y)) * kTile;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32, g = lane >> 2, t = lane & 3;
   auto word = [](const S* p) { return *reinterpret_cast<const uint32_t*>(p); };
@@ -213,15 +217,22 @@ void matmul_cuda(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan
   const int64_t batch = static_cast<int64_t>(p.a_offsets.size());
   if (batch == 0 || p.m == 0 || p.n == 0) return;
   if (p.b_offsets.size() != p.a_offsets.size()) fail(Code::Internal, "matmul: batch offset tables differ in length");
-  if (ceil_div(p.m, kTile) > 65535) fail(Code::Shape, "matmul: ", p.m, " rows exceed the CUDA grid limit");
+  if (ceil_div(p.m, kTile) > 0x7fffffff) fail(Code::Shape, "matmul: ", p.m, " rows exceed the CUDA grid limit");
   cudaStream_t s = current_stream();
-  const GemmShape shape{p.m, p.n, p.k, p.trans_a ? p.m : p.k, p.trans_b ? p.k : p.n, p.trans_a, p.trans_b};
-  const unsigned gx = static_cast<unsigned>(ceil_div(p.n, kTile)), gy = static_cast<unsigned>(ceil_div(p.m, kTile));
+  const GemmShape base{p.m, p.n, p.k, p.trans_a ? p.m : p.k, p.trans_b ? p.k : p.n, p.trans_a, p.trans_b, 0};
+  const unsigned row_tiles = static_cast<unsigned>(ceil_div(p.m, kTile));
+  const int64_t col_tiles = ceil_div(p.n, kTile);
+  constexpr int64_t kMaxGridY = 65535;
   auto run = [&](auto tag, auto kernel, int threads) {
     using T = typename decltype(tag)::type;
     for_batch_chunks<T>(p, [&](int64_t z0, int count, const BatchOffsets& offs) {
-      kernel<<<dim3(gx, gy, count), threads, 0, s>>>(a.data<T>(), b.data<T>(), out.data<T>() + z0 * p.m * p.n, shape, offs);
-      check_launch("matmul_kernel");
+      for (int64_t c0 = 0; c0 < col_tiles; c0 += kMaxGridY) {
+        GemmShape shape = base;
+        shape.col_tile0 = c0;
+        const unsigned cols = static_cast<unsigned>(std::min(kMaxGridY, col_tiles - c0));
+        kernel<<<dim3(row_tiles, cols, count), threads, 0, s>>>(a.data<T>(), b.data<T>(), out.data<T>() + z0 * p.m * p.n, shape, offs);
+        check_launch("matmul_kernel");
+      }
     });
   };
   switch (a.dtype) {

@@ -481,7 +481,7 @@ add('optim.gradNorm', ['gradNorm'], () => [[param()], 2], optim.gradNorm);
 
 /** Ops that are ours but never the user's: a message naming one leaks an implementation detail. */
 const INTERNAL =
-  /\b(rowNorm|rowNormBackward|adamStep|sgdStep|conv2dBackwardInput|conv2dBackwardWeight|biasAct|clipByNorm)\b|Cannot read prop|is not a function|is not iterable|undefined is not|of undefined|of null/;
+  /\b(layerNormBackward|adamStep|sgdStep|conv2dBackwardInput|conv2dBackwardWeight|biasAct|clipByNorm)\b|Cannot read prop|is not a function|is not iterable|undefined is not|of undefined|of null/;
 
 interface Outcome {
   calls: number;

@@ -222,9 +222,23 @@ export interface NativeAddon {
     ignoreIndex: number,
     labelSmoothing: number,
   ): NativeTensor;
-  /** Normalises each row of [rows, d]: [y, mean [rows], rstd [rows]]. */
-  rowNorm(x: NativeTensor, eps: number): [NativeTensor, NativeTensor, NativeTensor];
-  rowNormBackward(x: NativeTensor, mean: NativeTensor, rstd: NativeTensor, grad: NativeTensor): NativeTensor;
+  /** Layer norm of each row of [rows, d], affine fused (weight, bias [d] or null): [y, mean [rows], rstd [rows]]. */
+  layerNorm(
+    x: NativeTensor,
+    weight: NativeTensor | null,
+    bias: NativeTensor | null,
+    eps: number,
+  ): [NativeTensor, NativeTensor, NativeTensor];
+  /** [dx, dweight or null, dbias or null]; the parameter gradients are column sums in the same kernel. */
+  layerNormBackward(
+    x: NativeTensor,
+    mean: NativeTensor,
+    rstd: NativeTensor,
+    weight: NativeTensor | null,
+    grad: NativeTensor,
+    weightGrad: boolean,
+    biasGrad: boolean,
+  ): [NativeTensor, NativeTensor | null, NativeTensor | null];
   /** act(x + bias) over x [rows, n] and bias [n]: the fused epilogue of linear. */
   biasAct(x: NativeTensor, bias: NativeTensor, activation: BiasActivation): NativeTensor;
   /** grad · act'(saved + bias), or act'(saved) without bias (relu may pass its output as saved). */

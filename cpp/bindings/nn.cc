@@ -126,16 +126,29 @@ Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info) {
   return out(info, ops::cross_entropy_backward(x, t, lse, g, ignore, eps));
 }
 
-Napi::Value RowNorm(const Napi::CallbackInfo& info) {
-  Args a{info, "rowNorm"};
+bool present(const Args& a, size_t i) { return !a.at(i).IsUndefined() && !a.at(i).IsNull(); }
+
+Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
+  Args a{info, "layerNorm"};
   Tensor x = a.tensor(0, "input");
-  return pair_out(info, ops::row_norm_forward(x, a.number(1, "eps")));
+  const bool has_w = present(a, 1), has_b = present(a, 2);
+  Tensor w = has_w ? a.tensor(1, "weight") : Tensor{}, b = has_b ? a.tensor(2, "bias") : Tensor{};
+  return pair_out(info, ops::layer_norm_forward(x, has_w ? &w : nullptr, has_b ? &b : nullptr, a.number(3, "eps")));
 }
 
-Napi::Value RowNormBackward(const Napi::CallbackInfo& info) {
-  Args a{info, "rowNormBackward"};
-  Tensor x = a.tensor(0, "input"), mean = a.tensor(1, "mean"), rstd = a.tensor(2, "rstd"), gy = a.tensor(3, "grad");
-  return out(info, ops::row_norm_backward(x, mean, rstd, gy));
+Napi::Value LayerNormBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "layerNormBackward"};
+  Tensor x = a.tensor(0, "input"), mean = a.tensor(1, "mean"), rstd = a.tensor(2, "rstd");
+  const bool has_w = present(a, 3);
+  Tensor w = has_w ? a.tensor(3, "weight") : Tensor{};
+  Tensor gy = a.tensor(4, "grad");
+  const bool want_w = a.boolean(5, "weightGrad"), want_b = a.boolean(6, "biasGrad");
+  ops::LayerNormGrads g = ops::layer_norm_backward(x, mean, rstd, has_w ? &w : nullptr, gy, want_w, want_b);
+  Napi::Array arr = Napi::Array::New(info.Env(), 3);
+  arr.Set(0u, out(info, g.gx));
+  arr.Set(1u, g.gweight ? out(info, *g.gweight) : info.Env().Null());
+  arr.Set(2u, g.gbias ? out(info, *g.gbias) : info.Env().Null());
+  return arr;
 }
 
 const char* const kBiasActs[] = {"none", "relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"};
@@ -203,8 +216,8 @@ void register_nn_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("adaptiveAvgPool2dBackward", AdaptiveAvgPool2dBackward);
   FLOCK_EXPORT("crossEntropy", CrossEntropy);
   FLOCK_EXPORT("crossEntropyBackward", CrossEntropyBackward);
-  FLOCK_EXPORT("rowNorm", RowNorm);
-  FLOCK_EXPORT("rowNormBackward", RowNormBackward);
+  FLOCK_EXPORT("layerNorm", LayerNorm);
+  FLOCK_EXPORT("layerNormBackward", LayerNormBackward);
   FLOCK_EXPORT("biasAct", BiasActivation);
   FLOCK_EXPORT("biasActBackward", BiasActivationBackward);
   FLOCK_EXPORT("adamStep", AdamStep);

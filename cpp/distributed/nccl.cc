@@ -21,7 +21,7 @@ struct Loaded {
 template <class F>
 bool bind(void* lib, const char* name, F* slot, std::string* why) {
   *slot = reinterpret_cast<F>(dlsym(lib, name));
-  if (!*slot) *why = std::string("the NCCL library lacks ") + name + " (NCCL 2.7 or newer is needed)";
+  if (!*slot) *why = std::string("the NCCL library lacks ") + name + " (NCCL 2.14 or newer is needed)";
   return *slot != nullptr;
 }
 
@@ -38,7 +38,8 @@ Loaded open_library() {
   Api& a = l.api;
   l.ok = bind(lib, "ncclGetVersion", &a.GetVersion, &l.why) && bind(lib, "ncclGetErrorString", &a.GetErrorString, &l.why) &&
          bind(lib, "ncclGetUniqueId", &a.GetUniqueId, &l.why) && bind(lib, "ncclCommInitRank", &a.CommInitRank, &l.why) &&
-         bind(lib, "ncclCommInitAll", &a.CommInitAll, &l.why) && bind(lib, "ncclAllReduce", &a.AllReduce, &l.why) &&
+         bind(lib, "ncclCommInitAll", &a.CommInitAll, &l.why) &&
+         bind(lib, "ncclCommInitRankConfig", &a.CommInitRankConfig, &l.why) && bind(lib, "ncclAllReduce", &a.AllReduce, &l.why) &&
          bind(lib, "ncclBroadcast", &a.Broadcast, &l.why) && bind(lib, "ncclAllGather", &a.AllGather, &l.why) &&
          bind(lib, "ncclReduceScatter", &a.ReduceScatter, &l.why) && bind(lib, "ncclSend", &a.Send, &l.why) &&
          bind(lib, "ncclRecv", &a.Recv, &l.why) && bind(lib, "ncclGroupStart", &a.GroupStart, &l.why) &&

@@ -70,7 +70,7 @@ using NcclId = std::array<char, 128>;
 // backend is unavailable, with the reason.
 NcclId nccl_unique_id();
 
-// The nccl backend's constructors, filled in by cuda/nccl_group.cu when flockml is built with
+// The nccl backend's constructors, filled in by cuda/nccl_init.cu when flockml is built with
 // CUDA; empty in a CPU-only build. Both return at once: the communicators are created on a
 // thread of their own and `ready` runs exactly once when that has finished (or failed, or the
 // group was destroyed first). Collectives are refused until then.

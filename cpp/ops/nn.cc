@@ -196,29 +196,63 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
   return gx;
 }
 
-std::vector<Tensor> row_norm_forward(const Tensor& x, double eps) {
-  check_float(x, "rowNorm", "input");
-  if (x.dim() != 2) fail(Code::Shape, "rowNorm: input must be [rows, d], got ", shape_str(x.shape));
-  if (!(eps >= 0)) fail(Code::Range, "rowNorm: eps must be ≥ 0, got ", eps);
-  Tensor y = empty(x.shape, x.dtype, x.device(), "rowNorm");
-  Tensor mean = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
-  Tensor rstd = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
-  if (x.numel() > 0) launch("rowNorm", x.device(), [=]() mutable { row_norm_forward_table().get(x.device())(x, y, mean, rstd, eps); });
+namespace {
+// A layer-norm weight or bias: [d], on the input's device, in its dtype.
+void check_affine(const Tensor& x, const Tensor* t, const char* op, const char* name) {
+  if (!t) return;
+  check_pair(x, *t, op);
+  check_shape(*t, {x.shape[1]}, op, name);
+}
+}  // namespace
+
+std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor* weight, const Tensor* bias, double eps) {
+  const char* op = "layerNorm";
+  check_float(x, op, "input");
+  if (x.dim() != 2) fail(Code::Shape, op, ": input must be [rows, d], got ", shape_str(x.shape));
+  if (!(eps >= 0)) fail(Code::Range, op, ": eps must be ≥ 0, got ", eps);
+  check_affine(x, weight, op, "weight");
+  check_affine(x, bias, op, "bias");
+  Tensor y = empty(x.shape, x.dtype, x.device(), op);
+  Tensor mean = empty({x.shape[0]}, x.dtype, x.device(), op);
+  Tensor rstd = empty({x.shape[0]}, x.dtype, x.device(), op);
+  const std::optional<Tensor> w = weight ? std::optional<Tensor>(*weight) : std::nullopt;
+  const std::optional<Tensor> b = bias ? std::optional<Tensor>(*bias) : std::nullopt;
+  if (x.numel() > 0)
+    launch(op, x.device(), [=]() mutable {
+      layer_norm_forward_table().get(x.device())(x, w ? &*w : nullptr, b ? &*b : nullptr, y, mean, rstd, eps);
+    });
   return {y, mean, rstd};
 }
 
-Tensor row_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy) {
-  check_float(x, "rowNormBackward", "input");
-  check_pair(x, gy, "rowNormBackward");
-  check_pair(x, mean, "rowNormBackward");
-  check_pair(x, rstd, "rowNormBackward");
-  if (x.dim() != 2) fail(Code::Shape, "rowNormBackward: input must be [rows, d], got ", shape_str(x.shape));
-  check_shape(gy, x.shape, "rowNormBackward", "grad");
-  check_shape(mean, {x.shape[0]}, "rowNormBackward", "mean");
-  check_shape(rstd, {x.shape[0]}, "rowNormBackward", "rstd");
-  Tensor gx = empty(x.shape, x.dtype, x.device(), "rowNormBackward");
-  if (x.numel() > 0) launch("rowNormBackward", x.device(), [=]() mutable { row_norm_backward_table().get(x.device())(x, mean, rstd, gy, gx); });
-  return gx;
+LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight, const Tensor& gy,
+                                   bool want_weight, bool want_bias) {
+  const char* op = "layerNormBackward";
+  check_float(x, op, "input");
+  check_pair(x, gy, op);
+  check_pair(x, mean, op);
+  check_pair(x, rstd, op);
+  if (x.dim() != 2) fail(Code::Shape, op, ": input must be [rows, d], got ", shape_str(x.shape));
+  check_shape(gy, x.shape, op, "grad");
+  check_shape(mean, {x.shape[0]}, op, "mean");
+  check_shape(rstd, {x.shape[0]}, op, "rstd");
+  check_affine(x, weight, op, "weight");
+  if (want_weight && !weight) fail(Code::Arg, op, ": a weight gradient was asked for without a weight");
+  LayerNormGrads r;
+  r.gx = empty(x.shape, x.dtype, x.device(), op);
+  const std::optional<Tensor> w = weight ? std::optional<Tensor>(*weight) : std::nullopt;
+  std::optional<Tensor> gw, gb;
+  // With no rows the column sums are empty sums: zeros, as PyTorch gives.
+  auto param_grad = [&] { return x.shape[0] == 0 ? full({x.shape[1]}, x.dtype, x.device(), 0.0) : empty({x.shape[1]}, x.dtype, x.device(), op); };
+  if (want_weight) gw = param_grad();
+  if (want_bias) gb = param_grad();
+  r.gweight = gw;
+  r.gbias = gb;
+  Tensor gx = r.gx;
+  if (x.numel() > 0)
+    launch(op, x.device(), [=]() mutable {
+      layer_norm_backward_table().get(x.device())(x, mean, rstd, w ? &*w : nullptr, gy, gx, gw ? &*gw : nullptr, gb ? &*gb : nullptr);
+    });
+  return r;
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // Front ends of the neural-network ops: validate, allocate outputs, enqueue the nn kernels.
 #pragma once
+#include <optional>
 #include <vector>
 #include "../bias_act.h"
 #include "../nn_kernels.h"
@@ -31,9 +32,16 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& gy, const Shape& input_shape);
 std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index, double smoothing);
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, int64_t ignore_index, double smoothing);
 
-// Normalises each row of x [rows, d]; returns {y, mean [rows], rstd [rows]}.
-std::vector<Tensor> row_norm_forward(const Tensor& x, double eps);
-Tensor row_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& gy);
+// Layer norm of each row of x [rows, d], affine fused (weight, bias [d] may be null); returns
+// {y, mean [rows], rstd [rows]}.
+std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor* weight, const Tensor* bias, double eps);
+// dx, and dweight/dbias when asked for (column sums over the rows, in the same kernel call).
+struct LayerNormGrads {
+  Tensor gx;
+  std::optional<Tensor> gweight, gbias;
+};
+LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight, const Tensor& gy,
+                                   bool want_weight, bool want_bias);
 
 // y = act(x + bias) for x [rows, n] and bias [n].
 Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act);

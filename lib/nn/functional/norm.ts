@@ -1,6 +1,7 @@
 /**
- * Normalisation. Layer and group norm run the native row kernel (one pass for the statistics, one
- * for the output; mean and 1/std kept for backward); batch norm, whose statistics run across the
+ * Normalisation. Layer norm runs the native layer_norm kernel with its affine fused (one pass for
+ * the statistics, one for the output; mean and 1/std kept for backward); group norm runs the same
+ * kernel without an affine and applies its per-channel one after; batch norm, whose statistics run across the
  * batch, is a composition of reductions and element-wise ops. Variances are biased, as PyTorch's.
  */
 import { native } from '../../native';
@@ -21,13 +22,37 @@ function perChannel(v: Tensor, ndim: number): Tensor {
   return v.reshape([1, v.shape[0], ...Array(Math.max(0, ndim - 2)).fill(1)]);
 }
 
-/** Each row of `x` [rows, d] to zero mean and unit variance; composed ops for dtypes other than f32/f64. */
-function normalizeRows(op: string, x: Tensor, eps: number): Tensor {
-  if (x.dtype !== 'f32' && x.dtype !== 'f64') {
-    return x.sub(x.mean(1, true)).mul(x.var(1, { correction: 0, keepdim: true }).add(eps).rsqrt());
+const nativeDtype = (t: Tensor): boolean => t.dtype === 'f32' || t.dtype === 'f64';
+
+/**
+ * Layer norm of each row of `x` [rows, d] with the affine (`w`, `b` [d], each optional) fused into
+ * the native kernel, forward and backward (dweight and dbias are column sums in the same call).
+ * Dtypes the kernel does not take (or parameters of another dtype) run as composed ops.
+ */
+function layerNormRows(op: string, x: Tensor, w: Tensor | null, b: Tensor | null, eps: number): Tensor {
+  if (!nativeDtype(x) || (w && w.dtype !== x.dtype) || (b && b.dtype !== x.dtype)) {
+    let y = x.sub(x.mean(1, true)).mul(x.var(1, { correction: 0, keepdim: true }).add(eps).rsqrt());
+    if (w) y = y.mul(w);
+    if (b) y = y.add(b);
+    return y;
   }
-  const [y, mean, rstd] = native.rowNorm(x.handle, eps).map(wrap);
-  return record(y, op, [x], (g) => [wrap(native.rowNormBackward(x.handle, mean.handle, rstd.handle, g.handle))]);
+  const [y, mean, rstd] = native.layerNorm(x.handle, w?.handle ?? null, b?.handle ?? null, eps).map(wrap);
+  const inputs = [x, ...(w ? [w] : []), ...(b ? [b] : [])];
+  return record(y, op, inputs, (g) => {
+    const [gx, gw, gb] = native.layerNormBackward(
+      x.handle,
+      mean.handle,
+      rstd.handle,
+      w?.handle ?? null,
+      g.handle,
+      !!w?.requiresGrad,
+      !!b?.requiresGrad,
+    );
+    const grads: (Tensor | null)[] = [wrap(gx)];
+    if (w) grads.push(gw ? wrap(gw) : null);
+    if (b) grads.push(gb ? wrap(gb) : null);
+    return grads;
+  });
 }
 
 function floatInput(op: string, x: unknown): Tensor {
@@ -151,10 +176,8 @@ export function layerNormWith(op: string, x: unknown, normalizedShape: number[],
   const b = shaped(op, 'bias', bias, normalizedShape);
   const e = checkNumber(op, 'eps', eps, { min: 0 });
   const d = numel(normalizedShape);
-  let y = normalizeRows(op, t.reshape([numel(t.shape) / Math.max(d, 1), d]), e).reshape([...t.shape]);
-  if (w) y = y.mul(w);
-  if (b) y = y.add(b);
-  return y;
+  const rows = t.reshape([numel(t.shape) / Math.max(d, 1), d]);
+  return layerNormRows(op, rows, w?.reshape([d]) ?? null, b?.reshape([d]) ?? null, e).reshape([...t.shape]);
 }
 
 /** Normalises channels in `numGroups` groups per sample; affine per channel. */
@@ -174,7 +197,7 @@ export function groupNormWith(op: string, x: unknown, numGroups: unknown, weight
   const b = shaped(op, 'bias', bias, [c]);
   const e = checkNumber(op, 'eps', eps, { min: 0 });
   const rows = t.shape[0] * groups;
-  let y = normalizeRows(op, t.reshape([rows, numel(t.shape) / Math.max(rows, 1)]), e).reshape([...t.shape]);
+  let y = layerNormRows(op, t.reshape([rows, numel(t.shape) / Math.max(rows, 1)]), null, null, e).reshape([...t.shape]);
   if (w) y = y.mul(perChannel(w, t.ndim));
   if (b) y = y.add(perChannel(b, t.ndim));
   return y;

@@ -1,87 +1,25 @@
-// CUDA runtime glue: device enumeration for the GpuRuntime table, the CUDA stream behind
-// flock::Stream, and the stream-ordered allocator. Loading never touches the driver: static
-// initialisers only fill tables; streams and pools are made on first use.
+// The CUDA stream behind flock::Stream: one cudaStream_t per device and thread context, which only
+// launches work (enqueue returns once the kernels are queued), keeps each task's closure until an
+// event shows its work done, and serves sync points from a notifier thread.
 #include <cuda_runtime.h>
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 #include "common.cuh"
 #include "context.h"
-#include "gpu_runtime.h"
+#include "device.cuh"
+#include "device_guard.cuh"
 #include "profiler.h"
-
-// cuda/nvtx.cu
-void flockml_nvtx_push(const char* name);
-void flockml_nvtx_pop();
 
 namespace flock::cuda {
 namespace {
-
-int device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no driver" error
-    return 0;
-  }
-  return n;
-}
-
-// The device set of a process does not change, so the count is read once, on first use.
-int known_device_count() {
-  static const int n = device_count();
-  return n;
-}
-
-void check_device(int device) {
-  const int n = known_device_count();
-  if (device < 0 || device >= n || device >= kMaxCudaDevices)
-    fail(Code::Device, "device cuda:", device, " is not available (", n, " CUDA devices found)");
-}
-
-std::string device_name(int index) {
-  cudaDeviceProp p;
-  if (cudaGetDeviceProperties(&p, index) != cudaSuccess) return "unknown";
-  return p.name;
-}
-
-void memory_info(int index, int64_t* free_bytes, int64_t* total_bytes) {
-  size_t f = 0, t = 0;
-  int prev = 0;
-  cudaGetDevice(&prev);
-  if (cudaSetDevice(index) == cudaSuccess && cudaMemGetInfo(&f, &t) == cudaSuccess) {
-    *free_bytes = static_cast<int64_t>(f);
-    *total_bytes = static_cast<int64_t>(t);
-  }
-  cudaSetDevice(prev);
-}
-
-std::string version() {
-  int v = 0;
-  cudaRuntimeGetVersion(&v);
-  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
-
-// Makes `index` the calling thread's device for a scope, restoring the previous one after.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int index) {
-    cudaGetDevice(&prev_);
-    if (prev_ != index) check(cudaSetDevice(index), "cudaSetDevice");
-  }
-  ~DeviceGuard() {
-    int now = 0;
-    cudaGetDevice(&now);
-    if (now != prev_) cudaSetDevice(prev_);
-  }
- private:
-  int prev_ = 0;
-};
 
 class CudaStream;
 thread_local CudaStream* t_stream = nullptr;
@@ -449,9 +387,13 @@ class CudaStream final : public Stream {
 
 std::unique_ptr<Stream> make_stream(int device_index) { return std::make_unique<CudaStream>(device_index); }
 
-// The stream a buffer of `device` is allocated and freed on: the running task's, else the
-// calling thread's context stream, else the legacy default stream, which is ordered against
-// every blocking stream of the device.
+const bool registered = [] {
+  register_stream_factory(DeviceType::CUDA, make_stream);
+  return true;
+}();
+
+}  // namespace
+
 cudaStream_t stream_for(int device) {
   if (t_stream && t_stream->device() == device) return t_stream->handle();
   try {
@@ -461,88 +403,6 @@ cudaStream_t stream_for(int device) {
   }
   return nullptr;
 }
-
-uint64_t release_threshold() {
-  const char* env = std::getenv("FLOCKML_CUDA_RELEASE_THRESHOLD");
-  if (!env || !*env) return UINT64_MAX;  // keep freed memory pooled, as a caching allocator does
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(env, &end, 10);
-  return (end && *end == '\0') ? static_cast<uint64_t>(v) : UINT64_MAX;
-}
-
-// FLOCKML_CUDA_POISON=1 (read once, when the addon loads): every new allocation is filled with
-// 0xFF bytes in stream order, a NaN in every float dtype, so a kernel that leaves part of its
-// output unwritten shows up in the GPU conformance tests instead of passing on leftover values.
-bool poison_from_env() {
-  const char* env = std::getenv("FLOCKML_CUDA_POISON");
-  return env && *env && std::string(env) != "0";
-}
-
-struct CudaAllocator final : Allocator {
-  std::mutex m;
-  bool configured[kMaxCudaDevices] = {};
-  const bool poison = poison_from_env();
-
-  void configure(int device) {
-    std::lock_guard<std::mutex> lk(m);
-    if (configured[device]) return;
-    cudaMemPool_t pool;
-    check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
-    uint64_t threshold = release_threshold();
-    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
-    configured[device] = true;
-  }
-
-  void* allocate(size_t bytes, int device) override {
-    check_device(device);
-    cudaStream_t s = stream_for(device);
-    DeviceGuard g(device);
-    configure(device);
-    void* p = nullptr;
-    cudaError_t e = cudaMallocAsync(&p, bytes, s);
-    if (e == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      return nullptr;  // Storage turns this into ERR_OOM
-    }
-    check(e, "cudaMallocAsync");
-    if (poison && bytes > 0) {
-      e = cudaMemsetAsync(p, 0xFF, bytes, s);
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        cudaFreeAsync(p, s);
-        fail_cuda("cudaMemsetAsync (FLOCKML_CUDA_POISON)", e);
-      }
-    }
-    return p;
-  }
-
-  void release(void* p, size_t, int device) noexcept override {
-    try {
-      cudaStream_t s = stream_for(device);
-      DeviceGuard g(device);
-      if (cudaFreeAsync(p, s) != cudaSuccess) cudaGetLastError();
-    } catch (...) {
-      // a failed free during a device fault has nobody to report to
-    }
-  }
-};
-
-CudaAllocator g_allocator;
-
-const bool registered = [] {
-  GpuRuntime& rt = gpu_runtime();
-  rt.device_count = device_count;
-  rt.device_name = device_name;
-  rt.memory_info = memory_info;
-  rt.version = version;
-  register_stream_factory(DeviceType::CUDA, make_stream);
-  register_allocator(DeviceType::CUDA, &g_allocator);
-  profiler::range_hooks().push = flockml_nvtx_push;
-  profiler::range_hooks().pop = flockml_nvtx_pop;
-  return true;
-}();
-
-}  // namespace
 
 cudaStream_t current_stream() {
   if (!t_stream) fail(Code::Internal, "a CUDA kernel was launched outside a CUDA stream task");
@@ -567,3 +427,4 @@ IndexFault* current_index_fault() {
 }
 
 }  // namespace flock::cuda
+

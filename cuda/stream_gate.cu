@@ -1,0 +1,83 @@
+// StreamGate: see stream_gate.cuh.
+#include "stream_gate.cuh"
+#include <cuda.h>
+#include "common.cuh"
+
+namespace flock::cuda {
+namespace {
+
+using MemOp = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+struct Ops {
+  MemOp wait = nullptr, write = nullptr;
+  std::string why;
+};
+
+const Ops& ops() {
+  static const Ops o = [] {
+    Ops r;
+    void* w = nullptr;
+    void* v = nullptr;
+    cudaDriverEntryPointQueryResult q1 = cudaDriverEntryPointSuccess, q2 = cudaDriverEntryPointSuccess;
+    // Version 12000 selects the driver's current (_v2) stream memory operations.
+    const cudaError_t e1 = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &w, 12000, cudaEnableDefault, &q1);
+    const cudaError_t e2 = cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &v, 12000, cudaEnableDefault, &q2);
+    if (e1 != cudaSuccess || e2 != cudaSuccess) {
+      cudaGetLastError();
+      r.why = std::string("cudaGetDriverEntryPointByVersion failed: ") + cudaGetErrorString(e1 != cudaSuccess ? e1 : e2);
+    } else if (q1 != cudaDriverEntryPointSuccess || q2 != cudaDriverEntryPointSuccess || !w || !v) {
+      r.why = "the CUDA driver lacks cuStreamWaitValue32/cuStreamWriteValue32 (stream memory operations)";
+    } else {
+      r.wait = reinterpret_cast<MemOp>(w);
+      r.write = reinterpret_cast<MemOp>(v);
+    }
+    return r;
+  }();
+  return o;
+}
+
+void check_cu(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) fail(Code::Cuda, what, " failed (CUresult ", static_cast<int>(r), ")");
+}
+
+}  // namespace
+
+bool stream_gates_available(std::string* why) {
+  const Ops& o = ops();
+  if (!o.wait && why) *why = o.why;
+  return o.wait != nullptr;
+}
+
+StreamGate::StreamGate() {
+  std::string why;
+  if (!stream_gates_available(&why)) fail(Code::Cuda, why);
+  void* p = nullptr;
+  check(cudaHostAlloc(&p, sizeof(uint32_t) * kSlots, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
+  words_ = static_cast<uint32_t*>(p);
+  void* d = nullptr;
+  const cudaError_t e = cudaHostGetDevicePointer(&d, p, 0);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    cudaFreeHost(p);
+    words_ = nullptr;
+    fail_cuda("cudaHostGetDevicePointer", e);
+  }
+  device_words_ = static_cast<uint32_t*>(d);
+  for (uint32_t i = 0; i < kSlots; ++i) __atomic_store_n(words_ + i, 0u, __ATOMIC_RELEASE);
+}
+
+StreamGate::~StreamGate() {
+  if (words_ && cudaFreeHost(words_) != cudaSuccess) cudaGetLastError();
+}
+
+void StreamGate::wait(cudaStream_t s, uint32_t seq) const {
+  check_cu(ops().wait(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
+}
+
+void StreamGate::write(cudaStream_t s, uint32_t seq) const {
+  check_cu(ops().write(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue32");
+}
+
+void StreamGate::open(uint32_t seq) { __atomic_store_n(words_ + seq % kSlots, seq, __ATOMIC_RELEASE); }
+
+}  // namespace flock::cuda
