@@ -54,7 +54,11 @@ export class CharTokenizer {
     for (let i = 0; i < list.length; i++) {
       const id = Number(list[i]);
       if (!Number.isInteger(id) || id < 0 || id >= this.chars.length)
-        throw flockError('ERR_INDEX', 'CharTokenizer.decode', `id ${describe(list[i])} at ${i} is out of range for ${this.chars.length} characters`);
+        throw flockError(
+          'ERR_INDEX',
+          'CharTokenizer.decode',
+          `id ${describe(list[i])} at ${i} is out of range for ${this.chars.length} characters`,
+        );
       s += this.chars[id];
     }
     return s;
@@ -82,7 +86,11 @@ export class CharTokenizer {
       text = readFileSync(path, 'utf8');
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      throw flockError(code === 'ENOENT' ? 'ERR_NOT_FOUND' : 'ERR_IO', 'CharTokenizer.load', `cannot read ${path}: ${(e as Error).message}`);
+      throw flockError(
+        code === 'ENOENT' ? 'ERR_NOT_FOUND' : 'ERR_IO',
+        'CharTokenizer.load',
+        `cannot read ${path}: ${(e as Error).message}`,
+      );
     }
     try {
       return CharTokenizer.fromJSON(JSON.parse(text));
@@ -151,7 +159,11 @@ export class TokenWindows implements Dataset<Tensor[]> {
     const y = new BigInt64Array(indices.length * b);
     indices.forEach((index, r) => {
       if (!Number.isInteger(index) || index < 0 || index >= this.length)
-        throw flockError(Number.isInteger(index) ? 'ERR_INDEX' : 'ERR_ARG', 'TokenWindows.get', `index ${describe(index)} is out of range for ${this.length} windows`);
+        throw flockError(
+          Number.isInteger(index) ? 'ERR_INDEX' : 'ERR_ARG',
+          'TokenWindows.get',
+          `index ${describe(index)} is out of range for ${this.length} windows`,
+        );
       const at = index * this.stride;
       for (let j = 0; j < b; j++) {
         x[r * b + j] = BigInt(this.tokens[at + j]);
@@ -163,7 +175,11 @@ export class TokenWindows implements Dataset<Tensor[]> {
 }
 
 /** Windows of a text file's characters, encoded by `tokenizer` (fitted on the file when omitted). */
-export function textWindows(path: string, blockSize: number, tokenizer?: CharTokenizer): { dataset: TokenWindows; tokenizer: CharTokenizer } {
+export function textWindows(
+  path: string,
+  blockSize: number,
+  tokenizer?: CharTokenizer,
+): { dataset: TokenWindows; tokenizer: CharTokenizer } {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

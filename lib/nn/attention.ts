@@ -52,7 +52,10 @@ export interface MultiheadAttentionForwardOptions {
 function asAttend(op: string, name: string, m: Tensor, dtype: DType): Tensor {
   if (m.dtype === 'bool') return logicalNot(m);
   if (m.dtype !== dtype)
-    throw dtypeError(op, `${name} must be bool or the query's dtype ${dtype}, got ${m.dtype}${isFloating(m.dtype) ? '' : ' (byte masks: use bool)'}`);
+    throw dtypeError(
+      op,
+      `${name} must be bool or the query's dtype ${dtype}, got ${m.dtype}${isFloating(m.dtype) ? '' : ' (byte masks: use bool)'}`,
+    );
   return m;
 }
 
@@ -60,7 +63,8 @@ function asAttend(op: string, name: string, m: Tensor, dtype: DType): Tensor {
 function combine(a: Tensor | null, b: Tensor | null, dtype: DType): Tensor | null {
   if (!a || !b) return a ?? b;
   if (a.dtype === 'bool' && b.dtype === 'bool') return logicalAnd(a, b);
-  const additive = (m: Tensor) => (m.dtype === 'bool' ? zeros([...m.shape], { dtype, device: m.device }).maskedFill(logicalNot(m), -Infinity) : m);
+  const additive = (m: Tensor) =>
+    m.dtype === 'bool' ? zeros([...m.shape], { dtype, device: m.device }).maskedFill(logicalNot(m), -Infinity) : m;
   return additive(a).add(additive(b));
 }
 
@@ -126,7 +130,10 @@ export class MultiheadAttention extends Module {
     const batched = query.ndim === 3;
     if (!batched && query.ndim !== 2) throw shapeError(op, `query must be [L, E] or 3-D, got ${shapeStr(query.shape)}`);
     if (key.ndim !== query.ndim || value.ndim !== query.ndim)
-      throw shapeError(op, `query ${shapeStr(query.shape)}, key ${shapeStr(key.shape)} and value ${shapeStr(value.shape)} must have equal ranks`);
+      throw shapeError(
+        op,
+        `query ${shapeStr(query.shape)}, key ${shapeStr(key.shape)} and value ${shapeStr(value.shape)} must have equal ranks`,
+      );
     // To [N, L, E].
     const toNLE = (x: Tensor) => (!batched ? x.unsqueeze(0) : this.batchFirst ? x : x.transpose(0, 1));
     const q = toNLE(query);
@@ -137,9 +144,15 @@ export class MultiheadAttention extends Module {
     const H = this.numHeads;
     if (e !== this.embedDim) throw shapeError(op, `query has ${e} features, expected embedDim ${this.embedDim}`);
     if (k.shape[2] !== this.kdim || v.shape[2] !== this.vdim)
-      throw shapeError(op, `key and value must have ${this.kdim} and ${this.vdim} features, got ${shapeStr(key.shape)} and ${shapeStr(value.shape)}`);
+      throw shapeError(
+        op,
+        `key and value must have ${this.kdim} and ${this.vdim} features, got ${shapeStr(key.shape)} and ${shapeStr(value.shape)}`,
+      );
     if (k.shape[0] !== n || v.shape[0] !== n || v.shape[1] !== s)
-      throw shapeError(op, `query ${shapeStr(query.shape)}, key ${shapeStr(key.shape)} and value ${shapeStr(value.shape)} disagree on batch or source length`);
+      throw shapeError(
+        op,
+        `query ${shapeStr(query.shape)}, key ${shapeStr(key.shape)} and value ${shapeStr(value.shape)} disagree on batch or source length`,
+      );
     if (kpm) {
       if (!batched && kpm.ndim === 1) kpm = kpm.unsqueeze(0);
       if (kpm.ndim !== 2 || kpm.shape[0] !== n || kpm.shape[1] !== s)

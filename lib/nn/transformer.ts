@@ -117,7 +117,8 @@ export class TransformerEncoderLayer extends Module {
       });
       return this.dropout1.forward(y);
     };
-    const ff = (x: Tensor) => this.dropout2.forward(this.linear2.forward(this.dropout.forward(activate(this.config.activation, this.linear1.forward(x)))));
+    const ff = (x: Tensor) =>
+      this.dropout2.forward(this.linear2.forward(this.dropout.forward(activate(this.config.activation, this.linear1.forward(x)))));
     if (this.config.normFirst) {
       const x = src.add(sa(this.norm1.forward(src)));
       return x.add(ff(this.norm2.forward(x)));
@@ -184,7 +185,12 @@ export class TransformerDecoderLayer extends Module {
   forward(tgt: Tensor, memory: Tensor, options: DecoderForwardOptions = {}): Tensor {
     const o = checkOptions('TransformerDecoderLayer', options, DECODER_KEYS);
     const sa = (x: Tensor) => {
-      const [y] = this.self_attn.forward(x, x, x, { attnMask: o.tgtMask, isCausal: o.tgtIsCausal, keyPaddingMask: o.tgtKeyPaddingMask, needWeights: false });
+      const [y] = this.self_attn.forward(x, x, x, {
+        attnMask: o.tgtMask,
+        isCausal: o.tgtIsCausal,
+        keyPaddingMask: o.tgtKeyPaddingMask,
+        needWeights: false,
+      });
       return this.dropout1.forward(y);
     };
     const mha = (x: Tensor) => {
@@ -195,7 +201,8 @@ export class TransformerDecoderLayer extends Module {
       });
       return this.dropout2.forward(y);
     };
-    const ff = (x: Tensor) => this.dropout3.forward(this.linear2.forward(this.dropout.forward(activate(this.config.activation, this.linear1.forward(x)))));
+    const ff = (x: Tensor) =>
+      this.dropout3.forward(this.linear2.forward(this.dropout.forward(activate(this.config.activation, this.linear1.forward(x)))));
     if (this.config.normFirst) {
       let x = tgt.add(sa(this.norm1.forward(tgt)));
       x = x.add(mha(this.norm2.forward(x)));
@@ -218,7 +225,6 @@ export function causalMask(t: number, device?: string): Tensor {
   const vals = Array.from({ length: t * t }, (_, e) => e % t > Math.floor(e / t));
   return tensor(vals, { dtype: 'bool', shape: [t, t], device });
 }
-
 
 function stackOf<L extends TransformerEncoderLayer | TransformerDecoderLayer>(op: string, layer: L, numLayers: number): L[] {
   if (!(layer instanceof TransformerEncoderLayer || layer instanceof TransformerDecoderLayer))

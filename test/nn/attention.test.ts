@@ -23,7 +23,7 @@ function unfused(q: Tensor, k: Tensor, v: Tensor, r: Ref = {}): Tensor {
     tk = k.shape[k.ndim - 2];
   let s = q.matmul(k.transpose(-2, -1)).mul(r.scale ?? 1 / Math.sqrt(q.shape[q.ndim - 1]));
   if (r.causal) {
-    const above = Array.from({ length: tq * tk }, (_, e) => (e % tk) > Math.floor(e / tk));
+    const above = Array.from({ length: tq * tk }, (_, e) => e % tk > Math.floor(e / tk));
     s = s.maskedFill(fl.tensor(above, { dtype: 'bool', shape: [tq, tk] }), -Infinity);
   }
   if (r.mask) s = r.mask.dtype === 'bool' ? s.maskedFill(fl.logicalNot(r.mask), -Infinity) : s.add(r.mask);
@@ -75,29 +75,110 @@ test('memory stays linear in T: no [T, T] buffer is allocated at T = 2048', () =
 
 for (const t of [1, 7, 129]) {
   test(`T=${t}: plain, causal, bool, additive and key-padding masks match the composition in f64`, () => {
-    compare([[2, 3, t, 5], [2, 3, t, 5], [2, 3, t, 4]], {}, {});
-    compare([[2, 3, t, 5], [2, 3, t, 5], [2, 3, t, 4]], { isCausal: true }, { causal: true });
+    compare(
+      [
+        [2, 3, t, 5],
+        [2, 3, t, 5],
+        [2, 3, t, 4],
+      ],
+      {},
+      {},
+    );
+    compare(
+      [
+        [2, 3, t, 5],
+        [2, 3, t, 5],
+        [2, 3, t, 4],
+      ],
+      { isCausal: true },
+      { causal: true },
+    );
     const bm = boolMask([t, t], 0.6);
-    compare([[2, 2, t, 6], [2, 2, t, 6], [2, 2, t, 3]], { attnMask: bm }, { mask: bm });
+    compare(
+      [
+        [2, 2, t, 6],
+        [2, 2, t, 6],
+        [2, 2, t, 3],
+      ],
+      { attnMask: bm },
+      { mask: bm },
+    );
     const am = fl.randn([2, 1, t, t], { dtype: 'f64' });
-    compare([[2, 2, t, 6], [2, 2, t, 6], [2, 2, t, 3]], { attnMask: am, scale: 0.3 }, { mask: am, scale: 0.3 });
+    compare(
+      [
+        [2, 2, t, 6],
+        [2, 2, t, 6],
+        [2, 2, t, 3],
+      ],
+      { attnMask: am, scale: 0.3 },
+      { mask: am, scale: 0.3 },
+    );
     const pad = boolMask([2, 1, 1, t], 0.5);
-    compare([[2, 3, t, 4], [2, 3, t, 4], [2, 3, t, 4]], { attnMask: pad }, { mask: pad });
+    compare(
+      [
+        [2, 3, t, 4],
+        [2, 3, t, 4],
+        [2, 3, t, 4],
+      ],
+      { attnMask: pad },
+      { mask: pad },
+    );
   });
 }
 
 test('cross attention (tq ≠ tk), 3-D inputs and a head-wise mask between broadcast dims', () => {
-  compare([[3, 9, 4], [3, 130, 4], [3, 130, 7]], {}, {});
-  compare([[3, 70, 4], [3, 5, 4], [3, 5, 2]], { isCausal: true }, { causal: true });
+  compare(
+    [
+      [3, 9, 4],
+      [3, 130, 4],
+      [3, 130, 7],
+    ],
+    {},
+    {},
+  );
+  compare(
+    [
+      [3, 70, 4],
+      [3, 5, 4],
+      [3, 5, 2],
+    ],
+    { isCausal: true },
+    { causal: true },
+  );
   // [1, H, 1, tk] over [B, H, ...] and [B, 1, H2... ] patterns: the planner's divisor and period.
   const headMask = boolMask([1, 3, 1, 11], 0.5);
-  compare([[2, 3, 8, 4], [2, 3, 11, 4], [2, 3, 11, 4]], { attnMask: headMask }, { mask: headMask });
+  compare(
+    [
+      [2, 3, 8, 4],
+      [2, 3, 11, 4],
+      [2, 3, 11, 4],
+    ],
+    { attnMask: headMask },
+    { mask: headMask },
+  );
   const gapMask = boolMask([2, 1, 2, 8, 11], 0.5);
-  compare([[2, 3, 2, 8, 4], [2, 3, 2, 11, 4], [2, 3, 2, 11, 4]], { attnMask: gapMask }, { mask: gapMask });
+  compare(
+    [
+      [2, 3, 2, 8, 4],
+      [2, 3, 2, 11, 4],
+      [2, 3, 2, 11, 4],
+    ],
+    { attnMask: gapMask },
+    { mask: gapMask },
+  );
 });
 
 test('T=1000 causal forward and gradients match the composition', () => {
-  compare([[1, 1, 1000, 4], [1, 1, 1000, 4], [1, 1, 1000, 4]], { isCausal: true }, { causal: true }, 1e-9);
+  compare(
+    [
+      [1, 1, 1000, 4],
+      [1, 1, 1000, 4],
+      [1, 1, 1000, 4],
+    ],
+    { isCausal: true },
+    { causal: true },
+    1e-9,
+  );
 });
 
 test('f64 gradcheck on small shapes, plain, causal and masked', () => {
@@ -134,7 +215,11 @@ test('dropout uses the Philox mask fl.bernoulli draws at the same generator stat
 });
 
 test('f32 agrees with f64, and bf16 runs with f32 accumulation', () => {
-  const [q, k, v] = [[2, 4, 33, 8], [2, 4, 33, 8], [2, 4, 33, 8]].map((s) => fl.randn(s, { dtype: 'f64' }));
+  const [q, k, v] = [
+    [2, 4, 33, 8],
+    [2, 4, 33, 8],
+    [2, 4, 33, 8],
+  ].map((s) => fl.randn(s, { dtype: 'f64' }));
   const ref = arr(F.scaledDotProductAttention(q, k, v, { isCausal: true }));
   const f32 = F.scaledDotProductAttention(q.to('f32'), k.to('f32'), v.to('f32'), { isCausal: true });
   assert.is(f32.dtype, 'f32');
@@ -159,7 +244,10 @@ test('bad arguments fail with codes that name scaledDotProductAttention', () => 
   const q = fl.randn([2, 4, 8]),
     k = fl.randn([2, 5, 8]),
     v = fl.randn([2, 5, 3]);
-  const call = (a: Tensor, b: Tensor, c: Tensor, o: SdpaOptions = {}) => () => F.scaledDotProductAttention(a, b, c, o);
+  const call =
+    (a: Tensor, b: Tensor, c: Tensor, o: SdpaOptions = {}) =>
+    () =>
+      F.scaledDotProductAttention(a, b, c, o);
   throwsCode(call(q, fl.randn([2, 5, 7]), v), 'ERR_SHAPE');
   throwsCode(call(q, k, fl.randn([2, 6, 3])), 'ERR_SHAPE');
   throwsCode(call(q, fl.randn([3, 5, 8]), v), 'ERR_SHAPE');

@@ -15,7 +15,9 @@ type Dt = 'f64' | 'f32';
 const TOL: Record<Dt, number> = { f64: 1e-10, f32: 1e-5 };
 
 function mask(f: { shape: number[]; data: (number | boolean)[] }, dtype: Dt): Tensor {
-  return typeof f.data[0] === 'boolean' ? fl.tensor(f.data as boolean[], { dtype: 'bool', shape: f.shape }) : load(f as FixtureTensor, dtype);
+  return typeof f.data[0] === 'boolean'
+    ? fl.tensor(f.data as boolean[], { dtype: 'bool', shape: f.shape })
+    : load(f as FixtureTensor, dtype);
 }
 
 /** Builds the module, loads PyTorch's state dict, runs `call` and checks outputs and every gradient. */
@@ -193,7 +195,14 @@ test('RMSNorm matches x / sqrt(mean(x²) + eps) · weight and passes a gradient 
     return (v / Math.sqrt(row.reduce((a, b) => a + b * b, 0) / 4 + 1e-6)) * ws[i % 4];
   });
   close(m.forward(x), { shape: [3, 4], data: want }, 1e-12, 'rmsNorm');
-  numericGradCheck((t) => nn.rmsNorm(t, [4], w, 1e-6).mul(fl.randn([3, 4], { dtype: 'f64' }).detach()).sum(), x);
+  numericGradCheck(
+    (t) =>
+      nn
+        .rmsNorm(t, [4], w, 1e-6)
+        .mul(fl.randn([3, 4], { dtype: 'f64' }).detach())
+        .sum(),
+    x,
+  );
   // Default eps is the dtype's machine epsilon, as torch.finfo(dtype).eps.
   const zero = new nn.RMSNorm(2, { dtype: 'f64' }).forward(fl.zeros([1, 2], { dtype: 'f64' }));
   assert.equal(Array.from(zero.dataSync() as Float64Array), [0, 0]);

@@ -82,9 +82,16 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, optio
   if (!isFloating(q.dtype)) throw flockError('ERR_DTYPE', OP, `query must be a floating tensor, got ${q.dtype}`);
   if (k.dtype !== q.dtype || v.dtype !== q.dtype) throw dtypeError(OP, `query, key and value are ${q.dtype}, ${k.dtype}, ${v.dtype}`);
   if (k.device !== q.device || v.device !== q.device || (mask && mask.device !== q.device))
-    throw flockError('ERR_DEVICE', OP, `query is on ${q.device}, key on ${k.device}, value on ${v.device}${mask ? `, attnMask on ${mask.device}` : ''}`);
+    throw flockError(
+      'ERR_DEVICE',
+      OP,
+      `query is on ${q.device}, key on ${k.device}, value on ${v.device}${mask ? `, attnMask on ${mask.device}` : ''}`,
+    );
   if (q.ndim < 2 || k.ndim !== q.ndim || v.ndim !== q.ndim)
-    throw shapeError(OP, `query, key and value must have the same number (≥ 2) of dims, got ${shapeStr(q.shape)}, ${shapeStr(k.shape)}, ${shapeStr(v.shape)}`);
+    throw shapeError(
+      OP,
+      `query, key and value must have the same number (≥ 2) of dims, got ${shapeStr(q.shape)}, ${shapeStr(k.shape)}, ${shapeStr(v.shape)}`,
+    );
   const n = q.ndim;
   const batch = q.shape.slice(0, n - 2);
   const [tq, d] = q.shape.slice(n - 2);
