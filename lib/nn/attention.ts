@@ -172,7 +172,7 @@ export class MultiheadAttention extends Module {
     let mask = combine(am, kpm, q.dtype);
     if (isCausal && (mask || needWeights)) {
       const upper = Array.from({ length: l * s }, (_, i) => i % s > Math.floor(i / s));
-      mask = combine(logicalNot(tensor(upper, { dtype: 'bool', shape: [l, s], device: q.device })), mask, q.dtype);
+      mask = combine(logicalNot(tensor(Uint8Array.from(upper, Number), { dtype: 'bool', shape: [l, s], device: q.device })), mask, q.dtype);
       isCausal = false;
     }
     // Projections: one matmul for self-attention, three slices of the weight otherwise.

@@ -223,7 +223,7 @@ export class TransformerDecoderLayer extends Module {
 /** A bool [T, T] mask, true above the diagonal (blocked): PyTorch's generate_square_subsequent_mask as bool. */
 export function causalMask(t: number, device?: string): Tensor {
   const vals = Array.from({ length: t * t }, (_, e) => e % t > Math.floor(e / t));
-  return tensor(vals, { dtype: 'bool', shape: [t, t], device });
+  return tensor(Uint8Array.from(vals, Number), { dtype: 'bool', shape: [t, t], device });
 }
 
 function stackOf<L extends TransformerEncoderLayer | TransformerDecoderLayer>(op: string, layer: L, numLayers: number): L[] {

@@ -24,7 +24,7 @@ function unfused(q: Tensor, k: Tensor, v: Tensor, r: Ref = {}): Tensor {
   let s = q.matmul(k.transpose(-2, -1)).mul(r.scale ?? 1 / Math.sqrt(q.shape[q.ndim - 1]));
   if (r.causal) {
     const above = Array.from({ length: tq * tk }, (_, e) => e % tk > Math.floor(e / tk));
-    s = s.maskedFill(fl.tensor(above, { dtype: 'bool', shape: [tq, tk] }), -Infinity);
+    s = s.maskedFill(fl.tensor(Uint8Array.from(above, Number), { dtype: 'bool', shape: [tq, tk] }), -Infinity);
   }
   if (r.mask) s = r.mask.dtype === 'bool' ? s.maskedFill(fl.logicalNot(r.mask), -Infinity) : s.add(r.mask);
   let w = fl.softmax(s, -1);
@@ -41,7 +41,7 @@ function boolMask(shape: number[], pKeep: number, seedRow = true): Tensor {
   const last = shape[shape.length - 1];
   // Keep the first key of every row so no row is fully masked (those are NaN, tested apart).
   const vals = Array.from({ length: n }, (_, i) => (seedRow && i % last === 0) || Math.random() < pKeep);
-  return fl.tensor(vals, { dtype: 'bool', shape });
+  return fl.tensor(Uint8Array.from(vals, Number), { dtype: 'bool', shape });
 }
 
 /** Forward and the gradients of Σ w·out for q, k, v: fused against unfused, both in f64. */
@@ -232,7 +232,7 @@ test('a row that may attend to nothing is NaN, as in the composition; no keys gi
   const q = fl.randn([1, 2, 3], { dtype: 'f64' }),
     k = fl.randn([1, 4, 3], { dtype: 'f64' }),
     v = fl.randn([1, 4, 2], { dtype: 'f64' });
-  const m = fl.tensor([true, true, false, false, false, false, false, false], { dtype: 'bool', shape: [2, 4] });
+  const m = fl.tensor(Uint8Array.from([true, true, false, false, false, false, false, false], Number), { dtype: 'bool', shape: [2, 4] });
   const out = arr(F.scaledDotProductAttention(q, k, v, { attnMask: m }));
   assert.ok(out.slice(0, 2).every(Number.isFinite));
   assert.ok(out.slice(2).every(Number.isNaN));

@@ -16,7 +16,7 @@ const TOL: Record<Dt, number> = { f64: 1e-10, f32: 1e-5 };
 
 function mask(f: { shape: number[]; data: (number | boolean)[] }, dtype: Dt): Tensor {
   return typeof f.data[0] === 'boolean'
-    ? fl.tensor(f.data as boolean[], { dtype: 'bool', shape: f.shape })
+    ? fl.tensor(Uint8Array.from(f.data as boolean[], Number), { dtype: 'bool', shape: f.shape })
     : load(f as FixtureTensor, dtype);
 }
 
