@@ -48,7 +48,7 @@ export function applyRotary(x: Tensor, options: RotaryOptions & { offset?: numbe
   const opts = { dtype: x.dtype, device: x.device, shape: [t, d] };
   const half = d / 2;
   const rotated = cat([x.narrow(-1, half, half).neg(), x.narrow(-1, 0, half)], -1);
-  return x.mul(tensor(cos, opts)).add(rotated.mul(tensor(sin, opts)));
+  return x.mul(tensor(Float64Array.from(cos), opts)).add(rotated.mul(tensor(Float64Array.from(sin), opts)));
 }
 
 /** The module form: holds the feature size and base; forward(x, offset) rotates x [..., t, dim]. */
