@@ -65,4 +65,24 @@ FLOCK_DECLARE_KERNEL(grad_norm, void(const std::vector<Tensor>& ts, Tensor& acc,
 // the device, so clipping needs no host round trip.
 FLOCK_DECLARE_KERNEL(clip_by_norm, void(std::vector<Tensor>& ts, const Tensor& total, double max_norm))
 
+// Scaled dot-product attention over q [bh, tq, d], k [bh, tk, d], v [bh, tk, dv], never holding the
+// [tq, tk] score matrix: scores are made tile by tile with an online softmax. The optional mask
+// (kind 1: boolean, true attends; kind 2: additive, q's dtype) holds element (b, i, j) at
+// ((b / mask_div) % mask_mod) * mask_batch + i * mask_sq + j * mask_sk. Dropout keeps weight
+// (b, i, j) when Philox word e = (b * tq + i) * tk + j, drawn at (seed, offset + e / 4), is uniform
+// < 1 - dropout_p: the mask fl.bernoulli([bh, tq, tk], 1 - p) would draw at the same state.
+struct AttnGeom {
+  int64_t bh, tq, tk, d, dv;
+  double scale;
+  bool causal;  // key j attends to query i only when j <= i (top-left aligned, as PyTorch)
+  int mask_kind;
+  int64_t mask_div, mask_mod, mask_batch, mask_sq, mask_sk;
+  double dropout_p;
+  uint64_t seed, offset;
+};
+// `lse` (f64 for f64 inputs, f32 otherwise) receives each query row's logsumexp, kept for backward.
+FLOCK_DECLARE_KERNEL(attention_forward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g))
+// Recomputes the scores tile by tile; `delta` ([bh, tq], lse's dtype) is scratch for rowsum(gout * out).
+FLOCK_DECLARE_KERNEL(attention_backward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g))
+
 }  // namespace flock

@@ -383,3 +383,41 @@ export interface NativeAddon {
   /** Reduces `t` on group rank `root` only (local CPU groups). */
   pgReduce(g: NativeGroup, t: NativeTensor, root: number, op: NativeReduceOp): Promise<ArrayBuffer>;
 }
+
+export interface NativeAddon {
+  /**
+   * Fused scaled dot-product attention on q [b, tq, d], k [b, tk, d], v [b, tk, dv]; the mask (bool:
+   * true attends, or additive in q's dtype) is [mask batch, 1 | tq, 1 | tk], element (bi, i, j) at
+   * batch (bi / maskDivisor) % maskPeriod. Returns [out [b, tq, dv], logsumexp [b, tq]].
+   */
+  attention(
+    q: NativeTensor,
+    k: NativeTensor,
+    v: NativeTensor,
+    mask: NativeTensor | null,
+    maskDivisor: number,
+    maskPeriod: number,
+    isCausal: boolean,
+    scale: number,
+    dropoutP: number,
+    seed: number,
+    offset: number,
+  ): [NativeTensor, NativeTensor];
+  /** Gradients [gq, gk, gv] of {@link attention}, recomputing the scores from the saved logsumexp. */
+  attentionBackward(
+    q: NativeTensor,
+    k: NativeTensor,
+    v: NativeTensor,
+    out: NativeTensor,
+    lse: NativeTensor,
+    grad: NativeTensor,
+    mask: NativeTensor | null,
+    maskDivisor: number,
+    maskPeriod: number,
+    isCausal: boolean,
+    scale: number,
+    dropoutP: number,
+    seed: number,
+    offset: number,
+  ): [NativeTensor, NativeTensor, NativeTensor];
+}

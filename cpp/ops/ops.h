@@ -59,3 +59,15 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 void launch(const char* op, Device device, std::function<void()> work);
 
 }  // namespace flock::ops
+
+namespace flock {
+struct AttnGeom;
+}  // namespace flock
+
+namespace flock::ops {
+// Fused scaled dot-product attention on 3-D views (see AttnGeom in nn_kernels.h; the shape fields
+// of `g` are filled here from the tensors). Forward returns {out, logsumexp}; backward {gq, gk, gv}.
+std::vector<Tensor> attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, AttnGeom g);
+std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
+                                       const Tensor& gout, AttnGeom g);
+}  // namespace flock::ops

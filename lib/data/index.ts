@@ -2,3 +2,4 @@
 export { type Dataset, TensorDataset } from './dataset';
 export { DataLoader, defaultCollate, type DataLoaderOptions, type DataLoaderState, type Collated } from './dataloader';
 export { DistributedSampler, type DistributedSamplerOptions } from './distributed_sampler';
+export { CharTokenizer, TokenWindows, textWindows, fortunesCorpus, FORTUNES_DEFAULT_DIR } from './text';

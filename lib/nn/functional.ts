@@ -25,3 +25,4 @@ export {
   type BCEWithLogitsOptions,
 } from './functional/loss';
 export { relu, leakyRelu, gelu, silu, tanh, sigmoid, softmax, logSoftmax } from './functional/activation';
+export { scaledDotProductAttention, type ScaledDotProductAttentionOptions } from './functional/attention';

@@ -12,3 +12,17 @@ export { BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, type NormOptions, type 
 export { CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCEWithLogitsLoss } from './loss';
 export * as functional from './functional';
 export * as init from './init';
+export { MultiheadAttention, type MultiheadAttentionOptions, type MultiheadAttentionForwardOptions } from './attention';
+export {
+  TransformerEncoderLayer,
+  TransformerDecoderLayer,
+  TransformerEncoder,
+  TransformerDecoder,
+  causalMask,
+  type TransformerLayerOptions,
+  type TransformerActivation,
+  type EncoderForwardOptions,
+  type DecoderForwardOptions,
+} from './transformer';
+export { RMSNorm, rmsNorm, type RMSNormOptions } from './rms_norm';
+export { RotaryEmbedding, applyRotary, rotaryTables, type RotaryOptions } from './rotary';
