@@ -18,6 +18,11 @@ import type { Work } from '../distributed/work';
 
 const bytesOf: Record<string, number> = { f32: 4, f64: 8, i32: 4, i64: 8, bf16: 2, f16: 2, u8: 1, bool: 1 };
 
+/** Bytes of `t`'s elements. */
+export function byteSize(t: Tensor): number {
+  return t.numel() * (bytesOf[t.dtype] ?? 4);
+}
+
 export interface Bucket {
   params: Tensor[];
   /** Element offset of each parameter inside the bucket's flat buffer. */
@@ -31,7 +36,7 @@ export function makeBuckets(params: Tensor[], capBytes: number): Bucket[] {
   let cur: Bucket | null = null;
   let curBytes = 0;
   for (const p of [...params].reverse()) {
-    const bytes = p.numel() * (bytesOf[p.dtype] ?? 4);
+    const bytes = byteSize(p);
     if (!cur || cur.dtype !== p.dtype || (curBytes > 0 && curBytes + bytes > capBytes)) {
       cur = { params: [], offsets: [], numel: 0, dtype: p.dtype };
       curBytes = 0;

@@ -21,6 +21,7 @@ import type { Module } from '../nn/module';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkChoice, checkInt } from '../validate';
 import { checkDevices } from './devices';
+import { byteSize } from './buckets';
 import { type Action, type Schedule, theoreticalBubble, ticks } from './pipeline_schedule';
 
 export interface PipelineOptions {
@@ -53,7 +54,11 @@ export interface PipelineStats {
   peakLivePerStage: number[];
   /** The largest of {@link peakLivePerStage}. */
   peakLiveActivations: number;
-  /** Peak of the bytes allocated on the stages' devices during the step, over what was live at its start. */
+  /**
+   * Peak bytes of the activations held for micro-batches in flight, summed over the stages: each
+   * one's stage input, output and every intermediate of its recorded graph, counted when its
+   * forward is queued and released when its backward has been.
+   */
   peakActivationBytes: number;
 }
 
@@ -63,6 +68,8 @@ interface Live {
   input: Tensor;
   /** The stage's output (the scaled loss on the last stage). */
   output: Tensor;
+  /** Bytes of the input, the output and the graph between them. */
+  bytes: number;
 }
 
 export class Pipeline {
@@ -125,9 +132,8 @@ export class Pipeline {
     const liveCount = this.stages.map(() => 0);
     const peakLive = this.stages.map(() => 0);
     const marks: { stage: number; start: Promise<ArrayBuffer>; end: Promise<ArrayBuffer> }[] = [];
-    const bytesNow = () => this.#deviceBytes();
-    const baseBytes = bytesNow();
-    let peakBytes = baseBytes;
+    let liveBytes = 0;
+    let peakBytes = 0;
     let total: Tensor | null = null;
 
     const run = (a: Action): void => {
@@ -150,8 +156,11 @@ export class Pipeline {
           total = total ? keep(total.add(part)) : keep(part.clone());
         }
         marks.push({ stage: s, start: t0, end: native.syncTime(dev) });
-        live[s][a.micro] = { input: x, output: keep(out) };
+        const bytes = [x, out, ...graphBetween(out, x)].reduce((n, t) => n + byteSize(t), 0);
+        live[s][a.micro] = { input: x, output: keep(out), bytes };
         peakLive[s] = Math.max(peakLive[s], ++liveCount[s]);
+        liveBytes += bytes;
+        peakBytes = Math.max(peakBytes, liveBytes);
       } else {
         const mine = live[s][a.micro]!;
         const downstream = s < p - 1 ? live[s + 1][a.micro]! : null;
@@ -171,8 +180,8 @@ export class Pipeline {
         if (s === 0) mine.input.dispose();
         mine.output.dispose();
         liveCount[s]--;
+        liveBytes -= mine.bytes;
       }
-      peakBytes = Math.max(peakBytes, bytesNow());
     };
 
     for (const tick of ticks(this.schedule, p, m)) {
@@ -203,22 +212,10 @@ export class Pipeline {
       busyMs: busy,
       peakLivePerStage: peakLive,
       peakLiveActivations: Math.max(...peakLive),
-      peakActivationBytes: peakBytes - baseBytes,
+      peakActivationBytes: peakBytes,
     };
     if (!total) throw flockError('ERR_ARG', op, 'no micro-batch reached the last stage');
     return total;
-  }
-
-  #deviceBytes(): number {
-    const mem = native.memory();
-    const seen = new Set<string>();
-    let bytes = 0;
-    for (const d of this.devices) {
-      if (seen.has(d)) continue;
-      seen.add(d);
-      bytes += mem[d]?.bytes ?? mem[d === 'cpu:0' ? 'cpu' : d]?.bytes ?? 0;
-    }
-    return bytes;
   }
 }
 

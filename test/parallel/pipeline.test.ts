@@ -123,7 +123,7 @@ test('bad options are refused with ERR_ARG; a batch too small for the micro-batc
   assert.throws(() => new fl.parallel.Pipeline(stages(2), { devices: ['cpu'], microBatches: 2 }), /one device per stage/);
   assert.throws(
     () => new fl.parallel.Pipeline(stages(2), { devices: ['cpu', 'cpu'], microBatches: 0 }),
-    (e: { code?: string }) => e.code === 'ERR_ARG',
+    (e: { code?: string }) => e.code === 'ERR_RANGE',
   );
   assert.throws(
     () => new fl.parallel.Pipeline(stages(2), { devices: ['cpu', 'cpu'], microBatches: 2, schedule: 'zb' as never }),
