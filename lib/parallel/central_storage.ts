@@ -21,7 +21,7 @@ import { copy_ } from '../ops/elementwise';
 import type { Module } from '../nn/module';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { normalizeDevice } from '../device';
-import { checkDevices, replicate, scatter } from './devices';
+import { checkDevices, copyTrainingMode, replicate, scatter } from './devices';
 
 export interface CentralStorageOptions {
   /** Compute devices, one replica each. */
@@ -82,8 +82,7 @@ export class CentralStorage<M extends Module & Forward> {
     parts.forEach((args, i) => {
       if (args.length === 0) return;
       const replica = this.#replicas[i];
-      replica.training = this.module.training;
-      for (const m of replica.modules()) m.training = this.module.training;
+      copyTrainingMode(this.module, replica);
       const out = (replica.forward as (...a: unknown[]) => unknown)(...args);
       if (!(out instanceof Tensor))
         throw argError('CentralStorage.forward', `the model's forward must return a Tensor, got ${describe(out)}`);

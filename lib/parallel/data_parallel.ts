@@ -30,7 +30,7 @@ import { initLocalGroups } from '../distributed/local_groups';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool, checkNumber } from '../validate';
 import { BucketReducer, localGrad } from './buckets';
-import { checkDevices, replicate, scatter } from './devices';
+import { checkDevices, copyTrainingMode, replicate, scatter } from './devices';
 
 /** The collectives a replica needs: a ProcessGroup from initLocalGroups has them. */
 export interface ReplicaGroup {
@@ -132,6 +132,7 @@ export class DataParallel<M extends Module & Forward> {
     const outs: Tensor[] = [];
     parts.forEach((args, i) => {
       if (args.length === 0) return;
+      copyTrainingMode(this.replicas[0], this.replicas[i]);
       const out = (this.replicas[i].forward as (...a: unknown[]) => unknown)(...args);
       if (!(out instanceof Tensor))
         throw argError('DataParallel.forward', `the model's forward must return a Tensor to gather, got ${describe(out)}`);

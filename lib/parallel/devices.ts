@@ -59,6 +59,8 @@ export function scatter(op: string, inputs: unknown[], devices: string[]): unkno
 /**
  * A copy of `m` on `device`: the same class and settings, its own Parameter objects (copies of the
  * values, same requiresGrad) and buffers. A parameter shared by two sub-modules stays shared.
+ * Sub-modules with no parameters and no buffers (activations, pooling, losses) hold only settings
+ * and are shared with the original rather than copied, since their private fields cannot be.
  */
 export function replicate<M extends Module>(m: M, device: string): M {
   return noGrad(() => cloneModule(m, device, new Map())) as M;
@@ -71,6 +73,7 @@ function cloneTensor(t: Tensor, device: string): Tensor {
 
 function cloneModule(m: Module, device: string, memo: Map<object, unknown>): Module {
   if (memo.has(m)) return memo.get(m) as Module;
+  if (m.parameters().length === 0 && m.buffers().length === 0) return m;
   const copy = Object.create(Object.getPrototypeOf(m)) as Record<string, unknown>;
   memo.set(m, copy);
   for (const [k, v] of Object.entries(m)) {
@@ -93,4 +96,11 @@ function cloneModule(m: Module, device: string, memo: Map<object, unknown>): Mod
     else copy[k] = v;
   }
   return copy as unknown as Module;
+}
+
+/** Gives every module of `to` (a replica of `from`) the training mode of its counterpart in `from`. */
+export function copyTrainingMode(from: Module, to: Module): void {
+  if (from === to) return;
+  const src = [...from.modules()];
+  [...to.modules()].forEach((m, i) => (m.training = src[i].training));
 }
