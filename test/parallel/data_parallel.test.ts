@@ -3,6 +3,7 @@ import { deviceSets, localGroups, maxParamDiff, values } from './devices';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { cnn } from '../../examples/common';
 
 const { nn } = fl;
 const F = fl.nn.functional;
@@ -91,6 +92,28 @@ for (const n of [2, 4]) {
     });
   }
 }
+
+test("the examples' CNN (convolutions, pooling) on 2 replicas takes the same 2 Adam steps as one device", async () => {
+  const devices = deviceSets(2, 'DataParallel CNN')[0];
+  fl.manualSeed(4);
+  const x = fl.randn([8, 1, 28, 28]);
+  const y = fl.randint(0, 10, [8]);
+  fl.manualSeed(0);
+  const single = cnn();
+  fl.manualSeed(0);
+  const dp = await fl.parallel.DataParallel.create(cnn(), { devices, groups: await localGroups(devices), bucketCapMB: 0.25 });
+  const ref = new fl.optim.Adam(single.parameters(), { lr: 1e-3 });
+  const opt = dp.optimizer(fl.optim.Adam, { lr: 1e-3 });
+  for (let i = 0; i < 2; i++) {
+    F.crossEntropy(single.forward(x), y).backward();
+    ref.step();
+    ref.zeroGrad();
+    F.crossEntropy(dp.forward(x), y.to(dp.outputDevice)).backward();
+    await dp.step();
+    opt.zeroGrad();
+  }
+  assert.ok(maxParamDiff(dp.replicas[1].parameters(), single.parameters()) < 1e-5);
+});
 
 test('bad options and inputs are ERR_ARG / ERR_SHAPE naming the problem', async () => {
   const code = async (fn: () => Promise<unknown> | unknown) => {
