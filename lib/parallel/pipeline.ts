@@ -184,11 +184,22 @@ export class Pipeline {
       }
     };
 
-    for (const tick of ticks(this.schedule, p, m)) {
-      enableGrad(() => {
-        for (const a of tick) run(a);
-      });
-      await ready();
+    try {
+      for (const tick of ticks(this.schedule, p, m)) {
+        enableGrad(() => {
+          for (const a of tick) run(a);
+        });
+        await ready();
+      }
+    } catch (e) {
+      // A stage or the loss threw: free what the micro-batches in flight still hold.
+      for (const row of live)
+        for (const l of row) {
+          l?.input.dispose();
+          l?.output.dispose();
+        }
+      (total as Tensor | null)?.dispose();
+      throw e;
     }
     const stamps = await Promise.all(marks.map(async (k) => [k.stage, await k.start, await k.end] as const));
     const busy = this.stages.map(() => 0);

@@ -3,6 +3,7 @@ import { deviceSets, localGroups, maxParamDiff, values } from './devices';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { sameDevice } from '../../lib/parallel/devices';
 import { cnn } from '../../examples/common';
 
 const { nn } = fl;
@@ -56,7 +57,7 @@ for (const n of [2, 4]) {
       }
       dp.replicas.forEach((r, i) =>
         assert.ok(
-          r.parameters().every((p) => p.device === devices[i]),
+          r.parameters().every((p) => sameDevice(p.device, devices[i])),
           `replica ${i} on ${devices[i]}`,
         ),
       );

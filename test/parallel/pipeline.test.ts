@@ -1,8 +1,9 @@
 /** Pipeline: GPipe and 1F1B over 2 and 4 stages against one device with gradient accumulation. */
-import { deviceSets, maxParamDiff, values } from './devices';
+import { deviceSets, maxParamDiff } from './devices';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { sameDevice } from '../../lib/parallel/devices';
 
 const { nn } = fl;
 const F = fl.nn.functional;
@@ -43,7 +44,7 @@ for (const p of [2, 4]) {
         for (const [i, [x, y]] of batches.entries()) {
           accumulate(single, x, y, m);
           const loss = await pipe.step(x, y, (out, t) => F.crossEntropy(out, t));
-          assert.is(loss.device, devices[p - 1]);
+          assert.ok(sameDevice(loss.device, devices[p - 1]));
           if (i === 0) {
             const ref = fl.tidy(() => F.crossEntropy(single.forward(x), y).itemSync());
             assert.ok(Math.abs(loss.itemSync() - ref) < 1e-5, `loss ${loss.itemSync()} vs ${ref}`);
@@ -60,7 +61,7 @@ for (const p of [2, 4]) {
           opt.zeroGrad();
         }
         assert.ok(maxParamDiff(pipe.parameters(), single.parameters()) < 1e-5);
-        pipe.stages.forEach((s, i) => assert.ok(s.parameters().every((q) => q.device === devices[i])));
+        pipe.stages.forEach((s, i) => assert.ok(s.parameters().every((q) => sameDevice(q.device, devices[i]))));
         const st = pipe.stats()!;
         assert.is(st.theory, (p - 1) / (m + p - 1));
         assert.ok(st.bubble >= 0 && st.bubble < 1, `bubble ${st.bubble}`);
@@ -136,7 +137,15 @@ test('bad options are refused with ERR_ARG; a batch too small for the micro-batc
   } catch (e) {
     assert.is((e as { code?: string }).code, 'ERR_SHAPE');
   }
-  void values;
+  const failing = new fl.parallel.Pipeline(stages(2), { devices: ['cpu', 'cpu'], microBatches: 2 });
+  try {
+    await failing.step(fl.randn([4, 8]), fl.randint(0, 4, [4]), () => {
+      throw new Error('loss failed');
+    });
+    assert.unreachable();
+  } catch (e) {
+    assert.match((e as Error).message, 'loss failed');
+  }
 });
 
 test.run();
