@@ -2,7 +2,7 @@
  * Devices for the strategy tests. With virtual CPU devices (FLOCKML_CPU_DEVICES, set here before
  * flockml loads) the strategies run on cpu:0 … cpu:N-1; on a build without them every replica runs
  * on 'cpu' and the collectives come from {@link fakeLocalGroups}. CUDA runs happen when at least N
- * GPUs are present; otherwise the tests print what they skipped.
+ * GPUs are present (with one GPU, all on cuda:0); the tests print what they skipped.
  */
 process.env.FLOCKML_CPU_DEVICES ??= '4';
 
@@ -23,8 +23,13 @@ const virtualCpu = (() => {
 export function deviceSets(n: number, what: string): string[][] {
   const sets = [virtualCpu ? Array.from({ length: n }, (_, i) => `cpu:${i}`) : Array.from({ length: n }, () => 'cpu')];
   if (!virtualCpu) console.log(`note: ${what}: no virtual CPU devices in this build; ${n} replicas share 'cpu'`);
-  if (fl.cuda.deviceCount() >= n) sets.push(Array.from({ length: n }, (_, i) => `cuda:${i}`));
-  else console.log(`skipped: ${what} on cuda:0..cuda:${n - 1} (${fl.cuda.deviceCount()} GPU(s) present)`);
+  const gpus = fl.cuda.deviceCount();
+  if (gpus >= n) sets.push(Array.from({ length: n }, (_, i) => `cuda:${i}`));
+  else {
+    console.log(`skipped: ${what} on cuda:0..cuda:${n - 1} (${gpus} GPU(s) present)`);
+    // One GPU still runs the strategy's CUDA path, every replica or stage on cuda:0.
+    if (gpus >= 1) sets.push(Array.from({ length: n }, () => 'cuda:0'));
+  }
   return sets;
 }
 
