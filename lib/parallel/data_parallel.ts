@@ -118,6 +118,16 @@ export class DataParallel<M extends Module & Forward> {
     return new DataParallel(model, devices, groups, capMB * 1024 * 1024, broadcastBuffers);
   }
 
+  /** Buckets of the first replica whose reduction backward has already started (before {@link syncGradients}). */
+  get bucketsInFlight(): number {
+    return this.#reducers[0].inFlight;
+  }
+
+  /** How many gradient buckets each replica reduces per step. */
+  get bucketCount(): number {
+    return this.#reducers[0].buckets.length;
+  }
+
   /** Where {@link forward} gathers the outputs (the first device): compute the loss there. */
   get outputDevice(): string {
     return this.devices[0];

@@ -45,9 +45,12 @@ for (const n of [2, 4]) {
       reference(single, data);
       const dp = await fl.parallel.DataParallel.create(mlp(), { devices, groups: await localGroups(devices), bucketCapMB: 0.0005 });
       const opt = dp.optimizer(fl.optim.SGD, { lr: 0.1, momentum: 0.9 });
+      assert.ok(dp.bucketCount > 1);
       for (const [x, y] of data) {
         const loss = F.crossEntropy(dp.forward(x), y.to(dp.outputDevice));
         loss.backward();
+        // Every bucket's reduction was started from the gradient hooks during backward.
+        assert.is(dp.bucketsInFlight, dp.bucketCount);
         await dp.step();
         opt.zeroGrad();
       }
