@@ -25,7 +25,7 @@ class Context {
   Stream& stream(Device d);
   // Synchronises every stream this context has created.
   void synchronize_all();
-  // Every stream this context has created so far (the CPU's always).
+  // Every stream this context has created so far (cpu:0's always).
   std::vector<Stream*> streams();
 
   // fl.backends.cuda.allowTF32: f32 matmuls on CUDA may use tf32 tensor cores. Off by default,
@@ -33,7 +33,7 @@ class Context {
   std::atomic<bool> allow_tf32{false};
 
  private:
-  std::unique_ptr<Stream> cpu_;
+  std::array<std::unique_ptr<Stream>, kMaxCpuDevices> cpu_;  // [0] made with the context, the rest on first use
   std::array<std::unique_ptr<Stream>, 16> cuda_;
   std::mutex m_;
 };

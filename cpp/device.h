@@ -11,6 +11,9 @@ namespace flock {
 
 enum class DeviceType : uint8_t { CPU = 0, CUDA = 1 };
 constexpr int kNumDeviceTypes = 2;
+// Virtual CPU devices: the host appears as cpu:0 ... cpu:N-1 (FLOCKML_CPU_DEVICES=N, default 1),
+// each with its own stream and a share of the intra-op threads. 'cpu' is cpu:0 and prints as 'cpu'.
+constexpr int kMaxCpuDevices = 16;
 
 struct Device {
   DeviceType type = DeviceType::CPU;
@@ -18,10 +21,20 @@ struct Device {
   bool operator==(const Device& o) const { return type == o.type && index == o.index; }
   bool operator!=(const Device& o) const { return !(*this == o); }
   bool is_cpu() const { return type == DeviceType::CPU; }
-  std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+  std::string str() const {
+    if (is_cpu()) return index == 0 ? "cpu" : "cpu:" + std::to_string(index);
+    return "cuda:" + std::to_string(index);
+  }
 };
 
-// Parses "cpu", "cuda" and "cuda:N"; throws ERR_DEVICE on anything else.
+// How many virtual CPU devices this process has. The first call fixes the count (from
+// set_cpu_device_count, else FLOCKML_CPU_DEVICES, else 1); ERR_DEVICE for a bad FLOCKML_CPU_DEVICES.
+int cpu_device_count();
+// Sets the count before it is fixed; ERR_DEVICE once devices are in use or for n outside [1, 16].
+void set_cpu_device_count(int n);
+
+// Parses "cpu", "cpu:N", "cuda" and "cuda:N"; throws ERR_DEVICE on anything else and on a CPU
+// index at or above cpu_device_count().
 Device parse_device(const std::string& s);
 
 // An error captured while work ran: it rejects the next sync point with the op's name.

@@ -1,6 +1,7 @@
 #include "tensor.h"
 #include <sys/mman.h>
 #include <unistd.h>
+#include <array>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -10,7 +11,7 @@ namespace flock {
 namespace {
 
 Allocator* g_allocators[kNumDeviceTypes] = {nullptr, nullptr};
-DeviceMemory g_cpu_memory;
+DeviceMemory g_cpu_memory[kMaxCpuDevices];
 DeviceMemory g_cuda_memory[kMaxCudaDevices];
 
 // Larger requests than physical memory fail fast with ERR_OOM instead of being overcommitted.
@@ -25,37 +26,42 @@ size_t physical_memory() {
 // would otherwise pay a page fault per 4 KiB on first touch — in a virtual machine most of the
 // time of an element-wise op over a few megabytes. FLOCKML_CPU_CACHE_MB bounds what is kept
 // (default 1024; 0 turns the cache off); a failed allocation empties the cache and retries.
+// Each virtual CPU device keeps its own blocks (reported and emptied per device); the bound is
+// on all of them together.
 class CpuAllocator final : public Allocator {
  public:
   CpuAllocator() {
     const char* env = std::getenv("FLOCKML_CPU_CACHE_MB");
     if (env && *env) limit_ = static_cast<size_t>(std::strtoull(env, nullptr, 10)) << 20;
   }
-  void* allocate(size_t bytes, int) override {
+  void* allocate(size_t bytes, int device) override {
     if (bytes > physical_memory()) return nullptr;
     const size_t n = size_class(bytes);
     if (n >= kMinCached) {
       std::lock_guard<std::mutex> lk(m_);
-      auto it = free_.find(n);
-      if (it != free_.end() && !it->second.empty()) {
+      auto& free = free_[slot(device)];
+      auto it = free.find(n);
+      if (it != free.end() && !it->second.empty()) {
         void* p = it->second.back();
         it->second.pop_back();
-        cached_ -= n;
+        cached_[slot(device)] -= n;
         return p;
       }
     }
     void* p = fresh(n);
-    if (!p && empty_cache() > 0) p = fresh(n);
+    if (!p && empty_all() > 0) p = fresh(n);
     return p;
   }
-  void release(void* p, size_t bytes, int) noexcept override {
+  void release(void* p, size_t bytes, int device) noexcept override {
     const size_t n = size_class(bytes);
     if (n >= kMinCached) {
       std::lock_guard<std::mutex> lk(m_);
-      if (cached_ + n <= limit_) {
+      size_t total = 0;
+      for (size_t c : cached_) total += c;
+      if (total + n <= limit_) {
         try {
-          free_[n].push_back(p);
-          cached_ += n;
+          free_[slot(device)][n].push_back(p);
+          cached_[slot(device)] += n;
           return;
         } catch (...) {  // no room to remember it: free it instead
         }
@@ -63,20 +69,19 @@ class CpuAllocator final : public Allocator {
     }
     std::free(p);
   }
-  size_t cached_bytes(int) override { return cached(); }
-  size_t empty_cache(int) noexcept override { return empty_cache(); }
-  size_t empty_cache() noexcept {
+  size_t cached_bytes(int device) override {
     std::lock_guard<std::mutex> lk(m_);
-    const size_t was = cached_;
-    for (auto& [n, blocks] : free_)
-      for (void* p : blocks) std::free(p);
-    free_.clear();
-    cached_ = 0;
-    return was;
+    return cached_[slot(device)];
   }
-  size_t cached() {
+  size_t empty_cache(int device) noexcept override {
     std::lock_guard<std::mutex> lk(m_);
-    return cached_;
+    return empty_locked(slot(device));
+  }
+  size_t empty_all() noexcept {
+    std::lock_guard<std::mutex> lk(m_);
+    size_t was = 0;
+    for (int d = 0; d < kMaxCpuDevices; ++d) was += empty_locked(d);
+    return was;
   }
 
  private:
@@ -103,9 +108,19 @@ class CpuAllocator final : public Allocator {
     const size_t step = e / 8;
     return (n + step - 1) / step * step;
   }
+  static int slot(int device) { return device >= 0 && device < kMaxCpuDevices ? device : 0; }
+  size_t empty_locked(int d) noexcept {
+    const size_t was = cached_[d];
+    for (auto& [n, blocks] : free_[d])
+      for (void* p : blocks) std::free(p);
+    free_[d].clear();
+    cached_[d] = 0;
+    return was;
+  }
   std::mutex m_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
-  size_t cached_ = 0, limit_ = size_t(1024) << 20;
+  std::array<std::unordered_map<size_t, std::vector<void*>>, kMaxCpuDevices> free_;
+  std::array<size_t, kMaxCpuDevices> cached_{};
+  size_t limit_ = size_t(1024) << 20;
 };
 CpuAllocator g_cpu_allocator;
 const bool g_cpu_registered = (g_allocators[0] = &g_cpu_allocator, true);
@@ -125,7 +140,10 @@ size_t empty_cache(Device d) {
 }
 
 DeviceMemory& memory_of(Device d) {
-  if (d.is_cpu()) return g_cpu_memory;
+  if (d.is_cpu()) {
+    if (d.index < 0 || d.index >= kMaxCpuDevices) fail(Code::Device, "device ", d.str(), " is out of range");
+    return g_cpu_memory[d.index];
+  }
   if (d.index < 0 || d.index >= kMaxCudaDevices) fail(Code::Device, "device ", d.str(), " is out of range");
   return g_cuda_memory[d.index];
 }

@@ -13,6 +13,7 @@ export type { TensorData, TensorLike, GradHook } from './tensor';
 export type { DType, CanonicalDType, DTypeAlias } from './dtype';
 export { promoteTypes, isFloating, isDType, canonicalDType } from './dtype';
 export { cuda, sync, syncSync, ready, type Device } from './device';
+export { cpuDeviceCount, setCpuDeviceCount, cpuDevices, sameDevice, deviceIndex, Event } from './device';
 export * as backends from './backends';
 export { tidy, keep, memory, emptyCache, memorySnapshot, memoryLeaks, type AllocationSite } from './memory';
 export { manualSeed, getRngState, setRngState } from './random';

@@ -345,3 +345,27 @@ export interface NativeAddon {
   profilerRangePush(name: string): void;
   profilerRangePop(): void;
 }
+
+// ---- devices and events (cpp/bindings/devices.cc, cpp/bindings/local_group.cc) ----
+/** An event on a CPU device's stream (an External). */
+export interface NativeEvent {
+  readonly __brand: 'NativeEvent';
+}
+
+export interface NativeAddon {
+  /** The number of virtual CPU devices; the first call fixes it. */
+  cpuDeviceCount(): number;
+  /** Sets the count before it is fixed; ERR_DEVICE afterwards. */
+  setCpuDeviceCount(n: number): void;
+  /** An event set once the work queued on `device` (a CPU device) so far has run. */
+  eventRecord(device: string): NativeEvent;
+  /** Work queued on `device` after this call waits for the event. */
+  eventWait(e: NativeEvent, device: string): void;
+  eventQuery(e: NativeEvent): boolean;
+  /** Resolves once the event is set. */
+  eventSync(e: NativeEvent): Promise<void>;
+  /** One in-process group per CPU device (rank i on devices[i]), reducing in shared memory. */
+  localInitCpu(devices: string[], timeoutMs: number): NativeGroup[];
+  /** Reduces `t` on group rank `root` only (local CPU groups). */
+  pgReduce(g: NativeGroup, t: NativeTensor, root: number, op: NativeReduceOp): Promise<ArrayBuffer>;
+}

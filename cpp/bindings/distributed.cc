@@ -4,6 +4,7 @@
 // tensors' stream). Either way its promise settles through Addon::promise_from, and the JS thread
 // never touches a socket.
 #include <cstring>
+#include "../distributed/local_group.h"
 #include "../distributed/process_group.h"
 #include "../gpu_runtime.h"
 #include "addon.h"
@@ -247,6 +248,39 @@ Napi::Value NcclInitAll(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// localInitCpu(devices, timeoutMs): one in-process group per CPU device, ready at once.
+Napi::Value LocalInitCpu(const Napi::CallbackInfo& info) {
+  Args a{info, "initLocalGroups"};
+  Napi::Value dv = info[0];
+  if (!dv.IsArray()) fail(Code::Arg, "initLocalGroups: devices must be an array of device strings, got ", describe(dv));
+  Napi::Array arr = dv.As<Napi::Array>();
+  if (arr.Length() == 0 || arr.Length() > kMaxCpuDevices)
+    fail(Code::Arg, "initLocalGroups: devices must list 1 to ", kMaxCpuDevices, " CPU devices, got ", arr.Length());
+  std::vector<Device> devices;
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    Napi::Value v = arr.Get(i);
+    if (!v.IsString()) fail(Code::Arg, "initLocalGroups: devices[", i, "] must be a string, got ", describe(v));
+    devices.push_back(parse_device(v.As<Napi::String>().Utf8Value()));
+  }
+  const int timeout = timeout_arg(a, 1);
+  auto gs = dist::make_local_cpu_groups(devices, timeout);
+  Napi::Env env = info.Env();
+  Napi::Array groups = Napi::Array::New(env, gs.size());
+  for (uint32_t i = 0; i < gs.size(); ++i) groups.Set(i, wrap_group(env, gs[i]));
+  return groups;
+}
+
+// pgReduce(group, tensor, root, op): the reduction lands in rank `root`'s tensor (local groups).
+Napi::Value Reduce(const Napi::CallbackInfo& info) {
+  Args a{info, "reduce"};
+  auto g = std::dynamic_pointer_cast<dist::LocalCpuGroup>(group_arg(a, 0));
+  if (!g) fail(Code::Arg, "reduce: only local CPU groups reduce to one rank natively; use allReduce");
+  Tensor t = a.tensor(1, "tensor");
+  const int root = static_cast<int>(a.integer(2, "root", 0, g->size() - 1));
+  auto op = reduce_op(a, 3);
+  return collective(info, *g, t.device(), [g, t, root, op](dist::Done d) { g->reduce(t, root, op, std::move(d)); });
+}
+
 }  // namespace
 
 void register_dist_exports(Napi::Env env, Napi::Object exports) {
@@ -265,6 +299,8 @@ void register_dist_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("ncclUniqueId", NcclUniqueId);
   FLOCK_EXPORT("ncclInitRank", NcclInitRank);
   FLOCK_EXPORT("ncclInitAll", NcclInitAll);
+  FLOCK_EXPORT("localInitCpu", LocalInitCpu);
+  FLOCK_EXPORT("pgReduce", Reduce);
 }
 
 }  // namespace flock::js

@@ -56,6 +56,7 @@ struct SaveJob {
   io::Metadata metadata;
   std::vector<std::shared_ptr<std::vector<uint8_t>>> staged;  // host copies of CUDA tensors
   std::set<int> cuda_devices;
+  std::set<int> cpu_devices;  // CPU devices besides cpu:0 whose streams produce some of the tensors
 };
 
 std::shared_ptr<SaveJob> save_job(const Args& a) {
@@ -73,7 +74,10 @@ std::shared_ptr<SaveJob> save_job(const Args& a) {
 // Queues device-to-host copies of the CUDA tensors (in their streams' order).
 void stage_device_tensors(SaveJob& job) {
   for (io::WriteEntry& e : job.entries) {
-    if (e.tensor.device().is_cpu()) continue;
+    if (e.tensor.device().is_cpu()) {
+      if (e.tensor.device().index != 0) job.cpu_devices.insert(e.tensor.device().index);
+      continue;
+    }
     auto buf = std::make_shared<std::vector<uint8_t>>(e.tensor.nbytes());
     ops::copy_to_host(e.tensor, buf);
     e.host = buf->data();
@@ -125,9 +129,11 @@ Napi::Value Save(const Napi::CallbackInfo& info) {
   Context& ctx = addon.context;
   stage_device_tensors(*job);
   return addon.promise_from(info.Env(), [&ctx, job](Addon::Settle settle) {
-    auto latch = std::make_shared<Latch>(job->cuda_devices.size());
+    auto latch = std::make_shared<Latch>(job->cuda_devices.size() + job->cpu_devices.size());
     for (int d : job->cuda_devices)
       ctx.stream(Device{DeviceType::CUDA, d}).notify([latch](std::optional<StreamError> err) { latch->arrive(std::move(err)); });
+    for (int d : job->cpu_devices)
+      ctx.stream(Device{DeviceType::CPU, d}).notify([latch](std::optional<StreamError> err) { latch->arrive(std::move(err)); });
     // The write runs on the CPU stream, after the work that produces the CPU tensors; an error that
     // work captured fails the save (its bytes would be garbage) and is reported here.
     ctx.stream(Device{}).notify([job, latch, settle](std::optional<StreamError> err) {
@@ -145,6 +151,7 @@ Napi::Value SaveSync(const Napi::CallbackInfo& info) {
   Context& ctx = Addon::of(info.Env()).context;
   stage_device_tensors(*job);
   for (int d : job->cuda_devices) ctx.stream(Device{DeviceType::CUDA, d}).synchronize();
+  for (int d : job->cpu_devices) ctx.stream(Device{DeviceType::CPU, d}).synchronize();
   ctx.stream(Device{}).synchronize();  // the JS thread is held, so nothing new can be queued meanwhile
   if (auto err = write_job(*job, "saveSync")) throw Error(err->code, err->message);
   return info.Env().Undefined();
@@ -192,7 +199,7 @@ void run_read(ReadJob& job, const char* op) {
       }
     }
     for (size_t i : job.chosen) {
-      Tensor t = empty(ts[i].shape, ts[i].dtype, Device{}, op);
+      Tensor t = empty(ts[i].shape, ts[i].dtype, job.device.is_cpu() ? job.device : Device{}, op);
       reader.read(ts[i], t.raw());
       job.tensors.push_back(std::move(t));
     }

@@ -158,6 +158,7 @@ Napi::Value Memory(const Napi::CallbackInfo& info) {
     out.Set(d.str(), o);
   };
   put(Device{DeviceType::CPU, 0});
+  for (int i = 1; i < cpu_device_count(); ++i) put(Device{DeviceType::CPU, i});
   const int n = gpu_device_count();
   for (int i = 0; i < n && i < kMaxCudaDevices; ++i) put(Device{DeviceType::CUDA, i});
   return out;
@@ -178,7 +179,7 @@ Napi::Value SetErrorClasses(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-Napi::Value NumThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), cpu::num_threads()); }
+Napi::Value NumThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), cpu::total_threads()); }
 
 Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   Args a{info, "setNumThreads"};
@@ -195,7 +196,8 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   o.Set("cuda", rt.device_count != nullptr);
   o.Set("cudaVersion", rt.version ? rt.version() : std::string());
   o.Set("sgemm", cpu::sgemm_isa());
-  o.Set("threads", cpu::num_threads());
+  o.Set("threads", cpu::total_threads());
+  o.Set("cpuDevices", cpu_device_count());
   return o;
 }
 

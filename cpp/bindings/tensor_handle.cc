@@ -4,7 +4,7 @@
 
 namespace flock::js {
 
-int live_slot(Device d) { return d.is_cpu() ? 0 : 1 + d.index; }
+int live_slot(Device d) { return d.is_cpu() ? d.index : kMaxCpuDevices + d.index; }
 
 Napi::Function TensorHandle::define(Napi::Env env) { return DefineClass(env, "NativeTensor", {}); }
 

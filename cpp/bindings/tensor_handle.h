@@ -10,10 +10,10 @@
 
 namespace flock::js {
 
-// Live JS tensor handles per device ([0] cpu, [1 + i] cuda:i); shared so a finalizer that runs
-// after the addon instance is gone still has somewhere to count.
+// Live JS tensor handles per device ([i] cpu:i, [kMaxCpuDevices + i] cuda:i); shared so a
+// finalizer that runs after the addon instance is gone still has somewhere to count.
 struct LiveCounts {
-  std::array<std::atomic<int64_t>, 1 + kMaxCudaDevices> tensors{};
+  std::array<std::atomic<int64_t>, kMaxCpuDevices + kMaxCudaDevices> tensors{};
 };
 
 class TensorHandle : public Napi::ObjectWrap<TensorHandle> {

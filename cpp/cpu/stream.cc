@@ -1,10 +1,17 @@
 #include "stream.h"
 #include <new>
 #include "../profiler.h"
+#include "threadpool.h"
 
 namespace flock::cpu {
 
-CpuStream::CpuStream(size_t capacity) : capacity_(capacity) { worker_ = std::thread([this] { loop(); }); }
+CpuStream::CpuStream(int device, size_t capacity)
+    : capacity_(capacity), device_(device), name_(Device{DeviceType::CPU, device}.str()) {
+  worker_ = std::thread([this] {
+    set_thread_device(device_);
+    loop();
+  });
+}
 
 CpuStream::~CpuStream() {
   {
@@ -99,7 +106,7 @@ void CpuStream::loop() {
     } catch (const std::exception& e) {
       err = StreamError{Code::Internal, op_message(task.op, e.what())};
     }
-    if (start_ns != 0) profiler::record({task.op, "cpu", task.enqueued_ns, start_ns, profiler::now_ns()});
+    if (start_ns != 0) profiler::record({task.op, name_, task.enqueued_ns, start_ns, profiler::now_ns()});
     task.fn = nullptr;  // drop captured storages now, not when the next task arrives
     if (err) {
       std::lock_guard<std::mutex> lk(m_);

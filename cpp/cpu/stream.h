@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 #include "../device.h"
@@ -13,7 +14,8 @@ namespace flock::cpu {
 
 class CpuStream final : public Stream {
  public:
-  explicit CpuStream(size_t capacity = 1024);
+  // The stream of virtual CPU device `device` (its worker runs kernels on that device's pool).
+  explicit CpuStream(int device = 0, size_t capacity = 1024);
   ~CpuStream() override;
   void enqueue(const char* op, std::function<void()> task) override;
   void notify(std::function<void(std::optional<StreamError>)> done) override;
@@ -39,6 +41,8 @@ class CpuStream final : public Stream {
   std::deque<Task> queue_;
   std::vector<Waiter> waiters_;
   size_t capacity_;
+  int device_;
+  std::string name_;  // "cpu", "cpu:1": the stream's name in profiles
   bool stopping_ = false;
   bool worker_idle_ = false;    // only then does enqueue need to wake the worker
   int producers_waiting_ = 0;   // only then does the worker need to signal free space

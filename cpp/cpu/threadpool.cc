@@ -1,20 +1,23 @@
 #include "threadpool.h"
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
+#include "../device.h"
 
 namespace flock::cpu {
 namespace {
 
 thread_local bool t_in_parallel = false;
+thread_local int t_device = 0;
 
 class Pool {
  public:
-  Pool() { resize(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))); }
+  explicit Pool(int n) { resize(n); }
   ~Pool() { stop_workers(); }
 
   int size() const { return threads_; }
@@ -105,15 +108,41 @@ class Pool {
   std::exception_ptr error_;
 };
 
+// Pools are never destroyed: worker threads may outlive static destruction order.
+std::mutex g_pools_mutex;
+std::array<std::atomic<Pool*>, kMaxCpuDevices> g_pools{};
+int g_total = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+int share_locked() { return std::max(1, g_total / cpu_device_count()); }
+
 Pool& pool() {
-  static Pool* p = new Pool();  // never destroyed: worker threads may outlive static destruction order
+  const int d = t_device;
+  if (Pool* p = g_pools[d].load(std::memory_order_acquire)) return *p;
+  std::lock_guard<std::mutex> lk(g_pools_mutex);
+  if (Pool* p = g_pools[d].load(std::memory_order_relaxed)) return *p;
+  auto* p = new Pool(share_locked());
+  g_pools[d].store(p, std::memory_order_release);
   return *p;
 }
 
 }  // namespace
 
 int num_threads() { return pool().size(); }
-void set_num_threads(int n) { pool().resize(n); }
+
+int total_threads() {
+  std::lock_guard<std::mutex> lk(g_pools_mutex);
+  return g_total;
+}
+
+void set_num_threads(int n) {
+  std::lock_guard<std::mutex> lk(g_pools_mutex);
+  g_total = std::max(1, n);
+  for (auto& slot : g_pools)
+    if (Pool* p = slot.load(std::memory_order_relaxed)) p->resize(share_locked());
+}
+
+void set_thread_device(int device) { t_device = device >= 0 && device < kMaxCpuDevices ? device : 0; }
+
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   pool().run(n, grain, fn);

@@ -1,13 +1,19 @@
-// The intra-op thread pool: one kernel's work split over the machine's cores. The calling thread
-// (a stream worker) takes chunks too, so a pool of N threads uses N cores, not N+1.
+// The intra-op thread pools: one kernel's work split over the machine's cores. The calling thread
+// (a stream worker) takes chunks too, so a pool of N threads uses N cores, not N+1. Each virtual
+// CPU device has its own pool of max(1, total / devices) threads, so devices run side by side.
 #pragma once
 #include <cstdint>
 #include <functional>
 
 namespace flock::cpu {
 
+// Threads of the calling thread's device pool (what one kernel may use).
 int num_threads();
+// The intra-op threads of all CPU devices together (fl.getNumThreads / setNumThreads).
+int total_threads();
 void set_num_threads(int n);
+// Makes parallel_for on this thread use CPU device `device`'s pool (the stream workers call it).
+void set_thread_device(int device);
 
 // Runs fn(begin, end) over [0, n) in chunks of at least `grain` items, in parallel when it pays.
 // Nested calls run inline on the calling thread.

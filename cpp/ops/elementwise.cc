@@ -79,6 +79,7 @@ void copy_(Tensor& dst, const Tensor& src) {
 
 Tensor to_device(const Tensor& x, Device device) {
   if (x.device() == device) return x;
+  if (x.device().is_cpu() && device.is_cpu()) return copy_between_cpu_devices(x, device);
   const Device gpu = x.device().is_cpu() ? device : x.device();
   auto transfer = transfer_table().get(gpu);
   Tensor out = empty(x.shape, x.dtype, device, "to");

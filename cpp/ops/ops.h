@@ -27,6 +27,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor cast(const Tensor& x, DType dtype);
 Tensor clone(const Tensor& x);
 Tensor to_device(const Tensor& x, Device device);
+// to_device between two CPU devices: stream-ordered, never waits on the host (ops/peer_copy.cc).
+Tensor copy_between_cpu_devices(const Tensor& x, Device to);
 // dst[...] = src[...] in stream order (same shape, dtype and device); used for in-place updates.
 void copy_(Tensor& dst, const Tensor& src);
 

@@ -22,7 +22,7 @@ import { distError, intOption } from './errors';
 import { Work } from './work';
 
 export type ReduceOp = NativeReduceOp;
-export type Backend = 'ring' | 'nccl';
+export type Backend = 'ring' | 'nccl' | 'local';
 
 export interface InitOptions {
   backend?: Backend;
@@ -56,7 +56,7 @@ export class ProcessGroup {
   readonly backend: Backend;
   /** Global ranks of the members, in group-rank order. */
   readonly ranks: readonly number[];
-  /** nccl: the CUDA device whose tensors this group takes ('cuda:N'); null for ring (CPU tensors). */
+  /** nccl, local: the device whose tensors this group takes ('cuda:N', 'cpu:N'); null for ring (CPU tensors). */
   readonly device: string | null;
   #h: NativeGroup | null;
 
@@ -72,6 +72,15 @@ export class ProcessGroup {
 
   // The native side checks again; this names the problem before any work is queued.
   #check(op: string, ...ts: Tensor[]): void {
+    if (this.backend === 'local') {
+      for (const t of ts)
+        if (t.device !== this.device)
+          throw distError(
+            'ERR_DEVICE',
+            `${op}: rank ${this.rank} of this local group takes tensors on ${this.device}, got one on ${t.device}`,
+          );
+      return;
+    }
     if (this.backend !== 'nccl') return;
     for (const t of ts) {
       if (t.device !== this.device)
@@ -95,6 +104,18 @@ export class ProcessGroup {
     const { op } = checkOptions('allReduce', options, REDUCE_OPTIONS);
     this.#check('allReduce', t);
     return new Work('allReduce', native.pgAllReduce(this.#handle, t.handle, op ?? 'sum'));
+  }
+
+  /**
+   * Reduces `t` across the group into group rank `root`'s tensor (sum by default). Local CPU groups
+   * leave the other ranks' tensors unchanged; the ring and nccl backends reduce everywhere (an
+   * allReduce), which gives `root` the same result.
+   */
+  reduce(t: Tensor, root = 0, options: { op?: ReduceOp } = {}): Work {
+    const { op } = checkOptions('reduce', options, REDUCE_OPTIONS);
+    this.#check('reduce', t);
+    if (this.backend !== 'local') return this.allReduce(t, op === undefined ? {} : { op });
+    return new Work('reduce', native.pgReduce(this.#handle, t.handle, root, op ?? 'sum'));
   }
 
   /** Overwrites `t` everywhere with its value on group rank `root`. */

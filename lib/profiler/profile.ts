@@ -261,7 +261,7 @@ export class Profiler {
       const op = recs.ops[i];
       if (op === 'sync') continue; // the stream's own completion marker, not a kernel
       const stream = recs.streams[i];
-      if (!this.activities.has(stream === 'cpu' ? 'cpu' : 'cuda')) continue;
+      if (!this.activities.has(stream.startsWith('cpu') ? 'cpu' : 'cuda')) continue;
       const enq = recs.times[3 * i];
       const start = recs.times[3 * i + 1];
       const end = recs.times[3 * i + 2];

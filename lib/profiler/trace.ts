@@ -21,22 +21,29 @@ export interface ChromeTrace {
   otherData?: Record<string, unknown>;
 }
 
-/** Thread ids within one rank's process: fixed for the host and the CPU stream, then per CUDA device. */
+/**
+ * Thread ids within one rank's process: fixed for the host and the CPU stream (cpu:0), then per
+ * CUDA device, then per further virtual CPU device (cpu:1 ...).
+ */
 export const TID_HOST = 0;
 export const TID_COMM = 1;
 export const TID_CPU_STREAM = 2;
 const TID_CUDA_BASE = 10;
+const TID_CPU_DEVICE_BASE = 100;
 
 export function streamTid(stream: string): number {
   if (stream === 'cpu') return TID_CPU_STREAM;
   const m = /^cuda:(\d+)$/.exec(stream);
-  return m ? TID_CUDA_BASE + Number(m[1]) : TID_CPU_STREAM;
+  if (m) return TID_CUDA_BASE + Number(m[1]);
+  const c = /^cpu:(\d+)$/.exec(stream);
+  return c && Number(c[1]) > 0 ? TID_CPU_DEVICE_BASE + Number(c[1]) : TID_CPU_STREAM;
 }
 
 export function threadName(tid: number): string {
   if (tid === TID_HOST) return 'host (JS thread)';
   if (tid === TID_COMM) return 'communication';
   if (tid === TID_CPU_STREAM) return 'stream cpu';
+  if (tid > TID_CPU_DEVICE_BASE) return `stream cpu:${tid - TID_CPU_DEVICE_BASE}`;
   return `stream cuda:${tid - TID_CUDA_BASE}`;
 }
 
