@@ -7,13 +7,12 @@
  *     (the CNN's layers cut into p contiguous runs) and m = 1, 4, 8 micro-batches, both schedules.
  *  3. DataParallel on 2 devices against DDP with 2 processes (ring backend, bench/ddp_worker.ts),
  *     64 samples per device or rank.
- * Devices are cpu:0 … cpu:N-1 when this build has virtual CPU devices (FLOCKML_CPU_DEVICES, set
- * here to 4), else every replica shares 'cpu' (reported as "virtual": false).
+ * Each measurement runs in its own process with FLOCKML_CPU_DEVICES = the devices it uses, so the
+ * threads are split between exactly those devices (the anchor gets them all).
  * Prints JSON lines {"bench":"strategies","part":…,…}.
  *   npm run bench -- strategies [--steps N] [--skip-ddp]
  */
-process.env.FLOCKML_CPU_DEVICES ??= '4';
-
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import * as fl from '../lib';
 import { launch } from '../lib/distributed/launch';
@@ -22,15 +21,7 @@ import { cnn } from '../examples/common';
 const steps = Number(process.argv[process.argv.indexOf('--steps') + 1] || 20);
 const F = fl.nn.functional;
 
-const virtual = (() => {
-  try {
-    fl.zeros([1]).to('cpu:1').dispose();
-    return true;
-  } catch {
-    return false;
-  }
-})();
-const devicesOf = (n: number) => Array.from({ length: n }, (_, i) => (virtual ? `cpu:${i}` : 'cpu'));
+const devicesOf = (n: number) => Array.from({ length: n }, (_, i) => `cpu:${i}`);
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -49,17 +40,10 @@ async function timeSteps(step: () => Promise<void>): Promise<number> {
   return median(times);
 }
 
-/** Fake-free in-process groups when the build has them; otherwise the replicas reduce through tensor copies. */
-async function groupsFor(devices: string[]): Promise<fl.parallel.ReplicaGroup[] | undefined> {
-  if (virtual) return undefined; // DataParallel.create makes its own local groups
-  const { fakeLocalGroups } = await import('../test/parallel/devices');
-  return fakeLocalGroups(devices);
-}
-
 async function dataParallelMs(n: number, batch: number): Promise<number> {
   fl.manualSeed(0);
   const devices = devicesOf(n);
-  const dp = await fl.parallel.DataParallel.create(cnn(), { devices, groups: await groupsFor(devices) });
+  const dp = await fl.parallel.DataParallel.create(cnn(), { devices });
   const opt = dp.optimizer(fl.optim.Adam, { lr: 1e-3 });
   const x = fl.randn([batch, 1, 28, 28]);
   const y = fl.randint(0, 10, [batch]).to(dp.outputDevice);
@@ -92,19 +76,23 @@ function cnnStages(p: number): fl.nn.Sequential[] {
   return Array.from({ length: p }, (_, s) => new fl.nn.Sequential(...layers.slice(s * per, (s + 1) * per)));
 }
 
-async function main(): Promise<void> {
-  const out = (o: object) => console.log(JSON.stringify({ bench: 'strategies', virtual, ...o }));
-  const batch = 64;
-  const anchor = await plainMs(batch);
-  out({ part: 'anchor', what: 'plain one-device step', batch, ms_per_step: +anchor.toFixed(2), threads: fl.getNumThreads() });
-  for (const n of [1, 2, 4]) {
-    const ms = await dataParallelMs(n, batch);
-    out({ part: 'data_parallel', devices: n, total_batch: batch, ms_per_step: +ms.toFixed(2), vs_anchor: +(ms / anchor).toFixed(3) });
-  }
-  for (const p of [2, 4]) {
+const batch = 64;
+const out = (o: object) => console.log(JSON.stringify({ bench: 'strategies', ...o }));
+
+/** One measurement, in a process whose device count it chose (FLOCKML_CPU_DEVICES). */
+async function runPart(part: string, n: number): Promise<void> {
+  const threads = fl.getNumThreads();
+  if (part === 'anchor') {
+    const ms = await plainMs(batch);
+    out({ part: 'anchor', what: 'plain one-device step', batch, ms_per_step: +ms.toFixed(2), threads });
+  } else if (part === 'data_parallel' || part === 'dp_vs_ddp') {
+    const total = part === 'data_parallel' ? batch : n * batch;
+    const ms = await dataParallelMs(n, total);
+    out({ part, strategy: 'DataParallel', devices: n, total_batch: total, ms_per_step: +ms.toFixed(2), threads });
+  } else if (part === 'pipeline') {
     for (const m of [1, 4, 8]) {
       for (const schedule of ['gpipe', '1f1b'] as const) {
-        const pipe = new fl.parallel.Pipeline(cnnStages(p), { devices: devicesOf(p), microBatches: m, schedule });
+        const pipe = new fl.parallel.Pipeline(cnnStages(n), { devices: devicesOf(n), microBatches: m, schedule });
         const x = fl.randn([batch, 1, 28, 28]);
         const y = fl.randint(0, 10, [batch]);
         const bubbles: number[] = [];
@@ -115,9 +103,9 @@ async function main(): Promise<void> {
         });
         const st = pipe.stats()!;
         out({
-          part: 'pipeline',
+          part,
           schedule,
-          stages: p,
+          stages: n,
           micro_batches: m,
           bubble: +median(bubbles.slice(3)).toFixed(3),
           theory: +st.theory.toFixed(3),
@@ -127,26 +115,52 @@ async function main(): Promise<void> {
       }
     }
   }
+}
+
+/** Runs `part` in a child with `n` CPU devices and echoes its JSON lines; returns them parsed. */
+function child(part: string, n: number): Record<string, number>[] {
+  const tsx = join(__dirname, '..', 'node_modules', '.bin', 'tsx');
+  const r = spawnSync(tsx, [__filename, '--steps', String(steps)], {
+    encoding: 'utf8',
+    env: { ...process.env, FLOCKML_CPU_DEVICES: String(n), BENCH_STRATEGIES_PART: part, BENCH_STRATEGIES_N: String(n) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+  return r.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
+}
+
+async function main(): Promise<void> {
+  const [anchor] = child('anchor', 1);
+  out(anchor);
+  for (const n of [1, 2, 4]) {
+    const [line] = child('data_parallel', n);
+    out({ ...line, vs_anchor: +(line.ms_per_step / anchor.ms_per_step).toFixed(3) });
+  }
+  for (const p of [2, 4]) for (const line of child('pipeline', p)) out(line);
   if (process.argv.includes('--skip-ddp')) return;
-  const dp2 = await dataParallelMs(2, 2 * batch);
-  out({ part: 'dp_vs_ddp', strategy: 'DataParallel', devices: 2, batch_per_device: batch, ms_per_step: +dp2.toFixed(2) });
-  let line = '';
+  out(child('dp_vs_ddp', 2)[0]);
+  let text = '';
   const code = await launch({
     script: join(__dirname, 'ddp_worker.ts'),
     nprocPerNode: 2,
     masterPort: 20000 + Math.floor(Math.random() * 20000),
     env: { BENCH_STEPS: String(steps), BENCH_BUCKET_MB: '25' },
-    stdout: { write: (s: string) => (line += s.replace(/^\[0\] /, '')) } as unknown as NodeJS.WritableStream,
+    stdout: { write: (s: string) => (text += s.replace(/^\[0\] /, '')) } as unknown as NodeJS.WritableStream,
   });
   if (code !== 0) process.exit(code);
-  const ddp = JSON.parse(line.trim().split('\n').pop()!) as { ms_per_step: number };
+  const ddp = JSON.parse(text.trim().split('\n').pop()!) as { ms_per_step: number; threads_per_rank: number };
   out({
     part: 'dp_vs_ddp',
     strategy: 'DistributedDataParallel (2 processes, ring)',
     devices: 2,
-    batch_per_device: batch,
+    total_batch: 2 * batch,
     ms_per_step: ddp.ms_per_step,
+    threads: ddp.threads_per_rank,
   });
 }
 
-void main();
+const part = process.env.BENCH_STRATEGIES_PART;
+void (part ? runPart(part, Number(process.env.BENCH_STRATEGIES_N)) : main());

@@ -25,7 +25,6 @@ import { cat } from '../ops/shape';
 import { copy_ } from '../ops/elementwise';
 import type { Module } from '../nn/module';
 import type { Work } from '../distributed/work';
-import type { ProcessGroup } from '../distributed/process_group';
 import { initLocalGroups } from '../distributed/local_groups';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool, checkNumber } from '../validate';
@@ -113,7 +112,7 @@ export class DataParallel<M extends Module & Forward> {
       if (!Array.isArray(groups) || groups.length !== devices.length || groups.some((g) => typeof g?.allReduce !== 'function'))
         throw argError(op, `groups must hold one group per device (${devices.length}), got ${describe(groups)}`);
     } else {
-      groups = await localGroups(devices);
+      groups = await initLocalGroups(devices);
     }
     return new DataParallel(model, devices, groups, capMB * 1024 * 1024, broadcastBuffers);
   }
@@ -223,11 +222,4 @@ export class DataParallel<M extends Module & Forward> {
     this.#removeHooks = [];
     for (const r of this.#reducers) r.reset();
   }
-}
-
-/** initLocalGroups over the devices, keeping the groups alive for the process. */
-async function localGroups(devices: string[]): Promise<ProcessGroup[]> {
-  if (devices.every((d) => /^cuda:\d+$/.test(d))) return initLocalGroups(devices.map((d) => Number(d.slice(5))));
-  // CPU devices: in-process groups over device names (reduced between the devices' streams).
-  return (initLocalGroups as unknown as (d: string[]) => Promise<ProcessGroup[]>)(devices);
 }

@@ -10,15 +10,6 @@ import { Module } from '../nn/module';
 import { Parameter } from '../nn/parameter';
 import { argError, describe, flockError } from '../errors';
 
-/** `cpu` is `cpu:0` and `cuda` is `cuda:0`: one spelling per device, for comparisons. */
-export function canonicalDevice(d: string): string {
-  return d === 'cpu' ? 'cpu:0' : d === 'cuda' ? 'cuda:0' : d;
-}
-
-export function sameDevice(a: string, b: string): boolean {
-  return canonicalDevice(a) === canonicalDevice(b);
-}
-
 /** Validates a non-empty device list, each normalised ('cuda' → 'cuda:0'). */
 export function checkDevices(op: string, devices: unknown, name = 'devices'): string[] {
   if (!Array.isArray(devices) || devices.length === 0)

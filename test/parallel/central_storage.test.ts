@@ -3,7 +3,6 @@ import { deviceSets, maxParamDiff } from './devices';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
-import { sameDevice } from '../../lib/parallel/devices';
 
 const { nn } = fl;
 const F = fl.nn.functional;
@@ -37,7 +36,7 @@ for (const n of [2, 4]) {
         opt.zeroGrad();
       }
       assert.ok(maxParamDiff(cs.parameters(), single.parameters()) < 1e-5);
-      assert.ok(cs.parameters().every((p) => sameDevice(p.device, cs.storage)));
+      assert.ok(cs.parameters().every((p) => fl.sameDevice(p.device, cs.storage)));
       for (const st of opt.state.values())
         for (const v of Object.values(st)) if (v instanceof fl.Tensor) assert.ok(v.device === cs.module.parameters()[0].device);
     });

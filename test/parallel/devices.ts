@@ -1,28 +1,16 @@
 /**
- * Devices for the strategy tests. With virtual CPU devices (FLOCKML_CPU_DEVICES, set here before
- * flockml loads) the strategies run on cpu:0 … cpu:N-1; on a build without them every replica runs
- * on 'cpu' and the collectives come from {@link fakeLocalGroups}. CUDA runs happen when at least N
- * GPUs are present (with one GPU, all on cuda:0); the tests print what they skipped.
+ * Devices for the strategy tests: virtual CPU devices cpu:0 … cpu:N-1 (FLOCKML_CPU_DEVICES, set
+ * here before flockml loads), and CUDA devices when at least N GPUs are present (with one GPU, all
+ * on cuda:0); the tests print what they skipped.
  */
 process.env.FLOCKML_CPU_DEVICES ??= '4';
 
 import * as fl from '../../lib';
 import type { ReplicaGroup } from '../../lib/parallel';
-import { Work } from '../../lib/distributed/work';
-
-const virtualCpu = (() => {
-  try {
-    fl.zeros([1]).to('cpu:1').dispose();
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 /** The device sets to run a strategy on with `n` devices: CPU always, CUDA when n GPUs exist. */
 export function deviceSets(n: number, what: string): string[][] {
-  const sets = [virtualCpu ? Array.from({ length: n }, (_, i) => `cpu:${i}`) : Array.from({ length: n }, () => 'cpu')];
-  if (!virtualCpu) console.log(`note: ${what}: no virtual CPU devices in this build; ${n} replicas share 'cpu'`);
+  const sets = [Array.from({ length: n }, (_, i) => `cpu:${i}`)];
   const gpus = fl.cuda.deviceCount();
   if (gpus >= n) sets.push(Array.from({ length: n }, (_, i) => `cuda:${i}`));
   else {
@@ -33,50 +21,9 @@ export function deviceSets(n: number, what: string): string[][] {
   return sets;
 }
 
-/** In-process groups for `devices`: initLocalGroups where it takes them, else {@link fakeLocalGroups}. */
-export async function localGroups(devices: string[]): Promise<ReplicaGroup[]> {
-  if (new Set(devices).size === devices.length) {
-    try {
-      const init = fl.distributed.initLocalGroups as unknown as (d: unknown) => Promise<ReplicaGroup[]>;
-      return await init(devices.every((d) => d.startsWith('cuda:')) ? devices.map((d) => Number(d.slice(5))) : devices);
-    } catch (e) {
-      if (devices.every((d) => d.startsWith('cuda:'))) throw e;
-    }
-  }
-  return fakeLocalGroups(devices);
-}
-
-/**
- * A reference collective for tests on builds without CPU local groups: each allReduce waits for
- * every peer's call with the same sequence number, sums the tensors in rank order on the first
- * peer's device and copies the result to every peer, so every peer gets identical bits.
- */
-export function fakeLocalGroups(devices: string[]): ReplicaGroup[] {
-  const pending: { t: fl.Tensor; op: string; resolve: () => void }[][] = [];
-  const seq = devices.map(() => 0);
-  return devices.map((_, rank) => ({
-    allReduce(t: fl.Tensor, options: { op?: 'sum' | 'avg' } = {}): Work {
-      const n = seq[rank]++;
-      pending[n] ??= [];
-      let resolve!: () => void;
-      const done = new Promise<void>((r) => (resolve = r));
-      pending[n][rank] = { t, op: options.op ?? 'sum', resolve };
-      const posted = pending[n].filter(Boolean);
-      if (posted.length === devices.length) {
-        fl.noGrad(() =>
-          fl.tidy(() => {
-            const [first, ...rest] = pending[n];
-            let acc = first.t.clone();
-            for (const e of rest) acc = acc.add(e.t.to(acc.device));
-            if (first.op === 'avg') acc = acc.div(devices.length);
-            for (const e of pending[n]) e.t.copy_(acc.to(e.t.device));
-          }),
-        );
-        for (const e of pending[n]) e.resolve();
-      }
-      return new Work('allReduce', done);
-    },
-  }));
+/** One in-process group per device (fl.distributed.initLocalGroups). */
+export function localGroups(devices: string[]): Promise<ReplicaGroup[]> {
+  return fl.distributed.initLocalGroups(devices);
 }
 
 /** Values of `t` as a plain array (any device). */

@@ -3,7 +3,6 @@ import { deviceSets, maxParamDiff } from './devices';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
-import { sameDevice } from '../../lib/parallel/devices';
 
 const { nn } = fl;
 const F = fl.nn.functional;
@@ -44,7 +43,7 @@ for (const p of [2, 4]) {
         for (const [i, [x, y]] of batches.entries()) {
           accumulate(single, x, y, m);
           const loss = await pipe.step(x, y, (out, t) => F.crossEntropy(out, t));
-          assert.ok(sameDevice(loss.device, devices[p - 1]));
+          assert.ok(fl.sameDevice(loss.device, devices[p - 1]));
           if (i === 0) {
             const ref = fl.tidy(() => F.crossEntropy(single.forward(x), y).itemSync());
             assert.ok(Math.abs(loss.itemSync() - ref) < 1e-5, `loss ${loss.itemSync()} vs ${ref}`);
@@ -61,7 +60,7 @@ for (const p of [2, 4]) {
           opt.zeroGrad();
         }
         assert.ok(maxParamDiff(pipe.parameters(), single.parameters()) < 1e-5);
-        pipe.stages.forEach((s, i) => assert.ok(s.parameters().every((q) => sameDevice(q.device, devices[i]))));
+        pipe.stages.forEach((s, i) => assert.ok(s.parameters().every((q) => fl.sameDevice(q.device, devices[i]))));
         const st = pipe.stats()!;
         assert.is(st.theory, (p - 1) / (m + p - 1));
         assert.ok(st.bubble >= 0 && st.bubble < 1, `bubble ${st.bubble}`);
