@@ -1,4 +1,5 @@
 #include "device.h"
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -22,24 +23,24 @@ int suffix_index(const std::string& s, const char* prefix) {
   return idx;
 }
 
+// FLOCKML_CPU_DEVICES, or 0 when unset; ERR_DEVICE when it is not a count from 1 to 16.
+int env_cpu_devices() {
+  const char* env = std::getenv("FLOCKML_CPU_DEVICES");
+  if (!env || !*env) return 0;
+  char* end = nullptr;
+  const long parsed = std::strtol(env, &end, 10);
+  if (*end != '\0' || parsed < 1 || parsed > kMaxCpuDevices)
+    fail(Code::Device, "FLOCKML_CPU_DEVICES must be an integer from 1 to ", kMaxCpuDevices, ", got '", env, "'");
+  return static_cast<int>(parsed);
+}
+
 }  // namespace
 
 int cpu_device_count() {
   std::lock_guard<std::mutex> lk(g_count_mutex);
   if (g_cpu_devices > 0) return g_cpu_devices;
   int n = g_requested;
-  if (n == 0) {
-    const char* env = std::getenv("FLOCKML_CPU_DEVICES");
-    n = 1;
-    if (env && *env) {
-      const std::string v(env);
-      char* end = nullptr;
-      const long parsed = std::strtol(env, &end, 10);
-      if (*end != '\0' || parsed < 1 || parsed > kMaxCpuDevices)
-        fail(Code::Device, "FLOCKML_CPU_DEVICES must be an integer from 1 to ", kMaxCpuDevices, ", got '", v, "'");
-      n = static_cast<int>(parsed);
-    }
-  }
+  if (n == 0) n = std::max(1, env_cpu_devices());
   g_cpu_devices = n;
   return n;
 }

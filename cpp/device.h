@@ -30,7 +30,7 @@ struct Device {
 // How many virtual CPU devices this process has. The first call fixes the count (from
 // set_cpu_device_count, else FLOCKML_CPU_DEVICES, else 1); ERR_DEVICE for a bad FLOCKML_CPU_DEVICES.
 int cpu_device_count();
-// Sets the count before it is fixed; ERR_DEVICE once devices are in use or for n outside [1, 16].
+// Sets the count before it is fixed (it takes precedence over FLOCKML_CPU_DEVICES); ERR_DEVICE once devices are in use or for n outside [1, 16].
 void set_cpu_device_count(int n);
 
 // Parses "cpu", "cpu:N", "cuda" and "cuda:N"; throws ERR_DEVICE on anything else and on a CPU

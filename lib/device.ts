@@ -10,6 +10,11 @@ export type Device = 'cpu' | `cpu:${number}` | `cuda:${number}` | 'cuda';
 
 const deviceError = (message: string) => Object.assign(new TypeError(message), { code: 'ERR_DEVICE' });
 
+// A typo in FLOCKML_CPU_DEVICES fails the import, not the first kernel that asks for the count.
+const envDevices = process.env.FLOCKML_CPU_DEVICES;
+if (envDevices !== undefined && envDevices !== '' && !/^(?:[1-9]|1[0-6])$/.test(envDevices))
+  throw deviceError(`FLOCKML_CPU_DEVICES must be an integer from 1 to 16, got '${envDevices}'`);
+
 /** The canonical spelling of a device: 'cpu' for 'cpu' and 'cpu:0', 'cuda:0' for 'cuda'; ERR_DEVICE otherwise. */
 export function normalizeDevice(d: unknown, op = 'device'): string {
   if (d === undefined) return 'cpu';

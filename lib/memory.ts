@@ -76,13 +76,17 @@ export type { DeviceMemoryStats };
 
 /**
  * Gives memory kept for reuse back to the system (the CPU allocator keeps released blocks of
- * 256 KiB and up, at most FLOCKML_CPU_CACHE_MB, default 1024). Returns the bytes released.
+ * 256 KiB and up, at most FLOCKML_CPU_CACHE_MB, default 1024, over all CPU devices together; each
+ * virtual CPU device keeps and gives back its own). Returns the bytes released.
  */
 export function emptyCache(device: string = 'cpu'): number {
   return native.emptyCache(normalizeDevice(device, 'emptyCache'));
 }
 
-/** Live tensors, bytes and peak bytes per device, e.g. `{ cpu: { tensors, bytes, peakBytes, storages } }`. */
+/**
+ * Live tensors, bytes and peak bytes per device, e.g. `{ cpu: { tensors, bytes, peakBytes, storages } }`:
+ * 'cpu' (cpu:0), then 'cpu:1' ... for further virtual CPU devices, then 'cuda:N' per visible GPU.
+ */
 export function memory(): Record<string, DeviceMemoryStats> {
   return native.memory();
 }

@@ -115,6 +115,19 @@ test('a copy reads its source before later in-place work on the source device', 
   assert.ok(arr(x).every((v) => v === -1));
 });
 
+test('copies round a ring of devices, with in-place writes after each copy', () => {
+  const devices = fl.cpuDevices();
+  let x = fl.arange(0, 4096, 1, { dtype: 'f64' });
+  for (let i = 1; i <= 40; i++) {
+    const src = x;
+    x = src.to(devices[i % devices.length]).add(1);
+    src.copy_(fl.full([4096], -1, { dtype: 'f64', device: src.device })); // must not reach the copy
+  }
+  const got = arr(x);
+  assert.is(x.device, devices[0]);
+  for (let i = 0; i < 4096; i += 127) assert.is(got[i], i + 40);
+});
+
 test('events order work across devices', async () => {
   const { release } = await blockCpu0();
   const src = fl.zeros([1000]);

@@ -346,7 +346,7 @@ export interface NativeAddon {
   profilerRangePop(): void;
 }
 
-// ---- devices and events (cpp/bindings/devices.cc, cpp/bindings/local_group.cc) ----
+// ---- devices and events (cpp/bindings/devices.cc); local CPU groups (cpp/bindings/distributed.cc) ----
 /** An event on a CPU device's stream (an External). */
 export interface NativeEvent {
   readonly __brand: 'NativeEvent';

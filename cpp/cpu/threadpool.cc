@@ -113,7 +113,16 @@ std::mutex g_pools_mutex;
 std::array<std::atomic<Pool*>, kMaxCpuDevices> g_pools{};
 int g_total = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-int share_locked() { return std::max(1, g_total / cpu_device_count()); }
+// A kernel thread must not fail on the device count: a bad FLOCKML_CPU_DEVICES (which lib/device.ts
+// refuses at import) is reported where devices are named, and here counts as one device.
+int share_locked() {
+  int devices = 1;
+  try {
+    devices = cpu_device_count();
+  } catch (const Error&) {
+  }
+  return std::max(1, g_total / devices);
+}
 
 Pool& pool() {
   const int d = t_device;

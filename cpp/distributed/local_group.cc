@@ -155,7 +155,8 @@ class Clique {
       if (!round.reached[k][phase]) missing += (missing.empty() ? "" : ", ") + devices_[k].str();
     std::string msg = std::string(op) + " on " + name_ + ": " + missing +
                       (phase == 0 ? " did not post collective #" : " did not finish its share of collective #") +
-                      std::to_string(round.seq) + " within " + std::to_string(timeout_ms) + " ms";
+                      std::to_string(round.seq) + " within " + std::to_string(timeout_ms) + " ms" +
+                      (phase == 0 ? " (never called, or its stream is still busy with earlier work)" : "");
     round.error = StreamError{Code::Timeout, msg};
     // The clique fails together: a device that posts later would otherwise wait for peers that gave up.
     broken_ = StreamError{Code::Timeout, msg + "; the group is unusable from now on"};

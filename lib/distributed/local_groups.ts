@@ -33,6 +33,9 @@ export interface LocalGroupsOptions {
  * others with ERR_TIMEOUT naming it after `timeoutMs`, and the groups are unusable from then on.
  * Mismatched calls (another collective, dtype, element count, op or root) fail every device with
  * ERR_COLLECTIVE_MISMATCH before any data moves. CPU groups also offer `reduce(t, root)`.
+ * A device's stream waits at the collective until every device has posted, so post on every group
+ * before the host waits on one of the devices (`await fl.ready()`, `await work.wait()`, a read, or
+ * a device queue filled past its bound of 1024 ops), or the wait lasts until the timeout.
  *
  * On CUDA devices the calls queue until every group has posted its next collective, then all of
  * them are launched together (one NCCL group call), so one thread can drive all devices without

@@ -35,42 +35,46 @@ export function gpuPeakFlops(deviceName: string, dtype: PeakDType): number | und
   return gpu?.peak[dtype === 'f16' ? 'bf16' : dtype];
 }
 
-let cpuPeak: number | undefined;
+const cpuPeaks = new Map<string, number>();
 
 /**
  * The CPU's f32 matmul rate in FLOP/s: the best of a few 512×512×512 products (about 0.3 GFLOP
- * each, a few tens of ms on two cores), measured on first use and cached.
+ * each, a few tens of ms on two cores), measured on first use and cached. With several virtual CPU
+ * devices, `device` ('cpu:N') is measured with its own share of the threads.
  */
-export function cpuPeakFlops(): number {
-  if (cpuPeak !== undefined) return cpuPeak;
+export function cpuPeakFlops(device: string = 'cpu'): number {
+  const d = normalizeDevice(device, 'cpuPeakFlops');
+  const known = cpuPeaks.get(d);
+  if (known !== undefined) return known;
   const n = 512;
-  const a = randn([n, n]);
-  const b = randn([n, n]);
+  const a = randn([n, n], { device: d });
+  const b = randn([n, n], { device: d });
   let best = Infinity;
   for (let i = 0; i < 4; i++) {
     const t0 = performance.now();
     const c = matmul(a, b);
-    syncSync();
+    syncSync(d);
     if (i > 0) best = Math.min(best, performance.now() - t0); // the first one warms the pool and the packing buffers
     c.dispose();
   }
   a.dispose();
   b.dispose();
-  cpuPeak = matmulRate(n, best);
-  return cpuPeak;
+  const peak = matmulRate(n, best);
+  cpuPeaks.set(d, peak);
+  return peak;
 }
 
 function matmulRate(n: number, ms: number): number {
   return (2 * n * n * n) / (ms / 1000);
 }
 
-/** The peak FLOP/s MFU is measured against on `device` ('cpu', 'cuda', 'cuda:1') for `dtype`. */
+/** The peak FLOP/s MFU is measured against on `device` ('cpu', 'cpu:1', 'cuda', 'cuda:1') for `dtype`. */
 export function peakFlops(device: string = 'cpu', dtype: PeakDType = 'f32'): number {
   const d = normalizeDevice(device, 'peakFlops');
   checkChoice('peakFlops', 'dtype', dtype, PEAK_DTYPES);
-  if (d === 'cpu') {
+  if (d.startsWith('cpu')) {
     if (dtype !== 'f32') throw argError('peakFlops', `the CPU peak is measured for f32 only, got dtype ${dtype}`);
-    return cpuPeakFlops();
+    return cpuPeakFlops(d);
   }
   const name = cuda.deviceName(Number(d.split(':')[1] ?? 0));
   const peak = gpuPeakFlops(name, dtype);
