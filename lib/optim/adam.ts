@@ -63,8 +63,9 @@ export class Adam extends Optimizer<AdamOptions> {
     const op = `${this.constructor.name}.step`;
     this.paramGroups.forEach((g, gi) => {
       const ps = this.stepParams(op, gi);
-      // Parameters share one native call per step count (they differ only if some had no grad).
-      const byStep = new Map<number, Batch>();
+      // Parameters share one native call per step count (they differ only if some had no grad)
+      // and device (a model placed across devices steps each device's parameters there).
+      const byStep = new Map<string, Batch & { step: number }>();
       for (const p of ps) {
         let s = this.state.get(p);
         if (!s) {
@@ -76,8 +77,9 @@ export class Adam extends Optimizer<AdamOptions> {
         if (g.amsgrad && !s.maxExpAvgSq) s.maxExpAvgSq = keep(zerosLike(p));
         const step = (s.step as number) + 1;
         s.step = step;
-        let b = byStep.get(step);
-        if (!b) byStep.set(step, (b = { ps: [], gs: [], m: [], v: [], mv: [] }));
+        const key = `${step}/${p.device}`;
+        let b = byStep.get(key);
+        if (!b) byStep.set(key, (b = { step, ps: [], gs: [], m: [], v: [], mv: [] }));
         b.ps.push(p);
         b.gs.push(p.grad as Tensor);
         b.m.push(s.expAvg as Tensor);
@@ -85,7 +87,7 @@ export class Adam extends Optimizer<AdamOptions> {
         if (g.amsgrad) b.mv.push(s.maxExpAvgSq as Tensor);
       }
       const h = (ts: Tensor[]) => ts.map((t) => t.handle);
-      for (const [step, b] of byStep) {
+      for (const b of byStep.values()) {
         native.adamStep(
           h(b.ps),
           h(b.gs),
@@ -97,7 +99,7 @@ export class Adam extends Optimizer<AdamOptions> {
           g.betas[1],
           g.eps,
           g.weightDecay,
-          step,
+          b.step,
           this.decoupled,
           g.amsgrad,
           g.maximize,

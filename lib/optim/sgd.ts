@@ -46,8 +46,9 @@ export class SGD extends Optimizer<SGDOptions> {
   step(): void {
     this.paramGroups.forEach((g, gi) => {
       const ps = this.stepParams('SGD.step', gi);
-      // A momentum buffer's first step copies the gradient, later ones blend: one call for each kind.
-      const batches = new Map<boolean, { ps: Tensor[]; gs: Tensor[]; bufs: Tensor[] }>();
+      // A momentum buffer's first step copies the gradient, later ones blend: one call for each kind
+      // and device (a model placed across devices steps each device's parameters there).
+      const batches = new Map<string, { first: boolean; ps: Tensor[]; gs: Tensor[]; bufs: Tensor[] }>();
       for (const p of ps) {
         let first = true;
         let buf: Tensor | null = null;
@@ -58,13 +59,14 @@ export class SGD extends Optimizer<SGDOptions> {
           if (first) s.momentumBuffer = keep(zerosLike(p));
           buf = s.momentumBuffer as Tensor;
         }
-        let b = batches.get(first);
-        if (!b) batches.set(first, (b = { ps: [], gs: [], bufs: [] }));
+        const key = `${first}/${p.device}`;
+        let b = batches.get(key);
+        if (!b) batches.set(key, (b = { first, ps: [], gs: [], bufs: [] }));
         b.ps.push(p);
         b.gs.push(p.grad as Tensor);
         if (buf) b.bufs.push(buf);
       }
-      for (const [first, b] of batches) {
+      for (const b of batches.values()) {
         native.sgdStep(
           b.ps.map((t) => t.handle),
           b.gs.map((t) => t.handle),
@@ -74,7 +76,7 @@ export class SGD extends Optimizer<SGDOptions> {
           g.dampening,
           g.weightDecay,
           g.nesterov,
-          first,
+          b.first,
           g.maximize,
         );
         bumpVersions(`${this.constructor.name}.step`, b.ps);

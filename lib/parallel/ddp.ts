@@ -24,12 +24,11 @@ import { native } from '../native';
 import { normalizeDevice } from '../device';
 import { cat } from '../ops/shape';
 import { copy_ } from '../ops/elementwise';
-import { zerosLike } from '../ops/creation';
 import { distError } from '../distributed/errors';
 import { getWorldSize, isInitialized, ProcessGroup } from '../distributed/process_group';
 import { broadcast as defaultBroadcast, allReduce as defaultAllReduce } from '../distributed/process_group';
 import type { Work } from '../distributed/work';
-import { makeBuckets, type Bucket } from './buckets';
+import { BucketReducer, localGrad } from './buckets';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool, checkChoice, checkNumber } from '../validate';
 
@@ -60,16 +59,6 @@ export interface DDPOptions {
   compression?: 'none' | 'fp16' | 'bf16';
 }
 
-interface BucketState {
-  bucket: Bucket;
-  grads: (Tensor | null)[];
-  arrived: number;
-  flat: Tensor | null;
-  work: Work | null;
-  /** The compressed copy of `flat` being reduced, when compression is on. */
-  wire: Tensor | null;
-}
-
 /**
  * Timing of the last synchronised step. Allreduces run while the device still computes the rest
  * of backward; what is left after the device has finished backward is exposed communication.
@@ -90,11 +79,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   readonly #findUnused: boolean;
   readonly #compression: 'none' | 'fp16' | 'bf16';
   readonly #params: Tensor[];
-  readonly #states: BucketState[];
-  readonly #index = new Map<Tensor, [BucketState, number]>();
+  readonly #reducer: BucketReducer;
   #syncing = true;
-  /** The next bucket to reduce: buckets go out in order, so every rank issues the same sequence. */
-  #next = 0;
   /** Parameters this step's forward outputs depend on (findUnusedParameters). */
   #reachable = new Set<Tensor>();
   #unusedMarked = false;
@@ -121,19 +107,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     const capMB = checkNumber(op, 'bucketCapMB', o.bucketCapMB ?? 25, { above: 0 });
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = capMB * 1024 * 1024;
-    this.#states = makeBuckets(this.#params, cap).map((bucket) => ({
-      bucket,
-      grads: bucket.params.map(() => null),
-      arrived: 0,
-      flat: null,
-      work: null,
-      wire: null,
-    }));
-    for (const s of this.#states)
-      s.bucket.params.forEach((p, i) => {
-        this.#index.set(p, [s, i]);
-        this.#removeHooks.push(p.registerHook((g) => this.#onGrad(p, g)));
-      });
+    this.#reducer = new BucketReducer(this.#params, cap, (flat) => this.#launch(flat));
+    for (const b of this.#reducer.buckets) for (const p of b.params) this.#removeHooks.push(p.registerHook((g) => this.#onGrad(p, g)));
   }
 
   /** Wraps `module`, after making every rank's parameters equal to rank 0's. */
@@ -150,16 +125,16 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 
   /** Buckets whose allreduce has been started since the last syncGradients (observable mid-backward). */
   get bucketsInFlight(): number {
-    return this.#states.filter((s) => s.work !== null).length;
+    return this.#reducer.inFlight;
   }
 
   /** Element count of each bucket's flat gradient, in the order they are reduced. */
   get bucketSizes(): number[] {
-    return this.#states.map((s) => s.bucket.params.reduce((n, p) => n + p.numel(), 0));
+    return this.#reducer.buckets.map((b) => b.numel);
   }
 
   get bucketCount(): number {
-    return this.#states.length;
+    return this.#reducer.buckets.length;
   }
 
   get worldSize(): number {
@@ -202,13 +177,9 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
    * findUnusedParameters those contribute zeros instead.
    */
   async syncGradients(): Promise<void> {
-    const missing: [BucketState, number][] = [];
-    for (const s of this.#states) s.bucket.params.forEach((_, i) => !s.grads[i] && !s.flat && missing.push([s, i]));
+    const missing = this.#reducer.missing();
     if (missing.length && !this.#findUnused) {
-      const names = missing.map(([s, i]) => {
-        const p = s.bucket.params[i];
-        return `#${this.#params.indexOf(p)} [${p.shape.join(',')}]`;
-      });
+      const names = missing.map((p) => `#${this.#params.indexOf(p)} [${p.shape.join(',')}]`);
       this.#reset();
       throw distError(
         'ERR_ARG',
@@ -220,7 +191,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     // gradient arrived at all, or the graph reached a parameter that still got none).
     noGrad(() =>
       tidy(() => {
-        for (const [s, i] of missing) if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(s.bucket.params[i], null));
+        for (const p of missing) if (!this.#reducer.has(p)) this.#reducer.arrive(p, localGrad(p, null));
       }),
     );
     try {
@@ -229,31 +200,13 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       const computeDone = native.syncTime(normalizeDevice(this.#params[0]?.device ?? 'cpu', 'syncGradients'));
       // Forward has updated the buffers by now; every rank queues this after the same allreduces.
       const buffersSynced = this.#broadcastBuffers ? this.#syncBuffers() : Promise.resolve();
-      await Promise.all(this.#states.map((s) => s.work!.wait()));
+      const lastEpoch = await this.#reducer.wait();
       await buffersSynced;
       const toNow = (epochMs: number) => epochMs - performance.timeOrigin;
-      const last = toNow(Math.max(...this.#states.map((s) => s.work!.completedAt ?? Date.now())));
+      const last = toNow(lastEpoch);
       const done = toNow(new Float64Array(await computeDone, 0, 1)[0]);
       this.lastStep = { exposedMs: Math.max(0, last - done), computeDoneAt: done, commDoneAt: last };
-      noGrad(() => {
-        for (const s of this.#states) {
-          if (s.wire) {
-            const back = keep(tidy(() => s.wire!.to(s.flat!.dtype)));
-            s.flat!.dispose();
-            s.flat = back;
-          }
-          s.bucket.params.forEach((p, i) => {
-            const avg = tidy(() =>
-              s
-                .flat!.narrow(0, s.bucket.offsets[i], p.numel())
-                .reshape([...p.shape])
-                .clone(),
-            );
-            p.grad?.dispose();
-            p.grad = keep(avg);
-          });
-        }
-      });
+      this.#reducer.writeBack();
     } finally {
       this.#reset();
     }
@@ -316,40 +269,20 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
         `DistributedDataParallel: parameter #${this.#params.indexOf(p)} [${p.shape.join(',')}] got a gradient ` +
           'although the forward outputs do not depend on it (its zero gradient is already being reduced); the loss must be computed from ddp.forward() outputs',
       );
-    const [s, i] = this.#index.get(p)!;
-    if (s.grads[i] || s.flat) return; // a second backward before syncGradients: the first one is in flight
-    this.#arrive(s, i, this.#localGrad(p, g));
+    if (this.#reducer.has(p)) return; // a second backward before syncGradients: the first one is in flight
+    this.#reducer.arrive(p, localGrad(p, g));
   }
 
-  /** The full local gradient, flat: what earlier noSync steps accumulated plus `g` (the engine adds
-   * `g` into .grad only after the hooks); zeros for a parameter that took no part. */
-  #localGrad(p: Tensor, g: Tensor | null): Tensor {
-    const acc = p.grad && !p.grad.isDisposed ? p.grad : null;
-    if (g) return acc ? acc.add(g).reshape([-1]) : g.reshape([-1]).clone();
-    return acc ? acc.reshape([-1]).clone() : zerosLike(p).reshape([-1]);
-  }
-
-  #arrive(s: BucketState, i: number, grad: Tensor): void {
-    s.grads[i] = keep(grad);
-    if (++s.arrived < s.grads.length) return;
-    s.flat = keep(cat(s.grads as Tensor[], 0));
-    for (const t of s.grads) t!.dispose();
-    s.grads = s.grads.map(() => null);
-    // Only in bucket order: were a later bucket to go first on one rank (its gradients happened to
-    // be ready sooner there), the ranks would pair up different buckets.
-    for (; this.#next < this.#states.length && this.#states[this.#next].flat; this.#next++) {
-      const ready = this.#states[this.#next];
-      const reduce = (t: Tensor, op: 'avg' | 'sum') => (this.#group ? this.#group.allReduce(t, { op }) : defaultAllReduce(t, { op }));
-      const flat = ready.flat!;
-      if (this.#compression !== 'none' && (flat.dtype === 'f32' || flat.dtype === 'f64')) {
-        // Divided first, so the 16-bit sum cannot overflow where the full-precision one would not.
-        const dtype = this.#compression === 'fp16' ? 'f16' : 'bf16';
-        ready.wire = keep(noGrad(() => tidy(() => flat.div(this.worldSize).to(dtype))));
-        ready.work = reduce(ready.wire, 'sum');
-      } else {
-        ready.work = reduce(flat, 'avg');
-      }
+  /** Starts one full bucket's average across ranks (compressed to 16 bits when asked). */
+  #launch(flat: Tensor): { work: Work; wire?: Tensor } {
+    const reduce = (t: Tensor, op: 'avg' | 'sum') => (this.#group ? this.#group.allReduce(t, { op }) : defaultAllReduce(t, { op }));
+    if (this.#compression !== 'none' && (flat.dtype === 'f32' || flat.dtype === 'f64')) {
+      // Divided first, so the 16-bit sum cannot overflow where the full-precision one would not.
+      const dtype = this.#compression === 'fp16' ? 'f16' : 'bf16';
+      const wire = keep(noGrad(() => tidy(() => flat.div(this.worldSize).to(dtype))));
+      return { work: reduce(wire, 'sum'), wire };
     }
+    return { work: reduce(flat, 'avg') };
   }
 
   #markUnused(): void {
@@ -359,25 +292,14 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
         for (const p of this.#params) {
           if (this.#reachable.has(p)) continue;
           this.#unused.add(p);
-          const [s, i] = this.#index.get(p)!;
-          if (!s.grads[i] && !s.flat) this.#arrive(s, i, this.#localGrad(p, null));
+          if (!this.#reducer.has(p)) this.#reducer.arrive(p, localGrad(p, null));
         }
       }),
     );
   }
 
   #reset(): void {
-    for (const s of this.#states) {
-      for (const t of s.grads) t?.dispose();
-      s.grads = s.grads.map(() => null);
-      s.flat?.dispose();
-      s.flat = null;
-      s.wire?.dispose();
-      s.wire = null;
-      s.work = null;
-      s.arrived = 0;
-    }
-    this.#next = 0;
+    this.#reducer.reset();
     this.#reachable.clear();
     this.#unused.clear();
     this.#unusedMarked = false;

@@ -1,2 +1,14 @@
 /** fl.parallel: training strategies across devices and processes. */
 export { DistributedDataParallel, type DDPOptions, type ParameterSource } from './ddp';
+export { DataParallel, ReplicatedOptimizer, type DataParallelOptions, type ReplicaGroup } from './data_parallel';
+export { CentralStorage, type CentralStorageOptions } from './central_storage';
+export { placeModule, placement } from './place';
+export { Pipeline, type PipelineOptions, type PipelineStats } from './pipeline';
+export {
+  stageOrder,
+  ticks as pipelineTicks,
+  theoreticalBubble,
+  type Schedule as PipelineSchedule,
+  type Action as PipelineAction,
+} from './pipeline_schedule';
+export { replicate } from './devices';
