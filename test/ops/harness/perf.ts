@@ -43,6 +43,7 @@ export async function perf(): Promise<void> {
   const { covered } = coverage();
   for (const device of devices) {
     const kind = device === 'cpu' ? 'cpu' : 'cuda';
+    await median(device, runs, () => fl.randn([1024], { device }).clone()); // starts the stream and the thread pool
     for (const n of sizes) {
       const x = fl.randn([n], { device });
       const ms = await median(device, runs, () => x.clone());
