@@ -12,7 +12,6 @@ import type { DType, Tensor } from '../../../lib/index';
 import { caseName, dtypesFor, seedOf } from './check';
 import { makeInputs } from './make';
 import { coverage } from './plan';
-import type { OpCase } from './types';
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -58,7 +57,7 @@ export async function perf(): Promise<void> {
           const specs = n === 'default' || !c.sized ? c.inputs : c.sized(n);
           const xs = makeInputs(specs, dtype as DType, seedOf(c)).tensors.map((t: Tensor) => t.to(device));
           const ms = await median(device, runs, () => fl.noGrad(() => c.run(...xs)));
-          console.log(JSON.stringify({ bench: 'ops', op: c.op, case: caseName(c as OpCase), device, dtype, n, median_ms: +ms.toFixed(4) }));
+          console.log(JSON.stringify({ bench: 'ops', op: c.op, case: caseName(c), device, dtype, n, median_ms: +ms.toFixed(4) }));
         }
       }
     }
