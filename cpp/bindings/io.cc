@@ -245,7 +245,8 @@ Napi::Object read_result(Napi::Env env, ReadJob& job, const char* op) {
       // The upload path of ops::from_host without its extra staging copy: the host tensor is the
       // staging buffer, kept alive by the queued task until the copy has run.
       placed = empty(host.shape, host.dtype, job.device, op);
-      ops::launch(op, job.device, [host, placed]() mutable { copy_from_host_table().get(placed.device())(host.raw(), placed); });
+      auto kernel = copy_from_host_table().get(placed.device());
+      ops::launch(op, job.device, [host, placed, kernel]() mutable { kernel(host.raw(), placed); });
     }
     names.Set(static_cast<uint32_t>(k), job.header.tensors[job.chosen[k]].name);
     handles.Set(static_cast<uint32_t>(k), addon.wrap(env, std::move(placed)));

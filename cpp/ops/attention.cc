@@ -70,7 +70,8 @@ std::vector<Tensor> attention_forward(const Tensor& q, const Tensor& k, const Te
   if (g.bh * g.tq > 0) {  // lse is needed even when dv is 0
     const bool has_mask = mask != nullptr;
     Tensor m = has_mask ? *mask : Tensor{};
-    launch(op, q.device(), [=]() mutable { attention_forward_table().get(q.device())(q, k, v, has_mask ? &m : nullptr, out, lse, g); });
+    auto kernel = attention_forward_table().get(q.device());
+    launch(op, q.device(), [=]() mutable { kernel(q, k, v, has_mask ? &m : nullptr, out, lse, g); });
   }
   return {out, lse};
 }
@@ -95,9 +96,8 @@ std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const T
   if (gq.numel() + gk.numel() + gv.numel() > 0) {
     const bool has_mask = mask != nullptr;
     Tensor m = has_mask ? *mask : Tensor{};
-    launch(op, q.device(), [=]() mutable {
-      attention_backward_table().get(q.device())(q, k, v, has_mask ? &m : nullptr, out, lse, gout, delta, gq, gk, gv, g);
-    });
+    auto kernel = attention_backward_table().get(q.device());
+    launch(op, q.device(), [=]() mutable { kernel(q, k, v, has_mask ? &m : nullptr, out, lse, gout, delta, gq, gk, gv, g); });
   }
   return {gq, gk, gv};
 }
