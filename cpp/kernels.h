@@ -11,7 +11,7 @@ namespace flock {
 enum class UnaryOp : int {
   neg, exp, log, sqrt, rsqrt, abs, sign, tanh, sigmoid, relu, gelu, gelu_tanh, silu,
   clamp, leaky_relu, logical_not, square, reciprocal, sin, cos, erf, floor, ceil, round,
-  log1p, expm1, pow_scalar, count
+  log1p, expm1, pow_scalar, isnan, isinf, isfinite, count
 };
 enum class BinaryOp : int {
   add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logical_and, logical_or, count
@@ -20,6 +20,8 @@ enum class ReduceOp : int { sum, mean, max, min, prod, argmax, argmin, var, logs
 enum class RandomKind : int { uniform, normal, randint, bernoulli, count };
 
 constexpr bool binary_is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
+// Unary ops whose result is bool (a test of each value), not the input's dtype.
+constexpr bool unary_is_predicate(UnaryOp op) { return op == UnaryOp::isnan || op == UnaryOp::isinf || op == UnaryOp::isfinite; }
 
 // Element offsets of each batch entry of a batched matmul (batch broadcasting resolved).
 struct MatmulPlan {
@@ -61,5 +63,9 @@ FLOCK_DECLARE_KERNEL(copy_from_host, void(const void* host, Tensor& dst))
 // backend on the GPU side's device type.
 FLOCK_DECLARE_KERNEL(transfer, void(const Tensor& src, Tensor& dst))
 FLOCK_DECLARE_KERNEL(random, void(RandomKind kind, Tensor& out, uint64_t seed, uint64_t offset, double a, double b))
+
+// tril/triu over the last two dims of a contiguous x: out keeps x where (col - row) <= diagonal
+// (lower) or >= diagonal (upper), zero elsewhere.
+FLOCK_DECLARE_KERNEL(triangular, void(const Tensor& x, Tensor& out, int64_t diagonal, bool upper))
 
 }  // namespace flock

@@ -34,7 +34,10 @@ export type UnaryOpName =
   | 'round'
   | 'log1p'
   | 'expm1'
-  | 'pow_scalar';
+  | 'pow_scalar'
+  | 'isnan'
+  | 'isinf'
+  | 'isfinite';
 export type BinaryOpName =
   | 'add'
   | 'sub'
@@ -344,4 +347,14 @@ export interface NativeAddon {
   /** Opens a named range on the device timeline (NVTX where CUDA is compiled in). */
   profilerRangePush(name: string): void;
   profilerRangePop(): void;
+}
+
+// ---- rearranging ops (cpp/bindings/rearrange.cc) ----
+export interface NativeAddon {
+  /** tril (upper false) or triu (upper true) over the last two dims, relative to `diagonal`. */
+  triangular(x: NativeTensor, diagonal: number, upper: boolean): NativeTensor;
+  /** A copy with the given dims reversed. */
+  flip(x: NativeTensor, dims: number[]): NativeTensor;
+  /** A copy rolled by `shifts[i]` along `dims[i]` (equal lengths). */
+  roll(x: NativeTensor, shifts: number[], dims: number[]): NativeTensor;
 }

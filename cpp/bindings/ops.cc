@@ -9,7 +9,7 @@ namespace {
 
 const char* const kUnaryOps[] = {"neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "tanh", "sigmoid", "relu",
                                  "gelu", "gelu_tanh", "silu", "clamp", "leaky_relu", "logical_not", "square",
-                                 "reciprocal", "sin", "cos", "erf", "floor", "ceil", "round", "log1p", "expm1", "pow_scalar"};
+                                 "reciprocal", "sin", "cos", "erf", "floor", "ceil", "round", "log1p", "expm1", "pow_scalar", "isnan", "isinf", "isfinite"};
 const char* const kBinaryOps[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
                                   "logical_and", "logical_or"};
 const char* const kReduceOps[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin", "var", "logsumexp"};

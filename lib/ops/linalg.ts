@@ -16,7 +16,7 @@ export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean):
     const ga = a.requiresGrad ? (transA ? matmulT(b, g, transB, true) : matmulT(g, b, false, !transB)) : null;
     const gb = b.requiresGrad ? (transB ? matmulT(g, a, true, transA) : matmulT(a, g, !transA, false)) : null;
     return [ga && sumTo(ga, a.shape), gb && sumTo(gb, b.shape)];
-  });
+  }, { savesOutput: false });
 }
 
 export function matmul(x: Tensor, y: Tensor): Tensor {
