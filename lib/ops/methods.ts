@@ -12,6 +12,7 @@ import * as lin from './linalg';
 import * as shp from './shape';
 import * as idx from './indexing';
 import './methods_ext';
+import { copy_ as copyInPlace } from './inplace';
 
 declare module '../tensor' {
   interface Tensor {
@@ -212,7 +213,7 @@ install({
     return ew.clone(this);
   },
   copy_(src) {
-    ew.copy_(this, src);
+    copyInPlace(this, src);
     return this;
   },
 

@@ -130,11 +130,6 @@ install({
   zero_() {
     return ip.zero_(this) as never;
   },
-  // PyTorch's copy_ (broadcast, any cast, across devices, recorded by autograd) replaces the strict
-  // same-shape copy that methods.ts installs.
-  copy_(src) {
-    return ip.copy_(this, src) as never;
-  },
   uniform_(from = 0, to = 1) {
     return ip.uniform_(this, from, to) as never;
   },
