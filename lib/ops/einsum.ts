@@ -52,7 +52,10 @@ function diagonals(equation: string, term: Term, index: number): Term {
     const at = labels.flatMap((l, i) => (l === dup ? [i] : []));
     const n = t.shape[at[0]];
     if (at.some((i) => t.shape[i] !== n))
-      throw rangeError('einsum', `operand ${index} repeats '${dup}' over dims of different sizes (shape ${shapeStr(t.shape)}) in '${equation}'`);
+      throw rangeError(
+        'einsum',
+        `operand ${index} repeats '${dup}' over dims of different sizes (shape ${shapeStr(t.shape)}) in '${equation}'`,
+      );
     const rest = labels.map((_, i) => i).filter((i) => !at.includes(i));
     const moved = permute(t, [...rest, ...at]);
     const flat = reshape(moved, [...rest.map((i) => t.shape[i]), n ** at.length]);
@@ -82,8 +85,14 @@ function contract(a: Term, b: Term, keep: Set<string>): Term {
   const shared = a.labels.filter((l) => inB.has(l) && !keep.has(l));
   const aOnly = a.labels.filter((l) => !inB.has(l));
   const bOnly = b.labels.filter((l) => !a.labels.includes(l));
-  const pa = permute(a.t, [...batch, ...aOnly, ...shared].map((l) => a.labels.indexOf(l)));
-  const pb = permute(b.t, [...batch, ...shared, ...bOnly].map((l) => b.labels.indexOf(l)));
+  const pa = permute(
+    a.t,
+    [...batch, ...aOnly, ...shared].map((l) => a.labels.indexOf(l)),
+  );
+  const pb = permute(
+    b.t,
+    [...batch, ...shared, ...bOnly].map((l) => b.labels.indexOf(l)),
+  );
   const prod = (term: Term, ls: string[]) => ls.reduce((n, l) => n * sizeOf(term, l), 1);
   const ma = reshape(pa, [...batch.map((l) => sizeOf(a, l)), prod(a, aOnly), prod(a, shared)]);
   const mb = reshape(pb, [...batch.map((l) => sizeOf(b, l)), prod(b, shared), prod(b, bOnly)]);
@@ -143,7 +152,10 @@ export function einsum(equation: string, ...operands: Tensor[]): Tensor {
       const seen = size.get(l);
       const ok = seen === undefined || seen === s || (l.startsWith('…') && (seen === 1 || s === 1));
       if (!ok)
-        throw rangeError('einsum', `'${l.startsWith('…') ? '...' : l}' has size ${seen} and ${s} (operand ${i}, shape ${shapeStr(term.t.shape)}) in '${equation}'`);
+        throw rangeError(
+          'einsum',
+          `'${l.startsWith('…') ? '...' : l}' has size ${seen} and ${s} (operand ${i}, shape ${shapeStr(term.t.shape)}) in '${equation}'`,
+        );
       if (seen === undefined || seen === 1) size.set(l, s);
     }),
   );

@@ -4,7 +4,17 @@ import type { UnaryOpName, BinaryOpName } from '../../types/native';
 import type { Tensor, TensorLike } from '../tensor';
 import { record } from '../autograd/node';
 import { noGrad } from '../autograd/grad_mode';
-import { type CanonicalDType, type DType, DTYPES, DTYPE_ALIASES, canonicalDType, checkValueFits, isFloating, promoteTypes, toDType } from '../dtype';
+import {
+  type CanonicalDType,
+  type DType,
+  DTYPES,
+  DTYPE_ALIASES,
+  canonicalDType,
+  checkValueFits,
+  isFloating,
+  promoteTypes,
+  toDType,
+} from '../dtype';
 import { checkOptions, describe, didYouMean } from '../errors';
 import { bumpVersions, checkInPlace } from '../autograd/version';
 import { normalizeDevice } from '../device';
@@ -69,10 +79,17 @@ export function pow(x: Tensor, exponent: TensorLike): Tensor {
   const out = binary('pow', a, b);
   // As torch: d/da is 0 where b == 0 (not 0 * a^-1, NaN at a = 0), and d/db is 0 where a == 0 and
   // b >= 0 (not a^b * log 0, which is NaN or -inf there).
-  return recordBinary(out, 'pow', a, b, (g) => [
-    a.requiresGrad ? where(eq(b, 0), 0, mul(g, mul(b, pow(a, sub(b, 1))))) : null,
-    b.requiresGrad ? mul(g, where(logicalAnd(eq(a, 0), ge(b, 0)), 0, mul(out, log(a)))) : null,
-  ], true);
+  return recordBinary(
+    out,
+    'pow',
+    a,
+    b,
+    (g) => [
+      a.requiresGrad ? where(eq(b, 0), 0, mul(g, mul(b, pow(a, sub(b, 1))))) : null,
+      b.requiresGrad ? mul(g, where(logicalAnd(eq(a, 0), ge(b, 0)), 0, mul(out, log(a)))) : null,
+    ],
+    true,
+  );
 }
 
 function minmax(op: 'maximum' | 'minimum', x: Tensor, other: TensorLike): Tensor {
@@ -189,17 +206,23 @@ function clampTensor(x: Tensor, min: TensorLike | null | undefined, max: TensorL
     return r === a ? clone(a) : r;
   });
   const inputs = [a, lo, hi].filter((t): t is Tensor => t !== null);
-  return record(out, 'clamp', inputs, (g) => {
-    const zero = scalar(0, g.dtype, g.device);
-    const pick = (mask: Tensor, shape: readonly number[]) => sumTo(wrap(native.where(mask.handle, g.handle, zero.handle)), shape);
-    let inside: Tensor | null = null;
-    if (lo) inside = ge(a, lo);
-    if (hi) inside = inside ? logicalAnd(inside, le(a, hi)) : le(a, hi);
-    const grads: (Tensor | null)[] = [a.requiresGrad ? pick(inside!, a.shape) : null];
-    if (lo) grads.push(lo.requiresGrad ? pick(hi ? logicalAnd(lt(a, lo), lt(lo, hi)) : lt(a, lo), lo.shape) : null);
-    if (hi) grads.push(hi.requiresGrad ? pick(lo ? logicalOr(gt(a, hi), lt(hi, lo)) : gt(a, hi), hi.shape) : null);
-    return grads;
-  }, { savesOutput: false });
+  return record(
+    out,
+    'clamp',
+    inputs,
+    (g) => {
+      const zero = scalar(0, g.dtype, g.device);
+      const pick = (mask: Tensor, shape: readonly number[]) => sumTo(wrap(native.where(mask.handle, g.handle, zero.handle)), shape);
+      let inside: Tensor | null = null;
+      if (lo) inside = ge(a, lo);
+      if (hi) inside = inside ? logicalAnd(inside, le(a, hi)) : le(a, hi);
+      const grads: (Tensor | null)[] = [a.requiresGrad ? pick(inside!, a.shape) : null];
+      if (lo) grads.push(lo.requiresGrad ? pick(hi ? logicalAnd(lt(a, lo), lt(lo, hi)) : lt(a, lo), lo.shape) : null);
+      if (hi) grads.push(hi.requiresGrad ? pick(lo ? logicalOr(gt(a, hi), lt(hi, lo)) : gt(a, hi), hi.shape) : null);
+      return grads;
+    },
+    { savesOutput: false },
+  );
 }
 
 /**
@@ -223,11 +246,17 @@ export function lerp(start: Tensor, end: Tensor, weight: TensorLike): Tensor {
     const small = lt(abs(w), 0.5);
     return where(small, add(start, mul(w, diff)), sub(end, mul(diff, oneMinus(w))));
   });
-  return record(out, 'lerp', [start, end, w], (g) => [
-    start.requiresGrad ? sumTo(mul(g, oneMinus(w)), start.shape) : null,
-    end.requiresGrad ? sumTo(mul(g, w), end.shape) : null,
-    w.requiresGrad ? sumTo(mul(g, sub(end, start)), w.shape) : null,
-  ], { savesOutput: false });
+  return record(
+    out,
+    'lerp',
+    [start, end, w],
+    (g) => [
+      start.requiresGrad ? sumTo(mul(g, oneMinus(w)), start.shape) : null,
+      end.requiresGrad ? sumTo(mul(g, w), end.shape) : null,
+      w.requiresGrad ? sumTo(mul(g, sub(end, start)), w.shape) : null,
+    ],
+    { savesOutput: false },
+  );
 }
 
 export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {

@@ -35,7 +35,14 @@ function canCast(from: CanonicalDType, to: CanonicalDType): boolean {
  * before the write; `readsBefore` says whether the recorded gradient reads its values (then it is
  * a copy, else an alias). `inputs` are the other tensors the result depends on.
  */
-function inPlace(op: string, self: Tensor, inputs: (Tensor | null)[], readsBefore: boolean, compute: (before: Tensor) => Tensor, anyCast = false): Tensor {
+function inPlace(
+  op: string,
+  self: Tensor,
+  inputs: (Tensor | null)[],
+  readsBefore: boolean,
+  compute: (before: Tensor) => Tensor,
+  anyCast = false,
+): Tensor {
   checkTensor(op, 'self', self);
   const tracked = isGradEnabled() && (self.requiresGrad || inputs.some((t) => t?.requiresGrad));
   if (tracked && self.isLeaf && self.requiresGrad)
@@ -62,7 +69,11 @@ function inPlace(op: string, self: Tensor, inputs: (Tensor | null)[], readsBefor
   if (result.shape.length !== self.shape.length || result.shape.some((s, i) => s !== self.shape[i]))
     throw rangeError(op, `the result has shape ${shapeStr(result.shape)}, which does not match self's shape ${shapeStr(self.shape)}`);
   if (!anyCast && !canCast(result.dtype, self.dtype))
-    throw typeError(op, `the result type ${result.dtype} cannot be cast to self's dtype ${self.dtype} (shape ${shapeStr(self.shape)})`, 'ERR_DTYPE');
+    throw typeError(
+      op,
+      `the result type ${result.dtype} cannot be cast to self's dtype ${self.dtype} (shape ${shapeStr(self.shape)})`,
+      'ERR_DTYPE',
+    );
   const value = castTo(result, self.dtype);
   noGrad(() => native.copy_(self.handle, value.handle));
   bumpVersions(op, [self]);
@@ -112,15 +123,24 @@ export function fill_(self: Tensor, value: number | boolean | Tensor): Tensor {
   if (typeof value === 'object' && value !== null) {
     const v = checkTensor('fill_', 'value', value);
     if (v.ndim !== 0) throw rangeError('fill_', `value must be a number or a 0-d tensor, got shape ${shapeStr(v.shape)}`);
-    return inPlace('fill_', self, [v], false, (b) => {
-      const out = noGrad(() => ew.clone(expand(castTo(v, self.dtype), [...self.shape])));
-      return record(out, 'fill_', [b, v], (g) => [null, castTo(sum(g), v.dtype)], { savesOutput: false });
-    }, true);
+    return inPlace(
+      'fill_',
+      self,
+      [v],
+      false,
+      (b) => {
+        const out = noGrad(() => ew.clone(expand(castTo(v, self.dtype), [...self.shape])));
+        return record(out, 'fill_', [b, v], (g) => [null, castTo(sum(g), v.dtype)], { savesOutput: false });
+      },
+      true,
+    );
   }
   if (typeof value !== 'number' && typeof value !== 'boolean')
     throw typeError('fill_', `value must be a number, a boolean or a 0-d tensor, got ${describe(value)}`);
   checkValueFits('fill_', Number(value), self.dtype);
-  return inPlace('fill_', self, [], false, (b) => replaces('fill_', b, wrap(native.full([...self.shape], self.dtype, self.device, Number(value)))));
+  return inPlace('fill_', self, [], false, (b) =>
+    replaces('fill_', b, wrap(native.full([...self.shape], self.dtype, self.device, Number(value)))),
+  );
 }
 
 /** Sets every element to 0. */
@@ -135,22 +155,29 @@ export function zero_(self: Tensor): Tensor {
 export function copy_(self: Tensor, src: Tensor): Tensor {
   checkTensor('copy_', 'self', self);
   checkTensor('copy_', 'src', src);
-  return inPlace('copy_', self, [src], false, (b) => {
-    const out = noGrad(() => {
-      const moved = src.device === self.device ? src : ew.to(src, self.device);
-      const cast = castTo(moved, self.dtype);
-      const wide = expand(cast, [...self.shape]);
-      // A new handle even when nothing changed, so recording below never touches src itself.
-      return wide === src ? wrap(native.reshape(src.handle, [...src.shape])) : wide;
-    });
-    return record(
-      out,
-      'copy_',
-      [b, src],
-      (g) => [null, src.requiresGrad ? ew.to(castTo(sumTo(g, src.shape), src.dtype), src.device) : null],
-      { savesOutput: false },
-    );
-  }, true);
+  return inPlace(
+    'copy_',
+    self,
+    [src],
+    false,
+    (b) => {
+      const out = noGrad(() => {
+        const moved = src.device === self.device ? src : ew.to(src, self.device);
+        const cast = castTo(moved, self.dtype);
+        const wide = expand(cast, [...self.shape]);
+        // A new handle even when nothing changed, so recording below never touches src itself.
+        return wide === src ? wrap(native.reshape(src.handle, [...src.shape])) : wide;
+      });
+      return record(
+        out,
+        'copy_',
+        [b, src],
+        (g) => [null, src.requiresGrad ? ew.to(castTo(sumTo(g, src.shape), src.dtype), src.device) : null],
+        { savesOutput: false },
+      );
+    },
+    true,
+  );
 }
 
 function randomFill(op: 'uniform_' | 'normal_', self: Tensor, a: number, b: number): Tensor {
@@ -166,7 +193,11 @@ function randomFill(op: 'uniform_' | 'normal_', self: Tensor, a: number, b: numb
   if (op === 'normal_' && b < 0) throw rangeError(op, `expects std >= 0, got ${b}`, 'ERR_RANGE');
   const o = { dtype: self.dtype, device: self.device };
   return inPlace(op, self, [], false, (before) =>
-    replaces(op, before, op === 'uniform_' ? rand([...self.shape], { ...o, low: a, high: b }) : randn([...self.shape], { ...o, mean: a, std: b })),
+    replaces(
+      op,
+      before,
+      op === 'uniform_' ? rand([...self.shape], { ...o, low: a, high: b }) : randn([...self.shape], { ...o, mean: a, std: b }),
+    ),
   );
 }
 

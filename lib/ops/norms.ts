@@ -14,7 +14,14 @@ import { max, min, sum } from './reduce';
 export type NormOrd = number | 'fro';
 
 function kept(t: Tensor, shape: readonly number[], dims: number[], keepdim: boolean): Tensor {
-  return keepdim ? t : wrap(native.reshape(t.handle, shape.map((s, i) => (dims.includes(i) ? 1 : s))));
+  return keepdim
+    ? t
+    : wrap(
+        native.reshape(
+          t.handle,
+          shape.map((s, i) => (dims.includes(i) ? 1 : s)),
+        ),
+      );
 }
 
 /**
@@ -37,11 +44,17 @@ export function norm(x: Tensor, p: NormOrd = 'fro', dim?: number | number[], kee
   } else if (typeof p === 'number' && !Number.isNaN(p)) {
     ord = p;
   } else {
-    throw typeError('norm', `p must be a number (inf and -inf included) or 'fro', got ${describe(p)}${(p as unknown) === 'nuc' ? ' (the nuclear norm is not supported)' : ''}`);
+    throw typeError(
+      'norm',
+      `p must be a number (inf and -inf included) or 'fro', got ${describe(p)}${(p as unknown) === 'nuc' ? ' (the nuclear norm is not supported)' : ''}`,
+    );
   }
   const reduceDims = dims.length === 0 ? x.shape.map((_, i) => i) : dims;
   if (Math.abs(ord) === Infinity && reduceDims.some((d) => x.shape[d] === 0))
-    throw rangeError('norm', `p = ${ord} of an empty reduction is undefined (shape ${shapeStr(x.shape)}, dims ${JSON.stringify(reduceDims)})`);
+    throw rangeError(
+      'norm',
+      `p = ${ord} of an empty reduction is undefined (shape ${shapeStr(x.shape)}, dims ${JSON.stringify(reduceDims)})`,
+    );
   const out = noGrad(() => {
     const a = abs(x);
     if (ord === Infinity) return max(a, reduceDims, keepdim);

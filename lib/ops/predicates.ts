@@ -46,8 +46,7 @@ function closeArgs(op: string, a: Tensor, b: Tensor, options: CloseOptions | und
     if (v < 0) throw rangeError(op, `${name} must be non-negative, got ${v}`, 'ERR_RANGE');
   }
   if (typeof equalNan !== 'boolean') throw typeError(op, `equalNan must be a boolean, got ${describe(equalNan)}`);
-  if (a.dtype !== b.dtype)
-    throw typeError(op, `input and other must have the same dtype, got ${a.dtype} and ${b.dtype}`, 'ERR_DTYPE');
+  if (a.dtype !== b.dtype) throw typeError(op, `input and other must have the same dtype, got ${a.dtype} and ${b.dtype}`, 'ERR_DTYPE');
   return { rtol, atol, equalNan };
 }
 

@@ -58,15 +58,13 @@ export function roll(x: Tensor, shifts: number | number[], dims?: number | numbe
   if (d.length !== s.length)
     throw typeError('roll', `shifts ${JSON.stringify(shifts)} and dims ${JSON.stringify(dims)} must have the same length`);
   const out = wrap(native.roll(x.handle, s, d));
-  return record(out, 'roll', [x], (g) =>
-    [
-      roll(
-        g,
-        s.map((v) => -v),
-        d,
-      ),
-    ],
-  );
+  return record(out, 'roll', [x], (g) => [
+    roll(
+      g,
+      s.map((v) => -v),
+      d,
+    ),
+  ]);
 }
 
 /**
@@ -104,4 +102,3 @@ export function unbind(x: Tensor, dim = 0): Tensor[] {
   const d = normDim('unbind', dim, x.ndim);
   return Array.from({ length: x.shape[d] }, (_, i) => squeeze(narrow(x, d, i, 1), d));
 }
-

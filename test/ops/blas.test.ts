@@ -11,7 +11,11 @@ test('addmm: beta * input + alpha * mat1 @ mat2, input broadcast', () => {
   const mm = refMatmul(arr(a), arr(b), 3, 2, 4);
   const want = mm.map((v, i) => 0.5 * arr(c)[i % 2] + 2 * v);
   close(arr(fl.addmm(c, a, b, { beta: 0.5, alpha: 2 })), want, 1e-12);
-  close(arr(c.addmm(a, b)), mm.map((v, i) => arr(c)[i % 2] + v), 1e-12);
+  close(
+    arr(c.addmm(a, b)),
+    mm.map((v, i) => arr(c)[i % 2] + v),
+    1e-12,
+  );
   // beta = 0 ignores input, NaN included.
   close(arr(fl.addmm(fl.full([3, 2], Number.NaN, { dtype: 'f64' }), a, b, { beta: 0 })), mm, 1e-12);
   expectError(() => fl.addmm(c, a, a), RangeError, 'ERR_SHAPE', /\[3,4\] and \[3,4\]/);

@@ -38,8 +38,20 @@ function ref(eq: string, ...xs: fl.Tensor[]): number[] {
 }
 
 const cases: [string, number[][]][] = [
-  ['ij,jk->ik', [[2, 3], [3, 4]]],
-  ['bij,bjk->bik', [[2, 2, 3], [2, 3, 2]]],
+  [
+    'ij,jk->ik',
+    [
+      [2, 3],
+      [3, 4],
+    ],
+  ],
+  [
+    'bij,bjk->bik',
+    [
+      [2, 2, 3],
+      [2, 3, 2],
+    ],
+  ],
   ['i,j->ij', [[3], [4]]],
   ['i,i->', [[5], [5]]],
   ['ii->', [[3, 3]]],
@@ -48,10 +60,35 @@ const cases: [string, number[][]][] = [
   ['ij->ji', [[2, 3]]],
   ['ij->', [[2, 3]]],
   ['ijk->kj', [[2, 3, 4]]],
-  ['ij,jk,kl->il', [[2, 3], [3, 2], [2, 4]]],
-  ['bhqd,bhkd->bhqk', [[1, 2, 3, 4], [1, 2, 2, 4]]],
-  ['ij,ij->i', [[3, 4], [3, 4]]],
-  ['ab,cd->abcd', [[2, 1], [1, 3]]],
+  [
+    'ij,jk,kl->il',
+    [
+      [2, 3],
+      [3, 2],
+      [2, 4],
+    ],
+  ],
+  [
+    'bhqd,bhkd->bhqk',
+    [
+      [1, 2, 3, 4],
+      [1, 2, 2, 4],
+    ],
+  ],
+  [
+    'ij,ij->i',
+    [
+      [3, 4],
+      [3, 4],
+    ],
+  ],
+  [
+    'ab,cd->abcd',
+    [
+      [2, 1],
+      [1, 3],
+    ],
+  ],
 ];
 
 test('einsum matches the brute-force reference and its gradients check', () => {

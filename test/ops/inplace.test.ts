@@ -5,10 +5,18 @@ import { arr, close, expectError } from '../helpers/reference';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 
 test('arithmetic in place: values, broadcasting of other, returns self', () => {
-  const x = fl.tensor([[1, 2, 3], [4, 5, 6]], { dtype: 'f64' });
+  const x = fl.tensor(
+    [
+      [1, 2, 3],
+      [4, 5, 6],
+    ],
+    { dtype: 'f64' },
+  );
   assert.is(x.add_(fl.tensor([1, 1, 1], { dtype: 'f64' }), 2), x);
   assert.equal(arr(x), [3, 4, 5, 6, 7, 8]);
-  x.sub_(1).mul_(fl.tensor([[2], [3]], { dtype: 'f64' })).div_(2);
+  x.sub_(1)
+    .mul_(fl.tensor([[2], [3]], { dtype: 'f64' }))
+    .div_(2);
   assert.equal(arr(x), [2, 3, 4, 7.5, 9, 10.5]);
   x.clamp_(3, 9);
   assert.equal(arr(x), [3, 3, 4, 7.5, 9, 9]);
@@ -45,7 +53,18 @@ test('copy_ broadcasts, casts and is recorded', () => {
   const buf = fl.zeros([2, 3], { dtype: 'f64' });
   buf.copy_(src);
   assert.ok(buf.requiresGrad && !buf.isLeaf);
-  buf.mul(fl.tensor([[1, 2, 3], [4, 5, 6]], { dtype: 'f64' })).sum().backward();
+  buf
+    .mul(
+      fl.tensor(
+        [
+          [1, 2, 3],
+          [4, 5, 6],
+        ],
+        { dtype: 'f64' },
+      ),
+    )
+    .sum()
+    .backward();
   assert.equal(arr(src.grad!), [5, 7, 9]);
 });
 

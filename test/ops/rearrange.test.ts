@@ -4,7 +4,15 @@ import * as fl from '../../lib/index';
 import { arr, close, expectError } from '../helpers/reference';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 
-const seq = (shape: number[], dtype: fl.DType = 'f64') => fl.arange(shape.reduce((a, b) => a * b, 1), undefined, 1, { dtype }).reshape(shape);
+const seq = (shape: number[], dtype: fl.DType = 'f64') =>
+  fl
+    .arange(
+      shape.reduce((a, b) => a * b, 1),
+      undefined,
+      1,
+      { dtype },
+    )
+    .reshape(shape);
 
 /** Reference tril/triu over the last two dims of a row-major [batch, r, c] block. */
 function refTri(v: number[], shape: number[], k: number, upper: boolean): number[] {
@@ -115,10 +123,13 @@ test('unbind gives the slices and routes gradients back', () => {
   );
   expectError(() => fl.unbind(fl.tensor(1)), RangeError, 'ERR_INDEX');
   assert.is(
-    gradcheck(([t]) => {
-      const [a, , c] = t.unbind(-1);
-      return a.mul(c);
-    }, [rnd([2, 3])]),
+    gradcheck(
+      ([t]) => {
+        const [a, , c] = t.unbind(-1);
+        return a.mul(c);
+      },
+      [rnd([2, 3])],
+    ),
     null,
   );
 });
