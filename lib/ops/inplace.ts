@@ -49,7 +49,7 @@ function inPlace(
     throw flockError(
       'ERR_AUTOGRAD',
       op,
-      `a leaf tensor that requires grad (shape ${shapeStr(self.shape)}) cannot be modified in place outside noGrad; wrap the write in noGrad(() => ...)`,
+      `a leaf tensor that requires grad cannot be modified in place outside noGrad (shape ${shapeStr(self.shape)}); wrap the write in noGrad(() => ...)`,
     );
   if (tracked && baseOf(self) !== undefined)
     throw flockError(
@@ -84,9 +84,14 @@ function inPlace(
   return self;
 }
 
-/** Records `fresh` (values that do not depend on self's old ones) with no gradient to `before`. */
+/** A zero gradient for self's overwritten value (PyTorch gives zeros there, not nothing). */
+function zeroGrad(before: Tensor): Tensor | null {
+  return before.requiresGrad ? wrap(native.full([...before.shape], before.dtype, before.device, 0)) : null;
+}
+
+/** Records `fresh` (values that do not depend on self's old ones) with a zero gradient to `before`. */
 function replaces(op: string, before: Tensor, fresh: Tensor): Tensor {
-  return record(fresh, op, [before], () => [null], { savesOutput: false });
+  return record(fresh, op, [before], () => [zeroGrad(before)], { savesOutput: false });
 }
 
 /** `self += alpha * other` in place (other broadcasts to self's shape). */
@@ -130,7 +135,7 @@ export function fill_(self: Tensor, value: number | boolean | Tensor): Tensor {
       false,
       (b) => {
         const out = noGrad(() => ew.clone(expand(castTo(v, self.dtype), [...self.shape])));
-        return record(out, 'fill_', [b, v], (g) => [null, castTo(sum(g), v.dtype)], { savesOutput: false });
+        return record(out, 'fill_', [b, v], (g) => [zeroGrad(b), castTo(sum(g), v.dtype)], { savesOutput: false });
       },
       true,
     );
@@ -172,7 +177,7 @@ export function copy_(self: Tensor, src: Tensor): Tensor {
         out,
         'copy_',
         [b, src],
-        (g) => [null, src.requiresGrad ? ew.to(castTo(sumTo(g, src.shape), src.dtype), src.device) : null],
+        (g) => [zeroGrad(b), src.requiresGrad ? ew.to(castTo(sumTo(g, src.shape), src.dtype), src.device) : null],
         { savesOutput: false },
       );
     },
