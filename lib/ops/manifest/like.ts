@@ -1,0 +1,27 @@
+/** zerosLike/onesLike/fullLike (fill) and randLike/randnLike (random): the input's shape, dtype, device. */
+import type { DType } from '../../dtype';
+import { ALL, FLOATS, type ArgDecl, type OpDecl, op } from './types';
+
+const LIKE: ArgDecl = { name: 'input', type: 'tensor' };
+const OPTIONS: ArgDecl = { name: 'options', type: 'options', default: {}, rule: 'dtype, device, requiresGrad (floating only)' };
+
+function like(name: string, family: string, dtypes: readonly DType[], args: ArgDecl[], code?: string): OpDecl {
+  return op({
+    name,
+    family,
+    code,
+    args: [LIKE, ...args, OPTIONS],
+    dtypes: { cpu: dtypes, cuda: dtypes },
+    shape: "input's",
+    grad: { kind: 'none' },
+    autocast: 'none',
+  });
+}
+
+export const likeOps: OpDecl[] = [
+  like('zerosLike', 'fill', ALL, []),
+  like('onesLike', 'fill', ALL, []),
+  like('fullLike', 'fill', ALL, [{ name: 'value', type: 'number', rule: 'fits the dtype' }]),
+  like('randLike', 'random', FLOATS, [], 'uniform'),
+  like('randnLike', 'random', FLOATS, [], 'normal'),
+];
