@@ -1,22 +1,52 @@
 /** The op manifest: every family file's declarations, in one list. */
-import type { OpDecl } from './types';
+import { binaryOps } from './binary';
 import { blasOps } from './blas';
+import { copyOps } from './copy';
+import { creationOps } from './creation';
+import { indexingOps } from './indexing';
 import { inPlaceOps } from './inplace';
 import { likeOps } from './like';
+import { linalgOps } from './linalg';
+import { nnOps } from './nn';
 import { normOps } from './norms';
+import { optimOps } from './optim';
 import { predicateOps } from './predicates';
 import { rearrangeOps } from './rearrange';
+import { reduceOps } from './reduce';
+import { shapeOps } from './shape';
+import { softmaxOps } from './softmax';
 import { triangularOps } from './triangular';
+import type { KernelCode, OpDecl } from './types';
+import { unaryOps } from './unary';
+import { whereOps } from './where';
 
 export * from './types';
 
 // One import and one spread per family file, sorted by file name.
 export const manifest: readonly OpDecl[] = [
+  ...binaryOps,
   ...blasOps,
+  ...copyOps,
+  ...creationOps,
+  ...indexingOps,
   ...inPlaceOps,
   ...likeOps,
+  ...linalgOps,
+  ...nnOps,
   ...normOps,
+  ...optimOps,
   ...predicateOps,
   ...rearrangeOps,
+  ...reduceOps,
+  ...shapeOps,
+  ...softmaxOps,
   ...triangularOps,
+  ...unaryOps,
+  ...whereOps,
+];
+
+/** Kernel op codes no user-visible op launches yet (the kernels implement them). */
+export const kernelCodes: readonly KernelCode[] = [
+  { family: 'reduce', code: 'prod' },
+  { family: 'unary', code: 'logical_not' },
 ];

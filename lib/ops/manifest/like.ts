@@ -1,6 +1,6 @@
-/** zerosLike/onesLike/fullLike (fill) and randLike/randnLike (random): the input's shape, dtype, device. */
+/** randLike/randnLike (random kernel): samples with the input's shape, dtype and device (zerosLike & co are in creation.ts). */
 import type { DType } from '../../dtype';
-import { ALL, FLOATS, type ArgDecl, type OpDecl, op } from './types';
+import { FLOATS, type ArgDecl, type OpDecl, op } from './types';
 
 const LIKE: ArgDecl = { name: 'input', type: 'tensor' };
 const OPTIONS: ArgDecl = { name: 'options', type: 'options', default: {}, rule: 'dtype, device, requiresGrad (floating only)' };
@@ -19,9 +19,6 @@ function like(name: string, family: string, dtypes: readonly DType[], args: ArgD
 }
 
 export const likeOps: OpDecl[] = [
-  like('zerosLike', 'fill', ALL, []),
-  like('onesLike', 'fill', ALL, []),
-  like('fullLike', 'fill', ALL, [{ name: 'value', type: 'number', rule: 'fits the dtype' }]),
   like('randLike', 'random', FLOATS, [], 'uniform'),
   like('randnLike', 'random', FLOATS, [], 'normal'),
 ];
