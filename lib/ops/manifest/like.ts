@@ -18,7 +18,4 @@ function like(name: string, family: string, dtypes: readonly DType[], args: ArgD
   });
 }
 
-export const likeOps: OpDecl[] = [
-  like('randLike', 'random', FLOATS, [], 'uniform'),
-  like('randnLike', 'random', FLOATS, [], 'normal'),
-];
+export const likeOps: OpDecl[] = [like('randLike', 'random', FLOATS, [], 'uniform'), like('randnLike', 'random', FLOATS, [], 'normal')];
