@@ -24,6 +24,9 @@ import { expand } from './shape';
 import { rand, randn } from './creation';
 import { sum } from './reduce';
 
+/** The tensor among an op's operands (numbers have no autograd state). */
+const tensorOf = (v: TensorLike): Tensor | null => (typeof v === 'object' && v !== null ? v : null);
+
 /** PyTorch's canCast: no floating value into an integer tensor, no non-bool into a bool tensor. */
 function canCast(from: CanonicalDType, to: CanonicalDType): boolean {
   if (isFloating(from) && !isFloating(to)) return false;
@@ -96,24 +99,24 @@ function replaces(op: string, before: Tensor, fresh: Tensor): Tensor {
 
 /** `self += alpha * other` in place (other broadcasts to self's shape). */
 export function add_(self: Tensor, other: TensorLike, alpha = 1): Tensor {
-  return inPlace('add_', self, [other as Tensor], false, (b) => ew.add(b, other, alpha));
+  return inPlace('add_', self, [tensorOf(other)], false, (b) => ew.add(b, other, alpha));
 }
 
 /** `self -= alpha * other` in place. */
 export function sub_(self: Tensor, other: TensorLike, alpha = 1): Tensor {
-  return inPlace('sub_', self, [other as Tensor], false, (b) => ew.sub(b, other, alpha));
+  return inPlace('sub_', self, [tensorOf(other)], false, (b) => ew.sub(b, other, alpha));
 }
 
 /** `self *= other` in place. */
 export function mul_(self: Tensor, other: TensorLike): Tensor {
-  const needs = typeof other === 'object' && other !== null && other.requiresGrad;
-  return inPlace('mul_', self, [other as Tensor], needs, (b) => ew.mul(b, other));
+  const needs = tensorOf(other)?.requiresGrad ?? false;
+  return inPlace('mul_', self, [tensorOf(other)], needs, (b) => ew.mul(b, other));
 }
 
 /** `self /= other` in place (true division: an integer self refuses, as its result is floating). */
 export function div_(self: Tensor, other: TensorLike): Tensor {
-  const needs = typeof other === 'object' && other !== null && other.requiresGrad;
-  return inPlace('div_', self, [other as Tensor], needs, (b) => ew.div(b, other));
+  const needs = tensorOf(other)?.requiresGrad ?? false;
+  return inPlace('div_', self, [tensorOf(other)], needs, (b) => ew.div(b, other));
 }
 
 /** Limits self to [min, max] in place (number or tensor bounds, as {@link ew.clamp}). */

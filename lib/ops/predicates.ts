@@ -1,7 +1,7 @@
 /** Tests of values: isnan, isinf, isfinite, isclose and allclose (bool results, no gradient). */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { describe } from '../errors';
+import { checkOptions, describe } from '../errors';
 import { isFloating } from '../dtype';
 import { castTo, checkTensor, rangeError, typeError, wrap } from './util';
 import { abs, eq, le, logicalAnd, logicalNot, logicalOr, mul, add, sub } from './elementwise';
@@ -32,12 +32,7 @@ export interface CloseOptions {
 function closeArgs(op: string, a: Tensor, b: Tensor, options: CloseOptions | undefined): Required<CloseOptions> {
   checkTensor(op, 'input', a);
   checkTensor(op, 'other', b);
-  if (options !== undefined && (typeof options !== 'object' || options === null))
-    throw typeError(op, `options must be an object, got ${describe(options)}`);
-  const known = ['rtol', 'atol', 'equalNan'];
-  for (const k of Object.keys(options ?? {}))
-    if (!known.includes(k)) throw typeError(op, `unknown option '${k}' (accepted: ${known.join(', ')})`);
-  const { rtol = 1e-5, atol = 1e-8, equalNan = false } = options ?? {};
+  const { rtol = 1e-5, atol = 1e-8, equalNan = false } = checkOptions<CloseOptions>(op, options, ['rtol', 'atol', 'equalNan']);
   for (const [name, v] of [
     ['rtol', rtol],
     ['atol', atol],
