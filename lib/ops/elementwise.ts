@@ -183,7 +183,10 @@ export function clamp(x: Tensor, min?: TensorLike | null, max?: TensorLike | nul
     hi = max ?? Infinity;
   if (typeof lo !== 'number' || typeof hi !== 'number' || Number.isNaN(lo) || Number.isNaN(hi))
     throw typeError('clamp', `min and max must be numbers or tensors, got ${describe(min)} and ${describe(max)}`);
-  return unary('clamp', x, lo, hi, true);
+  // As PyTorch's type promotion: a fractional bound makes an integer input floating.
+  const fractional = (v: number) => Number.isFinite(v) && !Number.isInteger(v);
+  const input = !isFloating(x.dtype) && (fractional(lo) || fractional(hi)) ? castTo(x, 'f32') : x;
+  return unary('clamp', input, lo, hi, true);
 }
 
 function clampTensor(x: Tensor, min: TensorLike | null | undefined, max: TensorLike | null | undefined): Tensor {

@@ -36,6 +36,8 @@ test('dtype rules: the result must cast to self', () => {
   assert.equal(arr(i), [4, 5]);
   expectError(() => i.add_(0.5), TypeError, 'ERR_DTYPE', /f32 cannot be cast to self's dtype i64/);
   expectError(() => i.div_(2), TypeError, 'ERR_DTYPE');
+  expectError(() => i.clamp_(0.5, 3), TypeError, 'ERR_DTYPE', /clamp_/);
+  assert.equal([...arr(i.clamp(0.5, 4.5))], [4, 4.5], 'fractional bounds promote an integer input, as torch');
   const f = fl.zeros([2]);
   f.add_(fl.ones([2], { dtype: 'f64' }));
   assert.equal([f.dtype, ...arr(f)], ['f32', 1, 1]);

@@ -69,7 +69,17 @@ export const cases: OpCase[] = [
     sized: (n) => [{ shape: [n] }],
     run: (x) => x.clone().clamp_(-0.5, 0.75),
     reference: (x) => map(x, (v) => Math.min(Math.max(v, -0.5), 0.75)),
-    dtypes: [...NUM],
+    dtypes: [...FLOATS],
+  },
+  {
+    op: 'clamp_',
+    label: 'integer bounds on integers',
+    inputs: [{ shape: [3, 4], kind: 'int', high: 10 }],
+    run: (x) => x.clone().clamp_(2, 6),
+    reference: (x) => map(x, (v) => Math.min(Math.max(v, 2), 6)),
+    dtypes: ['i32', 'i64'],
+    exact: true,
+    grad: false,
   },
   {
     op: 'clamp_',
