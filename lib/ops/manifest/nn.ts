@@ -1,9 +1,9 @@
 /**
  * fl.nn.functional ops with kernels of their own: linear's fused bias + activation, convolution,
  * pooling, fused cross-entropy, row normalisation; and the composite layers built from other ops.
- * The nn kernels take f32 and f64.
+ * The nn kernels take f32 and f64; linear, dropout and embedding every float dtype.
  */
-import { type ArgDecl, FLOATS_WIDE, type OpDecl, op } from './types';
+import { type ArgDecl, FLOATS, FLOATS_WIDE, type OpDecl, op } from './types';
 
 const X: ArgDecl = { name: 'input', type: 'tensor' };
 const T: ArgDecl = { name: 'target', type: 'tensor' };
@@ -55,7 +55,7 @@ export const nnOps: OpDecl[] = [
     '[..., out]',
     ['input', 'weight', 'bias'],
     'lower',
-    { codes: { bias_act: ['none', 'relu', 'gelu', 'gelu_tanh', 'silu', 'tanh', 'sigmoid'] } },
+    { codes: { bias_act: ['none', 'relu', 'gelu', 'gelu_tanh', 'silu', 'tanh', 'sigmoid'] }, dtypes: { cpu: FLOATS, cuda: FLOATS } },
   ),
   nn(
     'dropout',
@@ -64,6 +64,7 @@ export const nnOps: OpDecl[] = [
     'same',
     [],
     'none',
+    { dtypes: { cpu: FLOATS, cuda: FLOATS } },
   ),
   nn(
     'embedding',
@@ -75,6 +76,7 @@ export const nnOps: OpDecl[] = [
     '[...indices.shape, dim]',
     ['weight'],
     'none',
+    { dtypes: { cpu: FLOATS, cuda: FLOATS } },
   ),
   nn(
     'conv2d',
