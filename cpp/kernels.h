@@ -12,6 +12,9 @@ namespace flock {
 // The op codes (UnaryOp, BinaryOp, ReduceOp, RandomKind, BiasAct), their name tables and
 // binary_is_comparison come from the op manifest: generated/op_codes.h (npm run gen:ops).
 
+// Unary ops whose result is bool (a test of each value), not the input's dtype.
+constexpr bool unary_is_predicate(UnaryOp op) { return op == UnaryOp::isnan || op == UnaryOp::isinf || op == UnaryOp::isfinite; }
+
 // Element offsets of each batch entry of a batched matmul (batch broadcasting resolved).
 struct MatmulPlan {
   int64_t m = 0, n = 0, k = 0;
@@ -52,5 +55,9 @@ FLOCK_DECLARE_KERNEL(copy_from_host, void(const void* host, Tensor& dst))
 // backend on the GPU side's device type.
 FLOCK_DECLARE_KERNEL(transfer, void(const Tensor& src, Tensor& dst))
 FLOCK_DECLARE_KERNEL(random, void(RandomKind kind, Tensor& out, uint64_t seed, uint64_t offset, double a, double b))
+
+// tril/triu over the last two dims of a contiguous x: out keeps x where (col - row) <= diagonal
+// (lower) or >= diagonal (upper), zero elsewhere.
+FLOCK_DECLARE_KERNEL(triangular, void(const Tensor& x, Tensor& out, int64_t diagonal, bool upper))
 
 }  // namespace flock

@@ -92,6 +92,17 @@ FLOCK_HD T unary_derivative(UnaryOp op, T x, T a, T b) {
   }
 }
 
+// The bool-valued unary ops (unary_is_predicate); x is a floating value in its compute type.
+template <class T>
+FLOCK_HD bool predicate(UnaryOp op, T x) {
+  switch (op) {
+    case UnaryOp::isnan: return x != x;
+    case UnaryOp::isinf: return x - x != x - x && x == x;  // inf - inf is NaN; NaN itself is excluded
+    case UnaryOp::isfinite: return x - x == x - x;
+    default: return false;
+  }
+}
+
 template <class T>
 FLOCK_HD T binary(BinaryOp op, T x, T y) {
   switch (op) {

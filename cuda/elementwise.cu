@@ -42,6 +42,11 @@ __global__ void unary_forward_kernel(UnaryOp op, const T* x, T* out, int64_t n, 
 }
 
 template <class T>
+__global__ void unary_predicate_kernel(UnaryOp op, const T* x, bool* out, int64_t n) {
+  FLOCK_GRID_STRIDE(i, n) out[i] = math::predicate<acc_t<T>>(op, Num<T>::load(x[i]));
+}
+
+template <class T>
 __global__ void unary_backward_kernel(UnaryOp op, const T* x, const T* gy, T* gx, int64_t n, acc_t<T> a, acc_t<T> b) {
   using C = acc_t<T>;
   FLOCK_GRID_STRIDE(i, n) {
@@ -117,6 +122,14 @@ void unary_cuda(UnaryOp op, const Tensor& x, Tensor& out, double a, double b) {
   const int64_t n = x.numel();
   if (n == 0) return;
   cudaStream_t s = current_stream();
+  if (unary_is_predicate(op)) {
+    visit_float(x.dtype, "unary", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      unary_predicate_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, x.data<T>(), out.data<bool>(), n);
+    });
+    check_launch("unary_predicate_kernel");
+    return;
+  }
   visit_numeric(x.dtype, "unary", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = unary_c<T>;

@@ -70,6 +70,12 @@ export { sum, mean, max, min, argmax, argmin, variance as var, std, logsumexp, s
 export { matmul, mm, bmm } from './ops/linalg';
 export { reshape, flatten, squeeze, unsqueeze, expand, permute, transpose, narrow, slice, cat, stack, split, chunk } from './ops/shape';
 export { indexSelect, gather, scatterAdd, oneHot } from './ops/indexing';
+export { tril, triu, flip, roll, repeat, tile, unbind } from './ops/rearrange';
+export { isnan, isinf, isfinite, isclose, allclose, type CloseOptions } from './ops/predicates';
+export { norm, type NormOrd } from './ops/norms';
+export { addmm, baddbmm, type AddmmOptions } from './ops/blas';
+export { einsum } from './ops/einsum';
+export { lerp } from './ops/elementwise';
 
 import { native } from './native';
 /** Intra-op threads used by CPU kernels. */

@@ -376,3 +376,13 @@ export interface NativeAddon {
     offset: number,
   ): [NativeTensor, NativeTensor, NativeTensor];
 }
+
+// ---- rearranging ops (cpp/bindings/rearrange.cc) ----
+export interface NativeAddon {
+  /** tril (upper false) or triu (upper true) over the last two dims, relative to `diagonal`. */
+  triangular(x: NativeTensor, diagonal: number, upper: boolean): NativeTensor;
+  /** A copy with the given dims reversed. */
+  flip(x: NativeTensor, dims: number[]): NativeTensor;
+  /** A copy rolled by `shifts[i]` along `dims[i]` (equal lengths). */
+  roll(x: NativeTensor, shifts: number[], dims: number[]): NativeTensor;
+}

@@ -2,6 +2,9 @@
 
 export type UnaryOpName =
   | 'pow_scalar'
+  | 'isnan'
+  | 'isinf'
+  | 'isfinite'
   | 'neg'
   | 'exp'
   | 'log'

@@ -12,4 +12,5 @@ void register_io_exports(Napi::Env env, Napi::Object exports);
 void register_profiler_exports(Napi::Env env, Napi::Object exports);
 void register_device_exports(Napi::Env env, Napi::Object exports);
 void register_attention_exports(Napi::Env env, Napi::Object exports);
+void register_rearrange_exports(Napi::Env env, Napi::Object exports);
 }  // namespace flock::js

@@ -54,7 +54,20 @@ void arange_cpu(Tensor& out, double start, double step) {
   });
 }
 
+// isnan/isinf/isfinite: bool out; the front end answers integer inputs without a kernel.
+void unary_predicate_cpu(UnaryOp op, const Tensor& x, Tensor& out) {
+  visit_float(x.dtype, "unary", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = x.data<T>();
+    bool* o = out.data<bool>();
+    parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) o[i] = math::predicate<acc_t<T>>(op, static_cast<acc_t<T>>(xp[i]));
+    });
+  });
+}
+
 void unary_cpu(UnaryOp op, const Tensor& x, Tensor& out, double a, double b) {
+  if (unary_is_predicate(op)) return unary_predicate_cpu(op, x, out);
   visit_numeric(x.dtype, "unary", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = std::conditional_t<std::is_integral_v<T>, double, acc_t<T>>;

@@ -5,6 +5,9 @@ namespace flock {
 
 enum class UnaryOp : int {
   pow_scalar,
+  isnan,
+  isinf,
+  isfinite,
   neg,
   exp,
   log,
@@ -35,6 +38,9 @@ enum class UnaryOp : int {
 };
 inline constexpr const char* const kUnaryOpNames[] = {
     "pow_scalar",
+    "isnan",
+    "isinf",
+    "isfinite",
     "neg",
     "exp",
     "log",

@@ -17,10 +17,12 @@ bool unary_needs_float(UnaryOp op) {
 
 Tensor unary(UnaryOp op, const Tensor& x, double a, double b) {
   if (op >= UnaryOp::count) fail(Code::Arg, "unary: unknown op");
+  if (unary_is_predicate(op) && !is_floating(x.dtype))  // integers and bools are never NaN or infinite
+    return full(x.shape, DType::boolean, x.device(), op == UnaryOp::isfinite ? 1.0 : 0.0);
   if (x.dtype == DType::boolean) fail(Code::DType, "unary: not defined for bool tensors");
   if (unary_needs_float(op) && !is_floating(x.dtype))
     fail(Code::DType, "unary: this op needs a floating dtype, got ", dtype_name(x.dtype), " of shape ", shape_str(x.shape));
-  Tensor out = empty(x.shape, x.dtype, x.device(), "unary");
+  Tensor out = empty(x.shape, unary_is_predicate(op) ? DType::boolean : x.dtype, x.device(), "unary");
   auto kernel = unary_table().get(x.device());
   launch("unary", x.device(), [op, x, out, a, b, kernel]() mutable { kernel(op, x, out, a, b); });
   return out;
@@ -28,6 +30,7 @@ Tensor unary(UnaryOp op, const Tensor& x, double a, double b) {
 
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& gy, double a, double b) {
   if (op >= UnaryOp::count) fail(Code::Arg, "unary_backward: unknown op");
+  if (unary_is_predicate(op)) fail(Code::Arg, "unary_backward: isnan, isinf and isfinite have no derivative");
   check_same_device(x, gy, "unary_backward");
   if (!is_floating(x.dtype) || x.dtype != gy.dtype)
     fail(Code::DType, "unary_backward: expected matching floating dtypes, got ", dtype_name(x.dtype), " and ", dtype_name(gy.dtype));

@@ -58,6 +58,12 @@ int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 void launch(const char* op, Device device, std::function<void()> work);
 
+// Triangular parts, flips and rolls (triangular.cc, flip_roll.cc)
+Tensor triangular(const Tensor& x, int64_t diagonal, bool upper);
+Tensor flip(const Tensor& x, const std::vector<int64_t>& dims);
+// dims and shifts of equal length (a flattened roll is a reshape around a roll of dim 0).
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims);
+
 }  // namespace flock::ops
 
 namespace flock {

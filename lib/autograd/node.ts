@@ -21,8 +21,10 @@ function savedOf(t: Tensor, role: string): Saved {
 export class Node {
   #inputs: Tensor[];
   #backward: BackwardFn | null;
-  // Backward closures do not declare what they capture, so every input and the output count as
-  // saved: stricter than PyTorch for ops that save nothing (add, sum), never silently wrong.
+  // Backward closures do not declare what they capture, so every input (also the edge to its
+  // history) and the output count as saved, unless the op says its closure never reads its output
+  // (`savesOutput: false`): stricter than PyTorch for ops that save nothing (add, sum), never
+  // silently wrong.
   #saved: Saved[] | null;
 
   constructor(
@@ -89,9 +91,18 @@ export class Node {
  * Attaches a graph node to `out` when grad mode is on and any input requires grad. `backward`
  * returns one gradient (or null) per input, in order, already reduced to each input's shape.
  */
-export function record(out: Tensor, name: string, inputs: Tensor[], backward: BackwardFn): Tensor {
+export function record(out: Tensor, name: string, inputs: Tensor[], backward: BackwardFn, options?: RecordOptions): Tensor {
   if (!isGradEnabled() || !inputs.some((t) => t.requiresGrad)) return out;
   out.requiresGrad = true;
-  out.gradFn = new Node(name, inputs, backward, out);
+  out.gradFn = new Node(name, inputs, backward, options?.savesOutput === false ? undefined : out);
   return out;
+}
+
+/** What {@link record} may be told about an op's backward closure. */
+export interface RecordOptions {
+  /**
+   * False when the closure never reads the op's output, so the output may later be modified in
+   * place (add_, mul_, ...) without invalidating this node (default true).
+   */
+  savesOutput?: boolean;
 }

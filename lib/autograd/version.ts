@@ -44,8 +44,16 @@ export function checkInPlace(op: string, t: Tensor): void {
   );
 }
 
+const bases = new WeakMap<Tensor, Tensor>();
+
 /** Makes `view` share the version counter of `base`, whose storage it aliases. */
 export function shareVersion<T extends Tensor>(view: T, base: Tensor): T {
   view._version = base._version;
+  if (view !== base) bases.set(view, bases.get(base) ?? base);
   return view;
+}
+
+/** The tensor whose storage `t` aliases (reshape, view, leading-dim narrow), or undefined. */
+export function baseOf(t: Tensor): Tensor | undefined {
+  return bases.get(t);
 }

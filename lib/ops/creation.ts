@@ -290,3 +290,21 @@ export function bernoulli(shape: number[], p: number, options?: TensorOptions): 
   const o = opts('bernoulli', options, 'f32');
   return draw('bernoulli', 'bernoulli', shape, o, p, 0);
 }
+
+function randomLike(op: string, t: Tensor, options: TensorOptions | undefined): TensorOptions {
+  const o = likeOptions(op, t, options);
+  const dtype = toDType(op, o.dtype!);
+  if (!isFloating(dtype))
+    throw typeError(op, `random samples need a floating dtype (f32, f64, bf16, f16), got ${dtype}; pass { dtype }`, 'ERR_DTYPE');
+  return o;
+}
+
+/** Uniform samples in [0, 1) with the shape of `t`, and its dtype and device unless `options` say. */
+export function randLike(t: Tensor, options?: TensorOptions): Tensor {
+  return rand([...t.shape], randomLike('randLike', t, options));
+}
+
+/** Standard normal samples with the shape of `t`, and its dtype and device unless `options` say. */
+export function randnLike(t: Tensor, options?: TensorOptions): Tensor {
+  return randn([...t.shape], randomLike('randnLike', t, options));
+}

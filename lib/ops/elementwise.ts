@@ -4,7 +4,17 @@ import type { UnaryOpName, BinaryOpName } from '../../types/native';
 import type { Tensor, TensorLike } from '../tensor';
 import { record } from '../autograd/node';
 import { noGrad } from '../autograd/grad_mode';
-import { type CanonicalDType, type DType, DTYPES, DTYPE_ALIASES, canonicalDType, checkValueFits, isFloating, toDType } from '../dtype';
+import {
+  type CanonicalDType,
+  type DType,
+  DTYPES,
+  DTYPE_ALIASES,
+  canonicalDType,
+  checkValueFits,
+  isFloating,
+  promoteTypes,
+  toDType,
+} from '../dtype';
 import { checkOptions, describe, didYouMean } from '../errors';
 import { bumpVersions, checkInPlace } from '../autograd/version';
 import { normalizeDevice } from '../device';
@@ -15,11 +25,24 @@ function binary(op: BinaryOpName, a: Tensor, b: Tensor): Tensor {
 }
 
 /** Gradients of a binary op through broadcasting: each reduced to its input's shape. */
-function recordBinary(out: Tensor, name: string, a: Tensor, b: Tensor, grads: (g: Tensor) => [Tensor | null, Tensor | null]): Tensor {
-  return record(out, name, [a, b], (g) => {
-    const [ga, gb] = grads(g);
-    return [ga && a.requiresGrad ? sumTo(ga, a.shape) : null, gb && b.requiresGrad ? sumTo(gb, b.shape) : null];
-  });
+function recordBinary(
+  out: Tensor,
+  name: string,
+  a: Tensor,
+  b: Tensor,
+  grads: (g: Tensor) => [Tensor | null, Tensor | null],
+  savesOutput = false,
+): Tensor {
+  return record(
+    out,
+    name,
+    [a, b],
+    (g) => {
+      const [ga, gb] = grads(g);
+      return [ga && a.requiresGrad ? sumTo(ga, a.shape) : null, gb && b.requiresGrad ? sumTo(gb, b.shape) : null];
+    },
+    { savesOutput },
+  );
 }
 
 export function add(x: Tensor, other: TensorLike, alpha = 1): Tensor {
@@ -56,10 +79,17 @@ export function pow(x: Tensor, exponent: TensorLike): Tensor {
   const out = binary('pow', a, b);
   // As torch: d/da is 0 where b == 0 (not 0 * a^-1, NaN at a = 0), and d/db is 0 where a == 0 and
   // b >= 0 (not a^b * log 0, which is NaN or -inf there).
-  return recordBinary(out, 'pow', a, b, (g) => [
-    a.requiresGrad ? where(eq(b, 0), 0, mul(g, mul(b, pow(a, sub(b, 1))))) : null,
-    b.requiresGrad ? mul(g, where(logicalAnd(eq(a, 0), ge(b, 0)), 0, mul(out, log(a)))) : null,
-  ]);
+  return recordBinary(
+    out,
+    'pow',
+    a,
+    b,
+    (g) => [
+      a.requiresGrad ? where(eq(b, 0), 0, mul(g, mul(b, pow(a, sub(b, 1))))) : null,
+      b.requiresGrad ? mul(g, where(logicalAnd(eq(a, 0), ge(b, 0)), 0, mul(out, log(a)))) : null,
+    ],
+    true,
+  );
 }
 
 function minmax(op: 'maximum' | 'minimum', x: Tensor, other: TensorLike): Tensor {
@@ -108,7 +138,7 @@ function unary(op: UnaryOpName, x: Tensor, a = 0, b = 0, keepInts = false): Tens
   const input = keepInts || isFloating(x.dtype) ? x : castTo(x, 'f32');
   const out = wrap(native.unary(op, input.handle, a, b));
   if (!isFloating(input.dtype)) return out;
-  return record(out, op, [input], (g) => [unaryGrad(op, input, g, a, b)]);
+  return record(out, op, [input], (g) => [unaryGrad(op, input, g, a, b)], { savesOutput: false });
 }
 
 export const neg = (x: Tensor): Tensor => unary('neg', x, 0, 0, true);
@@ -141,12 +171,95 @@ export function gelu(x: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {
   return unary(approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x);
 }
 
-export function clamp(x: Tensor, min?: number | null, max?: number | null): Tensor {
+/**
+ * Limits values to [min, max] (either bound may be left out). Number bounds run one kernel; tensor
+ * bounds broadcast with the input, and as in PyTorch the gradient reaches the input where it lies
+ * within its bounds and each bound where it binds (max wins where min > max).
+ */
+export function clamp(x: Tensor, min?: TensorLike | null, max?: TensorLike | null): Tensor {
+  checkTensor('clamp', 'input', x);
+  if ((min !== null && typeof min === 'object') || (max !== null && typeof max === 'object')) return clampTensor(x, min, max);
   const lo = min ?? -Infinity,
     hi = max ?? Infinity;
   if (typeof lo !== 'number' || typeof hi !== 'number' || Number.isNaN(lo) || Number.isNaN(hi))
-    throw typeError('clamp', `min and max must be numbers, got ${String(min)} and ${String(max)}`);
-  return unary('clamp', x, lo, hi, true);
+    throw typeError('clamp', `min and max must be numbers or tensors, got ${describe(min)} and ${describe(max)}`);
+  // As PyTorch's type promotion: a fractional bound makes an integer input floating.
+  const fractional = (v: number) => Number.isFinite(v) && !Number.isInteger(v);
+  const input = !isFloating(x.dtype) && (fractional(lo) || fractional(hi)) ? castTo(x, 'f32') : x;
+  return unary('clamp', input, lo, hi, true);
+}
+
+function clampTensor(x: Tensor, min: TensorLike | null | undefined, max: TensorLike | null | undefined): Tensor {
+  const bound = (v: TensorLike | null | undefined, name: string): Tensor | null => {
+    if (v === null || v === undefined) return null;
+    if (typeof v === 'number') return scalar(v, x.dtype, x.device);
+    return checkTensor('clamp', name, v);
+  };
+  let lo = bound(min, 'min'),
+    hi = bound(max, 'max');
+  let dt = x.dtype;
+  for (const b of [lo, hi]) if (b) dt = promoteTypes(dt, b.dtype);
+  const a = castTo(x, dt);
+  lo = lo && castTo(lo, dt);
+  hi = hi && castTo(hi, dt);
+  const out = noGrad(() => {
+    let r = a;
+    if (lo) r = maximum(r, lo);
+    if (hi) r = minimum(r, hi);
+    return r === a ? clone(a) : r;
+  });
+  const inputs = [a, lo, hi].filter((t): t is Tensor => t !== null);
+  return record(
+    out,
+    'clamp',
+    inputs,
+    (g) => {
+      const zero = scalar(0, g.dtype, g.device);
+      const pick = (mask: Tensor, shape: readonly number[]) => sumTo(wrap(native.where(mask.handle, g.handle, zero.handle)), shape);
+      let inside: Tensor | null = null;
+      if (lo) inside = ge(a, lo);
+      if (hi) inside = inside ? logicalAnd(inside, le(a, hi)) : le(a, hi);
+      const grads: (Tensor | null)[] = [a.requiresGrad ? pick(inside!, a.shape) : null];
+      if (lo) grads.push(lo.requiresGrad ? pick(hi ? logicalAnd(lt(a, lo), lt(lo, hi)) : lt(a, lo), lo.shape) : null);
+      if (hi) grads.push(hi.requiresGrad ? pick(lo ? logicalOr(gt(a, hi), lt(hi, lo)) : gt(a, hi), hi.shape) : null);
+      return grads;
+    },
+    { savesOutput: false },
+  );
+}
+
+/**
+ * `start + weight * (end - start)` with broadcasting (weight a number or a tensor), computed as
+ * PyTorch does for accuracy near weight = 1. Floating tensors of one dtype.
+ */
+export function lerp(start: Tensor, end: Tensor, weight: TensorLike): Tensor {
+  checkTensor('lerp', 'start', start);
+  checkTensor('lerp', 'end', end);
+  if (!isFloating(start.dtype) || start.dtype !== end.dtype)
+    throw typeError('lerp', `start and end must be floating tensors of one dtype, got ${start.dtype} and ${end.dtype}`, 'ERR_DTYPE');
+  let w: Tensor;
+  if (typeof weight === 'number') w = scalar(weight, start.dtype, start.device);
+  else {
+    w = checkTensor('lerp', 'weight', weight);
+    if (w.dtype !== start.dtype) throw typeError('lerp', `weight must be ${start.dtype} like start, got ${w.dtype}`, 'ERR_DTYPE');
+  }
+  const oneMinus = (t: Tensor) => sub(scalar(1, t.dtype, t.device), t);
+  const out = noGrad(() => {
+    const diff = sub(end, start);
+    const small = lt(abs(w), 0.5);
+    return where(small, add(start, mul(w, diff)), sub(end, mul(diff, oneMinus(w))));
+  });
+  return record(
+    out,
+    'lerp',
+    [start, end, w],
+    (g) => [
+      start.requiresGrad ? sumTo(mul(g, oneMinus(w)), start.shape) : null,
+      end.requiresGrad ? sumTo(mul(g, w), end.shape) : null,
+      w.requiresGrad ? sumTo(mul(g, sub(end, start)), w.shape) : null,
+    ],
+    { savesOutput: false },
+  );
 }
 
 export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
@@ -186,7 +299,7 @@ function cast(x: Tensor, dtype: CanonicalDType): Tensor {
   if (dtype === x.dtype) return x;
   const out = wrap(native.cast(x.handle, dtype));
   if (!isFloating(dtype) || !isFloating(x.dtype)) return out;
-  return record(out, 'cast', [x], (g) => [cast(g, x.dtype)]);
+  return record(out, 'cast', [x], (g) => [cast(g, x.dtype)], { savesOutput: false });
 }
 
 function move(x: Tensor, device: string): Tensor {
@@ -230,7 +343,7 @@ export function to(x: Tensor, target: ToTarget): Tensor {
 
 export function clone(x: Tensor): Tensor {
   checkTensor('clone', 'input', x);
-  return record(wrap(native.clone(x.handle)), 'clone', [x], (g) => [g]);
+  return record(wrap(native.clone(x.handle)), 'clone', [x], (g) => [g], { savesOutput: false });
 }
 
 /**

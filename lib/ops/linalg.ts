@@ -11,12 +11,18 @@ import { castTo, checkTensor, rangeError, shapeStr, sumTo, wrap } from './util';
  */
 export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean): Tensor {
   const out = wrap(native.matmul(a.handle, b.handle, transA, transB));
-  return record(out, 'matmul', [a, b], (g) => {
-    // C = A'B' with A' = op(A), B' = op(B): dA' = g·B'ᵀ, dB' = A'ᵀ·g, transposed back when needed.
-    const ga = a.requiresGrad ? (transA ? matmulT(b, g, transB, true) : matmulT(g, b, false, !transB)) : null;
-    const gb = b.requiresGrad ? (transB ? matmulT(g, a, true, transA) : matmulT(a, g, !transA, false)) : null;
-    return [ga && sumTo(ga, a.shape), gb && sumTo(gb, b.shape)];
-  });
+  return record(
+    out,
+    'matmul',
+    [a, b],
+    (g) => {
+      // C = A'B' with A' = op(A), B' = op(B): dA' = g·B'ᵀ, dB' = A'ᵀ·g, transposed back when needed.
+      const ga = a.requiresGrad ? (transA ? matmulT(b, g, transB, true) : matmulT(g, b, false, !transB)) : null;
+      const gb = b.requiresGrad ? (transB ? matmulT(g, a, true, transA) : matmulT(a, g, !transA, false)) : null;
+      return [ga && sumTo(ga, a.shape), gb && sumTo(gb, b.shape)];
+    },
+    { savesOutput: false },
+  );
 }
 
 export function matmul(x: Tensor, y: Tensor): Tensor {

@@ -11,6 +11,8 @@ import * as red from './reduce';
 import * as lin from './linalg';
 import * as shp from './shape';
 import * as idx from './indexing';
+import './methods_ext';
+import { copy_ as copyInPlace } from './inplace';
 
 declare module '../tensor' {
   interface Tensor {
@@ -47,7 +49,8 @@ declare module '../tensor' {
     relu(): Tensor;
     gelu(approximate?: 'none' | 'tanh'): Tensor;
     silu(): Tensor;
-    clamp(min?: number | null, max?: number | null): Tensor;
+    /** Limits values to [min, max]: number bounds, or tensor bounds that broadcast. */
+    clamp(min?: TensorLike | null, max?: TensorLike | null): Tensor;
     eq(other: TensorLike): Tensor;
     ne(other: TensorLike): Tensor;
     lt(other: TensorLike): Tensor;
@@ -62,7 +65,7 @@ declare module '../tensor' {
      */
     to(target: ew.ToTarget): Tensor;
     clone(): Tensor;
-    /** Copies `src` into this tensor in place (same shape, dtype and device); not recorded by autograd. */
+    /** Copies `src` into this tensor in place: src broadcasts, is cast and moved; recorded by autograd (lib/ops/inplace.ts). */
     copy_(src: Tensor): this;
 
     // ---- reductions ----
@@ -88,7 +91,7 @@ declare module '../tensor' {
     reshape(...shape: number[] | [number[]]): Tensor;
     view(...shape: number[] | [number[]]): Tensor;
     flatten(startDim?: number, endDim?: number): Tensor;
-    squeeze(dim?: number): Tensor;
+    squeeze(dim?: number | number[]): Tensor;
     unsqueeze(dim: number): Tensor;
     expand(...shape: number[] | [number[]]): Tensor;
     transpose(dim0?: number, dim1?: number): Tensor;
@@ -210,7 +213,7 @@ install({
     return ew.clone(this);
   },
   copy_(src) {
-    ew.copy_(this, src);
+    copyInPlace(this, src);
     return this;
   },
 

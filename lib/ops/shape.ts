@@ -33,18 +33,24 @@ export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
   return reshape(x, shape);
 }
 
-export function squeeze(x: Tensor, dim?: number): Tensor {
+/**
+ * Removes size-1 dims: all of them, the one `dim` names, or each of a list of dims (torch 2.0);
+ * a named dim whose size is not 1 is left as it is, as in PyTorch.
+ */
+export function squeeze(x: Tensor, dim?: number | number[]): Tensor {
   checkTensor('squeeze', 'input', x);
   if (dim === undefined)
     return reshape(
       x,
       x.shape.filter((s) => s !== 1),
     );
-  const d = normDim('squeeze', dim, x.ndim);
-  if (x.ndim === 0 || x.shape[d] !== 1) return x;
+  if (Array.isArray(dim)) checkInts('squeeze', 'dims', dim);
+  const dims = (Array.isArray(dim) ? dim : [dim]).map((d) => normDim('squeeze', d, x.ndim));
+  if (new Set(dims).size !== dims.length) throw typeError('squeeze', `dims ${JSON.stringify(dim)} name a dim more than once`);
+  if (x.ndim === 0 || dims.every((d) => x.shape[d] !== 1)) return x;
   return reshape(
     x,
-    x.shape.filter((_, i) => i !== d),
+    x.shape.filter((s, i) => !(s === 1 && dims.includes(i))),
   );
 }
 

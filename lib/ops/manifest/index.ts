@@ -1,15 +1,22 @@
 /** The op manifest: every family file's declarations, in one list. */
 import { attention } from './attention';
 import { binaryOps } from './binary';
+import { blasOps } from './blas';
 import { copyOps } from './copy';
 import { creationOps } from './creation';
 import { indexingOps } from './indexing';
+import { inPlaceOps } from './inplace';
+import { likeOps } from './like';
 import { linalgOps } from './linalg';
 import { nnOps } from './nn';
+import { normOps } from './norms';
 import { optimOps } from './optim';
+import { predicateOps } from './predicates';
+import { rearrangeOps } from './rearrange';
 import { reduceOps } from './reduce';
 import { shapeOps } from './shape';
 import { softmaxOps } from './softmax';
+import { triangularOps } from './triangular';
 import type { KernelCode, OpDecl } from './types';
 import { unaryOps } from './unary';
 import { whereOps } from './where';
@@ -20,15 +27,22 @@ export * from './types';
 export const manifest: readonly OpDecl[] = [
   ...attention,
   ...binaryOps,
+  ...blasOps,
   ...copyOps,
   ...creationOps,
   ...indexingOps,
+  ...inPlaceOps,
+  ...likeOps,
   ...linalgOps,
   ...nnOps,
+  ...normOps,
   ...optimOps,
+  ...predicateOps,
+  ...rearrangeOps,
   ...reduceOps,
   ...shapeOps,
   ...softmaxOps,
+  ...triangularOps,
   ...unaryOps,
   ...whereOps,
 ];

@@ -25,7 +25,12 @@ export const shapeOps: OpDecl[] = [
     [X, { name: 'startDim', type: 'int', default: 0 }, { name: 'endDim', type: 'int', default: -1, rule: 'startDim <= endDim' }],
     'dims startDim..endDim merged',
   ),
-  shapeOp('squeeze', 'composite', [X, { name: 'dim', type: 'int', default: null }], 'size-1 dims removed'),
+  shapeOp(
+    'squeeze',
+    'composite',
+    [X, { name: 'dim', type: 'int|ints', default: null, rule: 'a dim or distinct dims' }],
+    'size-1 dims removed',
+  ),
   shapeOp('unsqueeze', 'composite', [X, { name: 'dim', type: 'int', rule: '-ndim-1 <= dim <= ndim' }], 'a size-1 dim inserted'),
   shapeOp('expand', 'strided_copy', [X, { name: 'shape', type: 'ints', rule: 'size-1 dims grow; -1 keeps a size' }], 'the given shape'),
   shapeOp('permute', 'strided_copy', [X, { name: 'dims', type: 'ints', rule: 'a permutation of 0..ndim-1' }], 'dims reordered'),

@@ -43,8 +43,8 @@ export const unaryOps: OpDecl[] = [
   unary('clamp', 'clamp', {
     ints: true,
     args: [
-      { name: 'min', type: 'number', default: null, rule: 'a number or null, not NaN' },
-      { name: 'max', type: 'number', default: null, rule: 'a number or null, not NaN' },
+      { name: 'min', type: 'tensor|number', default: null, rule: 'a number (not NaN), a tensor that broadcasts, or null' },
+      { name: 'max', type: 'tensor|number', default: null, rule: 'a number (not NaN), a tensor that broadcasts, or null' },
     ],
   }),
   { ...unary('leakyRelu', 'leaky_relu', { args: [{ name: 'negativeSlope', type: 'number', default: 0.01 }] }), method: false },

@@ -2,18 +2,25 @@
 import type { OpCase } from '../harness/types';
 import { cases as attention } from './attention';
 import { cases as binary } from './binary';
+import { cases as blas } from './blas';
 import { cases as copy } from './copy';
 import { cases as creation } from './creation';
 import { cases as indexing } from './indexing';
+import { cases as inplace } from './inplace';
+import { cases as like } from './like';
 import { cases as linalg } from './linalg';
 import { cases as nnConv } from './nn_conv';
 import { cases as nnLayers } from './nn_layers';
 import { cases as nnLoss } from './nn_loss';
 import { cases as nnPool } from './nn_pool';
+import { cases as norms } from './norms';
 import { cases as optim } from './optim';
+import { cases as predicates } from './predicates';
+import { cases as rearrange } from './rearrange';
 import { cases as reduce } from './reduce';
 import { cases as shape } from './shape';
 import { cases as softmax } from './softmax';
+import { cases as triangular } from './triangular';
 import { cases as unary } from './unary';
 import { cases as where } from './where';
 
@@ -21,18 +28,25 @@ import { cases as where } from './where';
 export const cases: readonly OpCase[] = [
   ...attention,
   ...binary,
+  ...blas,
   ...copy,
   ...creation,
   ...indexing,
+  ...inplace,
+  ...like,
   ...linalg,
   ...nnConv,
   ...nnLayers,
   ...nnLoss,
   ...nnPool,
+  ...norms,
   ...optim,
+  ...predicates,
+  ...rearrange,
   ...reduce,
   ...shape,
   ...softmax,
+  ...triangular,
   ...unary,
   ...where,
 ];
