@@ -10,4 +10,5 @@ void register_dist_exports(Napi::Env env, Napi::Object exports);
 void register_ready_exports(Napi::Env env, Napi::Object exports);
 void register_io_exports(Napi::Env env, Napi::Object exports);
 void register_profiler_exports(Napi::Env env, Napi::Object exports);
+void register_select_exports(Napi::Env env, Napi::Object exports);
 }  // namespace flock::js

@@ -42,6 +42,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   register_ready_exports(env, exports);
   register_io_exports(env, exports);
   register_profiler_exports(env, exports);
+  register_select_exports(env, exports);
 }
 
 Addon::~Addon() {
