@@ -73,7 +73,8 @@ install({
     return sel.maskedSelect(this, mask);
   },
   nonzero(options?: { asTuple?: boolean }) {
-    return options?.asTuple ? sel.nonzero(this, { asTuple: true }) : sel.nonzero(this, { asTuple: false });
+    // One body for both overloads: the declaration above types each.
+    return sel.nonzero(this, options as { asTuple: true });
   },
   multinomial(numSamples, replacement = false) {
     return smp.multinomial(this, numSamples, replacement);
