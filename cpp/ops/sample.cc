@@ -15,12 +15,14 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, u
   if (replacement) {
     Tensor out = empty({rows, num_samples}, DType::i64, probs.device(), "multinomial");
     if (rows == 0) return out;
-    launch("multinomial", probs.device(), [=]() mutable { multinomial_table().get(probs.device())(probs, out, num_samples, seed, offset); });
+    auto kernel = multinomial_table().get(probs.device());
+    launch("multinomial", probs.device(), [=]() mutable { kernel(probs, out, num_samples, seed, offset); });
     return out;
   }
   Tensor keys = empty(probs.shape, DType::f64, probs.device(), "multinomial");
   if (rows == 0) return empty({rows, num_samples}, DType::i64, probs.device(), "multinomial");
-  launch("multinomial", probs.device(), [=]() mutable { multinomial_keys_table().get(probs.device())(probs, keys, seed, offset); });
+  auto kernel = multinomial_keys_table().get(probs.device());
+  launch("multinomial", probs.device(), [=]() mutable { kernel(probs, keys, seed, offset); });
   return narrow(sort(keys, 1, true, "multinomial").second, 1, 0, num_samples);
 }
 

@@ -27,7 +27,8 @@ Tensor scan(const Tensor& x, int64_t dim, bool prod, bool reverse) {
   Tensor out = empty(src.shape, src.dtype, src.device(), op);
   const Lines l = lines_of(src, dim);
   if (src.numel() == 0) return out;
-  launch(op, src.device(), [=]() mutable { scan_table().get(src.device())(src, out, l.outer, l.n, l.inner, prod, reverse); });
+  auto kernel = scan_table().get(src.device());
+  launch(op, src.device(), [=]() mutable { kernel(src, out, l.outer, l.n, l.inner, prod, reverse); });
   return out;
 }
 
@@ -41,7 +42,8 @@ Tensor cumprod_backward(const Tensor& x, const Tensor& gy, int64_t dim) {
   Tensor gx = empty(x.shape, x.dtype, x.device(), "cumprod");
   const Lines l = lines_of(x, dim);
   if (x.numel() == 0) return gx;
-  launch("cumprod", x.device(), [=]() mutable { cumprod_backward_table().get(x.device())(x, gy, gx, l.outer, l.n, l.inner); });
+  auto kernel = cumprod_backward_table().get(x.device());
+  launch("cumprod", x.device(), [=]() mutable { kernel(x, gy, gx, l.outer, l.n, l.inner); });
   return gx;
 }
 

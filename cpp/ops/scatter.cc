@@ -34,9 +34,10 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   const Tensor s = scatter_source(x, dim, index, src, "scatter");
   Tensor out = clone(x);
   if (index.numel() == 0) return out;
+  auto kernel = scatter_table().get(x.device());
   launch("scatter", x.device(), [=]() mutable {
     Tensor o = out;
-    scatter_table().get(o.device())(o, index, s, dim);
+    kernel(o, index, s, dim);
   });
   return out;
 }
@@ -48,9 +49,10 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
   Tensor out = clone(x);
   if (index.numel() == 0) return out;
   Tensor count = op == ScatterReduceOp::mean ? empty(x.shape, DType::i64, x.device(), "scatterReduce") : Tensor{};
+  auto kernel = scatter_reduce_table().get(x.device());
   launch("scatterReduce", x.device(), [=]() mutable {
     Tensor o = out, c = count;
-    scatter_reduce_table().get(o.device())(op, o, index, s, dim, include_self, c);
+    kernel(op, o, index, s, dim, include_self, c);
   });
   return out;
 }

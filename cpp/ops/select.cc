@@ -28,7 +28,8 @@ Tensor masked_select(const Tensor& x, const Tensor& mask, int64_t count) {
   Tensor out = empty({count}, x.dtype, x.device(), "maskedSelect");
   if (xs.numel() == 0) return out;
   const Tensor pos = positions_of(ms);
-  launch("maskedSelect", x.device(), [=]() mutable { masked_select_table().get(xs.device())(xs, ms, pos, out); });
+  auto kernel = masked_select_table().get(x.device());
+  launch("maskedSelect", x.device(), [=]() mutable { kernel(xs, ms, pos, out); });
   return out;
 }
 
@@ -38,7 +39,8 @@ Tensor nonzero(const Tensor& mask, int64_t count) {
   Tensor out = empty({count, mask.dim()}, DType::i64, mask.device(), "nonzero");
   if (out.numel() == 0) return out;
   const Tensor pos = positions_of(mask);
-  launch("nonzero", mask.device(), [=]() mutable { nonzero_table().get(mask.device())(mask, pos, out); });
+  auto kernel = nonzero_table().get(mask.device());
+  launch("nonzero", mask.device(), [=]() mutable { kernel(mask, pos, out); });
   return out;
 }
 

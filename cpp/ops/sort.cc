@@ -17,8 +17,8 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, co
   Tensor indices = empty(src.shape, DType::i64, src.device(), op);
   const int64_t n = x.dim() ? src.shape[last] : 1;
   const int64_t rows = n ? src.numel() / n : 0;
-  if (src.numel() > 0)
-    launch(op, src.device(), [=]() mutable { sort_table().get(src.device())(src, values, indices, rows, n, descending); });
+  auto kernel = sort_table().get(src.device());
+  if (src.numel() > 0) launch(op, src.device(), [=]() mutable { kernel(src, values, indices, rows, n, descending); });
   if (!moved) return {values, indices};
   return {permute(values, perm), permute(indices, perm)};
 }
