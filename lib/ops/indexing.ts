@@ -92,14 +92,28 @@ export function indexAdd(x: Tensor, dim: number, index: Tensor, source: Tensor, 
   const d = normDim('indexAdd', dim, x.ndim);
   const lead = x.ndim === 0 ? [] : [...x.shape.slice(0, d), index.numel(), ...x.shape.slice(d + 1)];
   if (source.ndim !== lead.length || source.shape.some((s, i) => s !== lead[i]))
-    throw rangeError('indexAdd', `source ${shapeStr(source.shape)} must have shape ${shapeStr(lead)} (input ${shapeStr(x.shape)}, ${index.numel()} indices along dim ${d})`);
+    throw rangeError(
+      'indexAdd',
+      `source ${shapeStr(source.shape)} must have shape ${shapeStr(lead)} (input ${shapeStr(x.shape)}, ${index.numel()} indices along dim ${d})`,
+    );
   if (x.ndim === 0) {
     const flat = (t: Tensor) => wrap(native.reshape(t.handle, [1]));
     return indexAdd(flat(x), 0, flat(index), flat(source), options).reshape([]);
   }
   // Scatter-add along dim with the index broadcast over every other dim of source.
-  const idx = wrap(native.expand(native.reshape(index.handle, lead.map((s, i) => (i === d ? s : 1))), lead));
+  const idx = wrap(
+    native.expand(
+      native.reshape(
+        index.handle,
+        lead.map((s, i) => (i === d ? s : 1)),
+      ),
+      lead,
+    ),
+  );
   const scaled = alpha === 1 ? source : mul(source, alpha);
   const out = wrap(native.scatterAdd(x.handle, d, idx.handle, scaled.detach().handle));
-  return record(out, 'indexAdd', [x, source], (g) => [g, source.requiresGrad ? mul(wrap(native.indexSelect(g.handle, d, index.handle)), alpha) : null]);
+  return record(out, 'indexAdd', [x, source], (g) => [
+    g,
+    source.requiresGrad ? mul(wrap(native.indexSelect(g.handle, d, index.handle)), alpha) : null,
+  ]);
 }

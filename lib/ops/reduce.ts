@@ -86,7 +86,14 @@ function extremeAlong(op: 'max' | 'min', x: Tensor, dim: number, keepdim: boolea
   const indices = wrap(native.reduce(op === 'max' ? 'argmax' : 'argmin', x.handle, [d], keepdim));
   record(values, op, [x], (g) => {
     if (x.ndim === 0) return [g];
-    const kept = keepdim ? g : wrap(native.reshape(g.handle, x.shape.map((s, i) => (i === d ? 1 : s))));
+    const kept = keepdim
+      ? g
+      : wrap(
+          native.reshape(
+            g.handle,
+            x.shape.map((s, i) => (i === d ? 1 : s)),
+          ),
+        );
     const idx = keepdim ? indices : wrap(native.reshape(indices.handle, kept.shape as number[]));
     const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
     return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, kept.handle))];

@@ -4,11 +4,10 @@
  */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { checkValueFits, isFloating } from '../dtype';
+import { type DType, checkValueFits, isFloating, toDType } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import { normalizeDevice } from '../device';
 import { nextDraw } from '../random';
-import { toDType, type DType } from '../dtype';
 import { checkTensor, rangeError, typeError, wrap } from './util';
 
 /**
@@ -17,7 +16,8 @@ import { checkTensor, rangeError, typeError, wrap } from './util';
  */
 export function randperm(n: number, options?: { dtype?: DType; device?: string }): Tensor {
   checkOptions('randperm', options, ['dtype', 'device']);
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw rangeError('randperm', `n must be a non-negative integer, got ${describe(n)}`, 'ERR_RANGE');
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+    throw rangeError('randperm', `n must be a non-negative integer, got ${describe(n)}`, 'ERR_RANGE');
   const dtype = options?.dtype === undefined ? 'i64' : toDType('randperm', options.dtype);
   if (dtype === 'bool') throw typeError('randperm', 'dtype bool cannot hold a permutation', 'ERR_DTYPE');
   if (n > 0) checkValueFits('randperm', n - 1, dtype);
@@ -73,7 +73,14 @@ function checkWeights(p: Tensor, numSamples: number, replacement: boolean): void
     native.reduce('min', native.reduce('sum', f64.handle, [1], false), [], false),
     native.reduce('min', native.reduce('sum', native.cast(native.binary('gt', f64.handle, zero.handle), 'f64'), [1], false), [], false),
   ];
-  const [low, total, rowSum, positive] = Array.from(wrap(native.cat(stats.map((s) => native.reshape(s, [1])), 0)).dataSync() as Float64Array);
+  const [low, total, rowSum, positive] = Array.from(
+    wrap(
+      native.cat(
+        stats.map((s) => native.reshape(s, [1])),
+        0,
+      ),
+    ).dataSync() as Float64Array,
+  );
   if (!Number.isFinite(total)) throw rangeError('multinomial', 'probabilities must be finite (got inf or NaN)', 'ERR_RANGE');
   if (low < 0) throw rangeError('multinomial', `probabilities must be non-negative, got ${low}`, 'ERR_RANGE');
   if (!(rowSum > 0)) throw rangeError('multinomial', 'every row of probabilities must have a positive sum', 'ERR_RANGE');

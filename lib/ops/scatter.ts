@@ -62,7 +62,14 @@ export interface ScatterReduceOptions {
  * 'mean' (integers round down), 'amax' or 'amin'. With `includeSelf: false` the positions written
  * start from the reduction's identity instead of x's value.
  */
-export function scatterReduce(x: Tensor, dim: number, index: Tensor, src: Tensor, reduce: ScatterReduce, options?: ScatterReduceOptions): Tensor {
+export function scatterReduce(
+  x: Tensor,
+  dim: number,
+  index: Tensor,
+  src: Tensor,
+  reduce: ScatterReduce,
+  options?: ScatterReduceOptions,
+): Tensor {
   checkTensor('scatterReduce', 'input', x);
   checkIndex('scatterReduce', index);
   checkTensor('scatterReduce', 'src', src);
@@ -104,7 +111,9 @@ export function scatterReduce(x: Tensor, dim: number, index: Tensor, src: Tensor
         const gSelf = div(mul(g, run(selfMasked, src)), selfMasked);
         const srcCut = cutTo(src, ix.shape);
         const srcZero = eq(srcCut, 0);
-        const zerosAt = wrap(native.gather(native.scatterAdd(zerosOf(x.shape, g).handle, d, ix.handle, castTo(srcZero, g.dtype).handle), d, ix.handle));
+        const zerosAt = wrap(
+          native.gather(native.scatterAdd(zerosOf(x.shape, g).handle, d, ix.handle, castTo(srcZero, g.dtype).handle), d, ix.handle),
+        );
         const single = logicalAnd(srcZero, eq(zerosAt, 1));
         const withoutIt = run(x, padTo(where(single, 1, srcCut), src.shape));
         const gSrc = where(
@@ -129,7 +138,19 @@ function padTo(t: Tensor, shape: readonly number[]): Tensor {
   let r = t;
   for (let k = 0; k < shape.length; k++) {
     const short = shape[k] - r.shape[k];
-    if (short > 0) r = wrap(native.cat([r.handle, zerosOf(r.shape.map((s, i) => (i === k ? short : s)), r).handle], k));
+    if (short > 0)
+      r = wrap(
+        native.cat(
+          [
+            r.handle,
+            zerosOf(
+              r.shape.map((s, i) => (i === k ? short : s)),
+              r,
+            ).handle,
+          ],
+          k,
+        ),
+      );
   }
   return r;
 }

@@ -57,7 +57,8 @@ export function topk(x: Tensor, k: number, dim = -1, largest = true, sorted_ = t
   const d = normDim('topk', dim, x.ndim);
   const size = x.ndim === 0 ? 1 : x.shape[d];
   if (typeof k !== 'number' || !Number.isInteger(k)) throw typeError('topk', `k must be an integer, got ${describe(k)}`);
-  if (k < 0 || k > size) throw rangeError('topk', `k (${k}) must be in [0, ${size}] for dim ${dim} of shape [${x.shape.join(',')}]`, 'ERR_RANGE');
+  if (k < 0 || k > size)
+    throw rangeError('topk', `k (${k}) must be in [0, ${size}] for dim ${dim} of shape [${x.shape.join(',')}]`, 'ERR_RANGE');
   const [v, i] = native.topk(x.handle, k, d, largest);
   return sorted('topk', x, wrap(v), wrap(i), d);
 }

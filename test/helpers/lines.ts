@@ -7,8 +7,7 @@ export function linesAlong(shape: number[], dim: number): number[][] {
   const inner = shape.slice(d + 1).reduce((a, b) => a * b, 1);
   const outer = shape.slice(0, d).reduce((a, b) => a * b, 1);
   const lines: number[][] = [];
-  for (let o = 0; o < outer; o++)
-    for (let i = 0; i < inner; i++) lines.push(Array.from({ length: n }, (_, r) => (o * n + r) * inner + i));
+  for (let o = 0; o < outer; o++) for (let i = 0; i < inner; i++) lines.push(Array.from({ length: n }, (_, r) => (o * n + r) * inner + i));
   return lines;
 }
 

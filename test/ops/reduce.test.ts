@@ -184,8 +184,14 @@ test('max/min along one dim give { values, indices }: first of ties, NaN wins, k
 });
 
 test('max(dim) gradient goes to the chosen index only (f64 gradcheck)', () => {
-  assert.is(gradcheck(([a]) => a.max(1).values, [rnd([3, 4])]), null);
-  assert.is(gradcheck(([a]) => a.min(0, true).values, [rnd([3, 4])]), null);
+  assert.is(
+    gradcheck(([a]) => a.max(1).values, [rnd([3, 4])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a]) => a.min(0, true).values, [rnd([3, 4])]),
+    null,
+  );
   const t = fl.tensor([2, 5, 5], { dtype: 'f64' }).requiresGrad_();
   t.max(0).values.backward();
   assert.equal(arr(t.grad!), [0, 1, 0]);
@@ -203,14 +209,24 @@ test('prod over all and along a dim, ints give i64, gradient exact with zeros', 
   assert.is(i.dtype, 'i64');
   assert.is(Number(i.itemSync()), 24);
   assert.is(fl.prod(fl.zeros([0])).itemSync(), 1);
-  assert.is(gradcheck(([a]) => a.prod(), [rnd([2, 3])]), null);
-  assert.is(gradcheck(([a]) => a.prod(1, true), [rnd([3, 4])]), null);
+  assert.is(
+    gradcheck(([a]) => a.prod(), [rnd([2, 3])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a]) => a.prod(1, true), [rnd([3, 4])]),
+    null,
+  );
   for (const vals of [
     [2, 0, 3, 4],
     [0, 2, 0, 3],
     [0, 0, 0, 1],
   ])
-    assert.is(gradcheck(([a]) => fl.prod(a, 0), [fl.tensor(vals, { dtype: 'f64' })]), null, JSON.stringify(vals));
+    assert.is(
+      gradcheck(([a]) => fl.prod(a, 0), [fl.tensor(vals, { dtype: 'f64' })]),
+      null,
+      JSON.stringify(vals),
+    );
   const z = fl.tensor([2, 0, 3], { dtype: 'f64' }).requiresGrad_();
   z.prod().backward();
   assert.equal(arr(z.grad!), [0, 6, 0]);

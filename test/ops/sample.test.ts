@@ -62,7 +62,19 @@ test('multinomial without replacement: distinct, never a zero weight, first draw
 test('bad weights and arguments are refused with a code', () => {
   expectError(() => fl.multinomial(fl.tensor([0.5, -0.1]), 1), RangeError, 'ERR_RANGE', /non-negative/);
   expectError(() => fl.multinomial(fl.tensor([0.5, Number.NaN]), 1), RangeError, 'ERR_RANGE', /finite/);
-  expectError(() => fl.multinomial(fl.tensor([[0.5, 1], [0, 0]]), 1), RangeError, 'ERR_RANGE', /positive sum/);
+  expectError(
+    () =>
+      fl.multinomial(
+        fl.tensor([
+          [0.5, 1],
+          [0, 0],
+        ]),
+        1,
+      ),
+    RangeError,
+    'ERR_RANGE',
+    /positive sum/,
+  );
   expectError(() => fl.multinomial(fl.tensor([0.5, 0, 0]), 2), RangeError, 'ERR_RANGE', /non-zero/);
   expectError(() => fl.multinomial(fl.tensor([0.5, 1]), 3), RangeError, 'ERR_RANGE', /without replacement/);
   expectError(() => fl.multinomial(fl.tensor([1, 2], { dtype: 'i64' }), 1), TypeError, 'ERR_DTYPE');

@@ -24,10 +24,28 @@ for (const [shape, dim] of [
   test(`cumsum/cumprod along ${dim} of ${JSON.stringify(shape)} match f64`, () => {
     const x = fl.randn(shape, { dtype: 'f64' }).mul(0.5).add(1);
     const v = arr(x);
-    close(arr(x.cumsum(dim)), mapLines(v, shape, dim, (l) => running(l, false)), 1e-12, 1e-12, 'cumsum');
-    close(arr(fl.cumprod(x, dim)), mapLines(v, shape, dim, (l) => running(l, true)), 1e-12, 1e-300, 'cumprod');
+    close(
+      arr(x.cumsum(dim)),
+      mapLines(v, shape, dim, (l) => running(l, false)),
+      1e-12,
+      1e-12,
+      'cumsum',
+    );
+    close(
+      arr(fl.cumprod(x, dim)),
+      mapLines(v, shape, dim, (l) => running(l, true)),
+      1e-12,
+      1e-300,
+      'cumprod',
+    );
     const x32 = x.to('f32');
-    close(arr(x32.cumsum(dim)), mapLines(arr(x32), shape, dim, (l) => running(l, false)), 1e-5, 1e-5, 'cumsum f32');
+    close(
+      arr(x32.cumsum(dim)),
+      mapLines(arr(x32), shape, dim, (l) => running(l, false)),
+      1e-5,
+      1e-5,
+      'cumsum f32',
+    );
   });
 }
 
@@ -44,8 +62,14 @@ test('integer and bool scans give i64; dtype option converts first', () => {
 
 test('cumsum and cumprod gradients (f64 gradcheck), cumprod with zeros as torch', () => {
   for (const dim of [0, 1, -1]) {
-    assert.is(gradcheck(([a]) => a.cumsum(dim), [rnd([3, 4])]), null);
-    assert.is(gradcheck(([a]) => a.cumprod(dim), [rnd([3, 4])]), null);
+    assert.is(
+      gradcheck(([a]) => a.cumsum(dim), [rnd([3, 4])]),
+      null,
+    );
+    assert.is(
+      gradcheck(([a]) => a.cumprod(dim), [rnd([3, 4])]),
+      null,
+    );
   }
   // One zero, two zeros, a zero first and last: the analytic gradient is exact there.
   for (const vals of [
@@ -55,7 +79,11 @@ test('cumsum and cumprod gradients (f64 gradcheck), cumprod with zeros as torch'
     [0, 0, 0, 1],
   ]) {
     const x = fl.tensor(vals, { dtype: 'f64' });
-    assert.is(gradcheck(([a]) => a.cumprod(0), [x]), null, JSON.stringify(vals));
+    assert.is(
+      gradcheck(([a]) => a.cumprod(0), [x]),
+      null,
+      JSON.stringify(vals),
+    );
   }
   // torch.cumprod([2, 0, 3, 4]).backward(ones): [1, 2+6+24, 0, 0].
   const x = fl.tensor([2, 0, 3, 4], { dtype: 'f64' }).requiresGrad_();

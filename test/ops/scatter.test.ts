@@ -98,9 +98,18 @@ test('scatter and scatterReduce gradients (f64 gradcheck), ties and zeros includ
     [0, 2, 1],
     [3, 1, 0],
   ]);
-  assert.is(gradcheck(([a, s]) => a.scatter(1, unique, s), [rnd([2, 4]), rnd([2, 3])]), null);
-  assert.is(gradcheck(([a]) => a.scatter(1, index, 2), [rnd([2, 4])]), null);
-  assert.is(gradcheck(([a, s]) => a.scatter(1, unique, s), [rnd([2, 4]), rnd([3, 5])]), null);
+  assert.is(
+    gradcheck(([a, s]) => a.scatter(1, unique, s), [rnd([2, 4]), rnd([2, 3])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a]) => a.scatter(1, index, 2), [rnd([2, 4])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a, s]) => a.scatter(1, unique, s), [rnd([2, 4]), rnd([3, 5])]),
+    null,
+  );
   for (const reduce of ['sum', 'prod', 'mean', 'amax', 'amin'] as const)
     for (const includeSelf of [true, false]) {
       const msg = gradcheck(([a, s]) => a.scatterReduce(1, index, s, reduce, { includeSelf }), [rnd([2, 4]), rnd([2, 3])]);
@@ -121,21 +130,32 @@ test('scatter and scatterReduce gradients (f64 gradcheck), ties and zeros includ
     ],
     { dtype: 'f64' },
   );
-  assert.is(gradcheck(([a, s]) => a.scatterReduce(1, index, s, 'prod'), [z, zs]), null);
+  assert.is(
+    gradcheck(([a, s]) => a.scatterReduce(1, index, s, 'prod'), [z, zs]),
+    null,
+  );
 });
 
 test('indexAdd with alpha, repeated indices, any dim; its gradient', () => {
   const x = fl.ones([3, 2]);
-  const out = x.indexAdd(0, fl.tensor([2, 0, 2], { dtype: 'i64' }), fl.tensor([
-    [1, 2],
-    [3, 4],
-    [5, 6],
-  ]), { alpha: 2 });
+  const out = x.indexAdd(
+    0,
+    fl.tensor([2, 0, 2], { dtype: 'i64' }),
+    fl.tensor([
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]),
+    { alpha: 2 },
+  );
   assert.equal(arr(out), [7, 9, 1, 1, 13, 17]);
   const y = fl.indexAdd(fl.zeros([2, 3]), 1, fl.tensor([1], { dtype: 'i32' }), fl.ones([2, 1]));
   assert.equal(arr(y), [0, 1, 0, 0, 1, 0]);
   const idx = fl.tensor([0, 2, 0], { dtype: 'i64' });
-  assert.is(gradcheck(([a, s]) => a.indexAdd(1, idx, s, { alpha: -1.5 }), [rnd([2, 4]), rnd([2, 3])]), null);
+  assert.is(
+    gradcheck(([a, s]) => a.indexAdd(1, idx, s, { alpha: -1.5 }), [rnd([2, 4]), rnd([2, 3])]),
+    null,
+  );
 });
 
 test('bad arguments and out-of-range indices name the op', () => {

@@ -39,8 +39,14 @@ test('maskedSelect gradient (f64 gradcheck), broadcast input', () => {
     [true, false, true],
     [false, true, true],
   ]);
-  assert.is(gradcheck(([a]) => a.maskedSelect(m), [rnd([2, 3])]), null);
-  assert.is(gradcheck(([a]) => a.maskedSelect(m), [rnd([3])]), null);
+  assert.is(
+    gradcheck(([a]) => a.maskedSelect(m), [rnd([2, 3])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a]) => a.maskedSelect(m), [rnd([3])]),
+    null,
+  );
 });
 
 test('nonzero: [n, ndim] i64 coordinates, asTuple, NaN counts, 0-d and empty', () => {

@@ -86,10 +86,22 @@ test('topk: largest and smallest, along any dim, k = 0 and k = n', () => {
 });
 
 test('sort and topk gradients (f64 gradcheck); argsort has none', () => {
-  assert.is(gradcheck(([a]) => a.sort(1).values, [rnd([3, 5])]), null);
-  assert.is(gradcheck(([a]) => a.sort(0, true).values, [rnd([4, 3])]), null);
-  assert.is(gradcheck(([a]) => a.topk(2, 1).values, [rnd([3, 5])]), null);
-  assert.is(gradcheck(([a]) => a.topk(3, 0, false).values, [rnd([4, 2, 3])]), null);
+  assert.is(
+    gradcheck(([a]) => a.sort(1).values, [rnd([3, 5])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a]) => a.sort(0, true).values, [rnd([4, 3])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a]) => a.topk(2, 1).values, [rnd([3, 5])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a]) => a.topk(3, 0, false).values, [rnd([4, 2, 3])]),
+    null,
+  );
   const a = rnd([4]).requiresGrad_();
   assert.is(a.argsort().requiresGrad, false);
 });

@@ -44,6 +44,4 @@ export const manifest: readonly OpDecl[] = [
 ];
 
 /** Kernel op codes no user-visible op launches yet (the kernels implement them). */
-export const kernelCodes: readonly KernelCode[] = [
-  { family: 'unary', code: 'logical_not' },
-];
+export const kernelCodes: readonly KernelCode[] = [{ family: 'unary', code: 'logical_not' }];

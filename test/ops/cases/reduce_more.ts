@@ -9,8 +9,14 @@ const prod = (vs: number[]) => vs.reduce((a, b) => a * b, 1);
 function extremeAlong(x: Arr, dim: number, max: boolean): Arr[] {
   const r = rows(x, dim);
   const picks = r.rows.map((line) => line.reduce((best, v, i) => ((max ? v > line[best] : v < line[best]) ? i : best), 0));
-  const values = r.put(picks.map((k, i) => [r.rows[i][k]]), 1);
-  const indices = r.put(picks.map((k) => [k]), 1);
+  const values = r.put(
+    picks.map((k, i) => [r.rows[i][k]]),
+    1,
+  );
+  const indices = r.put(
+    picks.map((k) => [k]),
+    1,
+  );
   const shape = x.shape.filter((_, d) => d !== dim);
   return [
     { shape, data: values.data },

@@ -82,7 +82,14 @@ export const cases: OpCase[] = [
     inputs: [{ shape: [4, 3], kind: 'int' }, drawn([2, 3], 4)],
     sized: (n) => [{ shape: [Math.max(n, 1), 2], kind: 'int' }, drawn([n, 2], Math.max(n, 1))],
     run: (x, i) => x.scatter(0, i, -3),
-    reference: (x, i) => scatterRef(x, 0, i, arr(i.shape, () => -3), 'write'),
+    reference: (x, i) =>
+      scatterRef(
+        x,
+        0,
+        i,
+        arr(i.shape, () => -3),
+        'write',
+      ),
     dtypes: ['i64'],
   },
   ...reduceCases,

@@ -21,7 +21,13 @@ function sortRef(x: Arr, dim: number, descending: boolean, k?: number): Arr[] {
   const r = rows(x, dim);
   const orders = r.rows.map((line) => order(line, descending).slice(0, k ?? line.length));
   const size = k ?? x.shape[dim < 0 ? dim + x.shape.length : dim];
-  return [r.put(orders.map((o, i) => o.map((j) => r.rows[i][j])), size), r.put(orders, size)];
+  return [
+    r.put(
+      orders.map((o, i) => o.map((j) => r.rows[i][j])),
+      size,
+    ),
+    r.put(orders, size),
+  ];
 }
 
 const ALL_KINDS = ['f32', 'f64', 'bf16', 'f16', 'i32', 'i64'] as const;
