@@ -25,7 +25,8 @@ function scatterRef(x: Arr, dim: number, index: Arr, src: Arr, reduce: Reduce | 
   }
   return arr(x.shape, (k) => {
     const g = groups[k];
-    if (!touched.has(k) || reduce === 'write') return g[0];
+    if (!touched.has(k)) return x.data[k];
+    if (reduce === 'write') return g[0];
     switch (reduce) {
       case 'sum':
         return g.reduce((a, b) => a + b, 0);
@@ -91,6 +92,7 @@ export const cases: OpCase[] = [
         'write',
       ),
     dtypes: ['i64'],
+    grad: false,
   },
   ...reduceCases,
   {
@@ -101,6 +103,7 @@ export const cases: OpCase[] = [
     reference: (x, i, s) =>
       scatterRef({ ...x, data: x.data.map((v) => v - 10) }, 1, i, { ...s, data: s.data.map((v) => v - 10) }, 'mean', true, true),
     dtypes: ['i64'],
+    grad: false,
   },
   {
     op: 'indexAdd',
