@@ -197,17 +197,17 @@ void scatter_reduce_cuda(ScatterReduceOp op, Tensor& out, const Tensor& index, c
     if constexpr (std::is_same_v<T, bool>) {
       fail(Code::DType, "scatterReduce: not defined for bool tensors");
     } else {
-    if (!include_self) {
-      scatter_identity_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, out.data<T>(), index.raw(), wide, n, g);
-      check_launch("scatter_identity_kernel");
-    }
-    auto* cnt = mean ? reinterpret_cast<unsigned long long*>(count.raw()) : nullptr;
-    scatter_reduce_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, out.data<T>(), index.raw(), wide, src.data<T>(), n, g, cnt, fault);
-    check_launch("scatter_reduce_kernel");
-    if (mean) {
-      scatter_mean_kernel<T><<<grid_for(total), kThreads, 0, s>>>(out.data<T>(), count.data<int64_t>(), total);
-      check_launch("scatter_mean_kernel");
-    }
+      if (!include_self) {
+        scatter_identity_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, out.data<T>(), index.raw(), wide, n, g);
+        check_launch("scatter_identity_kernel");
+      }
+      auto* cnt = mean ? reinterpret_cast<unsigned long long*>(count.raw()) : nullptr;
+      scatter_reduce_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, out.data<T>(), index.raw(), wide, src.data<T>(), n, g, cnt, fault);
+      check_launch("scatter_reduce_kernel");
+      if (mean) {
+        scatter_mean_kernel<T><<<grid_for(total), kThreads, 0, s>>>(out.data<T>(), count.data<int64_t>(), total);
+        check_launch("scatter_mean_kernel");
+      }
     }
   });
 }

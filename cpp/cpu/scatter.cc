@@ -98,33 +98,33 @@ void scatter_reduce_cpu(ScatterReduceOp op, Tensor& out, const Tensor& index, co
     if constexpr (std::is_same_v<T, bool>) {
       fail(Code::DType, "scatterReduce: not defined for bool tensors");
     } else {
-    using C = acc_t<T>;
-    T* op_ = out.data<T>();
-    const T* sp = src.data<T>();
-    const bool mean = op == ScatterReduceOp::mean;
-    int64_t* cnt = mean ? count.data<int64_t>() : nullptr;
-    if (mean) std::fill(cnt, cnt + out.numel(), int64_t(include_self ? 1 : 0));
-    if (!include_self) {
-      const T id = static_cast<T>(identity<C>(op));
-      g.for_each(index, [&](int64_t, int64_t off) { op_[off] = id; });
-    }
-    g.for_each(index, [&](int64_t lin, int64_t off) {
-      op_[off] = static_cast<T>(combine<C>(op, static_cast<C>(op_[off]), static_cast<C>(sp[lin])));
-      if (mean) ++cnt[off];
-    });
-    if (mean) {
-      parallel_for(out.numel(), kElementGrain, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          if (cnt[i] <= 1) continue;
-          const C v = static_cast<C>(op_[i]);
-          if constexpr (std::is_floating_point_v<C>) op_[i] = static_cast<T>(v / static_cast<C>(cnt[i]));
-          else {  // floor division, as torch's integer mean
-            const int64_t a = static_cast<int64_t>(v), q = a / cnt[i];
-            op_[i] = static_cast<T>(q - ((a % cnt[i] != 0 && a < 0) ? 1 : 0));
-          }
-        }
+      using C = acc_t<T>;
+      T* op_ = out.data<T>();
+      const T* sp = src.data<T>();
+      const bool mean = op == ScatterReduceOp::mean;
+      int64_t* cnt = mean ? count.data<int64_t>() : nullptr;
+      if (mean) std::fill(cnt, cnt + out.numel(), int64_t(include_self ? 1 : 0));
+      if (!include_self) {
+        const T id = static_cast<T>(identity<C>(op));
+        g.for_each(index, [&](int64_t, int64_t off) { op_[off] = id; });
+      }
+      g.for_each(index, [&](int64_t lin, int64_t off) {
+        op_[off] = static_cast<T>(combine<C>(op, static_cast<C>(op_[off]), static_cast<C>(sp[lin])));
+        if (mean) ++cnt[off];
       });
-    }
+      if (mean) {
+        parallel_for(out.numel(), kElementGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            if (cnt[i] <= 1) continue;
+            const C v = static_cast<C>(op_[i]);
+            if constexpr (std::is_floating_point_v<C>) op_[i] = static_cast<T>(v / static_cast<C>(cnt[i]));
+            else {  // floor division, as torch's integer mean
+              const int64_t a = static_cast<int64_t>(v), q = a / cnt[i];
+              op_[i] = static_cast<T>(q - ((a % cnt[i] != 0 && a < 0) ? 1 : 0));
+            }
+          }
+        });
+      }
     }
   });
 }
