@@ -59,5 +59,28 @@ FLOCK_DECLARE_KERNEL(random, void(RandomKind kind, Tensor& out, uint64_t seed, u
 // tril/triu over the last two dims of a contiguous x: out keeps x where (col - row) <= diagonal
 // (lower) or >= diagonal (upper), zero elsewhere.
 FLOCK_DECLARE_KERNEL(triangular, void(const Tensor& x, Tensor& out, int64_t diagonal, bool upper))
+// Scan, sort, scatter, select and sample families (cumsum ... multinomial). Rows are the middle
+// dim of a contiguous [outer, n, inner] view unless said otherwise.
+// Cumulative sum (prod false) or product along n, from the end when `reverse`; out has x's dtype.
+FLOCK_DECLARE_KERNEL(scan, void(const Tensor& x, Tensor& out, int64_t outer, int64_t n, int64_t inner, bool prod, bool reverse))
+// The gradient of cumprod, exact where x has zeros (as torch's cumprod_backward).
+FLOCK_DECLARE_KERNEL(cumprod_backward, void(const Tensor& x, const Tensor& gy, Tensor& gx, int64_t outer, int64_t n, int64_t inner))
+// Stable sort of each of `rows` contiguous rows of n: values (x's dtype) and indices (i64). NaN
+// sorts above +inf and -0 equals +0, as torch.sort.
+FLOCK_DECLARE_KERNEL(sort, void(const Tensor& x, Tensor& values, Tensor& indices, int64_t rows, int64_t n, bool descending))
+// out[... index[e] ...] = src[e] along `dim` (gather's addressing).
+FLOCK_DECLARE_KERNEL(scatter, void(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim))
+enum class ScatterReduceOp : int { sum, prod, mean, amax, amin, count };
+// out already holds the input; `count` (i64, out's shape) is scratch that mean uses.
+FLOCK_DECLARE_KERNEL(scatter_reduce, void(ScatterReduceOp op, Tensor& out, const Tensor& index, const Tensor& src, int64_t dim, bool include_self, Tensor& count))
+// positions: i64 inclusive running count of mask (same numel as x and mask); out holds the picks.
+FLOCK_DECLARE_KERNEL(masked_select, void(const Tensor& x, const Tensor& mask, const Tensor& positions, Tensor& out))
+// out [count, ndim] i64: the coordinates of mask's true elements in row-major order.
+FLOCK_DECLARE_KERNEL(nonzero, void(const Tensor& mask, const Tensor& positions, Tensor& out))
+// Draws with replacement from each row of probs [rows, c] into out [rows, num_samples] (i64).
+FLOCK_DECLARE_KERNEL(multinomial, void(const Tensor& probs, Tensor& out, int64_t num_samples, uint64_t seed, uint64_t offset))
+// keys (f64, probs' shape) = log(u) / p for Philox uniforms u: the top num_samples keys of a row
+// are a draw without replacement (zero probabilities give -inf, never picked first).
+FLOCK_DECLARE_KERNEL(multinomial_keys, void(const Tensor& probs, Tensor& keys, uint64_t seed, uint64_t offset))
 
 }  // namespace flock

@@ -29,7 +29,7 @@ struct IndexFault {
   long long value;
   long long limit;
 };
-enum IndexOp : int { kIndexSelect = 1, kGather = 2, kScatterAdd = 3, kCrossEntropy = 4, kOneHot = 5 };
+enum IndexOp : int { kIndexSelect = 1, kGather = 2, kScatterAdd = 3, kCrossEntropy = 4, kOneHot = 5, kScatter = 6, kScatterReduce = 7, kMaskedSelect = 8, kNonzero = 9 };
 IndexFault* current_index_fault();
 
 // The running task's pinned host buffer for host transfers: at least min(want, a cap of tens of

@@ -350,7 +350,9 @@ class CudaStream final : public Stream {
           err = StreamError{Code::Index, "oneHot: class index " + std::to_string(f.value) + " is out of range for numClasses " +
                                              std::to_string(f.limit)};
         } else if (!err && f.flag) {
-          const char* name = f.op == kGather ? "gather" : f.op == kScatterAdd ? "scatterAdd" : f.op == kCrossEntropy ? "crossEntropy" : "indexSelect";
+          const char* name = f.op == kGather ? "gather" : f.op == kScatterAdd ? "scatterAdd" : f.op == kCrossEntropy ? "crossEntropy"
+                             : f.op == kScatter ? "scatter" : f.op == kScatterReduce ? "scatterReduce"
+                             : f.op == kMaskedSelect ? "maskedSelect" : f.op == kNonzero ? "nonzero" : "indexSelect";
           err = StreamError{Code::Index, std::string(name) + ": index " + std::to_string(f.value) +
                                              " is out of range for a dimension of size " + std::to_string(f.limit)};
         }

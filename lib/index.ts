@@ -6,6 +6,7 @@
  */
 // Installs Tensor's op methods (t.add, t.sum, t.backward, ...) before any other module can use them.
 import './ops/methods';
+import './ops/methods_select';
 export { Tensor } from './tensor';
 export * as errors from './errors';
 export { FlockError, FlockTypeError, FlockRangeError, type ErrorCode } from './errors';
@@ -67,6 +68,13 @@ export {
   type ToTarget,
 } from './ops/elementwise';
 export { sum, mean, max, min, argmax, argmin, variance as var, std, logsumexp, softmax, logSoftmax } from './ops/reduce';
+export { prod, all, any, type ValuesIndices } from './ops/reduce';
+export { cumsum, cumprod, type ScanOptions } from './ops/scan';
+export { sort, argsort, topk } from './ops/sort';
+export { scatter, scatterReduce, type ScatterReduce, type ScatterReduceOptions } from './ops/scatter';
+export { indexAdd } from './ops/indexing';
+export { maskedSelect, nonzero } from './ops/select';
+export { randperm, multinomial } from './ops/sample';
 export { matmul, mm, bmm } from './ops/linalg';
 export { reshape, flatten, squeeze, unsqueeze, expand, permute, transpose, narrow, slice, cat, stack, split, chunk } from './ops/shape';
 export { indexSelect, gather, scatterAdd, oneHot } from './ops/indexing';

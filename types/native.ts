@@ -386,3 +386,30 @@ export interface NativeAddon {
   /** A copy rolled by `shifts[i]` along `dims[i]` (equal lengths). */
   roll(x: NativeTensor, shifts: number[], dims: number[]): NativeTensor;
 }
+
+export type ScatterReduceName = 'sum' | 'prod' | 'mean' | 'amax' | 'amin';
+
+/** Scan, sort, scatter, select and sample ops (cpp/bindings/select_ops.cc). */
+export interface NativeAddon {
+  /** cumsum (prod false) or cumprod along dim, from the end when `reverse`; integers and bool give i64. */
+  scan(x: NativeTensor, dim: number, prod: boolean, reverse: boolean): NativeTensor;
+  cumprodBackward(x: NativeTensor, grad: NativeTensor, dim: number): NativeTensor;
+  /** Stable sort along dim: [values, indices (i64)]. */
+  sort(x: NativeTensor, dim: number, descending: boolean): [NativeTensor, NativeTensor];
+  topk(x: NativeTensor, k: number, dim: number, largest: boolean): [NativeTensor, NativeTensor];
+  scatter(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NativeTensor;
+  scatterReduce(
+    x: NativeTensor,
+    dim: number,
+    index: NativeTensor,
+    src: NativeTensor,
+    reduce: ScatterReduceName,
+    includeSelf: boolean,
+  ): NativeTensor;
+  /** `count`: the number of true elements of the broadcast bool mask. */
+  maskedSelect(x: NativeTensor, mask: NativeTensor, count: number): NativeTensor;
+  /** [count, ndim] i64 coordinates of a bool mask's true elements. */
+  nonzero(mask: NativeTensor, count: number): NativeTensor;
+  /** probs [rows, categories] → [rows, numSamples] i64, from Philox counters at (seed, offset). */
+  multinomial(probs: NativeTensor, numSamples: number, replacement: boolean, seed: number, offset: number): NativeTensor;
+}

@@ -13,4 +13,5 @@ void register_profiler_exports(Napi::Env env, Napi::Object exports);
 void register_device_exports(Napi::Env env, Napi::Object exports);
 void register_attention_exports(Napi::Env env, Napi::Object exports);
 void register_rearrange_exports(Napi::Env env, Napi::Object exports);
+void register_select_exports(Napi::Env env, Napi::Object exports);
 }  // namespace flock::js

@@ -45,6 +45,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   register_device_exports(env, exports);
   register_attention_exports(env, exports);
   register_rearrange_exports(env, exports);
+  register_select_exports(env, exports);
 }
 
 Addon::~Addon() {

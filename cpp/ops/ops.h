@@ -76,4 +76,20 @@ namespace flock::ops {
 std::vector<Tensor> attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, AttnGeom g);
 std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
                                        const Tensor& gout, AttnGeom g);
+// Scans, sorts, scatters, selections and samples (scan.cc, sort.cc, scatter.cc, select.cc, sample.cc)
+// cumsum (prod false) / cumprod along dim, from the end when `reverse`; integers and bool give i64.
+Tensor scan(const Tensor& x, int64_t dim, bool prod, bool reverse);
+Tensor cumprod_backward(const Tensor& x, const Tensor& gy, int64_t dim);
+// Stable: {values, indices (i64)}; `op` names the user's op in errors (a static string).
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, const char* op = "sort");
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduceOp op, bool include_self);
+// `count`: the number of true elements of the (broadcast) mask, counted by the caller.
+Tensor masked_select(const Tensor& x, const Tensor& mask, int64_t count);
+Tensor nonzero(const Tensor& mask, int64_t count);
+// probs [rows, categories]; the draw uses Philox counters from (seed, offset), rows * num_samples
+// words with replacement, rows * categories without.
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, uint64_t seed, uint64_t offset);
+
 }  // namespace flock::ops

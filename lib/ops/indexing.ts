@@ -1,9 +1,11 @@
-/** Indexing ops: indexSelect, gather, scatterAdd, oneHot, and their gradients. */
+/** Indexing ops: indexSelect, gather, scatterAdd, indexAdd, oneHot, and their gradients. */
 import { native } from '../native';
 import { Tensor } from '../tensor';
 import { describe } from '../errors';
 import { record } from '../autograd/node';
-import { checkTensor, normDim, rangeError, typeError, wrap } from './util';
+import { checkOptions } from '../errors';
+import { checkTensor, normDim, rangeError, shapeStr, typeError, wrap } from './util';
+import { mul } from './elementwise';
 import { tensor } from './creation';
 
 function checkIndex(op: string, index: Tensor): void {
@@ -72,4 +74,46 @@ function oneHotOfValues(values: number[] | Int32Array | BigInt64Array, numClasse
   for (const v of list)
     if (v < 0 || v >= n) throw rangeError('oneHot', `class index ${v} is out of range for numClasses ${n}`, 'ERR_INDEX');
   return oneHot(tensor(list, { dtype: 'i64' }), n);
+}
+
+/**
+ * `x` with `alpha · source` added along `dim` at the positions `index` (1-D) names, as
+ * torch.index_add: out[..., index[j], ...] += alpha · source[..., j, ...]; repeated indices add up.
+ */
+export function indexAdd(x: Tensor, dim: number, index: Tensor, source: Tensor, options?: { alpha?: number }): Tensor {
+  checkTensor('indexAdd', 'input', x);
+  checkIndex('indexAdd', index);
+  checkTensor('indexAdd', 'source', source);
+  checkOptions('indexAdd', options, ['alpha']);
+  const alpha = options?.alpha ?? 1;
+  if (typeof alpha !== 'number' || Number.isNaN(alpha)) throw typeError('indexAdd', `alpha must be a number, got ${describe(alpha)}`);
+  if (index.ndim > 1) throw rangeError('indexAdd', `index must be 1-D, got shape ${shapeStr(index.shape)}`);
+  if (source.dtype !== x.dtype) throw typeError('indexAdd', `source is ${source.dtype}, input is ${x.dtype}`, 'ERR_DTYPE');
+  const d = normDim('indexAdd', dim, x.ndim);
+  const lead = x.ndim === 0 ? [] : [...x.shape.slice(0, d), index.numel(), ...x.shape.slice(d + 1)];
+  if (source.ndim !== lead.length || source.shape.some((s, i) => s !== lead[i]))
+    throw rangeError(
+      'indexAdd',
+      `source ${shapeStr(source.shape)} must have shape ${shapeStr(lead)} (input ${shapeStr(x.shape)}, ${index.numel()} indices along dim ${d})`,
+    );
+  if (x.ndim === 0) {
+    const flat = (t: Tensor) => wrap(native.reshape(t.handle, [1]));
+    return indexAdd(flat(x), 0, flat(index), flat(source), options).reshape([]);
+  }
+  // Scatter-add along dim with the index broadcast over every other dim of source.
+  const idx = wrap(
+    native.expand(
+      native.reshape(
+        index.handle,
+        lead.map((s, i) => (i === d ? s : 1)),
+      ),
+      lead,
+    ),
+  );
+  const scaled = alpha === 1 ? source : mul(source, alpha);
+  const out = wrap(native.scatterAdd(x.handle, d, idx.handle, scaled.detach().handle));
+  return record(out, 'indexAdd', [x, source], (g) => [
+    g,
+    source.requiresGrad ? mul(wrap(native.indexSelect(g.handle, d, index.handle)), alpha) : null,
+  ]);
 }

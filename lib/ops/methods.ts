@@ -71,8 +71,12 @@ declare module '../tensor' {
     // ---- reductions ----
     sum(dim?: number | number[], keepdim?: boolean): Tensor;
     mean(dim?: number | number[], keepdim?: boolean): Tensor;
-    max(dim?: number | number[], keepdim?: boolean): Tensor;
-    min(dim?: number | number[], keepdim?: boolean): Tensor;
+    /** The largest element, over dims, or along one dim with its index (`{ values, indices }`), as torch.max. */
+    max(dim: number, keepdim?: boolean): red.ValuesIndices;
+    max(dim?: number[], keepdim?: boolean): Tensor;
+    /** The smallest element; see max. */
+    min(dim: number, keepdim?: boolean): red.ValuesIndices;
+    min(dim?: number[], keepdim?: boolean): Tensor;
     argmax(dim?: number, keepdim?: boolean): Tensor;
     argmin(dim?: number, keepdim?: boolean): Tensor;
     /** Variance with Bessel's correction unless `correction` says otherwise. */
@@ -112,7 +116,7 @@ declare module '../tensor' {
 }
 
 /** Defines the methods as class methods are: non-enumerable, writable, configurable. */
-function install(methods: Partial<Tensor> & ThisType<Tensor>): void {
+export function install(methods: Partial<Tensor> & ThisType<Tensor>): void {
   for (const [name, value] of Object.entries(methods))
     Object.defineProperty(Tensor.prototype, name, { value, writable: true, configurable: true, enumerable: false });
 }
@@ -223,11 +227,13 @@ install({
   mean(dim, keepdim = false) {
     return red.mean(this, dim, keepdim);
   },
-  max(dim, keepdim = false) {
-    return red.max(this, dim, keepdim);
+  max(dim?: number | number[], keepdim = false) {
+    // One body for both overloads: the declaration above types each.
+    return (typeof dim === 'number' ? red.max(this, dim, keepdim) : red.max(this, dim, keepdim)) as never;
   },
-  min(dim, keepdim = false) {
-    return red.min(this, dim, keepdim);
+  min(dim?: number | number[], keepdim = false) {
+    // One body for both overloads: the declaration above types each.
+    return (typeof dim === 'number' ? red.min(this, dim, keepdim) : red.min(this, dim, keepdim)) as never;
   },
   argmax(dim, keepdim = false) {
     return red.argmax(this, dim, keepdim);

@@ -3,9 +3,10 @@ import { native } from '../native';
 import type { ReduceOpName } from '../../types/native';
 import type { Tensor } from '../tensor';
 import { record } from '../autograd/node';
-import { isFloating } from '../dtype';
+import { type DType, isFloating, toDType } from '../dtype';
+import { checkOptions, describe } from '../errors';
 import { castTo, checkTensor, dimList, normDim, typeError, wrap } from './util';
-import { div, eq, exp, mul, sqrt, sub } from './elementwise';
+import { div, eq, exp, mul, sqrt, sub, where } from './elementwise';
 
 /** `g` (reduced over `dims`) reshaped with those dims kept as 1, then expanded to `shape`. */
 function expandBack(g: Tensor, shape: readonly number[], dims: number[], keepdim: boolean): Tensor {
@@ -57,7 +58,7 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
   return record(out, 'mean', [input], (g) => [div(expandBack(g, input.shape, dims, keepdim), countOf(input, dims))]);
 }
 
-function extreme(op: 'max' | 'min', x: Tensor, dim: number | number[] | undefined, keepdim: boolean): Tensor {
+function extreme(op: 'max' | 'min', x: Tensor, dim: number[] | undefined, keepdim: boolean): Tensor {
   const { out, dims } = reduce(op, x, dim, keepdim);
   return record(out, op, [x], (g) => {
     // The gradient goes to every position that attains the extreme, shared evenly (as amax).
@@ -66,8 +67,100 @@ function extreme(op: 'max' | 'min', x: Tensor, dim: number | number[] | undefine
     return [div(mul(expandBack(g, x.shape, dims, keepdim), hit), count)];
   });
 }
-export const max = (x: Tensor, dim?: number | number[], keepdim = false): Tensor => extreme('max', x, dim, keepdim);
-export const min = (x: Tensor, dim?: number | number[], keepdim = false): Tensor => extreme('min', x, dim, keepdim);
+
+/** Values and their i64 indices along a dim, as torch.return_types (max, min, sort, topk). */
+export interface ValuesIndices {
+  values: Tensor;
+  indices: Tensor;
+}
+
+/**
+ * max/min along one dim, as torch.max(x, dim): the values and the index of the first extreme
+ * (NaN counts as the extreme); the gradient goes to that index only.
+ */
+function extremeAlong(op: 'max' | 'min', x: Tensor, dim: number, keepdim: boolean): ValuesIndices {
+  checkTensor(op, 'input', x);
+  if (typeof keepdim !== 'boolean') throw typeError(op, `keepdim must be a boolean, got ${typeof keepdim}`);
+  const d = normDim(op, dim, x.ndim);
+  const values = wrap(native.reduce(op, x.handle, [d], keepdim));
+  const indices = wrap(native.reduce(op === 'max' ? 'argmax' : 'argmin', x.handle, [d], keepdim));
+  record(values, op, [x], (g) => {
+    if (x.ndim === 0) return [g];
+    const kept = keepdim
+      ? g
+      : wrap(
+          native.reshape(
+            g.handle,
+            x.shape.map((s, i) => (i === d ? 1 : s)),
+          ),
+        );
+    const idx = keepdim ? indices : wrap(native.reshape(indices.handle, kept.shape as number[]));
+    const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
+    return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, kept.handle))];
+  });
+  return { values, indices };
+}
+
+/**
+ * The largest value: of every element (`max(x)`), over several dims (`max(x, [0, 2])`, ties share
+ * the gradient as amax), or along one dim with its index (`max(x, 1)` → `{ values, indices }`).
+ */
+export function max(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
+export function max(x: Tensor, dim?: number[], keepdim?: boolean): Tensor;
+export function max(x: Tensor, dim?: number | number[], keepdim = false): Tensor | ValuesIndices {
+  return typeof dim === 'number' ? extremeAlong('max', x, dim, keepdim) : extreme('max', x, dim, keepdim);
+}
+/** The smallest value; see {@link max}. */
+export function min(x: Tensor, dim: number, keepdim?: boolean): ValuesIndices;
+export function min(x: Tensor, dim?: number[], keepdim?: boolean): Tensor;
+export function min(x: Tensor, dim?: number | number[], keepdim = false): Tensor | ValuesIndices {
+  return typeof dim === 'number' ? extremeAlong('min', x, dim, keepdim) : extreme('min', x, dim, keepdim);
+}
+
+/**
+ * The product of every element, or along `dim` (as torch.prod; integers and bool give i64). The
+ * gradient is exact with zeros: the product of the other elements where one zero is, 0 elsewhere.
+ */
+export function prod(x: Tensor, dim?: number, keepdim = false, options?: { dtype?: DType }): Tensor {
+  checkTensor('prod', 'input', x);
+  checkOptions('prod', options, ['dtype']);
+  if (dim !== undefined && typeof dim !== 'number') throw typeError('prod', `dim must be an integer, got ${describe(dim)}`);
+  let input = options?.dtype === undefined ? x : castTo(x, toDType('prod', options.dtype));
+  if (!isFloating(input.dtype) && input.dtype !== 'i64') input = castTo(input, 'i64');
+  const { out, dims } = reduce('prod', input, dim === undefined ? undefined : [dim], keepdim);
+  if (!isFloating(input.dtype)) return out;
+  return record(out, 'prod', [input], (g) => {
+    const zero = eq(input, 0);
+    const zeros = expandBack(sum(zero, dims, true), input.shape, dims, true); // zeros in each reduced group
+    const others = expandBack(prodNoGrad(where(zero, 1, input), dims), input.shape, dims, true); // product of the non-zeros
+    const gx = expandBack(g, input.shape, dims, keepdim);
+    // No zero: out / x. One zero: the others' product at the zero, 0 elsewhere. More: 0.
+    const atZero = where(eq(zeros, 1), others, 0);
+    const local = where(zero, atZero, where(eq(zeros, 0), div(others, where(zero, 1, input)), 0));
+    return [mul(gx, local)];
+  });
+}
+
+function prodNoGrad(x: Tensor, dims: number[]): Tensor {
+  return wrap(native.reduce('prod', x.handle, dims, true));
+}
+
+function truthCount(op: 'all' | 'any', x: Tensor, dim: number | number[] | undefined, keepdim: boolean): Tensor {
+  checkTensor(op, 'input', x);
+  if (typeof keepdim !== 'boolean') throw typeError(op, `keepdim must be a boolean, got ${typeof keepdim}`);
+  const dims = dimList(op, dim, x.ndim);
+  const zero = wrap(native.full([], x.dtype, x.device, 0));
+  const truth = wrap(native.cast(native.binary('ne', x.handle, zero.handle), 'i64'));
+  const count = wrap(native.reduce('sum', truth.handle, dims, keepdim));
+  const size = countOf(x, dims);
+  const bound = wrap(native.full([], 'i64', x.device, op === 'all' ? size : 0));
+  const out = wrap(native.binary(op === 'all' ? 'eq' : 'gt', count.handle, bound.handle));
+  return x.dtype === 'u8' ? wrap(native.cast(out.handle, 'u8')) : out; // torch keeps u8 for u8 inputs
+}
+/** Whether every element (over `dim`, default all) is non-zero: bool (u8 for u8 input), as torch.all. */
+export const all = (x: Tensor, dim?: number | number[], keepdim = false): Tensor => truthCount('all', x, dim, keepdim);
+/** Whether some element (over `dim`, default all) is non-zero: bool (u8 for u8 input), as torch.any. */
+export const any = (x: Tensor, dim?: number | number[], keepdim = false): Tensor => truthCount('any', x, dim, keepdim);
 
 function argExtreme(op: 'argmax' | 'argmin', x: Tensor, dim: number | undefined, keepdim: boolean): Tensor {
   checkTensor(op, 'input', x);

@@ -2,6 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import { arr, close, expectError } from '../helpers/reference';
+import { gradcheck, rnd } from '../helpers/gradcheck';
 
 fl.manualSeed(21);
 
@@ -158,6 +159,95 @@ test('max over an empty dim is an error; sum of empty is 0', () => {
   assert.equal(arr(fl.zeros([0, 3]).sum(0)), [0, 0, 0]);
   expectError(() => fl.ones([2, 3]).sum(2), RangeError, 'ERR_INDEX', /dim 2/);
   expectError(() => fl.ones([2, 3]).sum([0, 0]), TypeError, 'ERR_ARG');
+});
+
+test('max/min along one dim give { values, indices }: first of ties, NaN wins, keepdim, 0-d', () => {
+  const x = fl.tensor([
+    [1, 5, 5, 2],
+    [7, Number.NaN, 7, -1],
+  ]);
+  const m = x.max(1);
+  assert.equal(arr(m.values).slice(0, 1), [5]);
+  assert.ok(Number.isNaN(arr(m.values)[1]));
+  assert.equal(arr(m.indices), [1, 1]);
+  assert.is(m.indices.dtype, 'i64');
+  const n = fl.min(x, 0, true);
+  assert.equal(n.values.shape, [1, 4]);
+  assert.equal(arr(n.indices), [0, 1, 0, 1]);
+  assert.equal(arr(fl.tensor([3, 1, 1]).min(-1).indices), [1]);
+  const s = fl.tensor(4).max(0);
+  assert.equal(s.values.shape, []);
+  assert.equal(arr(s.indices), [0]);
+  // max(x) and max(x, dims[]) stay plain reductions.
+  assert.is(fl.tensor([1, 9, 3]).max().itemSync(), 9);
+  assert.equal(arr(x.narrow(0, 0, 1).max([1])), [5]);
+});
+
+test('max(dim) gradient goes to the chosen index only (f64 gradcheck)', () => {
+  assert.is(
+    gradcheck(([a]) => a.max(1).values, [rnd([3, 4])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a]) => a.min(0, true).values, [rnd([3, 4])]),
+    null,
+  );
+  const t = fl.tensor([2, 5, 5], { dtype: 'f64' }).requiresGrad_();
+  t.max(0).values.backward();
+  assert.equal(arr(t.grad!), [0, 1, 0]);
+});
+
+test('prod over all and along a dim, ints give i64, gradient exact with zeros', () => {
+  const x = fl.tensor([
+    [1, 2, 3],
+    [4, 0.5, -2],
+  ]);
+  assert.is(x.prod().itemSync(), -24);
+  assert.equal(arr(x.prod(1)), [6, -4]);
+  assert.equal(x.prod(0, true).shape, [1, 3]);
+  const i = fl.tensor([2, 3, 4], { dtype: 'i32' }).prod();
+  assert.is(i.dtype, 'i64');
+  assert.is(Number(i.itemSync()), 24);
+  assert.is(fl.prod(fl.zeros([0])).itemSync(), 1);
+  assert.is(
+    gradcheck(([a]) => a.prod(), [rnd([2, 3])]),
+    null,
+  );
+  assert.is(
+    gradcheck(([a]) => a.prod(1, true), [rnd([3, 4])]),
+    null,
+  );
+  for (const vals of [
+    [2, 0, 3, 4],
+    [0, 2, 0, 3],
+    [0, 0, 0, 1],
+  ])
+    assert.is(
+      gradcheck(([a]) => fl.prod(a, 0), [fl.tensor(vals, { dtype: 'f64' })]),
+      null,
+      JSON.stringify(vals),
+    );
+  const z = fl.tensor([2, 0, 3], { dtype: 'f64' }).requiresGrad_();
+  z.prod().backward();
+  assert.equal(arr(z.grad!), [0, 6, 0]);
+});
+
+test('all and any: bool results over all, a dim or dims; NaN is true; empty all is true', () => {
+  const x = fl.tensor([
+    [1, 0, 2],
+    [3, 4, Number.NaN],
+  ]);
+  assert.is(fl.all(x).dtype, 'bool');
+  assert.equal(arr(x.all()), [0]);
+  assert.equal(arr(x.any()), [1]);
+  assert.equal(arr(x.all(1)), [0, 1]);
+  assert.equal(arr(x.any(0, true)), [1, 1, 1]);
+  assert.equal(x.any(0, true).shape, [1, 3]);
+  assert.equal(arr(fl.zeros([2, 0]).all(1)), [1, 1]);
+  assert.equal(arr(fl.zeros([2, 0]).any(1)), [0, 0]);
+  assert.equal(arr(fl.tensor([true, false]).any()), [1]);
+  assert.is(fl.tensor([1, 2], { dtype: 'u8' }).all().dtype, 'u8');
+  expectError(() => x.all(3), RangeError, 'ERR_INDEX', /all/);
 });
 
 test.run();

@@ -14,8 +14,14 @@ import { optimOps } from './optim';
 import { predicateOps } from './predicates';
 import { rearrangeOps } from './rearrange';
 import { reduceOps } from './reduce';
+import { reduceMoreOps } from './reduce_more';
+import { sampleOps } from './sample';
+import { scanOps } from './scan';
+import { scatterOps } from './scatter';
+import { selectOps } from './select';
 import { shapeOps } from './shape';
 import { softmaxOps } from './softmax';
+import { sortOps } from './sort';
 import { triangularOps } from './triangular';
 import type { KernelCode, OpDecl } from './types';
 import { unaryOps } from './unary';
@@ -40,15 +46,18 @@ export const manifest: readonly OpDecl[] = [
   ...predicateOps,
   ...rearrangeOps,
   ...reduceOps,
+  ...reduceMoreOps,
+  ...sampleOps,
+  ...scanOps,
+  ...scatterOps,
+  ...selectOps,
   ...shapeOps,
   ...softmaxOps,
+  ...sortOps,
   ...triangularOps,
   ...unaryOps,
   ...whereOps,
 ];
 
 /** Kernel op codes no user-visible op launches yet (the kernels implement them). */
-export const kernelCodes: readonly KernelCode[] = [
-  { family: 'reduce', code: 'prod' },
-  { family: 'unary', code: 'logical_not' },
-];
+export const kernelCodes: readonly KernelCode[] = [{ family: 'unary', code: 'logical_not' }];

@@ -18,8 +18,14 @@ import { cases as optim } from './optim';
 import { cases as predicates } from './predicates';
 import { cases as rearrange } from './rearrange';
 import { cases as reduce } from './reduce';
+import { cases as reduceMore } from './reduce_more';
+import { cases as sample } from './sample';
+import { cases as scan } from './scan';
+import { cases as scatter } from './scatter';
+import { cases as select } from './select';
 import { cases as shape } from './shape';
 import { cases as softmax } from './softmax';
+import { cases as sort } from './sort';
 import { cases as triangular } from './triangular';
 import { cases as unary } from './unary';
 import { cases as where } from './where';
@@ -44,8 +50,14 @@ export const cases: readonly OpCase[] = [
   ...predicates,
   ...rearrange,
   ...reduce,
+  ...reduceMore,
+  ...sample,
+  ...scan,
+  ...scatter,
+  ...select,
   ...shape,
   ...softmax,
+  ...sort,
   ...triangular,
   ...unary,
   ...where,

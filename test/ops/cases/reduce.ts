@@ -67,7 +67,7 @@ export const cases: OpCase[] = [
   ),
   red(
     'max',
-    (x) => x.max(1),
+    (x) => x.max(1).values,
     (vs) => Math.max(...vs),
     [1],
     false,
@@ -76,7 +76,7 @@ export const cases: OpCase[] = [
   {
     ...red(
       'max',
-      (x) => x.max(2),
+      (x) => x.max(2).values,
       (vs) => Math.max(...vs),
       [2],
       false,

@@ -1,0 +1,220 @@
+// CUDA scatter and scatterReduce (sum, prod, mean, amax, amin; include_self as torch). Updates
+// that may meet at one element go through a compare-and-swap on the enclosing word, for every
+// dtype; bad index values are reported through the stream's IndexFault (ERR_INDEX at the next sync).
+#include <cmath>
+#include <limits>
+#include "common.cuh"
+#include "kernels.h"
+
+namespace flock::cuda {
+namespace {
+
+// index/src are dense in index's shape; the output has its own contiguous strides.
+struct ScatterPlan {
+  int nd, dim;
+  int64_t index_size[kMaxDims], out_stride[kMaxDims];
+  int64_t out_dim;
+};
+
+ScatterPlan make_plan(const Shape& out, const Shape& index, int64_t dim) {
+  if (index.size() > static_cast<size_t>(kMaxDims)) fail(Code::Shape, "scatter: at most ", kMaxDims, " dimensions are supported");
+  ScatterPlan g{};
+  g.nd = static_cast<int>(index.size());
+  g.dim = static_cast<int>(dim);
+  int64_t st = 1;
+  for (int d = g.nd - 1; d >= 0; --d) {
+    g.index_size[d] = index[d];
+    g.out_stride[d] = st;
+    st *= out[d];
+  }
+  g.out_dim = out[dim];
+  return g;
+}
+
+// The output offset of index element e, or -1 (reported once) when its value is out of range.
+__device__ __forceinline__ int64_t target(const ScatterPlan& g, const void* index, bool wide, int64_t e, IndexFault* fault, int op) {
+  const int64_t k = wide ? static_cast<const int64_t*>(index)[e] : static_cast<const int32_t*>(index)[e];
+  if (k < 0 || k >= g.out_dim) {
+    if (fault && atomicCAS(&fault->flag, 0, 1) == 0) {
+      fault->op = op;
+      fault->value = k;
+      fault->limit = g.out_dim;
+    }
+    return -1;
+  }
+  int64_t off = 0;
+  for (int d = g.nd - 1; d >= 0; --d) {
+    const int64_t c = e % g.index_size[d];
+    e /= g.index_size[d];
+    off += (d == g.dim ? k : c) * g.out_stride[d];
+  }
+  return off;
+}
+
+template <class W>
+__global__ void scatter_kernel(W* out, const void* index, bool wide, const W* src, int64_t n, ScatterPlan g, IndexFault* fault) {
+  FLOCK_GRID_STRIDE(e, n) {
+    const int64_t off = target(g, index, wide, e, fault, kScatter);
+    if (off >= 0) out[off] = src[e];
+  }
+}
+
+// *p = f(*p) atomically, through a compare-and-swap on the aligned word holding *p.
+template <class T, class F>
+__device__ void atomic_update(T* p, F f) {
+  if constexpr (sizeof(T) == 8 || sizeof(T) == 4) {
+    using W = std::conditional_t<sizeof(T) == 8, unsigned long long, unsigned int>;
+    W* w = reinterpret_cast<W*>(p);
+    W old = *w, assumed;
+    do {
+      assumed = old;
+      T cur, next;
+      memcpy(&cur, &assumed, sizeof(T));
+      next = f(cur);
+      W bits;
+      memcpy(&bits, &next, sizeof(T));
+      old = atomicCAS(w, assumed, bits);
+    } while (old != assumed);
+  } else {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    unsigned int* w = reinterpret_cast<unsigned int*>(addr & ~uintptr_t(3));
+    const unsigned shift = static_cast<unsigned>(addr & 3) * 8;
+    const unsigned mask = sizeof(T) == 2 ? 0xffffu : 0xffu;
+    unsigned int old = *w, assumed;
+    do {
+      assumed = old;
+      const unsigned part = (assumed >> shift) & mask;
+      T cur;
+      memcpy(&cur, &part, sizeof(T));  // little-endian: the low bytes of `part`
+      const T next = f(cur);
+      unsigned nb = 0;
+      memcpy(&nb, &next, sizeof(T));
+      old = atomicCAS(w, assumed, (assumed & ~(mask << shift)) | ((nb & mask) << shift));
+    } while (old != assumed);
+  }
+}
+
+template <class C>
+__device__ __forceinline__ C combine(ScatterReduceOp op, C a, C b) {
+  switch (op) {
+    case ScatterReduceOp::prod: return a * b;
+    case ScatterReduceOp::amax:
+    case ScatterReduceOp::amin:
+      if constexpr (std::is_floating_point_v<C>) {
+        if (a != a || b != b) return a != a ? a : b;  // NaN propagates, as torch
+      }
+      return op == ScatterReduceOp::amax ? (b > a ? b : a) : (b < a ? b : a);
+    default: return a + b;
+  }
+}
+
+template <class C>
+__device__ __forceinline__ C identity(ScatterReduceOp op) {
+  switch (op) {
+    case ScatterReduceOp::prod: return C(1);
+    case ScatterReduceOp::amax:
+      if constexpr (std::is_floating_point_v<C>) return -INFINITY;
+      else return std::numeric_limits<C>::lowest();
+    case ScatterReduceOp::amin:
+      if constexpr (std::is_floating_point_v<C>) return INFINITY;
+      else return std::numeric_limits<C>::max();
+    default: return C(0);
+  }
+}
+
+// Without include_self, every target starts from the reduction's identity.
+template <class T>
+__global__ void scatter_identity_kernel(ScatterReduceOp op, T* out, const void* index, bool wide, int64_t n, ScatterPlan g) {
+  FLOCK_GRID_STRIDE(e, n) {
+    const int64_t off = target(g, index, wide, e, nullptr, 0);
+    if (off >= 0) out[off] = Num<T>::store(identity<typename Num<T>::C>(op));
+  }
+}
+
+template <class T>
+__global__ void scatter_reduce_kernel(ScatterReduceOp op, T* out, const void* index, bool wide, const T* src, int64_t n, ScatterPlan g,
+                                      unsigned long long* count, IndexFault* fault) {
+  using C = typename Num<T>::C;
+  FLOCK_GRID_STRIDE(e, n) {
+    const int64_t off = target(g, index, wide, e, fault, kScatterReduce);
+    if (off < 0) continue;
+    const C v = Num<T>::load(src[e]);
+    atomic_update(out + off, [&](T cur) { return Num<T>::store(combine<C>(op, Num<T>::load(cur), v)); });
+    if (count) atomicAdd(count + off, 1ull);
+  }
+}
+
+__global__ void fill_count_kernel(int64_t* count, int64_t n, int64_t v) {
+  FLOCK_GRID_STRIDE(i, n) count[i] = v;
+}
+
+template <class T>
+__global__ void scatter_mean_kernel(T* out, const int64_t* count, int64_t n) {
+  using C = typename Num<T>::C;
+  FLOCK_GRID_STRIDE(i, n) {
+    const int64_t c = count[i];
+    if (c <= 1) continue;
+    const C v = Num<T>::load(out[i]);
+    if constexpr (std::is_floating_point_v<C>) {
+      out[i] = Num<T>::store(v / static_cast<C>(c));
+    } else {  // floor division, as torch's integer mean
+      const int64_t a = static_cast<int64_t>(v), q = a / c;
+      out[i] = static_cast<T>(q - ((a % c != 0 && a < 0) ? 1 : 0));
+    }
+  }
+}
+
+void scatter_cuda(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim) {
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  const ScatterPlan g = make_plan(out.shape, index.shape, dim);
+  cudaStream_t s = current_stream();
+  IndexFault* fault = current_index_fault();
+  const bool wide = index.dtype == DType::i64;
+  switch (dtype_size(out.dtype)) {
+    case 1: scatter_kernel<uint8_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<uint8_t*>(out.raw()), index.raw(), wide, static_cast<const uint8_t*>(src.raw()), n, g, fault); break;
+    case 2: scatter_kernel<uint16_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<uint16_t*>(out.raw()), index.raw(), wide, static_cast<const uint16_t*>(src.raw()), n, g, fault); break;
+    case 4: scatter_kernel<uint32_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<uint32_t*>(out.raw()), index.raw(), wide, static_cast<const uint32_t*>(src.raw()), n, g, fault); break;
+    default: scatter_kernel<uint64_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<uint64_t*>(out.raw()), index.raw(), wide, static_cast<const uint64_t*>(src.raw()), n, g, fault); break;
+  }
+  check_launch("scatter_kernel");
+}
+
+void scatter_reduce_cuda(ScatterReduceOp op, Tensor& out, const Tensor& index, const Tensor& src, int64_t dim, bool include_self,
+                         Tensor& count) {
+  const int64_t n = index.numel(), total = out.numel();
+  if (n == 0) return;
+  const ScatterPlan g = make_plan(out.shape, index.shape, dim);
+  cudaStream_t s = current_stream();
+  IndexFault* fault = current_index_fault();
+  const bool wide = index.dtype == DType::i64, mean = op == ScatterReduceOp::mean;
+  if (mean) {
+    fill_count_kernel<<<grid_for(total), kThreads, 0, s>>>(count.data<int64_t>(), total, include_self ? 1 : 0);
+    check_launch("fill_count_kernel");
+  }
+  visit_numeric(out.dtype, "scatterReduce", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      fail(Code::DType, "scatterReduce: not defined for bool tensors");
+    } else {
+      if (!include_self) {
+        scatter_identity_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, out.data<T>(), index.raw(), wide, n, g);
+        check_launch("scatter_identity_kernel");
+      }
+      auto* cnt = mean ? reinterpret_cast<unsigned long long*>(count.raw()) : nullptr;
+      scatter_reduce_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, out.data<T>(), index.raw(), wide, src.data<T>(), n, g, cnt, fault);
+      check_launch("scatter_reduce_kernel");
+      if (mean) {
+        scatter_mean_kernel<T><<<grid_for(total), kThreads, 0, s>>>(out.data<T>(), count.data<int64_t>(), total);
+        check_launch("scatter_mean_kernel");
+      }
+    }
+  });
+}
+
+}  // namespace
+
+FLOCK_REGISTER_KERNEL(scatter, CUDA, scatter_cuda);
+FLOCK_REGISTER_KERNEL(scatter_reduce, CUDA, scatter_reduce_cuda);
+
+}  // namespace flock::cuda
