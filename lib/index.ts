@@ -95,3 +95,5 @@ export * as io from './io/index';
 export * as checkpoint from './io/checkpoint';
 export * as profiler from './profiler/index';
 export * as utils from './utils/index';
+export * as amp from './amp';
+export { autocast } from './amp/autocast';

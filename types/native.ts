@@ -245,6 +245,12 @@ export interface NativeAddon {
     decoupled: boolean,
     amsgrad: boolean,
     maximize: boolean,
+    /** f32 master weights of bf16/f16 params (empty for f32/f64 params). */
+    masters: NativeTensor[],
+    /** Round the bf16/f16 copies stochastically, with Philox counters from (seed, offset). */
+    stochasticRounding: boolean,
+    seed: number,
+    offset: number,
   ): void;
   gradNorm(tensors: NativeTensor[], normType: number): NativeTensor;
   clipByNorm(tensors: NativeTensor[], total: NativeTensor, maxNorm: number): void;
@@ -259,7 +265,13 @@ export interface NativeAddon {
     nesterov: boolean,
     firstStep: boolean,
     maximize: boolean,
+    masters: NativeTensor[],
+    stochasticRounding: boolean,
+    seed: number,
+    offset: number,
   ): void;
+  /** GradScaler's fused unscale: tensors *= invScale in place; foundInf (0-d f32) set to 1 on any inf/NaN. */
+  ampUnscale(tensors: NativeTensor[], foundInf: NativeTensor, invScale: number): void;
 }
 
 // ---- distributed (cpp/bindings/distributed.cc) ----
