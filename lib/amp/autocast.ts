@@ -164,13 +164,13 @@ export function withoutAutocast<T>(fn: () => T): T {
 }
 
 let policies: Map<string, AutocastPolicy> | null = null;
-let policiesFrom: readonly unknown[] | null = null;
+let policiesFor = -1;
 
 /** The policy the op manifest declares for `op`; 'none' for an op it does not list. */
 export function autocastPolicy(op: string): AutocastPolicy {
-  if (policies === null || policiesFrom !== manifest) {
+  if (policies === null || policiesFor !== manifest.length) {
     policies = new Map(manifest.map((d) => [d.name, d.autocast]));
-    policiesFrom = manifest;
+    policiesFor = manifest.length;
   }
   return policies.get(op) ?? 'none';
 }
