@@ -17,6 +17,7 @@ import { enableGrad, isGradEnabled, noGrad } from '../autograd/grad_mode';
 import { getRngState, setRngState } from '../random';
 import { autocastState, withAutocastStates } from '../amp/autocast';
 import { argError, describe } from '../errors';
+import { tidy } from '../memory';
 import { Module } from '../nn/module';
 import type { Sequential } from '../nn/container';
 import { checkNumber } from '../validate';
@@ -30,9 +31,10 @@ function run(op: string, call: (args: unknown[]) => unknown, inputs: unknown[], 
     autocastState('cpu') ?? { device: 'cpu' as const, dtype: 'bf16' as const, enabled: false, cacheEnabled: true },
     autocastState('cuda') ?? { device: 'cuda' as const, dtype: 'f16' as const, enabled: false, cacheEnabled: true },
   ];
+  // tidy frees the part's intermediates now rather than at the next garbage collection.
   const out = asTensor(
     op,
-    noGrad(() => call(inputs)),
+    noGrad(() => tidy(() => call(inputs))),
   );
   const tensors = inputs.filter((x): x is Tensor => x instanceof Tensor);
   return record(out, op, [...tensors, ...params], (g) => {

@@ -43,7 +43,11 @@ test('the scale sequence follows the reference: growth after N clean steps, back
     else {
       // The unscaled gradient is x itself: p ← p − 0.5·x.
       const after = p.toArray() as number[];
-      assert.equal(after, before.map((v, k) => v - 0.5 * [1, 2, 3, 4][k]), `step ${i} update`);
+      assert.equal(
+        after,
+        before.map((v, k) => v - 0.5 * [1, 2, 3, 4][k]),
+        `step ${i} update`,
+      );
     }
     scaler.update();
     assert.is(scaler.getScale(), want[i], `scale after step ${i}`);
@@ -58,10 +62,16 @@ test('unscale_ then clipGradNorm_ sees the true gradients; gradient accumulation
   assert.equal(p.grad?.toArray(), [9, 0, 0, 12]);
   const norm = fl.optim.clipGradNorm_([p], 1);
   assert.ok(Math.abs(norm.itemSync() - 15) < 1e-5);
-  assert.throws(() => scaler.unscale_(opt), (e: { code?: string }) => e.code === 'ERR_ARG');
+  assert.throws(
+    () => scaler.unscale_(opt),
+    (e: { code?: string }) => e.code === 'ERR_ARG',
+  );
   assert.ok(await scaler.step(opt));
   scaler.update();
-  assert.throws(() => scaler.update(), (e: { code?: string }) => e.code === 'ERR_ARG');
+  assert.throws(
+    () => scaler.update(),
+    (e: { code?: string }) => e.code === 'ERR_ARG',
+  );
 });
 
 test('state dict round trip; a disabled scaler is a pass-through', async () => {
@@ -75,14 +85,26 @@ test('state dict round trip; a disabled scaler is a pass-through', async () => {
   const b = new fl.amp.GradScaler();
   b.loadStateDict(sd);
   assert.equal(b.stateDict(), sd);
-  assert.throws(() => b.loadStateDict({ ...sd, scale: -1 }), (e: { code?: string }) => e.code === 'ERR_RANGE');
-  assert.throws(() => b.loadStateDict({ ...sd, extra: 1 } as never), (e: { code?: string }) => e.code === 'ERR_STATE_DICT');
+  assert.throws(
+    () => b.loadStateDict({ ...sd, scale: -1 }),
+    (e: { code?: string }) => e.code === 'ERR_RANGE',
+  );
+  assert.throws(
+    () => b.loadStateDict({ ...sd, extra: 1 } as never),
+    (e: { code?: string }) => e.code === 'ERR_STATE_DICT',
+  );
   const off = new fl.amp.GradScaler({ enabled: false });
   const loss = p.sum();
   assert.is(off.scale(loss), loss);
   assert.is(off.getScale(), 1);
-  assert.throws(() => new fl.amp.GradScaler({ growthFactor: 1 }), (e: { code?: string }) => e.code === 'ERR_RANGE');
-  assert.throws(() => new fl.amp.GradScaler({ initscale: 2 } as never), (e: { code?: string }) => e.code === 'ERR_ARG');
+  assert.throws(
+    () => new fl.amp.GradScaler({ growthFactor: 1 }),
+    (e: { code?: string }) => e.code === 'ERR_RANGE',
+  );
+  assert.throws(
+    () => new fl.amp.GradScaler({ initscale: 2 } as never),
+    (e: { code?: string }) => e.code === 'ERR_ARG',
+  );
 });
 
 test('the fused unscale covers every dtype and flags NaN as well as inf', () => {
