@@ -24,7 +24,7 @@ function model(seed: number) {
 }
 
 /** Loss and every gradient (input's included), with `wrap` deciding how the model runs. */
-function grads(wrap: (m: nn.Sequential, x: fl.Tensor) => fl.Tensor) {
+function grads(wrap: (m: fl.nn.Sequential, x: fl.Tensor) => fl.Tensor) {
   const m = model(11);
   fl.manualSeed(99);
   const x = fl.randn([8, 16]).requiresGrad_();
