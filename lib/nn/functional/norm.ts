@@ -24,9 +24,7 @@ function perChannel(v: Tensor, ndim: number): Tensor {
 
 /** Each row of `x` [rows, d] to zero mean and unit variance; composed ops for dtypes other than f32/f64. */
 function normalizeRows(op: string, x: Tensor, eps: number): Tensor {
-  if (x.dtype !== 'f32' && x.dtype !== 'f64') {
-    return x.sub(x.mean(1, true)).mul(x.var(1, { correction: 0, keepdim: true }).add(eps).rsqrt());
-  }
+  // bf16/f16 rows are normalised in f32 by the native kernel (statistics kept in f32), rounded once.
   const [y, mean, rstd] = native.rowNorm(x.handle, eps).map(wrap);
   return record(y, op, [x], (g) => [wrap(native.rowNormBackward(x.handle, mean.handle, rstd.handle, g.handle))]);
 }
