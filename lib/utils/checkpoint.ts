@@ -41,23 +41,26 @@ function run(op: string, call: (args: unknown[]) => unknown, inputs: unknown[], 
     const now = getRngState();
     setRngState(rng);
     try {
-      const detached = new Map<Tensor, Tensor>();
-      for (const t of tensors) if (!detached.has(t)) detached.set(t, t.detach().requiresGrad_(t.requiresGrad));
-      const again = inputs.map((x) => (x instanceof Tensor ? detached.get(x) : x));
-      const y = asTensor(
-        op,
-        enableGrad(() => withAutocastStates(states, () => call(again))),
-      );
-      if (y.requiresGrad) backward(y, g);
-      // A tensor passed twice received its whole gradient once: give it to the first occurrence.
-      const given = new Set<Tensor>();
-      const grads = tensors.map((t) => {
-        const d = detached.get(t) as Tensor;
-        if (given.has(d) || !t.requiresGrad) return null;
-        given.add(d);
-        return d.grad;
+      // The recomputed activations are freed as soon as this part's gradients are out.
+      return tidy(() => {
+        const detached = new Map<Tensor, Tensor>();
+        for (const t of tensors) if (!detached.has(t)) detached.set(t, t.detach().requiresGrad_(t.requiresGrad));
+        const again = inputs.map((x) => (x instanceof Tensor ? detached.get(x) : x));
+        const y = asTensor(
+          op,
+          enableGrad(() => withAutocastStates(states, () => call(again))),
+        );
+        if (y.requiresGrad) backward(y, g);
+        // A tensor passed twice received its whole gradient once: give it to the first occurrence.
+        const given = new Set<Tensor>();
+        const grads = tensors.map((t) => {
+          const d = detached.get(t) as Tensor;
+          if (given.has(d) || !t.requiresGrad) return null;
+          given.add(d);
+          return d.grad;
+        });
+        return [...grads, ...params.map(() => null)];
       });
-      return [...grads, ...params.map(() => null)];
     } finally {
       setRngState(now);
     }
