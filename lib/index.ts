@@ -79,7 +79,7 @@ export function setNumThreads(n: number): void {
   native.setNumThreads(n);
 }
 /** How the addon was built: CUDA compiled in, CPU GEMM instruction set, threads. */
-export function buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number } {
+export function buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; bf16gemm: string; threads: number } {
   return native.buildInfo();
 }
 

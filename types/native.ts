@@ -114,7 +114,7 @@ export interface NativeAddon {
   setErrorClasses(typeError: NativeErrorClass, rangeError: NativeErrorClass, error: NativeErrorClass): void;
   numThreads(): number;
   setNumThreads(n: number): void;
-  buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number };
+  buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; bf16gemm: string; threads: number };
   gpuDeviceCount(): number;
   gpuDeviceName(index: number): string;
   gpuMemoryInfo(index: number): { free: number; total: number };
