@@ -6,7 +6,7 @@
 
 namespace flock {
 
-enum class BiasAct : int { none, relu, gelu, gelu_tanh, silu, tanh, sigmoid, count };
+// BiasAct (none, relu, ...) is generated from the manifest with the other op codes (kernels.h).
 
 // The element-wise op each activation applies (none applies none: the caller skips it).
 constexpr UnaryOp bias_act_unary(BiasAct a) {

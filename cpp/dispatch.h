@@ -1,5 +1,7 @@
 // The op table: for each kernel family, one function per device type. Kernels register with one
-// line each (FLOCK_REGISTER_KERNEL) next to their definition; ops look them up by device.
+// line each (FLOCK_REGISTER_KERNEL) next to their definition; ops look them up by device when they
+// are called, before queuing work, so a device without the kernel throws ERR_DEVICE at the call
+// rather than at the next sync point.
 #pragma once
 #include "device.h"
 #include "error.h"

@@ -1,25 +1,16 @@
-// Every kernel family of the op table and the op codes they take. A device backend (cpu/, cuda/)
+// Every kernel family of the op table; the op codes they take are generated from the manifest. A device backend (cpu/, cuda/)
 // registers one function per family; ops in cpp/ops/ validate, allocate and enqueue them.
 #pragma once
 #include <cstdint>
 #include <vector>
 #include "dispatch.h"
+#include "generated/op_codes.h"
 #include "tensor.h"
 
 namespace flock {
 
-enum class UnaryOp : int {
-  neg, exp, log, sqrt, rsqrt, abs, sign, tanh, sigmoid, relu, gelu, gelu_tanh, silu,
-  clamp, leaky_relu, logical_not, square, reciprocal, sin, cos, erf, floor, ceil, round,
-  log1p, expm1, pow_scalar, count
-};
-enum class BinaryOp : int {
-  add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logical_and, logical_or, count
-};
-enum class ReduceOp : int { sum, mean, max, min, prod, argmax, argmin, var, logsumexp, count };
-enum class RandomKind : int { uniform, normal, randint, bernoulli, count };
-
-constexpr bool binary_is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
+// The op codes (UnaryOp, BinaryOp, ReduceOp, RandomKind, BiasAct), their name tables and
+// binary_is_comparison come from the op manifest: generated/op_codes.h (npm run gen:ops).
 
 // Element offsets of each batch entry of a batched matmul (batch broadcasting resolved).
 struct MatmulPlan {

@@ -7,54 +7,9 @@ export interface NativeTensor {
 
 export type NativeDType = 'f32' | 'f64' | 'i32' | 'i64' | 'u8' | 'bool' | 'bf16' | 'f16';
 
-export type UnaryOpName =
-  | 'neg'
-  | 'exp'
-  | 'log'
-  | 'sqrt'
-  | 'rsqrt'
-  | 'abs'
-  | 'sign'
-  | 'tanh'
-  | 'sigmoid'
-  | 'relu'
-  | 'gelu'
-  | 'gelu_tanh'
-  | 'silu'
-  | 'clamp'
-  | 'leaky_relu'
-  | 'logical_not'
-  | 'square'
-  | 'reciprocal'
-  | 'sin'
-  | 'cos'
-  | 'erf'
-  | 'floor'
-  | 'ceil'
-  | 'round'
-  | 'log1p'
-  | 'expm1'
-  | 'pow_scalar';
-export type BinaryOpName =
-  | 'add'
-  | 'sub'
-  | 'mul'
-  | 'div'
-  | 'pow'
-  | 'maximum'
-  | 'minimum'
-  | 'eq'
-  | 'ne'
-  | 'lt'
-  | 'le'
-  | 'gt'
-  | 'ge'
-  | 'logical_and'
-  | 'logical_or';
-export type ReduceOpName = 'sum' | 'mean' | 'max' | 'min' | 'prod' | 'argmax' | 'argmin' | 'var' | 'logsumexp';
-export type RandomKind = 'uniform' | 'normal' | 'randint' | 'bernoulli';
-
-export type BiasActivation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'tanh' | 'sigmoid';
+// The op-code names come from the op manifest (lib/ops/manifest/, npm run gen:ops).
+export type { UnaryOpName, BinaryOpName, ReduceOpName, RandomKind, BiasActivation } from './op_codes';
+import type { UnaryOpName, BinaryOpName, ReduceOpName, RandomKind, BiasActivation } from './op_codes';
 
 export interface NativeMeta {
   shape: number[];

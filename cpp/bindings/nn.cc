@@ -141,11 +141,10 @@ Napi::Value RowNormBackward(const Napi::CallbackInfo& info) {
   return out(info, ops::row_norm_backward(x, mean, rstd, gy));
 }
 
-const char* const kBiasActs[] = {"none", "relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"};
-static_assert(sizeof(kBiasActs) / sizeof(*kBiasActs) == static_cast<size_t>(BiasAct::count));
+// kBiasActNames is generated from the manifest (cpp/generated/op_codes.h).
 
 BiasAct bias_activation(const Args& a, size_t i) {
-  return a.enumeration<BiasAct>(i, "activation", kBiasActs, static_cast<int>(BiasAct::count));
+  return a.enumeration<BiasAct>(i, "activation", kBiasActNames, static_cast<int>(BiasAct::count));
 }
 
 Napi::Value BiasActivation(const Napi::CallbackInfo& info) {

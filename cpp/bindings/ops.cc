@@ -7,15 +7,10 @@
 namespace flock::js {
 namespace {
 
-const char* const kUnaryOps[] = {"neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "tanh", "sigmoid", "relu",
-                                 "gelu", "gelu_tanh", "silu", "clamp", "leaky_relu", "logical_not", "square",
-                                 "reciprocal", "sin", "cos", "erf", "floor", "ceil", "round", "log1p", "expm1", "pow_scalar"};
-const char* const kBinaryOps[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-                                  "logical_and", "logical_or"};
-const char* const kReduceOps[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin", "var", "logsumexp"};
-static_assert(sizeof(kUnaryOps) / sizeof(*kUnaryOps) == static_cast<size_t>(UnaryOp::count));
-static_assert(sizeof(kBinaryOps) / sizeof(*kBinaryOps) == static_cast<size_t>(BinaryOp::count));
-static_assert(sizeof(kReduceOps) / sizeof(*kReduceOps) == static_cast<size_t>(ReduceOp::count));
+// The op names (kUnaryOpNames, ...) are generated from the manifest: cpp/generated/op_codes.h.
+constexpr int kUnaryOps = static_cast<int>(UnaryOp::count);
+constexpr int kBinaryOps = static_cast<int>(BinaryOp::count);
+constexpr int kReduceOps = static_cast<int>(ReduceOp::count);
 
 constexpr int64_t kMaxDim = 64;
 
@@ -25,19 +20,19 @@ double optional_number(const Args& a, size_t i, const char* name) { return a.at(
 
 Napi::Value Unary(const Napi::CallbackInfo& info) {
   Args a{info, "unary"};
-  auto op = a.enumeration<UnaryOp>(0, "op", kUnaryOps, static_cast<int>(UnaryOp::count));
+  auto op = a.enumeration<UnaryOp>(0, "op", kUnaryOpNames, kUnaryOps);
   return out(info, ops::unary(op, a.tensor(1, "x"), optional_number(a, 2, "a"), optional_number(a, 3, "b")));
 }
 
 Napi::Value UnaryBackward(const Napi::CallbackInfo& info) {
   Args a{info, "unaryBackward"};
-  auto op = a.enumeration<UnaryOp>(0, "op", kUnaryOps, static_cast<int>(UnaryOp::count));
+  auto op = a.enumeration<UnaryOp>(0, "op", kUnaryOpNames, kUnaryOps);
   return out(info, ops::unary_backward(op, a.tensor(1, "x"), a.tensor(2, "grad"), optional_number(a, 3, "a"), optional_number(a, 4, "b")));
 }
 
 Napi::Value Binary(const Napi::CallbackInfo& info) {
   Args a{info, "binary"};
-  auto op = a.enumeration<BinaryOp>(0, "op", kBinaryOps, static_cast<int>(BinaryOp::count));
+  auto op = a.enumeration<BinaryOp>(0, "op", kBinaryOpNames, kBinaryOps);
   return out(info, ops::binary(op, a.tensor(1, "a"), a.tensor(2, "b")));
 }
 
@@ -70,7 +65,7 @@ Napi::Value To(const Napi::CallbackInfo& info) {
 
 Napi::Value Reduce(const Napi::CallbackInfo& info) {
   Args a{info, "reduce"};
-  auto op = a.enumeration<ReduceOp>(0, "op", kReduceOps, static_cast<int>(ReduceOp::count));
+  auto op = a.enumeration<ReduceOp>(0, "op", kReduceOpNames, kReduceOps);
   const Tensor& x = a.tensor(1, "x");
   auto dims = a.ints(2, "dims", -kMaxDim, kMaxDim);
   return out(info, ops::reduce(op, x, dims, a.boolean(3, "keepdim"), optional_number(a, 4, "correction")));

@@ -56,11 +56,9 @@ Napi::Value Linspace(const Napi::CallbackInfo& info) {
                                                               a.integer(2, "steps", 0, int64_t(1) << 40), a.dtype(3), a.device(4)));
 }
 
-const char* const kRandomKinds[] = {"uniform", "normal", "randint", "bernoulli"};
-
 Napi::Value Random(const Napi::CallbackInfo& info) {
   Args a{info, "random"};
-  auto kind = a.enumeration<RandomKind>(0, "kind", kRandomKinds, 4);
+  auto kind = a.enumeration<RandomKind>(0, "kind", kRandomKindNames, static_cast<int>(RandomKind::count));
   Shape shape = a.shape(1, "shape");
   DType dtype = a.dtype(2);
   Device device = a.device(3);

@@ -18,7 +18,8 @@ void amp_unscale(std::vector<Tensor> ts, const Tensor& found_inf, double inv_sca
   }
   if (ts.empty()) return;
   Tensor flag = found_inf;
-  launch("ampUnscale", dev, [=]() mutable { amp_unscale_table().get(dev)(ts, flag, inv_scale); });
+  auto kernel = amp_unscale_table().get(dev);
+  launch("ampUnscale", dev, [=]() mutable { kernel(ts, flag, inv_scale); });
 }
 
 }  // namespace flock::ops

@@ -29,7 +29,8 @@ Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act) {
   check_input(x, act, "biasAct");
   check_bias(x, bias, "biasAct");
   Tensor y = empty(x.shape, x.dtype, x.device(), "biasAct");
-  if (y.numel() > 0) launch("biasAct", x.device(), [=]() mutable { bias_act_table().get(x.device())(x, bias, y, act); });
+  auto kernel = bias_act_table().get(x.device());
+  if (y.numel() > 0) launch("biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); });
   return y;
 }
 
@@ -45,8 +46,9 @@ Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bi
     b = *bias;
   }
   Tensor gx = empty(gy.shape, gy.dtype, gy.device(), "biasActBackward");
+  auto kernel = bias_act_backward_table().get(gy.device());
   if (gx.numel() > 0)
-    launch("biasActBackward", gy.device(), [=]() mutable { bias_act_backward_table().get(gy.device())(gy, saved, has_bias ? &b : nullptr, gx, act); });
+    launch("biasActBackward", gy.device(), [=]() mutable { kernel(gy, saved, has_bias ? &b : nullptr, gx, act); });
   return gx;
 }
 

@@ -25,7 +25,8 @@ Tensor grad_norm(std::vector<Tensor> ts, double p) {
   const Device dev = ts[0].device();
   Tensor acc = empty({}, DType::f64, dev, "gradNorm");
   Tensor out = empty({}, ts[0].dtype, dev, "gradNorm");
-  launch("gradNorm", dev, [=]() mutable { grad_norm_table().get(dev)(ts, acc, out, p); });
+  auto kernel = grad_norm_table().get(dev);
+  launch("gradNorm", dev, [=]() mutable { kernel(ts, acc, out, p); });
   return out;
 }
 
@@ -36,7 +37,8 @@ void clip_by_norm(std::vector<Tensor> ts, const Tensor& total, double max_norm) 
     fail(Code::Shape, "clipByNorm: the norm must be a one-element ", dtype_name(ts[0].dtype), " tensor on ", ts[0].device().str(),
          ", got ", shape_str(total.shape), " ", dtype_name(total.dtype), " on ", total.device().str());
   const Device dev = ts[0].device();
-  launch("clipByNorm", dev, [=]() mutable { clip_by_norm_table().get(dev)(ts, total, max_norm); });
+  auto kernel = clip_by_norm_table().get(dev);
+  launch("clipByNorm", dev, [=]() mutable { kernel(ts, total, max_norm); });
 }
 
 }  // namespace flock::ops

@@ -7,7 +7,8 @@ namespace flock::ops {
 
 Tensor full(const Shape& shape, DType dtype, Device device, double value) {
   Tensor out = empty(shape, dtype, device, "full");
-  launch("full", device, [out, value]() mutable { fill_table().get(out.device())(out, value); });
+  auto kernel = fill_table().get(out.device());
+  launch("full", device, [out, value, kernel]() mutable { kernel(out, value); });
   return out;
 }
 
@@ -20,7 +21,8 @@ Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype
     std::memcpy(out.raw(), data, bytes);  // a fresh storage: no queued work can touch it yet
   } else {
     auto staged = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
-    launch("tensor", device, [out, staged]() mutable { copy_from_host_table().get(out.device())(staged->data(), out); });
+    auto kernel = copy_from_host_table().get(out.device());
+    launch("tensor", device, [out, staged, kernel]() mutable { kernel(staged->data(), out); });
   }
   return out;
 }
@@ -32,7 +34,8 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
   if (count > static_cast<double>(int64_t(1) << 40)) fail(Code::OOM, "arange: ", count, " elements are too many");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   Tensor out = empty({n}, dtype, device, "arange");
-  launch("arange", device, [out, start, step]() mutable { arange_table().get(out.device())(out, start, step); });
+  auto kernel = arange_table().get(out.device());
+  launch("arange", device, [out, start, step, kernel]() mutable { kernel(out, start, step); });
   return out;
 }
 
@@ -41,7 +44,8 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype, Device dev
   if (steps < 0) fail(Code::Shape, "linspace: steps must be non-negative, got ", steps);
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
   Tensor out = empty({steps}, dtype, device, "linspace");
-  launch("linspace", device, [out, start, step]() mutable { arange_table().get(out.device())(out, start, step); });
+  auto kernel = arange_table().get(out.device());
+  launch("linspace", device, [out, start, step, kernel]() mutable { kernel(out, start, step); });
   return out;
 }
 
@@ -55,7 +59,8 @@ Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, u
   if (kind == RandomKind::normal && b < 0) fail(Code::Range, op, ": std must be non-negative, got ", b);
   if (kind == RandomKind::bernoulli && (a < 0 || a > 1)) fail(Code::Range, op, ": p must lie in [0, 1], got ", a);
   Tensor out = empty(shape, dtype, device, op);
-  launch(op, device, [=]() mutable { random_table().get(out.device())(kind, out, seed, offset, a, b); });
+  auto kernel = random_table().get(out.device());
+  launch(op, device, [=]() mutable { kernel(kind, out, seed, offset, a, b); });
   return out;
 }
 
@@ -67,7 +72,8 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   shape.push_back(num_classes);
   Tensor out = empty(shape, DType::i64, index.device(), "oneHot");
   if (index.numel() == 0) return out;
-  launch("oneHot", index.device(), [index, out, num_classes]() mutable { one_hot_table().get(out.device())(index, out, num_classes); });
+  auto kernel = one_hot_table().get(out.device());
+  launch("oneHot", index.device(), [index, out, num_classes, kernel]() mutable { kernel(index, out, num_classes); });
   return out;
 }
 

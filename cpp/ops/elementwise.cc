@@ -21,7 +21,8 @@ Tensor unary(UnaryOp op, const Tensor& x, double a, double b) {
   if (unary_needs_float(op) && !is_floating(x.dtype))
     fail(Code::DType, "unary: this op needs a floating dtype, got ", dtype_name(x.dtype), " of shape ", shape_str(x.shape));
   Tensor out = empty(x.shape, x.dtype, x.device(), "unary");
-  launch("unary", x.device(), [op, x, out, a, b]() mutable { unary_table().get(x.device())(op, x, out, a, b); });
+  auto kernel = unary_table().get(x.device());
+  launch("unary", x.device(), [op, x, out, a, b, kernel]() mutable { kernel(op, x, out, a, b); });
   return out;
 }
 
@@ -33,7 +34,8 @@ Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& gy, double a, d
   if (x.shape != gy.shape)
     fail(Code::Shape, "unary_backward: input ", shape_str(x.shape), " and gradient ", shape_str(gy.shape), " differ");
   Tensor gx = empty(x.shape, x.dtype, x.device(), "unary_backward");
-  launch("unary_backward", x.device(), [=]() mutable { unary_backward_table().get(x.device())(op, x, gy, gx, a, b); });
+  auto kernel = unary_backward_table().get(x.device());
+  launch("unary_backward", x.device(), [=]() mutable { kernel(op, x, gy, gx, a, b); });
   return gx;
 }
 
@@ -46,7 +48,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (!binary_is_comparison(op) && a.dtype == DType::boolean) fail(Code::DType, "binary: arithmetic is not defined for bool tensors");
   Shape shape = broadcast_shapes(a.shape, b.shape, "binary");
   Tensor out = empty(shape, binary_is_comparison(op) ? DType::boolean : a.dtype, a.device(), "binary");
-  launch("binary", a.device(), [op, a, b, out]() mutable { binary_table().get(a.device())(op, a, b, out); });
+  auto kernel = binary_table().get(a.device());
+  launch("binary", a.device(), [op, a, b, out, kernel]() mutable { kernel(op, a, b, out); });
   return out;
 }
 
@@ -57,13 +60,15 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (a.dtype != b.dtype) fail(Code::DType, "where: dtypes ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape, a.shape, "where"), b.shape, "where");
   Tensor out = empty(shape, a.dtype, a.device(), "where");
-  launch("where", a.device(), [cond, a, b, out]() mutable { where_table().get(a.device())(cond, a, b, out); });
+  auto kernel = where_table().get(a.device());
+  launch("where", a.device(), [cond, a, b, out, kernel]() mutable { kernel(cond, a, b, out); });
   return out;
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
   Tensor out = empty(x.shape, dtype, x.device(), "cast");
-  launch("cast", x.device(), [x, out]() mutable { cast_table().get(x.device())(x, out); });
+  auto kernel = cast_table().get(x.device());
+  launch("cast", x.device(), [x, out, kernel]() mutable { kernel(x, out); });
   return out;
 }
 
@@ -74,7 +79,8 @@ void copy_(Tensor& dst, const Tensor& src) {
   if (dst.dtype != src.dtype) fail(Code::DType, "copy_: dtypes ", dtype_name(dst.dtype), " and ", dtype_name(src.dtype), " differ");
   if (dst.shape != src.shape) fail(Code::Shape, "copy_: shapes ", shape_str(dst.shape), " and ", shape_str(src.shape), " differ");
   Tensor d = dst;
-  launch("copy_", dst.device(), [d, src]() mutable { cast_table().get(d.device())(src, d); });
+  auto kernel = cast_table().get(d.device());
+  launch("copy_", dst.device(), [d, src, kernel]() mutable { kernel(src, d); });
 }
 
 Tensor to_device(const Tensor& x, Device device) {
@@ -93,7 +99,8 @@ Tensor to_device(const Tensor& x, Device device) {
 
 void copy_to_host(const Tensor& x, std::shared_ptr<std::vector<uint8_t>> dst) {
   if (dst->size() != x.nbytes()) fail(Code::Internal, "copy_to_host: buffer size mismatch");
-  launch("data", x.device(), [x, dst]() { copy_to_host_table().get(x.device())(x, dst->data()); });
+  auto kernel = copy_to_host_table().get(x.device());
+  launch("data", x.device(), [x, dst, kernel]() { kernel(x, dst->data()); });
 }
 
 }  // namespace flock::ops

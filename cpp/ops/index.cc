@@ -39,7 +39,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, const cha
   if (out.numel() == 0) return out;
   if (x.shape[dim] == 0) fail(Code::Index, op, ": cannot select from an empty dim of shape ", shape_str(x.shape));
   const int64_t dim_size = x.shape[dim];
-  launch(op, x.device(), [=]() mutable { index_select_table().get(x.device())(x, index, out, outer, dim_size, inner); });
+  auto kernel = index_select_table().get(x.device());
+  launch(op, x.device(), [=]() mutable { kernel(x, index, out, outer, dim_size, inner); });
   return out;
 }
 
@@ -48,7 +49,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* op)
   dim = check_gather_shapes(x, dim, index, op);
   Tensor out = empty(index.shape, x.dtype, x.device(), op);
   if (out.numel() == 0) return out;
-  launch(op, x.device(), [=]() mutable { gather_table().get(x.device())(x, index, out, dim); });
+  auto kernel = gather_table().get(x.device());
+  launch(op, x.device(), [=]() mutable { kernel(x, index, out, dim); });
   return out;
 }
 
@@ -61,9 +63,10 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   dim = check_gather_shapes(x, dim, index, "scatterAdd");
   Tensor out = clone(x);
   if (index.numel() == 0) return out;
+  auto kernel = scatter_add_table().get(x.device());
   launch("scatterAdd", x.device(), [=]() mutable {
     Tensor o = out;
-    scatter_add_table().get(x.device())(o, index, src, dim);
+    kernel(o, index, src, dim);
   });
   return out;
 }

@@ -85,7 +85,8 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, cons
   }
   Tensor y = empty({g.n, g.oc, g.oh, g.ow}, x.dtype, x.device(), "conv2d");
   if (y.numel() == 0) return y;
-  launch("conv2d", x.device(), [=]() mutable { conv2d_forward_table().get(x.device())(x, w, has_bias ? &b : nullptr, y, g); });
+  auto kernel = conv2d_forward_table().get(x.device());
+  launch("conv2d", x.device(), [=]() mutable { kernel(x, w, has_bias ? &b : nullptr, y, g); });
   return y;
 }
 
@@ -97,7 +98,8 @@ Tensor conv2d_backward_input(const Tensor& gy, const Tensor& w, const Shape& inp
   check_shape(gy, {g.n, g.oc, g.oh, g.ow}, "conv2dBackwardInput", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "conv2dBackwardInput");
   if (gx.numel() == 0) return gx;
-  launch("conv2dBackwardInput", gy.device(), [=]() mutable { conv2d_backward_input_table().get(gy.device())(gy, w, gx, g); });
+  auto kernel = conv2d_backward_input_table().get(gy.device());
+  launch("conv2dBackwardInput", gy.device(), [=]() mutable { kernel(gy, w, gx, g); });
   return gx;
 }
 
@@ -109,7 +111,8 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& gy, const Shape& we
   check_shape(gy, {g.n, g.oc, g.oh, g.ow}, "conv2dBackwardWeight", "grad");
   Tensor gw = empty(weight_shape, x.dtype, x.device(), "conv2dBackwardWeight");
   if (gw.numel() == 0) return gw;
-  launch("conv2dBackwardWeight", x.device(), [=]() mutable { conv2d_backward_weight_table().get(x.device())(x, gy, gw, g); });
+  auto kernel = conv2d_backward_weight_table().get(x.device());
+  launch("conv2dBackwardWeight", x.device(), [=]() mutable { kernel(x, gy, gw, g); });
   return gw;
 }
 
@@ -123,7 +126,8 @@ std::vector<Tensor> max_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
   const Pool2dGeom g = pool_geom(x.shape, a, "maxPool2d");
   Tensor y = empty({g.n, g.c, g.oh, g.ow}, x.dtype, x.device(), "maxPool2d");
   Tensor idx = empty({g.n, g.c, g.oh, g.ow}, DType::i64, x.device(), "maxPool2d");
-  if (y.numel() > 0) launch("maxPool2d", x.device(), [=]() mutable { max_pool2d_forward_table().get(x.device())(x, y, idx, g); });
+  auto kernel = max_pool2d_forward_table().get(x.device());
+  if (y.numel() > 0) launch("maxPool2d", x.device(), [=]() mutable { kernel(x, y, idx, g); });
   return {y, idx};
 }
 
@@ -136,7 +140,8 @@ Tensor max_pool2d_backward(const Tensor& gy, const Tensor& indices, const Shape&
   check_shape(gy, {g.n, g.c, g.oh, g.ow}, "maxPool2dBackward", "grad");
   check_shape(indices, gy.shape, "maxPool2dBackward", "indices");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "maxPool2dBackward");
-  if (gx.numel() > 0) launch("maxPool2dBackward", gy.device(), [=]() mutable { max_pool2d_backward_table().get(gy.device())(gy, indices, gx, g); });
+  auto kernel = max_pool2d_backward_table().get(gy.device());
+  if (gx.numel() > 0) launch("maxPool2dBackward", gy.device(), [=]() mutable { kernel(gy, indices, gx, g); });
   return gx;
 }
 
@@ -145,7 +150,8 @@ Tensor avg_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
   if (is_low(x.dtype)) return narrow_to(avg_pool2d_forward(wide(x), a), x.dtype);
   const Pool2dGeom g = pool_geom(x.shape, a, "avgPool2d");
   Tensor y = empty({g.n, g.c, g.oh, g.ow}, x.dtype, x.device(), "avgPool2d");
-  if (y.numel() > 0) launch("avgPool2d", x.device(), [=]() mutable { avg_pool2d_forward_table().get(x.device())(x, y, g, false); });
+  auto kernel = avg_pool2d_forward_table().get(x.device());
+  if (y.numel() > 0) launch("avgPool2d", x.device(), [=]() mutable { kernel(x, y, g, false); });
   return y;
 }
 
@@ -155,7 +161,8 @@ Tensor avg_pool2d_backward(const Tensor& gy, const Shape& input_shape, const Poo
   const Pool2dGeom g = pool_geom(input_shape, a, "avgPool2dBackward");
   check_shape(gy, {g.n, g.c, g.oh, g.ow}, "avgPool2dBackward", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "avgPool2dBackward");
-  if (gx.numel() > 0) launch("avgPool2dBackward", gy.device(), [=]() mutable { avg_pool2d_backward_table().get(gy.device())(gy, gx, g, false); });
+  auto kernel = avg_pool2d_backward_table().get(gy.device());
+  if (gx.numel() > 0) launch("avgPool2dBackward", gy.device(), [=]() mutable { kernel(gy, gx, g, false); });
   return gx;
 }
 
@@ -172,7 +179,8 @@ Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t oh, int64_t ow) {
   if (is_low(x.dtype)) return narrow_to(adaptive_avg_pool2d_forward(wide(x), oh, ow), x.dtype);
   const Pool2dGeom g = adaptive_geom(x.shape, oh, ow, "adaptiveAvgPool2d");
   Tensor y = empty({g.n, g.c, oh, ow}, x.dtype, x.device(), "adaptiveAvgPool2d");
-  if (y.numel() > 0) launch("adaptiveAvgPool2d", x.device(), [=]() mutable { avg_pool2d_forward_table().get(x.device())(x, y, g, true); });
+  auto kernel = avg_pool2d_forward_table().get(x.device());
+  if (y.numel() > 0) launch("adaptiveAvgPool2d", x.device(), [=]() mutable { kernel(x, y, g, true); });
   return y;
 }
 
@@ -183,7 +191,8 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& gy, const Shape& input_shape) 
   const Pool2dGeom g = adaptive_geom(input_shape, gy.shape[2], gy.shape[3], "adaptiveAvgPool2dBackward");
   check_shape(gy, {g.n, g.c, g.oh, g.ow}, "adaptiveAvgPool2dBackward", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "adaptiveAvgPool2dBackward");
-  if (gx.numel() > 0) launch("adaptiveAvgPool2dBackward", gy.device(), [=]() mutable { avg_pool2d_backward_table().get(gy.device())(gy, gx, g, true); });
+  auto kernel = avg_pool2d_backward_table().get(gy.device());
+  if (gx.numel() > 0) launch("adaptiveAvgPool2dBackward", gy.device(), [=]() mutable { kernel(gy, gx, g, true); });
   return gx;
 }
 
@@ -208,8 +217,9 @@ std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& ta
   }
   Tensor loss = empty({logits.shape[0]}, logits.dtype, logits.device(), "crossEntropy");
   Tensor lse = empty({logits.shape[0]}, logits.dtype, logits.device(), "crossEntropy");
+  auto kernel = cross_entropy_forward_table().get(logits.device());
   if (logits.shape[0] > 0)
-    launch("crossEntropy", logits.device(), [=]() mutable { cross_entropy_forward_table().get(logits.device())(logits, target, loss, lse, ignore_index, smoothing); });
+    launch("crossEntropy", logits.device(), [=]() mutable { kernel(logits, target, loss, lse, ignore_index, smoothing); });
   return {loss, lse};
 }
 
@@ -223,8 +233,9 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
   check_shape(gloss, {logits.shape[0]}, "crossEntropyBackward", "grad");
   check_shape(lse, {logits.shape[0]}, "crossEntropyBackward", "lse");
   Tensor gx = empty(logits.shape, logits.dtype, logits.device(), "crossEntropyBackward");
+  auto kernel = cross_entropy_backward_table().get(logits.device());
   if (gx.numel() > 0)
-    launch("crossEntropyBackward", logits.device(), [=]() mutable { cross_entropy_backward_table().get(logits.device())(logits, target, lse, gloss, gx, ignore_index, smoothing); });
+    launch("crossEntropyBackward", logits.device(), [=]() mutable { kernel(logits, target, lse, gloss, gx, ignore_index, smoothing); });
   return gx;
 }
 
@@ -240,7 +251,8 @@ std::vector<Tensor> row_norm_forward(const Tensor& x, double eps) {
   Tensor y = empty(x.shape, x.dtype, x.device(), "rowNorm");
   Tensor mean = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
   Tensor rstd = empty({x.shape[0]}, x.dtype, x.device(), "rowNorm");
-  if (x.numel() > 0) launch("rowNorm", x.device(), [=]() mutable { row_norm_forward_table().get(x.device())(x, y, mean, rstd, eps); });
+  auto kernel = row_norm_forward_table().get(x.device());
+  if (x.numel() > 0) launch("rowNorm", x.device(), [=]() mutable { kernel(x, y, mean, rstd, eps); });
   return {y, mean, rstd};
 }
 
@@ -258,7 +270,8 @@ Tensor row_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd
   check_shape(mean, {x.shape[0]}, "rowNormBackward", "mean");
   check_shape(rstd, {x.shape[0]}, "rowNormBackward", "rstd");
   Tensor gx = empty(x.shape, x.dtype, x.device(), "rowNormBackward");
-  if (x.numel() > 0) launch("rowNormBackward", x.device(), [=]() mutable { row_norm_backward_table().get(x.device())(x, mean, rstd, gy, gx); });
+  auto kernel = row_norm_backward_table().get(x.device());
+  if (x.numel() > 0) launch("rowNormBackward", x.device(), [=]() mutable { kernel(x, mean, rstd, gy, gx); });
   return gx;
 }
 
@@ -311,7 +324,8 @@ void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vecto
   if (cfg.amsgrad) check_list(params, max_v, true, "adamStep", "max_exp_avg_sq");
   if (params.empty()) return;
   const Device dev = params[0].device();
-  launch("adamStep", dev, [=]() mutable { adam_step_table().get(dev)(params, grads, m, v, max_v, masters, cfg); });
+  auto kernel = adam_step_table().get(dev);
+  launch("adamStep", dev, [=]() mutable { kernel(params, grads, m, v, max_v, masters, cfg); });
 }
 
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters, const SgdConfig& cfg) {
@@ -322,7 +336,8 @@ void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector
   if (!bufs.empty()) check_list(params, bufs, true, "sgdStep", "momentum buffer");
   if (params.empty()) return;
   const Device dev = params[0].device();
-  launch("sgdStep", dev, [=]() mutable { sgd_step_table().get(dev)(params, grads, bufs, masters, cfg); });
+  auto kernel = sgd_step_table().get(dev);
+  launch("sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, masters, cfg); });
 }
 
 }  // namespace flock::ops

@@ -46,7 +46,8 @@ Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keep
   const DType out_dtype = (op == ReduceOp::argmax || op == ReduceOp::argmin) ? DType::i64 : x.dtype;
   Tensor out = empty(out_shape, out_dtype, x.device(), "reduce");
   if (nd == 0) {  // a scalar reduces to itself (var of one element with correction is NaN, as torch)
-    launch("reduce", x.device(), [=]() mutable { reduce_table().get(x.device())(op, x, out, 1, 1, 1, correction); });
+    auto kernel = reduce_table().get(x.device());
+    launch("reduce", x.device(), [=]() mutable { kernel(op, x, out, 1, 1, 1, correction); });
     return out;
   }
   Tensor src = x;
@@ -65,7 +66,8 @@ Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keep
   }
   if (red == 0 && (op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax || op == ReduceOp::argmin) && outer * inner > 0)
     fail(Code::Shape, "reduce: cannot take max/min/argmax/argmin over an empty dimension of shape ", shape_str(x.shape));
-  launch("reduce", x.device(), [=]() mutable { reduce_table().get(src.device())(op, src, out, outer, red, inner, correction); });
+  auto kernel = reduce_table().get(src.device());
+  launch("reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); });
   return out;
 }
 
@@ -77,7 +79,8 @@ Tensor softmax(const Tensor& x, int64_t dim, bool log) {
   for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.shape[d];
   Tensor out = empty(x.shape, x.dtype, x.device(), "softmax");
   if (x.numel() == 0) return out;
-  launch(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { softmax_table().get(x.device())(x, out, outer, n, inner, log); });
+  auto kernel = softmax_table().get(x.device());
+  launch(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); });
   return out;
 }
 
@@ -127,7 +130,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   p.a_offsets = offsets(ab, ar * ac);
   p.b_offsets = offsets(bb, br * bc);
   p.allow_tf32 = Context::current().allow_tf32.load();
-  launch("matmul", a.device(), [a, b, out, p]() mutable { matmul_table().get(a.device())(a, b, out, p); });
+  auto kernel = matmul_table().get(a.device());
+  launch("matmul", a.device(), [a, b, out, p, kernel]() mutable { kernel(a, b, out, p); });
   return out;
 }
 

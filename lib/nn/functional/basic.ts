@@ -57,7 +57,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
   tensorArg('linear', 'input', x);
   tensorArg('linear', 'weight', weight);
   if (bias !== undefined && bias !== null) tensorArg('linear', 'bias', bias);
-  [x, weight, bias] = autocastArgs('linear', x, weight, bias);
+  [x, weight, bias] = autocastArgs('nn.functional.linear', x, weight, bias);
   const act = checkChoice('linear', 'activation', checkOptions('linear', options, ['activation']).activation ?? 'none', ACTIVATIONS);
   if (!isFloating(x.dtype) || !isFloating(weight.dtype))
     throw flockError('ERR_DTYPE', 'linear', `input and weight must be floating tensors, got ${x.dtype} and ${weight.dtype}`);

@@ -87,7 +87,7 @@ export function batchNormWith(
   runningVar: unknown,
   o: { weight?: unknown; bias?: unknown; training?: unknown; eps?: unknown; factor: number | Tensor },
 ): Tensor {
-  [x] = autocastArgs('batchNorm', x);
+  [x] = autocastArgs('nn.functional.batchNorm', x);
   const t = floatInput(op, x);
   if (t.ndim < 2) throw flockError('ERR_SHAPE', op, `expected an input of at least 2 dims [N, C, …], got ${shapeStr(t.shape)}`);
   const c = t.shape[1];
@@ -138,7 +138,7 @@ export function layerNorm(x: Tensor, normalizedShape: number | number[], weight?
 
 /** @internal layerNorm checked as `op`. */
 export function layerNormWith(op: string, x: unknown, normalizedShape: number[], weight: unknown, bias: unknown, eps: unknown): Tensor {
-  [x, weight, bias] = autocastArgs('layerNorm', x, weight, bias);
+  [x, weight, bias] = autocastArgs('nn.functional.layerNorm', x, weight, bias);
   const t = floatInput(op, x);
   const k = normalizedShape.length;
   const tail = t.shape.slice(t.ndim - k);
@@ -165,7 +165,7 @@ export function groupNorm(x: Tensor, numGroups: number, weight?: Tensor | null, 
 
 /** @internal groupNorm checked as `op`. */
 export function groupNormWith(op: string, x: unknown, numGroups: unknown, weight: unknown, bias: unknown, eps: unknown): Tensor {
-  [x, weight, bias] = autocastArgs('groupNorm', x, weight, bias);
+  [x, weight, bias] = autocastArgs('nn.functional.groupNorm', x, weight, bias);
   const t = floatInput(op, x);
   if (t.ndim < 2) throw flockError('ERR_SHAPE', op, `expected an input of at least 2 dims [N, C, …], got ${shapeStr(t.shape)}`);
   const c = t.shape[1];

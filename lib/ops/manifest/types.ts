@@ -62,6 +62,22 @@ export interface OpDecl {
   method?: boolean;
   /** The name of its in-place variant (`add_`), when it has one. */
   inPlace?: string;
+  /**
+   * Further op codes the op launches, by enumerated kernel family: gelu's 'gelu_tanh' (unary),
+   * pow's 'pow_scalar' (unary), linear's activations (bias_act). They extend those families' enums.
+   */
+  codes?: Readonly<Record<string, readonly string[]>>;
+  /** The result's dtype when it is not the (promoted) input dtype: 'bool' for comparisons, 'i64' for indices. */
+  output?: 'bool' | 'i64';
+}
+
+/**
+ * An op code whose kernels exist before any user-visible op launches it (reduce 'prod'); the
+ * generator appends these after the codes the ops declare, so an op declaring it later keeps it.
+ */
+export interface KernelCode {
+  family: string;
+  code: string;
 }
 
 /** Identity with checking by the type: a manifest entry. */

@@ -1,0 +1,72 @@
+/** Element-wise binary ops with NumPy broadcasting: one kernel family (`binary`), one code each. */
+import { ALL, FLOATS, NUMERIC, type OpDecl, op } from './types';
+
+const AB = [
+  { name: 'input', type: 'tensor' as const },
+  { name: 'other', type: 'tensor|number' as const, rule: 'broadcastable with input' },
+];
+
+function arith(name: string, code: string, extra: Partial<OpDecl> = {}): OpDecl {
+  return op({
+    name,
+    family: 'binary',
+    code,
+    args: AB,
+    dtypes: { cpu: NUMERIC, cuda: NUMERIC },
+    shape: 'broadcast',
+    grad: { kind: 'formula', inputs: ['input', 'other'] },
+    // Mixed float operands already meet in the widest dtype (the kernels promote), as autocast asks.
+    autocast: 'promote',
+    method: true,
+    ...extra,
+  });
+}
+
+function compare(name: string, code: string, method = true): OpDecl {
+  return op({
+    name,
+    family: 'binary',
+    code,
+    args: AB,
+    dtypes: { cpu: ALL, cuda: ALL },
+    shape: 'broadcast',
+    grad: { kind: 'none' },
+    autocast: 'none',
+    method,
+    output: 'bool',
+  });
+}
+
+const alpha = { name: 'alpha', type: 'number' as const, default: 1 };
+
+export const binaryOps: OpDecl[] = [
+  arith('add', 'add', { args: [...AB, alpha] }),
+  arith('sub', 'sub', { args: [...AB, alpha] }),
+  arith('mul', 'mul'),
+  // Integer inputs divide as f32 (true division, as torch.div).
+  arith('div', 'div', { dtypes: { cpu: FLOATS, cuda: FLOATS } }),
+  // A number exponent runs the unary pow_scalar kernel.
+  arith('pow', 'pow', { dtypes: { cpu: FLOATS, cuda: FLOATS }, autocast: 'f32', codes: { unary: ['pow_scalar'] } }),
+  arith('maximum', 'maximum'),
+  arith('minimum', 'minimum'),
+  compare('eq', 'eq'),
+  compare('ne', 'ne'),
+  compare('lt', 'lt'),
+  compare('le', 'le'),
+  compare('gt', 'gt'),
+  compare('ge', 'ge'),
+  compare('logicalAnd', 'logical_and', false),
+  compare('logicalOr', 'logical_or', false),
+  // Built as eq(bool(input), false).
+  op({
+    name: 'logicalNot',
+    family: 'binary',
+    code: 'eq',
+    args: [{ name: 'input', type: 'tensor' }],
+    dtypes: { cpu: ALL, cuda: ALL },
+    shape: 'same',
+    grad: { kind: 'none' },
+    autocast: 'none',
+    output: 'bool',
+  }),
+];

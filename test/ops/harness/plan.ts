@@ -1,0 +1,26 @@
+/** Which cases cover which manifest ops: the harness and the perf mode share it. */
+import { manifest, type OpDecl } from '../../../lib/ops/manifest/index';
+import { cases } from '../cases/index';
+import type { OpCase } from './types';
+
+export interface Coverage {
+  /** Manifest ops no case covers. */
+  missing: string[];
+  /** Cases whose op the manifest does not declare. */
+  unknown: string[];
+  /** Every case with its op's declaration. */
+  covered: { c: OpCase; decl: OpDecl }[];
+}
+
+export function coverage(ops: readonly OpDecl[] = manifest, all: readonly OpCase[] = cases): Coverage {
+  const byName = new Map(ops.map((o) => [o.name, o]));
+  const withCase = new Set(all.map((c) => c.op));
+  return {
+    missing: ops.filter((o) => !withCase.has(o.name)).map((o) => o.name),
+    unknown: all.filter((c) => !byName.has(c.op)).map((c) => c.op),
+    covered: all.flatMap((c) => {
+      const decl = byName.get(c.op);
+      return decl ? [{ c, decl }] : [];
+    }),
+  };
+}
