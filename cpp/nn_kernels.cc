@@ -16,4 +16,5 @@ FLOCK_DEFINE_KERNEL(adam_step)
 FLOCK_DEFINE_KERNEL(sgd_step)
 FLOCK_DEFINE_KERNEL(grad_norm)
 FLOCK_DEFINE_KERNEL(clip_by_norm)
+FLOCK_DEFINE_KERNEL(amp_unscale)
 }  // namespace flock

@@ -27,11 +27,17 @@ struct AdamConfig {
   bool decoupled;  // AdamW: decay the weights directly instead of adding to the gradient
   bool amsgrad;    // divide by the running maximum of exp_avg_sq (kept in its own list)
   bool maximize;   // ascend: the gradient's sign is flipped before anything else
+  // With f32 master weights (bf16/f16 params): round the working copy stochastically, drawing
+  // Philox (seed, offset + element / 4) over the call's elements in order.
+  bool stochastic_rounding = false;
+  uint64_t seed = 0, offset = 0;
 };
 
 struct SgdConfig {
   double lr, momentum, dampening, weight_decay;
   bool nesterov, first_step, maximize;
+  bool stochastic_rounding = false;  // as AdamConfig's
+  uint64_t seed = 0, offset = 0;
 };
 
 // `bias` may be empty (no bias); when given it is added while each image's output is in cache.
@@ -54,9 +60,12 @@ FLOCK_DECLARE_KERNEL(layer_norm_forward, void(const Tensor& x, const Tensor* wei
 // dx per row and, when gweight/gbias are given, their column sums over the rows in the same call.
 FLOCK_DECLARE_KERNEL(layer_norm_backward, void(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight, const Tensor& gy, Tensor& gx, Tensor* gweight, Tensor* gbias))
 // In-place multi-tensor optimizer steps: every parameter of a group in one queued call.
-// `max_v` (amsgrad's running maximum of v) is empty unless cfg.amsgrad.
-FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, std::vector<Tensor>& max_v, const AdamConfig& cfg))
-FLOCK_DECLARE_KERNEL(sgd_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, const SgdConfig& cfg))
+// `max_v` (amsgrad's running maximum of v) is empty unless cfg.amsgrad. `masters` is empty for
+// f32/f64 params; for bf16/f16 params it holds their f32 master weights (llm.c style): grads are
+// read in the params' dtype, the masters and the f32 state are updated, and each param receives
+// its master rounded to its dtype, all in the same pass.
+FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, std::vector<Tensor>& max_v, std::vector<Tensor>& masters, const AdamConfig& cfg))
+FLOCK_DECLARE_KERNEL(sgd_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, std::vector<Tensor>& masters, const SgdConfig& cfg))
 
 // Global gradient norm over a list of same-dtype tensors in one queued call: `acc` (0-d f64)
 // receives Σ|x|^p (max |x| for p = inf), `out` (0-d, the tensors' dtype) its p-th root.
@@ -84,5 +93,9 @@ struct AttnGeom {
 FLOCK_DECLARE_KERNEL(attention_forward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g))
 // Recomputes the scores tile by tile; `delta` ([bh, tq], lse's dtype) is scratch for rowsum(gout * out).
 FLOCK_DECLARE_KERNEL(attention_backward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g))
+// Gradient scaling (GradScaler.unscale_): every tensor of the list multiplied in place by
+// `inv_scale`, and `found_inf` (0-d f32, on the device) set to 1 if any value is inf or NaN — one
+// queued call per device, no host round trip.
+FLOCK_DECLARE_KERNEL(amp_unscale, void(std::vector<Tensor>& ts, Tensor& found_inf, double inv_scale))
 
 }  // namespace flock

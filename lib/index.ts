@@ -94,7 +94,7 @@ export function setNumThreads(n: number): void {
   native.setNumThreads(n);
 }
 /** How the addon was built: CUDA compiled in, CPU GEMM instruction set, threads. */
-export function buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number } {
+export function buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; bf16gemm: string; threads: number } {
   return native.buildInfo();
 }
 
@@ -110,3 +110,5 @@ export * as io from './io/index';
 export * as checkpoint from './io/checkpoint';
 export * as profiler from './profiler/index';
 export * as utils from './utils/index';
+export * as amp from './amp';
+export { autocast } from './amp/autocast';

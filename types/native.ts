@@ -69,7 +69,7 @@ export interface NativeAddon {
   setErrorClasses(typeError: NativeErrorClass, rangeError: NativeErrorClass, error: NativeErrorClass): void;
   numThreads(): number;
   setNumThreads(n: number): void;
-  buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; threads: number };
+  buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; bf16gemm: string; threads: number };
   gpuDeviceCount(): number;
   gpuDeviceName(index: number): string;
   gpuMemoryInfo(index: number): { free: number; total: number };
@@ -214,6 +214,12 @@ export interface NativeAddon {
     decoupled: boolean,
     amsgrad: boolean,
     maximize: boolean,
+    /** f32 master weights of bf16/f16 params (empty for f32/f64 params). */
+    masters: NativeTensor[],
+    /** Round the bf16/f16 copies stochastically, with Philox counters from (seed, offset). */
+    stochasticRounding: boolean,
+    seed: number,
+    offset: number,
   ): void;
   gradNorm(tensors: NativeTensor[], normType: number): NativeTensor;
   clipByNorm(tensors: NativeTensor[], total: NativeTensor, maxNorm: number): void;
@@ -228,7 +234,13 @@ export interface NativeAddon {
     nesterov: boolean,
     firstStep: boolean,
     maximize: boolean,
+    masters: NativeTensor[],
+    stochasticRounding: boolean,
+    seed: number,
+    offset: number,
   ): void;
+  /** GradScaler's fused unscale: tensors *= invScale in place; foundInf (0-d f32) set to 1 on any inf/NaN. */
+  ampUnscale(tensors: NativeTensor[], foundInf: NativeTensor, invScale: number): void;
 }
 
 // ---- distributed (cpp/bindings/distributed.cc) ----

@@ -8,6 +8,9 @@
 namespace flock::js {
 namespace {
 
+// JS numbers are exact up to 2^53 − 1 (Philox seeds and offsets come from lib/random.ts).
+constexpr int64_t kMaxSafe = (int64_t(1) << 53) - 1;
+
 constexpr int64_t kBig = int64_t(1) << 30;
 
 Napi::Value out(const Napi::CallbackInfo& info, Tensor t) { return Addon::of(info.Env()).wrap(info.Env(), std::move(t)); }
@@ -177,7 +180,11 @@ Napi::Value AdamStep(const Napi::CallbackInfo& info) {
   auto mv = a.tensors(4, "maxExpAvgSq");
   AdamConfig c{a.number(5, "lr"), a.number(6, "beta1"), a.number(7, "beta2"), a.number(8, "eps"), a.number(9, "weightDecay"),
                a.integer(10, "step", 1, int64_t(1) << 52), a.boolean(11, "decoupled"), a.boolean(12, "amsgrad"), a.boolean(13, "maximize")};
-  ops::adam_step(std::move(p), std::move(g), std::move(m), std::move(v), std::move(mv), c);
+  auto masters = a.tensors(14, "masters");
+  c.stochastic_rounding = a.boolean(15, "stochasticRounding");
+  c.seed = static_cast<uint64_t>(a.integer(16, "seed", 0, kMaxSafe));
+  c.offset = static_cast<uint64_t>(a.integer(17, "offset", 0, kMaxSafe));
+  ops::adam_step(std::move(p), std::move(g), std::move(m), std::move(v), std::move(mv), std::move(masters), c);
   return info.Env().Undefined();
 }
 
@@ -186,7 +193,11 @@ Napi::Value SgdStep(const Napi::CallbackInfo& info) {
   auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), b = a.tensors(2, "momentumBuffers");
   SgdConfig c{a.number(3, "lr"), a.number(4, "momentum"), a.number(5, "dampening"), a.number(6, "weightDecay"),
               a.boolean(7, "nesterov"), a.boolean(8, "firstStep"), a.boolean(9, "maximize")};
-  ops::sgd_step(std::move(p), std::move(g), std::move(b), c);
+  auto masters = a.tensors(10, "masters");
+  c.stochastic_rounding = a.boolean(11, "stochasticRounding");
+  c.seed = static_cast<uint64_t>(a.integer(12, "seed", 0, kMaxSafe));
+  c.offset = static_cast<uint64_t>(a.integer(13, "offset", 0, kMaxSafe));
+  ops::sgd_step(std::move(p), std::move(g), std::move(b), std::move(masters), c);
   return info.Env().Undefined();
 }
 
@@ -198,6 +209,12 @@ Napi::Value GradNorm(const Napi::CallbackInfo& info) {
 Napi::Value ClipByNorm(const Napi::CallbackInfo& info) {
   Args a{info, "clipByNorm"};
   ops::clip_by_norm(a.tensors(0, "tensors"), a.tensor(1, "total"), a.number(2, "maxNorm"));
+  return info.Env().Undefined();
+}
+
+Napi::Value AmpUnscale(const Napi::CallbackInfo& info) {
+  Args a{info, "ampUnscale"};
+  ops::amp_unscale(a.tensors(0, "tensors"), a.tensor(1, "foundInf"), a.number(2, "invScale"));
   return info.Env().Undefined();
 }
 
@@ -223,6 +240,7 @@ void register_nn_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("sgdStep", SgdStep);
   FLOCK_EXPORT("gradNorm", GradNorm);
   FLOCK_EXPORT("clipByNorm", ClipByNorm);
+  FLOCK_EXPORT("ampUnscale", AmpUnscale);
 }
 
 }  // namespace flock::js

@@ -194,6 +194,7 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   o.Set("cuda", rt.device_count != nullptr);
   o.Set("cudaVersion", rt.version ? rt.version() : std::string());
   o.Set("sgemm", cpu::sgemm_isa());
+  o.Set("bf16gemm", cpu::bf16_gemm_available() ? "avx512_bf16" : "f32-widen");
   o.Set("threads", cpu::total_threads());
   o.Set("cpuDevices", cpu_device_count());
   return o;

@@ -273,6 +273,14 @@ void matmul_cpu(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan&
               p.trans_b, out.data<double>() + i * p.m * p.n, p.n);
       return;
     case DType::bf16:
+      if (bf16_gemm_available()) {
+        for (int64_t i = 0; i < batch; ++i)
+          bf16_gemm(p.m, p.n, p.k, reinterpret_cast<const uint16_t*>(a.data<bf16>() + p.a_offsets[i]), lda, p.trans_a,
+                    reinterpret_cast<const uint16_t*>(b.data<bf16>() + p.b_offsets[i]), ldb, p.trans_b,
+                    reinterpret_cast<uint16_t*>(out.data<bf16>() + i * p.m * p.n), p.n);
+        return;
+      }
+      [[fallthrough]];
     case DType::f16: {
       // Half types widen to f32 (exact), multiply with f32 accumulation, and round once at the end.
       visit_float(a.dtype, "matmul", [&](auto tag) {

@@ -2,6 +2,7 @@
 // the packing routines, so transposed operands never need a copy.
 #pragma once
 #include <cstdint>
+#include "../dtype.h"
 
 namespace flock::cpu {
 
@@ -14,5 +15,11 @@ void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool t
 
 // The instruction set the f32 micro-kernel was chosen for at load time ("avx2", "generic").
 const char* sgemm_isa();
+
+// bf16 × bf16 → bf16 with f32 accumulation on AVX512_BF16 (cpp/cpu/gemm_bf16.cc); operands and C
+// as raw bf16 bits, laid out as sgemm's. Only call it when bf16_gemm_available().
+bool bf16_gemm_available();
+void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
+               uint16_t* c, int64_t ldc);
 
 }  // namespace flock::cpu

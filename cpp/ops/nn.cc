@@ -7,9 +7,15 @@ namespace flock::ops {
 namespace {
 
 void check_float(const Tensor& t, const char* op, const char* name) {
-  if (t.dtype != DType::f32 && t.dtype != DType::f64)
-    fail(Code::DType, op, ": ", name, " must be f32 or f64, got ", dtype_name(t.dtype));
+  if (!is_floating(t.dtype)) fail(Code::DType, op, ": ", name, " must be floating (f32, f64, bf16, f16), got ", dtype_name(t.dtype));
 }
+
+bool is_low(DType t) { return t == DType::bf16 || t == DType::f16; }
+
+// bf16/f16 operands of the conv, pooling, loss and norm kernels are widened to f32 and their
+// results rounded back, so every sum runs in f32 on every device (as PyTorch's CPU kernels do).
+Tensor wide(const Tensor& t) { return is_low(t.dtype) ? cast(t, DType::f32) : t; }
+Tensor narrow_to(const Tensor& t, DType d) { return t.dtype == d ? t : cast(t, d); }
 
 void check_pair(const Tensor& a, const Tensor& b, const char* op) {
   check_same_device(a, b, op);
@@ -64,6 +70,11 @@ void check_shape(const Tensor& t, const Shape& s, const char* op, const char* na
 Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, const Conv2dArgs& a) {
   check_float(x, "conv2d", "input");
   check_pair(x, w, "conv2d");
+  if (bias) check_pair(x, *bias, "conv2d");
+  if (is_low(x.dtype)) {
+    const Tensor b32 = bias ? wide(*bias) : Tensor{};
+    return narrow_to(conv2d_forward(wide(x), wide(w), bias ? &b32 : nullptr, a), x.dtype);
+  }
   const Conv2dGeom g = conv_geom(x.shape, w.shape, a, "conv2d");
   Tensor b;
   const bool has_bias = bias != nullptr;
@@ -82,6 +93,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, cons
 Tensor conv2d_backward_input(const Tensor& gy, const Tensor& w, const Shape& input_shape, const Conv2dArgs& a) {
   check_float(gy, "conv2dBackwardInput", "grad");
   check_pair(gy, w, "conv2dBackwardInput");
+  if (is_low(gy.dtype)) return narrow_to(conv2d_backward_input(wide(gy), wide(w), input_shape, a), gy.dtype);
   const Conv2dGeom g = conv_geom(input_shape, w.shape, a, "conv2dBackwardInput");
   check_shape(gy, {g.n, g.oc, g.oh, g.ow}, "conv2dBackwardInput", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "conv2dBackwardInput");
@@ -94,6 +106,7 @@ Tensor conv2d_backward_input(const Tensor& gy, const Tensor& w, const Shape& inp
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& gy, const Shape& weight_shape, const Conv2dArgs& a) {
   check_float(x, "conv2dBackwardWeight", "input");
   check_pair(x, gy, "conv2dBackwardWeight");
+  if (is_low(x.dtype)) return narrow_to(conv2d_backward_weight(wide(x), wide(gy), weight_shape, a), x.dtype);
   const Conv2dGeom g = conv_geom(x.shape, weight_shape, a, "conv2dBackwardWeight");
   check_shape(gy, {g.n, g.oc, g.oh, g.ow}, "conv2dBackwardWeight", "grad");
   Tensor gw = empty(weight_shape, x.dtype, x.device(), "conv2dBackwardWeight");
@@ -105,6 +118,11 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& gy, const Shape& we
 
 std::vector<Tensor> max_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
   check_float(x, "maxPool2d", "input");
+  if (is_low(x.dtype)) {
+    // Max pooling only selects: the rounded-back maxima are the inputs' own values.
+    std::vector<Tensor> r = max_pool2d_forward(wide(x), a);
+    return {narrow_to(r[0], x.dtype), r[1]};
+  }
   const Pool2dGeom g = pool_geom(x.shape, a, "maxPool2d");
   Tensor y = empty({g.n, g.c, g.oh, g.ow}, x.dtype, x.device(), "maxPool2d");
   Tensor idx = empty({g.n, g.c, g.oh, g.ow}, DType::i64, x.device(), "maxPool2d");
@@ -115,6 +133,7 @@ std::vector<Tensor> max_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
 
 Tensor max_pool2d_backward(const Tensor& gy, const Tensor& indices, const Shape& input_shape, const Pool2dArgs& a) {
   check_float(gy, "maxPool2dBackward", "grad");
+  if (is_low(gy.dtype)) return narrow_to(max_pool2d_backward(wide(gy), indices, input_shape, a), gy.dtype);
   check_same_device(gy, indices, "maxPool2dBackward");
   if (indices.dtype != DType::i64) fail(Code::DType, "maxPool2dBackward: indices must be i64, got ", dtype_name(indices.dtype));
   const Pool2dGeom g = pool_geom(input_shape, a, "maxPool2dBackward");
@@ -128,6 +147,7 @@ Tensor max_pool2d_backward(const Tensor& gy, const Tensor& indices, const Shape&
 
 Tensor avg_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
   check_float(x, "avgPool2d", "input");
+  if (is_low(x.dtype)) return narrow_to(avg_pool2d_forward(wide(x), a), x.dtype);
   const Pool2dGeom g = pool_geom(x.shape, a, "avgPool2d");
   Tensor y = empty({g.n, g.c, g.oh, g.ow}, x.dtype, x.device(), "avgPool2d");
   auto kernel = avg_pool2d_forward_table().get(x.device());
@@ -137,6 +157,7 @@ Tensor avg_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
 
 Tensor avg_pool2d_backward(const Tensor& gy, const Shape& input_shape, const Pool2dArgs& a) {
   check_float(gy, "avgPool2dBackward", "grad");
+  if (is_low(gy.dtype)) return narrow_to(avg_pool2d_backward(wide(gy), input_shape, a), gy.dtype);
   const Pool2dGeom g = pool_geom(input_shape, a, "avgPool2dBackward");
   check_shape(gy, {g.n, g.c, g.oh, g.ow}, "avgPool2dBackward", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "avgPool2dBackward");
@@ -155,6 +176,7 @@ Pool2dGeom adaptive_geom(const Shape& xs, int64_t oh, int64_t ow, const char* op
 
 Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t oh, int64_t ow) {
   check_float(x, "adaptiveAvgPool2d", "input");
+  if (is_low(x.dtype)) return narrow_to(adaptive_avg_pool2d_forward(wide(x), oh, ow), x.dtype);
   const Pool2dGeom g = adaptive_geom(x.shape, oh, ow, "adaptiveAvgPool2d");
   Tensor y = empty({g.n, g.c, oh, ow}, x.dtype, x.device(), "adaptiveAvgPool2d");
   auto kernel = avg_pool2d_forward_table().get(x.device());
@@ -164,6 +186,7 @@ Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t oh, int64_t ow) {
 
 Tensor adaptive_avg_pool2d_backward(const Tensor& gy, const Shape& input_shape) {
   check_float(gy, "adaptiveAvgPool2dBackward", "grad");
+  if (is_low(gy.dtype)) return narrow_to(adaptive_avg_pool2d_backward(wide(gy), input_shape), gy.dtype);
   if (gy.dim() != 4) fail(Code::Shape, "adaptiveAvgPool2dBackward: grad must be 4-D, got ", shape_str(gy.shape));
   const Pool2dGeom g = adaptive_geom(input_shape, gy.shape[2], gy.shape[3], "adaptiveAvgPool2dBackward");
   check_shape(gy, {g.n, g.c, g.oh, g.ow}, "adaptiveAvgPool2dBackward", "grad");
@@ -187,6 +210,11 @@ void check_ce(const Tensor& logits, const Tensor& target, const char* op) {
 
 std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index, double smoothing) {
   check_ce(logits, target, "crossEntropy");
+  if (is_low(logits.dtype)) {
+    // The loss is rounded to the logits' dtype; the logsumexp stays f32 for backward.
+    std::vector<Tensor> r = cross_entropy_forward(wide(logits), target, ignore_index, smoothing);
+    return {narrow_to(r[0], logits.dtype), r[1]};
+  }
   Tensor loss = empty({logits.shape[0]}, logits.dtype, logits.device(), "crossEntropy");
   Tensor lse = empty({logits.shape[0]}, logits.dtype, logits.device(), "crossEntropy");
   auto kernel = cross_entropy_forward_table().get(logits.device());
@@ -197,6 +225,10 @@ std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& ta
 
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, int64_t ignore_index, double smoothing) {
   check_ce(logits, target, "crossEntropyBackward");
+  if (is_low(logits.dtype)) {
+    check_same_device(logits, gloss, "crossEntropyBackward");
+    return narrow_to(cross_entropy_backward(wide(logits), target, wide(lse), wide(gloss), ignore_index, smoothing), logits.dtype);
+  }
   check_pair(logits, gloss, "crossEntropyBackward");
   check_shape(gloss, {logits.shape[0]}, "crossEntropyBackward", "grad");
   check_shape(lse, {logits.shape[0]}, "crossEntropyBackward", "lse");
@@ -219,6 +251,13 @@ void check_affine(const Tensor& x, const Tensor* t, const char* op, const char* 
 std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor* weight, const Tensor* bias, double eps) {
   const char* op = "layerNorm";
   check_float(x, op, "input");
+  if (is_low(x.dtype)) {
+    // bf16/f16: normalised in f32 (statistics stay f32, as PyTorch keeps them in the accumulation
+    // type), the output rounded once.
+    const Tensor w32 = weight ? wide(*weight) : Tensor{}, b32 = bias ? wide(*bias) : Tensor{};
+    std::vector<Tensor> r = layer_norm_forward(wide(x), weight ? &w32 : nullptr, bias ? &b32 : nullptr, eps);
+    return {narrow_to(r[0], x.dtype), r[1], r[2]};
+  }
   if (x.dim() != 2) fail(Code::Shape, op, ": input must be [rows, d], got ", shape_str(x.shape));
   if (!(eps >= 0)) fail(Code::Range, op, ": eps must be ≥ 0, got ", eps);
   check_affine(x, weight, op, "weight");
@@ -238,6 +277,15 @@ LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Te
                                    bool want_weight, bool want_bias) {
   const char* op = "layerNormBackward";
   check_float(x, op, "input");
+  if (is_low(x.dtype)) {
+    check_same_device(x, gy, op);
+    const Tensor w32 = weight ? wide(*weight) : Tensor{};
+    LayerNormGrads r = layer_norm_backward(wide(x), wide(mean), wide(rstd), weight ? &w32 : nullptr, wide(gy), want_weight, want_bias);
+    r.gx = narrow_to(r.gx, x.dtype);
+    if (r.gweight) r.gweight = narrow_to(*r.gweight, weight->dtype);
+    if (r.gbias) r.gbias = narrow_to(*r.gbias, x.dtype);
+    return r;
+  }
   check_pair(x, gy, op);
   check_pair(x, mean, op);
   check_pair(x, rstd, op);
@@ -265,44 +313,68 @@ LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Te
 }
 
 namespace {
-void check_group(const std::vector<Tensor>& params, const std::vector<const std::vector<Tensor>*>& others, const char* op) {
+// Every list entry k matches param k's shape and device; `state_dtype` is the dtype the f32/f64
+// state has (the param's own) or f32 for the masters and state of bf16/f16 params.
+void check_list(const std::vector<Tensor>& params, const std::vector<Tensor>& list, bool state, const char* op, const char* name) {
+  for (size_t k = 0; k < params.size(); ++k) {
+    const Tensor& p = params[k];
+    const Tensor& t = list[k];
+    const DType want = state && is_low(p.dtype) ? DType::f32 : p.dtype;
+    if (t.dtype != want || t.device() != p.device() || t.shape != p.shape)
+      fail(Code::Shape, op, ": ", name, " tensor ", k, " ", shape_str(t.shape), " ", dtype_name(t.dtype), " on ", t.device().str(),
+           " does not match param ", shape_str(p.shape), " ", dtype_name(p.dtype), " (expected ", dtype_name(want), ")");
+  }
+}
+
+void check_params(const std::vector<Tensor>& params, const std::vector<Tensor>& masters, const char* op) {
   if (params.empty()) return;
   const Device dev = params[0].device();
+  bool any_low = false;
   for (size_t k = 0; k < params.size(); ++k) {
     check_float(params[k], op, "params");
     if (params[k].device() != dev) fail(Code::Device, op, ": all params of one call must be on one device");
-    for (const auto* list : others) {
-      const Tensor& t = (*list)[k];
-      if (t.dtype != params[k].dtype || t.device() != dev || t.shape != params[k].shape)
-        fail(Code::Shape, op, ": state/grad tensor ", k, " ", shape_str(t.shape), " ", dtype_name(t.dtype), " does not match param ",
-             shape_str(params[k].shape), " ", dtype_name(params[k].dtype));
-    }
+    any_low = any_low || is_low(params[k].dtype);
+  }
+  if (!masters.empty() && masters.size() != params.size())
+    fail(Code::Arg, op, ": ", masters.size(), " master weights for ", params.size(), " params");
+  if (any_low && masters.empty())
+    fail(Code::DType, op, ": bf16/f16 params are updated through f32 master weights; pass one per param");
+  if (!masters.empty()) {
+    for (size_t k = 0; k < params.size(); ++k)
+      if (!is_low(params[k].dtype))
+        fail(Code::DType, op, ": master weights are for bf16/f16 params only; param ", k, " is ", dtype_name(params[k].dtype));
+    check_list(params, masters, true, op, "master weight");
   }
 }
 }  // namespace
 
 void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, std::vector<Tensor> max_v,
-               const AdamConfig& cfg) {
+               std::vector<Tensor> masters, const AdamConfig& cfg) {
   if (grads.size() != params.size() || m.size() != params.size() || v.size() != params.size())
     fail(Code::Arg, "adamStep: params, grads, exp_avg and exp_avg_sq must have equal lengths");
   if (max_v.size() != (cfg.amsgrad ? params.size() : 0))
     fail(Code::Arg, "adamStep: amsgrad needs one max_exp_avg_sq per param (and none without it), got ", max_v.size(), " for ", params.size());
-  if (cfg.amsgrad) check_group(params, {&grads, &m, &v, &max_v}, "adamStep");
-  else check_group(params, {&grads, &m, &v}, "adamStep");
+  check_params(params, masters, "adamStep");
+  check_list(params, grads, false, "adamStep", "grad");
+  check_list(params, m, true, "adamStep", "exp_avg");
+  check_list(params, v, true, "adamStep", "exp_avg_sq");
+  if (cfg.amsgrad) check_list(params, max_v, true, "adamStep", "max_exp_avg_sq");
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = adam_step_table().get(dev);
-  launch("adamStep", dev, [=]() mutable { kernel(params, grads, m, v, max_v, cfg); });
+  launch("adamStep", dev, [=]() mutable { kernel(params, grads, m, v, max_v, masters, cfg); });
 }
 
-void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, const SgdConfig& cfg) {
+void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters, const SgdConfig& cfg) {
   if (grads.size() != params.size() || (!bufs.empty() && bufs.size() != params.size()))
     fail(Code::Arg, "sgdStep: params, grads and momentum buffers must have equal lengths");
-  check_group(params, bufs.empty() ? std::vector<const std::vector<Tensor>*>{&grads} : std::vector<const std::vector<Tensor>*>{&grads, &bufs}, "sgdStep");
+  check_params(params, masters, "sgdStep");
+  check_list(params, grads, false, "sgdStep", "grad");
+  if (!bufs.empty()) check_list(params, bufs, true, "sgdStep", "momentum buffer");
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = sgd_step_table().get(dev);
-  launch("sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, cfg); });
+  launch("sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, masters, cfg); });
 }
 
 }  // namespace flock::ops

@@ -48,9 +48,12 @@ Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act);
 // grad · act'(pre): pre = saved + bias, or saved itself when bias is null (see bias_act.h).
 Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bias, BiasAct act);
 
+// `masters`: empty, or the f32 master weights of bf16/f16 params (see nn_kernels.h).
 void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, std::vector<Tensor> max_v,
-               const AdamConfig& cfg);
-void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, const SgdConfig& cfg);
+               std::vector<Tensor> masters, const AdamConfig& cfg);
+void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters, const SgdConfig& cfg);
+// GradScaler.unscale_: every tensor times inv_scale in place; `found_inf` (0-d f32) set to 1 on inf/NaN.
+void amp_unscale(std::vector<Tensor> ts, const Tensor& found_inf, double inv_scale);
 
 // The p-norm (p = Infinity: max-abs) of all tensors together, as a 0-d tensor on their device.
 Tensor grad_norm(std::vector<Tensor> ts, double p);

@@ -8,6 +8,7 @@ import { native } from '../native';
 import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from './grad_mode';
+import { withoutAutocast } from '../amp/autocast';
 import { argError, checkOptions, describe, flockError } from '../errors';
 
 function shapeStr(s: readonly number[]): string {
@@ -95,34 +96,37 @@ export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknow
     }
   }
 
+  // Gradients run in the dtypes their forward ops chose: autocast stays off in backward, as PyTorch's.
   noGrad(() =>
-    tidy(() => {
-      const grads = new Map<Tensor, Tensor>();
-      grads.set(root, grad ?? onesLike(root));
-      for (let k = order.length - 1; k >= 0; k--) {
-        const t = order[k];
-        let g = grads.get(t);
-        grads.delete(t);
-        if (!g) continue;
-        for (const hook of t._hooks) {
-          const replaced = hook(g);
-          if (replaced) g = replaced;
+    withoutAutocast(() =>
+      tidy(() => {
+        const grads = new Map<Tensor, Tensor>();
+        grads.set(root, grad ?? onesLike(root));
+        for (let k = order.length - 1; k >= 0; k--) {
+          const t = order[k];
+          let g = grads.get(t);
+          grads.delete(t);
+          if (!g) continue;
+          for (const hook of t._hooks) {
+            const replaced = hook(g);
+            if (replaced) g = replaced;
+          }
+          if (!t.gradFn) {
+            accumulate(t, g);
+            continue;
+          }
+          const node = t.gradFn;
+          const inputGrads = node.backward(g);
+          node.inputs.forEach((inp, i) => {
+            const gi = inputGrads[i];
+            if (!gi || !inp.requiresGrad) return;
+            const prev = grads.get(inp);
+            grads.set(inp, prev ? prev.add(gi) : gi);
+          });
+          if (!retainGraph) node.release();
         }
-        if (!t.gradFn) {
-          accumulate(t, g);
-          continue;
-        }
-        const node = t.gradFn;
-        const inputGrads = node.backward(g);
-        node.inputs.forEach((inp, i) => {
-          const gi = inputGrads[i];
-          if (!gi || !inp.requiresGrad) return;
-          const prev = grads.get(inp);
-          grads.set(inp, prev ? prev.add(gi) : gi);
-        });
-        if (!retainGraph) node.release();
-      }
-    }),
+      }),
+    ),
   );
   // Nodes that no gradient reached did not run; they are freed all the same.
   if (!retainGraph) for (const t of order) t.gradFn?.release();

@@ -19,6 +19,7 @@ import { checkOptions, describe, didYouMean } from '../errors';
 import { bumpVersions, checkInPlace } from '../autograd/version';
 import { normalizeDevice } from '../device';
 import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
+import { autocastArgs } from '../amp/autocast';
 
 function binary(op: BinaryOpName, a: Tensor, b: Tensor): Tensor {
   return wrap(native.binary(op, a.handle, b.handle));
@@ -69,6 +70,7 @@ export function div(x: Tensor, other: TensorLike): Tensor {
 }
 
 export function pow(x: Tensor, exponent: TensorLike): Tensor {
+  [x, exponent] = autocastArgs('pow', x, exponent);
   if (typeof exponent === 'number') {
     const a = isFloating(x.dtype) ? x : castTo(x, 'f32');
     const out = wrap(native.unary('pow_scalar', a.handle, exponent));
@@ -142,8 +144,8 @@ function unary(op: UnaryOpName, x: Tensor, a = 0, b = 0, keepInts = false): Tens
 }
 
 export const neg = (x: Tensor): Tensor => unary('neg', x, 0, 0, true);
-export const exp = (x: Tensor): Tensor => unary('exp', x);
-export const log = (x: Tensor): Tensor => unary('log', x);
+export const exp = (x: Tensor): Tensor => unary('exp', ...autocastArgs('exp', x));
+export const log = (x: Tensor): Tensor => unary('log', ...autocastArgs('log', x));
 export const sqrt = (x: Tensor): Tensor => unary('sqrt', x);
 export const rsqrt = (x: Tensor): Tensor => unary('rsqrt', x);
 export const abs = (x: Tensor): Tensor => unary('abs', x, 0, 0, true);

@@ -2,8 +2,9 @@
 import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { record } from '../autograd/node';
-import { promoteTypes } from '../dtype';
-import { castTo, checkTensor, rangeError, shapeStr, sumTo, wrap } from './util';
+import { checkTensor, rangeError, shapeStr, sumTo, wrap } from './util';
+import { flockError } from '../errors';
+import { autocastArgs } from '../amp/autocast';
 
 /**
  * op(a) · op(b) on ≥2-D operands, where op transposes the last two dims when asked. The kernels
@@ -30,9 +31,12 @@ export function matmul(x: Tensor, y: Tensor): Tensor {
   checkTensor('matmul', 'b', y);
   if (x.ndim === 0 || y.ndim === 0)
     throw rangeError('matmul', `both operands need at least 1 dim, got ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
-  const dt = promoteTypes(x.dtype, y.dtype);
-  let a = castTo(x, dt),
-    b = castTo(y, dt);
+  [x, y] = autocastArgs('matmul', x, y);
+  // As torch.matmul: operands of different dtypes are refused, not promoted (autocast casts them).
+  if (x.dtype !== y.dtype)
+    throw flockError('ERR_DTYPE', 'matmul', `expected both operands to have the same dtype, got ${x.dtype} and ${y.dtype}`);
+  let a = x,
+    b = y;
   const vecA = a.ndim === 1,
     vecB = b.ndim === 1;
   if (vecA) a = a.reshape([1, a.shape[0]]);

@@ -7,6 +7,7 @@ import { type DType, isFloating, toDType } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import { castTo, checkTensor, dimList, normDim, typeError, wrap } from './util';
 import { div, eq, exp, mul, sqrt, sub, where } from './elementwise';
+import { autocastArgs } from '../amp/autocast';
 
 /** `g` (reduced over `dims`) reshaped with those dims kept as 1, then expanded to `shape`. */
 function expandBack(g: Tensor, shape: readonly number[], dims: number[], keepdim: boolean): Tensor {
@@ -47,12 +48,14 @@ function countOf(x: Tensor, dims: number[]): number {
 }
 
 export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
+  [x] = autocastArgs('sum', x);
   const input = x.dtype === 'bool' ? castTo(x, 'i64') : x;
   const { out, dims } = reduce('sum', input, dim, keepdim);
   return record(out, 'sum', [input], (g) => [expandBack(g, input.shape, dims, keepdim)]);
 }
 
 export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
+  [x] = autocastArgs('mean', x);
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('mean', input, dim, keepdim);
   return record(out, 'mean', [input], (g) => [div(expandBack(g, input.shape, dims, keepdim), countOf(input, dims))]);
@@ -220,6 +223,7 @@ export function logsumexp(x: Tensor, dim: number | number[], keepdim = false): T
 
 export function softmax(x: Tensor, dim = -1): Tensor {
   checkTensor('softmax', 'input', x);
+  [x] = autocastArgs('softmax', x);
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const d = normDim('softmax', dim, input.ndim);
   const y = wrap(native.softmax(input.handle, d, false));
@@ -228,6 +232,7 @@ export function softmax(x: Tensor, dim = -1): Tensor {
 
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
   checkTensor('logSoftmax', 'input', x);
+  [x] = autocastArgs('logSoftmax', x);
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const d = normDim('logSoftmax', dim, input.ndim);
   const y = wrap(native.softmax(input.handle, d, true));

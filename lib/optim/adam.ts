@@ -4,9 +4,8 @@
  */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { keep } from '../memory';
-import { zerosLike } from '../ops/creation';
-import { Optimizer, type OptimizerSpec, type ParamsArg } from './optimizer';
+import { Optimizer, type OptimizerSpec, type ParamsArg, hasMaster, masterOf, zeroState } from './optimizer';
+import { nextDraw } from '../random';
 import { argError, checkOptions, describe } from '../errors';
 import { checkBool, checkNumber } from '../validate';
 import { bumpVersions } from '../autograd/version';
@@ -20,10 +19,15 @@ export interface AdamOptions {
   amsgrad: boolean;
   /** Ascend the objective instead of descending it (the gradient's sign is flipped), as PyTorch. */
   maximize: boolean;
+  /**
+   * bf16/f16 parameters only (they train through f32 master weights): round each updated master to
+   * the parameter's dtype stochastically instead of to nearest (default false).
+   */
+  stochasticRounding: boolean;
 }
 
 const ADAM_SPEC: OptimizerSpec<AdamOptions> = {
-  keys: ['lr', 'betas', 'eps', 'weightDecay', 'amsgrad', 'maximize'],
+  keys: ['lr', 'betas', 'eps', 'weightDecay', 'amsgrad', 'maximize', 'stochasticRounding'],
   check(op, h, at) {
     checkNumber(op, `${at}lr`, h.lr, { min: 0 });
     if (!Array.isArray(h.betas) || h.betas.length !== 2)
@@ -34,8 +38,9 @@ const ADAM_SPEC: OptimizerSpec<AdamOptions> = {
     checkNumber(op, `${at}weightDecay`, h.weightDecay, { min: 0 });
     checkBool(op, `${at}amsgrad`, h.amsgrad);
     checkBool(op, `${at}maximize`, h.maximize);
+    checkBool(op, `${at}stochasticRounding`, h.stochasticRounding);
   },
-  state: { step: 'count', expAvg: 'tensor', expAvgSq: 'tensor', maxExpAvgSq: 'tensor' },
+  state: { step: 'count', expAvg: 'tensor', expAvgSq: 'tensor', maxExpAvgSq: 'tensor', masterParam: 'tensor' },
   requiredState: ['step', 'expAvg', 'expAvgSq'],
 };
 
@@ -45,6 +50,8 @@ interface Batch {
   m: Tensor[];
   v: Tensor[];
   mv: Tensor[];
+  masters: Tensor[];
+  numel: number;
 }
 
 export class Adam extends Optimizer<AdamOptions> {
@@ -54,7 +61,16 @@ export class Adam extends Optimizer<AdamOptions> {
     const o = checkOptions(new.target.name, options, ADAM_SPEC.keys);
     super(
       params,
-      { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: defaultWeightDecay, amsgrad: false, maximize: false, ...o },
+      {
+        lr: 1e-3,
+        betas: [0.9, 0.999],
+        eps: 1e-8,
+        weightDecay: defaultWeightDecay,
+        amsgrad: false,
+        maximize: false,
+        stochasticRounding: false,
+        ...o,
+      },
       ADAM_SPEC,
     );
   }
@@ -64,30 +80,35 @@ export class Adam extends Optimizer<AdamOptions> {
     this.paramGroups.forEach((g, gi) => {
       const ps = this.stepParams(op, gi);
       // Parameters share one native call per step count (they differ only if some had no grad)
-      // and device (a model placed across devices steps each device's parameters there).
-      const byStep = new Map<string, Batch & { step: number }>();
+      // and device (a model placed across devices steps each device's parameters there), and per
+      // kind: f32/f64 parameters update in place, bf16/f16 ones through f32 masters.
+      const batches = new Map<string, Batch & { step: number }>();
       for (const p of ps) {
         let s = this.state.get(p);
         if (!s) {
-          s = { step: 0, expAvg: keep(zerosLike(p)), expAvgSq: keep(zerosLike(p)) };
+          s = { step: 0, expAvg: zeroState(p), expAvgSq: zeroState(p) };
           this.state.set(p, s);
         }
         // Zeros when amsgrad is turned on later or the state came from a run without it: the
         // first maximum is then v itself, as on a fresh start.
-        if (g.amsgrad && !s.maxExpAvgSq) s.maxExpAvgSq = keep(zerosLike(p));
+        if (g.amsgrad && !s.maxExpAvgSq) s.maxExpAvgSq = zeroState(p);
         const step = (s.step as number) + 1;
         s.step = step;
-        const key = `${step}/${p.device}`;
-        let b = byStep.get(key);
-        if (!b) byStep.set(key, (b = { step, ps: [], gs: [], m: [], v: [], mv: [] }));
+        const key = `${step}/${p.device}/${hasMaster(p)}`;
+        let b = batches.get(key);
+        if (!b) batches.set(key, (b = { step, ps: [], gs: [], m: [], v: [], mv: [], masters: [], numel: 0 }));
         b.ps.push(p);
         b.gs.push(p.grad as Tensor);
         b.m.push(s.expAvg as Tensor);
         b.v.push(s.expAvgSq as Tensor);
         if (g.amsgrad) b.mv.push(s.maxExpAvgSq as Tensor);
+        if (hasMaster(p)) b.masters.push(masterOf(p, s));
+        b.numel += p.numel();
       }
       const h = (ts: Tensor[]) => ts.map((t) => t.handle);
-      for (const b of byStep.values()) {
+      for (const b of batches.values()) {
+        const sr = g.stochasticRounding && b.masters.length > 0;
+        const draw = sr ? nextDraw(b.numel) : { seed: 0, offset: 0 };
         native.adamStep(
           h(b.ps),
           h(b.gs),
@@ -103,6 +124,10 @@ export class Adam extends Optimizer<AdamOptions> {
           this.decoupled,
           g.amsgrad,
           g.maximize,
+          h(b.masters),
+          sr,
+          draw.seed,
+          draw.offset,
         );
         bumpVersions(`${this.constructor.name}.step`, b.ps);
       }

@@ -9,6 +9,34 @@ import { keep } from '../memory';
 import { zeroGrads } from '../autograd/zero_grad';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkNumber } from '../validate';
+import { isFloating } from '../dtype';
+import { noGrad } from '../autograd/grad_mode';
+import { zeros } from '../ops/creation';
+
+/** Whether `p` is trained through an f32 master weight (bf16 and f16 parameters). */
+export function hasMaster(p: Tensor): boolean {
+  return p.dtype === 'bf16' || p.dtype === 'f16';
+}
+
+/** The dtype of `p`'s optimizer state: f32 for bf16/f16 parameters, the parameter's own otherwise. */
+export function stateDType(p: Tensor): 'f32' | 'f64' {
+  return p.dtype === 'f64' ? 'f64' : 'f32';
+}
+
+/** Zeros shaped like `p` in its state dtype, kept past any tidy scope. */
+export function zeroState(p: Tensor): Tensor {
+  return keep(zeros([...p.shape], { dtype: stateDType(p), device: p.device }));
+}
+
+/**
+ * The f32 master weight of a bf16/f16 parameter, made from the parameter on first use and kept in
+ * the state as `masterParam` (saved and loaded with it). The optimizer updates the master and
+ * writes it, rounded, to the parameter; the parameter itself is never read again.
+ */
+export function masterOf(p: Tensor, s: Record<string, Tensor | number>): Tensor {
+  if (!s.masterParam) s.masterParam = keep(noGrad(() => p.detach().to('f32')));
+  return s.masterParam as Tensor;
+}
 
 export type ParamGroup<H> = H & { params: Tensor[] };
 export type ParamsArg<H> = Tensor[] | Iterable<Tensor> | Array<Partial<H> & { params: Iterable<Tensor> | Tensor }>;
@@ -96,8 +124,12 @@ export abstract class Optimizer<H extends { lr: number }> {
     params.forEach((p, i) => {
       if (!(p instanceof Tensor)) throw argError(op, `${at}params[${i}] must be a Tensor, got ${describe(p)}`);
       if (p.isDisposed) throw flockError('ERR_DISPOSED', op, `${at}params[${i}] has been disposed`);
-      if (p.dtype !== 'f32' && p.dtype !== 'f64')
-        throw flockError('ERR_DTYPE', op, `${at}params[${i}] is ${p.dtype} [${p.shape.join(',')}]; optimizers update f32 or f64 tensors`);
+      if (!isFloating(p.dtype))
+        throw flockError(
+          'ERR_DTYPE',
+          op,
+          `${at}params[${i}] is ${p.dtype} [${p.shape.join(',')}]; optimizers update floating tensors (f32, f64, bf16, f16)`,
+        );
       if (seen.has(p)) throw argError(op, 'some parameters appear in more than one parameter group');
       seen.add(p);
     });
@@ -250,7 +282,7 @@ export abstract class Optimizer<H extends { lr: number }> {
         for (const [k, v] of Object.entries(s)) {
           if (typeof v === 'number') copy[k] = v;
           else {
-            const t = keep(v.to(p.dtype).to(p.device).clone());
+            const t = keep(v.to(stateDType(p)).to(p.device).clone());
             made.push(t);
             copy[k] = t;
           }

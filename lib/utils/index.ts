@@ -3,3 +3,4 @@ export { progress, Progress, type ProgressOptions } from './progress';
 export { SummaryWriter } from './summary_writer';
 export { forwardFlops, stepFlops, matmulFlops, conv2dFlops } from './flops';
 export { mfu, peakFlops, gpuPeakFlops, cpuPeakFlops, GPU_PEAKS, type MfuOptions, type PeakDType } from './mfu';
+export { checkpoint, checkpointSequential } from './checkpoint';

@@ -132,11 +132,31 @@ test('the fused native step rejects mismatched state with a coded error', () => 
   const p = fl.zeros([3]),
     g = fl.zeros([4]);
   assert.throws(
-    () => native.adamStep([p.handle], [g.handle], [p.handle], [p.handle], [], 0.1, 0.9, 0.999, 1e-8, 0, 1, false, false, false),
+    () =>
+      native.adamStep(
+        [p.handle],
+        [g.handle],
+        [p.handle],
+        [p.handle],
+        [],
+        0.1,
+        0.9,
+        0.999,
+        1e-8,
+        0,
+        1,
+        false,
+        false,
+        false,
+        [],
+        false,
+        0,
+        0,
+      ),
     (e: { code?: string }) => e.code === 'ERR_SHAPE',
   );
   assert.throws(
-    () => native.sgdStep([p.handle], [], [], 0.1, 0, 0, 0, false, true, false),
+    () => native.sgdStep([p.handle], [], [], 0.1, 0, 0, 0, false, true, false, [], false, 0, 0),
     (e: { code?: string }) => e.code === 'ERR_ARG',
   );
 });

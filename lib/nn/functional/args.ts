@@ -1,6 +1,6 @@
 /** Argument helpers shared by the functional ops and layers: [h, w] pairs, input checks, layer tensor options. */
 import type { Tensor } from '../../tensor';
-import type { DType } from '../../dtype';
+import { type DType, isFloating } from '../../dtype';
 import { argError, describe, flockError } from '../../errors';
 import { checkDevice, checkFloatDType, checkTensorArg } from '../../validate';
 import { shapeStr } from '../../ops/util';
@@ -25,7 +25,7 @@ export function check4d(op: string, x: Tensor): void {
 }
 
 export function checkFloat(op: string, x: Tensor, name = 'input'): void {
-  if (x.dtype !== 'f32' && x.dtype !== 'f64') throw flockError('ERR_DTYPE', op, `expected an f32 or f64 ${name}, got ${x.dtype}`);
+  if (!isFloating(x.dtype)) throw flockError('ERR_DTYPE', op, `expected a floating (f32, f64, bf16, f16) ${name}, got ${x.dtype}`);
 }
 
 /** The dtype and device options every layer with parameters takes, checked as `op`. */

@@ -9,6 +9,7 @@ import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
 import { checkBool, checkChoice, checkNumber } from '../../validate';
 import { isFloating } from '../../dtype';
 import { tensorArg } from './args';
+import { autocastArgs } from '../../amp/autocast';
 
 /** The activations {@link linear} can fuse with its bias add. */
 export type LinearActivation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'tanh' | 'sigmoid';
@@ -56,6 +57,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
   tensorArg('linear', 'input', x);
   tensorArg('linear', 'weight', weight);
   if (bias !== undefined && bias !== null) tensorArg('linear', 'bias', bias);
+  [x, weight, bias] = autocastArgs('nn.functional.linear', x, weight, bias);
   const act = checkChoice('linear', 'activation', checkOptions('linear', options, ['activation']).activation ?? 'none', ACTIVATIONS);
   if (!isFloating(x.dtype) || !isFloating(weight.dtype))
     throw flockError('ERR_DTYPE', 'linear', `input and weight must be floating tensors, got ${x.dtype} and ${weight.dtype}`);

@@ -10,6 +10,7 @@ import { castTo, shapeStr, wrap } from '../../ops/util';
 import { checkOptions, flockError } from '../../errors';
 import { checkInt } from '../../validate';
 import { check4d, checkFloat, pair, tensorArg, type Pair } from './args';
+import { autocastArgs } from '../../amp/autocast';
 
 export interface Conv2dOptions {
   stride?: Pair;
@@ -61,7 +62,7 @@ function addBias(y: Tensor, bias: Tensor | null | undefined, channels: number): 
 
 /** 2-D convolution of x [N, C, H, W] with weight [OC, C/groups, KH, KW] (+ bias [OC]). */
 export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, options: Conv2dOptions = {}): Tensor {
-  [x, weight, bias] = checkOperands('conv2d', x, weight, bias);
+  [x, weight, bias] = checkOperands('conv2d', ...autocastArgs('nn.functional.conv2d', x, weight, bias));
   const g = convGeometry('conv2d', checkOptions('conv2d', options, CONV_KEYS));
   if (x.shape[1] !== weight.shape[1] * g.groups || weight.shape[0] % g.groups !== 0)
     throw flockError(
@@ -97,7 +98,7 @@ export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
 /** Transposed 2-D convolution of x [N, C, H, W] with weight [C, OC/groups, KH, KW] (+ bias [OC]). */
 export function convTranspose2d(x: Tensor, weight: Tensor, bias?: Tensor | null, options: ConvTranspose2dOptions = {}): Tensor {
   const opName = 'convTranspose2d';
-  [x, weight, bias] = checkOperands(opName, x, weight, bias);
+  [x, weight, bias] = checkOperands(opName, ...autocastArgs('nn.functional.convTranspose2d', x, weight, bias));
   const o = checkOptions(opName, options, CONV_T_KEYS);
   const g = convGeometry(opName, o);
   const op = pair(opName, 'outputPadding', o.outputPadding ?? 0, 0);

@@ -11,6 +11,7 @@ import { log1p, where } from '../../ops/elementwise';
 import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
 import { checkChoice, checkNumber, checkOptionalTensor } from '../../validate';
 import { tensorArg } from './args';
+import { autocastArgs } from '../../amp/autocast';
 
 export type Reduction = 'mean' | 'sum' | 'none';
 const REDUCTIONS: readonly Reduction[] = ['mean', 'sum', 'none'];
@@ -21,6 +22,7 @@ function reduce(loss: Tensor, r: Reduction): Tensor {
 
 /** Input and target of an element-wise loss: live tensors of one shape, the input floating. */
 function pairOf(op: string, input: unknown, target: unknown): [Tensor, Tensor] {
+  [input, target] = autocastArgs(`nn.functional.${op}`, input, target);
   const a = tensorArg(op, 'input', input),
     b = tensorArg(op, 'target', target);
   if (a.shape.length !== b.shape.length || a.shape.some((s, i) => s !== b.shape[i]))
@@ -164,6 +166,7 @@ export function crossEntropy(input: Tensor, target: Tensor, options: CrossEntrop
 
 /** @internal crossEntropy with checked options, errors named `op`. */
 export function crossEntropyWith(op: string, input: unknown, target: unknown, o: ReturnType<typeof crossEntropyOptions>): Tensor {
+  [input, target] = autocastArgs('nn.functional.crossEntropy', input, target);
   const x0 = classInput(op, input);
   const t0 = tensorArg(op, 'target', target);
   const w = classWeight(op, o.weight, x0);
@@ -237,6 +240,7 @@ export function nllLoss(input: Tensor, target: Tensor, options: NLLLossOptions =
 
 /** @internal nllLoss with checked options, errors named `op`. */
 export function nllLossWith(op: string, input: unknown, target: unknown, o: ReturnType<typeof nllLossOptions>): Tensor {
+  [input] = autocastArgs('nn.functional.nllLoss', input);
   const x0 = classInput(op, input);
   const t0 = classTarget(op, target, x0, false);
   const w = classWeight(op, o.weight, x0);

@@ -14,6 +14,7 @@ import { isFloating } from '../../dtype';
 import { checkOptions, flockError } from '../../errors';
 import { checkBool, checkNumber, checkOptionalTensor, checkSizes } from '../../validate';
 import { tensorArg } from './args';
+import { autocastArgs } from '../../amp/autocast';
 
 const numel = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
 
@@ -22,7 +23,8 @@ function perChannel(v: Tensor, ndim: number): Tensor {
   return v.reshape([1, v.shape[0], ...Array(Math.max(0, ndim - 2)).fill(1)]);
 }
 
-const nativeDtype = (t: Tensor): boolean => t.dtype === 'f32' || t.dtype === 'f64';
+// bf16/f16 rows are normalised in f32 by the native front end (statistics kept in f32), rounded once.
+const nativeDtype = (t: Tensor): boolean => t.dtype === 'f32' || t.dtype === 'f64' || t.dtype === 'bf16' || t.dtype === 'f16';
 
 /**
  * Layer norm of each row of `x` [rows, d] with the affine (`w`, `b` [d], each optional) fused into
@@ -113,6 +115,7 @@ export function batchNormWith(
   runningVar: unknown,
   o: { weight?: unknown; bias?: unknown; training?: unknown; eps?: unknown; factor: number | Tensor },
 ): Tensor {
+  [x] = autocastArgs('nn.functional.batchNorm', x);
   const t = floatInput(op, x);
   if (t.ndim < 2) throw flockError('ERR_SHAPE', op, `expected an input of at least 2 dims [N, C, …], got ${shapeStr(t.shape)}`);
   const c = t.shape[1];
@@ -163,6 +166,7 @@ export function layerNorm(x: Tensor, normalizedShape: number | number[], weight?
 
 /** @internal layerNorm checked as `op`. */
 export function layerNormWith(op: string, x: unknown, normalizedShape: number[], weight: unknown, bias: unknown, eps: unknown): Tensor {
+  [x, weight, bias] = autocastArgs('nn.functional.layerNorm', x, weight, bias);
   const t = floatInput(op, x);
   const k = normalizedShape.length;
   const tail = t.shape.slice(t.ndim - k);
@@ -187,6 +191,7 @@ export function groupNorm(x: Tensor, numGroups: number, weight?: Tensor | null, 
 
 /** @internal groupNorm checked as `op`. */
 export function groupNormWith(op: string, x: unknown, numGroups: unknown, weight: unknown, bias: unknown, eps: unknown): Tensor {
+  [x, weight, bias] = autocastArgs('nn.functional.groupNorm', x, weight, bias);
   const t = floatInput(op, x);
   if (t.ndim < 2) throw flockError('ERR_SHAPE', op, `expected an input of at least 2 dims [N, C, …], got ${shapeStr(t.shape)}`);
   const c = t.shape[1];

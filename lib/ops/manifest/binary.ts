@@ -15,7 +15,8 @@ function arith(name: string, code: string, extra: Partial<OpDecl> = {}): OpDecl 
     dtypes: { cpu: NUMERIC, cuda: NUMERIC },
     shape: 'broadcast',
     grad: { kind: 'formula', inputs: ['input', 'other'] },
-    autocast: 'none',
+    // Mixed float operands already meet in the widest dtype (the kernels promote), as autocast asks.
+    autocast: 'promote',
     method: true,
     ...extra,
   });

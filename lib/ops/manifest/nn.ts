@@ -1,13 +1,13 @@
 /**
  * fl.nn.functional ops with kernels of their own: linear's fused bias + activation, convolution,
  * pooling, fused cross-entropy, row normalisation; and the composite layers built from other ops.
- * The nn kernels take f32 and f64; linear, dropout and embedding every float dtype.
+ * Every nn op takes every float dtype: the conv, pooling, loss and norm kernels widen bf16/f16 to f32 inside.
  */
-import { type ArgDecl, FLOATS, FLOATS_WIDE, type OpDecl, op } from './types';
+import { type ArgDecl, FLOATS, type OpDecl, op } from './types';
 
 const X: ArgDecl = { name: 'input', type: 'tensor' };
 const T: ArgDecl = { name: 'target', type: 'tensor' };
-const BOTH = { cpu: FLOATS_WIDE, cuda: FLOATS_WIDE };
+const BOTH = { cpu: FLOATS, cuda: FLOATS };
 const POOL_OPTS: ArgDecl = {
   name: 'options',
   type: 'options',

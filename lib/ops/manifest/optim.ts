@@ -1,5 +1,5 @@
 /** Optimizer steps and gradient clipping: fused multi-tensor `adam_step`, `sgd_step`, `grad_norm`, `clip_by_norm`. */
-import { type ArgDecl, FLOATS_WIDE, type OpDecl, op } from './types';
+import { type ArgDecl, FLOATS, type OpDecl, op } from './types';
 
 const PARAMS: ArgDecl = { name: 'params', type: 'tensors', rule: 'tensors with .grad (null grads are skipped)' };
 
@@ -8,7 +8,7 @@ function optim(name: string, family: string, args: ArgDecl[], shape: string): Op
     name: `optim.${name}`,
     family,
     args: [PARAMS, ...args],
-    dtypes: { cpu: FLOATS_WIDE, cuda: FLOATS_WIDE },
+    dtypes: { cpu: FLOATS, cuda: FLOATS },
     shape,
     grad: { kind: 'none' },
     autocast: 'none',

@@ -26,7 +26,7 @@ const VAR_ARGS = [X, DIMS, { name: 'options', type: 'options' as const, default:
 
 export const reduceOps: OpDecl[] = [
   reduce('sum', 'sum', { autocast: 'f32' }),
-  reduce('mean', 'mean', { floats: true }),
+  reduce('mean', 'mean', { floats: true, autocast: 'f32' }),
   reduce('max', 'max'),
   reduce('min', 'min'),
   reduce('argmax', 'argmax', {

@@ -1,0 +1,157 @@
+/**
+ * Mixed precision and checkpointing on the CPU, each figure next to its f32 / no-checkpoint anchor
+ * from the same command. Prints JSON lines.
+ *   - Fashion-MNIST MLP (batch 100) and CNN (batch 64): training step time and test accuracy after
+ *     `--steps` steps (default: one epoch), f32 vs fl.autocast bf16 (f32 weights, Adam).
+ *   - A 16-layer MLP (width 2048, batch 256): peak memory (fl.memory() peakBytes, each variant in a
+ *     fresh process), the memory the graph holds after forward, and step time, with and without
+ *     checkpointing every 4 layers.
+ *   npm run bench -- amp [--steps N] [--deep-steps N] [--skip-fashion] [--skip-deep]
+ */
+import { spawnSync } from 'node:child_process';
+import * as fl from '../lib';
+import { cnn, normalize } from '../examples/common';
+
+const argv = process.argv.slice(2);
+const arg = (name: string): number | undefined => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(argv[i + 1]) : undefined;
+};
+const { nn } = fl;
+type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
+
+function mlp(): Model {
+  return new nn.Sequential(new nn.Flatten(), new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
+}
+
+async function evaluate(model: Model, bf16: boolean): Promise<number> {
+  const test = fl.datasets.fashionMNIST({ split: 'test' });
+  const loader = new fl.data.DataLoader(test, { batchSize: 1000 });
+  model.eval();
+  let correct = 0;
+  for (const [x, y] of loader) {
+    const hits = fl.noGrad(() =>
+      fl.tidy(() => {
+        const run = () => model.forward(normalize(x)).argmax(1).eq(y).sum();
+        return bf16 ? fl.autocast({ device: 'cpu', dtype: 'bf16' }, run) : run();
+      }),
+    );
+    correct += await hits.item();
+    x.dispose();
+    y.dispose();
+  }
+  return correct / test.length;
+}
+
+async function fashion(name: string, make: () => Model, batch: number, bf16: boolean): Promise<void> {
+  fl.manualSeed(0);
+  const model = make();
+  const train = fl.datasets.fashionMNIST({ split: 'train' });
+  const loader = new fl.data.DataLoader(train, { batchSize: batch, shuffle: true, seed: 0 });
+  const steps = Math.min(arg('steps') ?? loader.length, loader.length);
+  const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
+  model.train();
+  let done = 0;
+  let t0 = 0;
+  for await (const [x, y] of loader) {
+    if (done === 10) {
+      await fl.sync();
+      t0 = performance.now(); // the first 10 steps warm up allocations and the thread pool
+    }
+    fl.tidy(() => {
+      const fwd = () => fl.nn.functional.crossEntropy(model.forward(normalize(x)), y);
+      const loss = bf16 ? fl.autocast({ device: 'cpu', dtype: 'bf16' }, fwd) : fwd();
+      opt.zeroGrad();
+      loss.backward();
+      opt.step();
+    });
+    x.dispose();
+    y.dispose();
+    if (++done === steps) break;
+  }
+  await fl.sync();
+  const ms = (performance.now() - t0) / Math.max(1, done - 10);
+  const acc = await evaluate(model, bf16);
+  console.log(
+    JSON.stringify({
+      bench: name,
+      precision: bf16 ? 'autocast-bf16' : 'f32',
+      device: 'cpu',
+      threads: fl.getNumThreads(),
+      batch,
+      steps: done,
+      epoch_fraction: Number((done / loader.length).toFixed(3)),
+      ms_per_step: Number(ms.toFixed(3)),
+      test_accuracy: Number(acc.toFixed(4)),
+    }),
+  );
+}
+
+/** One variant of the deep MLP in this process: prints its peak memory and step time. */
+async function deep(variant: 'plain' | 'checkpoint', steps: number): Promise<void> {
+  fl.manualSeed(0);
+  const layers: fl.nn.Module[] = [];
+  for (let i = 0; i < 16; i++) layers.push(new nn.Linear(2048, 2048), new nn.ReLU());
+  const model = new nn.Sequential(...layers);
+  const opt = new fl.optim.SGD(model.parameters(), { lr: 1e-3 });
+  const x = fl.randn([256, 2048]);
+  await fl.sync();
+  const base = fl.memory().cpu.bytes;
+  let heldAfterForward = 0;
+  const step = (measureHeld = false) =>
+    fl.tidy(() => {
+      // Checkpointing every 4 layers: 4 segments of 8 modules (Linear + ReLU pairs).
+      const y = variant === 'checkpoint' ? fl.utils.checkpointSequential(model, 4, x) : model.forward(x);
+      if (measureHeld) {
+        // What the graph keeps for backward (the bench may block; the library never does).
+        fl.syncSync();
+        heldAfterForward = fl.memory().cpu.bytes - base;
+      }
+      const loss = y.square().mean();
+      opt.zeroGrad();
+      loss.backward();
+      opt.step();
+    });
+  step(true); // warm-up, and the memory the graph holds after forward
+  await fl.sync();
+  const t0 = performance.now();
+  for (let i = 0; i < steps; i++) step();
+  await fl.sync();
+  const ms = (performance.now() - t0) / steps;
+  const peak = fl.memory().cpu.peakBytes;
+  console.log(
+    JSON.stringify({
+      bench: 'deep-mlp-16x2048',
+      variant,
+      device: 'cpu',
+      threads: fl.getNumThreads(),
+      batch: 256,
+      steps,
+      ms_per_step: Number(ms.toFixed(1)),
+      peak_mb: Number((peak / 2 ** 20).toFixed(1)),
+      peak_above_weights_mb: Number(((peak - base) / 2 ** 20).toFixed(1)),
+      held_after_forward_mb: Number((heldAfterForward / 2 ** 20).toFixed(1)),
+    }),
+  );
+}
+
+async function main(): Promise<void> {
+  const variant = argv[argv.indexOf('--deep-variant') + 1];
+  if (argv.includes('--deep-variant')) return deep(variant as 'plain' | 'checkpoint', arg('deep-steps') ?? 3);
+  if (!argv.includes('--skip-fashion')) {
+    for (const bf16 of [false, true]) await fashion('fashion-mnist-mlp', mlp, 100, bf16);
+    for (const bf16 of [false, true]) await fashion('fashion-mnist-cnn', cnn, 64, bf16);
+  }
+  if (!argv.includes('--skip-deep')) {
+    // A fresh process per variant, so each peak is its own.
+    for (const v of ['plain', 'checkpoint']) {
+      const r = spawnSync(process.execPath, [...process.execArgv, __filename, '--deep-variant', v, ...argv], { stdio: 'inherit' });
+      if (r.status !== 0) throw new Error(`deep-mlp ${v} exited with ${r.status}`);
+    }
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,175 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import * as fl from '../../lib';
+import { close, type FixtureTensor } from '../fixtures/load';
+
+// biome-ignore lint/suspicious/noExplicitAny: fixture cases of many shapes, checked by the tests that read them
+const fx: Record<string, any> = JSON.parse(readFileSync(join(__dirname, '../fixtures/autocast_fixtures.json'), 'utf8')).cases;
+const F = fl.nn.functional;
+const DTYPES: Record<string, fl.CanonicalDType> = { bfloat16: 'bf16', float32: 'f32' };
+
+/** A fixture tensor in its own dtype (bf16 values are exact in bf16). */
+function load(f: FixtureTensor & { dtype: string }, requiresGrad = false): fl.Tensor {
+  const t = fl.tensor(Float64Array.from(f.data), { shape: f.shape }).to(DTYPES[f.dtype] ?? 'f32');
+  return requiresGrad ? t.requiresGrad_() : t;
+}
+
+const cpu = { device: 'cpu' as const, dtype: 'bf16' as const };
+
+const ops: Record<string, (i: Record<string, fl.Tensor>) => fl.Tensor> = {
+  matmul: (i) => fl.matmul(i.a, i.b),
+  bmm: (i) => fl.bmm(i.a, i.b),
+  linear: (i) => F.linear(i.x, i.w, i.b),
+  conv2d: (i) => F.conv2d(i.x, i.w, i.b, { padding: 1 }),
+  softmax: (i) => fl.softmax(i.x, -1),
+  logSoftmax: (i) => fl.logSoftmax(i.x, -1),
+  layerNorm: (i) => F.layerNorm(i.x, [8]),
+  groupNorm: (i) => F.groupNorm(i.x, 2),
+  exp: (i) => fl.exp(i.x),
+  log: (i) => fl.log(i.x),
+  sum: (i) => i.x.sum(),
+  mean: (i) => i.x.mean(),
+  mseLoss: (i) => F.mseLoss(i.a, i.b),
+  add: (i) => fl.add(i.a, i.b),
+};
+
+for (const [name, fn] of Object.entries(ops)) {
+  test(`autocast ${name}: dtype and values as PyTorch 1.13 CPU autocast (bf16)`, () => {
+    const c = fx[name];
+    const ins: Record<string, fl.Tensor> = {};
+    for (const [k, v] of Object.entries(c.inputs)) ins[k] = load(v as FixtureTensor & { dtype: string });
+    const y = fl.autocast(cpu, () => fn(ins));
+    assert.is(y.dtype, DTYPES[c.output.dtype], `${name} dtype`);
+    // bf16 results may differ by a unit or two: PyTorch's bf16 kernels sum in another order.
+    close(y.to('f64'), c.output, y.dtype === 'bf16' ? 2 ** -6 : 1e-5, name);
+  });
+}
+
+test('a 3-layer MLP under autocast: loss and gradients as PyTorch', () => {
+  const c = fx.mlp;
+  const mlp = new fl.nn.Sequential(
+    new fl.nn.Linear(8, 16),
+    new fl.nn.ReLU(),
+    new fl.nn.Linear(16, 16),
+    new fl.nn.ReLU(),
+    new fl.nn.Linear(16, 4),
+  );
+  const byName = new Map<string, fl.Tensor>(mlp.namedParameters());
+  for (const [n, t] of Object.entries(c.params)) {
+    const p = byName.get(n);
+    assert.ok(p, `parameter ${n}`);
+    fl.noGrad(() => p.copy_(load(t as FixtureTensor & { dtype: string })));
+  }
+  const x = load(c.x);
+  const y = fl.tensor(c.y, { dtype: 'i64' });
+  const { logits, loss } = fl.autocast(cpu, () => {
+    const l = mlp.forward(x) as fl.Tensor;
+    return { logits: l, loss: F.crossEntropy(l, y) };
+  });
+  assert.is(logits.dtype, 'bf16');
+  assert.is(loss.dtype, 'f32');
+  close(logits.to('f64'), c.logits, 2 ** -6, 'logits');
+  close(loss.to('f64'), c.loss, 1e-2, 'loss');
+  loss.backward();
+  for (const [n, g] of Object.entries(c.grads)) {
+    const p = byName.get(n) as fl.Tensor;
+    assert.is(p.grad?.dtype, 'f32', `grad ${n} dtype`);
+    close((p.grad as fl.Tensor).to('f64'), g as FixtureTensor, 3e-2, `grad ${n}`);
+  }
+});
+
+test('regions nest; enabled: false turns autocast off inside; the scope form works with using', () => {
+  const a = fl.randn([3, 4]),
+    b = fl.randn([4, 2]);
+  fl.autocast(cpu, () => {
+    assert.is(fl.matmul(a, b).dtype, 'bf16');
+    fl.autocast({ device: 'cpu', enabled: false }, () => assert.is(fl.matmul(a, b).dtype, 'f32'));
+    fl.autocast({ device: 'cpu', dtype: 'f16' }, () => assert.is(fl.matmul(a, b).dtype, 'f16'));
+    assert.is(fl.matmul(a, b).dtype, 'bf16');
+    // A region for CUDA leaves CPU ops alone.
+    fl.autocast({ device: 'cuda', enabled: false }, () => assert.is(fl.matmul(a, b).dtype, 'bf16'));
+  });
+  assert.is(fl.matmul(a, b).dtype, 'f32');
+  {
+    using _scope = fl.autocast(cpu);
+    assert.is(fl.matmul(a, b).dtype, 'bf16');
+    assert.ok(fl.amp.isAutocastEnabled('cpu'));
+  }
+  assert.not.ok(fl.amp.isAutocastEnabled('cpu'));
+  const scope = fl.autocast(cpu);
+  try {
+    assert.is(fl.matmul(a, b).dtype, 'bf16');
+  } finally {
+    scope.exit();
+  }
+  assert.is(fl.matmul(a, b).dtype, 'f32');
+});
+
+test('f64 tensors are never cast; integer ops are left alone', () => {
+  const a = fl.randn([3, 4], { dtype: 'f64' }),
+    b = fl.randn([4, 2], { dtype: 'f64' });
+  fl.autocast(cpu, () => {
+    assert.is(fl.matmul(a, b).dtype, 'f64');
+    assert.is(fl.softmax(a).dtype, 'f64');
+    assert.is(fl.tensor([1, 2], { dtype: 'i64' }).sum().dtype, 'i64');
+  });
+});
+
+test('parameter casts are cached within a region and redone after an in-place update', () => {
+  const w = new fl.nn.Parameter(fl.randn([4, 4]));
+  const x = fl.randn([2, 4]);
+  fl.autocast(cpu, () => {
+    const y1 = F.linear(x, w);
+    const y2 = F.linear(x, w);
+    // Both products read the same cached bf16 weight: the graph's cast node is shared.
+    const cast1 = (y1.gradFn?.inputs ?? []).find((t) => t.dtype === 'bf16' && t.shape[0] === 4);
+    const cast2 = (y2.gradFn?.inputs ?? []).find((t) => t.dtype === 'bf16' && t.shape[0] === 4);
+    assert.ok(cast1 && cast1 === cast2, 'cached cast reused');
+    fl.noGrad(() => w.copy_(w.mul(2)));
+    const y3 = F.linear(x, w);
+    const cast3 = (y3.gradFn?.inputs ?? []).find((t) => t.dtype === 'bf16' && t.shape[0] === 4);
+    assert.ok(cast3 && cast3 !== cast1, 'recast after the weight changed');
+  });
+});
+
+test('backward runs outside autocast and gives each input the gradient in its dtype', () => {
+  const w = new fl.nn.Parameter(fl.randn([3, 5]));
+  const x = fl.randn([4, 5]).requiresGrad_();
+  const loss = fl.autocast(cpu, () => F.linear(x, w).sum());
+  assert.is(loss.dtype, 'f32');
+  loss.backward();
+  assert.is(w.grad?.dtype, 'f32');
+  assert.is(x.grad?.dtype, 'f32');
+  // The reference: the same bf16 product done by hand.
+  const w2 = new fl.nn.Parameter(fl.tensor(w.toArray() as number[][]));
+  F.linear(x.detach().to('bf16'), w2.to('bf16')).to('f32').sum().backward();
+  close(w.grad as fl.Tensor, { shape: [3, 5], data: Array.from((w2.grad as fl.Tensor).dataSync() as Float32Array) }, 0, 'weight grad');
+});
+
+test('autocast options are checked', () => {
+  assert.throws(
+    () => fl.autocast({ device: 'tpu' } as never, () => 0),
+    (e: { code?: string }) => e.code === 'ERR_ARG',
+  );
+  assert.throws(
+    () => fl.autocast({ device: 'cpu', dtype: 'f64' } as never, () => 0),
+    (e: { code?: string }) => e.code === 'ERR_DTYPE',
+  );
+  assert.throws(
+    () => fl.autocast({ device: 'cpu', fast: true } as never, () => 0),
+    (e: { code?: string }) => e.code === 'ERR_ARG',
+  );
+  const outer = fl.autocast(cpu);
+  const inner = fl.autocast(cpu);
+  assert.throws(
+    () => outer.exit(),
+    (e: { code?: string }) => e.code === 'ERR_ARG',
+  );
+  inner.exit();
+  outer.exit();
+  assert.not.ok(fl.amp.isAutocastEnabled('cpu'));
+});
+
+test.run();

@@ -1,0 +1,72 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import * as fl from '../../lib';
+import { native } from '../../lib/native';
+
+/**
+ * bf16 matmul (AVX512_BF16 where the CPU has it, else widened to f32): each result must be the
+ * f32 product of the same bf16 values rounded once to bf16, up to the order of the f32 sums.
+ */
+const shapes: Array<[number[], number[]]> = [
+  [
+    [1, 1],
+    [1, 1],
+  ],
+  [
+    [7, 13],
+    [13, 5],
+  ],
+  [
+    [33, 64],
+    [64, 17],
+  ],
+  [
+    [3, 9, 31],
+    [3, 31, 40],
+  ],
+  [
+    [100, 257],
+    [257, 70],
+  ],
+];
+
+for (const [sa, sb] of shapes) {
+  test(`bf16 matmul ${sa} @ ${sb} (${native.buildInfo().bf16gemm})`, () => {
+    fl.manualSeed(sa[0] * 31 + sb[sb.length - 1]);
+    const a = fl.randn(sa).to('bf16'),
+      b = fl.randn(sb).to('bf16');
+    const got = fl.matmul(a, b).to('f32');
+    const want = fl.matmul(a.to('f32'), b.to('f32'));
+    const err = got.sub(want).abs().div(want.abs().add(1)).max().itemSync();
+    assert.ok(err <= 2 ** -7, `relative error ${err}`);
+  });
+}
+
+test('bf16 matmul with transposed operands (the gradients of linear)', () => {
+  const x = fl.randn([19, 23]).to('bf16').requiresGrad_();
+  const w = fl.randn([11, 23]).to('bf16').requiresGrad_();
+  const y = fl.nn.functional.linear(x, w);
+  y.backward(fl.ones([19, 11]).to('bf16'));
+  const xf = x.detach().to('f32').requiresGrad_(),
+    wf = w.detach().to('f32').requiresGrad_();
+  fl.nn.functional.linear(xf, wf).backward(fl.ones([19, 11]));
+  for (const [g, r] of [
+    [x.grad, xf.grad],
+    [w.grad, wf.grad],
+  ] as const) {
+    const err = (g as fl.Tensor)
+      .to('f32')
+      .sub(r as fl.Tensor)
+      .abs()
+      .div((r as fl.Tensor).abs().add(1))
+      .max()
+      .itemSync();
+    assert.ok(err <= 2 ** -7, `relative error ${err}`);
+  }
+});
+
+test('buildInfo says which bf16 matmul path runs', () => {
+  assert.ok(['avx512_bf16', 'f32-widen'].includes(native.buildInfo().bf16gemm));
+});
+
+test.run();
