@@ -77,7 +77,13 @@ test('an op on tensors of two devices throws ERR_DEVICE naming both', () => {
     'ERR_DEVICE',
     /cpu:2.*cpu:3/,
   );
-  expectError(() => fl.zeros([3], { device: 'cpu:2' }).copy_(b), TypeError, 'ERR_DEVICE', /cpu:2 and cpu:1/);
+});
+
+test('copy_ takes a source on another device, as torch.Tensor.copy_ does', async () => {
+  const src = fl.tensor([1, 2, 3], { device: 'cpu:1' });
+  const dst = fl.zeros([3], { device: 'cpu:2' }).copy_(src);
+  assert.is(dst.device, 'cpu:2');
+  assert.equal(Array.from((await dst.data()) as Float32Array), [1, 2, 3]);
 });
 
 test('.to() between CPU devices copies every dtype', () => {
