@@ -6,6 +6,7 @@ import { checkOptions, describe } from '../errors';
 import { checkTensor, rangeError, shapeStr, sumTo, typeError } from './util';
 import { matmulT } from './linalg';
 import { add, mul } from './elementwise';
+import { autocastArgs } from '../amp/autocast';
 
 /** Scale factors of {@link addmm} and {@link baddbmm} (PyTorch's keyword arguments). */
 export interface AddmmOptions {
@@ -19,6 +20,7 @@ function product(op: 'addmm' | 'baddbmm', input: Tensor, a: Tensor, b: Tensor, o
   checkTensor(op, 'input', input);
   checkTensor(op, op === 'addmm' ? 'mat1' : 'batch1', a);
   checkTensor(op, op === 'addmm' ? 'mat2' : 'batch2', b);
+  [input, a, b] = autocastArgs(op, input, a, b);
   const { beta = 1, alpha = 1 } = checkOptions<AddmmOptions>(op, options, ['beta', 'alpha']);
   for (const [name, v] of [
     ['beta', beta],

@@ -6,6 +6,7 @@ import { describe } from '../errors';
 import { isFloating } from '../dtype';
 import { castTo, checkTensor, dimList, rangeError, shapeStr, typeError, wrap } from './util';
 import { native } from '../native';
+import { autocastArgs } from '../amp/autocast';
 import { abs, div, eq, logicalOr, mul, ne, pow, sign, sqrt, square, where } from './elementwise';
 import { isnan } from './predicates';
 import { max, min, sum } from './reduce';
@@ -36,6 +37,7 @@ export function norm(x: Tensor, p: NormOrd = 'fro', dim?: number | number[], kee
     throw typeError('norm', `expected a floating input (f32, f64, bf16, f16), got ${x.dtype} of shape ${shapeStr(x.shape)}`, 'ERR_DTYPE');
   if (typeof keepdim !== 'boolean') throw typeError('norm', `keepdim must be a boolean, got ${describe(keepdim)}`);
   const dims = dimList('norm', dim, x.ndim);
+  [x] = autocastArgs('norm', x);
   if (new Set(dims).size !== dims.length) throw typeError('norm', `dim ${JSON.stringify(dim)} names a dim more than once`);
   let ord: number;
   if (p === 'fro') {

@@ -5,6 +5,7 @@ import { record } from '../autograd/node';
 import { type DType, isFloating, toDType } from '../dtype';
 import { checkOptions } from '../errors';
 import { castTo, checkTensor, normDim, wrap } from './util';
+import { autocastArgs } from '../amp/autocast';
 
 export interface ScanOptions {
   /** Converts the input to this dtype first (as torch's `dtype=`); integers and bool otherwise give i64. */
@@ -15,7 +16,8 @@ function scanInput(op: string, x: Tensor, dim: number, options: ScanOptions | un
   checkTensor(op, 'input', x);
   checkOptions(op, options, ['dtype']);
   const d = normDim(op, dim, x.ndim);
-  const input = options?.dtype === undefined ? x : castTo(x, toDType(op, options.dtype));
+  // An explicit dtype wins over autocast (which runs cumsum/cumprod in f32).
+  const input = options?.dtype === undefined ? autocastArgs(op, x)[0] : castTo(x, toDType(op, options.dtype));
   return { input, d };
 }
 

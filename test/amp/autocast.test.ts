@@ -148,6 +148,27 @@ test('backward runs outside autocast and gives each input the gradient in its dt
   close(w.grad as fl.Tensor, { shape: [3, 5], data: Array.from((w2.grad as fl.Tensor).dataSync() as Float32Array) }, 0, 'weight grad');
 });
 
+test('the ops added with the manifest follow their declared policy: attention, addmm, baddbmm low; cumsum, cumprod, norm f32', () => {
+  const q = fl.randn([2, 5, 8]);
+  const m = fl.randn([4, 4]);
+  const low = fl.randn([6], { dtype: 'bf16' });
+  fl.autocast(cpu, () => {
+    assert.is(fl.nn.functional.scaledDotProductAttention(q, q, q, { isCausal: true }).dtype, 'bf16');
+    const additive = fl.zeros([5, 5]);
+    assert.is(fl.nn.functional.scaledDotProductAttention(q, q, q, { attnMask: additive }).dtype, 'bf16');
+    assert.is(fl.addmm(m, m, m).dtype, 'bf16');
+    assert.is(fl.baddbmm(q.narrow(2, 0, 5), q, q.transpose(1, 2)).dtype, 'bf16');
+    assert.is(fl.cumsum(low, 0).dtype, 'f32');
+    assert.is(fl.cumprod(low, 0).dtype, 'f32');
+    assert.is(fl.norm(low).dtype, 'f32');
+    // An explicit dtype wins over the policy.
+    assert.is(fl.cumsum(low, 0, { dtype: 'f64' }).dtype, 'f64');
+  });
+  // Outside a region nothing is cast.
+  assert.is(fl.cumsum(low, 0).dtype, 'bf16');
+  assert.is(fl.addmm(m, m, m).dtype, 'f32');
+});
+
 test('autocast options are checked', () => {
   assert.throws(
     () => fl.autocast({ device: 'tpu' } as never, () => 0),

@@ -10,6 +10,7 @@ import { shapeStr, wrap } from '../../ops/util';
 import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
 import { checkBool, checkNumber, checkOptionalTensor } from '../../validate';
 import { isFloating } from '../../dtype';
+import { autocastArgs } from '../../amp/autocast';
 import { nextDraw } from '../../random';
 import { tensorArg } from './args';
 
@@ -76,7 +77,9 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, optio
   tensorArg(OP, 'key', k);
   tensorArg(OP, 'value', v);
   const o = checkOptions(OP, options, ['attnMask', 'isCausal', 'dropoutP', 'scale']);
-  const mask = checkOptionalTensor(OP, 'attnMask', o.attnMask);
+  let mask = checkOptionalTensor(OP, 'attnMask', o.attnMask);
+  // Under autocast: q, k, v and an additive mask in the region's low dtype (a bool mask passes).
+  [q, k, v, mask] = autocastArgs('nn.functional.scaledDotProductAttention', q, k, v, mask);
   const isCausal = checkBool(OP, 'isCausal', o.isCausal ?? false);
   const dropoutP = checkNumber(OP, 'dropoutP', o.dropoutP ?? 0, { min: 0, max: 1 });
   if (!isFloating(q.dtype)) throw flockError('ERR_DTYPE', OP, `query must be a floating tensor, got ${q.dtype}`);
