@@ -21,6 +21,7 @@
 #include <cstring>
 #include <mutex>
 #include <sys/socket.h>
+#include "call_header.h"
 #include "comm_thread.h"
 #include "control.h"
 #include "process_group.h"
@@ -35,50 +36,6 @@ constexpr size_t kChunk = size_t(128) << 10;  // pipelining grain and staging si
 // Up to this size an allreduce on 2, 4, 8... ranks is latency-bound: recursive doubling's fewer,
 // larger messages beat the ring's 2(n-1) small ones (measured on loopback, bench/allreduce.ts).
 constexpr size_t kDoublingBytes = size_t(256) << 10;
-constexpr uint32_t kCallMagic = 0x666c6863;  // "flhc": a call header, not stray data
-
-enum class Call : uint8_t { AllReduce = 1, Broadcast, AllGather, ReduceScatter, Barrier, Send };
-
-// What a rank is about to run. One per collective (not per chunk), so it costs one small message
-// and one check. Every field is re-validated on arrival.
-struct CallHeader {
-  uint32_t magic = kCallMagic;
-  Call call{};
-  uint8_t dtype = 0;
-  uint8_t reduce = 0;
-  uint8_t pad = 0;
-  int32_t root = 0;    // broadcast
-  int32_t pad2 = 0;
-  int64_t count = 0;   // elements; per rank for allGather and reduceScatter
-  int64_t seq = 0;     // collectives: number in the group, from 1; send: number on this pair, from 1
-};
-static_assert(sizeof(CallHeader) == 32, "call headers are 32 bytes on the wire");
-
-bool same_call(const CallHeader& a, const CallHeader& b) {
-  return a.magic == b.magic && a.call == b.call && a.dtype == b.dtype && a.reduce == b.reduce && a.root == b.root &&
-         a.count == b.count && a.seq == b.seq;
-}
-
-bool is_call(const CallHeader& h) {
-  return h.magic == kCallMagic && h.call >= Call::AllReduce && h.call <= Call::Send;
-}
-
-// `allReduce(f32, 1000 elements)`, the reduce op named when not the default or when `reduce` says so.
-std::string describe(const CallHeader& h, bool reduce) {
-  if (!is_call(h)) return "something that is not a flockml call (another version of flockml?)";
-  static const char* names[] = {"", "allReduce", "broadcast", "allGather", "reduceScatter", "barrier", "send"};
-  std::string s = names[static_cast<int>(h.call)];
-  if (h.call == Call::Barrier) return s + "()";
-  s += "(";
-  s += h.dtype < kNumDTypes ? dtype_name(static_cast<DType>(h.dtype)) : "dtype #" + std::to_string(h.dtype);
-  s += ", " + std::to_string(h.count) + (h.count == 1 ? " element" : " elements");
-  if (h.call == Call::AllGather || h.call == Call::ReduceScatter) s += " per rank";
-  if (h.call == Call::Broadcast) s += ", root " + std::to_string(h.root);
-  const bool reduces = h.call == Call::AllReduce || h.call == Call::ReduceScatter;
-  if (reduces && (reduce || h.reduce != 0)) s += std::string(", ") + (h.reduce < 5 ? kReduceOpNames[h.reduce] : "?");
-  return s + ")";
-}
-
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
 int check_rank_in_world(int rank, int size) {
