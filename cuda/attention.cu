@@ -50,6 +50,23 @@ __device__ __forceinline__ C keep_factor(const AttnGeom& g, int64_t b, int64_t i
   return keep && g.dropout_p < 1 ? C(1) / C(1 - g.dropout_p) : C(0);
 }
 
+// One past the last key a block of query rows [i0, i0 + kRows) reads (causal: none past its last row).
+__device__ __forceinline__ int64_t key_end(const AttnGeom& g, int64_t i0) {
+  const int64_t last = i0 + kRows < g.tq ? i0 + kRows : g.tq;
+  return g.causal ? (last < g.tk ? last : g.tk) : g.tk;
+}
+
+// Loads keys and values j0 .. j0 + nj of batch-head b into the block's shared tiles, zero-padded.
+template <class T, class C, int KT, int MAXD>
+__device__ __forceinline__ void load_kv_tile(C (&ks)[KT][MAXD], C (&vs)[KT][MAXD], const T* k, const T* v, const AttnGeom& g, int64_t b,
+                                             int64_t j0, int nj) {
+  for (int e = threadIdx.x; e < KT * MAXD; e += blockDim.x) {
+    const int c = e / MAXD, x = e % MAXD;
+    ks[c][x] = c < nj && x < g.d ? Num<T>::load(k[(b * g.tk + j0 + c) * g.d + x]) : C(0);
+    vs[c][x] = c < nj && x < g.dv ? Num<T>::load(v[(b * g.tk + j0 + c) * g.dv + x]) : C(0);
+  }
+}
+
 template <class T, int MAXD>
 __global__ void attn_forward_kernel(const T* q, const T* k, const T* v, const void* mask, T* out, typename Num<T>::C* lse, AttnGeom g,
                                     int64_t blocks_per_bh) {
@@ -69,16 +86,11 @@ __global__ void attn_forward_kernel(const T* q, const T* k, const T* v, const vo
     acc[x] = 0;
   }
   C m = -INFINITY, l = 0;
-  const int64_t last = i0 + kRows < g.tq ? i0 + kRows : g.tq;
-  const int64_t jend = g.causal ? (last < g.tk ? last : g.tk) : g.tk;
+  const int64_t jend = key_end(g, i0);
   for (int64_t j0 = 0; j0 < jend; j0 += KT) {
     const int nj = static_cast<int>(jend - j0 < KT ? jend - j0 : KT);
     __syncthreads();
-    for (int e = threadIdx.x; e < KT * MAXD; e += blockDim.x) {
-      const int c = e / MAXD, x = e % MAXD;
-      ks[c][x] = c < nj && x < g.d ? Num<T>::load(k[(b * g.tk + j0 + c) * g.d + x]) : C(0);
-      vs[c][x] = c < nj && x < g.dv ? Num<T>::load(v[(b * g.tk + j0 + c) * g.dv + x]) : C(0);
-    }
+    load_kv_tile(ks, vs, k, v, g, b, j0, nj);
     __syncthreads();
     if (!live) continue;
     C mx = m;
@@ -144,16 +156,11 @@ __global__ void attn_dq_kernel(const T* q, const T* k, const T* v, const void* m
     dq[x] = 0;
   }
   const C li = live ? lse[b * g.tq + i] : C(0), di = live ? delta[b * g.tq + i] : C(0);
-  const int64_t last = i0 + kRows < g.tq ? i0 + kRows : g.tq;
-  const int64_t jend = g.causal ? (last < g.tk ? last : g.tk) : g.tk;
+  const int64_t jend = key_end(g, i0);
   for (int64_t j0 = 0; j0 < jend; j0 += KT) {
     const int nj = static_cast<int>(jend - j0 < KT ? jend - j0 : KT);
     __syncthreads();
-    for (int e = threadIdx.x; e < KT * MAXD; e += blockDim.x) {
-      const int c = e / MAXD, x = e % MAXD;
-      ks[c][x] = c < nj && x < g.d ? Num<T>::load(k[(b * g.tk + j0 + c) * g.d + x]) : C(0);
-      vs[c][x] = c < nj && x < g.dv ? Num<T>::load(v[(b * g.tk + j0 + c) * g.dv + x]) : C(0);
-    }
+    load_kv_tile(ks, vs, k, v, g, b, j0, nj);
     __syncthreads();
     if (!live) continue;
     for (int c = 0; c < nj; ++c) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include "common.cuh"
+#include "index_plan.cuh"
 #include "kernels.h"
 
 namespace flock::cuda {
@@ -42,18 +43,6 @@ __global__ void strided_copy_kernel(const W* src, W* dst, int64_t n, StridedPlan
   }
 }
 
-__device__ __forceinline__ int64_t read_index(const void* index, bool wide, int64_t i) {
-  return wide ? static_cast<const int64_t*>(index)[i] : static_cast<const int32_t*>(index)[i];
-}
-
-__device__ __forceinline__ void report_fault(IndexFault* f, int op, int64_t v, int64_t limit) {
-  if (atomicCAS(&f->flag, 0, 1) == 0) {
-    f->op = op;
-    f->value = v;
-    f->limit = limit;
-  }
-}
-
 template <class W>
 __global__ void index_select_kernel(const W* x, const void* index, bool wide, W* out, int64_t outer, int64_t n,
                                     int64_t dim_size, int64_t inner, IndexFault* fault) {
@@ -68,48 +57,15 @@ __global__ void index_select_kernel(const W* x, const void* index, bool wide, W*
   }
 }
 
-// Index, src and out of gather/scatter are dense in the index's shape; the data tensor has its
-// own contiguous strides, so an element's data offset is its index coordinates dotted with them,
-// with the `dim` coordinate replaced by the index value.
-struct GatherPlan {
-  int nd, dim;
-  int64_t index_size[kMaxDims], data_stride[kMaxDims];
-  int64_t data_dim;
-};
-
-GatherPlan make_gather_plan(const Shape& data, const Shape& index, int64_t dim) {
-  GatherPlan g{};
-  g.nd = static_cast<int>(index.size());
-  g.dim = static_cast<int>(dim);
-  int64_t st = 1;
-  for (int d = g.nd - 1; d >= 0; --d) {
-    g.index_size[d] = index[d];
-    g.data_stride[d] = st;
-    st *= data[d];
-  }
-  g.data_dim = data[dim];
-  return g;
-}
-
-__device__ __forceinline__ int64_t gather_offset(const GatherPlan& g, int64_t e, int64_t k) {
-  int64_t off = 0;
-  for (int d = g.nd - 1; d >= 0; --d) {
-    const int64_t c = e % g.index_size[d];
-    e /= g.index_size[d];
-    off += (d == g.dim ? k : c) * g.data_stride[d];
-  }
-  return off;
-}
-
 template <class W>
-__global__ void gather_kernel(const W* x, const void* index, bool wide, W* out, int64_t n, GatherPlan g, IndexFault* fault) {
+__global__ void gather_kernel(const W* x, const void* index, bool wide, W* out, int64_t n, IndexPlan g, IndexFault* fault) {
   FLOCK_GRID_STRIDE(e, n) {
     const int64_t k = read_index(index, wide, e);
     if (k < 0 || k >= g.data_dim) {
       report_fault(fault, kGather, k, g.data_dim);
       continue;
     }
-    out[e] = x[gather_offset(g, e, k)];
+    out[e] = x[index_offset(g, e, k)];
   }
 }
 
@@ -147,14 +103,14 @@ __device__ __forceinline__ void atomic_accumulate(T* p, T v) {
 }
 
 template <class T>
-__global__ void scatter_add_kernel(T* out, const void* index, bool wide, const T* src, int64_t n, GatherPlan g, IndexFault* fault) {
+__global__ void scatter_add_kernel(T* out, const void* index, bool wide, const T* src, int64_t n, IndexPlan g, IndexFault* fault) {
   FLOCK_GRID_STRIDE(e, n) {
     const int64_t k = read_index(index, wide, e);
     if (k < 0 || k >= g.data_dim) {
       report_fault(fault, kScatterAdd, k, g.data_dim);
       continue;
     }
-    atomic_accumulate(out + gather_offset(g, e, k), src[e]);
+    atomic_accumulate(out + index_offset(g, e, k), src[e]);
   }
 }
 
@@ -197,7 +153,7 @@ void index_select_cuda(const Tensor& x, const Tensor& index, Tensor& out, int64_
 void gather_cuda(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim) {
   const int64_t n = index.numel();
   if (n == 0) return;
-  const GatherPlan g = make_gather_plan(x.shape, index.shape, dim);
+  const IndexPlan g = make_index_plan("gather", x.shape, index.shape, dim);
   cudaStream_t s = current_stream();
   IndexFault* fault = current_index_fault();
   with_word(dtype_size(x.dtype), [&](auto tag) {
@@ -211,7 +167,7 @@ void gather_cuda(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim)
 void scatter_add_cuda(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim) {
   const int64_t n = index.numel();
   if (n == 0) return;
-  const GatherPlan g = make_gather_plan(out.shape, index.shape, dim);
+  const IndexPlan g = make_index_plan("scatterAdd", out.shape, index.shape, dim);
   cudaStream_t s = current_stream();
   IndexFault* fault = current_index_fault();
   visit_numeric(out.dtype, "scatterAdd", [&](auto tag) {

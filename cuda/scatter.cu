@@ -4,55 +4,25 @@
 #include <cmath>
 #include <limits>
 #include "common.cuh"
+#include "index_plan.cuh"
 #include "kernels.h"
+#include "scatter_reduce_math.h"
 
 namespace flock::cuda {
 namespace {
 
-// index/src are dense in index's shape; the output has its own contiguous strides.
-struct ScatterPlan {
-  int nd, dim;
-  int64_t index_size[kMaxDims], out_stride[kMaxDims];
-  int64_t out_dim;
-};
-
-ScatterPlan make_plan(const Shape& out, const Shape& index, int64_t dim) {
-  if (index.size() > static_cast<size_t>(kMaxDims)) fail(Code::Shape, "scatter: at most ", kMaxDims, " dimensions are supported");
-  ScatterPlan g{};
-  g.nd = static_cast<int>(index.size());
-  g.dim = static_cast<int>(dim);
-  int64_t st = 1;
-  for (int d = g.nd - 1; d >= 0; --d) {
-    g.index_size[d] = index[d];
-    g.out_stride[d] = st;
-    st *= out[d];
-  }
-  g.out_dim = out[dim];
-  return g;
-}
-
 // The output offset of index element e, or -1 (reported once) when its value is out of range.
-__device__ __forceinline__ int64_t target(const ScatterPlan& g, const void* index, bool wide, int64_t e, IndexFault* fault, int op) {
-  const int64_t k = wide ? static_cast<const int64_t*>(index)[e] : static_cast<const int32_t*>(index)[e];
-  if (k < 0 || k >= g.out_dim) {
-    if (fault && atomicCAS(&fault->flag, 0, 1) == 0) {
-      fault->op = op;
-      fault->value = k;
-      fault->limit = g.out_dim;
-    }
+__device__ __forceinline__ int64_t target(const IndexPlan& g, const void* index, bool wide, int64_t e, IndexFault* fault, int op) {
+  const int64_t k = read_index(index, wide, e);
+  if (k < 0 || k >= g.data_dim) {
+    if (fault) report_fault(fault, op, k, g.data_dim);
     return -1;
   }
-  int64_t off = 0;
-  for (int d = g.nd - 1; d >= 0; --d) {
-    const int64_t c = e % g.index_size[d];
-    e /= g.index_size[d];
-    off += (d == g.dim ? k : c) * g.out_stride[d];
-  }
-  return off;
+  return index_offset(g, e, k);
 }
 
 template <class W>
-__global__ void scatter_kernel(W* out, const void* index, bool wide, const W* src, int64_t n, ScatterPlan g, IndexFault* fault) {
+__global__ void scatter_kernel(W* out, const void* index, bool wide, const W* src, int64_t n, IndexPlan g, IndexFault* fault) {
   FLOCK_GRID_STRIDE(e, n) {
     const int64_t off = target(g, index, wide, e, fault, kScatter);
     if (off >= 0) out[off] = src[e];
@@ -94,37 +64,12 @@ __device__ void atomic_update(T* p, F f) {
   }
 }
 
-template <class C>
-__device__ __forceinline__ C combine(ScatterReduceOp op, C a, C b) {
-  switch (op) {
-    case ScatterReduceOp::prod: return a * b;
-    case ScatterReduceOp::amax:
-    case ScatterReduceOp::amin:
-      if constexpr (std::is_floating_point_v<C>) {
-        if (a != a || b != b) return a != a ? a : b;  // NaN propagates, as torch
-      }
-      return op == ScatterReduceOp::amax ? (b > a ? b : a) : (b < a ? b : a);
-    default: return a + b;
-  }
-}
-
-template <class C>
-__device__ __forceinline__ C identity(ScatterReduceOp op) {
-  switch (op) {
-    case ScatterReduceOp::prod: return C(1);
-    case ScatterReduceOp::amax:
-      if constexpr (std::is_floating_point_v<C>) return -INFINITY;
-      else return std::numeric_limits<C>::lowest();
-    case ScatterReduceOp::amin:
-      if constexpr (std::is_floating_point_v<C>) return INFINITY;
-      else return std::numeric_limits<C>::max();
-    default: return C(0);
-  }
-}
+using scatter_math::combine;
+using scatter_math::identity;
 
 // Without include_self, every target starts from the reduction's identity.
 template <class T>
-__global__ void scatter_identity_kernel(ScatterReduceOp op, T* out, const void* index, bool wide, int64_t n, ScatterPlan g) {
+__global__ void scatter_identity_kernel(ScatterReduceOp op, T* out, const void* index, bool wide, int64_t n, IndexPlan g) {
   FLOCK_GRID_STRIDE(e, n) {
     const int64_t off = target(g, index, wide, e, nullptr, 0);
     if (off >= 0) out[off] = Num<T>::store(identity<typename Num<T>::C>(op));
@@ -132,7 +77,7 @@ __global__ void scatter_identity_kernel(ScatterReduceOp op, T* out, const void* 
 }
 
 template <class T>
-__global__ void scatter_reduce_kernel(ScatterReduceOp op, T* out, const void* index, bool wide, const T* src, int64_t n, ScatterPlan g,
+__global__ void scatter_reduce_kernel(ScatterReduceOp op, T* out, const void* index, bool wide, const T* src, int64_t n, IndexPlan g,
                                       unsigned long long* count, IndexFault* fault) {
   using C = typename Num<T>::C;
   FLOCK_GRID_STRIDE(e, n) {
@@ -167,7 +112,7 @@ __global__ void scatter_mean_kernel(T* out, const int64_t* count, int64_t n) {
 void scatter_cuda(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim) {
   const int64_t n = index.numel();
   if (n == 0) return;
-  const ScatterPlan g = make_plan(out.shape, index.shape, dim);
+  const IndexPlan g = make_index_plan("scatter", out.shape, index.shape, dim);
   cudaStream_t s = current_stream();
   IndexFault* fault = current_index_fault();
   const bool wide = index.dtype == DType::i64;
@@ -184,7 +129,7 @@ void scatter_reduce_cuda(ScatterReduceOp op, Tensor& out, const Tensor& index, c
                          Tensor& count) {
   const int64_t n = index.numel(), total = out.numel();
   if (n == 0) return;
-  const ScatterPlan g = make_plan(out.shape, index.shape, dim);
+  const IndexPlan g = make_index_plan("scatter", out.shape, index.shape, dim);
   cudaStream_t s = current_stream();
   IndexFault* fault = current_index_fault();
   const bool wide = index.dtype == DType::i64, mean = op == ScatterReduceOp::mean;

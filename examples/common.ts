@@ -87,3 +87,49 @@ export async function evaluate(model: Model): Promise<number> {
   }
   return correct / test.length;
 }
+
+/** The value after `--name` on the command line, if the flag is there. */
+export function option(name: string, argv = process.argv): string | undefined {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : undefined;
+}
+
+/** The arguments of the two-device examples: parseArgs's, --batch (default 128) and --devices (default cpu:0,cpu:1). */
+export function deviceArgs(): { epochs: number; limit?: number; batchSize: number; devices: string[] } {
+  return {
+    ...parseArgs(),
+    batchSize: Number(option('batch') ?? 128),
+    devices: (option('devices') ?? 'cpu:0,cpu:1').split(','),
+  };
+}
+
+type Batch = fl.Tensor[];
+
+/**
+ * The training loop of the parallel examples: `epochs` passes over `loader` behind a progress bar,
+ * `step` run on each batch and giving back its loss (disposed here with the batch), the loss and
+ * `postfix()`'s fields shown every 50 steps. Returns the step count and the mean ms per step.
+ */
+export async function trainEpochs(
+  loader: Iterable<Batch> | AsyncIterable<Batch>,
+  epochs: number,
+  step: (x: fl.Tensor, y: fl.Tensor) => fl.Tensor | Promise<fl.Tensor>,
+  options: { beforeEpoch?: (epoch: number) => void; rank0Only?: boolean; postfix?: () => Record<string, number> } = {},
+): Promise<{ steps: number; msPerStep: number }> {
+  let steps = 0;
+  const started = performance.now();
+  for (let e = 0; e < epochs; e++) {
+    options.beforeEpoch?.(e);
+    const bar = fl.utils.progress(loader, { desc: `epoch ${e + 1}/${epochs}`, ...(options.rank0Only ? { rank0Only: true } : {}) });
+    for await (const [x, y] of bar) {
+      const loss = await step(x, y);
+      steps++;
+      if (steps % 50 === 0) bar.setPostfix({ loss: await loss.item(), ...options.postfix?.() });
+      loss.dispose();
+      x.dispose();
+      y.dispose();
+    }
+  }
+  await fl.sync();
+  return { steps, msPerStep: (performance.now() - started) / steps };
+}

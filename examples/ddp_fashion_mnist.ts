@@ -8,7 +8,7 @@
  * Rank 0 prints, as its last line, one JSON object with the test accuracy.
  */
 import * as fl from '../lib';
-import { cnn, evaluate, normalize, parseArgs } from './common';
+import { cnn, evaluate, normalize, parseArgs, trainEpochs } from './common';
 
 async function main(): Promise<void> {
   const { epochs, limit } = parseArgs();
@@ -24,32 +24,24 @@ async function main(): Promise<void> {
   const train = fl.datasets.fashionMNIST({ split: 'train', limit });
   const sampler = new fl.data.DistributedSampler(train, { seed: 0 });
   const loader = new fl.data.DataLoader(train, { batchSize, sampler });
-  let steps = 0,
-    waited = 0; // after backward, for the allreduces (and for slower ranks)
-  const started = performance.now();
+  let waited = 0; // after backward, for the allreduces (and for slower ranks)
   model.train();
-  for (let e = 0; e < epochs; e++) {
-    sampler.setEpoch(e);
-    const bar = fl.utils.progress(loader, { desc: `epoch ${e + 1}/${epochs}`, rank0Only: true });
-    for await (const [x, y] of bar) {
-      const loss = fl.tidy(() => {
-        const l = fl.nn.functional.crossEntropy(ddp.forward(normalize(x)), y);
-        opt.zeroGrad();
-        l.backward();
-        return l;
-      });
-      await ddp.syncGradients();
-      fl.tidy(() => opt.step());
-      steps++;
-      waited += ddp.lastStep?.exposedMs ?? 0;
-      if (steps % 50 === 0) bar.setPostfix({ loss: await loss.item() });
-      loss.dispose();
-      x.dispose();
-      y.dispose();
-    }
-  }
-  await fl.sync();
-  const msPerStep = (performance.now() - started) / steps;
+  const step = async (x: fl.Tensor, y: fl.Tensor) => {
+    const loss = fl.tidy(() => {
+      const l = fl.nn.functional.crossEntropy(ddp.forward(normalize(x)), y);
+      opt.zeroGrad();
+      l.backward();
+      return l;
+    });
+    await ddp.syncGradients();
+    fl.tidy(() => opt.step());
+    waited += ddp.lastStep?.exposedMs ?? 0;
+    return loss;
+  };
+  const { steps, msPerStep } = await trainEpochs(loader, epochs, step, {
+    beforeEpoch: (e) => sampler.setEpoch(e),
+    rank0Only: true,
+  });
   if (pg.rank === 0) {
     const acc = await evaluate(model);
     console.log(

@@ -10,17 +10,10 @@
 process.env.FLOCKML_CPU_DEVICES ??= '2';
 
 import * as fl from '../lib';
-import { cnn, normalize, parseArgs } from './common';
-
-function option(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
+import { cnn, deviceArgs, normalize, option, trainEpochs } from './common';
 
 async function main(): Promise<void> {
-  const { epochs, limit } = parseArgs();
-  const batchSize = Number(option('batch') ?? 128);
-  const devices = (option('devices') ?? 'cpu:0,cpu:1').split(',');
+  const { epochs, limit, batchSize, devices } = deviceArgs();
   const schedule = (option('schedule') ?? '1f1b') as 'gpipe' | '1f1b';
   fl.manualSeed(0);
   const layers = [...cnn().children()];
@@ -29,30 +22,21 @@ async function main(): Promise<void> {
   const opt = new fl.optim.Adam(pipe.parameters(), { lr: 1e-3 });
   const train = fl.datasets.fashionMNIST({ split: 'train', limit });
   const loader = new fl.data.DataLoader(train, { batchSize, shuffle: true, seed: 0 });
-  let steps = 0;
-  const started = performance.now();
-  for (let e = 0; e < epochs; e++) {
-    const bar = fl.utils.progress(loader, { desc: `epoch ${e + 1}/${epochs}` });
-    for await (const [x, y] of bar) {
-      const loss = await pipe.step(
-        fl.tidy(() => normalize(x)),
-        y,
-        (out, t) => fl.nn.functional.crossEntropy(out, t),
-      );
-      fl.tidy(() => opt.step());
-      opt.zeroGrad();
-      steps++;
-      if (steps % 50 === 0) {
-        const st = pipe.stats()!;
-        bar.setPostfix({ loss: await loss.item(), bubble: +st.bubble.toFixed(3), theory: +st.theory.toFixed(3) });
-      }
-      loss.dispose();
-      x.dispose();
-      y.dispose();
-    }
-  }
-  await fl.sync();
-  const msPerStep = (performance.now() - started) / steps;
+  const step = async (x: fl.Tensor, y: fl.Tensor) => {
+    const loss = await pipe.step(
+      fl.tidy(() => normalize(x)),
+      y,
+      (out, t) => fl.nn.functional.crossEntropy(out, t),
+    );
+    fl.tidy(() => opt.step());
+    opt.zeroGrad();
+    return loss;
+  };
+  const postfix = () => {
+    const st = pipe.stats()!;
+    return { bubble: +st.bubble.toFixed(3), theory: +st.theory.toFixed(3) };
+  };
+  const { steps, msPerStep } = await trainEpochs(loader, epochs, step, { postfix });
   const test = fl.datasets.fashionMNIST({ split: 'test' });
   let correct = 0;
   for (const s of stages) s.eval();

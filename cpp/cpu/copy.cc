@@ -2,6 +2,7 @@
 // scatter_add and one_hot. Indices are checked as they are read; a bad one fails the op with ERR_INDEX.
 #include <cstring>
 #include "../kernels.h"
+#include "index_plan.h"
 #include "loops.h"
 
 namespace flock::cpu {
@@ -82,37 +83,8 @@ void index_select_cpu(const Tensor& x, const Tensor& index, Tensor& out, int64_t
   });
 }
 
-// Offsets shared by gather and scatter_add: index/src/out are dense in `index.shape`; the other
-// tensor ("data") has its own, possibly larger, shape.
-struct GatherPlan {
-  int64_t outer = 1, n = 1, inner = 1, data_dim = 1;
-  std::vector<int64_t> outer_off, inner_off;  // element offsets into the data tensor
-  GatherPlan(const Shape& data, const Shape& index, int64_t dim) {
-    const int64_t nd = static_cast<int64_t>(index.size());
-    std::vector<int64_t> st(nd, 1);
-    for (int64_t d = nd - 2; d >= 0; --d) st[d] = st[d + 1] * data[d + 1];
-    for (int64_t d = 0; d < dim; ++d) outer *= index[d];
-    n = index[dim];
-    for (int64_t d = dim + 1; d < nd; ++d) inner *= index[d];
-    data_dim = data[dim];
-    stride = st[dim];
-    auto offsets = [&](int64_t d0, int64_t d1, int64_t count) {
-      std::vector<int64_t> offs(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) {
-        int64_t rem = i, off = 0;
-        for (int64_t d = d1 - 1; d >= d0; --d) { off += (rem % index[d]) * st[d]; rem /= index[d]; }
-        offs[i] = off;
-      }
-      return offs;
-    };
-    outer_off = offsets(0, dim, outer);
-    inner_off = offsets(dim + 1, nd, inner);
-  }
-  int64_t stride = 1;
-};
-
 void gather_cpu(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim) {
-  GatherPlan g(x.shape, index.shape, dim);
+  IndexPlan g(x.shape, index.shape, dim);
   IndexReader idx(index);
   const size_t es = dtype_size(x.dtype);
   const char* xp = static_cast<const char*>(x.raw());
@@ -131,7 +103,7 @@ void gather_cpu(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim) 
 }
 
 void scatter_add_cpu(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim) {
-  GatherPlan g(out.shape, index.shape, dim);
+  IndexPlan g(out.shape, index.shape, dim);
   IndexReader idx(index);
   visit_numeric(out.dtype, "scatterAdd", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 #include "../kernels.h"
+#include "../scatter_reduce_math.h"
+#include "index_plan.h"
 #include "loops.h"
 
 namespace flock::cpu {
@@ -12,30 +14,8 @@ namespace {
 
 // Element offsets into the data tensor (out) for the elements of index/src, which are dense in
 // index's shape: outer part, the dim (replaced by the index value) and inner part.
-struct ScatterPlan {
-  int64_t outer = 1, n = 1, inner = 1, data_dim = 1, stride = 1;
-  std::vector<int64_t> outer_off, inner_off;
-  ScatterPlan(const Shape& data, const Shape& index, int64_t dim) {
-    const int64_t nd = static_cast<int64_t>(index.size());
-    std::vector<int64_t> st(static_cast<size_t>(nd), 1);
-    for (int64_t d = nd - 2; d >= 0; --d) st[d] = st[d + 1] * data[d + 1];
-    for (int64_t d = 0; d < dim; ++d) outer *= index[d];
-    n = index[dim];
-    for (int64_t d = dim + 1; d < nd; ++d) inner *= index[d];
-    data_dim = data[dim];
-    stride = st[dim];
-    auto offsets = [&](int64_t d0, int64_t d1, int64_t count) {
-      std::vector<int64_t> offs(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) {
-        int64_t rem = i, off = 0;
-        for (int64_t d = d1 - 1; d >= d0; --d) { off += (rem % index[d]) * st[d]; rem /= index[d]; }
-        offs[i] = off;
-      }
-      return offs;
-    };
-    outer_off = offsets(0, dim, outer);
-    inner_off = offsets(dim + 1, nd, inner);
-  }
+struct ScatterPlan : IndexPlan {
+  using IndexPlan::IndexPlan;
   // Calls f(src_linear, out_offset) for every element; outer slices write disjoint parts of out.
   template <class F>
   void for_each(const Tensor& index, F f) const {
@@ -62,33 +42,8 @@ void scatter_cpu(Tensor& out, const Tensor& index, const Tensor& src, int64_t di
   g.for_each(index, [&](int64_t lin, int64_t off) { std::memcpy(op + off * es, sp + lin * es, es); });
 }
 
-template <class C>
-C combine(ScatterReduceOp op, C a, C b) {
-  switch (op) {
-    case ScatterReduceOp::prod: return a * b;
-    case ScatterReduceOp::amax:
-    case ScatterReduceOp::amin:
-      if constexpr (std::is_floating_point_v<C>) {
-        if (a != a || b != b) return a != a ? a : b;  // NaN propagates, as torch
-      }
-      return op == ScatterReduceOp::amax ? (b > a ? b : a) : (b < a ? b : a);
-    default: return a + b;
-  }
-}
-
-template <class C>
-C identity(ScatterReduceOp op) {
-  switch (op) {
-    case ScatterReduceOp::prod: return C(1);
-    case ScatterReduceOp::amax:
-      if constexpr (std::is_floating_point_v<C>) return -INFINITY;
-      else return std::numeric_limits<C>::lowest();
-    case ScatterReduceOp::amin:
-      if constexpr (std::is_floating_point_v<C>) return INFINITY;
-      else return std::numeric_limits<C>::max();
-    default: return C(0);
-  }
-}
+using scatter_math::combine;
+using scatter_math::identity;
 
 void scatter_reduce_cpu(ScatterReduceOp op, Tensor& out, const Tensor& index, const Tensor& src, int64_t dim, bool include_self,
                         Tensor& count) {

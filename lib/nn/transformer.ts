@@ -67,6 +67,49 @@ function activate(act: TransformerActivation, x: Tensor): Tensor {
   return act === 'relu' ? x.relu() : act === 'gelu' ? x.gelu() : act(x);
 }
 
+/** Builds the sublayers both layer kinds share, each with the layer's settings. */
+function sublayers(dModel: number, nhead: number, c: Resolved) {
+  const t = { dtype: c.dtype, device: c.device };
+  return {
+    attention: () => new MultiheadAttention(dModel, nhead, { dropout: c.dropout, batchFirst: c.batchFirst, ...t }),
+    linear1: () => new Linear(dModel, c.dimFeedforward, t),
+    linear2: () => new Linear(c.dimFeedforward, dModel, t),
+    norm: () => new LayerNorm(dModel, { eps: c.layerNormEps, ...t }),
+    dropout: () => new Dropout(c.dropout),
+  };
+}
+
+interface FeedForwardParts {
+  linear1: Linear;
+  dropout: Dropout;
+  linear2: Linear;
+  readonly config: Resolved;
+}
+
+/** The feed-forward block: out(linear2(dropout(activation(linear1(x))))). */
+function feedForward(l: FeedForwardParts, out: Dropout, x: Tensor): Tensor {
+  return out.forward(l.linear2.forward(l.dropout.forward(activate(l.config.activation, l.linear1.forward(x)))));
+}
+
+/** One attention block without weights, followed by its dropout. */
+function attend(
+  attn: MultiheadAttention,
+  out: Dropout,
+  q: Tensor,
+  kv: Tensor,
+  mask: Tensor | null | undefined,
+  keyPaddingMask: Tensor | null | undefined,
+  isCausal?: boolean,
+): Tensor {
+  const [y] = attn.forward(q, kv, kv, { attnMask: mask, isCausal, keyPaddingMask, needWeights: false });
+  return out.forward(y);
+}
+
+/** A residual sublayer: x + f(norm(x)) when normFirst, else norm(x + f(x)). */
+function residual(normFirst: boolean, norm: LayerNorm, x: Tensor, f: (x: Tensor) => Tensor): Tensor {
+  return normFirst ? x.add(f(norm.forward(x))) : norm.forward(x.add(f(x)));
+}
+
 export interface EncoderForwardOptions {
   /** Self-attention mask ([L, L] or [N·heads, L, L]; true or -inf where blocked). */
   mask?: Tensor | null;
@@ -93,38 +136,24 @@ export class TransformerEncoderLayer extends Module {
     options: TransformerLayerOptions = {},
   ) {
     super();
-    const c = resolve('TransformerEncoderLayer', options);
-    this.config = c;
-    const t = { dtype: c.dtype, device: c.device };
-    this.self_attn = new MultiheadAttention(dModel, nhead, { dropout: c.dropout, batchFirst: c.batchFirst, ...t });
-    this.linear1 = new Linear(dModel, c.dimFeedforward, t);
-    this.dropout = new Dropout(c.dropout);
-    this.linear2 = new Linear(c.dimFeedforward, dModel, t);
-    this.norm1 = new LayerNorm(dModel, { eps: c.layerNormEps, ...t });
-    this.norm2 = new LayerNorm(dModel, { eps: c.layerNormEps, ...t });
-    this.dropout1 = new Dropout(c.dropout);
-    this.dropout2 = new Dropout(c.dropout);
+    this.config = resolve('TransformerEncoderLayer', options);
+    const make = sublayers(dModel, nhead, this.config);
+    this.self_attn = make.attention();
+    this.linear1 = make.linear1();
+    this.dropout = make.dropout();
+    this.linear2 = make.linear2();
+    this.norm1 = make.norm();
+    this.norm2 = make.norm();
+    this.dropout1 = make.dropout();
+    this.dropout2 = make.dropout();
   }
 
   forward(src: Tensor, options: EncoderForwardOptions = {}): Tensor {
     const o = checkOptions('TransformerEncoderLayer', options, ['mask', 'srcKeyPaddingMask', 'isCausal']);
-    const sa = (x: Tensor) => {
-      const [y] = this.self_attn.forward(x, x, x, {
-        attnMask: o.mask,
-        isCausal: o.isCausal,
-        keyPaddingMask: o.srcKeyPaddingMask,
-        needWeights: false,
-      });
-      return this.dropout1.forward(y);
-    };
-    const ff = (x: Tensor) =>
-      this.dropout2.forward(this.linear2.forward(this.dropout.forward(activate(this.config.activation, this.linear1.forward(x)))));
-    if (this.config.normFirst) {
-      const x = src.add(sa(this.norm1.forward(src)));
-      return x.add(ff(this.norm2.forward(x)));
-    }
-    const x = this.norm1.forward(src.add(sa(src)));
-    return this.norm2.forward(x.add(ff(x)));
+    const sa = (x: Tensor) => attend(this.self_attn, this.dropout1, x, x, o.mask, o.srcKeyPaddingMask, o.isCausal);
+    const ff = (x: Tensor) => feedForward(this, this.dropout2, x);
+    const nf = this.config.normFirst;
+    return residual(nf, this.norm2, residual(nf, this.norm1, src, sa), ff);
   }
 
   /** A new layer with the same settings and a copy of these weights (what PyTorch's stacks deep-copy). */
@@ -166,51 +195,29 @@ export class TransformerDecoderLayer extends Module {
     options: TransformerLayerOptions = {},
   ) {
     super();
-    const c = resolve('TransformerDecoderLayer', options);
-    this.config = c;
-    const t = { dtype: c.dtype, device: c.device };
-    this.self_attn = new MultiheadAttention(dModel, nhead, { dropout: c.dropout, batchFirst: c.batchFirst, ...t });
-    this.multihead_attn = new MultiheadAttention(dModel, nhead, { dropout: c.dropout, batchFirst: c.batchFirst, ...t });
-    this.linear1 = new Linear(dModel, c.dimFeedforward, t);
-    this.dropout = new Dropout(c.dropout);
-    this.linear2 = new Linear(c.dimFeedforward, dModel, t);
-    this.norm1 = new LayerNorm(dModel, { eps: c.layerNormEps, ...t });
-    this.norm2 = new LayerNorm(dModel, { eps: c.layerNormEps, ...t });
-    this.norm3 = new LayerNorm(dModel, { eps: c.layerNormEps, ...t });
-    this.dropout1 = new Dropout(c.dropout);
-    this.dropout2 = new Dropout(c.dropout);
-    this.dropout3 = new Dropout(c.dropout);
+    this.config = resolve('TransformerDecoderLayer', options);
+    const make = sublayers(dModel, nhead, this.config);
+    this.self_attn = make.attention();
+    this.multihead_attn = make.attention();
+    this.linear1 = make.linear1();
+    this.dropout = make.dropout();
+    this.linear2 = make.linear2();
+    this.norm1 = make.norm();
+    this.norm2 = make.norm();
+    this.norm3 = make.norm();
+    this.dropout1 = make.dropout();
+    this.dropout2 = make.dropout();
+    this.dropout3 = make.dropout();
   }
 
   forward(tgt: Tensor, memory: Tensor, options: DecoderForwardOptions = {}): Tensor {
     const o = checkOptions('TransformerDecoderLayer', options, DECODER_KEYS);
-    const sa = (x: Tensor) => {
-      const [y] = this.self_attn.forward(x, x, x, {
-        attnMask: o.tgtMask,
-        isCausal: o.tgtIsCausal,
-        keyPaddingMask: o.tgtKeyPaddingMask,
-        needWeights: false,
-      });
-      return this.dropout1.forward(y);
-    };
-    const mha = (x: Tensor) => {
-      const [y] = this.multihead_attn.forward(x, memory, memory, {
-        attnMask: o.memoryMask,
-        keyPaddingMask: o.memoryKeyPaddingMask,
-        needWeights: false,
-      });
-      return this.dropout2.forward(y);
-    };
-    const ff = (x: Tensor) =>
-      this.dropout3.forward(this.linear2.forward(this.dropout.forward(activate(this.config.activation, this.linear1.forward(x)))));
-    if (this.config.normFirst) {
-      let x = tgt.add(sa(this.norm1.forward(tgt)));
-      x = x.add(mha(this.norm2.forward(x)));
-      return x.add(ff(this.norm3.forward(x)));
-    }
-    let x = this.norm1.forward(tgt.add(sa(tgt)));
-    x = this.norm2.forward(x.add(mha(x)));
-    return this.norm3.forward(x.add(ff(x)));
+    const sa = (x: Tensor) => attend(this.self_attn, this.dropout1, x, x, o.tgtMask, o.tgtKeyPaddingMask, o.tgtIsCausal);
+    const mha = (x: Tensor) => attend(this.multihead_attn, this.dropout2, x, memory, o.memoryMask, o.memoryKeyPaddingMask);
+    const ff = (x: Tensor) => feedForward(this, this.dropout3, x);
+    const nf = this.config.normFirst;
+    const x = residual(nf, this.norm2, residual(nf, this.norm1, tgt, sa), mha);
+    return residual(nf, this.norm3, x, ff);
   }
 
   clone(): TransformerDecoderLayer {

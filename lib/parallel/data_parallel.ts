@@ -29,6 +29,7 @@ import { initLocalGroups } from '../distributed/local_groups';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool, checkNumber } from '../validate';
 import { BucketReducer, localGrad } from './buckets';
+import { runWithoutSync } from './no_sync';
 import { checkDevices, copyTrainingMode, replicate, scatter } from './devices';
 
 /** The collectives a replica needs: a ProcessGroup from initLocalGroups has them. */
@@ -167,17 +168,9 @@ export class DataParallel<M extends Module & Forward> {
    * the next synchronised backward reduces the accumulated sums.
    */
   noSync<T>(fn: () => T): T {
-    this.#syncing = false;
-    let result: T;
-    try {
-      result = fn();
-    } catch (e) {
-      this.#syncing = true;
-      throw e;
-    }
-    if (result instanceof Promise) return result.finally(() => (this.#syncing = true)) as T;
-    this.#syncing = true;
-    return result;
+    return runWithoutSync((on) => {
+      this.#syncing = on;
+    }, fn);
   }
 
   /**

@@ -29,6 +29,7 @@ import { getWorldSize, isInitialized, ProcessGroup } from '../distributed/proces
 import { broadcast as defaultBroadcast, allReduce as defaultAllReduce } from '../distributed/process_group';
 import type { Work } from '../distributed/work';
 import { BucketReducer, localGrad } from './buckets';
+import { runWithoutSync } from './no_sync';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool, checkChoice, checkNumber } from '../validate';
 
@@ -157,17 +158,9 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
    * locally, and the next synchronised backward averages the accumulated sum.
    */
   noSync<T>(fn: () => T): T {
-    this.#syncing = false;
-    let result: T;
-    try {
-      result = fn();
-    } catch (e) {
-      this.#syncing = true;
-      throw e;
-    }
-    if (result instanceof Promise) return result.finally(() => (this.#syncing = true)) as T;
-    this.#syncing = true;
-    return result;
+    return runWithoutSync((on) => {
+      this.#syncing = on;
+    }, fn);
   }
 
   /**

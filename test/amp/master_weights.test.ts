@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { rawAdamStep, rawSgdStep } from '../helpers/native_step';
 
 /** Values exactly representable in bf16 and f16 (small multiples of 1/64). */
 function exactGrid(n: number, seed: number): number[] {
@@ -87,36 +88,15 @@ for (const dtype of ['bf16', 'f16'] as const) {
 }
 
 test('the fused step refuses bf16 params without masters and masters of the wrong dtype', () => {
-  const { native } = require('../../lib/native') as typeof import('../../lib/native');
   const p = fl.zeros([3]).to('bf16');
   const g = fl.zeros([3]).to('bf16');
   const s = fl.zeros([3]);
   assert.throws(
-    () => native.sgdStep([p.handle], [g.handle], [], 0.1, 0, 0, 0, false, true, false, [], false, 0, 0),
+    () => rawSgdStep([p], [g]),
     (e: { code?: string; message: string }) => e.code === 'ERR_DTYPE' && /master/.test(e.message),
   );
   assert.throws(
-    () =>
-      native.adamStep(
-        [p.handle],
-        [g.handle],
-        [s.handle],
-        [s.handle],
-        [],
-        0.1,
-        0.9,
-        0.999,
-        1e-8,
-        0,
-        1,
-        false,
-        false,
-        false,
-        [g.handle],
-        false,
-        0,
-        0,
-      ),
+    () => rawAdamStep([p], [g], [s], [s], [g]),
     (e: { code?: string }) => e.code === 'ERR_SHAPE',
   );
 });

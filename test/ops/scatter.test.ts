@@ -3,6 +3,7 @@ import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 import { arr, close, expectError } from '../helpers/reference';
+import { reduceScattered } from './cases/ref';
 
 fl.manualSeed(5);
 
@@ -25,26 +26,7 @@ function refScatterReduce(
       touched[i][k] = true;
     }),
   );
-  return x.flatMap((row, i) =>
-    row.map((v, j) => {
-      const g = groups[i][j];
-      if (!touched[i][j]) return v;
-      switch (reduce) {
-        case 'sum':
-          return g.reduce((a, b) => a + b, 0);
-        case 'prod':
-          return g.reduce((a, b) => a * b, 1);
-        case 'mean': {
-          const m = g.reduce((a, b) => a + b, 0) / g.length;
-          return intMean ? Math.floor(m) : m;
-        }
-        case 'amax':
-          return Math.max(...g);
-        default:
-          return Math.min(...g);
-      }
-    }),
-  );
+  return x.flatMap((row, i) => row.map((v, j) => (touched[i][j] ? reduceScattered(reduce, groups[i][j], intMean) : v)));
 }
 
 test('scatter with a tensor and with a number, src larger than index', () => {

@@ -1,7 +1,7 @@
 /** Cases for the indexing ops (lib/ops/manifest/indexing.ts); indices are inputs excluded from gradients. */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
-import { arr, strides } from './ref';
+import { arr, forEachScatter, strides } from './ref';
 
 const idx = (shape: number[], high: number, kind: 'int' | 'i32' = 'int') => ({ shape, kind, high, noGrad: true });
 
@@ -22,19 +22,9 @@ function gatherRef(x: Arr, dim: number, index: Arr, select: boolean): Arr {
 
 function scatterAddRef(x: Arr, dim: number, index: Arr, src: Arr): Arr {
   const out = Float64Array.from(x.data);
-  const xs = strides(x.shape),
-    is = strides(index.shape),
-    ss = strides(src.shape);
-  for (let i = 0; i < index.data.length; i++) {
-    let k = 0,
-      s = 0;
-    for (let d = 0; d < index.shape.length; d++) {
-      const c = Math.floor(i / is[d]) % index.shape[d];
-      k += (d === dim ? index.data[i] : c) * xs[d];
-      s += c * ss[d];
-    }
+  forEachScatter(x, dim, index, src, (k, s) => {
     out[k] += src.data[s];
-  }
+  });
   return arr(x.shape, out);
 }
 

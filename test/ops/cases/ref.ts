@@ -156,3 +156,42 @@ export function roundEven(v: number): number {
   const r = Math.round(v);
   return Math.abs(v % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
+
+/**
+ * Visits the elements of a scatter-style index (gather's, scatter's, scatterAdd's): for index
+ * element i, `k` is its target offset in x (its coordinates with `dim` replaced by the index value)
+ * and `s` the offset of the same coordinates in src (which may be larger than index).
+ */
+export function forEachScatter(x: Arr, dim: number, index: Arr, src: Arr, f: (k: number, s: number) => void): void {
+  const xs = strides(x.shape),
+    is = strides(index.shape),
+    ss = strides(src.shape);
+  for (let i = 0; i < index.data.length; i++) {
+    let k = 0,
+      s = 0;
+    for (let d = 0; d < index.shape.length; d++) {
+      const c = Math.floor(i / is[d]) % index.shape[d];
+      k += (d === dim ? index.data[i] : c) * xs[d];
+      s += c * ss[d];
+    }
+    f(k, s);
+  }
+}
+
+/** scatterReduce's reduction ('sum', 'prod', 'mean', 'amax', else amin) of the values meeting at one target; intMean floors the mean, as for integer dtypes. */
+export function reduceScattered(reduce: string, g: number[], intMean = false): number {
+  switch (reduce) {
+    case 'sum':
+      return g.reduce((a, b) => a + b, 0);
+    case 'prod':
+      return g.reduce((a, b) => a * b, 1);
+    case 'mean': {
+      const m = g.reduce((a, b) => a + b, 0) / g.length;
+      return intMean ? Math.floor(m) : m;
+    }
+    case 'amax':
+      return Math.max(...g);
+    default:
+      return Math.min(...g);
+  }
+}

@@ -1,6 +1,6 @@
 /** Cases for scatter, scatterReduce and indexAdd (lib/ops/manifest/scatter.ts); indices are fixed or drawn, never differentiated. */
 import type { Arr, OpCase } from '../harness/types';
-import { arr, strides } from './ref';
+import { arr, forEachScatter, reduceScattered } from './ref';
 
 type Reduce = 'sum' | 'prod' | 'mean' | 'amax' | 'amin';
 
@@ -8,39 +8,14 @@ type Reduce = 'sum' | 'prod' | 'mean' | 'amax' | 'amin';
 function scatterRef(x: Arr, dim: number, index: Arr, src: Arr, reduce: Reduce | 'write', includeSelf = true, intMean = false): Arr {
   const groups: number[][] = Array.from(x.data, (v) => (includeSelf || reduce === 'write' ? [v] : []));
   const touched = new Set<number>();
-  const xs = strides(x.shape),
-    is = strides(index.shape),
-    ss = strides(src.shape);
-  for (let i = 0; i < index.data.length; i++) {
-    let k = 0,
-      s = 0;
-    for (let d = 0; d < index.shape.length; d++) {
-      const c = Math.floor(i / is[d]) % index.shape[d];
-      k += (d === dim ? index.data[i] : c) * xs[d];
-      s += c * ss[d];
-    }
+  forEachScatter(x, dim, index, src, (k, s) => {
     if (reduce === 'write') groups[k] = [src.data[s]];
     else groups[k].push(src.data[s]);
     touched.add(k);
-  }
+  });
   return arr(x.shape, (k) => {
-    const g = groups[k];
     if (!touched.has(k)) return x.data[k];
-    if (reduce === 'write') return g[0];
-    switch (reduce) {
-      case 'sum':
-        return g.reduce((a, b) => a + b, 0);
-      case 'prod':
-        return g.reduce((a, b) => a * b, 1);
-      case 'mean': {
-        const m = g.reduce((a, b) => a + b, 0) / g.length;
-        return intMean ? Math.floor(m) : m;
-      }
-      case 'amax':
-        return Math.max(...g);
-      default:
-        return Math.min(...g);
-    }
+    return reduce === 'write' ? groups[k][0] : reduceScattered(reduce, groups[k], intMean);
   });
 }
 
