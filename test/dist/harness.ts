@@ -1,5 +1,6 @@
 /** Starts N real worker processes on loopback with the launcher's environment, and collects their output. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { pathToFileURL } from 'node:url';
@@ -9,9 +10,25 @@ export const tsx = join(__dirname, '..', '..', 'node_modules', '.bin', 'tsx');
 // the process that does the work, not a parent that would leave it orphaned.
 export const tsNode = [process.execPath, '--import', pathToFileURL(require.resolve('tsx')).href];
 
-/** A port unlikely to collide with another test file running at the same time. */
+/**
+ * A port unlikely to collide with another test file running at the same time, and below the
+ * kernel's ephemeral range (ip_local_port_range): a port in that range can already be the local
+ * end of some outgoing connection (the ring backend makes many), and listening on it then fails
+ * with EADDRINUSE.
+ */
 export function freePort(): number {
-  return 20000 + Math.floor(Math.random() * 20000);
+  const low = Math.min(ephemeralLow(), 65536);
+  const from = Math.min(20000, low - 2000);
+  return from + Math.floor(Math.random() * (low - from));
+}
+
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 4000 ? low : 32768;
+  } catch {
+    return 32768;
+  }
 }
 
 export interface RankResult {
