@@ -6,8 +6,13 @@
  * off and on run in alternating blocks (off, on, off, on, ...), so drift in the machine's speed
  * (other load, clocks) falls on both alike; each figure is the median ms per step over its blocks,
  * with the spread (min and max block) and the ratio to the anchor.
- *   npx tsx bench/profiler_overhead.ts [--steps N] [--blocks B]
+ *   npx tsx bench/profiler_overhead.ts [--steps N] [--blocks B] [--processes P]
+ * never and off cannot alternate inside one process (once started, a profiler has been started), so
+ * with --processes P the command runs 2P fresh processes, alternating one that measures only never
+ * with one that measures only off and on, and adds a summary line per model: the median over
+ * processes of each mode and off/never, so drift falls on both alike there too.
  */
+import { spawnSync } from 'node:child_process';
 import * as fl from '../lib/index';
 
 const arg = (name: string, fallback: number) => {
@@ -16,6 +21,9 @@ const arg = (name: string, fallback: number) => {
 };
 const STEPS = arg('--steps', 20);
 const BLOCKS = Math.max(5, arg('--blocks', 7));
+const PROCESSES = arg('--processes', 0);
+// In a child of --processes: 'never' measures only never, 'after' only off and on.
+const ONLY = process.env.FLOCKML_BENCH_PROFILER_ONLY as 'never' | 'after' | undefined;
 
 type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
 
@@ -70,19 +78,19 @@ async function main(): Promise<void> {
     const y = fl.randint(0, 10, [64]);
     await block(model, opt, x, y); // warm-up: optimizer state, allocator cache, thread pool
     const never: number[] = [];
-    for (let b = 0; b < BLOCKS; b++) never.push(await block(model, opt, x, y));
-    fl.profiler.start().stop();
+    if (ONLY !== 'after') for (let b = 0; b < BLOCKS; b++) never.push(await block(model, opt, x, y));
+    if (ONLY !== 'never') fl.profiler.start().stop();
     const off: number[] = [];
     const on: number[] = [];
     let events = 0;
-    for (let b = 0; b < BLOCKS; b++) {
+    for (let b = 0; ONLY !== 'never' && b < BLOCKS; b++) {
       off.push(await block(model, opt, x, y));
       const p = fl.profiler.start({ recordShapes: true });
       on.push(await block(model, opt, x, y));
       p.stop();
       events += p.events().length;
     }
-    const anchor = summary(never).median;
+    const anchor = never.length ? summary(never).median : Number.NaN;
     const report = (mode: string, blocks: number[], extra: Record<string, unknown> = {}) => {
       const s = summary(blocks);
       console.log(
@@ -101,15 +109,55 @@ async function main(): Promise<void> {
         }),
       );
     };
-    report('never', never);
-    report('off', off, { vs_on: Number((summary(off).median / summary(on).median).toFixed(3)) });
-    report('on', on, { events_per_block: Math.round(events / BLOCKS) });
+    if (never.length) report('never', never);
+    if (off.length) {
+      report('off', off, { vs_on: Number((summary(off).median / summary(on).median).toFixed(3)) });
+      report('on', on, { events_per_block: Math.round(events / BLOCKS) });
+    }
     x.dispose();
     y.dispose();
   }
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+/** Alternates fresh processes measuring never and off/on; prints their lines and a summary per model. */
+function acrossProcesses(): void {
+  const per: Record<string, Record<string, number[]>> = {};
+  const args = ['--steps', String(STEPS), '--blocks', String(BLOCKS)];
+  for (let p = 0; p < PROCESSES; p++) {
+    for (const only of ['never', 'after'] as const) {
+      const r = spawnSync(process.execPath, [...process.execArgv, __filename, ...args], {
+        env: { ...process.env, FLOCKML_BENCH_PROFILER_ONLY: only },
+        encoding: 'utf8',
+      });
+      if (r.status !== 0) throw new Error(`child (${only}) failed:\n${r.stderr}`);
+      for (const line of r.stdout.trim().split('\n')) {
+        const d = JSON.parse(line) as { model: string; mode: string; ms_per_step: number };
+        console.log(JSON.stringify({ ...d, process: p }));
+        ((per[d.model] ??= {})[d.mode] ??= []).push(d.ms_per_step);
+      }
+    }
+  }
+  for (const [model, modes] of Object.entries(per)) {
+    const med = (xs: number[]) => summary(xs).median;
+    console.log(
+      JSON.stringify({
+        bench: 'profiler_overhead',
+        model,
+        summary: 'across processes',
+        processes: PROCESSES,
+        never_ms: med(modes.never),
+        off_ms: med(modes.off),
+        on_ms: med(modes.on),
+        off_vs_never: Number((med(modes.off) / med(modes.never)).toFixed(3)),
+        on_vs_never: Number((med(modes.on) / med(modes.never)).toFixed(3)),
+      }),
+    );
+  }
+}
+
+if (PROCESSES > 0 && !ONLY) acrossProcesses();
+else
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
