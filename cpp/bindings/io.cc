@@ -198,11 +198,13 @@ void run_read(ReadJob& job, const char* op) {
         job.chosen.push_back(it->second);
       }
     }
+    std::vector<std::pair<const io::TensorInfo*, void*>> work;
     for (size_t i : job.chosen) {
       Tensor t = empty(ts[i].shape, ts[i].dtype, job.device.is_cpu() ? job.device : Device{}, op);
-      reader.read(ts[i], t.raw());
+      work.emplace_back(&ts[i], t.raw());
       job.tensors.push_back(std::move(t));
     }
+    reader.read_many(work);
   } catch (const Error& e) {
     job.error = StreamError{e.code, e.what()};
   } catch (const std::bad_alloc&) {

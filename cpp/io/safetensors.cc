@@ -156,15 +156,6 @@ void SafetensorsReader::validate() {
   if (at != data) bad(std::to_string(data - at) + " bytes of data follow the last tensor (the header does not describe them)");
 }
 
-void SafetensorsReader::read(const TensorInfo& t, void* dst) const {
-  const uint64_t n = t.end - t.begin;
-  if (n == 0) return;
-  if (!pread_all(fd_, dst, static_cast<size_t>(n), header_.data_start() + t.begin)) {
-    if (errno == 0) bad("truncated: tensor " + quoted(t.name) + " ends past the end of the file");
-    fail(Code::IO, op_, ": ", path_, ": reading tensor ", quoted(t.name), " failed: ", std::strerror(errno));
-  }
-}
-
 std::string make_header(const std::vector<WriteEntry>& entries, const Metadata& metadata, const char* op, size_t data_align) {
   std::string json = "{";
   if (!metadata.empty()) {

@@ -46,9 +46,10 @@ class SafetensorsReader {
   SafetensorsReader& operator=(const SafetensorsReader&) = delete;
 
   const Header& header() const { return header_; }
-  // Reads `t`'s bytes into `dst` (t.end - t.begin bytes); a file that shrank since the header was
-  // read is ERR_FORMAT naming the tensor.
-  void read(const TensorInfo& t, void* dst) const;
+  // Reads each pair's tensor into its buffer (t.end - t.begin bytes), splitting large reads into
+  // pieces spread over a few threads (see parallel_read.cc). A file that shrank since the header
+  // was read is ERR_FORMAT naming the tensor; another failure is ERR_IO naming it.
+  void read_many(const std::vector<std::pair<const TensorInfo*, void*>>& work) const;
 
  private:
   [[noreturn]] void bad(const std::string& why) const;

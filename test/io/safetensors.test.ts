@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import * as fl from '../../lib';
 import { DTYPES, itemSize } from '../../lib/dtype';
 import { throwsCode } from '../fixtures/load';
+import { loadNamed } from '../../lib/io/safetensors';
 import { fromBytes, patternBytes, sameTensor, tempDir } from './helpers';
 
 const { dir, cleanup } = tempDir('safetensors');
@@ -231,3 +232,24 @@ test(`one large tensor (${process.env.FLOCKML_IO_LARGE_MB ?? 1024} MB)`, async (
 });
 
 test.run();
+
+test('files over 32 MB load in pieces on several threads, every byte in place', async () => {
+  // 9 MB + 1 element crosses the 8 MB piece size; the small tensors sit between pieces of large ones.
+  const shapes: [string, number, fl.CanonicalDType][] = [
+    ['big.a', (9 << 20) / 4 + 1, 'f32'],
+    ['small', 3, 'u8'],
+    ['big.b', (17 << 20) / 2 + 5, 'bf16'],
+    ['big.c', (8 << 20) / 8 - 1, 'f64'],
+  ];
+  const state: Record<string, fl.Tensor> = {};
+  shapes.forEach(([k, n, d], i) => (state[k] = fromBytes(patternBytes(n, d, 7 + i), [n], d)));
+  const path = join(dir, 'pieces.safetensors');
+  await fl.save(state, path);
+  const back = await fl.load(path);
+  for (const k of Object.keys(state)) sameTensor(back[k], state[k], k);
+  const some = await loadNamed(path, ['big.b', 'small'], 'cpu');
+  assert.equal(Object.keys(some).sort(), ['big.b', 'small']);
+  for (const k of Object.keys(some)) sameTensor(some[k], state[k], k);
+  const sync = fl.loadSync(path);
+  sameTensor(sync['big.c'], state['big.c'], 'big.c (sync)');
+});
