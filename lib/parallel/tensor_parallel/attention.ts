@@ -46,13 +46,28 @@ export interface ParallelMultiheadAttentionForwardOptions {
 
 const OP = 'ParallelMultiheadAttention';
 
+/** The output projection's parameters under nn.MultiheadAttention's names (out_proj.weight, out_proj.bias). */
+class OutProjection extends Module {
+  constructor(
+    /** This rank's columns of the unsplit out_proj.weight. */
+    public weight: Parameter,
+    /** Replicated. */
+    public bias: Parameter | null,
+  ) {
+    super();
+  }
+
+  forward(): never {
+    throw flockError('ERR_ARG', OP, 'out_proj runs inside ParallelMultiheadAttention.forward');
+  }
+}
+
 export class ParallelMultiheadAttention extends Module {
   /** This rank's rows of nn.MultiheadAttention's in_proj_weight: its heads' q, then k, then v rows. */
   in_proj_weight: Parameter;
   in_proj_bias: Parameter | null;
-  /** This rank's columns of out_proj.weight; out_proj_bias is replicated. */
-  out_proj_weight: Parameter;
-  out_proj_bias: Parameter | null;
+  /** This rank's columns of out_proj.weight, and the replicated out_proj.bias. */
+  out_proj: OutProjection;
   readonly group: ProcessGroup;
   readonly headDim: number;
   readonly headsPerRank: number;
@@ -86,8 +101,10 @@ export class ParallelMultiheadAttention extends Module {
       );
     this.in_proj_weight = copyParameter(blocks(full.in_proj_weight as Parameter));
     this.in_proj_bias = full.in_proj_bias ? copyParameter(blocks(full.in_proj_bias)) : null;
-    this.out_proj_weight = shardParameter(full.out_proj.weight, 1, rank, size);
-    this.out_proj_bias = full.out_proj.bias ? copyParameter(full.out_proj.bias) : null;
+    this.out_proj = new OutProjection(
+      shardParameter(full.out_proj.weight, 1, rank, size),
+      full.out_proj.bias ? copyParameter(full.out_proj.bias) : null,
+    );
     for (const p of full.parameters()) p.dispose();
   }
 
@@ -148,9 +165,9 @@ export class ParallelMultiheadAttention extends Module {
       dropoutP: this.training ? this.dropout : 0,
       isCausal: isCausal && !mask,
     });
-    const mixed = linear(attn.permute([0, 2, 1, 3]).reshape([n, l, El]), this.out_proj_weight);
+    const mixed = linear(attn.permute([0, 2, 1, 3]).reshape([n, l, El]), this.out_proj.weight);
     let out = await reduceFromParallel(mixed, this.group);
-    if (this.out_proj_bias) out = out.add(this.out_proj_bias);
+    if (this.out_proj.bias) out = out.add(this.out_proj.bias);
     return !batched ? out.squeeze(0) : this.batchFirst ? out : out.transpose(0, 1);
   }
 

@@ -172,8 +172,40 @@ async function main() {
         0,
       ),
     );
-    await expectClose(`${what}: out_proj weight grad`, par.out_proj_weight.grad!, rows(ref.out_proj.weight.grad!, 1, rank, size));
-    await expectClose(`${what}: out_proj bias grad`, par.out_proj_bias!.grad!, ref.out_proj.bias!.grad!);
+    await expectClose(`${what}: out_proj weight grad`, par.out_proj.weight.grad!, rows(ref.out_proj.weight.grad!, 1, rank, size));
+    await expectClose(`${what}: out_proj bias grad`, par.out_proj.bias!.grad!, ref.out_proj.bias!.grad!);
+  }
+
+  // Parameter names are nn.MultiheadAttention's (a sharded state dict keeps PyTorch's keys).
+  {
+    const par = new tp.ParallelMultiheadAttention(8, 4, { group });
+    const names = Object.keys(par.stateDict()).sort().join(',');
+    const want = Object.keys(new fl.nn.MultiheadAttention(8, 4).stateDict()).sort().join(',');
+    if (names !== want) throw new Error(`attention state-dict keys: ${names}, expected ${want}`);
+  }
+
+  // The tensor-parallel backward: leaf hooks fire once with the final gradient, retainGraph lets a
+  // second pass accumulate, and without it a second pass is refused.
+  {
+    fl.manualSeed(1);
+    const ref = new fl.nn.Linear(4, 2 * size, f64);
+    fl.manualSeed(1);
+    const col = new tp.ColumnParallelLinear(4, 2 * size, { group, dtype: 'f64' });
+    const x = leaf([3, 4], 2);
+    const xr = leaf([3, 4], 2);
+    let hooked = 0;
+    x.registerHook((g) => {
+      hooked++;
+      return g.mul(2);
+    });
+    const loss = project(await col.forward(x), 3);
+    await tp.backward(loss, null, { retainGraph: true });
+    await tp.backward(loss);
+    project(ref.forward(xr), 3).backward();
+    if (hooked !== 2) throw new Error(`the input's hook ran ${hooked} times, expected 2`);
+    await expectClose('backward: hooked input grad over two passes', x.grad!, xr.grad!.mul(4));
+    await expectClose('backward: weight grad over two passes', col.weight.grad!, rows(ref.weight.grad!, 0, rank, size).mul(2));
+    await expectError('backward: a released graph', () => tp.backward(loss), 'ERR_AUTOGRAD', 'second time');
   }
 
   // Refusals.

@@ -94,6 +94,16 @@ async function main() {
   await expectClose('allReduce over tp then dp', t, fl.tensor([6], f64));
   const flat = await deviceMesh([4], { dimNames: ['tp'] });
   expectEqual('1-D mesh', [flat.coordinate, flat.groupRanks('tp')], [[rank], [0, 1, 2, 3]]);
+  // A 3-D mesh with a dimension of one rank: its groups hold this rank alone.
+  const cube = await deviceMesh([2, 1, 2], { dimNames: ['dp', 'pp', 'tp'] });
+  expectEqual(
+    '3-D mesh',
+    [cube.coordinate, cube.groupRanks('dp'), cube.groupRanks('pp'), cube.groupRanks('tp')],
+    [[Math.floor(rank / 2), 0, rank % 2], rank % 2 === 0 ? [0, 2] : [1, 3], [rank], rank < 2 ? [0, 1] : [2, 3]],
+  );
+  const one = fl.tensor([rank], f64);
+  await cube.group('pp').allReduce(one).wait();
+  await expectClose('allReduce over a one-rank dimension', one, fl.tensor([rank], f64));
   await expectError('mesh: unknown dim', () => mesh.group('pp'), 'ERR_ARG', "no dimension named 'pp'");
   await expectError('mesh: dim out of range', () => mesh.group(2), 'ERR_INDEX', 'out of range for a 2-D mesh');
   await expectError('mesh: names', () => deviceMesh([2, 2], { dimNames: ['a', 'a'] }), 'ERR_ARG', 'distinct');
@@ -146,8 +156,8 @@ async function main() {
     ['embedding', model.emb.weight, part(ref.emb.weight, 0)],
     ['in_proj_weight', model.attn.in_proj_weight, qkv(ref.attn.in_proj_weight!)],
     ['in_proj_bias', model.attn.in_proj_bias!, qkv(ref.attn.in_proj_bias!)],
-    ['out_proj weight', model.attn.out_proj_weight, part(ref.attn.out_proj.weight, 1)],
-    ['out_proj bias', model.attn.out_proj_bias!, ref.attn.out_proj.bias!],
+    ['out_proj weight', model.attn.out_proj.weight, part(ref.attn.out_proj.weight, 1)],
+    ['out_proj bias', model.attn.out_proj.bias!, ref.attn.out_proj.bias!],
     ['up weight', model.up.weight, part(ref.up.weight, 0)],
     ['up bias', model.up.bias!, part(ref.up.bias!, 0)],
     ['down weight', model.down.weight, part(ref.down.weight, 1)],
