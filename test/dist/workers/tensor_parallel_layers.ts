@@ -9,7 +9,11 @@ import { initProcessGroup, destroyProcessGroup, deviceMesh } from '../../../lib/
 import * as tp from '../../../lib/parallel/tensor_parallel/index';
 import { checks, expectClose, expectError } from './tensor_parallel_check';
 
-const f64 = { dtype: 'f64' as const };
+// TP_BACKEND=nccl: one CUDA device per rank (cuda:LOCAL_RANK); the ring backend on the CPU otherwise.
+const backend = process.env.TP_BACKEND === 'nccl' ? 'nccl' : 'ring';
+const device = backend === 'nccl' ? `cuda:${process.env.LOCAL_RANK}` : 'cpu';
+const f64 = { dtype: 'f64' as const, device };
+const i64 = { dtype: 'i64' as const, device };
 
 function leaf(shape: number[], seed: number): fl.Tensor {
   fl.manualSeed(seed);
@@ -25,7 +29,7 @@ function project(y: fl.Tensor, seed: number): fl.Tensor {
 const rows = (t: fl.Tensor, dim: number, rank: number, size: number) => t.narrow(dim, (rank * t.shape[dim]) / size, t.shape[dim] / size);
 
 async function main() {
-  const group = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const group = await initProcessGroup({ backend, timeoutMs: 30_000 });
   const { rank, size } = group;
 
   // ColumnParallelLinear, gathered output.
@@ -33,7 +37,7 @@ async function main() {
     fl.manualSeed(1);
     const ref = new fl.nn.Linear(6, 8, f64);
     fl.manualSeed(1);
-    const col = new tp.ColumnParallelLinear(6, 8, { group, dtype: 'f64' });
+    const col = new tp.ColumnParallelLinear(6, 8, { group, ...f64 });
     const x = leaf([3, 6], 2);
     const xr = leaf([3, 6], 2);
     const y = await col.forward(x);
@@ -52,8 +56,8 @@ async function main() {
     const r1 = new fl.nn.Linear(4, 8, f64);
     const r2 = new fl.nn.Linear(8, 4, f64);
     fl.manualSeed(4);
-    const c1 = new tp.ColumnParallelLinear(4, 8, { group, gatherOutput: false, dtype: 'f64' });
-    const c2 = new tp.RowParallelLinear(8, 4, { group, inputIsParallel: true, dtype: 'f64' });
+    const c1 = new tp.ColumnParallelLinear(4, 8, { group, gatherOutput: false, ...f64 });
+    const c2 = new tp.RowParallelLinear(8, 4, { group, inputIsParallel: true, ...f64 });
     const x = leaf([2, 3, 4], 5);
     const xr = leaf([2, 3, 4], 5);
     const y = await c2.forward((await c1.forward(x)).gelu());
@@ -71,9 +75,9 @@ async function main() {
   // RowParallelLinear on a full input (scattered), no bias.
   {
     fl.manualSeed(7);
-    const ref = new fl.nn.Linear(8, 3, { bias: false, dtype: 'f64' });
+    const ref = new fl.nn.Linear(8, 3, { bias: false, ...f64 });
     fl.manualSeed(7);
-    const row = new tp.RowParallelLinear(8, 3, { group, bias: false, dtype: 'f64' });
+    const row = new tp.RowParallelLinear(8, 3, { group, bias: false, ...f64 });
     const x = leaf([5, 8], 8);
     const xr = leaf([5, 8], 8);
     const y = await row.forward(x);
@@ -90,13 +94,13 @@ async function main() {
     fl.manualSeed(10);
     const ref = new fl.nn.Embedding(12, 5, f64);
     fl.manualSeed(10);
-    const emb = new tp.VocabParallelEmbedding(12, 5, { group, dtype: 'f64' });
+    const emb = new tp.VocabParallelEmbedding(12, 5, { group, ...f64 });
     const idx = fl.tensor(
       [
         [0, 11, 3, 3],
         [7, 6, 1, 10],
       ],
-      { dtype: 'i64' },
+      i64,
     );
     const y = await emb.forward(idx);
     const yr = ref.forward(idx);
@@ -104,19 +108,14 @@ async function main() {
     await tp.backward(project(y, 11));
     project(yr, 11).backward();
     await expectClose('embedding: weight grad', emb.weight.grad!, rows(ref.weight.grad!, 0, rank, size));
-    await expectError(
-      'embedding: index out of range',
-      () => emb.forward(fl.tensor([12], { dtype: 'i64' })),
-      'ERR_INDEX',
-      'outside [0, 12)',
-    );
+    await expectError('embedding: index out of range', () => emb.forward(fl.tensor([12], i64)), 'ERR_INDEX', 'outside [0, 12)');
   }
 
   // vocabParallelCrossEntropy against crossEntropy of the whole logits, each reduction, with ignored targets.
   for (const reduction of ['mean', 'sum', 'none'] as const) {
     const full = leaf([6, 8], 12);
     const fullRef = leaf([6, 8], 12);
-    const target = fl.tensor([0, 7, 3, -100, 4, 5], { dtype: 'i64' });
+    const target = fl.tensor([0, 7, 3, -100, 4, 5], i64);
     const mine = full.narrow(1, rank * (8 / size), 8 / size);
     const loss = await tp.vocabParallelCrossEntropy(mine, target, { group, reduction });
     const lossRef = fl.nn.functional.crossEntropy(fullRef, target, { reduction });
@@ -127,7 +126,7 @@ async function main() {
   }
   await expectError(
     'cross-entropy: target out of range',
-    () => tp.vocabParallelCrossEntropy(fl.zeros([1, 8 / size], f64), fl.tensor([8], { dtype: 'i64' }), { group }),
+    () => tp.vocabParallelCrossEntropy(fl.zeros([1, 8 / size], f64), fl.tensor([8], i64), { group }),
     'ERR_INDEX',
     'outside [0, 8)',
   );
@@ -137,18 +136,18 @@ async function main() {
   for (const cross of [false, true]) {
     const H = 4;
     fl.manualSeed(14);
-    const ref = new fl.nn.MultiheadAttention(8, H, { dtype: 'f64', batchFirst: cross });
+    const ref = new fl.nn.MultiheadAttention(8, H, { ...f64, batchFirst: cross });
     fl.manualSeed(14);
-    const par = new tp.ParallelMultiheadAttention(8, H, { group, dtype: 'f64', batchFirst: cross });
+    const par = new tp.ParallelMultiheadAttention(8, H, { group, ...f64, batchFirst: cross });
     const q = leaf([3, 2, 8], 15);
     const qr = leaf([3, 2, 8], 15);
     const kv = leaf([3, 2, 8], 16);
     const kvr = leaf([3, 2, 8], 16);
-    const kpm = fl.tensor(Uint8Array.from([0, 0, 0, 1, 0, 0]), { dtype: 'bool', shape: [3, 2] });
+    const kpm = fl.tensor(Uint8Array.from([0, 0, 0, 1, 0, 0]), { dtype: 'bool', shape: [3, 2], device });
     const opts = cross ? { keyPaddingMask: kpm, isCausal: true } : {};
     const y = cross ? await par.forward(q, kv, kv, opts) : await par.forward(q, q, q);
     const [yr] = cross
-      ? ref.forward(qr, kvr, kvr, { ...opts, needWeights: false, attnMask: fl.nn.causalMask(2) })
+      ? ref.forward(qr, kvr, kvr, { ...opts, needWeights: false, attnMask: fl.nn.causalMask(2, device) })
       : ref.forward(qr, qr, qr, { needWeights: false });
     const what = cross ? 'cross-attention' : 'self-attention';
     await expectClose(`${what}: output`, y, yr);
@@ -178,9 +177,11 @@ async function main() {
 
   // Parameter names are nn.MultiheadAttention's (a sharded state dict keeps PyTorch's keys).
   {
-    const par = new tp.ParallelMultiheadAttention(8, 4, { group });
+    const par = new tp.ParallelMultiheadAttention(8, 4, { group, device });
     const names = Object.keys(par.stateDict()).sort().join(',');
-    const want = Object.keys(new fl.nn.MultiheadAttention(8, 4).stateDict()).sort().join(',');
+    const want = Object.keys(new fl.nn.MultiheadAttention(8, 4, { device }).stateDict())
+      .sort()
+      .join(',');
     if (names !== want) throw new Error(`attention state-dict keys: ${names}, expected ${want}`);
   }
 
@@ -190,7 +191,7 @@ async function main() {
     fl.manualSeed(1);
     const ref = new fl.nn.Linear(4, 2 * size, f64);
     fl.manualSeed(1);
-    const col = new tp.ColumnParallelLinear(4, 2 * size, { group, dtype: 'f64' });
+    const col = new tp.ColumnParallelLinear(4, 2 * size, { group, ...f64 });
     const x = leaf([3, 4], 2);
     const xr = leaf([3, 4], 2);
     let hooked = 0;
@@ -211,7 +212,7 @@ async function main() {
   // Refusals.
   {
     fl.manualSeed(1);
-    const col = new tp.ColumnParallelLinear(4, 2 * size, { group, gatherOutput: false, dtype: 'f64' });
+    const col = new tp.ColumnParallelLinear(4, 2 * size, { group, gatherOutput: false, ...f64 });
     const y = await col.forward(leaf([2, 4], 1));
     await expectError(
       'loss.backward() on a graph with copyToParallel',
@@ -247,7 +248,7 @@ async function main() {
       );
       await expectError(
         'scatter: last dim',
-        () => tp.scatterToParallel(fl.zeros([2, odd]), group),
+        () => tp.scatterToParallel(fl.zeros([2, odd], f64), group),
         'ERR_SHAPE',
         'divisible by the group size',
       );
