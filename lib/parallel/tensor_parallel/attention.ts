@@ -3,7 +3,9 @@
  * rank projects q, k and v for its heads only (its rows of in_proj_weight: a column-parallel
  * projection), runs fused attention on them, and projects back with its columns of out_proj (a
  * row-parallel projection) whose partial outputs are summed over the group. Parameters are this
- * rank's slices of the ones nn.MultiheadAttention would draw from the same random state.
+ * rank's slices of the ones nn.MultiheadAttention would draw from the same random state. Dropout
+ * on the attention weights draws from the tensor-parallel generator (rng.ts), so each rank's heads
+ * get their own masks, and the global generator does not move.
  */
 import type { Tensor } from '../../tensor';
 import type { DType } from '../../dtype';
@@ -21,6 +23,7 @@ import { checkOptions, flockError } from '../../errors';
 import { checkBool, checkInt, checkNumber, checkOptionalTensor } from '../../validate';
 import { checkGroup, copyToParallel, reduceFromParallel } from './mappings';
 import { copyParameter, shardParameter, split } from './shard';
+import { ParallelRng } from './rng';
 
 export interface ParallelMultiheadAttentionOptions {
   /** The tensor-parallel group the heads are split over (required). */
@@ -73,6 +76,7 @@ export class ParallelMultiheadAttention extends Module {
   readonly headsPerRank: number;
   readonly dropout: number;
   readonly batchFirst: boolean;
+  readonly #rng: ParallelRng;
 
   constructor(
     readonly embedDim: number,
@@ -87,6 +91,7 @@ export class ParallelMultiheadAttention extends Module {
     this.headsPerRank = split(OP, 'numHeads', numHeads, this.group.size);
     this.dropout = checkNumber(OP, 'dropout', o.dropout ?? 0, { min: 0, max: 1 });
     this.batchFirst = checkBool(OP, 'batchFirst', o.batchFirst ?? false);
+    this.#rng = new ParallelRng(this.group);
     const full = new MultiheadAttention(embedDim, numHeads, { bias: o.bias ?? true, dtype: o.dtype, device: o.device });
     this.headDim = full.headDim;
     const E = embedDim;
@@ -160,11 +165,10 @@ export class ParallelMultiheadAttention extends Module {
       vp = linear(copyToParallel(v, this.group), w(2), b(2));
     }
     const heads = (x: Tensor, len: number) => x.reshape([n, len, this.headsPerRank, this.headDim]).permute([0, 2, 1, 3]);
-    const attn = scaledDotProductAttention(heads(qp, l), heads(kp, s), heads(vp, s), {
-      attnMask: mask,
-      dropoutP: this.training ? this.dropout : 0,
-      isCausal: isCausal && !mask,
-    });
+    const p = this.training ? this.dropout : 0;
+    const attend = () =>
+      scaledDotProductAttention(heads(qp, l), heads(kp, s), heads(vp, s), { attnMask: mask, dropoutP: p, isCausal: isCausal && !mask });
+    const attn = p > 0 ? this.#rng.run(attend) : attend();
     const mixed = linear(attn.permute([0, 2, 1, 3]).reshape([n, l, El]), this.out_proj.weight);
     let out = await reduceFromParallel(mixed, this.group);
     if (this.out_proj.bias) out = out.add(this.out_proj.bias);

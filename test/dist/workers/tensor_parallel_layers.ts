@@ -185,6 +185,22 @@ async function main() {
     if (names !== want) throw new Error(`attention state-dict keys: ${names}, expected ${want}`);
   }
 
+  // Dropout in parallel attention draws from the tensor-parallel generator: masks change from call
+  // to call, the output differs from eval mode, and the global generator does not move.
+  {
+    fl.manualSeed(20);
+    const par = new tp.ParallelMultiheadAttention(8, 4, { group, dropout: 0.5, ...f64 });
+    const q = leaf([3, 2, 8], 21);
+    const before = JSON.stringify(fl.getRngState());
+    const a = await par.forward(q, q, q);
+    const b = await par.forward(q, q, q);
+    if (JSON.stringify(fl.getRngState()) !== before) throw new Error('attention dropout moved the global generator');
+    par.eval();
+    const c = await par.forward(q, q, q);
+    const same = async (x: fl.Tensor, y: fl.Tensor) => (await x.sub(y).abs().max().item()) < 1e-12;
+    if ((await same(a, b)) || (await same(a, c))) throw new Error('attention dropout drew no fresh mask');
+  }
+
   // The tensor-parallel backward: leaf hooks fire once with the final gradient, retainGraph lets a
   // second pass accumulate, and without it a second pass is refused.
   {
