@@ -32,6 +32,36 @@ async function main() {
   const group = await initProcessGroup({ backend, timeoutMs: 30_000 });
   const { rank, size } = group;
 
+  // The conjugate operators alone, with rank-dependent values (weights r + 1 on rank r).
+  {
+    const w = rank + 1;
+    const total = (size * (size + 1)) / 2;
+    const x = leaf([2, 2 * size], 30);
+    await tp.backward(tp.copyToParallel(x, group).mul(w).sum());
+    await expectClose('copyToParallel: gradient summed over the group', x.grad!, fl.full([2, 2 * size], total, f64));
+    const x2 = leaf([2, 2 * size], 31);
+    const reduced = await tp.reduceFromParallel(x2.mul(w), group);
+    await expectClose('reduceFromParallel: forward sum', reduced, x2.mul(total));
+    await tp.backward(reduced.sum());
+    await expectClose('reduceFromParallel: identity backward', x2.grad!, fl.full([2, 2 * size], w, f64));
+    const x3 = leaf([2, 2 * size], 32);
+    const mine = tp.scatterToParallel(x3, group);
+    await expectClose("scatterToParallel: this rank's slice", mine, rows(x3, 1, rank, size));
+    await tp.backward(mine.mul(w).sum());
+    const chunkWeights = fl.tensor([Array.from({ length: 2 * size }, (_, j) => Math.floor(j / 2) + 1)], f64);
+    await expectClose('scatterToParallel: gradient gathered', x3.grad!, chunkWeights.expand([2, 2 * size]));
+    const x4 = leaf([2, 2 * size], 33);
+    const gathered = await tp.gatherFromParallel(rows(x4, 1, rank, size), group);
+    await expectClose('gatherFromParallel: forward', gathered, x4);
+    await tp.backward(gathered.mul(chunkWeights).sum());
+    await expectClose(
+      'gatherFromParallel: backward slices',
+      rows(x4.grad!, 1, rank, size),
+      rows(chunkWeights.expand([2, 2 * size]), 1, rank, size),
+    );
+    await expectClose('gatherFromParallel: nothing outside the slice', x4.grad!.abs().sum(), rows(x4.grad!, 1, rank, size).abs().sum());
+  }
+
   // ColumnParallelLinear, gathered output.
   {
     fl.manualSeed(1);
