@@ -72,8 +72,17 @@ export interface TensorParallelBackwardOptions {
  * the same graph. Leaf gradients accumulate into `.grad` and leaf hooks fire as with
  * `root.backward()`.
  */
-export async function backward(root: Tensor, grad?: Tensor | null, options: TensorParallelBackwardOptions = {}): Promise<void> {
+export async function backward(
+  root: Tensor,
+  gradOrOptions?: Tensor | null | TensorParallelBackwardOptions,
+  options: TensorParallelBackwardOptions = {},
+): Promise<void> {
   const op = 'parallel.tensor.backward';
+  // backward(root, options), as root.backward(options).
+  let grad: Tensor | null | undefined;
+  if (gradOrOptions instanceof TensorClass || gradOrOptions === null || gradOrOptions === undefined) grad = gradOrOptions;
+  else if (typeof gradOrOptions === 'object' && Object.getPrototypeOf(gradOrOptions) === Object.prototype) options = gradOrOptions;
+  else throw flockError('ERR_ARG', op, 'grad must be a Tensor, null or undefined');
   const { retainGraph = false } = checkOptions(op, options, ['retainGraph']);
   if (typeof retainGraph !== 'boolean') throw flockError('ERR_ARG', op, 'retainGraph must be a boolean');
   if (!(root instanceof TensorClass)) throw flockError('ERR_ARG', op, 'root must be a Tensor');

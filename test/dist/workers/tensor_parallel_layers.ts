@@ -246,7 +246,7 @@ async function main() {
       return g.mul(2);
     });
     const loss = project(await col.forward(x), 3);
-    await tp.backward(loss, null, { retainGraph: true });
+    await tp.backward(loss, { retainGraph: true });
     await tp.backward(loss);
     project(ref.forward(xr), 3).backward();
     if (hooked !== 2) throw new Error(`the input's hook ran ${hooked} times, expected 2`);
