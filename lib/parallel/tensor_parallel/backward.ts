@@ -4,7 +4,8 @@
  * before it), and the autograd engine is synchronous, so a node whose backward needs a collective
  * (copy-to-parallel's allreduce, scatter's allgather) is a {@link CommNode}: `loss.backward()`
  * refuses such a graph before computing anything, and {@link backward} walks it with the same
- * order, hooks and accumulation as the engine, awaiting those nodes' collectives.
+ * order, hooks and accumulation as the engine, awaiting those nodes' collectives. Intermediate
+ * gradients are left to the garbage collector: a tidy scope cannot span the awaits.
  */
 import type { Tensor } from '../../tensor';
 import { native } from '../../native';
