@@ -22,6 +22,8 @@ export interface VocabParallelCrossEntropyOptions {
   reduction?: 'mean' | 'sum' | 'none';
   /** Targets equal to this contribute neither loss nor gradient (default -100). */
   ignoreIndex?: number;
+  /** Mixes the target with the uniform distribution over all classes, as PyTorch (default 0). */
+  labelSmoothing?: number;
 }
 
 const OP = 'parallel.tensor.vocabParallelCrossEntropy';
@@ -29,17 +31,18 @@ const OP = 'parallel.tensor.vocabParallelCrossEntropy';
 /**
  * cross_entropy(cat(logits of every rank, -1), target) for `logits` [..., C / size] (this rank's
  * classes [rank·C/size, (rank+1)·C/size)) and integer `target` [...] of global class indices.
- * Class weights and label smoothing are not supported (passing them is an error).
+ * Class weights are not supported (passing them is an error).
  */
 export async function vocabParallelCrossEntropy(
   logits: Tensor,
   target: Tensor,
   options: VocabParallelCrossEntropyOptions,
 ): Promise<Tensor> {
-  const o = checkOptions(OP, options, ['group', 'reduction', 'ignoreIndex']);
+  const o = checkOptions(OP, options, ['group', 'reduction', 'ignoreIndex', 'labelSmoothing']);
   const group = checkGroup(OP, o.group);
   const reduction = checkChoice(OP, 'reduction', o.reduction ?? 'mean', ['mean', 'sum', 'none'] as const);
   const ignoreIndex = checkNumber(OP, 'ignoreIndex', o.ignoreIndex ?? -100, { integer: true });
+  const smoothing = checkNumber(OP, 'labelSmoothing', o.labelSmoothing ?? 0, { min: 0, max: 1 });
   if (typeof logits !== 'object' || logits === null || !('dtype' in logits) || !isFloating(logits.dtype))
     throw flockError('ERR_DTYPE', OP, 'logits must be a floating tensor');
   if (typeof target !== 'object' || target === null || !('dtype' in target) || (target.dtype !== 'i64' && target.dtype !== 'i32'))
@@ -74,7 +77,14 @@ export async function vocabParallelCrossEntropy(
   const picked = shifted.gather(-1, local.unsqueeze(-1)).squeeze(-1).maskedFill(outside, 0);
   const targetLogit = await reduceFromParallel(picked, group);
   const sumExp = await reduceFromParallel(shifted.exp().sum([-1]), group);
-  const loss = sumExp.log().sub(targetLogit).maskedFill(ignored, 0);
+  const logZ = sumExp.log();
+  let perRow = logZ.sub(targetLogit);
+  if (smoothing > 0) {
+    // −mean over all classes of log p = log Z − (Σ shifted logits) / C; the sum is reduced like the others.
+    const uniform = logZ.sub((await reduceFromParallel(shifted.sum([-1]), group)).div(classes));
+    perRow = perRow.mul(1 - smoothing).add(uniform.mul(smoothing));
+  }
+  const loss = perRow.maskedFill(ignored, 0);
   if (reduction === 'none') return loss;
   if (reduction === 'sum') return loss.sum();
   return loss.sum().div(logicalNot(ignored).sum().to(loss.dtype));

@@ -142,17 +142,26 @@ async function main() {
   }
 
   // vocabParallelCrossEntropy against crossEntropy of the whole logits, each reduction, with ignored targets.
-  for (const reduction of ['mean', 'sum', 'none'] as const) {
+  for (const [reduction, labelSmoothing] of [
+    ['mean', 0],
+    ['sum', 0],
+    ['none', 0],
+    ['mean', 0.1],
+  ] as const) {
     const full = leaf([6, 8], 12);
     const fullRef = leaf([6, 8], 12);
     const target = fl.tensor([0, 7, 3, -100, 4, 5], i64);
     const mine = full.narrow(1, rank * (8 / size), 8 / size);
-    const loss = await tp.vocabParallelCrossEntropy(mine, target, { group, reduction });
-    const lossRef = fl.nn.functional.crossEntropy(fullRef, target, { reduction });
-    await expectClose(`cross-entropy ${reduction}: loss`, loss, lossRef);
+    const loss = await tp.vocabParallelCrossEntropy(mine, target, { group, reduction, labelSmoothing });
+    const lossRef = fl.nn.functional.crossEntropy(fullRef, target, { reduction, labelSmoothing });
+    await expectClose(`cross-entropy ${reduction}, smoothing ${labelSmoothing}: loss`, loss, lossRef);
     await tp.backward(reduction === 'none' ? project(loss, 13) : loss);
     (reduction === 'none' ? project(lossRef, 13) : lossRef).backward();
-    await expectClose(`cross-entropy ${reduction}: logit grad`, rows(full.grad!, 1, rank, size), rows(fullRef.grad!, 1, rank, size));
+    await expectClose(
+      `cross-entropy ${reduction}, smoothing ${labelSmoothing}: logit grad`,
+      rows(full.grad!, 1, rank, size),
+      rows(fullRef.grad!, 1, rank, size),
+    );
   }
   await expectError(
     'cross-entropy: target out of range',
