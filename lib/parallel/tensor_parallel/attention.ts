@@ -45,6 +45,8 @@ export interface ParallelMultiheadAttentionForwardOptions {
   attnMask?: Tensor | null;
   /** Query i sees keys j ≤ i only. */
   isCausal?: boolean;
+  /** Only false is accepted: the attention weights are split across ranks by head and never formed whole. */
+  needWeights?: false;
 }
 
 const OP = 'ParallelMultiheadAttention';
@@ -115,7 +117,9 @@ export class ParallelMultiheadAttention extends Module {
 
   /** The output, shaped like query ([L, N, E], [N, L, E] with batchFirst, or [L, E]), the same on every rank. */
   async forward(query: Tensor, key: Tensor, value: Tensor, options: ParallelMultiheadAttentionForwardOptions = {}): Promise<Tensor> {
-    const o = checkOptions(OP, options, ['keyPaddingMask', 'attnMask', 'isCausal']);
+    const o = checkOptions(OP, options, ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights']);
+    if (o.needWeights !== undefined && o.needWeights !== false)
+      throw flockError('ERR_ARG', OP, 'needWeights must be false: the attention weights are split across ranks by head');
     const isCausal = checkBool(OP, 'isCausal', o.isCausal ?? false);
     const kpm = checkOptionalTensor(OP, 'keyPaddingMask', o.keyPaddingMask);
     const am = checkOptionalTensor(OP, 'attnMask', o.attnMask);

@@ -308,6 +308,18 @@ async function main() {
         'divisible by the group size',
       );
     }
+    await expectError(
+      'attention: needWeights',
+      () =>
+        new tp.ParallelMultiheadAttention(8, 4, { group, device }).forward(
+          fl.zeros([2, 8], f64),
+          fl.zeros([2, 8], f64),
+          fl.zeros([2, 8], f64),
+          { needWeights: true } as never,
+        ),
+      'ERR_ARG',
+      'needWeights must be false',
+    );
     await expectError('column: no group', () => new tp.ColumnParallelLinear(4, 4, {} as never), 'ERR_ARG', 'group must be a ProcessGroup');
     await expectError(
       'column: unknown option',
