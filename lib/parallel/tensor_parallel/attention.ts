@@ -34,6 +34,9 @@ export interface ParallelMultiheadAttentionOptions {
   bias?: boolean;
   /** Inputs and output are [batch, seq, feature] instead of [seq, batch, feature] (default false). */
   batchFirst?: boolean;
+  /** Feature sizes of key and value (default embedDim); when either differs, q, k and v have separate weights, as PyTorch. */
+  kdim?: number;
+  vdim?: number;
   dtype?: DType;
   device?: string;
 }
@@ -68,8 +71,12 @@ class OutProjection extends Module {
 }
 
 export class ParallelMultiheadAttention extends Module {
-  /** This rank's rows of nn.MultiheadAttention's in_proj_weight: its heads' q, then k, then v rows. */
-  in_proj_weight: Parameter;
+  /** This rank's rows of nn.MultiheadAttention's in_proj_weight: its heads' q, then k, then v rows (null with kdim/vdim). */
+  in_proj_weight: Parameter | null;
+  /** With kdim or vdim: this rank's heads' rows of the separate projections. */
+  q_proj_weight: Parameter | null;
+  k_proj_weight: Parameter | null;
+  v_proj_weight: Parameter | null;
   in_proj_bias: Parameter | null;
   /** This rank's columns of out_proj.weight, and the replicated out_proj.bias. */
   out_proj: OutProjection;
@@ -78,6 +85,8 @@ export class ParallelMultiheadAttention extends Module {
   readonly headsPerRank: number;
   readonly dropout: number;
   readonly batchFirst: boolean;
+  readonly kdim: number;
+  readonly vdim: number;
   readonly #rng: ParallelRng;
 
   constructor(
@@ -86,7 +95,7 @@ export class ParallelMultiheadAttention extends Module {
     options: ParallelMultiheadAttentionOptions,
   ) {
     super();
-    const o = checkOptions(OP, options, ['group', 'dropout', 'bias', 'batchFirst', 'dtype', 'device']);
+    const o = checkOptions(OP, options, ['group', 'dropout', 'bias', 'batchFirst', 'kdim', 'vdim', 'dtype', 'device']);
     this.group = checkGroup(OP, o.group);
     checkInt(OP, 'embedDim', embedDim, 1);
     checkInt(OP, 'numHeads', numHeads, 1);
@@ -94,7 +103,15 @@ export class ParallelMultiheadAttention extends Module {
     this.dropout = checkNumber(OP, 'dropout', o.dropout ?? 0, { min: 0, max: 1 });
     this.batchFirst = checkBool(OP, 'batchFirst', o.batchFirst ?? false);
     this.#rng = new ParallelRng(this.group);
-    const full = new MultiheadAttention(embedDim, numHeads, { bias: o.bias ?? true, dtype: o.dtype, device: o.device });
+    const full = new MultiheadAttention(embedDim, numHeads, {
+      bias: o.bias ?? true,
+      dtype: o.dtype,
+      device: o.device,
+      ...(o.kdim === undefined ? {} : { kdim: o.kdim }),
+      ...(o.vdim === undefined ? {} : { vdim: o.vdim }),
+    });
+    this.kdim = full.kdim;
+    this.vdim = full.vdim;
     this.headDim = full.headDim;
     const E = embedDim;
     const { rank, size } = this.group;
@@ -106,7 +123,11 @@ export class ParallelMultiheadAttention extends Module {
           0,
         ),
       );
-    this.in_proj_weight = copyParameter(blocks(full.in_proj_weight as Parameter));
+    this.in_proj_weight = full.in_proj_weight ? copyParameter(blocks(full.in_proj_weight)) : null;
+    const heads = (w: Parameter | null) => (w ? shardParameter(w, 0, rank, size) : null);
+    this.q_proj_weight = heads(full.q_proj_weight);
+    this.k_proj_weight = heads(full.k_proj_weight);
+    this.v_proj_weight = heads(full.v_proj_weight);
     this.in_proj_bias = full.in_proj_bias ? copyParameter(blocks(full.in_proj_bias)) : null;
     this.out_proj = new OutProjection(
       shardParameter(full.out_proj.weight, 1, rank, size),
@@ -143,11 +164,11 @@ export class ParallelMultiheadAttention extends Module {
     const v = toNLE(value);
     const [n, l, e] = q.shape;
     const s = k.shape[1];
-    if (e !== this.embedDim || k.shape[2] !== e || v.shape[2] !== e)
+    if (e !== this.embedDim || k.shape[2] !== this.kdim || v.shape[2] !== this.vdim)
       throw flockError(
         'ERR_SHAPE',
         OP,
-        `query, key and value must have embedDim ${this.embedDim} features, got [${query.shape}], [${key.shape}], [${value.shape}]`,
+        `query, key and value must have ${this.embedDim}, ${this.kdim} and ${this.vdim} features, got [${query.shape}], [${key.shape}], [${value.shape}]`,
       );
     if (k.shape[0] !== n || v.shape[0] !== n || v.shape[1] !== s)
       throw flockError(
@@ -158,10 +179,11 @@ export class ParallelMultiheadAttention extends Module {
     const mask = this.#mask(kpm, am, isCausal, n, l, s, q.dtype);
 
     const El = this.headsPerRank * this.headDim;
-    const w = (i: number) => this.in_proj_weight.narrow(0, i * El, El);
+    const sep = [this.q_proj_weight, this.k_proj_weight, this.v_proj_weight];
+    const w = (i: number) => sep[i] ?? (this.in_proj_weight as Parameter).narrow(0, i * El, El);
     const b = (i: number) => (this.in_proj_bias ? this.in_proj_bias.narrow(0, i * El, El) : null);
     let qp: Tensor, kp: Tensor, vp: Tensor;
-    if (selfAttention) {
+    if (selfAttention && this.in_proj_weight) {
       [qp, kp, vp] = linear(copyToParallel(q, this.group), this.in_proj_weight, this.in_proj_bias).chunk(3, -1);
     } else {
       qp = linear(copyToParallel(q, this.group), w(0), b(0));
@@ -211,6 +233,6 @@ export class ParallelMultiheadAttention extends Module {
   }
 
   override extraRepr(): string {
-    return `embedDim=${this.embedDim}, numHeads=${this.numHeads}, headsPerRank=${this.headsPerRank}, batchFirst=${this.batchFirst}, tp=${this.group.size}`;
+    return `embedDim=${this.embedDim}, numHeads=${this.numHeads}, kdim=${this.kdim}, vdim=${this.vdim}, headsPerRank=${this.headsPerRank}, batchFirst=${this.batchFirst}, tp=${this.group.size}`;
   }
 }

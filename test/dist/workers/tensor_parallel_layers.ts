@@ -200,7 +200,7 @@ async function main() {
       [0, 1, 2].map((i) => rows(refIn.narrow(0, i * E, E), 0, rank, size)),
       0,
     );
-    await expectClose(`${what}: in_proj_weight grad`, par.in_proj_weight.grad!, mineIn);
+    await expectClose(`${what}: in_proj_weight grad`, par.in_proj_weight!.grad!, mineIn);
     const refInB = ref.in_proj_bias!.grad!;
     await expectClose(
       `${what}: in_proj_bias grad`,
@@ -212,6 +212,33 @@ async function main() {
     );
     await expectClose(`${what}: out_proj weight grad`, par.out_proj.weight.grad!, rows(ref.out_proj.weight.grad!, 1, rank, size));
     await expectClose(`${what}: out_proj bias grad`, par.out_proj.bias!.grad!, ref.out_proj.bias!.grad!);
+  }
+
+  // Key and value of other widths (kdim, vdim): separate q, k and v projections, each split by heads.
+  {
+    fl.manualSeed(18);
+    const ref = new fl.nn.MultiheadAttention(8, 4, { ...f64, kdim: 6, vdim: 4 });
+    fl.manualSeed(18);
+    const par = new tp.ParallelMultiheadAttention(8, 4, { group, ...f64, kdim: 6, vdim: 4 });
+    const q = leaf([3, 2, 8], 19);
+    const qr = leaf([3, 2, 8], 19);
+    const k = leaf([5, 2, 6], 20);
+    const kr = leaf([5, 2, 6], 20);
+    const v = leaf([5, 2, 4], 21);
+    const vr = leaf([5, 2, 4], 21);
+    const y = await par.forward(q, k, v);
+    const [yr] = ref.forward(qr, kr, vr, { needWeights: false });
+    await expectClose('kdim/vdim: output', y, yr);
+    await tp.backward(project(y, 22));
+    project(yr, 22).backward();
+    for (const [name, mine, want] of [
+      ['query', q, qr],
+      ['key', k, kr],
+      ['value', v, vr],
+    ] as const)
+      await expectClose(`kdim/vdim: ${name} grad`, mine.grad!, want.grad!);
+    for (const name of ['q_proj_weight', 'k_proj_weight', 'v_proj_weight'] as const)
+      await expectClose(`kdim/vdim: ${name} grad`, par[name]!.grad!, rows(ref[name]!.grad!, 0, rank, size));
   }
 
   // Parameter names are nn.MultiheadAttention's (a sharded state dict keeps PyTorch's keys).

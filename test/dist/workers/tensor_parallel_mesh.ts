@@ -154,7 +154,7 @@ async function main() {
     );
   const pairs: [string, fl.Tensor, fl.Tensor][] = [
     ['embedding', model.emb.weight, part(ref.emb.weight, 0)],
-    ['in_proj_weight', model.attn.in_proj_weight, qkv(ref.attn.in_proj_weight!)],
+    ['in_proj_weight', model.attn.in_proj_weight!, qkv(ref.attn.in_proj_weight!)],
     ['in_proj_bias', model.attn.in_proj_bias!, qkv(ref.attn.in_proj_bias!)],
     ['out_proj weight', model.attn.out_proj.weight, part(ref.attn.out_proj.weight, 1)],
     ['out_proj bias', model.attn.out_proj.bias!, ref.attn.out_proj.bias!],
