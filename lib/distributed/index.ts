@@ -26,3 +26,4 @@ export { Work } from './work';
 export { Store, type StoreOptions } from './store';
 export { readEnv, type DistEnv } from './env';
 export { launch, type LaunchOptions } from './launch';
+export { DeviceMesh, deviceMesh, type DeviceMeshOptions } from './mesh';

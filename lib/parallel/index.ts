@@ -12,3 +12,4 @@ export {
   type Action as PipelineAction,
 } from './pipeline_schedule';
 export { replicate } from './devices';
+export * as tensor from './tensor_parallel/index';

@@ -1,0 +1,29 @@
+/**
+ * Tensor-parallel layers on 2 and 4 real ranks against the unsplit layers, forward and backward:
+ * on the ring backend everywhere, and on nccl (one GPU per rank) where the machine has 2 or more.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import * as fl from '../../lib/index';
+import { native } from '../../lib/native';
+import { expectAllOk, runRanks } from './harness';
+import { gpuSuiteRuns } from '../gpu/gpu_present';
+
+const WHAT =
+  'column/row-parallel linear, vocab-parallel embedding and cross-entropy, parallel attention equal the unsplit layers (outputs, input and weight gradients); bad sizes and loss.backward() are refused with codes';
+
+async function layers(n: number, env: NodeJS.ProcessEnv = {}) {
+  const results = await runRanks('tensor_parallel_layers.ts', n, { env }).done;
+  expectAllOk(results);
+  for (const r of results) assert.match(r.out, /66 checks passed/);
+}
+
+for (const n of [2, 4]) test(`ring, ${n} ranks: ${WHAT}`, () => layers(n));
+
+if (gpuSuiteRuns('tensor parallel (nccl part)') && native.ncclInfo().available) {
+  const n = Math.min(4, fl.cuda.deviceCount());
+  if (n >= 2) test(`nccl, ${n} ranks on ${n} GPUs: ${WHAT}`, () => layers(n, { TP_BACKEND: 'nccl' }));
+  else console.log('tensor parallel (nccl part): skipped, it needs 2 GPUs and this machine has 1');
+}
+
+test.run();
