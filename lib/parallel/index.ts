@@ -12,3 +12,9 @@ export {
   type Action as PipelineAction,
 } from './pipeline_schedule';
 export { replicate } from './devices';
+export {
+  DistributedPipeline,
+  type DistributedPipelineOptions,
+  type DistributedPipelineStats,
+  type PipelineStageModule,
+} from './pipeline_ranks';
