@@ -9,7 +9,8 @@
  * Every activation travels behind a small header with its dtype and shape (as
  * torch.distributed.pipelining exchanges them), so a stage needs no declared shapes; one that
  * declares them (`inputShape`, `outputShape`, `inputDtype`) gets ERR_SHAPE / ERR_DTYPE naming both
- * stages when its neighbour disagrees. After a failed step the pipeline destroys its group: the
+ * stages when its neighbour disagrees. After a step fails once messages have begun (a shape
+ * mismatch, a lost peer, a stage or the loss throwing), the pipeline destroys its group: the
  * byte streams between the ranks are out of step, and the other stages then fail at once
  * (ERR_PEER_LOST) instead of waiting out their timeout.
  *
@@ -183,8 +184,9 @@ export class DistributedPipeline {
       outputShape: this.#outputShape,
       lastBackward: this.#lastBackward,
     });
+    // Bad arguments are found before anything is sent: the group stays usable.
+    run.begin(input, target, lossFn);
     try {
-      run.begin(input, target, lossFn);
       for (const tick of this.#plan) {
         const mine = tick.actions.find((a) => a.stage === this.stageIndex);
         if (mine) await run.act(mine);
