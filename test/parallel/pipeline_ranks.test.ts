@@ -164,11 +164,11 @@ test('options and arguments are checked with coded errors', async () => {
     const x8 = fl.randn([8, 4]),
       y8 = fl.randn([8, 2]);
     const loss = await three.step(x8, y8, mse);
-    const got = module.parameters().map((p) => Array.from(p.grad!.dataSync()));
+    const got = module.parameters().map((p) => Array.from(p.grad!.dataSync() as Float32Array));
     for (const p of module.parameters()) p.grad = null;
     const full = mse(module.forward(x8), y8);
     full.backward();
-    const want = module.parameters().map((p) => Array.from(p.grad!.dataSync()));
+    const want = module.parameters().map((p) => Array.from(p.grad!.dataSync() as Float32Array));
     assert.ok(Math.abs((await loss.item()) - (await full.item())) < 1e-6);
     for (let i = 0; i < got.length; i++)
       for (let j = 0; j < got[i].length; j++) assert.ok(Math.abs(got[i][j] - want[i][j]) < 1e-6, `grad ${i}[${j}]`);
