@@ -3,7 +3,8 @@
  * then its own stage of the same model in the pipeline, and compares its stage's parameters with
  * the reference's after STEPS steps (f64, so only the order of the micro-batch sums differs).
  *
- *   pipeline.ts equal <gpipe|1f1b>...  stages = world size, one pipeline, each schedule in turn
+ *   pipeline.ts equal <gpipe|1f1b>...  stages = world size, one pipeline, each schedule in turn, then
+ *                                      inference through it (DistributedPipeline.forward)
  *   pipeline.ts dp                     4 ranks: 2 stages x 2 replicas (DDP over each stage's replicas)
  *   pipeline.ts mismatch               2 ranks: stage 1 declares an input its neighbour does not send
  *   pipeline.ts dead                   2 ranks: stage 1's process exits in the middle of step 2
@@ -100,7 +101,7 @@ async function trainStage(
     throw new Error(`1f1b: stage ${stage} held ${st.peakLiveActivations} micro-batches, more than ${group.size - stage}`);
   if (schedule === 'gpipe' && st.peakLiveActivations !== MICRO)
     throw new Error(`gpipe: stage ${stage} held ${st.peakLiveActivations} micro-batches, not ${MICRO}`);
-  return { module, losses };
+  return { module, losses, pipe };
 }
 
 function close(got: number[], want: number[], what: string): void {
@@ -119,6 +120,13 @@ async function equal(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
     close(await values(got.module.parameters()), await values(mine.parameters()), `${schedule} stage ${pg.rank} parameter`);
     close(got.losses, ref.losses, `${schedule} loss at step`);
     console.log(JSON.stringify({ rank: pg.rank, phase: schedule, ok: true }));
+    // Inference through the trained pipeline: the last stage gets the whole model's output.
+    const out = await got.pipe.forward(pg.rank === 0 ? x.narrow(0, 0, BATCH) : null);
+    if ((out === null) !== (pg.rank !== pg.size - 1)) throw new Error(`forward gave ${out} on stage ${pg.rank}`);
+    if (out) {
+      const want = fl.noGrad(() => new fl.nn.Sequential(...ref.layers).forward(x.narrow(0, 0, BATCH)));
+      close(await values([out]), await values([want]), `${schedule} forward output`);
+    }
   }
 }
 
