@@ -36,7 +36,7 @@ import { checkChoice, checkDevice, checkInt } from '../validate';
 import { ProcessGroup } from '../distributed/process_group';
 import { DistributedDataParallel } from './ddp';
 import { type PlannedTick, lastBackward, messagePlan } from './pipeline_ranks_plan';
-import { HEADER, StepRun, checkOutput, headerOf, perSample, readHeader, splitBatch } from './pipeline_ranks_step';
+import { HEADER, StepRun, checkOutput, headerOf, perSample, readHeader, settled, splitBatch } from './pipeline_ranks_step';
 import { cat } from '../ops/shape';
 import { type Schedule, theoreticalBubble } from './pipeline_schedule';
 
@@ -184,25 +184,16 @@ export class DistributedPipeline {
           }
           await g.recv(x, this.stageIndex - 1).wait();
         }
-        const out = keep(noGrad(() => this.stage.forward(x)));
-        x.dispose();
+        const out = noGrad(() => this.stage.forward(x));
         if (!(out instanceof Tensor)) throw argError(op, `stage ${this.stageIndex}'s forward must return a Tensor, got ${describe(out)}`);
+        keep(out);
+        if (out !== x) x.dispose();
         if (this.isLast) outs.push(out);
         else {
           checkOutput(op, out, this.stageIndex, k, this.#outputShape);
           const header = keep(headerOf(out, this.device));
-          sends.push(
-            g
-              .send(header, this.stageIndex + 1)
-              .wait()
-              .finally(() => header.dispose()),
-          );
-          sends.push(
-            g
-              .send(out, this.stageIndex + 1)
-              .wait()
-              .finally(() => out.dispose()),
-          );
+          sends.push(settled(g.send(header, this.stageIndex + 1), header));
+          sends.push(settled(g.send(out, this.stageIndex + 1), out));
         }
         await ready(this.device);
       }

@@ -239,7 +239,7 @@ export class StepRun {
   }
 
   #send(w: Work, t: Tensor): void {
-    this.#sends.push(w.wait().finally(() => t.dispose()));
+    this.#sends.push(settled(w, t));
   }
 
   async #wait(w: Work): Promise<void> {
@@ -333,6 +333,16 @@ export function checkOutput(op: string, out: Tensor, stage: number, k: number, d
       op,
       `stage ${stage} declares its output [*, ${declared.join(', ')}] but its forward made ${shapeText(out.shape)} for micro-batch ${k}`,
     );
+}
+
+/**
+ * Resolves when `w` is done and frees `t`, which it read. Marked as handled: finish() awaits it,
+ * but a step that fails earlier never gets there, and its rejection must not end the process.
+ */
+export function settled(w: Work, t: Tensor): Promise<void> {
+  const done = w.wait().finally(() => t.dispose());
+  done.catch(() => {});
+  return done;
 }
 
 function whyNeeds(name: string, p: DistributedPipeline): string {
