@@ -1,7 +1,8 @@
 /**
  * DistributedPipeline on real ranks (test/dist/workers/pipeline.ts): after 10 SGD steps every
  * stage's parameters equal single-process training of the whole model on the whole batch, for
- * GPipe and 1F1B on 2 and 3 ranks and for 2 stages x 2 data-parallel replicas on 4; a declared
+ * GPipe and 1F1B on 2 and 3 ranks and for 2 stages x 2 data-parallel replicas on 4, and inference
+ * through the trained pipeline equals the whole model's; multi-megabyte messages work; a declared
  * input shape its neighbour does not send and a stage whose process dies fail the others with an
  * error instead of a hang.
  */
@@ -48,6 +49,10 @@ test('3 ranks, 1F1B and GPipe: 10 steps equal single-process training', async ()
 
 test('4 ranks = 2 stages x 2 DDP replicas: 10 steps equal single-process training', async () => {
   okPhases(await runRanks('pipeline.ts', 4, { args: ['dp'] }).done, ['dp']);
+});
+
+test('8.4 MB activations and gradients per message: 1F1B gives the losses of one process', async () => {
+  okPhases(await runRanks('pipeline.ts', 2, { args: ['large'] }).done, ['large 1f1b']);
 });
 
 test('a declared input shape the previous stage does not send: ERR_SHAPE there, the other stage fails at once', async () => {

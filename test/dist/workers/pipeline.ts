@@ -6,6 +6,7 @@
  *   pipeline.ts equal <gpipe|1f1b>...  stages = world size, one pipeline, each schedule in turn, then
  *                                      inference through it (DistributedPipeline.forward)
  *   pipeline.ts dp                     4 ranks: 2 stages x 2 replicas (DDP over each stage's replicas)
+ *   pipeline.ts large                  2 ranks: 8.4 MB activations and gradients per message (1F1B)
  *   pipeline.ts mismatch               2 ranks: stage 1 declares an input its neighbour does not send
  *   pipeline.ts dead                   2 ranks: stage 1's process exits in the middle of step 2
  * Prints one JSON line per phase: {"rank", "phase", "ok"} or {"rank", "phase", "code", "message"}.
@@ -144,6 +145,36 @@ async function dataParallel(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
   console.log(JSON.stringify({ rank: pg.rank, phase: 'dp', ok: true }));
 }
 
+async function large(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
+  const WIDE = 150_000; // 7 rows x 150k x 8 bytes: 8.4 MB per activation and per gradient
+  const make = () => {
+    fl.manualSeed(5);
+    return [new fl.nn.Linear(8, WIDE, { dtype: 'f64' }), new fl.nn.Tanh(), new fl.nn.Linear(WIDE, 1, { dtype: 'f64' })];
+  };
+  const ref = new fl.nn.Sequential(...make());
+  const want: number[] = [];
+  for (let s = 0; s < 2; s++)
+    want.push(await fl.tidy(() => mse(ref.forward(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH))).item());
+  for (const schedule of ['1f1b'] as const) {
+    const all = make();
+    const module = new fl.nn.Sequential(...(pg.rank === 0 ? all.slice(0, 2) : all.slice(2)));
+    const pipe = new DistributedPipeline(module, { group: pg, microBatches: MICRO, schedule });
+    const got: number[] = [];
+    for (let s = 0; s < 2; s++) {
+      const loss = await pipe.step(
+        pipe.isFirst ? x.narrow(0, s * BATCH, BATCH) : null,
+        pipe.isLast ? y.narrow(0, s * BATCH, BATCH) : null,
+        mse,
+      );
+      got.push(await loss.item());
+      loss.dispose();
+      module.zeroGrad();
+    }
+    close(got, want, `${schedule} large-activation loss at step`);
+    console.log(JSON.stringify({ rank: pg.rank, phase: `large ${schedule}`, ok: true }));
+  }
+}
+
 async function failing(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
   const cut = CUTS[2];
   const module = new fl.nn.Sequential(...layers().slice(cut[pg.rank], cut[pg.rank + 1]));
@@ -186,6 +217,7 @@ async function main() {
   const { x, y } = data();
   if (mode === 'equal') await equal(pg, x, y);
   else if (mode === 'dp') await dataParallel(pg, x, y);
+  else if (mode === 'large') await large(pg, x, y);
   else await failing(pg, x, y);
   await destroyProcessGroup();
 }
