@@ -7,7 +7,8 @@
  *    of smaller GEMMs from that of the second process.
  *  - pipeline: 2 processes started by the launcher, each with half the threads (as 2 devices would
  *    each have their own), GPipe and 1F1B with 1, 4 and 8 micro-batches; the last stage reports.
- * Each figure is the median step time over --steps steps after 3 warm-up steps.
+ * Each figure is the median step time over --steps steps after 3 warm-up steps; wait_ms is the last
+ * stage's median time per step spent waiting for messages (DistributedPipelineStats.waitMs).
  * Prints JSON lines {"bench":"pipeline_ranks","part":"anchor"|"pipeline",…}.
  *   npm run bench -- pipeline_ranks [--steps N] [--batch B]
  */
@@ -78,17 +79,17 @@ async function rank(): Promise<void> {
   const module = new fl.nn.Sequential(...(pg.rank === 0 ? layers.slice(0, CUT) : layers.slice(CUT)));
   const pipe = new fl.parallel.DistributedPipeline(module, { group: pg, microBatches, schedule });
   const opt = new fl.optim.Adam(module.parameters(), { lr: 1e-3 });
-  let wait = 0;
+  const waits: number[] = [];
   const ms = await timeSteps(async () => {
     const loss = await pipe.step(pipe.isFirst ? x : null, pipe.isLast ? y : null, (o, t) => F.crossEntropy(o, t));
     loss.dispose();
     fl.tidy(() => opt.step());
     opt.zeroGrad();
-    wait += pipe.stats()!.waitMs;
+    waits.push(pipe.stats()!.waitMs);
   });
   if (pipe.isLast) {
     const st = pipe.stats()!;
-    console.log(JSON.stringify({ ms_per_step: ms, wait_ms: wait / (steps + 3), theory: st.theory, threads: fl.getNumThreads() }));
+    console.log(JSON.stringify({ ms_per_step: ms, wait_ms: median(waits.slice(3)), theory: st.theory, threads: fl.getNumThreads() }));
   }
   await fl.distributed.destroyProcessGroup();
 }
