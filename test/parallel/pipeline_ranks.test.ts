@@ -10,6 +10,7 @@ import * as fl from '../../lib';
 import { destroyProcessGroup, initProcessGroup } from '../../lib/distributed';
 import { DistributedPipeline } from '../../lib/parallel/pipeline_ranks';
 import { type Message, type PlannedTick, lastBackward, messagePlan } from '../../lib/parallel/pipeline_ranks_plan';
+import { checkOutput, headerOf, readHeader } from '../../lib/parallel/pipeline_ranks_step';
 import { freePort } from '../dist/harness';
 
 const SHAPES: [number, number][] = [
@@ -114,6 +115,48 @@ test('the global message order never deadlocks, even when every send waits for i
   const plan = messagePlan('1f1b', 2, 4);
   const sendsFirst = (t: PlannedTick, r: number) => [...t.messages.filter((x) => x.from === r), ...t.messages.filter((x) => x.from !== r)];
   assert.not.ok(completes(plan, 2, sendsFirst));
+});
+
+test('activation headers: round trip, and every disagreement with what a stage declared is a coded error naming both stages', () => {
+  const t = fl.zeros([7, 3, 5], { dtype: 'f64' });
+  const header = headerOf(t, 'cpu').dataSync() as BigInt64Array;
+  const check = (over: Partial<Parameters<typeof readHeader>[1]> = {}, data: ArrayLike<number | bigint> = header) => {
+    try {
+      return readHeader(data, {
+        op: 'DistributedPipeline.step',
+        stage: 2,
+        from: 1,
+        micro: 3,
+        declared: { inputShape: null, inputDtype: null },
+        rows: null,
+        target: null,
+        ...over,
+      });
+    } catch (e) {
+      return e as Error & { code?: string };
+    }
+  };
+  assert.equal(check(), ['f64', [7, 3, 5]]);
+  assert.equal(check({ declared: { inputShape: [3, 5], inputDtype: 'f64' }, rows: 7, target: fl.zeros([28]) }), ['f64', [7, 3, 5]]);
+  const shape = check({ declared: { inputShape: [3, 6], inputDtype: null } }) as Error & { code?: string };
+  assert.is(shape.code, 'ERR_SHAPE');
+  assert.match(shape.message, /stage 2 declares its input \[\*, 3, 6\], but stage 1 sent micro-batch 3 as \[7, 3, 5\] f64/);
+  const dtype = check({ declared: { inputShape: null, inputDtype: 'f32' } }) as Error & { code?: string };
+  assert.is(dtype.code, 'ERR_DTYPE');
+  assert.match(dtype.message, /declares its input f32, but stage 1 sent micro-batch 3 as \[7, 3, 5\] f64/);
+  const rows = check({ rows: 6, target: fl.zeros([24]) }) as Error & { code?: string };
+  assert.is(rows.code, 'ERR_SHAPE');
+  assert.match(rows.message, /target \[24\] gives micro-batch 3 6 rows/);
+  assert.is((check({}, [99, 2, 1, 1, 0, 0, 0, 0, 0, 0]) as Error & { code?: string }).code, 'ERR_COLLECTIVE_MISMATCH');
+  assert.is((check({}, [0, 9, 1, 1, 1, 1, 1, 1, 1, 1]) as Error & { code?: string }).code, 'ERR_COLLECTIVE_MISMATCH');
+  let out: (Error & { code?: string }) | null = null;
+  try {
+    checkOutput('DistributedPipeline.step', t, 0, 1, [3, 4]);
+  } catch (e) {
+    out = e as Error & { code?: string };
+  }
+  assert.is(out?.code, 'ERR_SHAPE');
+  assert.match(out!.message, /stage 0 declares its output \[\*, 3, 4\] but its forward made \[7, 3, 5\] for micro-batch 1/);
 });
 
 test('options and arguments are checked with coded errors', async () => {
