@@ -173,6 +173,8 @@ export class DistributedPipeline {
               op,
               stage: this.stageIndex,
               from: this.stageIndex - 1,
+              mode: 'forward',
+              microBatches: this.microBatches,
               micro: k,
               declared: { inputShape: this.#inputShape, inputDtype: this.#inputDtype },
               rows: null,
@@ -191,7 +193,7 @@ export class DistributedPipeline {
         if (this.isLast) outs.push(out);
         else {
           checkOutput(op, out, this.stageIndex, k, this.#outputShape);
-          const header = keep(headerOf(out, this.device));
+          const header = keep(headerOf(out, this.device, { mode: 'forward', microBatches: this.microBatches, micro: k }));
           sends.push(settled(g.send(header, this.stageIndex + 1), header));
           sends.push(settled(g.send(out, this.stageIndex + 1), out));
         }

@@ -27,9 +27,22 @@ interface Inbox {
   done: Promise<void>;
 }
 
-/** Header of an activation: dtype index, ndim, then up to MAX_DIMS sizes (i64). */
+/**
+ * Header of an activation (i64): dtype index, ndim, what the sender runs (MODES index), its
+ * micro-batch count, this micro-batch's index, then up to MAX_DIMS sizes.
+ */
 export const MAX_DIMS = 8;
-export const HEADER = 2 + MAX_DIMS;
+export const HEADER = 5 + MAX_DIMS;
+/** What a stage runs: a training step with either schedule, or forward() (inference). */
+export type Mode = 'gpipe' | '1f1b' | 'forward';
+const MODES: readonly Mode[] = ['gpipe', '1f1b', 'forward'];
+
+/** The sender's side of a header: what it runs, and which micro-batch this is. */
+export interface HeaderTag {
+  mode: Mode;
+  microBatches: number;
+  micro: number;
+}
 
 const shapeText = (s: readonly number[]) => `[${s.join(', ')}]`;
 
@@ -168,7 +181,7 @@ export class StepRun {
       const t = this.#outbox.get(key)!;
       this.#outbox.delete(key);
       if (m.kind === 'act') {
-        const header = keep(headerOf(t, p.device));
+        const header = keep(headerOf(t, p.device, { mode: p.schedule, microBatches: p.microBatches, micro: m.micro }));
         this.#send(g.send(header, m.to), header);
       }
       this.#send(g.send(t, m.to), t);
@@ -185,6 +198,8 @@ export class StepRun {
           op: this.#op,
           stage: this.#stage,
           from: m.from,
+          mode: p.schedule,
+          microBatches: p.microBatches,
           micro: m.micro,
           declared: this.#declared,
           rows: this.#pipe.isLast ? this.#parts[m.micro][1] : null,
@@ -264,11 +279,10 @@ export class StepRun {
 }
 
 /** What a received header is checked against. */
-export interface HeaderCheck {
+export interface HeaderCheck extends HeaderTag {
   op: string;
   stage: number;
   from: number;
-  micro: number;
   declared: Pick<Declared, 'inputShape' | 'inputDtype'>;
   /** On the last stage in training, the rows of this micro-batch's target part. */
   rows: number | null;
@@ -280,12 +294,21 @@ export function readHeader(data: ArrayLike<number | bigint>, c: HeaderCheck): [C
   const v = Array.from(data, Number);
   const dtype = DTYPES[v[0]];
   const ndim = v[1];
-  const shape = v.slice(2, 2 + ndim);
-  if (!dtype || !Number.isInteger(ndim) || ndim < 1 || ndim > MAX_DIMS || shape.some((d) => !Number.isInteger(d) || d < 0))
+  const mode = MODES[v[2]];
+  const shape = v.slice(5, 5 + ndim);
+  if (!dtype || !mode || !Number.isInteger(ndim) || ndim < 1 || ndim > MAX_DIMS || shape.some((d) => !Number.isInteger(d) || d < 0))
     throw flockError(
       'ERR_COLLECTIVE_MISMATCH',
       c.op,
       `stage ${c.stage} received from stage ${c.from} a header that does not describe a tensor ([${v.join(', ')}]); is every rank of the group running this pipeline?`,
+    );
+  const runs = (m: Mode, n: number) => (m === 'forward' ? `forward() with ${n} micro-batches` : `step() with ${m} and ${n} micro-batches`);
+  if (mode !== c.mode || v[3] !== c.microBatches || v[4] !== c.micro)
+    throw flockError(
+      'ERR_COLLECTIVE_MISMATCH',
+      c.op,
+      `stage ${c.stage} runs ${runs(c.mode, c.microBatches)} and expects micro-batch ${c.micro}, but stage ${c.from} runs ` +
+        `${runs(mode, v[3])} and sent micro-batch ${v[4]}; every stage must run the same call with the same microBatches and schedule`,
     );
   const sent = `stage ${c.from} sent micro-batch ${c.micro} as ${shapeText(shape)} ${dtype}`;
   const want = c.declared.inputShape;
@@ -349,12 +372,15 @@ function whyNeeds(name: string, p: DistributedPipeline): string {
   return name === 'input' ? 'is the first stage and needs' : `is the last of ${p.stages} stages and needs`;
 }
 
-export function headerOf(t: Tensor, device: string): Tensor {
+export function headerOf(t: Tensor, device: string, tag: HeaderTag): Tensor {
   const v = new BigInt64Array(HEADER);
   v[0] = BigInt(DTYPES.indexOf(t.dtype as CanonicalDType));
   v[1] = BigInt(t.ndim);
+  v[2] = BigInt(MODES.indexOf(tag.mode));
+  v[3] = BigInt(tag.microBatches);
+  v[4] = BigInt(tag.micro);
   t.shape.forEach((d, i) => {
-    v[2 + i] = BigInt(d);
+    v[5 + i] = BigInt(d);
   });
   return tensor(v, { device });
 }

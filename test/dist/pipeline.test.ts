@@ -55,7 +55,7 @@ test('8.4 MB activations and gradients per message: 1F1B gives the losses of one
   okPhases(await runRanks('pipeline.ts', 2, { args: ['large'] }).done, ['large 1f1b']);
 });
 
-test('a declared input shape the previous stage does not send: ERR_SHAPE there, the other stage fails at once', async () => {
+test('a declared input shape the previous stage does not send, or another micro-batch count: a coded error there, the other stage fails at once', async () => {
   const results = await runRanks('pipeline.ts', 2, { args: ['mismatch'] }).done;
   expectAllOk(results);
   const [first, second] = [0, 1].map((r) => lines(results).find((l) => l.rank === r && l.phase === 'mismatch')!);
@@ -63,6 +63,11 @@ test('a declared input shape the previous stage does not send: ERR_SHAPE there, 
   assert.match(second.message!, /stage 1 declares its input \[\*, 5\], but stage 0 sent micro-batch 0 as \[7, 16\] f64/);
   assert.is(first.code, 'ERR_PEER_LOST', first.message);
   assert.ok(first.ms! < 10_000, `stage 0 took ${first.ms} ms to fail`);
+  // Stages given different micro-batch counts: the first activation's header says so.
+  const [a, b] = [0, 1].map((r) => lines(results).find((l) => l.rank === r && l.phase === 'mismatch-micro')!);
+  assert.is(b.code, 'ERR_COLLECTIVE_MISMATCH', b.message);
+  assert.match(b.message!, /stage 1 runs step\(\) with 1f1b and 2 micro-batches .* stage 0 runs step\(\) with 1f1b and 4 micro-batches/);
+  assert.is(a.code, 'ERR_PEER_LOST', a.message);
 });
 
 test('a stage whose process dies mid-step fails the other with ERR_PEER_LOST, not a hang', async () => {

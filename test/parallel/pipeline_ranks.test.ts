@@ -119,13 +119,15 @@ test('the global message order never deadlocks, even when every send waits for i
 
 test('activation headers: round trip, and every disagreement with what a stage declared is a coded error naming both stages', () => {
   const t = fl.zeros([7, 3, 5], { dtype: 'f64' });
-  const header = headerOf(t, 'cpu').dataSync() as BigInt64Array;
+  const header = headerOf(t, 'cpu', { mode: '1f1b', microBatches: 4, micro: 3 }).dataSync() as BigInt64Array;
   const check = (over: Partial<Parameters<typeof readHeader>[1]> = {}, data: ArrayLike<number | bigint> = header) => {
     try {
       return readHeader(data, {
         op: 'DistributedPipeline.step',
         stage: 2,
         from: 1,
+        mode: '1f1b',
+        microBatches: 4,
         micro: 3,
         declared: { inputShape: null, inputDtype: null },
         rows: null,
@@ -147,8 +149,17 @@ test('activation headers: round trip, and every disagreement with what a stage d
   const rows = check({ rows: 6, target: fl.zeros([24]) }) as Error & { code?: string };
   assert.is(rows.code, 'ERR_SHAPE');
   assert.match(rows.message, /target \[24\] gives micro-batch 3 6 rows/);
-  assert.is((check({}, [99, 2, 1, 1, 0, 0, 0, 0, 0, 0]) as Error & { code?: string }).code, 'ERR_COLLECTIVE_MISMATCH');
-  assert.is((check({}, [0, 9, 1, 1, 1, 1, 1, 1, 1, 1]) as Error & { code?: string }).code, 'ERR_COLLECTIVE_MISMATCH');
+  assert.is((check({}, [99, 2, 1, 4, 3, 1, 1, 0, 0, 0, 0, 0, 0]) as Error & { code?: string }).code, 'ERR_COLLECTIVE_MISMATCH');
+  assert.is((check({}, [0, 9, 1, 4, 3, 1, 1, 1, 1, 1, 1, 1, 1]) as Error & { code?: string }).code, 'ERR_COLLECTIVE_MISMATCH');
+  // Stages called differently: another schedule, micro-batch count, or forward() against step().
+  for (const over of [{ mode: 'gpipe' as const }, { microBatches: 8 }, { mode: 'forward' as const }]) {
+    const e = check(over) as Error & { code?: string };
+    assert.is(e.code, 'ERR_COLLECTIVE_MISMATCH');
+    assert.match(
+      e.message,
+      /but stage 1 runs step\(\) with 1f1b and 4 micro-batches and sent micro-batch 3; every stage must run the same call/,
+    );
+  }
   let out: (Error & { code?: string }) | null = null;
   try {
     checkOutput('DistributedPipeline.step', t, 0, 1, [3, 4]);

@@ -7,14 +7,15 @@
  *                                      inference through it (DistributedPipeline.forward)
  *   pipeline.ts dp                     4 ranks: 2 stages x 2 replicas (DDP over each stage's replicas)
  *   pipeline.ts large                  2 ranks: 8.4 MB activations and gradients per message (1F1B)
- *   pipeline.ts mismatch               2 ranks: stage 1 declares an input its neighbour does not send
+ *   pipeline.ts mismatch               2 ranks: stage 1 declares an input its neighbour does not send;
+ *                                      then (a new group) runs 2 micro-batches where stage 0 runs 4
  *   pipeline.ts dead                   2 ranks: stage 1's process exits in the middle of step 2
  * Prints one JSON line per phase: {"rank", "phase", "ok"} or {"rank", "phase", "code", "message"}.
  */
 import * as fl from '../../../lib/index';
 import { destroyProcessGroup, initProcessGroup, newGroup } from '../../../lib/distributed/index';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
-import { DistributedPipeline } from '../../../lib/parallel/pipeline_ranks';
+import { DistributedPipeline, type DistributedPipelineOptions } from '../../../lib/parallel/pipeline_ranks';
 import type { ProcessGroup } from '../../../lib/distributed/process_group';
 
 const STEPS = 10,
@@ -186,30 +187,31 @@ async function failing(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
       return module.forward(t);
     },
   };
-  const pipe = new DistributedPipeline(stage, {
-    group: pg,
-    microBatches: MICRO,
-    ...(mode === 'mismatch' && pg.rank === 1 ? { inputShape: [5] } : {}),
-  });
-  const t0 = performance.now();
-  try {
-    for (let s = 0; s < 3; s++) {
-      const loss = await pipe.step(
-        pipe.isFirst ? x.narrow(0, s * BATCH, BATCH) : null,
-        pipe.isLast ? y.narrow(0, s * BATCH, BATCH) : null,
-        mse,
-      );
-      loss.dispose();
+  const attempt = async (phase: string, group: ProcessGroup, options: Partial<DistributedPipelineOptions>) => {
+    const pipe = new DistributedPipeline(stage, { group, microBatches: MICRO, ...options });
+    const t0 = performance.now();
+    try {
+      for (let s = 0; s < 3; s++) {
+        const loss = await pipe.step(
+          pipe.isFirst ? x.narrow(0, s * BATCH, BATCH) : null,
+          pipe.isLast ? y.narrow(0, s * BATCH, BATCH) : null,
+          mse,
+        );
+        loss.dispose();
+      }
+      console.log(JSON.stringify({ rank: pg.rank, phase, ok: true }));
+    } catch (e) {
+      const err = e as Error & { code?: string };
+      console.log(JSON.stringify({ rank: pg.rank, phase, code: err.code, message: err.message, ms: Math.round(performance.now() - t0) }));
+      // The store's closing barrier would wait out its timeout for a rank that is gone.
+      if (mode === 'dead') process.exit(0);
     }
-    console.log(JSON.stringify({ rank: pg.rank, phase: mode, ok: true }));
-  } catch (e) {
-    const err = e as Error & { code?: string };
-    console.log(
-      JSON.stringify({ rank: pg.rank, phase: mode, code: err.code, message: err.message, ms: Math.round(performance.now() - t0) }),
-    );
-    // The store's closing barrier would wait out its timeout for a rank that is gone.
-    if (mode === 'dead') process.exit(0);
-  }
+  };
+  const second = pg.rank === 1;
+  await attempt(mode, pg, mode === 'mismatch' && second ? { inputShape: [5] } : {});
+  // The failed step destroyed the group on both ranks; a new one, and stages given different
+  // micro-batch counts.
+  if (mode === 'mismatch') await attempt('mismatch-micro', (await newGroup([0, 1]))!, second ? { microBatches: 2 } : {});
 }
 
 async function main() {
