@@ -9,7 +9,8 @@
  * Every activation travels behind a small header with its dtype and shape (as
  * torch.distributed.pipelining exchanges them), so a stage needs no declared shapes; one that
  * declares them (`inputShape`, `outputShape`, `inputDtype`) gets ERR_SHAPE / ERR_DTYPE naming both
- * stages when its neighbour disagrees. After a step fails once messages have begun (a shape
+ * stages when its neighbour disagrees. The header also says what the sender runs (schedule or
+ * forward(), micro-batch count): stages called differently fail with ERR_COLLECTIVE_MISMATCH. After a step fails once messages have begun (a shape
  * mismatch, a lost peer, a stage or the loss throwing), the pipeline destroys its group: the
  * byte streams between the ranks are out of step, and the other stages then fail at once
  * (ERR_PEER_LOST) instead of waiting out their timeout.
