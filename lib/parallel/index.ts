@@ -13,3 +13,9 @@ export {
 } from './pipeline_schedule';
 export { replicate } from './devices';
 export * as tensor from './tensor_parallel/index';
+export {
+  DistributedPipeline,
+  type DistributedPipelineOptions,
+  type DistributedPipelineStats,
+  type PipelineStageModule,
+} from './pipeline_ranks';

@@ -234,7 +234,7 @@ export class Pipeline {
  * The intermediate tensors of the graph from `output` back to `input` (neither included, nor any
  * leaf such as a parameter): what the stage's forward made for this micro-batch.
  */
-function graphBetween(output: Tensor, input: Tensor): Tensor[] {
+export function graphBetween(output: Tensor, input: Tensor): Tensor[] {
   const out: Tensor[] = [];
   const seen = new Set<Tensor>([output, input]);
   const stack = [...(output.gradFn?.inputs ?? [])];
