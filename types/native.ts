@@ -255,12 +255,12 @@ export interface NativeAddon {
   ringListen(rank: number, size: number, host: string, timeoutMs: number, name?: string): { group: NativeGroup; port: number };
   /** Connects to every peer (index = rank) on the group's communication thread. */
   ringConnect(group: NativeGroup, hosts: string[], ports: number[]): Promise<void>;
-  pgAllReduce(group: NativeGroup, t: NativeTensor, op: NativeReduceOp): Promise<ArrayBuffer>;
-  pgBroadcast(group: NativeGroup, t: NativeTensor, root: number): Promise<ArrayBuffer>;
-  pgAllGather(group: NativeGroup, input: NativeTensor, output: NativeTensor): Promise<ArrayBuffer>;
-  pgReduceScatter(group: NativeGroup, input: NativeTensor, output: NativeTensor, op: NativeReduceOp): Promise<ArrayBuffer>;
-  pgSend(group: NativeGroup, t: NativeTensor, dst: number): Promise<ArrayBuffer>;
-  pgRecv(group: NativeGroup, t: NativeTensor, src: number): Promise<ArrayBuffer>;
+  pgAllReduce(group: NativeGroup, t: NativeTensor, op: NativeReduceOp, ordered?: boolean): Promise<ArrayBuffer>;
+  pgBroadcast(group: NativeGroup, t: NativeTensor, root: number, ordered?: boolean): Promise<ArrayBuffer>;
+  pgAllGather(group: NativeGroup, input: NativeTensor, output: NativeTensor, ordered?: boolean): Promise<ArrayBuffer>;
+  pgReduceScatter(group: NativeGroup, input: NativeTensor, output: NativeTensor, op: NativeReduceOp, ordered?: boolean): Promise<ArrayBuffer>;
+  pgSend(group: NativeGroup, t: NativeTensor, dst: number, ordered?: boolean): Promise<ArrayBuffer>;
+  pgRecv(group: NativeGroup, t: NativeTensor, src: number, ordered?: boolean): Promise<ArrayBuffer>;
   pgBarrier(group: NativeGroup): Promise<ArrayBuffer>;
   pgSetTimeout(group: NativeGroup, timeoutMs: number): void;
   pgDestroy(group: NativeGroup): void;
@@ -348,7 +348,7 @@ export interface NativeAddon {
   /** One in-process group per CPU device (rank i on devices[i]), reducing in shared memory. */
   localInitCpu(devices: string[], timeoutMs: number): NativeGroup[];
   /** Reduces `t` on group rank `root` only (local CPU groups). */
-  pgReduce(g: NativeGroup, t: NativeTensor, root: number, op: NativeReduceOp): Promise<ArrayBuffer>;
+  pgReduce(g: NativeGroup, t: NativeTensor, root: number, op: NativeReduceOp, ordered?: boolean): Promise<ArrayBuffer>;
 }
 
 export interface NativeAddon {

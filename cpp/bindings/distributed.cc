@@ -3,7 +3,9 @@
 // communication thread; an nccl collective orders itself on the device (the group enqueues on the
 // tensors' stream). Either way its promise settles through Addon::promise_from, and the JS thread
 // never touches a socket.
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include "../distributed/local_group.h"
 #include "../distributed/process_group.h"
 #include "../gpu_runtime.h"
@@ -47,14 +49,44 @@ dist::ReduceOp reduce_op(const Args& a, size_t i) { return a.enumeration<dist::R
 // Every collective's promise resolves with the time it finished (see stamped() in addon.h), taken
 // on the thread that saw it finish: Work.completedAt measures overlap with compute without the JS
 // thread's own delay in running callbacks.
+//
+// An `ordered` collective also holds back the work queued on `device` after it until it has
+// finished (as a collective issued on an NCCL compute stream does, or PyTorch's async_op=False):
+// its result can be used by the next op without awaiting the Work. The stream's worker waits on a
+// condition variable, never the JS thread; a failed collective fails that wait with its error,
+// which reaches the next sync point. Unordered collectives let later compute overlap them (DDP's
+// buckets), and their result may be read only once the Work has resolved.
+struct Gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::optional<StreamError> error;
+};
+
+Addon::Settle opening(std::shared_ptr<Gate> gate, Addon::Settle settle) {
+  return [gate = std::move(gate), settle = std::move(settle)](std::optional<StreamError> err) {
+    {
+      std::lock_guard<std::mutex> lk(gate->m);
+      gate->done = true;
+      gate->error = err;
+    }
+    gate->cv.notify_all();
+    settle(std::move(err));
+  };
+}
+
 // Runs `issue(done)` on a stream thread once everything queued on `device` before now has run;
 // an error from that earlier work fails the collective instead of reaching the next sync point.
-Napi::Value after_compute(const Napi::CallbackInfo& info, Device device, std::function<void(dist::Done)> issue) {
+Napi::Value after_compute(const Napi::CallbackInfo& info, const char* op, Device device, bool ordered,
+                          std::function<void(dist::Done)> issue) {
   Addon& addon = Addon::of(info.Env());
   Stream& stream = addon.context.stream(device);
   auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
-  return addon.promise_from(info.Env(), [&stream, stamp, issue = std::move(issue)](Addon::Settle settle) {
-    stream.notify([issue, settle = stamped(std::move(settle), stamp)](std::optional<StreamError> err) {
+  auto gate = ordered ? std::make_shared<Gate>() : nullptr;
+  Napi::Value promise = addon.promise_from(info.Env(), [&stream, stamp, gate, issue = std::move(issue)](Addon::Settle settle) {
+    settle = stamped(std::move(settle), stamp);
+    if (gate) settle = opening(gate, std::move(settle));
+    stream.notify([issue, settle](std::optional<StreamError> err) {
       if (err) return settle(std::move(err));
       try {
         issue(settle);
@@ -63,13 +95,22 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, Device device, std::fu
       }
     });
   }, stamp);
+  if (gate)
+    stream.enqueue(op, [gate]() {
+      std::unique_lock<std::mutex> lk(gate->m);
+      gate->cv.wait(lk, [&] { return gate->done; });
+      if (gate->error) throw Error(gate->error->code, gate->error->message);
+    });
+  return promise;
 }
 
 // Issues a collective: straight away for a group that orders itself on the device (argument errors
-// throw here), else after the compute queued on `device`.
-Napi::Value collective(const Napi::CallbackInfo& info, const dist::ProcessGroup& g, Device device,
-                       std::function<void(dist::Done)> issue) {
-  if (!g.orders_on_device()) return after_compute(info, device, std::move(issue));
+// throw here; later work on the device is ordered after it anyway), else after the compute queued
+// on `device`. The collective's optional last argument is `ordered` (see after_compute).
+Napi::Value collective(const Napi::CallbackInfo& info, const Args& a, size_t ordered_at, const dist::ProcessGroup& g,
+                       Device device, std::function<void(dist::Done)> issue) {
+  const bool ordered = info.Length() > ordered_at && !info[ordered_at].IsUndefined() && a.boolean(ordered_at, "ordered");
+  if (!g.orders_on_device()) return after_compute(info, a.op, device, ordered, std::move(issue));
   auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
   return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { issue(stamped(std::move(settle), stamp)); }, stamp);
 }
@@ -111,7 +152,7 @@ Napi::Value AllReduce(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor t = a.tensor(1, "tensor");
   auto op = reduce_op(a, 2);
-  return collective(info, *g, t.device(), [g, t, op](dist::Done d) { g->allreduce(t, op, std::move(d)); });
+  return collective(info, a, 3, *g, t.device(), [g, t, op](dist::Done d) { g->allreduce(t, op, std::move(d)); });
 }
 
 Napi::Value Broadcast(const Napi::CallbackInfo& info) {
@@ -119,14 +160,14 @@ Napi::Value Broadcast(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor t = a.tensor(1, "tensor");
   const int root = static_cast<int>(a.integer(2, "root", 0, g->size() - 1));
-  return collective(info, *g, t.device(), [g, t, root](dist::Done d) { g->broadcast(t, root, std::move(d)); });
+  return collective(info, a, 3, *g, t.device(), [g, t, root](dist::Done d) { g->broadcast(t, root, std::move(d)); });
 }
 
 Napi::Value AllGather(const Napi::CallbackInfo& info) {
   Args a{info, "allGather"};
   auto g = group_arg(a, 0);
   Tensor in = a.tensor(1, "input"), out = a.tensor(2, "output");
-  return collective(info, *g, in.device(), [g, in, out](dist::Done d) { g->allgather(in, out, std::move(d)); });
+  return collective(info, a, 3, *g, in.device(), [g, in, out](dist::Done d) { g->allgather(in, out, std::move(d)); });
 }
 
 Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
@@ -134,7 +175,7 @@ Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor in = a.tensor(1, "input"), out = a.tensor(2, "output");
   auto op = reduce_op(a, 3);
-  return collective(info, *g, in.device(), [g, in, out, op](dist::Done d) { g->reduce_scatter(in, out, op, std::move(d)); });
+  return collective(info, a, 4, *g, in.device(), [g, in, out, op](dist::Done d) { g->reduce_scatter(in, out, op, std::move(d)); });
 }
 
 Napi::Value Send(const Napi::CallbackInfo& info) {
@@ -142,7 +183,7 @@ Napi::Value Send(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor t = a.tensor(1, "tensor");
   const int peer = static_cast<int>(a.integer(2, "dst", 0, g->size() - 1));
-  return collective(info, *g, t.device(), [g, t, peer](dist::Done d) { g->send(t, peer, std::move(d)); });
+  return collective(info, a, 3, *g, t.device(), [g, t, peer](dist::Done d) { g->send(t, peer, std::move(d)); });
 }
 
 Napi::Value Recv(const Napi::CallbackInfo& info) {
@@ -150,13 +191,13 @@ Napi::Value Recv(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor t = a.tensor(1, "tensor");
   const int peer = static_cast<int>(a.integer(2, "src", 0, g->size() - 1));
-  return collective(info, *g, t.device(), [g, t, peer](dist::Done d) { g->recv(t, peer, std::move(d)); });
+  return collective(info, a, 3, *g, t.device(), [g, t, peer](dist::Done d) { g->recv(t, peer, std::move(d)); });
 }
 
 Napi::Value Barrier(const Napi::CallbackInfo& info) {
   Args a{info, "barrier"};
   auto g = group_arg(a, 0);
-  return collective(info, *g, Device{}, [g](dist::Done d) { g->barrier(std::move(d)); });
+  return collective(info, a, 1, *g, Device{}, [g](dist::Done d) { g->barrier(std::move(d)); });
 }
 
 Napi::Value SetTimeout(const Napi::CallbackInfo& info) {
@@ -278,7 +319,7 @@ Napi::Value Reduce(const Napi::CallbackInfo& info) {
   Tensor t = a.tensor(1, "tensor");
   const int root = static_cast<int>(a.integer(2, "root", 0, g->size() - 1));
   auto op = reduce_op(a, 3);
-  return collective(info, *g, t.device(), [g, t, root, op](dist::Done d) { g->reduce(t, root, op, std::move(d)); });
+  return collective(info, a, 4, *g, t.device(), [g, t, root, op](dist::Done d) { g->reduce(t, root, op, std::move(d)); });
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ import type { NativeGroup, NativeReduceOp } from '../../types/native';
 import type { Tensor } from '../tensor';
 import type { DType } from '../dtype';
 import { checkOptions } from '../errors';
+import { checkBool } from '../validate';
 import { Store } from './store';
 import { STORE_SERVER_DEFAULTS } from './store_server';
 import { readEnv, type DistEnv } from './env';
@@ -42,7 +43,21 @@ export interface NewGroupOptions {
 
 const INIT_OPTIONS = ['backend', 'timeoutMs', 'env', 'device'] as const;
 const NEW_GROUP_OPTIONS = ['timeoutMs'] as const;
-const REDUCE_OPTIONS = ['op'] as const;
+const REDUCE_OPTIONS = ['op', 'ordered'] as const;
+const ORDERED_OPTIONS = ['ordered'] as const;
+
+/**
+ * `ordered: true` holds back the work queued on the tensors' device after the call until the
+ * collective has finished, so the next op may use its result without awaiting the Work (as a
+ * collective on an NCCL compute stream, or PyTorch's async_op=False; nccl and local groups always
+ * order so). The stream's worker waits, never the JS thread. Default false: later compute overlaps
+ * the collective (DDP's buckets), and the result may be read once the Work has resolved.
+ */
+export interface CollectiveOptions {
+  ordered?: boolean;
+}
+
+const orderedFlag = (op: string, o: CollectiveOptions): boolean => checkBool(op, 'ordered', o.ordered ?? false);
 
 /** The dtypes NCCL reduces and moves; u8 and bool are refused. */
 export const NCCL_DTYPES: readonly DType[] = ['f32', 'f64', 'bf16', 'f16', 'i32', 'i64'];
@@ -100,10 +115,11 @@ export class ProcessGroup {
   }
 
   /** Reduces `t` in place across the group (sum by default; avg needs a floating dtype). */
-  allReduce(t: Tensor, options: { op?: ReduceOp } = {}): Work {
+  allReduce(t: Tensor, options: { op?: ReduceOp } & CollectiveOptions = {}): Work {
     const { op } = checkOptions('allReduce', options, REDUCE_OPTIONS);
+    const ordered = orderedFlag('allReduce', options);
     this.#check('allReduce', t);
-    return new Work('allReduce', native.pgAllReduce(this.#handle, t.handle, op ?? 'sum'));
+    return new Work('allReduce', native.pgAllReduce(this.#handle, t.handle, op ?? 'sum', ordered));
   }
 
   /**
@@ -111,41 +127,51 @@ export class ProcessGroup {
    * leave the other ranks' tensors unchanged; the ring and nccl backends reduce everywhere (an
    * allReduce), which gives `root` the same result.
    */
-  reduce(t: Tensor, root = 0, options: { op?: ReduceOp } = {}): Work {
+  reduce(t: Tensor, root = 0, options: { op?: ReduceOp } & CollectiveOptions = {}): Work {
     const { op } = checkOptions('reduce', options, REDUCE_OPTIONS);
+    const ordered = orderedFlag('reduce', options);
     this.#check('reduce', t);
-    if (this.backend !== 'local') return this.allReduce(t, op === undefined ? {} : { op });
-    return new Work('reduce', native.pgReduce(this.#handle, t.handle, root, op ?? 'sum'));
+    if (this.backend !== 'local') return this.allReduce(t, op === undefined ? { ordered } : { op, ordered });
+    return new Work('reduce', native.pgReduce(this.#handle, t.handle, root, op ?? 'sum', ordered));
   }
 
   /** Overwrites `t` everywhere with its value on group rank `root`. */
-  broadcast(t: Tensor, root = 0): Work {
+  broadcast(t: Tensor, root = 0, options: CollectiveOptions = {}): Work {
+    checkOptions('broadcast', options, ORDERED_OPTIONS);
+    const ordered = orderedFlag('broadcast', options);
     this.#check('broadcast', t);
-    return new Work('broadcast', native.pgBroadcast(this.#handle, t.handle, root));
+    return new Work('broadcast', native.pgBroadcast(this.#handle, t.handle, root, ordered));
   }
 
   /** Fills `output` (size x input.numel() elements, rank-major) with every rank's `input`. */
-  allGather(output: Tensor, input: Tensor): Work {
+  allGather(output: Tensor, input: Tensor, options: CollectiveOptions = {}): Work {
+    checkOptions('allGather', options, ORDERED_OPTIONS);
+    const ordered = orderedFlag('allGather', options);
     this.#check('allGather', input, output);
-    return new Work('allGather', native.pgAllGather(this.#handle, input.handle, output.handle));
+    return new Work('allGather', native.pgAllGather(this.#handle, input.handle, output.handle, ordered));
   }
 
   /** Reduces `input` (size blocks of output.numel() elements) and leaves block `rank` in `output`. */
-  reduceScatter(output: Tensor, input: Tensor, options: { op?: ReduceOp } = {}): Work {
+  reduceScatter(output: Tensor, input: Tensor, options: { op?: ReduceOp } & CollectiveOptions = {}): Work {
     const { op } = checkOptions('reduceScatter', options, REDUCE_OPTIONS);
+    const ordered = orderedFlag('reduceScatter', options);
     this.#check('reduceScatter', input, output);
-    return new Work('reduceScatter', native.pgReduceScatter(this.#handle, input.handle, output.handle, op ?? 'sum'));
+    return new Work('reduceScatter', native.pgReduceScatter(this.#handle, input.handle, output.handle, op ?? 'sum', ordered));
   }
 
   /** Sends `t` to group rank `dst`, which must post a matching recv of the same size. */
-  send(t: Tensor, dst: number): Work {
+  send(t: Tensor, dst: number, options: CollectiveOptions = {}): Work {
+    checkOptions('send', options, ORDERED_OPTIONS);
+    const ordered = orderedFlag('send', options);
     this.#check('send', t);
-    return new Work('send', native.pgSend(this.#handle, t.handle, dst));
+    return new Work('send', native.pgSend(this.#handle, t.handle, dst, ordered));
   }
 
-  recv(t: Tensor, src: number): Work {
+  recv(t: Tensor, src: number, options: CollectiveOptions = {}): Work {
+    checkOptions('recv', options, ORDERED_OPTIONS);
+    const ordered = orderedFlag('recv', options);
     this.#check('recv', t);
-    return new Work('recv', native.pgRecv(this.#handle, t.handle, src));
+    return new Work('recv', native.pgRecv(this.#handle, t.handle, src, ordered));
   }
 
   barrier(): Work {
@@ -359,27 +385,27 @@ function groupOf(op: string, g?: ProcessGroup): ProcessGroup {
   return g ?? requireWorld(op).default;
 }
 
-const GROUP = ['group'] as const,
-  REDUCE_IN_GROUP = ['op', 'group'] as const;
+const GROUP = ['group', 'ordered'] as const,
+  REDUCE_IN_GROUP = ['op', 'group', 'ordered'] as const;
+type InGroup = { group?: ProcessGroup } & CollectiveOptions;
+const ord = (o: CollectiveOptions): CollectiveOptions => (o.ordered === undefined ? {} : { ordered: o.ordered });
 const opts = <T extends object>(op: string, o: T | undefined, accepted: readonly string[]): T =>
   checkOptions(`distributed.${op}`, o, accepted);
 
-export const allReduce = (t: Tensor, o: { op?: ReduceOp; group?: ProcessGroup } = {}): Work => {
+export const allReduce = (t: Tensor, o: { op?: ReduceOp } & InGroup = {}): Work => {
   const { op, group } = opts('allReduce', o, REDUCE_IN_GROUP);
-  return groupOf('allReduce', group).allReduce(t, op === undefined ? {} : { op });
+  return groupOf('allReduce', group).allReduce(t, op === undefined ? ord(o) : { op, ...ord(o) });
 };
-export const broadcast = (t: Tensor, o: { src?: number; group?: ProcessGroup } = {}): Work => {
-  const { src, group } = opts('broadcast', o, ['src', 'group']);
-  return groupOf('broadcast', group).broadcast(t, src ?? 0);
+export const broadcast = (t: Tensor, o: { src?: number } & InGroup = {}): Work => {
+  const { src, group } = opts('broadcast', o, ['src', 'group', 'ordered']);
+  return groupOf('broadcast', group).broadcast(t, src ?? 0, ord(o));
 };
-export const allGather = (output: Tensor, input: Tensor, o: { group?: ProcessGroup } = {}): Work =>
-  groupOf('allGather', opts('allGather', o, GROUP).group).allGather(output, input);
-export const reduceScatter = (output: Tensor, input: Tensor, o: { op?: ReduceOp; group?: ProcessGroup } = {}): Work => {
+export const allGather = (output: Tensor, input: Tensor, o: InGroup = {}): Work =>
+  groupOf('allGather', opts('allGather', o, GROUP).group).allGather(output, input, ord(o));
+export const reduceScatter = (output: Tensor, input: Tensor, o: { op?: ReduceOp } & InGroup = {}): Work => {
   const { op, group } = opts('reduceScatter', o, REDUCE_IN_GROUP);
-  return groupOf('reduceScatter', group).reduceScatter(output, input, op === undefined ? {} : { op });
+  return groupOf('reduceScatter', group).reduceScatter(output, input, op === undefined ? ord(o) : { op, ...ord(o) });
 };
-export const send = (t: Tensor, dst: number, o: { group?: ProcessGroup } = {}): Work =>
-  groupOf('send', opts('send', o, GROUP).group).send(t, dst);
-export const recv = (t: Tensor, src: number, o: { group?: ProcessGroup } = {}): Work =>
-  groupOf('recv', opts('recv', o, GROUP).group).recv(t, src);
+export const send = (t: Tensor, dst: number, o: InGroup = {}): Work => groupOf('send', opts('send', o, GROUP).group).send(t, dst, ord(o));
+export const recv = (t: Tensor, src: number, o: InGroup = {}): Work => groupOf('recv', opts('recv', o, GROUP).group).recv(t, src, ord(o));
 export const barrier = (o: { group?: ProcessGroup } = {}): Work => groupOf('barrier', opts('barrier', o, GROUP).group).barrier();
