@@ -258,7 +258,13 @@ export interface NativeAddon {
   pgAllReduce(group: NativeGroup, t: NativeTensor, op: NativeReduceOp, ordered?: boolean): Promise<ArrayBuffer>;
   pgBroadcast(group: NativeGroup, t: NativeTensor, root: number, ordered?: boolean): Promise<ArrayBuffer>;
   pgAllGather(group: NativeGroup, input: NativeTensor, output: NativeTensor, ordered?: boolean): Promise<ArrayBuffer>;
-  pgReduceScatter(group: NativeGroup, input: NativeTensor, output: NativeTensor, op: NativeReduceOp, ordered?: boolean): Promise<ArrayBuffer>;
+  pgReduceScatter(
+    group: NativeGroup,
+    input: NativeTensor,
+    output: NativeTensor,
+    op: NativeReduceOp,
+    ordered?: boolean,
+  ): Promise<ArrayBuffer>;
   pgSend(group: NativeGroup, t: NativeTensor, dst: number, ordered?: boolean): Promise<ArrayBuffer>;
   pgRecv(group: NativeGroup, t: NativeTensor, src: number, ordered?: boolean): Promise<ArrayBuffer>;
   pgBarrier(group: NativeGroup): Promise<ArrayBuffer>;

@@ -9,7 +9,12 @@ import { initProcessGroup, destroyProcessGroup, allReduce } from '../../../lib/d
 const value = (r: number, i: number) => ((r * 7 + i * 3) % 11) - 5 + r;
 
 function make(n: number, f: (i: number) => number): fl.Tensor {
-  return fl.tensor(Float64Array.from({ length: n }, (_, i) => f(i)), { dtype: 'f64' }).to('f32');
+  return fl
+    .tensor(
+      Float64Array.from({ length: n }, (_, i) => f(i)),
+      { dtype: 'f64' },
+    )
+    .to('f32');
 }
 
 function check(what: string, got: ArrayLike<number>, want: (i: number) => number): void {
@@ -25,7 +30,9 @@ async function main() {
   if (process.env.MODE === 'die') {
     if (r === 1) process.exit(0);
     const t = make(1 << 16, (i) => value(r, i));
-    pg.allReduce(t, { ordered: true }).wait().catch(() => {}); // the failure is read through the op below
+    pg.allReduce(t, { ordered: true })
+      .wait()
+      .catch(() => {}); // the failure is read through the op below
     const e = await t
       .mul(2)
       .data()
@@ -59,11 +66,18 @@ async function main() {
   // The module-level form and point to point.
   const m = make(7, (i) => value(r, i));
   allReduce(m, { op: 'max', ordered: true });
-  check('ordered allReduce(max) via distributed.allReduce', await m.neg().data(), (i) =>
-    -Math.max(...Array.from({ length: n }, (_, k) => value(k, i))),
+  check(
+    'ordered allReduce(max) via distributed.allReduce',
+    await m.neg().data(),
+    (i) => -Math.max(...Array.from({ length: n }, (_, k) => value(k, i))),
   );
   if (n > 1) {
-    if (r === 0) pg.send(make(5, (i) => i + 100), 1, { ordered: true });
+    if (r === 0)
+      pg.send(
+        make(5, (i) => i + 100),
+        1,
+        { ordered: true },
+      );
     if (r === 1) {
       const got = fl.zeros([5]);
       pg.recv(got, 0, { ordered: true });
