@@ -12,3 +12,10 @@ export {
   type Action as PipelineAction,
 } from './pipeline_schedule';
 export { replicate } from './devices';
+export {
+  ParameterServer,
+  type ParameterServerOptions,
+  type ServerStats as ParameterServerStats,
+  type PushStats,
+  type WorkerStats,
+} from './parameter_server/index';
