@@ -9,7 +9,15 @@ import { runRanks, expectAllOk, type RankResult } from './harness';
 
 type Report = Record<string, unknown> & {
   rank: number;
-  server?: { pushes: number; updates: number; maxStaleness: number; staleness: Record<string, number>; joined: number[]; left: number[]; dropped: Array<{ rank: number; reason: string }> };
+  server?: {
+    pushes: number;
+    updates: number;
+    maxStaleness: number;
+    staleness: Record<string, number>;
+    joined: number[];
+    left: number[];
+    dropped: Array<{ rank: number; reason: string }>;
+  };
   worker?: { clock: number; pushes: number; maxStaleness: number; staleness: Record<string, number> };
 };
 
@@ -56,7 +64,10 @@ test('staleness 1 with a slowed worker: every push within the bound, and the fas
     assert.ok((w.pulls as number[]).every((s) => s <= 1));
   }
   // The two fast workers ran ahead of the slow one by the full bound at some point.
-  assert.ok(workers.slice(0, 2).some((w) => (w.worker!.staleness['1'] ?? 0) > 0), JSON.stringify(workers));
+  assert.ok(
+    workers.slice(0, 2).some((w) => (w.worker!.staleness['1'] ?? 0) > 0),
+    JSON.stringify(workers),
+  );
 });
 
 test('a worker SIGKILLed mid-run is dropped, the others finish, and a replacement joins at the current parameters', async () => {
@@ -64,7 +75,10 @@ test('a worker SIGKILLed mid-run is dropped, the others finish, and a replacemen
   assert.is(results[3].signal, 'SIGKILL');
   expectAllOk([results[0], results[1], results[2], results[4]]);
   const server = reportOf(results[0]).server!;
-  assert.ok(server.dropped.some((d) => d.rank === 3 && d.reason === 'lost'), JSON.stringify(server));
+  assert.ok(
+    server.dropped.some((d) => d.rank === 3 && d.reason === 'lost'),
+    JSON.stringify(server),
+  );
   assert.equal(server.joined.filter((r) => r === 3).length, 2, 'rank 3 joined, then its replacement');
   assert.ok(server.maxStaleness <= 2);
   for (const r of [results[1], results[2]]) {

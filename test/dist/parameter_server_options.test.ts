@@ -6,10 +6,17 @@ import { assignShards, paramSpecs } from '../../lib/parallel/parameter_server/sh
 import { ClockTable } from '../../lib/parallel/parameter_server/clocks';
 import { rejection } from './harness';
 
-const env = { RANK: '1', WORLD_SIZE: '3', LOCAL_RANK: '1', LOCAL_WORLD_SIZE: '3', MASTER_ADDR: '127.0.0.1', MASTER_PORT: '1', FLOCKML_TOKEN: 't' };
+const env = {
+  RANK: '1',
+  WORLD_SIZE: '3',
+  LOCAL_RANK: '1',
+  LOCAL_WORLD_SIZE: '3',
+  MASTER_ADDR: '127.0.0.1',
+  MASTER_PORT: '1',
+  FLOCKML_TOKEN: 't',
+};
 const model = () => new fl.nn.Sequential(new fl.nn.Linear(4, 3), new fl.nn.Linear(3, 2));
-const create = (o: unknown, m: fl.nn.Module = model()) =>
-  fl.parallel.ParameterServer.create(m, o as fl.parallel.ParameterServerOptions);
+const create = (o: unknown, m: fl.nn.Module = model()) => fl.parallel.ParameterServer.create(m, o as fl.parallel.ParameterServerOptions);
 
 test('bad options: coded errors naming the option', async () => {
   const base = { optimizer: fl.optim.SGD, optimizerOptions: { lr: 0.1 }, env };

@@ -115,7 +115,13 @@ export class ParameterServer {
     const probe = new o.optimizer(params, o.optimizerOptions as never);
     const own = !isInitialized();
     const store = own
-      ? await Store.connect({ host: o.env.masterAddr, port: o.env.masterPort, token: o.env.token, isServer: o.rank === 0, timeoutMs: o.timeoutMs })
+      ? await Store.connect({
+          host: o.env.masterAddr,
+          port: o.env.masterPort,
+          token: o.env.token,
+          isServer: o.rank === 0,
+          timeoutMs: o.timeoutMs,
+        })
       : getStore();
     const ps = new ParameterServer(params, specs, o, own ? store : null);
     const loop = isLoopback(o.env.masterAddr);
@@ -174,7 +180,8 @@ export class ParameterServer {
       const replies = await Promise.all(this.#links.map((l) => l.request('create', { op: 'join', clock })));
       const retry = replies.filter((r) => r.header.retry !== undefined).map((r) => r.header.retry as number);
       if (retry.length === 0) break;
-      if (attempt === 10) throw flockError('ERR_TIMEOUT', OP, `worker rank ${this.rank} could not agree on a starting clock with the servers`);
+      if (attempt === 10)
+        throw flockError('ERR_TIMEOUT', OP, `worker rank ${this.rank} could not agree on a starting clock with the servers`);
       clock = Math.max(clock, ...retry);
     }
     this.#clock = this.#stats.clock = clock;
@@ -220,7 +227,11 @@ export class ParameterServer {
           let at = 0;
           for (const spec of this.#specs[s]) {
             const p = this.#params[spec.index];
-            const t = tensor(valuesOf(spec, r.payload.subarray(at, at + spec.bytes)), { shape: spec.shape, dtype: spec.dtype, device: p.device });
+            const t = tensor(valuesOf(spec, r.payload.subarray(at, at + spec.bytes)), {
+              shape: spec.shape,
+              dtype: spec.dtype,
+              device: p.device,
+            });
             copy_(p, t);
             t.dispose();
             at += spec.bytes;
@@ -244,7 +255,10 @@ export class ParameterServer {
     if (base === null) throw argError(name, 'pull() the parameters before the first push');
     const staleness = this.#clock - base;
     if (staleness > this.staleness)
-      throw argError(name, `the parameters were read at clock ${base} of the slowest worker, ${staleness} clocks behind (staleness ${this.staleness}); pull() first`);
+      throw argError(
+        name,
+        `the parameters were read at clock ${base} of the slowest worker, ${staleness} clocks behind (staleness ${this.staleness}); pull() first`,
+      );
     const reads = this.#params.map((p) => (p.grad ? p.grad.data() : null));
     this.#busy = true;
     try {
@@ -283,7 +297,8 @@ export class ParameterServer {
    * (each left with close(), was lost or timed out); resolves with what this server saw.
    */
   async serve(): Promise<ServerStats> {
-    if (!this.#server) throw argError(`${OP}.serve on rank ${this.rank}`, `rank ${this.rank} is a worker; servers are ranks 0-${this.servers - 1}`);
+    if (!this.#server)
+      throw argError(`${OP}.serve on rank ${this.rank}`, `rank ${this.rank} is a worker; servers are ranks 0-${this.servers - 1}`);
     const stats = await this.#server.done;
     await this.#releaseStore();
     return stats;

@@ -52,7 +52,9 @@ export class ServerLink {
       });
       sock.once('error', (e) => {
         clearTimeout(timer);
-        reject(flockError('ERR_PEER_LOST', 'ParameterServer', `cannot reach parameter server rank ${server} at ${host}:${port}: ${e.message}`));
+        reject(
+          flockError('ERR_PEER_LOST', 'ParameterServer', `cannot reach parameter server rank ${server} at ${host}:${port}: ${e.message}`),
+        );
       });
     });
   }
@@ -86,8 +88,8 @@ export class ServerLink {
     }
     this.#pending.delete(header.id as number);
     clearTimeout(p.timer);
-    if (header.ok !== false) return p.resolve({ header, payload });
-    if (header.retry !== undefined) return p.resolve({ header, payload });
+    if (header.ok !== false) return void p.resolve({ header, payload });
+    if (header.retry !== undefined) return void p.resolve({ header, payload });
     p.reject(flockError((header.code as ErrorCode) ?? 'ERR_INTERNAL', p.op, String(header.message)));
   }
 

@@ -12,7 +12,10 @@ export interface ParameterServerOptions {
    */
   staleness?: number;
   /** The optimizer class the servers run over their shards, e.g. fl.optim.SGD (required). */
-  optimizer: new (params: Tensor[], options: never) => { step(): void };
+  optimizer: new (
+    params: Tensor[],
+    options: never,
+  ) => { step(): void };
   /** Its options, e.g. { lr: 0.1 }. */
   optimizerOptions?: object;
   /**
@@ -51,7 +54,8 @@ export function checkPsOptions(op: string, options: ParameterServerOptions): Che
   const timeoutMs = o.timeoutMs ?? 60_000;
   if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1)
     throw flockError('ERR_RANGE', op, `timeoutMs must be a positive integer, got ${describe(timeoutMs)}`);
-  if (o.env !== undefined && (o.env === null || typeof o.env !== 'object')) throw argError(op, `env must be an object, got ${describe(o.env)}`);
+  if (o.env !== undefined && (o.env === null || typeof o.env !== 'object'))
+    throw argError(op, `env must be an object, got ${describe(o.env)}`);
   const env = readEnv(o.env ?? process.env);
   const servers = o.servers ?? 1;
   if (typeof servers !== 'number' || !Number.isInteger(servers) || servers < 1)

@@ -150,26 +150,34 @@ export class ShardServer {
     if (conn.rank === null) {
       const given = typeof h.token === 'string' ? digest(h.token) : Buffer.alloc(32);
       if (op !== 'hello' || !timingSafeEqual(given, this.#token))
-        return this.#fail(conn, id, 'ERR_AUTH', 'connection refused: wrong or missing FLOCKML_TOKEN', true);
+        return void this.#fail(conn, id, 'ERR_AUTH', 'connection refused: wrong or missing FLOCKML_TOKEN', true);
       const want = describeShard(this.#o.shard);
       if (h.shard !== want)
-        return this.#fail(conn, id, 'ERR_SHAPE', `the worker's model gives this server the parameters ${String(h.shard)}, it holds ${want}`, true);
-      if (!Number.isInteger(h.rank) || (h.rank as number) < 0) return this.#fail(conn, id, 'ERR_ARG', 'hello: rank must be an integer', true);
+        return void this.#fail(
+          conn,
+          id,
+          'ERR_SHAPE',
+          `the worker's model gives this server the parameters ${String(h.shard)}, it holds ${want}`,
+          true,
+        );
+      if (!Number.isInteger(h.rank) || (h.rank as number) < 0)
+        return void this.#fail(conn, id, 'ERR_ARG', 'hello: rank must be an integer', true);
       conn.rank = h.rank as number;
       return void send(conn.sock, { id, ok: true, clock: this.#clocks.floor, staleness: this.#o.staleness });
     }
     const clock = h.clock as number;
-    if (op !== 'bye' && (!Number.isInteger(clock) || clock < 0)) return this.#fail(conn, id, 'ERR_ARG', `${String(op)}: clock must be an integer`);
+    if (op !== 'bye' && (!Number.isInteger(clock) || clock < 0))
+      return void this.#fail(conn, id, 'ERR_ARG', `${String(op)}: clock must be an integer`);
     switch (op) {
       case 'join':
-        return this.#join(conn, id, clock);
+        return void this.#join(conn, id, clock);
       case 'pull':
-        if (!conn.joined) return this.#fail(conn, id, 'ERR_ARG', 'pull before join');
+        if (!conn.joined) return void this.#fail(conn, id, 'ERR_ARG', 'pull before join');
         conn.reading++;
         this.#reads.push({ conn, id, clock });
-        return this.#answerReads();
+        return void this.#answerReads();
       case 'push':
-        return this.#push(conn, id, clock, h.present, payload);
+        return void this.#push(conn, id, clock, h.present, payload);
       case 'bye':
         send(conn.sock, { id, ok: true });
         if (conn.joined) this.stats.left.push(conn.rank);
@@ -177,7 +185,7 @@ export class ShardServer {
         conn.sock.end();
         return;
       default:
-        return this.#fail(conn, id, 'ERR_ARG', `unknown request '${String(op)}'`);
+        return void this.#fail(conn, id, 'ERR_ARG', `unknown request '${String(op)}'`);
     }
   }
 
@@ -200,15 +208,16 @@ export class ShardServer {
 
   #push(conn: Conn, id: unknown, clock: number, present: unknown, payload: Buffer): void {
     const rank = conn.rank as number;
-    if (!conn.joined) return this.#fail(conn, id, 'ERR_ARG', 'push before join');
+    if (!conn.joined) return void this.#fail(conn, id, 'ERR_ARG', 'push before join');
     const mine = this.#clocks.live.get(rank);
-    if (clock !== mine) return this.#fail(conn, id, 'ERR_ARG', `push: worker rank ${rank} is at clock ${mine}, the push says ${clock}`);
+    if (clock !== mine)
+      return void this.#fail(conn, id, 'ERR_ARG', `push: worker rank ${rank} is at clock ${mine}, the push says ${clock}`);
     const shard = this.#o.shard;
     const has = Array.isArray(present) ? present : [];
     if (has.length !== shard.length || !has.every((x) => x === 0 || x === 1))
-      return this.#fail(conn, id, 'ERR_ARG', `push: 'present' must list 0 or 1 for each of the ${shard.length} parameters`);
+      return void this.#fail(conn, id, 'ERR_ARG', `push: 'present' must list 0 or 1 for each of the ${shard.length} parameters`);
     const want = shard.reduce((n, s, i) => n + (has[i] ? s.bytes : 0), 0);
-    if (payload.length !== want) return this.#fail(conn, id, 'ERR_SHAPE', `push: ${payload.length} gradient bytes, expected ${want}`);
+    if (payload.length !== want) return void this.#fail(conn, id, 'ERR_SHAPE', `push: ${payload.length} gradient bytes, expected ${want}`);
     const grads: Array<Float32Array | Float64Array | null> = [];
     let at = 0;
     for (let i = 0; i < shard.length; i++) {

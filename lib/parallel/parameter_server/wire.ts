@@ -46,18 +46,18 @@ export function readFrames(
     while (buf.length >= 4 && !sock.destroyed) {
       const len = buf.readUInt32BE(0),
         max = 4 + MAX_HEADER_BYTES + maxPayload();
-      if (len > max || len < 4) return bad(`a frame of ${len} bytes is outside the ${max}-byte limit`);
+      if (len > max || len < 4) return void bad(`a frame of ${len} bytes is outside the ${max}-byte limit`);
       if (buf.length < 8) return;
       const headLen = buf.readUInt32BE(4);
-      if (headLen > MAX_HEADER_BYTES || headLen > len - 4) return bad(`a frame header of ${headLen} bytes is too long`);
+      if (headLen > MAX_HEADER_BYTES || headLen > len - 4) return void bad(`a frame header of ${headLen} bytes is too long`);
       if (buf.length < 4 + len) return;
       let header: unknown;
       try {
         header = JSON.parse(buf.subarray(8, 8 + headLen).toString('utf8'));
       } catch {
-        return bad('a frame header is not valid JSON');
+        return void bad('a frame header is not valid JSON');
       }
-      if (header === null || typeof header !== 'object' || Array.isArray(header)) return bad('a frame header is not a JSON object');
+      if (header === null || typeof header !== 'object' || Array.isArray(header)) return void bad('a frame header is not a JSON object');
       // The payload is copied out so that it does not pin the (possibly large) receive buffer.
       const payload = Buffer.from(buf.subarray(8 + headLen, 4 + len));
       buf = buf.subarray(4 + len);
