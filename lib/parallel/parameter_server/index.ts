@@ -173,8 +173,18 @@ export class ParameterServer {
   /** Hello to every server, then join them all at the highest clock any proposes. */
   async #join(token: string): Promise<void> {
     const hellos = await Promise.all(
-      this.#links.map((l, s) => l.request('create', { op: 'hello', token, rank: this.rank, shard: describeShard(this.#specs[s]) })),
+      this.#links.map((l, s) => {
+        const { digest, summary } = describeShard(this.#specs[s]);
+        return l.request('create', { op: 'hello', token, rank: this.rank, shard: digest, summary });
+      }),
     );
+    hellos.forEach((h, s) => {
+      if (h.header.staleness !== (this.staleness === Infinity ? null : this.staleness))
+        throw argError(
+          `${OP}.create on rank ${this.rank}`,
+          `parameter server rank ${s} runs with staleness ${h.header.staleness ?? 'Infinity'}, this worker was given ${this.staleness}`,
+        );
+    });
     let clock = Math.max(...hellos.map((h) => h.header.clock as number));
     for (let attempt = 0; ; attempt++) {
       const replies = await Promise.all(this.#links.map((l) => l.request('create', { op: 'join', clock })));

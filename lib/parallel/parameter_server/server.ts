@@ -77,6 +77,7 @@ export class ShardServer {
   #snapshot: { version: number; bytes: Promise<Buffer[]> } | null = null;
   #finish!: (s: ServerStats) => void;
   #timers: NodeJS.Timeout[] = [];
+  #closed = false;
 
   private constructor(server: Server, o: ShardServerOptions) {
     this.#server = server;
@@ -152,18 +153,23 @@ export class ShardServer {
       if (op !== 'hello' || !timingSafeEqual(given, this.#token))
         return void this.#fail(conn, id, 'ERR_AUTH', 'connection refused: wrong or missing FLOCKML_TOKEN', true);
       const want = describeShard(this.#o.shard);
-      if (h.shard !== want)
+      if (h.shard !== want.digest)
         return void this.#fail(
           conn,
           id,
           'ERR_SHAPE',
-          `the worker's model gives this server the parameters ${String(h.shard)}, it holds ${want}`,
+          `the worker's model gives this server ${String(h.summary)}, it holds ${want.summary} (check that every rank builds the same model)`,
           true,
         );
       if (!Number.isInteger(h.rank) || (h.rank as number) < 0)
         return void this.#fail(conn, id, 'ERR_ARG', 'hello: rank must be an integer', true);
       conn.rank = h.rank as number;
-      return void send(conn.sock, { id, ok: true, clock: this.#clocks.floor, staleness: this.#o.staleness });
+      return void send(conn.sock, {
+        id,
+        ok: true,
+        clock: this.#clocks.floor,
+        staleness: Number.isFinite(this.#o.staleness) ? this.#o.staleness : null,
+      });
     }
     const clock = h.clock as number;
     if (op !== 'bye' && (!Number.isInteger(clock) || clock < 0))
@@ -335,6 +341,8 @@ export class ShardServer {
   }
 
   #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
     for (const t of this.#timers) clearTimeout(t);
     this.#timers = [];
     this.#server.close();

@@ -4,6 +4,7 @@
  * are balanced by bytes. Every rank computes the same assignment from the parameters' shapes and
  * dtypes; a server checks a worker's description of its shard at hello.
  */
+import { createHash } from 'node:crypto';
 import type { Tensor } from '../../tensor';
 import { flockError } from '../../errors';
 
@@ -56,9 +57,17 @@ export function assignShards(op: string, specs: readonly ParamSpec[], servers: n
 
 export const shardBytes = (shard: readonly ParamSpec[]): number => shard.reduce((n, s) => n + s.bytes, 0);
 
-/** A short, comparable description of a shard (sent at hello). */
-export const describeShard = (shard: readonly ParamSpec[]): string =>
-  shard.map((s) => `${s.index}:${s.dtype}[${s.shape.join('x')}]`).join(',');
+/** A shard's identity at hello: a digest of every tensor's index, dtype and shape, with a readable summary. */
+export function describeShard(shard: readonly ParamSpec[]): { digest: string; summary: string } {
+  const full = shard.map((s) => `${s.index}:${s.dtype}[${s.shape.join('x')}]`).join(',');
+  return {
+    digest: createHash('sha256').update(full).digest('hex'),
+    summary: `${shard.length} tensors (parameters ${shard
+      .slice(0, 6)
+      .map((s) => s.index)
+      .join(', ')}${shard.length > 6 ? ', …' : ''}) of ${shardBytes(shard)} bytes`,
+  };
+}
 
 /** The bytes of a typed array, without copying. */
 export function bytesOf(a: Float32Array | Float64Array): Buffer {

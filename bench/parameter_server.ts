@@ -1,0 +1,127 @@
+/**
+ * Parameter-server throughput with one worker slowed 2× (it sleeps as long as each of its steps
+ * took): 1 server + 3 workers train the Fashion-MNIST MLP (784-128-10, batch 64 per worker, random
+ * inputs, SGD) for a fixed time. The anchor, run in the same command, is synchronous training
+ * (staleness 0), where every worker waits for the slow one each step; it is compared with
+ * asynchronous training (staleness Infinity) and with bounded staleness (2), where the fast workers
+ * may run ahead by 2 clocks only. Goal: async ≥ 1.5× sync.
+ * Prints one JSON line per mode {"bench":"parameter_server","mode":…,"staleness":…,
+ * "samples_per_s":…,"steps_per_worker":[…],"max_staleness":…} and a last line with the ratios.
+ *   npm run bench -- parameter_server [--seconds S] [--workers W]
+ * The same file is each rank's script (PS_BENCH_STALENESS set by the launcher call below).
+ */
+import { join } from 'node:path';
+import { launch } from '../lib/distributed/launch';
+import * as fl from '../lib';
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : fallback;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function rank(): Promise<void> {
+  const staleness = Number(process.env.PS_BENCH_STALENESS);
+  const seconds = Number(process.env.PS_BENCH_SECONDS);
+  fl.manualSeed(0);
+  // One intra-op thread per process: the ranks share the machine's cores, as separate devices would not.
+  fl.setNumThreads(1);
+  const { nn } = fl;
+  const model = new nn.Sequential(new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
+  const ps = await fl.parallel.ParameterServer.create(model, { staleness, optimizer: fl.optim.SGD, optimizerOptions: { lr: 0.01 } });
+  if (ps.isServer) {
+    const s = await ps.serve();
+    console.log(JSON.stringify({ server: true, updates: s.updates, maxStaleness: s.maxStaleness }));
+    return;
+  }
+  const x = fl.randn([64, 784]),
+    y = fl.randint(0, 10, [64]);
+  const slow = ps.rank === ps.worldSize - 1;
+  await ps.pull();
+  const started = performance.now();
+  let steps = 0;
+  while (performance.now() - started < seconds * 1000) {
+    if (steps > 0) await ps.pull();
+    // The slowdown doubles the worker's own work (compute and push), not its waits on others.
+    const t0 = performance.now();
+    fl.tidy(() => {
+      model.zeroGrad();
+      fl.nn.functional.crossEntropy(model.forward(x), y).backward();
+    });
+    await ps.push();
+    steps++;
+    if (slow) await sleep(performance.now() - t0);
+  }
+  const ms = performance.now() - started;
+  await ps.close();
+  console.log(JSON.stringify({ worker: ps.rank, steps, ms, samples: steps * 64, maxStaleness: ps.stats.maxStaleness }));
+}
+
+async function main(): Promise<void> {
+  const seconds = Number(arg('seconds', '8'));
+  const workers = Number(arg('workers', '3'));
+  const rates: Record<string, number> = {};
+  for (const [mode, staleness] of [
+    ['sync', 0],
+    ['async', Infinity],
+    ['bounded', 2],
+  ] as const) {
+    let out = '';
+    const code = await launch({
+      script: join(__dirname, 'parameter_server.ts'),
+      nprocPerNode: workers + 1,
+      masterPort: 20000 + Math.floor(Math.random() * 10000),
+      env: { PS_BENCH_RANK: '1', PS_BENCH_STALENESS: String(staleness), PS_BENCH_SECONDS: String(seconds) },
+      stdout: {
+        write: (s: string) => {
+          out += s;
+          return true;
+        },
+      } as unknown as NodeJS.WritableStream,
+    });
+    if (code !== 0) {
+      process.stderr.write(out);
+      process.exit(code);
+    }
+    const lines = out
+      .split('\n')
+      .map((l) => l.replace(/^\[\d+\] /, ''))
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    const ws = lines.filter((l) => l.worker !== undefined).sort((a, b) => a.worker - b.worker);
+    const server = lines.find((l) => l.server);
+    // Each worker's own rate, summed: what the job processes per second while all of them run.
+    const rate = ws.reduce((n, w) => n + w.samples / (w.ms / 1000), 0);
+    rates[mode] = rate;
+    console.log(
+      JSON.stringify({
+        bench: 'parameter_server',
+        mode,
+        staleness: staleness === Infinity ? 'Infinity' : staleness,
+        workers,
+        slowed: `rank ${workers} 2x`,
+        seconds,
+        samples_per_s: Math.round(rate),
+        steps_per_worker: ws.map((w) => w.steps),
+        max_staleness: server?.maxStaleness,
+      }),
+    );
+  }
+  console.log(
+    JSON.stringify({
+      bench: 'parameter_server',
+      anchor: 'sync',
+      async_vs_sync: Number((rates.async / rates.sync).toFixed(2)),
+      bounded_vs_sync: Number((rates.bounded / rates.sync).toFixed(2)),
+      goal_async_vs_sync: 1.5,
+    }),
+  );
+}
+
+if (process.env.PS_BENCH_RANK)
+  void rank().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+else void main();
