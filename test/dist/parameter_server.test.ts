@@ -108,4 +108,29 @@ test('a server SIGKILLed mid-run fails every worker with ERR_PEER_LOST naming it
   }
 });
 
+test('misfits: another model (ERR_SHAPE), another staleness (ERR_ARG); a silent worker is dropped after timeoutMs and the others go on', async () => {
+  const results = await run('misfit', 3);
+  expectAllOk(results);
+  const [server, worker, misfit] = results.map(reportOf);
+  const errors = misfit.errors as Array<{ code: string; message: string }>;
+  assert.is(errors.length, 3, JSON.stringify(errors));
+  assert.is(errors[0].code, 'ERR_SHAPE');
+  assert.match(
+    errors[0].message,
+    /parameter server rank 0: the worker's model gives this server 4 tensors .* of 292 bytes, it holds 4 tensors .* of 212 bytes/,
+  );
+  assert.is(errors[1].code, 'ERR_ARG');
+  assert.match(errors[1].message, /parameter server rank 0 runs with staleness 0, this worker was given 1/);
+  assert.is(errors[2].code, 'ERR_TIMEOUT');
+  assert.match(
+    errors[2].message,
+    /^ParameterServer\.push on rank 2: parameter server rank 0: worker rank 2 was silent for 5000 ms and is dropped/,
+  );
+  assert.ok(
+    server.server!.dropped.some((d) => d.rank === 2 && d.reason === 'timed out'),
+    JSON.stringify(server.server),
+  );
+  assert.is(worker.worker!.pushes, 5);
+});
+
 test.run();

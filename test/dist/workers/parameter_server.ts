@@ -6,6 +6,8 @@
  *   kill      1 server + 3 workers, staleness 2: rank 3 SIGKILLs itself mid-run; a fifth process
  *             joins as rank 3 once it is gone and pulls the current parameters.
  *   serverdie 2 servers + 2 workers: server rank 1 SIGKILLs itself; workers report their error.
+ *   misfit    1 server + 2 workers, staleness 0: rank 2 first offers a different model, then another
+ *             staleness, then joins properly and goes silent; rank 1 trains on once it is dropped.
  */
 import * as fl from '../../../lib/index';
 import { Store } from '../../../lib/distributed/store';
@@ -173,7 +175,44 @@ async function serverDie(): Promise<void> {
   }
 }
 
-const modes: Record<string, () => Promise<void>> = { sync, stale, kill, serverdie: serverDie };
+async function misfit(): Promise<void> {
+  const o = { staleness: 0, optimizer: fl.optim.SGD, optimizerOptions: { lr: 0.05 }, timeoutMs: 5000 };
+  const model = makeModel();
+  if (process.env.RANK !== '2') {
+    const ps = await fl.parallel.ParameterServer.create(model, o);
+    if (ps.isServer) return report({ server: await ps.serve() });
+    for (let i = 0; i < 5; i++) {
+      await ps.pull();
+      const [x, y] = batch(1, i);
+      model.zeroGrad();
+      fl.nn.functional.crossEntropy(model.forward(x), y).backward();
+      await ps.push();
+    }
+    await ps.close();
+    return report({ worker: ps.stats });
+  }
+  const errors: Array<{ code: string; message: string }> = [];
+  const attempt = async (f: () => Promise<unknown>) => {
+    try {
+      await f();
+    } catch (e) {
+      errors.push({ code: (e as { code: string }).code, message: (e as Error).message });
+    }
+  };
+  const wide = new fl.nn.Sequential(new fl.nn.Linear(6, 7), new fl.nn.Tanh(), new fl.nn.Linear(7, 3));
+  await attempt(() => fl.parallel.ParameterServer.create(wide, o));
+  await attempt(() => fl.parallel.ParameterServer.create(model, { ...o, staleness: 1 }));
+  const ps = await fl.parallel.ParameterServer.create(model, o);
+  await ps.pull();
+  await sleep(12_000);
+  const [x, y] = batch(2, 0);
+  model.zeroGrad();
+  fl.nn.functional.crossEntropy(model.forward(x), y).backward();
+  await attempt(() => ps.push());
+  report({ errors });
+}
+
+const modes: Record<string, () => Promise<void>> = { sync, stale, kill, serverdie: serverDie, misfit };
 modes[mode]().then(
   () => process.exit(0),
   (e) => {
