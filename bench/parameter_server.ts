@@ -1,16 +1,19 @@
 /**
  * Parameter-server throughput with one worker slowed 2× (it sleeps as long as each of its steps
- * took): 1 server + 3 workers train the Fashion-MNIST MLP (784-128-10, batch 64 per worker, random
+ * took): 1 server + W workers (W = 2 and 3 by default) train the Fashion-MNIST MLP (784-128-10, batch 64 per worker, random
  * inputs, SGD) for a fixed time. The anchor, run in the same command, is synchronous training
  * (staleness 0), where every worker waits for the slow one each step; it is compared with
  * asynchronous training (staleness Infinity) and with bounded staleness (2), where the fast workers
  * may run ahead by 2 clocks only. Goal: async ≥ 1.5× sync.
  * Prints one JSON line per mode {"bench":"parameter_server","mode":…,"staleness":…,
- * "samples_per_s":…,"steps_per_worker":[…],"max_staleness":…} and a last line with the ratios.
- *   npm run bench -- parameter_server [--seconds S] [--workers W]
+ * "samples_per_s":…,"steps_per_worker":[…],"max_staleness":…} and, per W, a line with the ratios.
+ * Every rank is a process: on a machine with fewer cores than ranks they compete for the CPU, which
+ * the ideal ratio ((W − 0.5) / (W / 2), one device per worker) does not account for.
+ *   npm run bench -- parameter_server [--seconds S] [--workers 2,3]
  * The same file is each rank's script (PS_BENCH_STALENESS set by the launcher call below).
  */
 import { join } from 'node:path';
+import { cpus } from 'node:os';
 import { launch } from '../lib/distributed/launch';
 import * as fl from '../lib';
 
@@ -60,7 +63,10 @@ async function rank(): Promise<void> {
 
 async function main(): Promise<void> {
   const seconds = Number(arg('seconds', '8'));
-  const workers = Number(arg('workers', '3'));
+  for (const workers of arg('workers', '2,3').split(',').map(Number)) await compare(workers, seconds);
+}
+
+async function compare(workers: number, seconds: number): Promise<void> {
   const rates: Record<string, number> = {};
   for (const [mode, staleness] of [
     ['sync', 0],
@@ -111,10 +117,13 @@ async function main(): Promise<void> {
   console.log(
     JSON.stringify({
       bench: 'parameter_server',
+      workers,
       anchor: 'sync',
       async_vs_sync: Number((rates.async / rates.sync).toFixed(2)),
       bounded_vs_sync: Number((rates.bounded / rates.sync).toFixed(2)),
+      ideal_async_vs_sync: Number(((workers - 0.5) / (workers / 2)).toFixed(2)),
       goal_async_vs_sync: 1.5,
+      cpus: cpus().length,
     }),
   );
 }
