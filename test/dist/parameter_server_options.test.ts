@@ -5,6 +5,9 @@ import * as fl from '../../lib/index';
 import { assignShards, paramSpecs } from '../../lib/parallel/parameter_server/shard';
 import { ClockTable } from '../../lib/parallel/parameter_server/clocks';
 import { rejection } from './harness';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { encode, readFrames } from '../../lib/parallel/parameter_server/wire';
 
 const env = {
   RANK: '1',
@@ -90,6 +93,41 @@ test('clock table: reads wait for the start and the bound; a join below the floo
   c.drop(2);
   assert.ok(c.finished);
   assert.is(c.floor, 2, 'with none live, a joiner starts at the highest clock reached');
+});
+
+function fakeSocket(): Socket & EventEmitter {
+  const s = new EventEmitter() as Socket & EventEmitter & { destroyed: boolean };
+  s.destroyed = false;
+  s.destroy = () => {
+    s.destroyed = true;
+    return s;
+  };
+  return s;
+}
+
+test('frames: split anywhere, several per chunk, payload bytes intact; over the limit refused before buffering', () => {
+  const sock = fakeSocket();
+  const got: Array<[unknown, number[]]> = [];
+  readFrames(
+    sock,
+    (h, p) => got.push([h, [...p]]),
+    (why) => got.push([why, []]),
+    () => 16,
+  );
+  const a = encode({ op: 'push', id: 1 }, [Buffer.from([1, 2, 3]), Buffer.from([4])]);
+  const b = encode({ op: 'pull', id: 2 });
+  const all = Buffer.concat([a, b, a]);
+  for (const cut of [1, 3, 7, 9, all.length - 2]) {
+    sock.emit('data', all.subarray(0, cut));
+    sock.emit('data', all.subarray(cut));
+  }
+  assert.is(got.length, 15);
+  assert.equal(got[0], [{ op: 'push', id: 1 }, [1, 2, 3, 4]]);
+  assert.equal(got[1], [{ op: 'pull', id: 2 }, []]);
+  const big = encode({ op: 'push' }, [Buffer.alloc(17)]);
+  sock.emit('data', big.subarray(0, 8));
+  assert.match(String(got[15][0]), /a payload of 17 bytes is outside the 16-byte limit/);
+  assert.ok(sock.destroyed);
 });
 
 test.run();

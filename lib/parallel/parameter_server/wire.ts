@@ -36,13 +36,26 @@ export function readFrames(
   maxPayload: () => number,
 ): void {
   let buf: Buffer = Buffer.alloc(0);
+  // Chunks of a frame still arriving are joined once it is complete, not on every chunk.
+  let parts: Buffer[] = [],
+    held = 0,
+    need = 0;
   const bad = (why: string) => {
     buf = Buffer.alloc(0);
+    parts = [];
+    held = need = 0;
     onBad(why);
     sock.destroy();
   };
   sock.on('data', (chunk: Buffer) => {
-    buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+    if (held + chunk.length < need) {
+      parts.push(chunk);
+      held += chunk.length;
+      return;
+    }
+    buf = parts.length ? Buffer.concat([...parts, chunk]) : buf.length ? Buffer.concat([buf, chunk]) : chunk;
+    parts = [];
+    held = need = 0;
     while (buf.length >= 4 && !sock.destroyed) {
       const len = buf.readUInt32BE(0),
         max = 4 + MAX_HEADER_BYTES + maxPayload();
@@ -50,7 +63,15 @@ export function readFrames(
       if (buf.length < 8) return;
       const headLen = buf.readUInt32BE(4);
       if (headLen > MAX_HEADER_BYTES || headLen > len - 4) return void bad(`a frame header of ${headLen} bytes is too long`);
-      if (buf.length < 4 + len) return;
+      if (len - 4 - headLen > max - 4 - MAX_HEADER_BYTES)
+        return void bad(`a payload of ${len - 4 - headLen} bytes is outside the ${max - 4 - MAX_HEADER_BYTES}-byte limit`);
+      if (buf.length < 4 + len) {
+        parts = [buf];
+        held = buf.length;
+        need = 4 + len;
+        buf = Buffer.alloc(0);
+        return;
+      }
       let header: unknown;
       try {
         header = JSON.parse(buf.subarray(8, 8 + headLen).toString('utf8'));
