@@ -10,6 +10,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Tensor } from '../../tensor';
 import { tensor } from '../../ops/creation';
 import { tidy } from '../../memory';
+import { noGrad } from '../../autograd/grad_mode';
 import { ClockTable } from './clocks';
 import { type ParamSpec, bytesOf, describeShard, shardBytes, valuesOf } from './shard';
 import { type Header, readFrames, send } from './wire';
@@ -55,7 +56,7 @@ interface Conn {
 }
 
 interface Round {
-  sums: Array<Float64Array | null>;
+  sums: Array<Tensor | null>;
   pushes: number;
 }
 
@@ -224,11 +225,22 @@ export class ShardServer {
       return void this.#fail(conn, id, 'ERR_ARG', `push: 'present' must list 0 or 1 for each of the ${shard.length} parameters`);
     const want = shard.reduce((n, s, i) => n + (has[i] ? s.bytes : 0), 0);
     if (payload.length !== want) return void this.#fail(conn, id, 'ERR_SHAPE', `push: ${payload.length} gradient bytes, expected ${want}`);
-    const grads: Array<Float32Array | Float64Array | null> = [];
+    // Gradients become tensors on the parameters' device at once: sums and steps run on its stream.
+    const { params } = this.#o;
+    const grads: Array<Tensor | null> = [];
     let at = 0;
     for (let i = 0; i < shard.length; i++) {
-      grads.push(has[i] ? valuesOf(shard[i], payload.subarray(at, at + shard[i].bytes)) : null);
-      if (has[i]) at += shard[i].bytes;
+      const spec = shard[i];
+      grads.push(
+        has[i]
+          ? tensor(valuesOf(spec, payload.subarray(at, at + spec.bytes)), {
+              shape: spec.shape,
+              dtype: spec.dtype,
+              device: params[i].device,
+            })
+          : null,
+      );
+      if (has[i]) at += spec.bytes;
     }
     const staleness = clock - conn.readMin;
     this.stats.pushes++;
@@ -241,7 +253,7 @@ export class ShardServer {
     this.#changed();
   }
 
-  #accumulate(clock: number, grads: Array<Float32Array | Float64Array | null>): void {
+  #accumulate(clock: number, grads: Array<Tensor | null>): void {
     let round = this.#rounds.get(clock);
     if (!round) {
       round = { sums: grads.map(() => null), pushes: 0 };
@@ -249,20 +261,22 @@ export class ShardServer {
     }
     round.pushes++;
     grads.forEach((g, i) => {
+      const sum = round.sums[i];
       if (!g) return;
-      const sum = (round.sums[i] ??= new Float64Array(g.length));
-      for (let j = 0; j < g.length; j++) sum[j] += g[j];
+      if (!sum) return void (round.sums[i] = g);
+      round.sums[i] = noGrad(() => sum.add(g));
+      sum.dispose();
+      g.dispose();
     });
   }
 
-  /** One optimizer step on the shard with these gradients (null: the parameter has none). */
-  #apply(grads: Array<Float32Array | Float64Array | null>): void {
-    const { params, shard, optimizer } = this.#o;
-    const made = grads.map((g, i) => (g ? tensor(g, { shape: shard[i].shape, dtype: shard[i].dtype, device: params[i].device }) : null));
-    params.forEach((p, i) => (p.grad = made[i]));
+  /** One optimizer step on the shard with these gradients (null: the parameter has none); disposes them. */
+  #apply(grads: Array<Tensor | null>): void {
+    const { params, optimizer } = this.#o;
+    params.forEach((p, i) => (p.grad = grads[i]));
     tidy(() => optimizer.step());
     for (const p of params) p.grad = null;
-    for (const t of made) t?.dispose();
+    for (const t of grads) t?.dispose();
     this.#version++;
     this.stats.updates++;
   }
@@ -275,7 +289,15 @@ export class ShardServer {
         if (r >= min) break;
         const round = this.#rounds.get(r) as Round;
         this.#rounds.delete(r);
-        this.#apply(round.sums.map((s, i) => (s ? toDType(s, round.pushes, this.#o.shard[i]) : null)));
+        // The mean over the round's pushes (a parameter one worker sent no gradient for counts as zero there, as in DDP).
+        this.#apply(
+          round.sums.map((sum) => {
+            if (!sum) return null;
+            const mean = noGrad(() => sum.div(round.pushes));
+            sum.dispose();
+            return mean;
+          }),
+        );
       }
     }
     this.#answerReads();
@@ -349,10 +371,4 @@ export class ShardServer {
     for (const c of this.#conns) c.sock.end();
     this.#finish(this.stats);
   }
-}
-
-function toDType(sum: Float64Array, n: number, spec: ParamSpec): Float32Array | Float64Array {
-  const out = spec.dtype === 'f64' ? new Float64Array(sum.length) : new Float32Array(sum.length);
-  for (let j = 0; j < sum.length; j++) out[j] = sum[j] / n;
-  return out;
 }
