@@ -131,6 +131,10 @@ test('misfits: another model (ERR_SHAPE), another staleness (ERR_ARG); a silent 
     JSON.stringify(server.server),
   );
   assert.is(worker.worker!.pushes, 5);
+  assert.match(
+    worker.again as string,
+    /^ERR_ARG: ParameterServer\.push on rank 1: the parameters were read when the slowest worker was at clock 4, 1 behind this worker.s clock 5 \(staleness bound 0\); pull\(\) first/,
+  );
 });
 
 test.run();

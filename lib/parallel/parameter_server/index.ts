@@ -267,7 +267,7 @@ export class ParameterServer {
     if (staleness > this.staleness)
       throw argError(
         name,
-        `the parameters were read at clock ${base} of the slowest worker, ${staleness} clocks behind (staleness ${this.staleness}); pull() first`,
+        `the parameters were read when the slowest worker was at clock ${base}, ${staleness} behind this worker's clock ${this.#clock} (staleness bound ${this.staleness}); pull() first`,
       );
     const reads = this.#params.map((p) => (p.grad ? p.grad.data() : null));
     this.#busy = true;

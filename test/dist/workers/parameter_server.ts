@@ -188,8 +188,15 @@ async function misfit(): Promise<void> {
       fl.nn.functional.crossEntropy(model.forward(x), y).backward();
       await ps.push();
     }
+    // A second push on the same read would be 1 clock stale, over the bound of 0.
+    let again = '';
+    try {
+      await ps.push();
+    } catch (e) {
+      again = `${(e as { code: string }).code}: ${(e as Error).message}`;
+    }
     await ps.close();
-    return report({ worker: ps.stats });
+    return report({ worker: ps.stats, again });
   }
   const errors: Array<{ code: string; message: string }> = [];
   const attempt = async (f: () => Promise<unknown>) => {
