@@ -22,6 +22,7 @@ test('staleness 2, 3 workers + 1 server: the Fashion-MNIST MLP reaches 0.84 test
   const server = lines(results[0].out);
   const summary = server.find((l) => l.example === 'parameter-server-fashion-mnist');
   assert.ok(summary, results[0].out);
+  console.log(JSON.stringify(summary));
   assert.ok((summary.test_acc as number) >= 0.84, `test accuracy ${summary.test_acc}`);
   const stats = server.find((l) => l.role === 'server')!;
   assert.ok((stats.maxStaleness as number) <= 2);
