@@ -180,6 +180,13 @@ export class ShardServer {
         return void this.#join(conn, id, clock);
       case 'pull':
         if (!conn.joined) return void this.#fail(conn, id, 'ERR_ARG', 'pull before join');
+        if (clock !== this.#clocks.live.get(conn.rank))
+          return void this.#fail(
+            conn,
+            id,
+            'ERR_ARG',
+            `pull: worker rank ${conn.rank} is at clock ${this.#clocks.live.get(conn.rank)}, the pull says ${clock}`,
+          );
         conn.reading++;
         this.#reads.push({ conn, id, clock });
         return void this.#answerReads();
@@ -202,7 +209,7 @@ export class ShardServer {
     // A restarted worker supersedes its old connection, which is presumed dead.
     if (old && old !== conn) {
       this.#fail(old, null, 'ERR_PEER_LOST', `worker rank ${rank} connected again; this connection is superseded`, true);
-      this.#drop(old, 'superseded');
+      this.#drop(old, 'superseded', false);
     }
     if (!this.#clocks.join(rank, clock)) return void send(conn.sock, { id, ok: false, retry: this.#clocks.floor });
     conn.joined = true;
@@ -341,7 +348,8 @@ export class ShardServer {
     return this.#snapshot.bytes;
   }
 
-  #drop(conn: Conn, reason: string | null): void {
+  /** Removes a worker; `settle` false when a join follows at once (nothing may finish in between). */
+  #drop(conn: Conn, reason: string | null, settle = true): void {
     if (!conn.joined || conn.rank === null) return;
     conn.joined = false;
     if (this.#byRank.get(conn.rank) === conn) {
@@ -349,7 +357,7 @@ export class ShardServer {
       this.#clocks.drop(conn.rank);
     }
     if (reason) this.stats.dropped.push({ rank: conn.rank, reason });
-    this.#changed();
+    if (settle) this.#changed();
   }
 
   #dropSilent(): void {
