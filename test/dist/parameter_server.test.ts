@@ -137,4 +137,19 @@ test('misfits: another model (ERR_SHAPE), another staleness (ERR_ARG); a silent 
   );
 });
 
+test('a rank that connects again supersedes its old connection, which fails with ERR_PEER_LOST; the new one goes on from the current clock', async () => {
+  const results = await run('twice', 3);
+  expectAllOk(results);
+  const [server, first, second] = results.map(reportOf);
+  assert.match(
+    first.error as string,
+    /^ERR_PEER_LOST: ParameterServer\.(pull|push) on rank 1: parameter server rank 0: worker rank 1 connected again; this connection is superseded/,
+  );
+  assert.ok(second.second);
+  assert.ok((second.startClock as number) >= 2);
+  assert.is(second.worker!.pushes, 3);
+  assert.equal(server.server!.joined, [1, 1]);
+  assert.equal(server.server!.dropped, [{ rank: 1, reason: 'superseded' }]);
+});
+
 test.run();

@@ -8,6 +8,8 @@
  *   serverdie 2 servers + 2 workers: server rank 1 SIGKILLs itself; workers report their error.
  *   misfit    1 server + 2 workers, staleness 0: rank 2 first offers a different model, then another
  *             staleness, then joins properly and goes silent; rank 1 trains on once it is dropped.
+ *   twice     1 server + 1 worker, and a third process that joins as rank 1 again while the first
+ *             is alive: the first is superseded, the second trains.
  */
 import * as fl from '../../../lib/index';
 import { Store } from '../../../lib/distributed/store';
@@ -18,6 +20,11 @@ const report = (o: Record<string, unknown>) => console.log(JSON.stringify({ ps: 
 
 // The fifth process of `kill` is the replacement for rank 3.
 const joiner = mode === 'kill' && process.env.RANK === '4';
+const second = mode === 'twice' && process.env.RANK === '2';
+if (mode === 'twice') {
+  process.env.WORLD_SIZE = process.env.LOCAL_WORLD_SIZE = '2';
+  if (second) process.env.RANK = process.env.LOCAL_RANK = '1';
+}
 if (mode === 'kill') {
   process.env.WORLD_SIZE = process.env.LOCAL_WORLD_SIZE = '4';
   if (joiner) process.env.RANK = process.env.LOCAL_RANK = '3';
@@ -219,7 +226,48 @@ async function misfit(): Promise<void> {
   report({ errors });
 }
 
-const modes: Record<string, () => Promise<void>> = { sync, stale, kill, serverdie: serverDie, misfit };
+async function twice(): Promise<void> {
+  const model = makeModel();
+  const env = process.env;
+  const connect = () => Store.connect({ host: '127.0.0.1', port: Number(env.MASTER_PORT), token: String(env.FLOCKML_TOKEN) });
+  const o = { staleness: 0, optimizer: fl.optim.SGD, optimizerOptions: { lr: 0.05 } };
+  if (second) {
+    const store = await connect();
+    await store.get('test/first-ready');
+    await store.close();
+  }
+  const ps = await fl.parallel.ParameterServer.create(model, o);
+  if (ps.isServer) return report({ server: await ps.serve() });
+  const step = async (i: number) => {
+    await ps.pull();
+    const [x, y] = batch(1, i);
+    model.zeroGrad();
+    fl.nn.functional.crossEntropy(model.forward(x), y).backward();
+    await ps.push();
+  };
+  if (second) {
+    const startClock = ps.clock;
+    for (let i = 0; i < 3; i++) await step(i);
+    await ps.close();
+    return report({ second: true, startClock, worker: ps.stats });
+  }
+  for (let i = 0; i < 2; i++) await step(i);
+  const store = await connect();
+  await store.set('test/first-ready', '1');
+  await store.close();
+  let error = '';
+  try {
+    for (let i = 2; i < 500; i++) {
+      await step(i);
+      await sleep(20);
+    }
+  } catch (e) {
+    error = `${(e as { code: string }).code}: ${(e as Error).message}`;
+  }
+  report({ second: false, error });
+}
+
+const modes: Record<string, () => Promise<void>> = { sync, stale, kill, serverdie: serverDie, misfit, twice };
 modes[mode]().then(
   () => process.exit(0),
   (e) => {
