@@ -147,13 +147,17 @@ export class ParameterServer {
     }
     try {
       const addrs = await Promise.all(specs.map((_, s) => store.get(`ps/server/${s}`, o.timeoutMs)));
-      ps.#links = await Promise.all(
+      const opened = await Promise.allSettled(
         addrs.map((a, s) => {
           const host = a.slice(0, a.lastIndexOf(':')),
             port = Number(a.slice(a.lastIndexOf(':') + 1));
           return ServerLink.open(host, port, s, o.rank, shardBytes(specs[s]), o.timeoutMs);
         }),
       );
+      // Links that did open are kept until now so that a failure closes them too.
+      ps.#links = opened.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      const failed = opened.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
       await ps.#join(o.env.token);
     } catch (e) {
       for (const l of ps.#links) l.close();
