@@ -19,3 +19,10 @@ export {
   type DistributedPipelineStats,
   type PipelineStageModule,
 } from './pipeline_ranks';
+export {
+  ParameterServer,
+  type ParameterServerOptions,
+  type ServerStats as ParameterServerStats,
+  type PushStats,
+  type WorkerStats,
+} from './parameter_server/index';
