@@ -17,7 +17,8 @@ function make(n: number, f: (i: number) => number): fl.Tensor {
     .to('f32');
 }
 
-function check(what: string, got: ArrayLike<number>, want: (i: number) => number): void {
+function check(what: string, data: ArrayLike<number | bigint>, want: (i: number) => number): void {
+  const got = Array.from(data, Number);
   for (let i = 0; i < got.length; i++)
     if (Math.abs(got[i] - want(i)) > 1e-6 * Math.max(1, Math.abs(want(i))))
       throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want(i)}`);
