@@ -103,70 +103,80 @@ void ShmGroup::alive() const {
     }
 }
 
+// Rounds alternate between the two halves of every slot, so a round may write its half as soon
+// as the previous round's first barrier has passed: by then every rank is done reading what the
+// round before that left in it.
+char* ShmGroup::half(int rank) const { return seg_.slot(rank) + (round_ & 1) * chunk_bytes(); }
+
 void ShmGroup::allreduce(const CallHeader& h, char* data, size_t n, DType dt, ReduceOp op) {
   begin(h);
-  const size_t es = dtype_size(dt), per = seg_.slot_bytes() / es;
-  char* mine = seg_.slot(rank_);
-  for (size_t base = 0; base < n; base += per) {
+  const size_t es = dtype_size(dt), per = chunk_bytes() / es;
+  for (size_t base = 0; base < n; base += per, ++round_) {
     const size_t c = std::min(per, n - base);
-    auto lo = [&](int k) { return c * static_cast<size_t>(k) / static_cast<size_t>(size_); };  // slice k is [lo(k), lo(k + 1))
-    std::memcpy(mine, data + base * es, c * es);
-    sync();
-    // Slice `rank` of every slot, reduced into this rank's own: the peers read only their own slices.
-    const size_t a = lo(rank_), len = lo(rank_ + 1) - a;
+    auto lo = [&](int k) { return base + c * static_cast<size_t>(k) / static_cast<size_t>(size_); };  // slice k: [lo(k), lo(k + 1))
+    auto at = [&](char* p, int k) { return p + (lo(k) - base) * es; };
+    auto bytes = [&](int k) { return (lo(k + 1) - lo(k)) * es; };
+    char* mine = half(rank_);
+    // The slices the peers reduce; this rank's own stays in `data`.
     for (int j = 0; j < size_; ++j)
-      if (j != rank_) reduce_into(mine + a * es, seg_.slot(j) + a * es, len, dt, op);
-    if (op == ReduceOp::Avg) scale_into(mine + a * es, len, dt, 1.0 / size_);
+      if (j != rank_) std::memcpy(at(mine, j), data + lo(j) * es, bytes(j));
     sync();
-    for (int j = 0; j < size_; ++j) {
-      const size_t aj = lo(j), lj = lo(j + 1) - aj;
-      std::memcpy(data + (base + aj) * es, seg_.slot(j) + aj * es, lj * es);
-    }
-    sync();  // every slot read: the next round (or call) may overwrite them
+    // Slice `rank` reduced in place from every peer's slot, then published for the others.
+    char* own = data + lo(rank_) * es;
+    const size_t len = lo(rank_ + 1) - lo(rank_);
+    for (int j = 0; j < size_; ++j)
+      if (j != rank_) reduce_into(own, at(half(j), rank_), len, dt, op);
+    if (op == ReduceOp::Avg) scale_into(own, len, dt, 1.0 / size_);
+    std::memcpy(at(mine, rank_), own, len * es);
+    sync();
+    for (int j = 0; j < size_; ++j)
+      if (j != rank_) std::memcpy(data + lo(j) * es, at(half(j), j), bytes(j));
   }
   finish();
 }
 
 void ShmGroup::reduce_scatter(const CallHeader& h, const char* in, char* out, size_t m, DType dt, ReduceOp op) {
   begin(h);
-  const size_t es = dtype_size(dt), per = seg_.slot_bytes() / (es * static_cast<size_t>(size_));
-  char* mine = seg_.slot(rank_);
-  for (size_t base = 0; base < m; base += per) {
+  const size_t es = dtype_size(dt), per = chunk_bytes() / (es * static_cast<size_t>(size_));
+  for (size_t base = 0; base < m; base += per, ++round_) {
     const size_t c = std::min(per, m - base), cb = c * es;
-    for (int j = 0; j < size_; ++j) std::memcpy(mine + j * cb, in + (j * m + base) * es, cb);
+    char* mine = half(rank_);
+    for (int j = 0; j < size_; ++j)
+      if (j != rank_) std::memcpy(mine + j * cb, in + (j * m + base) * es, cb);
     sync();
     char* o = out + base * es;
-    std::memcpy(o, mine + rank_ * cb, cb);
+    std::memmove(o, in + (rank_ * m + base) * es, cb);
     for (int j = 0; j < size_; ++j)
-      if (j != rank_) reduce_into(o, seg_.slot(j) + rank_ * cb, c, dt, op);
+      if (j != rank_) reduce_into(o, half(j) + rank_ * cb, c, dt, op);
     if (op == ReduceOp::Avg) scale_into(o, c, dt, 1.0 / size_);
-    sync();
   }
   finish();
 }
 
 void ShmGroup::allgather(const CallHeader& h, const char* in, char* out, size_t m, size_t es) {
   begin(h);
-  const size_t per = seg_.slot_bytes() / es;
-  for (size_t base = 0; base < m; base += per) {
+  const size_t per = chunk_bytes() / es;
+  for (size_t base = 0; base < m; base += per, ++round_) {
     const size_t c = std::min(per, m - base);
-    std::memcpy(seg_.slot(rank_), in + base * es, c * es);
+    std::memcpy(half(rank_), in + base * es, c * es);
     sync();
-    for (int j = 0; j < size_; ++j) std::memcpy(out + (j * m + base) * es, seg_.slot(j), c * es);
-    sync();
+    for (int j = 0; j < size_; ++j) {
+      char* o = out + (j * m + base) * es;
+      if (j != rank_) std::memcpy(o, half(j), c * es);
+      else std::memmove(o, in + base * es, c * es);  // `in` may be this rank's block of `out`
+    }
   }
   finish();
 }
 
 void ShmGroup::broadcast(const CallHeader& h, char* data, size_t bytes, int root) {
   begin(h);
-  const size_t per = seg_.slot_bytes();
-  for (size_t base = 0; base < bytes; base += per) {
+  const size_t per = chunk_bytes();
+  for (size_t base = 0; base < bytes; base += per, ++round_) {
     const size_t c = std::min(per, bytes - base);
-    if (rank_ == root) std::memcpy(seg_.slot(root), data + base, c);
+    if (rank_ == root) std::memcpy(half(root), data + base, c);
     sync();
-    if (rank_ != root) std::memcpy(data + base, seg_.slot(root), c);
-    sync();
+    if (rank_ != root) std::memcpy(data + base, half(root), c);
   }
   finish();
 }

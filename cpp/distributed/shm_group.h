@@ -1,15 +1,18 @@
 // The ring backend's collectives over shared memory, for a group whose ranks all run on one host
 // (ring.cc picks it at connect unless FLOCKML_TRANSPORT=tcp). Data goes through the segment's
-// per-rank slots (shm_segment.h) in rounds of one slot:
-//   allReduce      each rank copies its chunk into its slot; rank k reduces slice k of every slot
-//                  straight out of the peers' slots into its own (a reduce-scatter with no copy
-//                  in between); every rank copies all reduced slices out (an all-gather);
-//   reduceScatter  each rank lays its n blocks' chunks into its slot; rank k reduces block k of
-//                  every slot into its output;
-//   allGather      each rank copies its chunk in; every rank copies every slot out;
+// per-rank slots (shm_segment.h) in rounds of half a slot, rounds alternating between the halves:
+//   allReduce      each rank copies in the slices of its chunk the peers reduce; rank k reduces
+//                  slice k straight out of the peers' slots into its own tensor (a reduce-scatter
+//                  with no copy in between) and publishes it; every rank copies the others' reduced
+//                  slices out (an all-gather);
+//   reduceScatter  each rank lays in its chunks of the blocks the peers reduce; rank k reduces
+//                  block k of every slot into its output;
+//   allGather      each rank copies its chunk in; every rank copies every peer's out;
 //   broadcast      the root copies its chunk in; the others copy it out.
 // Between the phases every rank posts its step counter and waits for all the others' (a barrier
-// on the segment), so no slot is rewritten before every reader is done with it.
+// on the segment). A round writes only before its first barrier and reads after it, so with two
+// halves no slot is rewritten before every reader is done with it, and a round needs one barrier
+// (two for allReduce).
 //
 // Call headers: each rank writes its header before the first phase and, after that phase's
 // barrier, checks its ring predecessor's (as the TCP ring does), before taking any peer's data.
@@ -53,6 +56,8 @@ class ShmGroup {
   void sync();    // post the next step and wait for every rank's; the first of a call checks headers
   void finish();  // at least one barrier after the header check
   void alive() const;  // throws ERR_PEER_LOST when a peer's connection has closed (it died, or left)
+  size_t chunk_bytes() const { return seg_.slot_bytes() / 2; }  // what one round moves per rank
+  char* half(int rank) const;  // the half of `rank`'s slot the running round uses
 
   ShmSegment seg_;
   const int rank_, size_;
@@ -62,6 +67,7 @@ class ShmGroup {
   uint64_t step_ = 0;  // this rank's last posted step
   int64_t seq_ = 0;    // the running call's number (its header slot)
   int syncs_ = 0;      // barriers so far in the running call
+  uint64_t round_ = 0;  // rounds so far, over all calls: which half of each slot is in use
 };
 
 }  // namespace flock::dist

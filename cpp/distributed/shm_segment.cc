@@ -19,8 +19,9 @@ namespace {
 constexpr uint64_t kSegMagic = 0x666c6b73686d3031;  // "flkshm01"
 constexpr size_t kPage = 4096;
 constexpr size_t kCtlBytes = 128;  // per rank: its step on a line of its own, then two call headers
-// Data slots: 2 MiB per rank up to 8 ranks, then 16 MiB shared out (at least 256 KiB each).
-constexpr size_t kSlotMax = size_t(2) << 20, kSlotMin = size_t(256) << 10, kSlotBudget = size_t(16) << 20;
+// Data slots: 4 MiB per rank up to 4 ranks, then 16 MiB shared out (at least 256 KiB each, and
+// room for a reduceScatter round of one 8-byte element per rank in each half).
+constexpr size_t kSlotMax = size_t(4) << 20, kSlotMin = size_t(256) << 10, kSlotBudget = size_t(16) << 20;
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "shared-memory counters must be lock-free to work across processes");
@@ -31,11 +32,11 @@ struct RankCtl {
 };
 static_assert(sizeof(RankCtl) == kCtlBytes, "RankCtl layout");
 
+size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 size_t slot_bytes_for(int size) {
   const size_t s = std::clamp(kSlotBudget / static_cast<size_t>(size), kSlotMin, kSlotMax);
-  return s / kPage * kPage;
+  return std::max(s / kPage * kPage, round_up(16 * static_cast<size_t>(size), kPage));
 }
-size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 size_t ctl_offset() { return kPage; }
 size_t slots_offset(int size) { return round_up(kPage + kCtlBytes * static_cast<size_t>(size), kPage); }
 size_t total_bytes(int size) { return slots_offset(size) + slot_bytes_for(size) * static_cast<size_t>(size); }

@@ -72,11 +72,7 @@ test('ranks that disagree on FLOCKML_TRANSPORT all fail with ERR_ARG naming each
   for (const r of results) {
     const e = line<{ error: string; message: string }>(r, '{"error"');
     assert.is(e.error, 'ERR_ARG', r.out);
-    assert.is(
-      e.message,
-      'distributed: the ranks of group 0 disagree on FLOCKML_TRANSPORT (rank 0: tcp, rank 1: shm)',
-      r.out,
-    );
+    assert.is(e.message, 'distributed: the ranks of group 0 disagree on FLOCKML_TRANSPORT (rank 0: tcp, rank 1: shm)', r.out);
   }
 });
 
