@@ -1,5 +1,6 @@
 #include "shm_segment.h"
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -154,9 +155,15 @@ int ShmSegment::first_behind(uint64_t v) const {
 }
 
 void ShmSegment::wait_all(uint64_t v, int timeout_ms, const std::function<void()>& alive) {
-  for (int i = 0; i < 4000; ++i) {
+  // Spin a little (the peers are usually a few microseconds apart), then give the core away: ranks
+  // may outnumber cores, and a spinning rank would hold up the very peer it waits for.
+  for (int i = 0; i < 256; ++i) {
     if (first_behind(v) < 0) return;
     cpu_relax();
+  }
+  for (int i = 0; i < 16; ++i) {
+    if (first_behind(v) < 0) return;
+    sched_yield();
   }
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
