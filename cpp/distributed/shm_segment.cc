@@ -20,9 +20,11 @@ namespace {
 constexpr uint64_t kSegMagic = 0x666c6b73686d3031;  // "flkshm01"
 constexpr size_t kPage = 4096;
 constexpr size_t kCtlBytes = 128;  // per rank: its step on a line of its own, then two call headers
-// Data slots: 4 MiB per rank up to 4 ranks, then 16 MiB shared out (at least 256 KiB each, and
-// room for a reduceScatter round of one 8-byte element per rank in each half).
-constexpr size_t kSlotMax = size_t(4) << 20, kSlotMin = size_t(256) << 10, kSlotBudget = size_t(16) << 20;
+// Data slots: 1 MiB per rank up to 16 ranks, then 16 MiB shared out (at least 256 KiB each, and
+// room for a reduceScatter round of one 8-byte element per rank in each half). Rounds of half a
+// slot keep a round's data in cache: 4 MiB slots measured slower on 4 ranks at 16 and 64 MB
+// (bench/allreduce.ts), 512 KiB no clearly faster.
+constexpr size_t kSlotMax = size_t(1) << 20, kSlotMin = size_t(256) << 10, kSlotBudget = size_t(16) << 20;
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "shared-memory counters must be lock-free to work across processes");
