@@ -1,13 +1,14 @@
 /**
- * Allreduce bandwidth of the ring backend on 2 and 4 local ranks, 4 KB .. 256 MB (f32), printing
- * JSON lines {"bench":"allreduce","backend":"ring","ranks","bytes","ms","algbw_gbps","busbw_gbps"}
+ * Allreduce bandwidth of the ring backend on 2 and 4 local ranks, 4 KB .. 256 MB (f32), over each
+ * transport (shared memory, TCP), printing JSON lines
+ * {"bench":"allreduce","backend":"ring-shm"|"ring-tcp"|"gloo","ranks","bytes","ms","algbw_gbps","busbw_gbps"}
  * with nccl-tests' definitions (algbw = bytes / time, busbw = algbw x 2(n-1)/n).
  *
  * The same sweep with PyTorch's gloo backend (bench/anchors/torch_allreduce.py, Debian
  * python3-torch) runs in the same command, alternating with ours round by round, so that both
  * see the same machine: on a shared host the speed drifts by tens of percent over a minute. Each
  * line's ms is the median over rounds of each round's median time ("rounds" says how many).
- *   npm run bench -- allreduce [--ranks 2,4] [--min-bytes N] [--max-bytes N] [--rounds R] [--no-anchor]
+ *   npm run bench -- allreduce [--ranks 2,4] [--transports shm,tcp] [--min-bytes N] [--max-bytes N] [--rounds R] [--no-anchor]
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -40,13 +41,13 @@ const parse = (text: string): Line[] =>
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l));
 
-async function ring(n: number, minBytes: string, maxBytes: string): Promise<Line[]> {
+async function ring(n: number, transport: string, minBytes: string, maxBytes: string): Promise<Line[]> {
   let out = '';
   const code = await launch({
     script: join(__dirname, 'allreduce_worker.ts'),
     nprocPerNode: n,
     masterPort: 20000 + Math.floor(Math.random() * 20000),
-    env: { BENCH_MIN_BYTES: minBytes, BENCH_MAX_BYTES: maxBytes },
+    env: { BENCH_MIN_BYTES: minBytes, BENCH_MAX_BYTES: maxBytes, FLOCKML_TRANSPORT: transport },
     // rank 0's lines, without the launcher's [0] prefix
     stdout: {
       write: (s: string) => {
@@ -77,13 +78,14 @@ async function main(): Promise<void> {
   const minBytes = arg('min-bytes', '4096'),
     maxBytes = arg('max-bytes', String(256 << 20));
   const rounds = Number(arg('rounds', '3'));
+  const transports = arg('transports', 'shm,tcp').split(',');
   let anchor = !process.argv.includes('--no-anchor');
   for (const n of ranks) {
     const seen = new Map<string, Line[]>();
     const add = (lines: Line[]) =>
       lines.forEach((l) => seen.set(`${l.backend} ${l.bytes}`, [...(seen.get(`${l.backend} ${l.bytes}`) ?? []), l]));
     for (let r = 0; r < rounds; r++) {
-      add(await ring(n, minBytes, maxBytes));
+      for (const transport of transports) add(await ring(n, transport, minBytes, maxBytes));
       if (anchor) {
         const lines = gloo(n, minBytes, maxBytes);
         if (lines) add(lines);

@@ -41,7 +41,7 @@ async function main() {
       console.log(
         JSON.stringify({
           bench: 'allreduce',
-          backend: 'ring',
+          backend: `ring-${pg.transport}`,
           ranks: n,
           bytes,
           iters,

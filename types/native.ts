@@ -253,8 +253,13 @@ export type NativeReduceOp = 'sum' | 'avg' | 'max' | 'min' | 'prod';
 export interface NativeAddon {
   /** Binds a listening socket for a ring group now; connect later with the peers' addresses. */
   ringListen(rank: number, size: number, host: string, timeoutMs: number, name?: string): { group: NativeGroup; port: number };
-  /** Connects to every peer (index = rank) on the group's communication thread. */
-  ringConnect(group: NativeGroup, hosts: string[], ports: number[]): Promise<void>;
+  /**
+   * Connects to every peer (index = rank) on the group's communication thread. shmName: every rank
+   * is on this host; collectives go through that POSIX shared-memory segment (rank 0 creates it).
+   */
+  ringConnect(group: NativeGroup, hosts: string[], ports: number[], shmName?: string): Promise<void>;
+  /** How a connected ring group moves collective data: 'shm' (shared memory) or 'tcp'. */
+  ringTransport(group: NativeGroup): 'shm' | 'tcp';
   pgAllReduce(group: NativeGroup, t: NativeTensor, op: NativeReduceOp, ordered?: boolean): Promise<ArrayBuffer>;
   pgBroadcast(group: NativeGroup, t: NativeTensor, root: number, ordered?: boolean): Promise<ArrayBuffer>;
   pgAllGather(group: NativeGroup, input: NativeTensor, output: NativeTensor, ordered?: boolean): Promise<ArrayBuffer>;

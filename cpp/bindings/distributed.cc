@@ -144,7 +144,16 @@ Napi::Value RingConnect(const Napi::CallbackInfo& info) {
     if (!h.IsString()) fail(Code::Arg, "ringConnect: hosts[", i, "] must be a string, got ", describe(h));
     peers.push_back({h.As<Napi::String>().Utf8Value(), static_cast<int>(ports[i])});
   }
-  return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { g->connect(std::move(peers), settle); });
+  // A POSIX shared-memory name: one leading slash, no other, at most NAME_MAX.
+  std::string shm = info.Length() > 3 ? a.string(3, "shmName") : "";
+  if (!shm.empty() && (shm[0] != '/' || shm.size() < 2 || shm.size() > 255 || shm.find('/', 1) != std::string::npos))
+    fail(Code::Arg, "ringConnect: shmName must be '/' followed by a name without '/', got '", shm, "'");
+  return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { g->connect(std::move(peers), std::move(shm), settle); });
+}
+
+Napi::Value RingTransport(const Napi::CallbackInfo& info) {
+  Args a{info, "ringTransport"};
+  return Napi::String::New(info.Env(), ring_arg(a, 0)->transport());
 }
 
 Napi::Value AllReduce(const Napi::CallbackInfo& info) {
@@ -327,6 +336,7 @@ Napi::Value Reduce(const Napi::CallbackInfo& info) {
 void register_dist_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("ringListen", RingListen);
   FLOCK_EXPORT("ringConnect", RingConnect);
+  FLOCK_EXPORT("ringTransport", RingTransport);
   FLOCK_EXPORT("pgAllReduce", AllReduce);
   FLOCK_EXPORT("pgBroadcast", Broadcast);
   FLOCK_EXPORT("pgAllGather", AllGather);

@@ -58,7 +58,10 @@ class RingGroup : public ProcessGroup {
   // `name` identifies the group in error messages ("group 1 (ranks 0, 2)").
   static std::shared_ptr<RingGroup> listen(int rank, int size, const std::string& bind_host, int timeout_ms, std::string name = "");
   virtual int port() const = 0;
-  virtual void connect(std::vector<PeerAddress> peers, Done done) = 0;
+  // `shm_name` non-empty: every rank is on this host, and collectives go through the shared-memory
+  // segment of that name (rank 0 creates it) instead of TCP.
+  virtual void connect(std::vector<PeerAddress> peers, std::string shm_name, Done done) = 0;
+  virtual const char* transport() const = 0;  // "shm" or "tcp"
 };
 
 // NCCL, found at run time. available() explains why not when it is not.

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <sys/socket.h>
 #include "call_header.h"
@@ -26,6 +27,7 @@
 #include "control.h"
 #include "process_group.h"
 #include "reduce.h"
+#include "shm_group.h"
 #include "socket.h"
 
 namespace flock::dist {
@@ -67,9 +69,11 @@ class Ring final : public RingGroup {
   int port() const override { return port_; }
   void set_timeout(int ms) override { timeout_ms_ = ms; }
 
-  void connect(std::vector<PeerAddress> peers, Done done) override {
+  const char* transport() const override { return shm_ ? "shm" : "tcp"; }
+
+  void connect(std::vector<PeerAddress> peers, std::string shm_name, Done done) override {
     FLOCK_CHECK(static_cast<int>(peers.size()) == size_, Arg, "ring: expected ", size_, " peer addresses, got ", peers.size());
-    run("connect", std::move(done), [this, peers = std::move(peers)] {
+    run("connect", std::move(done), [this, peers = std::move(peers), shm_name = std::move(shm_name)] {
       // Two connections per pair, data (channel 0) and control (1). Dial the higher ranks (their
       // listen backlog takes us before they accept), then accept the lower ones: no ordering
       // between ranks can deadlock.
@@ -99,6 +103,12 @@ class Ring final : public RingGroup {
         }
         if (hello[3] == 0) links_[hello[1]].fd = l.fd;
       }
+      // Same host: collectives go through shared memory (shm_group.h); the links stay for the rest.
+      if (!shm_name.empty() && size_ > 1)
+        shm_ = ShmGroup::join(shm_name, rank_, size_, links_, timeout_ms_, [this](int from, const CallHeader& h) {
+          theirs_ = h;
+          check_call(from);
+        });
       for (auto& l : links_)
         if (l.fd >= 0) set_nonblocking(l.fd);
       close_fd(listen_fd_);
@@ -111,6 +121,7 @@ class Ring final : public RingGroup {
     if (op == ReduceOp::Avg && !is_floating(t.dtype)) fail(Code::DType, "allreduce: avg needs a floating dtype, got ", dtype_name(t.dtype));
     run("allreduce", std::move(done), [this, t, op] {
       const size_t n = static_cast<size_t>(t.numel());
+      if (auto* s = shm()) return s->allreduce(mine_, static_cast<char*>(t.raw()), n, t.dtype, op);
       if (size_ > 1 && (size_ & (size_ - 1)) == 0 && t.nbytes() <= kDoublingBytes) {
         doubling_allreduce(t, op);
         return;
@@ -132,6 +143,7 @@ class Ring final : public RingGroup {
     if (op == ReduceOp::Avg && !is_floating(in.dtype)) fail(Code::DType, "reduceScatter: avg needs a floating dtype, got ", dtype_name(in.dtype));
     run("reduceScatter", std::move(done), [this, in, out, op] {
       const size_t m = static_cast<size_t>(out.numel()), es = esize(in);
+      if (auto* s = shm()) return s->reduce_scatter(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, in.dtype, op);
       std::vector<size_t> off(size_), len(size_, m);
       for (int k = 0; k < size_; ++k) off[k] = k * m;
       std::vector<char> scratch(in.nbytes());  // the input is not ours to overwrite
@@ -150,6 +162,7 @@ class Ring final : public RingGroup {
                 " x input (", in.numel(), ")");
     run("allGather", std::move(done), [this, in, out] {
       const size_t m = static_cast<size_t>(in.numel()), es = esize(in);
+      if (auto* s = shm()) return s->allgather(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, es);
       std::vector<size_t> off(size_), len(size_, m);
       for (int k = 0; k < size_; ++k) off[k] = k * m;
       char* base = static_cast<char*>(out.raw());
@@ -163,6 +176,7 @@ class Ring final : public RingGroup {
     check_rank(root, "broadcast", "root");
     run("broadcast", std::move(done), [this, t, root] {
       if (size_ == 1) return;
+      if (auto* s = shm()) return s->broadcast(mine_, static_cast<char*>(t.raw()), t.nbytes(), root);
       agree();
       // A pipeline along the ring starting at root: each rank forwards chunk c-1 while chunk c
       // arrives, so the time is about (bytes + (n-2) chunks) / bandwidth, not n x bytes.
@@ -224,6 +238,7 @@ class Ring final : public RingGroup {
 
   void barrier(Done done) override {
     run("barrier", std::move(done), [this] {
+      if (auto* s = shm()) return s->barrier(mine_);
       // A one-element-per-rank allreduce: nobody leaves before everyone has arrived.
       std::vector<int32_t> token(size_, 1);
       std::vector<size_t> off(size_), len(size_, 1);
@@ -242,6 +257,11 @@ class Ring final : public RingGroup {
 
  private:
   static size_t esize(const Tensor& t) { return dtype_size(t.dtype); }
+  // The shared-memory transport when this group uses it (the header then travels through it).
+  ShmGroup* shm() {
+    if (shm_) unsent_ = false;
+    return shm_.get();
+  }
 
   static CallHeader header(Call call, DType dt, int64_t count, ReduceOp op = ReduceOp::Sum, int root = 0) {
     CallHeader h;
@@ -459,6 +479,7 @@ class Ring final : public RingGroup {
   int partner_ = 0;  // the doubling partner of the exchange under way
   const Lead partner_lead_{&mine_, &theirs_, sizeof(CallHeader), [this] { check_call(partner_); }};
   ControlPlane ctrl_;
+  std::unique_ptr<ShmGroup> shm_;  // set by connect when every rank is on this host
   CommThread comm_;  // last: its thread stops before the links it uses are torn down
 };
 

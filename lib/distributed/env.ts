@@ -302,6 +302,20 @@ export function readEnv(env: Env = process.env): DistEnv {
   return { rank, worldSize, localRank, localWorldSize, masterAddr, masterPort, token: t.token, engine, tokenSource: t.source, warnings };
 }
 
+/** How ring groups move collective data between ranks on one host: FLOCKML_TRANSPORT. */
+export type Transport = 'auto' | 'tcp' | 'shm';
+
+/**
+ * FLOCKML_TRANSPORT: unset or `auto` (shared memory when every rank of a group is on this host,
+ * else TCP), `tcp` or `shm` (forced; an error where the ranks span hosts).
+ */
+export function readTransport(env: Env = process.env): Transport {
+  const v = env.FLOCKML_TRANSPORT;
+  if (v === undefined || v === '') return 'auto';
+  if (v === 'auto' || v === 'tcp' || v === 'shm') return v;
+  throw distError('ERR_ARG', `distributed: FLOCKML_TRANSPORT=${v} is not one of auto, tcp, shm`);
+}
+
 /** Where one `flockml launch` (one per node) sits among the engine's tasks. */
 export interface NodeEnv {
   engine: Engine;

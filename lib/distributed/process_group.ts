@@ -9,6 +9,8 @@
  *   const pg = await fl.distributed.initProcessGroup({ backend: 'nccl' });
  *   await fl.distributed.allReduce(grad, { op: 'avg' }).wait();
  */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { native } from '../native';
 import type { NativeGroup, NativeReduceOp } from '../../types/native';
@@ -18,7 +20,7 @@ import { checkOptions } from '../errors';
 import { checkBool } from '../validate';
 import { Store } from './store';
 import { STORE_SERVER_DEFAULTS } from './store_server';
-import { readEnv, type DistEnv } from './env';
+import { readEnv, readTransport, type DistEnv, type Transport } from './env';
 import { distError, intOption } from './errors';
 import { Work } from './work';
 
@@ -109,6 +111,14 @@ export class ProcessGroup {
     }
   }
 
+  /**
+   * ring: how collectives move between the ranks, 'shm' (shared memory, every rank on this host) or
+   * 'tcp'; send/recv always use TCP. null for the other backends and once destroyed.
+   */
+  get transport(): 'shm' | 'tcp' | null {
+    return this.backend === 'ring' && this.#h ? native.ringTransport(this.#h) : null;
+  }
+
   get #handle(): NativeGroup {
     if (!this.#h) throw distError('ERR_DISPOSED', 'process group: it has been destroyed');
     return this.#h;
@@ -193,6 +203,8 @@ export class ProcessGroup {
 
 interface World {
   env: DistEnv;
+  transport: Transport; // FLOCKML_TRANSPORT
+
   store: Store;
   backend: Backend;
   timeoutMs: number;
@@ -281,12 +293,53 @@ async function makeRingGroup(w: World, id: number, me: number, ranks: number[], 
     const addrs = await Promise.all(ranks.map((_, r) => w.store.get(key(r), timeoutMs)));
     const hosts = addrs.map((a) => a.slice(0, a.lastIndexOf(':')));
     const ports = addrs.map((a) => Number(a.slice(a.lastIndexOf(':') + 1)));
-    await native.ringConnect(group, hosts, ports);
+    await native.ringConnect(group, hosts, ports, await shmName(w, id, me, ranks, timeoutMs));
   } catch (e) {
     native.pgDestroy(group);
     throw e;
   }
   return new ProcessGroup(group, me, ranks, 'ring');
+}
+
+// This machine and boot: ranks that share both share /dev/shm (unless containers split them, in
+// which case their host names differ too).
+function hostIdentity(): string {
+  let boot = '';
+  try {
+    boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    // not Linux: the host name alone
+  }
+  return `${hostname()}#${boot}`;
+}
+
+/**
+ * The shared-memory segment a ring group's collectives go through, or '' for TCP. Every rank
+ * publishes its FLOCKML_TRANSPORT and host identity (rank 0 also a fresh run id that names the
+ * segment) and all decide alike from the same list: shm when every rank is on this host and none
+ * asked for tcp.
+ */
+async function shmName(w: World, id: number, me: number, ranks: number[], timeoutMs: number): Promise<string> {
+  const key = (r: number) => `pg/${id}/transport/${r}`;
+  const run = me === 0 ? ` ${randomBytes(8).toString('hex')}` : '';
+  await w.store.set(key(me), `${w.transport} ${hostIdentity()}${run}`);
+  const said = (await Promise.all(ranks.map((_, r) => w.store.get(key(r), timeoutMs)))).map((v) => v.split(' '));
+  const wants = new Set(said.map((v) => v[0]));
+  if (wants.has('tcp') && wants.has('shm'))
+    throw distError(
+      'ERR_ARG',
+      `distributed: the ranks of group ${id} disagree on FLOCKML_TRANSPORT (${said.map((v, r) => `rank ${ranks[r]}: ${v[0]}`).join(', ')})`,
+    );
+  if (ranks.length < 2 || wants.has('tcp')) return '';
+  const other = said.findIndex((v) => v[1] !== said[0][1]);
+  if (other < 0) return `/flockml-${said[0][2]}-g${id}`;
+  if (wants.has('shm'))
+    throw distError(
+      'ERR_ARG',
+      `distributed: FLOCKML_TRANSPORT=shm, but rank ${ranks[other]} runs on another host than rank ${ranks[0]} ` +
+        `(${said[other][1].split('#')[0]} vs ${said[0][1].split('#')[0]}); leave it unset to use TCP between hosts`,
+    );
+  return '';
 }
 
 /**
@@ -303,6 +356,7 @@ export async function initProcessGroup(options: InitOptions = {}): Promise<Proce
   if (options.env !== undefined && (options.env === null || typeof options.env !== 'object'))
     throw distError('ERR_ARG', `${op}: env must be an object of environment variables`);
   const env = readEnv(options.env);
+  const transport = readTransport(options.env);
   // Once per job (rank 0), e.g. a store token derived from the engine's job id.
   if (env.rank === 0) for (const w of env.warnings) process.emitWarning(w, 'FlockmlWarning');
   const device = options.device ?? env.localRank;
@@ -320,7 +374,7 @@ export async function initProcessGroup(options: InitOptions = {}): Promise<Proce
     timeoutMs,
     maxConnections,
   });
-  const w: World = { env, store, backend, timeoutMs, device, groups: 0, all: [], default: null as unknown as ProcessGroup };
+  const w: World = { env, transport, store, backend, timeoutMs, device, groups: 0, all: [], default: null as unknown as ProcessGroup };
   try {
     w.default = (await makeGroup(
       w,

@@ -1,0 +1,189 @@
+#include "shm_group.h"
+#include <poll.h>
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <random>
+#include "../error.h"
+#include "reduce.h"
+
+namespace flock::dist {
+
+std::unique_ptr<ShmGroup> ShmGroup::join(const std::string& name, int rank, int size, const std::vector<Link>& links,
+                                         const std::atomic<int>& timeout_ms, Check check) {
+  const int t = timeout_ms.load();
+  std::vector<int> fds(size, -1);
+  for (int r = 0; r < size; ++r)
+    if (r != rank) fds[r] = links[r].fd;
+  std::optional<ShmSegment> seg;
+  if (rank == 0) {
+    std::random_device rd;
+    uint64_t nonce = ((uint64_t(rd()) << 32) | rd()) | 1;  // 0 tells the others the segment could not be made
+    std::exception_ptr failed;
+    try {
+      seg.emplace(ShmSegment::create(name, size, nonce));
+    } catch (...) {
+      failed = std::current_exception();
+      nonce = 0;
+    }
+    try {
+      for (int r = 1; r < size; ++r) write_exact(links[r], &nonce, sizeof nonce, t);
+      if (failed) std::rethrow_exception(failed);
+      int bad = -1;
+      for (int r = 1; r < size; ++r) {
+        int32_t status = 0;
+        read_exact(links[r], &status, sizeof status, t);
+        if (status != 0 && bad < 0) bad = r;
+      }
+      ShmSegment::unlink(name);  // every rank has it mapped (or has given up): the name can go
+      if (bad >= 0) fail(Code::IO, "shared-memory transport: rank ", bad, " could not map segment '", name, "'");
+    } catch (...) {
+      ShmSegment::unlink(name);
+      throw;
+    }
+  } else {
+    uint64_t nonce = 0;
+    try {
+      read_exact(links[0], &nonce, sizeof nonce, t);
+    } catch (...) {
+      ShmSegment::unlink(name);  // rank 0 is gone: nobody else will remove it
+      throw;
+    }
+    if (nonce == 0) fail(Code::IO, "shared-memory transport: rank 0 could not create segment '", name, "'");
+    int32_t status = 0;
+    std::exception_ptr failed;
+    try {
+      seg.emplace(ShmSegment::open(name, size, nonce));
+    } catch (...) {
+      failed = std::current_exception();
+      status = 1;
+    }
+    write_exact(links[0], &status, sizeof status, t);
+    if (failed) std::rethrow_exception(failed);
+  }
+  return std::unique_ptr<ShmGroup>(new ShmGroup(std::move(*seg), rank, std::move(fds), timeout_ms, std::move(check)));
+}
+
+ShmGroup::ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, const std::atomic<int>& timeout_ms, Check check)
+    : seg_(std::move(seg)), rank_(rank), size_(seg_.size()), fds_(std::move(fds)), timeout_ms_(timeout_ms), check_(std::move(check)) {}
+
+void ShmGroup::begin(const CallHeader& h) {
+  seq_ = h.seq;
+  syncs_ = 0;
+  std::memcpy(seg_.header(rank_, seq_), &h, sizeof h);
+}
+
+void ShmGroup::sync() {
+  seg_.post(rank_, ++step_);
+  seg_.wait_all(step_, timeout_ms_.load(), [this] { alive(); });
+  if (++syncs_ == 1) {
+    const int prev = (rank_ + size_ - 1) % size_;
+    CallHeader theirs;
+    std::memcpy(&theirs, seg_.header(prev, seq_), sizeof theirs);
+    check_(prev, theirs);
+  }
+}
+
+void ShmGroup::finish() {
+  while (syncs_ < 2) sync();
+}
+
+void ShmGroup::alive() const {
+  std::vector<pollfd> p;
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_) p.push_back({fds_[r], POLLRDHUP, 0});
+  // Data never arrives on these connections while a collective runs here (send/recv use them
+  // between calls), so only a hang-up is looked for.
+  if (::poll(p.data(), p.size(), 0) <= 0) return;
+  for (const pollfd& q : p)
+    if (q.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
+      const int peer = static_cast<int>(std::find(fds_.begin(), fds_.end(), q.fd) - fds_.begin());
+      fail(Code::PeerLost, "lost connection to rank ", peer, " (it closed the connection)");
+    }
+}
+
+// Rounds alternate between the two halves of every slot, so a round may write its half as soon
+// as the previous round's first barrier has passed: by then every rank is done reading what the
+// round before that left in it.
+char* ShmGroup::half(int rank) const { return seg_.slot(rank) + (round_ & 1) * chunk_bytes(); }
+
+void ShmGroup::allreduce(const CallHeader& h, char* data, size_t n, DType dt, ReduceOp op) {
+  begin(h);
+  const size_t es = dtype_size(dt), per = chunk_bytes() / es;
+  for (size_t base = 0; base < n; base += per, ++round_) {
+    const size_t c = std::min(per, n - base);
+    auto lo = [&](int k) { return base + c * static_cast<size_t>(k) / static_cast<size_t>(size_); };  // slice k: [lo(k), lo(k + 1))
+    auto at = [&](char* p, int k) { return p + (lo(k) - base) * es; };
+    auto bytes = [&](int k) { return (lo(k + 1) - lo(k)) * es; };
+    char* mine = half(rank_);
+    // The slices the peers reduce; this rank's own stays in `data`.
+    for (int j = 0; j < size_; ++j)
+      if (j != rank_) std::memcpy(at(mine, j), data + lo(j) * es, bytes(j));
+    sync();
+    // Slice `rank` reduced in place from every peer's slot, then published for the others.
+    char* own = data + lo(rank_) * es;
+    const size_t len = lo(rank_ + 1) - lo(rank_);
+    for (int j = 0; j < size_; ++j)
+      if (j != rank_) reduce_into(own, at(half(j), rank_), len, dt, op);
+    if (op == ReduceOp::Avg) scale_into(own, len, dt, 1.0 / size_);
+    std::memcpy(at(mine, rank_), own, len * es);
+    sync();
+    for (int j = 0; j < size_; ++j)
+      if (j != rank_) std::memcpy(data + lo(j) * es, at(half(j), j), bytes(j));
+  }
+  finish();
+}
+
+void ShmGroup::reduce_scatter(const CallHeader& h, const char* in, char* out, size_t m, DType dt, ReduceOp op) {
+  begin(h);
+  const size_t es = dtype_size(dt), per = chunk_bytes() / (es * static_cast<size_t>(size_));
+  for (size_t base = 0; base < m; base += per, ++round_) {
+    const size_t c = std::min(per, m - base), cb = c * es;
+    char* mine = half(rank_);
+    for (int j = 0; j < size_; ++j)
+      if (j != rank_) std::memcpy(mine + j * cb, in + (j * m + base) * es, cb);
+    sync();
+    char* o = out + base * es;
+    std::memmove(o, in + (rank_ * m + base) * es, cb);
+    for (int j = 0; j < size_; ++j)
+      if (j != rank_) reduce_into(o, half(j) + rank_ * cb, c, dt, op);
+    if (op == ReduceOp::Avg) scale_into(o, c, dt, 1.0 / size_);
+  }
+  finish();
+}
+
+void ShmGroup::allgather(const CallHeader& h, const char* in, char* out, size_t m, size_t es) {
+  begin(h);
+  const size_t per = chunk_bytes() / es;
+  for (size_t base = 0; base < m; base += per, ++round_) {
+    const size_t c = std::min(per, m - base);
+    std::memcpy(half(rank_), in + base * es, c * es);
+    sync();
+    for (int j = 0; j < size_; ++j) {
+      char* o = out + (j * m + base) * es;
+      if (j != rank_) std::memcpy(o, half(j), c * es);
+      else std::memmove(o, in + base * es, c * es);  // `in` may be this rank's block of `out`
+    }
+  }
+  finish();
+}
+
+void ShmGroup::broadcast(const CallHeader& h, char* data, size_t bytes, int root) {
+  begin(h);
+  const size_t per = chunk_bytes();
+  for (size_t base = 0; base < bytes; base += per, ++round_) {
+    const size_t c = std::min(per, bytes - base);
+    if (rank_ == root) std::memcpy(half(root), data + base, c);
+    sync();
+    if (rank_ != root) std::memcpy(data + base, half(root), c);
+  }
+  finish();
+}
+
+void ShmGroup::barrier(const CallHeader& h) {
+  begin(h);
+  finish();
+}
+
+}  // namespace flock::dist

@@ -1,0 +1,73 @@
+// The ring backend's collectives over shared memory, for a group whose ranks all run on one host
+// (ring.cc picks it at connect unless FLOCKML_TRANSPORT=tcp). Data goes through the segment's
+// per-rank slots (shm_segment.h) in rounds of half a slot, rounds alternating between the halves:
+//   allReduce      each rank copies in the slices of its chunk the peers reduce; rank k reduces
+//                  slice k straight out of the peers' slots into its own tensor (a reduce-scatter
+//                  with no copy in between) and publishes it; every rank copies the others' reduced
+//                  slices out (an all-gather);
+//   reduceScatter  each rank lays in its chunks of the blocks the peers reduce; rank k reduces
+//                  block k of every slot into its output;
+//   allGather      each rank copies its chunk in; every rank copies every peer's out;
+//   broadcast      the root copies its chunk in; the others copy it out.
+// Between the phases every rank posts its step counter and waits for all the others' (a barrier
+// on the segment). A round writes only before its first barrier and reads after it, so with two
+// halves no slot is rewritten before every reader is done with it, and a round needs one barrier
+// (two for allReduce).
+//
+// Call headers: each rank writes its header before the first phase and, after that phase's
+// barrier, checks its ring predecessor's (as the TCP ring does), before taking any peer's data.
+// Every collective has a second barrier after the check, so a rank that saw a mismatch (and posts
+// nothing more) keeps every other rank from completing the call; they learn why on the control
+// connections. send/recv stay on the TCP links between the pair.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+#include "../dtype.h"
+#include "call_header.h"
+#include "process_group.h"
+#include "shm_segment.h"
+#include "socket.h"
+
+namespace flock::dist {
+
+class ShmGroup {
+ public:
+  // Throws ERR_COLLECTIVE_MISMATCH when `theirs`, the header rank `from` wrote, differs from this rank's.
+  using Check = std::function<void(int from, const CallHeader& theirs)>;
+
+  // Called by every rank during connect, while `links` (this rank's data connections, indexed by
+  // peer) are still blocking: rank 0 creates segment `name`, the others map it, and rank 0
+  // unlinks the name once all have.
+  static std::unique_ptr<ShmGroup> join(const std::string& name, int rank, int size, const std::vector<Link>& links,
+                                        const std::atomic<int>& timeout_ms, Check check);
+
+  void allreduce(const CallHeader& h, char* data, size_t n, DType dt, ReduceOp op);
+  void reduce_scatter(const CallHeader& h, const char* in, char* out, size_t m, DType dt, ReduceOp op);
+  void allgather(const CallHeader& h, const char* in, char* out, size_t m, size_t es);
+  void broadcast(const CallHeader& h, char* data, size_t bytes, int root);
+  void barrier(const CallHeader& h);
+
+ private:
+  ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, const std::atomic<int>& timeout_ms, Check check);
+  void begin(const CallHeader& h);
+  void sync();    // post the next step and wait for every rank's; the first of a call checks headers
+  void finish();  // at least one barrier after the header check
+  void alive() const;  // throws ERR_PEER_LOST when a peer's connection has closed (it died, or left)
+  size_t chunk_bytes() const { return seg_.slot_bytes() / 2; }  // what one round moves per rank
+  char* half(int rank) const;  // the half of `rank`'s slot the running round uses
+
+  ShmSegment seg_;
+  const int rank_, size_;
+  const std::vector<int> fds_;  // the peers' TCP data connections, watched while waiting
+  const std::atomic<int>& timeout_ms_;
+  const Check check_;
+  uint64_t step_ = 0;  // this rank's last posted step
+  int64_t seq_ = 0;    // the running call's number (its header slot)
+  int syncs_ = 0;      // barriers so far in the running call
+  uint64_t round_ = 0;  // rounds so far, over all calls: which half of each slot is in use
+};
+
+}  // namespace flock::dist
