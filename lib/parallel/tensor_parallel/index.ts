@@ -12,3 +12,10 @@ export {
 } from './attention';
 export { vocabParallelCrossEntropy, type VocabParallelCrossEntropyOptions } from './cross_entropy';
 export { copyToParallel, reduceFromParallel, scatterToParallel, gatherFromParallel } from './mappings';
+export {
+  CopyToParallel,
+  ReduceFromParallel,
+  ScatterToParallel,
+  GatherFromParallel,
+  type ParallelMappingOptions,
+} from './modules';

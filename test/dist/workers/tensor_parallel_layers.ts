@@ -63,6 +63,33 @@ async function main() {
     await expectClose('gatherFromParallel: nothing outside the slice', x4.grad!.abs().sum(), rows(x4.grad!, 1, rank, size).abs().sum());
   }
 
+  // The operators as modules inside nn.Sequential: scatter → a rank-weighted scale → gather gives
+  // every rank's slice scaled by its own weight; copy → reduce sums x over the group.
+  {
+    const w = rank + 1;
+    const chunkWeights = fl.tensor([Array.from({ length: 2 * size }, (_, j) => Math.floor(j / 2) + 1)], f64);
+    const scale = new fl.nn.Sequential(
+      new tp.ScatterToParallel({ group }),
+      new (class extends fl.nn.Module {
+        forward(x: fl.Tensor) {
+          return x.mul(w);
+        }
+      })(),
+      new tp.GatherFromParallel({ group }),
+    );
+    const x = leaf([2, 2 * size], 34);
+    const y = scale.forward(x);
+    await expectClose('modules: scatter → scale → gather forward', y, x.mul(chunkWeights));
+    y.sum().backward();
+    await expectClose('modules: scatter → scale → gather gradient', x.grad!, chunkWeights.expand([2, 2 * size]));
+    const x2 = leaf([3], 35);
+    const summed = new fl.nn.Sequential(new tp.CopyToParallel({ group }), new tp.ReduceFromParallel({ group })).forward(x2);
+    await expectClose('modules: copy → reduce forward', summed, x2.mul(size));
+    summed.mul(w).sum().backward();
+    await expectClose('modules: copy → reduce gradient', x2.grad!, fl.full([3], (size * (size + 1)) / 2, f64));
+    await expectError('modules: no group', () => new tp.CopyToParallel({} as never), 'ERR_ARG', 'group must be a ProcessGroup');
+  }
+
   // ColumnParallelLinear, gathered output.
   {
     fl.manualSeed(1);
