@@ -20,6 +20,16 @@ async function layers(n: number, env: NodeJS.ProcessEnv = {}) {
 
 for (const n of [2, 4]) test(`ring, ${n} ranks: ${WHAT}`, () => layers(n));
 
+test('a peer that leaves fails the ordered collectives of forward and loss.backward() with a code, no unhandled rejection', async () => {
+  const results = await runRanks('tensor_parallel_die.ts', 2, { env: { PG_TIMEOUT_MS: '3000' }, timeoutMs: 60_000 }).done;
+  const r0 = results.find((r) => r.rank === 0);
+  assert.ok(r0, 'rank 0 ran');
+  assert.is(r0.code, 0, r0.out);
+  assert.match(r0.out, /forward failed with ERR_[A-Z_]+/);
+  assert.match(r0.out, /backward failed with ERR_[A-Z_]+/);
+  assert.match(r0.out, /no unhandled rejections/);
+});
+
 if (gpuSuiteRuns('tensor parallel (nccl part)') && native.ncclInfo().available) {
   const n = Math.min(4, fl.cuda.deviceCount());
   if (n >= 2) test(`nccl, ${n} ranks on ${n} GPUs: ${WHAT}`, () => layers(n, { TP_BACKEND: 'nccl' }));
