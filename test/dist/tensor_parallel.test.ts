@@ -10,7 +10,7 @@ import { expectAllOk, runRanks } from './harness';
 import { gpuSuiteRuns } from '../gpu/gpu_present';
 
 const WHAT =
-  'column/row-parallel linear, vocab-parallel embedding and cross-entropy, parallel attention equal the unsplit layers (outputs, input and weight gradients); bad sizes and loss.backward() are refused with codes';
+  'column/row-parallel linear, vocab-parallel embedding and cross-entropy, parallel attention equal the unsplit layers (outputs, input and weight gradients) through synchronous forward and loss.backward(), alone and inside nn.Sequential; bad sizes and indices fail with codes';
 
 async function layers(n: number, env: NodeJS.ProcessEnv = {}) {
   const results = await runRanks('tensor_parallel_layers.ts', n, { env }).done;
