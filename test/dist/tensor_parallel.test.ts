@@ -15,7 +15,7 @@ const WHAT =
 async function layers(n: number, env: NodeJS.ProcessEnv = {}) {
   const results = await runRanks('tensor_parallel_layers.ts', n, { env }).done;
   expectAllOk(results);
-  for (const r of results) assert.match(r.out, /80 checks passed/);
+  for (const r of results) assert.match(r.out, /81 checks passed/);
 }
 
 for (const n of [2, 4]) test(`ring, ${n} ranks: ${WHAT}`, () => layers(n));

@@ -199,6 +199,12 @@ async function main() {
     'ERR_INDEX',
     'out of range',
   );
+  await expectError(
+    'cross-entropy: negative target',
+    () => tp.vocabParallelCrossEntropy(fl.zeros([2, 8 / size], f64), fl.tensor([1, -5], i64), { group }).data(),
+    'ERR_INDEX',
+    'out of range',
+  );
 
   // ParallelMultiheadAttention against nn.MultiheadAttention: self-attention (fused in_proj), then
   // cross-attention with a key padding mask and a causal cut, batchFirst.
