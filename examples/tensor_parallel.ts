@@ -3,7 +3,8 @@
  * across replicas, on a [dp, tp] device mesh: the hidden layers are a Megatron-LM pair (a
  * ColumnParallelLinear whose output stays split, a RowParallelLinear that sums the partial
  * products), the classifier is replicated; each dp replica takes its DistributedSampler share of
- * every epoch and gradients are averaged over the dp group after the tensor-parallel backward.
+ * every epoch and gradients are averaged over the dp group after loss.backward(). The tensor-parallel
+ * layers are ordinary modules (synchronous forward), so the model is an nn.Sequential.
  *   npx flockml launch --nproc-per-node 4 examples/tensor_parallel.ts --tp 2 --epochs 1
  *   npx flockml launch --nproc-per-node 2 examples/tensor_parallel.ts --limit 6000
  * Options: --tp N (ranks per tensor-parallel group, default 2), --epochs N, --batch B (per
@@ -29,15 +30,15 @@ async function main(): Promise<void> {
 
   // The same seed everywhere: each rank keeps its slice of the weights the unsplit MLP would draw.
   fl.manualSeed(0);
-  const up = new ColumnParallelLinear(784, 512, { group: tp, gatherOutput: false, device });
-  const down = new RowParallelLinear(512, 128, { group: tp, inputIsParallel: true, device });
-  const head = new fl.nn.Linear(128, 10, { device });
-  const modules = [up, down, head];
-  const params = modules.flatMap((m) => [...m.parameters()]);
-  const forward = async (x: fl.Tensor) => {
-    const h = await down.forward((await up.forward(normalize(x).reshape([-1, 784]))).relu());
-    return head.forward(h.relu());
-  };
+  const model = new fl.nn.Sequential(
+    new ColumnParallelLinear(784, 512, { group: tp, gatherOutput: false, device }),
+    new fl.nn.ReLU(),
+    new RowParallelLinear(512, 128, { group: tp, inputIsParallel: true, device }),
+    new fl.nn.ReLU(),
+    new fl.nn.Linear(128, 10, { device }),
+  );
+  const params = [...model.parameters()];
+  const forward = (x: fl.Tensor) => model.forward(normalize(x).reshape([-1, 784]));
   const opt = new fl.optim.Adam(params, { lr: 1e-3 });
 
   const train = fl.datasets.fashionMNIST({ split: 'train', limit });
@@ -46,9 +47,9 @@ async function main(): Promise<void> {
   const loader = new fl.data.DataLoader(train, { batchSize, sampler });
   const step = async (x: fl.Tensor, y: fl.Tensor) => {
     const xd = x.to(device);
-    const loss = fl.nn.functional.crossEntropy(await forward(xd), y.to(device));
+    const loss = fl.nn.functional.crossEntropy(forward(xd), y.to(device));
     opt.zeroGrad();
-    await fl.parallel.tensor.backward(loss);
+    loss.backward();
     await Promise.all(params.map((p) => dp.allReduce(p.grad!, { op: 'avg' }).wait()));
     fl.tidy(() => opt.step());
     return loss;
@@ -56,11 +57,11 @@ async function main(): Promise<void> {
   const { steps, msPerStep } = await trainEpochs(loader, epochs, step, { beforeEpoch: (e) => sampler.setEpoch(e), rank0Only: true });
 
   // Every rank evaluates (the tensor-parallel layers need their whole group); rank 0 reports.
-  for (const m of modules) m.eval();
+  model.eval();
   let correct = 0;
   let total = 0;
   for await (const [x, y] of new fl.data.DataLoader(fl.datasets.fashionMNIST({ split: 'test' }), { batchSize: 1000 })) {
-    const pred = (await forward(x.to(device))).argmax(1);
+    const pred = forward(x.to(device)).argmax(1);
     correct += Number(await pred.eq(y.to(device)).sum().item());
     total += y.shape[0];
   }

@@ -10,15 +10,25 @@ import { expectAllOk, runRanks } from './harness';
 import { gpuSuiteRuns } from '../gpu/gpu_present';
 
 const WHAT =
-  'column/row-parallel linear, vocab-parallel embedding and cross-entropy, parallel attention equal the unsplit layers (outputs, input and weight gradients); bad sizes and loss.backward() are refused with codes';
+  'column/row-parallel linear, vocab-parallel embedding and cross-entropy, parallel attention equal the unsplit layers (outputs, input and weight gradients) through synchronous forward and loss.backward(), alone and inside nn.Sequential; bad sizes and indices fail with codes';
 
 async function layers(n: number, env: NodeJS.ProcessEnv = {}) {
   const results = await runRanks('tensor_parallel_layers.ts', n, { env }).done;
   expectAllOk(results);
-  for (const r of results) assert.match(r.out, /66 checks passed/);
+  for (const r of results) assert.match(r.out, /81 checks passed/);
 }
 
 for (const n of [2, 4]) test(`ring, ${n} ranks: ${WHAT}`, () => layers(n));
+
+test('a peer that leaves fails the ordered collectives of forward and loss.backward() with a code, no unhandled rejection', async () => {
+  const results = await runRanks('tensor_parallel_die.ts', 2, { env: { PG_TIMEOUT_MS: '3000' }, timeoutMs: 60_000 }).done;
+  const r0 = results.find((r) => r.rank === 0);
+  assert.ok(r0, 'rank 0 ran');
+  assert.is(r0.code, 0, r0.out);
+  assert.match(r0.out, /forward failed with ERR_[A-Z_]+/);
+  assert.match(r0.out, /backward failed with ERR_[A-Z_]+/);
+  assert.match(r0.out, /no unhandled rejections/);
+});
 
 if (gpuSuiteRuns('tensor parallel (nccl part)') && native.ncclInfo().available) {
   const n = Math.min(4, fl.cuda.deviceCount());

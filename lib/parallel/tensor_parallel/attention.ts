@@ -137,7 +137,7 @@ export class ParallelMultiheadAttention extends Module {
   }
 
   /** The output, shaped like query ([L, N, E], [N, L, E] with batchFirst, or [L, E]), the same on every rank. */
-  async forward(query: Tensor, key: Tensor, value: Tensor, options: ParallelMultiheadAttentionForwardOptions = {}): Promise<Tensor> {
+  forward(query: Tensor, key: Tensor, value: Tensor, options: ParallelMultiheadAttentionForwardOptions = {}): Tensor {
     const o = checkOptions(OP, options, ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights']);
     if (o.needWeights !== undefined && o.needWeights !== false)
       throw flockError('ERR_ARG', OP, 'needWeights must be false: the attention weights are split across ranks by head');
@@ -196,7 +196,7 @@ export class ParallelMultiheadAttention extends Module {
       scaledDotProductAttention(heads(qp, l), heads(kp, s), heads(vp, s), { attnMask: mask, dropoutP: p, isCausal: isCausal && !mask });
     const attn = p > 0 ? this.#rng.run(attend) : attend();
     const mixed = linear(attn.permute([0, 2, 1, 3]).reshape([n, l, El]), this.out_proj.weight);
-    let out = await reduceFromParallel(mixed, this.group);
+    let out = reduceFromParallel(mixed, this.group);
     if (this.out_proj.bias) out = out.add(this.out_proj.bias);
     return !batched ? out.squeeze(0) : this.batchFirst ? out : out.transpose(0, 1);
   }

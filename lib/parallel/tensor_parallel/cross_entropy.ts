@@ -33,11 +33,7 @@ const OP = 'parallel.tensor.vocabParallelCrossEntropy';
  * classes [rank·C/size, (rank+1)·C/size)) and integer `target` [...] of global class indices.
  * Class weights are not supported (passing them is an error).
  */
-export async function vocabParallelCrossEntropy(
-  logits: Tensor,
-  target: Tensor,
-  options: VocabParallelCrossEntropyOptions,
-): Promise<Tensor> {
+export function vocabParallelCrossEntropy(logits: Tensor, target: Tensor, options: VocabParallelCrossEntropyOptions): Tensor {
   const o = checkOptions(OP, options, ['group', 'reduction', 'ignoreIndex', 'labelSmoothing']);
   const group = checkGroup(OP, o.group);
   const reduction = checkChoice(OP, 'reduction', o.reduction ?? 'mean', ['mean', 'sum', 'none'] as const);
@@ -59,29 +55,24 @@ export async function vocabParallelCrossEntropy(
   const start = group.rank * part;
   const t = target.to('i64');
   const ignored = t.eq(ignoreIndex);
-  const bad = Number(
-    (
-      await logicalAnd(logicalNot(ignored), logicalOr(t.lt(0), t.ge(classes)))
-        .sum()
-        .data()
-    )[0],
-  );
-  if (bad > 0) throw flockError('ERR_INDEX', OP, `${bad} targets are outside [0, ${classes}) and not ignoreIndex ${ignoreIndex}`);
-
   // The max is a constant shift (it cancels in the loss), so it carries no gradient.
   const rowMax = noGrad(() => logits.detach().max([-1], true).contiguous().clone());
-  if (group.size > 1) await group.allReduce(rowMax, { op: 'max' }).wait();
+  if (group.size > 1) group.allReduce(rowMax, { op: 'max', ordered: true });
   const shifted = logits.sub(rowMax);
   const outside = logicalOr(t.lt(start), t.ge(start + part));
-  const local = where(outside, 0, t.sub(start)).to('i64');
+  // Another rank's classes and ignored targets pick class 0 and are zeroed. A target outside
+  // [0, classes) that is not ignoreIndex keeps target − start, outside this rank's classes too, so
+  // the gather fails on every rank (ERR_INDEX at the next sync point) and the collectives stay in step.
+  const bad = logicalAnd(logicalNot(ignored), logicalOr(t.lt(0), t.ge(classes)));
+  const local = where(logicalAnd(outside, logicalNot(bad)), 0, t.sub(start)).to('i64');
   const picked = shifted.gather(-1, local.unsqueeze(-1)).squeeze(-1).maskedFill(outside, 0);
-  const targetLogit = await reduceFromParallel(picked, group);
-  const sumExp = await reduceFromParallel(shifted.exp().sum([-1]), group);
+  const targetLogit = reduceFromParallel(picked, group);
+  const sumExp = reduceFromParallel(shifted.exp().sum([-1]), group);
   const logZ = sumExp.log();
   let perRow = logZ.sub(targetLogit);
   if (smoothing > 0) {
     // −mean over all classes of log p = log Z − (Σ shifted logits) / C; the sum is reduced like the others.
-    const uniform = logZ.sub((await reduceFromParallel(shifted.sum([-1]), group)).div(classes));
+    const uniform = logZ.sub(reduceFromParallel(shifted.sum([-1]), group).div(classes));
     perRow = perRow.mul(1 - smoothing).add(uniform.mul(smoothing));
   }
   const loss = perRow.maskedFill(ignored, 0);

@@ -10,7 +10,7 @@ import { Module } from '../../nn/module';
 import { Embedding } from '../../nn/embedding';
 import type { Parameter } from '../../nn/parameter';
 import { embedding } from '../../nn/functional/basic';
-import { logicalOr, where } from '../../ops/elementwise';
+import { logicalAnd, logicalOr, where } from '../../ops/elementwise';
 import { checkOptions, flockError } from '../../errors';
 import { checkInt } from '../../validate';
 import { checkGroup, reduceFromParallel } from './mappings';
@@ -50,16 +50,21 @@ export class VocabParallelEmbedding extends Module {
     full.weight.dispose();
   }
 
-  /** Integer indices of any shape → [..., embeddingDim], the same on every rank of the group. */
-  async forward(indices: Tensor): Promise<Tensor> {
+  /**
+   * Integer indices of any shape → [..., embeddingDim], the same on every rank of the group. An
+   * index outside [0, numEmbeddings) fails the lookup on every rank (ERR_INDEX at the next sync
+   * point, as nn.Embedding), so the group's collectives stay in step.
+   */
+  forward(indices: Tensor): Tensor {
     const op = 'VocabParallelEmbedding';
     if (typeof indices !== 'object' || indices === null || !('dtype' in indices) || (indices.dtype !== 'i64' && indices.dtype !== 'i32'))
       throw flockError('ERR_DTYPE', op, 'indices must be an i64 or i32 tensor');
-    // nn.Embedding refuses such an index; here it would silently look up zeros on every rank.
-    const bad = Number((await logicalOr(indices.lt(0), indices.ge(this.numEmbeddings)).sum().data())[0]);
-    if (bad > 0) throw flockError('ERR_INDEX', op, `${bad} of the indices are outside [0, ${this.numEmbeddings})`);
     const outside = logicalOr(indices.lt(this.vocabStart), indices.ge(this.vocabEnd));
-    const local = where(outside, 0, indices.sub(this.vocabStart)).to(indices.dtype);
+    // Another rank's rows look up row 0 and are zeroed. An index outside the whole table keeps
+    // index − vocabStart, which is outside this rank's rows too, so the lookup fails on every rank
+    // instead of silently returning zeros.
+    const valid = logicalAnd(indices.ge(0), indices.lt(this.numEmbeddings));
+    const local = where(logicalAnd(outside, valid), 0, indices.sub(this.vocabStart)).to(indices.dtype);
     const rows = embedding(local, this.weight);
     return reduceFromParallel(rows.maskedFill(outside.unsqueeze(-1), 0), this.group);
   }

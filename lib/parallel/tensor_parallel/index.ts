@@ -1,6 +1,7 @@
 /**
  * fl.parallel.tensor: Megatron-LM's tensor-parallel layers, the conjugate operators they are built
- * from, a vocabulary-parallel cross-entropy, and the backward pass that runs their collectives.
+ * from, and a vocabulary-parallel cross-entropy. Forward and backward are synchronous: their
+ * collectives are ordered on the device, so `loss.backward()` trains them.
  */
 export { ColumnParallelLinear, RowParallelLinear, type ColumnParallelLinearOptions, type RowParallelLinearOptions } from './linear';
 export { VocabParallelEmbedding, type VocabParallelEmbeddingOptions } from './embedding';
@@ -11,4 +12,10 @@ export {
 } from './attention';
 export { vocabParallelCrossEntropy, type VocabParallelCrossEntropyOptions } from './cross_entropy';
 export { copyToParallel, reduceFromParallel, scatterToParallel, gatherFromParallel } from './mappings';
-export { backward, CommNode, type TensorParallelBackwardOptions } from './backward';
+export {
+  CopyToParallel,
+  ReduceFromParallel,
+  ScatterToParallel,
+  GatherFromParallel,
+  type ParallelMappingOptions,
+} from './modules';

@@ -6,7 +6,8 @@
  *
  *   const up = new ColumnParallelLinear(512, 2048, { group: tp, gatherOutput: false });
  *   const down = new RowParallelLinear(2048, 512, { group: tp, inputIsParallel: true });
- *   const y = await down.forward(up.forward(x).relu());   // up.forward is async too
+ *   const mlp = new nn.Sequential(up, new nn.ReLU(), down);
+ *   const y = mlp.forward(x);   // synchronous: the collectives are ordered on the device
  */
 import type { Tensor } from '../../tensor';
 import type { DType } from '../../dtype';
@@ -67,7 +68,7 @@ export class ColumnParallelLinear extends Module {
   }
 
   /** [..., inFeatures] → [..., outFeatures] (gatherOutput) or this rank's [..., outFeatures / size]. */
-  async forward(x: Tensor): Promise<Tensor> {
+  forward(x: Tensor): Tensor {
     const y = linear(copyToParallel(x, this.group), this.weight, this.bias);
     return this.gatherOutput ? gatherFromParallel(y, this.group) : y;
   }
@@ -106,9 +107,9 @@ export class RowParallelLinear extends Module {
   }
 
   /** [..., inFeatures / size] (inputIsParallel) or [..., inFeatures] → [..., outFeatures] on every rank. */
-  async forward(x: Tensor): Promise<Tensor> {
+  forward(x: Tensor): Tensor {
     const xp = this.inputIsParallel ? x : scatterToParallel(x, this.group);
-    const y = await reduceFromParallel(linear(xp, this.weight), this.group);
+    const y = reduceFromParallel(linear(xp, this.weight), this.group);
     return this.bias ? y.add(this.bias) : y;
   }
 

@@ -9,8 +9,12 @@
  * | scatterToParallel | this rank's slice of the last dim | allgather along the last dim |
  * | gatherFromParallel | allgather along the last dim | this rank's slice |
  *
- * Operators that communicate in forward are async; those that communicate in backward record a
- * CommNode, run by {@link backward}.
+ * Every collective is ordered (`{ ordered: true }`): the work queued on the tensors' device after it
+ * waits for it inside the device's stream, so each operator returns its result at once, the next op
+ * uses it without awaiting the Work, and the backward functions recorded here run inside the
+ * ordinary autograd engine (`loss.backward()`). A failed collective fails the ops queued after it:
+ * the error reaches the next sync point (`data()`, `item()`). The Works are never awaited; Work
+ * attaches its own handler, so they cannot become unhandled rejections.
  */
 import type { Tensor } from '../../tensor';
 import { record } from '../../autograd/node';
@@ -19,7 +23,6 @@ import { noGrad } from '../../autograd/grad_mode';
 import { isFloating } from '../../dtype';
 import { flockError } from '../../errors';
 import type { ProcessGroup } from '../../distributed/process_group';
-import { recordComm } from './backward';
 
 function checkTensor(op: string, x: unknown): Tensor {
   if (typeof x !== 'object' || x === null || !('handle' in x) || !('shape' in x))
@@ -37,18 +40,19 @@ export function checkGroup(op: string, group: unknown): ProcessGroup {
 /** A contiguous copy with its own storage, for collectives that write in place. */
 const ownCopy = (x: Tensor): Tensor => noGrad(() => x.contiguous().clone());
 
-async function allReduceSum(x: Tensor, group: ProcessGroup): Promise<Tensor> {
+/** `x` summed over the group, in a buffer of its own (a collective writes in place). */
+function allReduceSum(x: Tensor, group: ProcessGroup): Tensor {
   const y = ownCopy(x);
-  if (group.size > 1) await group.allReduce(y).wait();
+  if (group.size > 1) group.allReduce(y, { ordered: true });
   return y;
 }
 
 /** Every rank's `x` concatenated along the last dimension, in group-rank order. */
-async function allGatherLast(x: Tensor, group: ProcessGroup): Promise<Tensor> {
+function allGatherLast(x: Tensor, group: ProcessGroup): Tensor {
   if (group.size === 1) return ownCopy(x);
   const src = ownCopy(x);
-  const out = zeros([group.size, ...x.shape], { dtype: x.dtype, device: x.device });
-  await group.allGather(out, src).wait();
+  const out = noGrad(() => zeros([group.size, ...x.shape], { dtype: x.dtype, device: x.device }));
+  group.allGather(out, src, { ordered: true });
   const n = x.ndim;
   // [size, ..., d] → [..., size, d] → [..., size·d]
   return noGrad(() =>
@@ -72,17 +76,16 @@ export function copyToParallel(x: Tensor, group: ProcessGroup): Tensor {
   const op = 'parallel.tensor.copyToParallel';
   checkTensor(op, x);
   checkGroup(op, group);
-  const y = x.detach();
-  return recordComm(y, 'copyToParallel', x, (g) => allReduceSum(g, group));
+  return record(x.detach(), 'copyToParallel', [x], (g) => [allReduceSum(g, group)], { savesOutput: false });
 }
 
 /** g: sums `x` over the group in forward; the gradient passes unchanged in backward. */
-export async function reduceFromParallel(x: Tensor, group: ProcessGroup): Promise<Tensor> {
+export function reduceFromParallel(x: Tensor, group: ProcessGroup): Tensor {
   const op = 'parallel.tensor.reduceFromParallel';
   checkTensor(op, x);
   checkGroup(op, group);
   if (!isFloating(x.dtype) && x.requiresGrad) throw flockError('ERR_DTYPE', op, `a gradient needs a floating dtype, got ${x.dtype}`);
-  const y = await allReduceSum(x, group);
+  const y = allReduceSum(x, group);
   return record(y, 'reduceFromParallel', [x], (g) => [g], { savesOutput: false });
 }
 
@@ -92,14 +95,14 @@ export function scatterToParallel(x: Tensor, group: ProcessGroup): Tensor {
   checkTensor(op, x);
   checkGroup(op, group);
   const y = noGrad(() => lastDimSlice(op, x, group).contiguous().clone());
-  return recordComm(y, 'scatterToParallel', x, (g) => allGatherLast(g, group));
+  return record(y, 'scatterToParallel', [x], (g) => [allGatherLast(g, group)], { savesOutput: false });
 }
 
 /** Concatenates every rank's `x` along the last dimension; the gradient is sliced back in backward. */
-export async function gatherFromParallel(x: Tensor, group: ProcessGroup): Promise<Tensor> {
+export function gatherFromParallel(x: Tensor, group: ProcessGroup): Tensor {
   const op = 'parallel.tensor.gatherFromParallel';
   checkTensor(op, x);
   checkGroup(op, group);
-  const y = await allGatherLast(x, group);
+  const y = allGatherLast(x, group);
   return record(y, 'gatherFromParallel', [x], (g) => [lastDimSlice(op, g, group).contiguous()], { savesOutput: false });
 }

@@ -1,8 +1,9 @@
 /**
  * Every tensor-parallel layer against its unsplit counterpart built from the same seed, on all the
  * ranks of the world as one tensor-parallel group: forward outputs, input gradients and weight
- * gradients (this rank's slice of the unsplit layer's), in f64. Then the refusals: loss.backward()
- * on a graph with a collective in backward, and sizes that do not divide.
+ * gradients (this rank's slice of the unsplit layer's), in f64, all through the synchronous API
+ * and plain loss.backward(). Then the layers inside nn.Sequential trained end to end, and the
+ * refusals: indices out of range and sizes that do not divide.
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup, deviceMesh } from '../../../lib/distributed/index';
@@ -37,29 +38,56 @@ async function main() {
     const w = rank + 1;
     const total = (size * (size + 1)) / 2;
     const x = leaf([2, 2 * size], 30);
-    await tp.backward(tp.copyToParallel(x, group).mul(w).sum());
+    tp.copyToParallel(x, group).mul(w).sum().backward();
     await expectClose('copyToParallel: gradient summed over the group', x.grad!, fl.full([2, 2 * size], total, f64));
     const x2 = leaf([2, 2 * size], 31);
-    const reduced = await tp.reduceFromParallel(x2.mul(w), group);
+    const reduced = tp.reduceFromParallel(x2.mul(w), group);
     await expectClose('reduceFromParallel: forward sum', reduced, x2.mul(total));
-    await tp.backward(reduced.sum());
+    reduced.sum().backward();
     await expectClose('reduceFromParallel: identity backward', x2.grad!, fl.full([2, 2 * size], w, f64));
     const x3 = leaf([2, 2 * size], 32);
     const mine = tp.scatterToParallel(x3, group);
     await expectClose("scatterToParallel: this rank's slice", mine, rows(x3, 1, rank, size));
-    await tp.backward(mine.mul(w).sum());
+    mine.mul(w).sum().backward();
     const chunkWeights = fl.tensor([Array.from({ length: 2 * size }, (_, j) => Math.floor(j / 2) + 1)], f64);
     await expectClose('scatterToParallel: gradient gathered', x3.grad!, chunkWeights.expand([2, 2 * size]));
     const x4 = leaf([2, 2 * size], 33);
-    const gathered = await tp.gatherFromParallel(rows(x4, 1, rank, size), group);
+    const gathered = tp.gatherFromParallel(rows(x4, 1, rank, size), group);
     await expectClose('gatherFromParallel: forward', gathered, x4);
-    await tp.backward(gathered.mul(chunkWeights).sum());
+    gathered.mul(chunkWeights).sum().backward();
     await expectClose(
       'gatherFromParallel: backward slices',
       rows(x4.grad!, 1, rank, size),
       rows(chunkWeights.expand([2, 2 * size]), 1, rank, size),
     );
     await expectClose('gatherFromParallel: nothing outside the slice', x4.grad!.abs().sum(), rows(x4.grad!, 1, rank, size).abs().sum());
+  }
+
+  // The operators as modules inside nn.Sequential: scatter → a rank-weighted scale → gather gives
+  // every rank's slice scaled by its own weight; copy → reduce sums x over the group.
+  {
+    const w = rank + 1;
+    const chunkWeights = fl.tensor([Array.from({ length: 2 * size }, (_, j) => Math.floor(j / 2) + 1)], f64);
+    const scale = new fl.nn.Sequential(
+      new tp.ScatterToParallel({ group }),
+      new (class extends fl.nn.Module {
+        forward(x: fl.Tensor) {
+          return x.mul(w);
+        }
+      })(),
+      new tp.GatherFromParallel({ group }),
+    );
+    const x = leaf([2, 2 * size], 34);
+    const y = scale.forward(x);
+    await expectClose('modules: scatter → scale → gather forward', y, x.mul(chunkWeights));
+    y.sum().backward();
+    await expectClose('modules: scatter → scale → gather gradient', x.grad!, chunkWeights.expand([2, 2 * size]));
+    const x2 = leaf([3], 35);
+    const summed = new fl.nn.Sequential(new tp.CopyToParallel({ group }), new tp.ReduceFromParallel({ group })).forward(x2);
+    await expectClose('modules: copy → reduce forward', summed, x2.mul(size));
+    summed.mul(w).sum().backward();
+    await expectClose('modules: copy → reduce gradient', x2.grad!, fl.full([3], (size * (size + 1)) / 2, f64));
+    await expectError('modules: no group', () => new tp.CopyToParallel({} as never), 'ERR_ARG', 'group must be a ProcessGroup');
   }
 
   // ColumnParallelLinear, gathered output.
@@ -70,10 +98,10 @@ async function main() {
     const col = new tp.ColumnParallelLinear(6, 8, { group, ...f64 });
     const x = leaf([3, 6], 2);
     const xr = leaf([3, 6], 2);
-    const y = await col.forward(x);
+    const y = col.forward(x);
     const yr = ref.forward(xr);
     await expectClose('column: output', y, yr);
-    await tp.backward(project(y, 3));
+    project(y, 3).backward();
     project(yr, 3).backward();
     await expectClose('column: input grad', x.grad!, xr.grad!);
     await expectClose('column: weight grad', col.weight.grad!, rows(ref.weight.grad!, 0, rank, size));
@@ -90,10 +118,10 @@ async function main() {
     const c2 = new tp.RowParallelLinear(8, 4, { group, inputIsParallel: true, ...f64 });
     const x = leaf([2, 3, 4], 5);
     const xr = leaf([2, 3, 4], 5);
-    const y = await c2.forward((await c1.forward(x)).gelu());
+    const y = c2.forward(c1.forward(x).gelu());
     const yr = r2.forward(r1.forward(xr).gelu());
     await expectClose('mlp: output', y, yr);
-    await tp.backward(project(y, 6));
+    project(y, 6).backward();
     project(yr, 6).backward();
     await expectClose('mlp: input grad', x.grad!, xr.grad!);
     await expectClose('mlp: column weight grad', c1.weight.grad!, rows(r1.weight.grad!, 0, rank, size));
@@ -110,10 +138,10 @@ async function main() {
     const row = new tp.RowParallelLinear(8, 3, { group, bias: false, ...f64 });
     const x = leaf([5, 8], 8);
     const xr = leaf([5, 8], 8);
-    const y = await row.forward(x);
+    const y = row.forward(x);
     const yr = ref.forward(xr);
     await expectClose('row: output', y, yr);
-    await tp.backward(project(y, 9));
+    project(y, 9).backward();
     project(yr, 9).backward();
     await expectClose('row: input grad', x.grad!, xr.grad!);
     await expectClose('row: weight grad', row.weight.grad!, rows(ref.weight.grad!, 1, rank, size));
@@ -132,13 +160,15 @@ async function main() {
       ],
       i64,
     );
-    const y = await emb.forward(idx);
+    const y = emb.forward(idx);
     const yr = ref.forward(idx);
     await expectClose('embedding: output', y, yr);
-    await tp.backward(project(y, 11));
+    project(y, 11).backward();
     project(yr, 11).backward();
     await expectClose('embedding: weight grad', emb.weight.grad!, rows(ref.weight.grad!, 0, rank, size));
-    await expectError('embedding: index out of range', () => emb.forward(fl.tensor([12], i64)), 'ERR_INDEX', 'outside [0, 12)');
+    // The lookup fails on every rank, at the next sync point, and the group stays usable.
+    await expectError('embedding: index out of range', () => emb.forward(fl.tensor([12], i64)).data(), 'ERR_INDEX', 'out of range');
+    await expectError('embedding: negative index', () => emb.forward(fl.tensor([-1], i64)).data(), 'ERR_INDEX', 'out of range');
   }
 
   // vocabParallelCrossEntropy against crossEntropy of the whole logits, each reduction, with ignored targets.
@@ -152,10 +182,10 @@ async function main() {
     const fullRef = leaf([6, 8], 12);
     const target = fl.tensor([0, 7, 3, -100, 4, 5], i64);
     const mine = full.narrow(1, rank * (8 / size), 8 / size);
-    const loss = await tp.vocabParallelCrossEntropy(mine, target, { group, reduction, labelSmoothing });
+    const loss = tp.vocabParallelCrossEntropy(mine, target, { group, reduction, labelSmoothing });
     const lossRef = fl.nn.functional.crossEntropy(fullRef, target, { reduction, labelSmoothing });
     await expectClose(`cross-entropy ${reduction}, smoothing ${labelSmoothing}: loss`, loss, lossRef);
-    await tp.backward(reduction === 'none' ? project(loss, 13) : loss);
+    (reduction === 'none' ? project(loss, 13) : loss).backward();
     (reduction === 'none' ? project(lossRef, 13) : lossRef).backward();
     await expectClose(
       `cross-entropy ${reduction}, smoothing ${labelSmoothing}: logit grad`,
@@ -165,9 +195,15 @@ async function main() {
   }
   await expectError(
     'cross-entropy: target out of range',
-    () => tp.vocabParallelCrossEntropy(fl.zeros([1, 8 / size], f64), fl.tensor([8], i64), { group }),
+    () => tp.vocabParallelCrossEntropy(fl.zeros([1, 8 / size], f64), fl.tensor([8], i64), { group }).data(),
     'ERR_INDEX',
-    'outside [0, 8)',
+    'out of range',
+  );
+  await expectError(
+    'cross-entropy: negative target',
+    () => tp.vocabParallelCrossEntropy(fl.zeros([2, 8 / size], f64), fl.tensor([1, -5], i64), { group }).data(),
+    'ERR_INDEX',
+    'out of range',
   );
 
   // ParallelMultiheadAttention against nn.MultiheadAttention: self-attention (fused in_proj), then
@@ -184,13 +220,13 @@ async function main() {
     const kvr = leaf([3, 2, 8], 16);
     const kpm = fl.tensor(Uint8Array.from([0, 0, 0, 1, 0, 0]), { dtype: 'bool', shape: [3, 2], device });
     const opts = cross ? { keyPaddingMask: kpm, isCausal: true } : {};
-    const y = cross ? await par.forward(q, kv, kv, opts) : await par.forward(q, q, q);
+    const y = cross ? par.forward(q, kv, kv, opts) : par.forward(q, q, q);
     const [yr] = cross
       ? ref.forward(qr, kvr, kvr, { ...opts, needWeights: false, attnMask: fl.nn.causalMask(2, device) })
       : ref.forward(qr, qr, qr, { needWeights: false });
     const what = cross ? 'cross-attention' : 'self-attention';
     await expectClose(`${what}: output`, y, yr);
-    await tp.backward(project(y, 17));
+    project(y, 17).backward();
     project(yr, 17).backward();
     await expectClose(`${what}: query grad`, q.grad!, qr.grad!);
     if (cross) await expectClose(`${what}: key/value grad`, kv.grad!, kvr.grad!);
@@ -226,10 +262,10 @@ async function main() {
     const kr = leaf([5, 2, 6], 20);
     const v = leaf([5, 2, 4], 21);
     const vr = leaf([5, 2, 4], 21);
-    const y = await par.forward(q, k, v);
+    const y = par.forward(q, k, v);
     const [yr] = ref.forward(qr, kr, vr, { needWeights: false });
     await expectClose('kdim/vdim: output', y, yr);
-    await tp.backward(project(y, 22));
+    project(y, 22).backward();
     project(yr, 22).backward();
     for (const [name, mine, want] of [
       ['query', q, qr],
@@ -258,16 +294,16 @@ async function main() {
     const par = new tp.ParallelMultiheadAttention(8, 4, { group, dropout: 0.5, ...f64 });
     const q = leaf([3, 2, 8], 21);
     const before = JSON.stringify(fl.getRngState());
-    const a = await par.forward(q, q, q);
-    const b = await par.forward(q, q, q);
+    const a = par.forward(q, q, q);
+    const b = par.forward(q, q, q);
     if (JSON.stringify(fl.getRngState()) !== before) throw new Error('attention dropout moved the global generator');
     par.eval();
-    const c = await par.forward(q, q, q);
+    const c = par.forward(q, q, q);
     const same = async (x: fl.Tensor, y: fl.Tensor) => (await x.sub(y).abs().max().item()) < 1e-12;
     if ((await same(a, b)) || (await same(a, c))) throw new Error('attention dropout drew no fresh mask');
   }
 
-  // The tensor-parallel backward: leaf hooks fire once with the final gradient, retainGraph lets a
+  // loss.backward() through the collectives: leaf hooks fire once with the final gradient, retainGraph lets a
   // second pass accumulate, and without it a second pass is refused.
   {
     fl.manualSeed(1);
@@ -281,81 +317,124 @@ async function main() {
       hooked++;
       return g.mul(2);
     });
-    const loss = project(await col.forward(x), 3);
-    await tp.backward(loss, { retainGraph: true });
-    await tp.backward(loss);
+    const loss = project(col.forward(x), 3);
+    loss.backward({ retainGraph: true });
+    loss.backward();
     project(ref.forward(xr), 3).backward();
     if (hooked !== 2) throw new Error(`the input's hook ran ${hooked} times, expected 2`);
     await expectClose('backward: hooked input grad over two passes', x.grad!, xr.grad!.mul(4));
     await expectClose('backward: weight grad over two passes', col.weight.grad!, rows(ref.weight.grad!, 0, rank, size).mul(2));
-    await expectError('backward: a released graph', () => tp.backward(loss), 'ERR_AUTOGRAD', 'second time');
+    await expectError('backward: a released graph', () => loss.backward(), 'ERR_AUTOGRAD', 'second time');
   }
 
-  // Refusals.
+  // The layers inside nn.Sequential, trained end to end with loss.backward() and an optimizer:
+  // a vocab-parallel embedding, a column/row-parallel MLP and a vocab-parallel head against the
+  // unsplit model, two SGD steps, then the next loss, the logit gradient... all compared.
   {
-    fl.manualSeed(1);
-    const col = new tp.ColumnParallelLinear(4, 2 * size, { group, gatherOutput: false, ...f64 });
-    const y = await col.forward(leaf([2, 4], 1));
-    await expectError(
-      'loss.backward() on a graph with copyToParallel',
-      () => y.sum().backward(),
-      'ERR_AUTOGRAD',
-      'fl.parallel.tensor.backward',
-    );
-    if (size > 1) {
-      const odd = 2 * size + 1;
-      await expectError(
-        'column: outFeatures',
-        () => new tp.ColumnParallelLinear(4, odd, { group }),
-        'ERR_SHAPE',
-        `outFeatures ${odd} must be divisible`,
-      );
-      await expectError(
-        'row: inFeatures',
-        () => new tp.RowParallelLinear(odd, 4, { group }),
-        'ERR_SHAPE',
-        `inFeatures ${odd} must be divisible`,
-      );
-      await expectError(
-        'embedding: rows',
-        () => new tp.VocabParallelEmbedding(odd, 4, { group }),
-        'ERR_SHAPE',
-        `numEmbeddings ${odd} must be divisible`,
-      );
-      await expectError(
-        'attention: heads',
-        () => new tp.ParallelMultiheadAttention(odd * 2, odd, { group }),
-        'ERR_SHAPE',
-        `numHeads ${odd} must be divisible`,
-      );
-      await expectError(
-        'scatter: last dim',
-        () => tp.scatterToParallel(fl.zeros([2, odd], f64), group),
-        'ERR_SHAPE',
-        'divisible by the group size',
-      );
-    }
-    await expectError(
-      'attention: needWeights',
-      () =>
-        new tp.ParallelMultiheadAttention(8, 4, { group, device }).forward(
-          fl.zeros([2, 8], f64),
-          fl.zeros([2, 8], f64),
-          fl.zeros([2, 8], f64),
-          { needWeights: true } as never,
+    const V = 4 * size;
+    const build = (parallel: boolean) => {
+      const seeded = <T>(seed: number, make: () => T) => {
+        fl.manualSeed(seed);
+        return make();
+      };
+      return new fl.nn.Sequential(
+        seeded(40, () => (parallel ? new tp.VocabParallelEmbedding(V, 6, { group, ...f64 }) : new fl.nn.Embedding(V, 6, f64))),
+        seeded(41, () =>
+          parallel ? new tp.ColumnParallelLinear(6, 4 * size, { group, gatherOutput: false, ...f64 }) : new fl.nn.Linear(6, 4 * size, f64),
         ),
-      'ERR_ARG',
-      'needWeights must be false',
-    );
-    await expectError('column: no group', () => new tp.ColumnParallelLinear(4, 4, {} as never), 'ERR_ARG', 'group must be a ProcessGroup');
-    await expectError(
-      'column: unknown option',
-      () => new tp.ColumnParallelLinear(4, 4, { group, gather: true } as never),
-      'ERR_ARG',
-      'gatherOutput',
-    );
-    await expectError('mesh: wrong size', () => deviceMesh([size + 1]), 'ERR_SHAPE', `holds ${size + 1} ranks but the world has ${size}`);
+        new fl.nn.GELU(),
+        seeded(42, () =>
+          parallel ? new tp.RowParallelLinear(4 * size, 6, { group, inputIsParallel: true, ...f64 }) : new fl.nn.Linear(4 * size, 6, f64),
+        ),
+        seeded(43, () =>
+          parallel ? new tp.ColumnParallelLinear(6, V, { group, gatherOutput: false, ...f64 }) : new fl.nn.Linear(6, V, f64),
+        ),
+      );
+    };
+    const model = build(true);
+    const ref = build(false);
+    const opt = new fl.optim.SGD([...model.parameters()], { lr: 0.5 });
+    const optRef = new fl.optim.SGD([...ref.parameters()], { lr: 0.5 });
+    fl.manualSeed(44);
+    const idx = fl.randint(0, V, [3, 5], { device });
+    const target = fl.randint(0, V, [3, 5], { device });
+    for (let step = 0; step < 3; step++) {
+      opt.zeroGrad();
+      optRef.zeroGrad();
+      const loss = tp.vocabParallelCrossEntropy(model.forward(idx), target, { group });
+      const lossRef = fl.nn.functional.crossEntropy(ref.forward(idx).reshape([-1, V]), target.reshape([-1]));
+      await expectClose(`sequential step ${step}: loss`, loss, lossRef);
+      loss.backward();
+      lossRef.backward();
+      const head = model.at(4) as tp.ColumnParallelLinear;
+      await expectClose(
+        `sequential step ${step}: head weight grad`,
+        head.weight.grad!,
+        rows((ref.at(4) as fl.nn.Linear).weight.grad!, 0, rank, size),
+      );
+      const embedding = model.at(0) as tp.VocabParallelEmbedding;
+      await expectClose(
+        `sequential step ${step}: embedding grad`,
+        embedding.weight.grad!,
+        rows((ref.at(0) as fl.nn.Embedding).weight.grad!, 0, rank, size),
+      );
+      opt.step();
+      optRef.step();
+    }
   }
+  if (size > 1) {
+    const odd = 2 * size + 1;
+    await expectError(
+      'column: outFeatures',
+      () => new tp.ColumnParallelLinear(4, odd, { group }),
+      'ERR_SHAPE',
+      `outFeatures ${odd} must be divisible`,
+    );
+    await expectError(
+      'row: inFeatures',
+      () => new tp.RowParallelLinear(odd, 4, { group }),
+      'ERR_SHAPE',
+      `inFeatures ${odd} must be divisible`,
+    );
+    await expectError(
+      'embedding: rows',
+      () => new tp.VocabParallelEmbedding(odd, 4, { group }),
+      'ERR_SHAPE',
+      `numEmbeddings ${odd} must be divisible`,
+    );
+    await expectError(
+      'attention: heads',
+      () => new tp.ParallelMultiheadAttention(odd * 2, odd, { group }),
+      'ERR_SHAPE',
+      `numHeads ${odd} must be divisible`,
+    );
+    await expectError(
+      'scatter: last dim',
+      () => tp.scatterToParallel(fl.zeros([2, odd], f64), group),
+      'ERR_SHAPE',
+      'divisible by the group size',
+    );
+  }
+  await expectError(
+    'attention: needWeights',
+    () =>
+      new tp.ParallelMultiheadAttention(8, 4, { group, device }).forward(
+        fl.zeros([2, 8], f64),
+        fl.zeros([2, 8], f64),
+        fl.zeros([2, 8], f64),
+        { needWeights: true } as never,
+      ),
+    'ERR_ARG',
+    'needWeights must be false',
+  );
+  await expectError('column: no group', () => new tp.ColumnParallelLinear(4, 4, {} as never), 'ERR_ARG', 'group must be a ProcessGroup');
+  await expectError(
+    'column: unknown option',
+    () => new tp.ColumnParallelLinear(4, 4, { group, gather: true } as never),
+    'ERR_ARG',
+    'gatherOutput',
+  );
+  await expectError('mesh: wrong size', () => deviceMesh([size + 1]), 'ERR_SHAPE', `holds ${size + 1} ranks but the world has ${size}`);
 
   console.log(`rank ${rank}: ${checks} checks passed`);
   await destroyProcessGroup();

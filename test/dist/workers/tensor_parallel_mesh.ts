@@ -55,11 +55,11 @@ function parallel(group: ProcessGroup) {
   const down = new tp.RowParallelLinear(2 * E, E, { group, inputIsParallel: true, dtype: 'f64' });
   fl.manualSeed(5);
   const head = new tp.ColumnParallelLinear(E, V, { group, gatherOutput: false, dtype: 'f64' });
-  const loss = async (x: fl.Tensor, y: fl.Tensor) => {
-    const e = await emb.forward(x);
-    const h = e.add(await attn.forward(e, e, e, { isCausal: true }));
-    const h2 = h.add(await down.forward((await up.forward(h)).relu()));
-    return tp.vocabParallelCrossEntropy(await head.forward(h2), y, { group });
+  const loss = (x: fl.Tensor, y: fl.Tensor) => {
+    const e = emb.forward(x);
+    const h = e.add(attn.forward(e, e, e, { isCausal: true }));
+    const h2 = h.add(down.forward(up.forward(h).relu()));
+    return tp.vocabParallelCrossEntropy(head.forward(h2), y, { group });
   };
   return { emb, attn, up, down, head, loss };
 }
@@ -127,7 +127,7 @@ async function main() {
   const d = mesh.localRank('dp');
   const losses: number[] = [];
   for (let s = 0; s < STEPS; s++) {
-    const loss = await model.loss(
+    const loss = model.loss(
       xs
         .narrow(0, s, 1)
         .squeeze(0)
@@ -138,7 +138,7 @@ async function main() {
         .narrow(0, d * half, half),
     );
     losses.push(Number((await loss.data())[0]));
-    await tp.backward(loss);
+    loss.backward();
     await Promise.all(params.map((p) => dpGroup.allReduce(p.grad!, { op: 'avg' }).wait()));
     sgd(params);
   }
