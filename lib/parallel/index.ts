@@ -12,3 +12,4 @@ export {
   type Action as PipelineAction,
 } from './pipeline_schedule';
 export { replicate } from './devices';
+export { ZeroRedundancyOptimizer, type ZeroOptions, type ZeroStage } from './zero/index';
