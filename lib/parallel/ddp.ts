@@ -131,7 +131,10 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       );
     this.#zeroStage = stage as 0 | 1 | 2;
     if (this.#zeroStage === 2 && this.#compression !== 'none')
-      throw argError(op, `compression '${this.#compression}' is not implemented with zeroStage 2 (gradients are reduce-scattered in full precision)`);
+      throw argError(
+        op,
+        `compression '${this.#compression}' is not implemented with zeroStage 2 (gradients are reduce-scattered in full precision)`,
+      );
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = capMB * 1024 * 1024;
     this.#reducer = new BucketReducer(this.#params, cap, (flat, bucket) => this.#launch(flat, bucket));
@@ -342,9 +345,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   #launchScatter(flat: Tensor, bucket: number): { work: Work } {
     const s = this.#spaces[bucket];
     const pad = s.per * s.worldSize - s.numel;
-    const input = pad
-      ? keep(noGrad(() => tidy(() => cat([flat, zeros([pad], { dtype: flat.dtype, device: flat.device })], 0))))
-      : flat;
+    const input = pad ? keep(noGrad(() => tidy(() => cat([flat, zeros([pad], { dtype: flat.dtype, device: flat.device })], 0)))) : flat;
     if (pad) this.#padded.push(input);
     this.#gradShards[bucket]?.dispose();
     const out = keep(zeros([s.per], { dtype: flat.dtype, device: flat.device }));

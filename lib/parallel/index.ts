@@ -12,4 +12,11 @@ export {
   type Action as PipelineAction,
 } from './pipeline_schedule';
 export { replicate } from './devices';
-export { ZeroRedundancyOptimizer, type ZeroOptions, type ZeroStage } from './zero/index';
+export {
+  ZeroRedundancyOptimizer,
+  FullyShardedDataParallel,
+  type ZeroOptions,
+  type ZeroStage,
+  type FSDPOptions,
+  type ShardedUnit,
+} from './zero/index';

@@ -36,7 +36,10 @@ export function makeSpace(op: string, params: Tensor[], worldSize: number): Flat
   let numel = 0;
   for (const p of params) {
     if (p.dtype !== dtype || p.device !== device)
-      throw argError(op, `parameters of one flat space must share dtype and device, got ${dtype} on ${device} and ${p.dtype} on ${p.device}`);
+      throw argError(
+        op,
+        `parameters of one flat space must share dtype and device, got ${dtype} on ${device} and ${p.dtype} on ${p.device}`,
+      );
     offsets.push(numel);
     numel += p.numel();
   }
@@ -74,7 +77,13 @@ export function flatten(s: FlatSpace, pick: (p: Tensor) => Tensor | null): Tenso
 
 /** This rank's block [per] of the padded flat of the parameters' values, kept. */
 export function shardValues(s: FlatSpace, rank: number): Tensor {
-  return keep(tidy(() => flatten(s, (p) => p.detach()).narrow(0, rank * s.per, s.per).clone()));
+  return keep(
+    tidy(() =>
+      flatten(s, (p) => p.detach())
+        .narrow(0, rank * s.per, s.per)
+        .clone(),
+    ),
+  );
 }
 
 /** Writes a padded flat [per·worldSize] into the parameters (in place, outside autograd). */

@@ -57,14 +57,21 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
   readonly #params: Tensor[];
   readonly #counts: number[];
 
-  constructor(params: ParamsArg<H> | ZeroGradientSource, OptimizerClass: OptimizerClass<H>, options: ZeroOptions<H> = {} as ZeroOptions<H>) {
+  constructor(
+    params: ParamsArg<H> | ZeroGradientSource,
+    OptimizerClass: OptimizerClass<H>,
+    options: ZeroOptions<H> = {} as ZeroOptions<H>,
+  ) {
     const op = 'ZeroRedundancyOptimizer';
     if (typeof OptimizerClass !== 'function' || !(OptimizerClass.prototype instanceof Optimizer))
       throw argError(op, `the optimizer class must be an fl.optim Optimizer class (SGD, Adam, AdamW...), got ${describe(OptimizerClass)}`);
     if (options === null || typeof options !== 'object') throw argError(op, `options must be an object, got ${describe(options)}`);
     const { group, ...hyper } = options as ZeroOptions<H> & Record<string, unknown>;
     if (isUnshardedSource(params))
-      throw argError(op, 'the DistributedDataParallel was created without zeroStage; create it with zeroStage: 1 or 2, or pass its parameters()');
+      throw argError(
+        op,
+        'the DistributedDataParallel was created without zeroStage; create it with zeroStage: 1 or 2, or pass its parameters()',
+      );
     this.#source = isZeroGradientSource(params) ? params : null;
     if (this.#source && group !== undefined)
       throw argError(op, 'the group comes from the DistributedDataParallel it shards; do not pass one');
@@ -79,7 +86,10 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     const groups: Array<{ params: Tensor[]; hyper: Record<string, unknown> }> = [];
     if (this.#source) {
       if (this.#source.zeroStage === 3)
-        throw argError(op, 'with zeroStage 3 the DistributedDataParallel parameters are already shards: use a plain optimizer on ddp.parameters()');
+        throw argError(
+          op,
+          'with zeroStage 3 the DistributedDataParallel parameters are already shards: use a plain optimizer on ddp.parameters()',
+        );
       groups.push({ params: this.#source.zeroSpaces.flatMap((s) => s.params), hyper: {} });
       this.spaces = [...this.#source.zeroSpaces];
     } else {
@@ -248,7 +258,8 @@ function normalizeGroups<H>(op: string, params: ParamsArg<H>): Array<{ params: T
     if (g instanceof Tensor || g === null || typeof g !== 'object')
       throw argError(op, `params must be all tensors or all param groups, got ${describe(g)} at index ${i}`);
     const { params: ps, ...hyper } = g as { params: unknown } & Record<string, unknown>;
-    const arr = ps instanceof Tensor ? [ps] : ps && typeof ps === 'object' && Symbol.iterator in ps ? Array.from(ps as Iterable<unknown>) : null;
+    const arr =
+      ps instanceof Tensor ? [ps] : ps && typeof ps === 'object' && Symbol.iterator in ps ? Array.from(ps as Iterable<unknown>) : null;
     if (!arr || arr.length === 0 || !arr.every((p) => p instanceof Tensor))
       throw argError(op, `paramGroups[${i}].params must be a non-empty list of tensors, got ${describe(ps)}`);
     return { params: arr as Tensor[], hyper };

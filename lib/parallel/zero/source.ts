@@ -10,7 +10,8 @@ import type { FlatSpace } from './layout';
 export type ZeroStage = 1 | 2 | 3;
 
 export interface ZeroGradientSource {
-  readonly zeroStage: ZeroStage;
+  /** 0 (a DDP created without ZeRO) is refused by the optimizer. */
+  readonly zeroStage: 0 | ZeroStage;
   /** The spaces whose blocks the optimizer steps, in a fixed order (the same on every rank). */
   readonly zeroSpaces: readonly FlatSpace[];
   readonly zeroGroup: ProcessGroup | undefined;

@@ -53,7 +53,14 @@ export async function consolidatedStateDict(z: Zero): Promise<OptimizerStateDict
       const flat = await gathered(z, s, v);
       noGrad(() =>
         s.params.forEach((p, i) => {
-          per[i][k] = keep(tidy(() => flat.narrow(0, s.offsets[i], p.numel()).reshape([...p.shape]).clone()));
+          per[i][k] = keep(
+            tidy(() =>
+              flat
+                .narrow(0, s.offsets[i], p.numel())
+                .reshape([...p.shape])
+                .clone(),
+            ),
+          );
         }),
       );
       flat.dispose();
@@ -88,7 +95,10 @@ export function loadConsolidated(z: Zero, sd: OptimizerStateDict): void {
   let k0 = 0;
   sd.paramGroups.forEach((g, gi) => {
     if (!g || !Array.isArray(g.params) || g.params.length !== sizes[gi])
-      throw stateError(op, `parameter group ${gi} has ${describe(g?.params?.length)} parameters in the state dict, ${sizes[gi]} in the optimizer`);
+      throw stateError(
+        op,
+        `parameter group ${gi} has ${describe(g?.params?.length)} parameters in the state dict, ${sizes[gi]} in the optimizer`,
+      );
     g.params.forEach((idx, k) => {
       const s = sd.state[idx];
       if (s) byParam.set(z._params[k0 + k], s);
@@ -101,25 +111,35 @@ export function loadConsolidated(z: Zero, sd: OptimizerStateDict): void {
     z.spaces.forEach((s, si) => {
       const states = s.params.map((p) => byParam.get(p));
       if (states.every((st) => !st)) return;
-      if (states.some((st) => !st)) throw stateError(op, `some parameters of flat space ${si} have state and others none; ZeRO steps a block as a whole`);
+      if (states.some((st) => !st))
+        throw stateError(op, `some parameters of flat space ${si} have state and others none; ZeRO steps a block as a whole`);
       const keys = Object.keys(states[0]!).sort().join(',');
       const out: State = {};
       for (const key of Object.keys(states[0]!)) {
         const vals = states.map((st, i) => {
-          if (Object.keys(st!).sort().join(',') !== keys) throw stateError(op, `the parameters of flat space ${si} have different state entries (${keys} vs ${Object.keys(st!).sort()})`);
+          if (Object.keys(st!).sort().join(',') !== keys)
+            throw stateError(op, `the parameters of flat space ${si} have different state entries (${keys} vs ${Object.keys(st!).sort()})`);
           const v = st![key];
           if (typeof v !== 'number' && !(v instanceof Tensor)) throw stateError(op, `state '${key}' of parameter ${i} is ${describe(v)}`);
           return v;
         });
         if (vals.every((v) => typeof v === 'number')) {
-          if (new Set(vals).size !== 1) throw stateError(op, `'${key}' differs between parameters of flat space ${si} (${[...new Set(vals)].join(', ')}); ZeRO steps a block as a whole`);
+          if (new Set(vals).size !== 1)
+            throw stateError(
+              op,
+              `'${key}' differs between parameters of flat space ${si} (${[...new Set(vals)].join(', ')}); ZeRO steps a block as a whole`,
+            );
           out[key] = vals[0];
           continue;
         }
         const ts = vals as Tensor[];
         ts.forEach((t, i) => {
           if (!(t instanceof Tensor) || t.numel() !== s.params[i].numel())
-            throw flockError('ERR_SHAPE', op, `state '${key}' of a parameter [${s.params[i].shape.join(',')}] is ${t instanceof Tensor ? `[${t.shape.join(',')}]` : describe(t)}`);
+            throw flockError(
+              'ERR_SHAPE',
+              op,
+              `state '${key}' of a parameter [${s.params[i].shape.join(',')}] is ${t instanceof Tensor ? `[${t.shape.join(',')}]` : describe(t)}`,
+            );
         });
         const block = keep(
           noGrad(() =>
@@ -127,7 +147,9 @@ export function loadConsolidated(z: Zero, sd: OptimizerStateDict): void {
               const pad = s.per * s.worldSize - s.numel;
               const parts = ts.map((t) => t.reshape([-1]).to(ts[0].dtype));
               if (pad > 0) parts.push(zeros([pad], { dtype: ts[0].dtype }));
-              return cat(parts, 0).narrow(0, z.rank * s.per, s.per).clone();
+              return cat(parts, 0)
+                .narrow(0, z.rank * s.per, s.per)
+                .clone();
             }),
           ),
         );

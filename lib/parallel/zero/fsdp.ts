@@ -1,0 +1,299 @@
+/**
+ * FullyShardedDataParallel (ZeRO stage 3, as PyTorch FSDP): the model is a chain of units (the
+ * children of an nn.Module, or an explicit list), each unit's parameters laid flat and split into
+ * equal blocks, one per rank ({@link FlatSpace}). Between steps a rank holds only its blocks —
+ * parameters, gradients and (with a plain optimizer on {@link parameters}) optimizer state are all
+ * 1/N. A unit's parameters are all-gathered just before its forward and again before its backward,
+ * and freed right after each; the next unit's gather is started while the current one computes
+ * (prefetch). After a unit's backward its gradients are reduce-scattered (averaged) into the
+ * blocks' `.grad`, overlapping the backward of the units before it.
+ *
+ * Collectives complete asynchronously and flockml never blocks the event loop on them, so forward
+ * and backward are awaited here, unit by unit:
+ *
+ *   const fsdp = await fl.parallel.FullyShardedDataParallel.create(model);   // model.children() are the units
+ *   const opt = new fl.optim.Adam(fsdp.parameters(), { lr });                  // this rank's blocks
+ *   const out = await fsdp.forward(x);
+ *   await fsdp.backward(lossFn(out, y));
+ *   opt.step(); opt.zeroGrad();
+ *
+ * Outside forward and backward the units' own parameter tensors are empty (shape [0]), as FSDP's
+ * resharded parameters; `await fsdp.gatherAll()` fills them for evaluation or saving.
+ */
+import { Tensor } from '../../tensor';
+import { keep, tidy } from '../../memory';
+import { noGrad } from '../../autograd/grad_mode';
+import { zeros } from '../../ops/creation';
+import { argError, checkOptions, describe, flockError } from '../../errors';
+import { checkBool } from '../../validate';
+import { type ProcessGroup, getRank, getWorldSize, isInitialized } from '../../distributed/process_group';
+import * as dist from '../../distributed/process_group';
+import type { Work } from '../../distributed/work';
+import { type FlatSpace, flatten, shardValues, spacesByDtype } from './layout';
+
+/** A unit: its parameters and its forward from the previous unit's output to its own. */
+export interface ShardedUnit {
+  parameters(): Tensor[];
+  forward(x: Tensor): Tensor;
+}
+
+export interface FSDPOptions {
+  /** Group to shard over (default: the world). */
+  group?: ProcessGroup;
+  /** Start the next unit's all-gather while the current unit computes (default true). */
+  prefetch?: boolean;
+}
+
+interface UnitState {
+  unit: ShardedUnit;
+  spaces: FlatSpace[];
+  shapes: number[][][];
+  /** This rank's block of each space: the leaves the optimizer steps. */
+  shards: Tensor[];
+  /** The gathers in flight (flat, padded) or null. */
+  gathering: { fulls: Tensor[]; done: Promise<void> } | null;
+  materialized: boolean;
+  empty: Map<string, Tensor>;
+}
+
+export class FullyShardedDataParallel {
+  readonly #units: UnitState[];
+  readonly #group: ProcessGroup | undefined;
+  readonly #prefetch: boolean;
+  readonly rank: number;
+  readonly worldSize: number;
+  /** Forward boundaries: each unit's input (a leaf for every unit but the first) and output. */
+  #trail: Array<{ input: Tensor; output: Tensor }> = [];
+
+  private constructor(units: ShardedUnit[], o: FSDPOptions) {
+    this.#group = o.group;
+    this.#prefetch = o.prefetch ?? true;
+    this.rank = o.group ? o.group.rank : getRank();
+    this.worldSize = o.group ? o.group.size : getWorldSize();
+    this.#units = units.map((unit) => ({
+      unit,
+      spaces: [],
+      shapes: [],
+      shards: [],
+      gathering: null,
+      materialized: true,
+      empty: new Map(),
+    }));
+  }
+
+  /**
+   * Shards `model` (an nn.Module whose children run in order, or a list of units): every rank
+   * takes rank 0's parameter values, keeps its blocks and frees the rest.
+   */
+  static async create(
+    model: ShardedUnit[] | { children(): Iterable<unknown> },
+    options: FSDPOptions = {},
+  ): Promise<FullyShardedDataParallel> {
+    const op = 'FullyShardedDataParallel';
+    const o = checkOptions(op, options, ['group', 'prefetch']);
+    if (o.group !== undefined && (o.group === null || typeof o.group !== 'object' || typeof o.group.allGather !== 'function'))
+      throw argError(op, `group must be a ProcessGroup, got ${describe(o.group)}`);
+    checkBool(op, 'prefetch', o.prefetch ?? true);
+    if (!o.group && !isInitialized()) throw flockError('ERR_ARG', op, 'call fl.distributed.initProcessGroup() first');
+    const units = Array.isArray(model)
+      ? model
+      : model && typeof (model as { children?: unknown }).children === 'function'
+        ? [...(model as { children(): Iterable<unknown> }).children()]
+        : null;
+    if (!units || units.length === 0)
+      throw argError(op, `expected an nn.Module with children or a non-empty list of units, got ${describe(model)}`);
+    units.forEach((u, i) => {
+      const v = u as Partial<ShardedUnit> | null;
+      if (!v || typeof v.parameters !== 'function' || typeof v.forward !== 'function')
+        throw argError(op, `unit ${i} must have parameters() and forward(x), got ${describe(u)}`);
+    });
+    const f = new FullyShardedDataParallel(units as ShardedUnit[], o);
+    const seen = new Set<Tensor>();
+    for (const [i, s] of f.#units.entries()) {
+      const ps = s.unit.parameters().filter((p) => p.requiresGrad);
+      for (const p of ps) {
+        if (seen.has(p)) throw argError(op, `a parameter [${p.shape.join(',')}] of unit ${i} also belongs to an earlier unit`);
+        seen.add(p);
+      }
+      s.spaces = spacesByDtype(op, ps, f.worldSize);
+      s.shapes = s.spaces.map((sp) => sp.params.map((p) => [...p.shape]));
+    }
+    await Promise.all([...seen].map((p) => f.#broadcast(p).wait()));
+    for (const s of f.#units) {
+      s.shards = s.spaces.map((sp) => shardValues(sp, f.rank).requiresGrad_());
+      f.#free(s);
+    }
+    return f;
+  }
+
+  /** This rank's parameter blocks (flat, 1/N of each unit): what the optimizer steps. */
+  parameters(): Tensor[] {
+    return this.#units.flatMap((s) => s.shards);
+  }
+
+  /** Runs the units in order on `x`, each with its parameters gathered just for its forward. */
+  async forward(x: Tensor): Promise<Tensor> {
+    if (!(x instanceof Tensor)) throw argError('FullyShardedDataParallel.forward', `expected a Tensor, got ${describe(x)}`);
+    this.#clearTrail();
+    let h = x;
+    for (let k = 0; k < this.#units.length; k++) {
+      const s = this.#units[k];
+      await this.#materialize(s);
+      if (this.#prefetch && k + 1 < this.#units.length) this.#startGather(this.#units[k + 1]);
+      const input = k === 0 ? h : keep(h.detach().requiresGrad_(h.requiresGrad));
+      const output = keep(s.unit.forward(input));
+      if (!(output instanceof Tensor))
+        throw argError('FullyShardedDataParallel.forward', `unit ${k} returned ${describe(output)}, expected a Tensor`);
+      this.#trail.push({ input, output });
+      this.#free(s);
+      h = output;
+    }
+    // Backward starts with the last unit: its gather overlaps the loss computation.
+    if (this.#prefetch) this.#startGather(this.#units[this.#units.length - 1]);
+    return h;
+  }
+
+  /**
+   * Backpropagates `loss` (computed from the last forward's output) unit by unit in reverse,
+   * gathering each unit's parameters first, then reduce-scatters each unit's gradients into its
+   * blocks' `.grad` (averaged over ranks; added to what an earlier backward left there).
+   */
+  async backward(loss: Tensor): Promise<void> {
+    const op = 'FullyShardedDataParallel.backward';
+    if (!(loss instanceof Tensor)) throw argError(op, `expected the loss Tensor, got ${describe(loss)}`);
+    if (this.#trail.length !== this.#units.length) throw flockError('ERR_AUTOGRAD', op, 'call forward() before backward()');
+    const scatters: Array<{ work: Work; input: Tensor; out: Tensor; shard: Tensor }> = [];
+    try {
+      for (let k = this.#units.length - 1; k >= 0; k--) {
+        const s = this.#units[k];
+        await this.#materialize(s);
+        if (this.#prefetch && k > 0) this.#startGather(this.#units[k - 1]);
+        if (k === this.#units.length - 1) loss.backward();
+        else {
+          const g = this.#trail[k + 1].input.grad;
+          if (!g)
+            throw flockError(
+              'ERR_AUTOGRAD',
+              op,
+              `no gradient reached the input of unit ${k + 1}: the loss must depend on the last unit's output`,
+            );
+          this.#trail[k].output.backward(g);
+        }
+        s.spaces.forEach((sp, i) => {
+          const input = keep(tidy(() => flatten(sp, (p) => p.grad)));
+          const out = keep(zeros([sp.per], { dtype: sp.dtype as 'f32', device: sp.device }));
+          scatters.push({ work: this.#reduceScatter(out, input), input, out, shard: s.shards[i] });
+          for (const p of sp.params) {
+            p.grad?.dispose();
+            p.grad = null;
+          }
+        });
+        this.#free(s);
+      }
+      await Promise.all(scatters.map((r) => r.work.wait()));
+      noGrad(() => {
+        for (const r of scatters) {
+          if (r.shard.grad) {
+            const sum = keep(tidy(() => r.shard.grad!.add(r.out)));
+            r.shard.grad.dispose();
+            r.out.dispose();
+            r.shard.grad = sum;
+          } else r.shard.grad = r.out;
+        }
+      });
+    } catch (e) {
+      for (const r of scatters) if (r.shard.grad !== r.out) r.out.dispose();
+      throw e;
+    } finally {
+      for (const r of scatters) r.input.dispose();
+      this.#clearTrail();
+    }
+  }
+
+  /** Gathers every unit's parameters into the units' own tensors (for evaluation or saving) until the next forward. */
+  async gatherAll(): Promise<void> {
+    for (const s of this.#units) this.#startGather(s);
+    for (const s of this.#units) await this.#materialize(s);
+  }
+
+  /** Frees the shards and the gathered parameters; the units' tensors keep what they hold now. */
+  dispose(): void {
+    this.#clearTrail();
+    for (const s of this.#units) {
+      for (const t of s.shards) {
+        t.grad?.dispose();
+        t.dispose();
+      }
+      for (const t of s.empty.values()) t.dispose();
+      s.empty.clear();
+    }
+  }
+
+  #clearTrail(): void {
+    for (const [k, b] of this.#trail.entries()) {
+      if (k > 0) {
+        b.input.grad?.dispose();
+        b.input.dispose();
+      }
+      if (k < this.#trail.length - 1) b.output.dispose();
+    }
+    this.#trail = [];
+  }
+
+  #startGather(s: UnitState): void {
+    if (s.gathering || s.materialized) return;
+    const fulls = s.spaces.map((sp) => keep(zeros([sp.per * sp.worldSize], { dtype: sp.dtype as 'f32', device: sp.device })));
+    const works = fulls.map((f, i) => (this.#group ? this.#group.allGather(f, s.shards[i]) : dist.allGather(f, s.shards[i])));
+    s.gathering = { fulls, done: Promise.all(works.map((w) => w.wait())).then(() => undefined) };
+  }
+
+  /** Waits for `s`'s gather (starting it if needed) and points its parameters at the gathered values. */
+  async #materialize(s: UnitState): Promise<void> {
+    if (s.materialized) return;
+    this.#startGather(s);
+    const g = s.gathering!;
+    try {
+      await g.done;
+      noGrad(() =>
+        tidy(() =>
+          s.spaces.forEach((sp, i) =>
+            sp.params.forEach((p, j) =>
+              p._adopt(
+                g.fulls[i]
+                  .narrow(
+                    0,
+                    sp.offsets[j],
+                    s.shapes[i][j].reduce((a, b) => a * b, 1),
+                  )
+                  .reshape(s.shapes[i][j]),
+              ),
+            ),
+          ),
+        ),
+      );
+      s.materialized = true;
+    } finally {
+      for (const f of g.fulls) f.dispose();
+      s.gathering = null;
+    }
+  }
+
+  /** Releases the unit's gathered parameters: each tensor keeps its identity, holding nothing. */
+  #free(s: UnitState): void {
+    for (const sp of s.spaces)
+      for (const p of sp.params) {
+        let e = s.empty.get(p.dtype);
+        if (!e) s.empty.set(p.dtype, (e = keep(zeros([0], { dtype: p.dtype as 'f32', device: p.device }))));
+        p._adopt(e);
+      }
+    s.materialized = false;
+  }
+
+  #broadcast(p: Tensor): Work {
+    return this.#group ? this.#group.broadcast(p, 0) : dist.broadcast(p, { src: 0 });
+  }
+
+  #reduceScatter(out: Tensor, input: Tensor): Work {
+    return this.#group ? this.#group.reduceScatter(out, input, { op: 'avg' }) : dist.reduceScatter(out, input, { op: 'avg' });
+  }
+}
