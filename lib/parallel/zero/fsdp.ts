@@ -168,6 +168,8 @@ export class FullyShardedDataParallel {
         const s = this.#units[k];
         await this.#materialize(s);
         if (this.#prefetch && k > 0) this.#startGather(this.#units[k - 1]);
+        // What the unit's graph holds (activations) goes once its backward has run, as tidy would.
+        const inner = intermediates(this.#trail[k].output, this.#trail[k].input);
         if (k === this.#units.length - 1) loss.backward();
         else {
           const g = this.#trail[k + 1].input.grad;
@@ -179,6 +181,7 @@ export class FullyShardedDataParallel {
             );
           this.#trail[k].output.backward(g);
         }
+        for (const t of inner) t.dispose();
         s.spaces.forEach((sp, i) => {
           const input = keep(tidy(() => flatten(sp, (p) => p.grad)));
           const out = keep(zeros([sp.per], { dtype: sp.dtype as 'f32', device: sp.device }));
@@ -296,4 +299,19 @@ export class FullyShardedDataParallel {
   #reduceScatter(out: Tensor, input: Tensor): Work {
     return this.#group ? this.#group.reduceScatter(out, input, { op: 'avg' }) : dist.reduceScatter(out, input, { op: 'avg' });
   }
+}
+
+/** The non-leaf tensors `output` was computed from, back to `input` (both excluded). */
+function intermediates(output: Tensor, input: Tensor): Tensor[] {
+  const out: Tensor[] = [];
+  const seen = new Set<Tensor>([output, input]);
+  const stack = [...(output.gradFn?.inputs ?? [])];
+  while (stack.length) {
+    const t = stack.pop()!;
+    if (seen.has(t) || !t.gradFn) continue;
+    seen.add(t);
+    out.push(t);
+    stack.push(...t.gradFn.inputs);
+  }
+  return out;
 }

@@ -147,6 +147,11 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
       s.grad = grads[i];
     });
     this.optimizer.step();
+    // The blocks' gradients are made afresh by every step: holding them until the next would only cost memory.
+    for (const sh of this.shards) {
+      sh.grad?.dispose();
+      sh.grad = null;
+    }
     await this.gatherParams();
   }
 
