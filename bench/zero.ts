@@ -76,8 +76,7 @@ async function rank(stage: number, steps: number): Promise<void> {
   const all = fl.tensor([median(times), resident, mem.peakBytes], { dtype: 'f64' });
   await pg.allReduce(all, { op: 'max' }).wait();
   const [ms, res, peak] = Array.from(await all.data(), Number);
-  if (pg.rank === 0)
-    console.log(JSON.stringify({ stage, ranks: pg.size, ms_per_step: ms, resident_bytes: res, peak_bytes: peak }));
+  if (pg.rank === 0) console.log(JSON.stringify({ stage, ranks: pg.size, ms_per_step: ms, resident_bytes: res, peak_bytes: peak }));
   await fl.distributed.destroyProcessGroup();
 }
 
