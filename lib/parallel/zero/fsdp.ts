@@ -30,6 +30,8 @@ import { type ProcessGroup, getRank, getWorldSize, isInitialized } from '../../d
 import * as dist from '../../distributed/process_group';
 import type { Work } from '../../distributed/work';
 import { type FlatSpace, flatten, shardValues, spacesByDtype } from './layout';
+import { Optimizer } from '../../optim/optimizer';
+import { loadZeroSharded, saveZeroSharded, type ShardOwner } from './state';
 
 /** A unit: its parameters and its forward from the previous unit's output to its own. */
 export interface ShardedUnit {
@@ -211,6 +213,40 @@ export class FullyShardedDataParallel {
       for (const r of scatters) r.input.dispose();
       this.#clearTrail();
     }
+  }
+
+  /**
+   * Saves this rank's parameter blocks, and `optimizer`'s state for them (a plain optimizer over
+   * {@link parameters}), under `dir` with lib/io/sharded.ts. A collective.
+   */
+  saveSharded(dir: string, options: { optimizer?: Optimizer<{ lr: number }>; prefix?: string } = {}): Promise<void> {
+    const o = checkOptions('FullyShardedDataParallel.saveSharded', options, ['optimizer', 'prefix']);
+    return saveZeroSharded(this.#owner('FullyShardedDataParallel.saveSharded', o.optimizer), dir, o.prefix ?? 'fsdp');
+  }
+
+  /** Loads blocks saved by {@link saveSharded} at any world size (and the optimizer state, when given); the next forward gathers them. */
+  loadSharded(dir: string, options: { optimizer?: Optimizer<{ lr: number }>; prefix?: string } = {}): Promise<void> {
+    const o = checkOptions('FullyShardedDataParallel.loadSharded', options, ['optimizer', 'prefix']);
+    return loadZeroSharded(this.#owner('FullyShardedDataParallel.loadSharded', o.optimizer), dir, o.prefix ?? 'fsdp');
+  }
+
+  #owner(op: string, optimizer: Optimizer<{ lr: number }> | undefined): ShardOwner {
+    const shards = this.parameters();
+    if (optimizer !== undefined) {
+      if (!(optimizer instanceof Optimizer)) throw argError(op, `optimizer must be an fl.optim Optimizer, got ${describe(optimizer)}`);
+      const has = new Set(optimizer.paramGroups.flatMap((g) => g.params));
+      if (!shards.every((t) => has.has(t))) throw argError(op, "the optimizer must be built on this FSDP's parameters()");
+    }
+    return {
+      spaces: this.#units.flatMap((s) => s.spaces),
+      shards,
+      optimizer: optimizer ?? null,
+      rank: this.rank,
+      worldSize: this.worldSize,
+      afterLoad: async () => {
+        for (const s of this.#units) if (s.materialized) this.#free(s);
+      },
+    };
   }
 
   /** Gathers every unit's parameters into the units' own tensors (for evaluation or saving) until the next forward. */

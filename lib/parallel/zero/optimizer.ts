@@ -22,7 +22,7 @@ import { zeros } from '../../ops/creation';
 import { Optimizer, type OptimizerStateDict, type ParamsArg } from '../../optim/optimizer';
 import { argError, checkOptions, describe, flockError } from '../../errors';
 import type { Shard } from '../../io/sharded';
-import { consolidatedStateDict, loadConsolidated, loadZeroSharded, saveZeroSharded, shardedState } from './state';
+import { consolidatedStateDict, loadConsolidated, loadZeroSharded, type ShardOwner, saveZeroSharded, shardedState } from './state';
 import {
   allGather as defaultAllGather,
   getRank,
@@ -217,19 +217,30 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
 
   /** This rank's blocks of the parameters and optimizer state, as lib/io/sharded.ts pieces. */
   shardedStateDict(): Record<string, Tensor | Shard> {
-    return shardedState(this);
+    return shardedState(this.#owner());
+  }
+
+  #owner(): ShardOwner {
+    return {
+      spaces: this.spaces,
+      shards: this.shards,
+      optimizer: this.optimizer,
+      rank: this.rank,
+      worldSize: this.worldSize,
+      afterLoad: () => this.gatherParams(),
+    };
   }
 
   /** Saves this rank's blocks under `dir` (files `<prefix>-0000r-of-0000N.safetensors` and an index). A collective. */
   saveSharded(dir: string, options: { prefix?: string } = {}): Promise<void> {
     const { prefix } = checkOptions('ZeroRedundancyOptimizer.saveSharded', options, ['prefix']);
-    return saveZeroSharded(this, dir, prefix);
+    return saveZeroSharded(this.#owner(), dir, prefix);
   }
 
   /** Loads blocks saved at any world size, then all-gathers the parameters. A collective. */
   loadSharded(dir: string, options: { prefix?: string } = {}): Promise<void> {
     const { prefix } = checkOptions('ZeroRedundancyOptimizer.loadSharded', options, ['prefix']);
-    return loadZeroSharded(this, dir, prefix);
+    return loadZeroSharded(this.#owner(), dir, prefix);
   }
 
   /** @internal how many of the user's parameters each group has. */

@@ -10,7 +10,7 @@ import { noGrad } from '../../autograd/grad_mode';
 import { cat } from '../../ops/shape';
 import { full, zeros } from '../../ops/creation';
 import { copy_ } from '../../ops/elementwise';
-import type { OptimizerStateDict } from '../../optim/optimizer';
+import type { Optimizer, OptimizerStateDict } from '../../optim/optimizer';
 import { argError, describe, flockError } from '../../errors';
 import { type Shard, loadSharded, readShardIndex, saveSharded } from '../../io/sharded';
 import { inspect } from '../../io/safetensors';
@@ -22,6 +22,18 @@ import type { ZeroRedundancyOptimizer } from './optimizer';
 type State = Record<string, Tensor | number>;
 // biome-ignore lint/suspicious/noExplicitAny: any optimizer's hyper-parameters
 type Zero = ZeroRedundancyOptimizer<any>;
+
+/** What sharded save and load need: the flat spaces, this rank's blocks, and the optimizer stepping them (if any). */
+export interface ShardOwner {
+  readonly spaces: readonly FlatSpace[];
+  readonly shards: readonly Tensor[];
+  // biome-ignore lint/suspicious/noExplicitAny: any optimizer's hyper-parameters
+  readonly optimizer: Optimizer<any> | null;
+  readonly rank: number;
+  readonly worldSize: number;
+  /** Called once the blocks hold the loaded values. */
+  afterLoad(): Promise<void>;
+}
 
 const stateError = (op: string, detail: string) => flockError('ERR_STATE_DICT', op, detail);
 
@@ -174,7 +186,10 @@ function withoutParams(g: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Space index -> the local optimizer's index of that space's block. */
-function remapToLocal(z: Zero, bySpace: OptimizerStateDict['state']): OptimizerStateDict['state'] {
+function remapToLocal(
+  z: { shards: readonly Tensor[]; optimizer: Optimizer<{ lr: number }> },
+  bySpace: OptimizerStateDict['state'],
+): OptimizerStateDict['state'] {
   const order = z.optimizer.paramGroups.flatMap((g) => g.params);
   const out: OptimizerStateDict['state'] = {};
   for (const [si, st] of Object.entries(bySpace)) out[order.indexOf(z.shards[Number(si)])] = st;
@@ -182,24 +197,24 @@ function remapToLocal(z: Zero, bySpace: OptimizerStateDict['state']): OptimizerS
 }
 
 /** This rank's pieces of the parameters and optimizer state, keyed per flat space, for saveSharded. */
-export function shardedState(z: Zero): Record<string, Tensor | Shard> {
+export function shardedState(z: ShardOwner): Record<string, Tensor | Shard> {
   const out: Record<string, Tensor | Shard> = {};
   z.spaces.forEach((s, si) => {
     const [a, b] = ownedRange(s, z.rank);
     const piece = (t: Tensor) => ({ tensor: t.narrow(0, 0, b - a), shape: [s.numel], start: a });
     out[`space${si}.param`] = piece(z.shards[si].detach());
-    for (const [k, v] of Object.entries(z.optimizer.state.get(z.shards[si]) ?? {}))
+    for (const [k, v] of Object.entries(z.optimizer?.state.get(z.shards[si]) ?? {}))
       out[`space${si}.${k}`] = typeof v === 'number' ? full([1], v, { dtype: 'f64' }) : piece(v);
   });
   return out;
 }
 
 /** Writes this rank's blocks (and rank 0 the index). A collective. */
-export async function saveZeroSharded(z: Zero, dir: string, prefix = 'optim'): Promise<void> {
+export async function saveZeroSharded(z: ShardOwner, dir: string, prefix = 'optim'): Promise<void> {
   const state = shardedState(z);
-  const hyper = z.optimizer.stateDict().paramGroups.map(withoutParams);
+  const hyper = z.optimizer?.stateDict().paramGroups.map(withoutParams);
   try {
-    await saveSharded(dir, state, { prefix, metadata: { 'flockml.zero.paramGroups': JSON.stringify(hyper) } });
+    await saveSharded(dir, state, { prefix, metadata: hyper ? { 'flockml.zero.paramGroups': JSON.stringify(hyper) } : {} });
   } finally {
     for (const v of Object.values(state)) (v instanceof Tensor ? v : v.tensor).dispose();
   }
@@ -209,7 +224,7 @@ export async function saveZeroSharded(z: Zero, dir: string, prefix = 'optim'): P
  * Loads blocks saved by {@link saveZeroSharded} from any world size: each rank reads the pieces of
  * its own blocks, then the parameters are all-gathered. A collective.
  */
-export async function loadZeroSharded(z: Zero, dir: string, prefix = 'optim'): Promise<void> {
+export async function loadZeroSharded(z: ShardOwner, dir: string, prefix = 'optim'): Promise<void> {
   const op = 'ZeroRedundancyOptimizer.loadSharded';
   const index = await readShardIndex(dir, prefix);
   const loaded = await loadSharded(dir, { rank: z.rank, worldSize: z.worldSize, prefix });
@@ -241,23 +256,30 @@ export async function loadZeroSharded(z: Zero, dir: string, prefix = 'optim'): P
     z.spaces.forEach((s, si) => {
       params.push(block(`space${si}.param`, s));
       const st: State = {};
-      for (const key of Object.keys(loaded)) {
-        if (!key.startsWith(`space${si}.`) || key === `space${si}.param`) continue;
-        const name = key.slice(`space${si}.`.length);
-        const v = loaded[key];
-        st[name] = v instanceof Tensor && !index.shards[key].split ? Number(v.dataSync()[0]) : block(key, s);
-      }
+      if (z.optimizer)
+        for (const key of Object.keys(loaded)) {
+          if (!key.startsWith(`space${si}.`) || key === `space${si}.param`) continue;
+          const name = key.slice(`space${si}.`.length);
+          const v = loaded[key];
+          st[name] = v instanceof Tensor && !index.shards[key].split ? Number(v.dataSync()[0]) : block(key, s);
+        }
       if (Object.keys(st).length) bySpace[si] = st;
     });
-    const own = z.optimizer.stateDict();
-    const hyper = meta ? (JSON.parse(meta) as Record<string, unknown>[]) : own.paramGroups.map(withoutParams);
-    if (hyper.length !== own.paramGroups.length)
-      throw stateError(op, `${dir} has ${hyper.length} parameter groups, the optimizer ${own.paramGroups.length}`);
-    z.optimizer.loadStateDict({ state: remapToLocal(z, bySpace), paramGroups: own.paramGroups.map((g, gi) => ({ ...g, ...hyper[gi] })) });
+    const opt = z.optimizer;
+    if (opt) {
+      const own = opt.stateDict();
+      const hyper = meta ? (JSON.parse(meta) as Record<string, unknown>[]) : own.paramGroups.map(withoutParams);
+      if (hyper.length !== own.paramGroups.length)
+        throw stateError(op, `${dir} has ${hyper.length} parameter groups, the optimizer ${own.paramGroups.length}`);
+      opt.loadStateDict({
+        state: remapToLocal({ ...z, optimizer: opt }, bySpace),
+        paramGroups: own.paramGroups.map((g, gi) => ({ ...g, ...hyper[gi] })),
+      });
+    }
     noGrad(() => tidy(() => z.shards.forEach((sh, i) => copy_(sh, params[i]))));
   } finally {
     for (const t of made) t.dispose();
     for (const v of Object.values(loaded)) (v instanceof Tensor ? v : v.tensor).dispose();
   }
-  await z.gatherParams();
+  await z.afterLoad();
 }

@@ -141,6 +141,10 @@ async function main() {
   // DDP zeroStage 1 and 2: the optimizer shards DDP's buckets (a small cap: several buckets).
   for (const stage of [1, 2] as const) {
     const ps = makeParams(pg.rank === 0 ? 0 : 0.3);
+    // Overlap: this hook runs before DDP's on the first layer's weight (the last gradient), when
+    // every other bucket must already be on the wire.
+    let inFlight = -1;
+    const unhook = ps[0].registerHook(() => void (inFlight = ddp.bucketsInFlight));
     const ddp = await DistributedDataParallel.create({ parameters: () => ps }, forward(ps), { zeroStage: stage, bucketCapMB: 0.0002 });
     if (ddp.bucketCount < 2) throw new Error(`expected several buckets, got ${ddp.bucketCount}`);
     const opt = new ZeroRedundancyOptimizer(ddp, fl.optim.Adam, { lr: LR, weightDecay: 0.01 });
@@ -152,6 +156,9 @@ async function main() {
       await opt.step();
       opt.zeroGrad();
     }
+    unhook();
+    if (inFlight !== ddp.bucketCount - 1)
+      throw new Error(`zeroStage ${stage}: ${inFlight} of ${ddp.bucketCount - 1} buckets in flight before the last gradient`);
     close(`DDP zeroStage ${stage}`, await values(ps), want);
     await sameOnAllRanks(`DDP zeroStage ${stage}`, await values(ps));
     ddp.dispose();
@@ -174,9 +181,31 @@ async function main() {
       opt.step();
       opt.zeroGrad();
     }
+    if (process.env.ZERO_SAVE) await fsdp.saveSharded(`${process.env.ZERO_SAVE}/fsdp`, { optimizer: opt });
     await fsdp.gatherAll();
     close('FullyShardedDataParallel', await values(ps), want);
     await sameOnAllRanks('FullyShardedDataParallel', await values(ps));
+    fsdp.dispose();
+  }
+  if (process.env.ZERO_LOAD) {
+    // FSDP blocks saved by another world size: parameters and Adam state come back re-split.
+    const ps = makeParams(0.7);
+    const units = [0, 1, 2].map((i) => ({ parameters: () => [ps[2 * i], ps[2 * i + 1]], forward: layer(ps, i) }));
+    const fsdp = await FullyShardedDataParallel.create(units);
+    const opt = new fl.optim.Adam(fsdp.parameters(), { lr: 1 });
+    await fsdp.loadSharded(`${process.env.ZERO_LOAD}/fsdp`, { optimizer: opt });
+    if (opt.paramGroups[0].lr !== LR) throw new Error(`FSDP load: lr ${opt.paramGroups[0].lr}`);
+    const st = opt.state.get(fsdp.parameters()[0])!;
+    if (st.step !== STEPS) throw new Error(`FSDP load: step ${st.step}`);
+    const refFlat = [
+      ...(await values([refState.state[0].expAvg as fl.Tensor])),
+      ...(await values([refState.state[1].expAvg as fl.Tensor])),
+    ];
+    const blk = Math.ceil(refFlat.length / N);
+    const mineRef = refFlat.slice(pg.rank * blk, (pg.rank + 1) * blk);
+    close('FSDP loaded expAvg block', (await values([st.expAvg as fl.Tensor])).slice(0, mineRef.length), mineRef, 1e-5);
+    await fsdp.gatherAll();
+    close('FSDP parameters loaded from another world size', await values(ps), want);
     fsdp.dispose();
   }
 
