@@ -17,6 +17,7 @@
  * with a zero gradient.
  */
 import { Tensor } from '../../tensor';
+import { zeroGrads } from '../../autograd/zero_grad';
 import { keep, tidy } from '../../memory';
 import { zeros } from '../../ops/creation';
 import { Optimizer, type OptimizerStateDict, type ParamsArg } from '../../optim/optimizer';
@@ -127,13 +128,7 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
 
   /** Clears (setToNone, the default) or zeroes the parameters' gradients and this rank's gradient blocks. */
   zeroGrad(setToNone = true): void {
-    for (const p of [...this.#params, ...this.shards]) {
-      if (!p.grad) continue;
-      if (setToNone) {
-        p.grad.dispose();
-        p.grad = null;
-      } else p.grad = keep(tidy(() => p.grad!.mul(0)));
-    }
+    zeroGrads([...this.#params, ...this.shards], setToNone);
   }
 
   /**
