@@ -128,6 +128,11 @@ export class FullyShardedDataParallel {
     return f;
   }
 
+  /** Units whose all-gather has been started and not yet awaited (the prefetched ones). */
+  get gathersInFlight(): number {
+    return this.#units.filter((s) => s.gathering !== null).length;
+  }
+
   /** This rank's parameter blocks (flat, 1/N of each unit): what the optimizer steps. */
   parameters(): Tensor[] {
     return this.#units.flatMap((s) => s.shards);

@@ -94,11 +94,3 @@ export function unflattenInto(s: FlatSpace, flat: Tensor): void {
     }),
   );
 }
-
-/** Parameter `i`'s part of this rank's block: [start in the parameter, start in the block, length], or null. */
-export function paramInShard(s: FlatSpace, i: number, rank: number): [number, number, number] | null {
-  const [a, b] = ownedRange(s, rank);
-  const lo = Math.max(a, s.offsets[i]),
-    hi = Math.min(b, s.offsets[i] + s.params[i].numel());
-  return hi > lo ? [lo - s.offsets[i], lo - rank * s.per, hi - lo] : null;
-}

@@ -238,6 +238,17 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     return loadZeroSharded(this.#owner(), dir, prefix);
   }
 
+  /** Frees this rank's blocks and the local optimizer's state; the parameters keep their values. */
+  dispose(): void {
+    for (const st of this.optimizer.state.values()) for (const v of Object.values(st)) if (v instanceof Tensor) v.dispose();
+    this.optimizer.state.clear();
+    for (const sh of this.shards) {
+      sh.grad?.dispose();
+      sh.grad = null;
+      sh.dispose();
+    }
+  }
+
   /** @internal how many of the user's parameters each group has. */
   _paramCounts(): number[] {
     return this.#counts;

@@ -138,6 +138,28 @@ async function main() {
         );
   }
 
+  // Param groups with their own hyper-parameters (SGD with momentum), against the plain optimizer.
+  {
+    const groups = (ps: fl.Tensor[]) => [
+      { params: ps.slice(0, 4), lr: 0.05 },
+      { params: ps.slice(4), lr: 0.01, momentum: 0.5 },
+    ];
+    const a = makeParams(0),
+      b = makeParams(0);
+    const plainOpt = new fl.optim.SGD(groups(a), { momentum: 0.9, weightDecay: 0.001 });
+    const zOpt = new ZeroRedundancyOptimizer(groups(b), fl.optim.SGD, { momentum: 0.9, weightDecay: 0.001 });
+    for (let s = 0; s < 3; s++) {
+      fl.tidy(() => loss(forward(a)(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
+      plainOpt.step();
+      plainOpt.zeroGrad();
+      const [xb, yb] = mine(s);
+      fl.tidy(() => loss(forward(b)(xb), yb).backward());
+      await zOpt.step();
+      zOpt.zeroGrad();
+    }
+    close('ZeroRedundancyOptimizer with param groups', await values(b), await values(a));
+  }
+
   // DDP zeroStage 1 and 2: the optimizer shards DDP's buckets (a small cap: several buckets).
   for (const stage of [1, 2] as const) {
     const ps = makeParams(pg.rank === 0 ? 0 : 0.3);
@@ -168,11 +190,16 @@ async function main() {
   {
     const ps = makeParams(pg.rank === 0 ? 0 : 0.3);
     const act = [(h: fl.Tensor) => h.relu(), (h: fl.Tensor) => h.tanh(), (h: fl.Tensor) => h];
+    // Prefetch: while units 0 and 1 run forward, the next unit's gather is already in flight.
+    const prefetched: number[] = [];
     const units = [0, 1, 2].map((i) => ({
       parameters: () => [ps[2 * i], ps[2 * i + 1]],
-      forward: (h: fl.Tensor) => act[i](layer(ps, i)(h)),
+      forward: (h: fl.Tensor) => {
+        prefetched.push(fsdp.gathersInFlight);
+        return act[i](layer(ps, i)(h));
+      },
     }));
-    const fsdp = await FullyShardedDataParallel.create(units);
+    const fsdp: FullyShardedDataParallel = await FullyShardedDataParallel.create(units);
     const opt = new fl.optim.Adam(fsdp.parameters(), { lr: LR, weightDecay: 0.01 });
     for (let s = 0; s < STEPS; s++) {
       const [xb, yb] = mine(s);
@@ -181,6 +208,10 @@ async function main() {
       opt.step();
       opt.zeroGrad();
     }
+    if (prefetched.slice(0, 3).join() !== '1,1,0')
+      throw new Error(`gathers in flight during the units' forward: ${prefetched.slice(0, 3)}`);
+    await expectCode('FSDP backward before forward', 'ERR_AUTOGRAD', () => fsdp.backward(fl.tensor(1)));
+    await expectCode('FSDP forward of a non-tensor', 'ERR_ARG', () => fsdp.forward([1, 2] as never));
     if (process.env.ZERO_SAVE) await fsdp.saveSharded(`${process.env.ZERO_SAVE}/fsdp`, { optimizer: opt });
     await fsdp.gatherAll();
     close('FullyShardedDataParallel', await values(ps), want);
@@ -241,6 +272,14 @@ async function main() {
 
 /** Bytes live on the CPU device once the work queued so far (which keeps what it reads alive) has run. */
 async function bytes(): Promise<number> {
+  // Tensors only the garbage collector frees (FSDP's autograd closures) would otherwise be
+  // finalized at random times in between two readings (the test starts workers with --expose-gc).
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 10));
+  }
   await fl.sync();
   return fl.memory().cpu.bytes;
 }
@@ -267,6 +306,8 @@ async function memoryChecks(N: number): Promise<void> {
     opt.zeroGrad();
     within('ZeRO-1 optimizer state + parameter block per rank', (await bytes()) - before, (3 * P * 4) / N);
     within('full gradients before the step', withGrads - before, P * 4 + (P * 4) / N);
+    opt.dispose();
+    for (const p of ps) p.dispose();
   }
   // Stage 2: after syncGradients only this rank's gradient block is held.
   {
@@ -279,6 +320,8 @@ async function memoryChecks(N: number): Promise<void> {
     await ddp.syncGradients();
     within('ZeRO-2 gradient bytes per rank', (await bytes()) - before, (P * 4) / N);
     ddp.dispose();
+    ddp.takeGradShard(0)?.dispose();
+    for (const p of ps) p.dispose();
   }
   // Stage 3: between steps only the parameter blocks are held.
   {
