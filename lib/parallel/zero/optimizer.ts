@@ -91,7 +91,8 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
           op,
           'with zeroStage 3 the DistributedDataParallel parameters are already shards: use a plain optimizer on ddp.parameters()',
         );
-      groups.push({ params: this.#source.zeroSpaces.flatMap((s) => s.params), hyper: {} });
+      // Buckets hold the parameters in reverse order; state dicts number them in the model's.
+      groups.push({ params: this.#source.zeroSpaces.flatMap((s) => s.params).reverse(), hyper: {} });
       this.spaces = [...this.#source.zeroSpaces];
     } else {
       groups.push(...normalizeGroups(op, params as ParamsArg<H>));

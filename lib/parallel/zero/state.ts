@@ -157,8 +157,8 @@ export function loadConsolidated(z: Zero, sd: OptimizerStateDict): void {
           noGrad(() =>
             tidy(() => {
               const pad = s.per * s.worldSize - s.numel;
-              const parts = ts.map((t) => t.reshape([-1]).to(ts[0].dtype));
-              if (pad > 0) parts.push(zeros([pad], { dtype: ts[0].dtype }));
+              const parts = ts.map((t) => t.reshape([-1]).to(ts[0].dtype).to(ts[0].device));
+              if (pad > 0) parts.push(zeros([pad], { dtype: ts[0].dtype, device: ts[0].device }));
               return cat(parts, 0)
                 .narrow(0, z.rank * s.per, s.per)
                 .clone();
@@ -227,7 +227,8 @@ export async function saveZeroSharded(z: ShardOwner, dir: string, prefix = 'opti
 export async function loadZeroSharded(z: ShardOwner, dir: string, prefix = 'optim'): Promise<void> {
   const op = 'ZeroRedundancyOptimizer.loadSharded';
   const index = await readShardIndex(dir, prefix);
-  const loaded = await loadSharded(dir, { rank: z.rank, worldSize: z.worldSize, prefix });
+  // Read onto the blocks' device (a model on one device: spaces share it).
+  const loaded = await loadSharded(dir, { rank: z.rank, worldSize: z.worldSize, prefix, device: z.spaces[0]?.device ?? 'cpu' });
   const first = Object.values(index.shards)[0]?.pieces[0]?.file;
   const meta = first ? (await inspect(join(dir, first))).metadata['flockml.zero.paramGroups'] : undefined;
   const made: Tensor[] = [];

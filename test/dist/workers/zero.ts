@@ -182,6 +182,14 @@ async function main() {
     if (inFlight !== ddp.bucketCount - 1)
       throw new Error(`zeroStage ${stage}: ${inFlight} of ${ddp.bucketCount - 1} buckets in flight before the last gradient`);
     close(`DDP zeroStage ${stage}`, await values(ps), want);
+    // Its consolidated state numbers the parameters in the model's order, as a plain optimizer does.
+    const csd = await opt.consolidatedStateDict();
+    close(
+      `DDP zeroStage ${stage} consolidated expAvg`,
+      await values([csd.state[0].expAvg as fl.Tensor]),
+      await values([refState.state[0].expAvg as fl.Tensor]),
+      1e-5,
+    );
     await sameOnAllRanks(`DDP zeroStage ${stage}`, await values(ps));
     ddp.dispose();
   }
