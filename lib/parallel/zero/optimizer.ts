@@ -14,7 +14,8 @@
  * stage 2 takes the averaged gradient block DDP's bucket reduce-scatters left (no full gradient
  * is kept). The flat layout steps elementwise optimizers (SGD, Adam, AdamW) exactly as on whole
  * tensors; every element of a block steps together, so a parameter without a gradient takes part
- * with a zero gradient.
+ * with a zero gradient. Standalone, the parameters must start equal on every rank (DDP's creation
+ * broadcasts rank 0's; otherwise broadcast them), since each rank's block starts from its own.
  */
 import { Tensor } from '../../tensor';
 import { zeroGrads } from '../../autograd/zero_grad';
@@ -86,11 +87,6 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     // The user's groups, then one flat space per (group, dtype, device).
     const groups: Array<{ params: Tensor[]; hyper: Record<string, unknown> }> = [];
     if (this.#source) {
-      if (this.#source.zeroStage === 3)
-        throw argError(
-          op,
-          'with zeroStage 3 the DistributedDataParallel parameters are already shards: use a plain optimizer on ddp.parameters()',
-        );
       // Buckets hold the parameters in reverse order; state dicts number them in the model's.
       groups.push({ params: this.#source.zeroSpaces.flatMap((s) => s.params).reverse(), hyper: {} });
       this.spaces = [...this.#source.zeroSpaces];
