@@ -272,6 +272,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     for (const r of this.#removeHooks) r();
     this.#removeHooks = [];
     this.#reset();
+    for (const g of this.#gradShards) g?.dispose();
+    this.#gradShards = this.#gradShards.map(() => null);
   }
 
   #broadcast(p: Tensor): Work {

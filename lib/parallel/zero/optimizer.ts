@@ -161,8 +161,18 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
   /** This rank's averaged gradient block of every space, kept. */
   async #gradBlocks(): Promise<Tensor[]> {
     const src = this.#source;
-    if (src?.zeroStage === 2)
-      return this.spaces.map((s, i) => src.takeGradShard(i) ?? keep(zeros([s.per], { dtype: s.dtype as 'f32', device: s.device })));
+    if (src?.zeroStage === 2) {
+      const blocks = this.spaces.map((_, i) => src.takeGradShard(i));
+      if (blocks.some((b) => b === null)) {
+        for (const b of blocks) b?.dispose();
+        throw flockError(
+          'ERR_ARG',
+          'ZeroRedundancyOptimizer.step',
+          'no averaged gradient blocks from the DistributedDataParallel (zeroStage 2): await ddp.syncGradients() after backward, once per step()',
+        );
+      }
+      return blocks as Tensor[];
+    }
     const block = (s: FlatSpace) =>
       keep(
         tidy(() =>
