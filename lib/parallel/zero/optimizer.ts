@@ -14,7 +14,7 @@
  * stage 2 takes the averaged gradient block DDP's bucket reduce-scatters left (no full gradient
  * is kept). The flat layout steps elementwise optimizers (SGD, Adam, AdamW) exactly as on whole
  * tensors; every element of a block steps together, so a parameter without a gradient takes part
- * with a zero gradient. Standalone, the parameters must start equal on every rank (DDP's creation
+ * with a zero gradient (parameters that do not require grad are left out). Standalone, the parameters must start equal on every rank (DDP's creation
  * broadcasts rank 0's; otherwise broadcast them), since each rank's block starts from its own.
  */
 import { Tensor } from '../../tensor';
@@ -97,7 +97,12 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     const spaceGroups: number[] = [];
     if (!this.#source)
       groups.forEach((gr, gi) =>
-        spacesByDtype(op, gr.params, this.worldSize).forEach((s) => {
+        // Frozen parameters never get a gradient: in a block they would still be decayed.
+        spacesByDtype(
+          op,
+          gr.params.filter((p) => p.requiresGrad),
+          this.worldSize,
+        ).forEach((s) => {
           this.spaces.push(s);
           spaceGroups.push(gi);
         }),
@@ -106,6 +111,7 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     this.#params = groups.flatMap((gr) => gr.params);
     this.#counts = groups.map((gr) => gr.params.length);
     if (new Set(this.#params).size !== this.#params.length) throw argError(op, 'some parameters appear more than once');
+    if (this.spaces.length === 0) throw argError(op, 'none of the parameters requires grad');
     this.shards = this.spaces.map((s) => shardValues(s, this.rank).requiresGrad_());
     this.optimizer = new OptimizerClass(
       groups.map((gr, gi) => ({ ...gr.hyper, params: this.shards.filter((_, i) => spaceGroups[i] === gi) })),

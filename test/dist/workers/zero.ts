@@ -140,9 +140,11 @@ async function main() {
 
   // Param groups with their own hyper-parameters (SGD with momentum), against the plain optimizer.
   {
+    // A frozen tensor in a group is left alone, as a plain optimizer leaves a parameter without gradient.
+    const frozen = fl.keep(fl.ones([5]));
     const groups = (ps: fl.Tensor[]) => [
       { params: ps.slice(0, 4), lr: 0.05 },
-      { params: ps.slice(4), lr: 0.01, momentum: 0.5 },
+      { params: [...ps.slice(4), frozen], lr: 0.01, momentum: 0.5 },
     ];
     const a = makeParams(0),
       b = makeParams(0);
@@ -158,6 +160,7 @@ async function main() {
       zOpt.zeroGrad();
     }
     close('ZeroRedundancyOptimizer with param groups', await values(b), await values(a));
+    close('a frozen tensor', await values([frozen]), [1, 1, 1, 1, 1], 0);
   }
 
   // DDP zeroStage 1 and 2: the optimizer shards DDP's buckets (a small cap: several buckets).
