@@ -25,7 +25,9 @@ import { keep, tidy } from '../../memory';
 import { noGrad } from '../../autograd/grad_mode';
 import { zeros } from '../../ops/creation';
 import { argError, checkOptions, describe, flockError } from '../../errors';
-import { checkBool } from '../../validate';
+import { checkBool, checkNumber } from '../../validate';
+import { gradNorm } from '../../optim/clip';
+import { copy_ } from '../../ops/elementwise';
 import { type ProcessGroup, getRank, getWorldSize, isInitialized } from '../../distributed/process_group';
 import * as dist from '../../distributed/process_group';
 import type { Work } from '../../distributed/work';
@@ -217,6 +219,41 @@ export class FullyShardedDataParallel {
     } finally {
       for (const r of scatters) r.input.dispose();
       this.#clearTrail();
+    }
+  }
+
+  /**
+   * Clips the gradients of all ranks' blocks together to total `normType`-norm `maxNorm` (as
+   * PyTorch FSDP's clip_grad_norm_: each rank's norm of its blocks, combined across ranks, then the
+   * same coefficient min(1, maxNorm / (total + 1e-6)) everywhere). Resolves with the total norm
+   * before clipping. A collective.
+   */
+  async clipGradNorm(maxNorm: number, normType = 2): Promise<number> {
+    const op = 'FullyShardedDataParallel.clipGradNorm';
+    checkNumber(op, 'maxNorm', maxNorm, { min: 0 });
+    checkNumber(op, 'normType', normType, { above: 0, infinite: true });
+    const grads = this.parameters().filter((t) => t.grad);
+    const inf = normType === Infinity;
+    const local = keep(
+      noGrad(() =>
+        tidy(() => {
+          const n = grads.length ? gradNorm(grads, normType).to('f64') : zeros([], { dtype: 'f64' });
+          return (inf ? n : n.pow(normType)).reshape([1]);
+        }),
+      ),
+    );
+    try {
+      await (this.#group
+        ? this.#group.allReduce(local, { op: inf ? 'max' : 'sum' })
+        : dist.allReduce(local, { op: inf ? 'max' : 'sum' })
+      ).wait();
+      const v = Number((await local.data())[0]);
+      const total = inf ? v : v ** (1 / normType);
+      const coef = maxNorm / (total + 1e-6);
+      if (coef < 1) noGrad(() => tidy(() => grads.forEach((t) => copy_(t.grad!, t.grad!.mul(coef)))));
+      return total;
+    } finally {
+      local.dispose();
     }
   }
 

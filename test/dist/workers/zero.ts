@@ -219,6 +219,24 @@ async function main() {
       opt.step();
       opt.zeroGrad();
     }
+    // Clipping: the norm over all ranks' blocks is the whole gradient's, and after clipping it is maxNorm.
+    {
+      const [xb, yb] = mine(0);
+      const out = await fsdp.forward(xb);
+      await fsdp.backward(loss(out, yb));
+      // The reference model holds the same trained values: its whole-batch gradient norm is the one to find.
+      fl.tidy(() => loss(forward(ref)(x.narrow(0, 0, BATCH)), y.narrow(0, 0, BATCH)).backward());
+      const refNorm = await fl.optim.gradNorm(ref).item();
+      refOpt.zeroGrad();
+      const whole = await fsdp.clipGradNorm(1e-3);
+      close('total norm before clipping', [whole], [refNorm], 1e-4);
+      const sq = fsdp.parameters().map((t) => t.grad!.square().sum());
+      const mineSq = Number(await fl.stack(sq).sum().item());
+      const t = fl.tensor([mineSq], { dtype: 'f64' });
+      await pg.allReduce(t).wait();
+      close('clipped total norm', [Math.sqrt(Number((await t.data())[0]))], [1e-3], 1e-3);
+      opt.zeroGrad();
+    }
     if (prefetched.slice(0, 3).join() !== '1,1,0')
       throw new Error(`gathers in flight during the units' forward: ${prefetched.slice(0, 3)}`);
     await expectCode('FSDP backward before forward', 'ERR_AUTOGRAD', () => fsdp.backward(fl.tensor(1)));
