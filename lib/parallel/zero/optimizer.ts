@@ -21,12 +21,17 @@ import { Tensor } from '../../tensor';
 import { zeroGrads } from '../../autograd/zero_grad';
 import { keep, tidy } from '../../memory';
 import { zeros } from '../../ops/creation';
+import { stack } from '../../ops/shape';
+import { copy_ } from '../../ops/elementwise';
+import { noGrad } from '../../autograd/grad_mode';
+import { checkNumber } from '../../validate';
 import { Optimizer, type OptimizerStateDict, type ParamsArg } from '../../optim/optimizer';
 import { argError, checkOptions, describe, flockError } from '../../errors';
 import type { Shard } from '../../io/sharded';
 import { consolidatedStateDict, loadConsolidated, loadZeroSharded, type ShardOwner, saveZeroSharded, shardedState } from './state';
 import {
   allGather as defaultAllGather,
+  allReduce as defaultAllReduce,
   getRank,
   getWorldSize,
   isInitialized,
@@ -43,6 +48,11 @@ export type OptimizerClass<H extends { lr: number }> = new (params: any, options
 export type ZeroOptions<H> = Partial<H> & {
   /** Group to shard over (default: the world). */
   group?: ProcessGroup;
+  /**
+   * Clip the averaged gradient to this total 2-norm before each step (as DeepSpeed's
+   * gradient_clipping; the norm is over every rank's blocks together). Default: no clipping.
+   */
+  maxGradNorm?: number;
 };
 
 export class ZeroRedundancyOptimizer<H extends { lr: number }> {
@@ -58,6 +68,9 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
   /** The user's parameters, in param-group order (state dict indices). */
   readonly #params: Tensor[];
   readonly #counts: number[];
+  readonly #maxGradNorm: number | null;
+  /** The total 2-norm of the averaged gradient at the last step (before clipping), when maxGradNorm is set. */
+  lastGradNorm: number | null = null;
 
   constructor(
     params: ParamsArg<H> | ZeroGradientSource,
@@ -68,7 +81,8 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     if (typeof OptimizerClass !== 'function' || !(OptimizerClass.prototype instanceof Optimizer))
       throw argError(op, `the optimizer class must be an fl.optim Optimizer class (SGD, Adam, AdamW...), got ${describe(OptimizerClass)}`);
     if (options === null || typeof options !== 'object') throw argError(op, `options must be an object, got ${describe(options)}`);
-    const { group, ...hyper } = options as ZeroOptions<H> & Record<string, unknown>;
+    const { group, maxGradNorm, ...hyper } = options as ZeroOptions<H> & Record<string, unknown>;
+    this.#maxGradNorm = maxGradNorm === undefined ? null : checkNumber(op, 'maxGradNorm', maxGradNorm, { above: 0 });
     if (isUnshardedSource(params))
       throw argError(
         op,
@@ -140,6 +154,7 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
    */
   async step(): Promise<void> {
     const grads = await this.#gradBlocks();
+    if (this.#maxGradNorm !== null) await this.#clip(grads, this.#maxGradNorm);
     this.shards.forEach((s, i) => {
       s.grad?.dispose();
       s.grad = grads[i];
@@ -200,6 +215,28 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
       for (const t of inputs) t.dispose();
     }
     return outs;
+  }
+
+  /** Scales the blocks so that the gradient over all ranks has 2-norm at most `maxNorm`. */
+  async #clip(blocks: Tensor[], maxNorm: number): Promise<void> {
+    const sq = keep(
+      noGrad(() =>
+        tidy(() =>
+          stack(blocks.map((b) => b.to('f64').square().sum()))
+            .sum()
+            .reshape([1]),
+        ),
+      ),
+    );
+    try {
+      await (this.#group ? this.#group.allReduce(sq) : defaultAllReduce(sq)).wait();
+      const total = Math.sqrt(Number((await sq.data())[0]));
+      this.lastGradNorm = total;
+      const coef = maxNorm / (total + 1e-6);
+      if (coef < 1) noGrad(() => tidy(() => blocks.forEach((b) => copy_(b, b.mul(coef)))));
+    } finally {
+      sq.dispose();
+    }
   }
 
   #reduceScatter(out: Tensor, input: Tensor): Work {

@@ -163,6 +163,26 @@ async function main() {
     close('a frozen tensor', await values([frozen]), [1, 1, 1, 1, 1], 0);
   }
 
+  // maxGradNorm clips the averaged gradient as clipGradNorm_ clips the whole-batch one.
+  {
+    const a = makeParams(0),
+      b = makeParams(0);
+    const plainOpt = new fl.optim.SGD(a, { lr: 0.1 });
+    const zOpt = new ZeroRedundancyOptimizer(b, fl.optim.SGD, { lr: 0.1, maxGradNorm: 0.01 });
+    for (let s = 0; s < 2; s++) {
+      fl.tidy(() => loss(forward(a)(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
+      const norm = await fl.optim.clipGradNorm_(a, 0.01).item();
+      plainOpt.step();
+      plainOpt.zeroGrad();
+      const [xb, yb] = mine(s);
+      fl.tidy(() => loss(forward(b)(xb), yb).backward());
+      await zOpt.step();
+      zOpt.zeroGrad();
+      close('gradient norm before clipping', [zOpt.lastGradNorm ?? -1], [norm], 1e-4);
+    }
+    close('ZeroRedundancyOptimizer with maxGradNorm', await values(b), await values(a));
+  }
+
   // DDP zeroStage 1 and 2: the optimizer shards DDP's buckets (a small cap: several buckets).
   for (const stage of [1, 2] as const) {
     const ps = makeParams(pg.rank === 0 ? 0 : 0.3);
