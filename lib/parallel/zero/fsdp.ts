@@ -180,7 +180,7 @@ export class FullyShardedDataParallel {
         // What the unit's graph holds (activations) goes once its backward has run, as tidy would.
         const inner = intermediates(this.#trail[k].output, this.#trail[k].input);
         if (k === this.#units.length - 1) loss.backward();
-        else {
+        else if (this.#trail[k].output.requiresGrad) {
           const g = this.#trail[k + 1].input.grad;
           if (!g)
             throw flockError(

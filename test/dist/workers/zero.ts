@@ -378,11 +378,13 @@ async function memoryChecks(N: number): Promise<void> {
     ddp.dispose();
     for (const p of ps) p.dispose();
   }
-  // Stage 3: between steps only the parameter blocks are held.
+  // Stage 3: between steps only the parameter blocks are held. (The first unit has no parameters:
+  // backward must still reach the units after it.)
   {
     const ps = big();
     const before = await bytes();
     const units = [
+      { parameters: () => [], forward: (t: fl.Tensor) => t.mul(1) },
       { parameters: () => [ps[0]], forward: (t: fl.Tensor) => t.matmul(ps[0]) },
       { parameters: () => [ps[1]], forward: (t: fl.Tensor) => t.matmul(ps[1]) },
     ];
