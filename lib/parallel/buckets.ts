@@ -80,11 +80,11 @@ export function localGrad(p: Tensor, g: Tensor | null): Tensor {
 export class BucketReducer {
   readonly #states: BucketState[];
   readonly #index = new Map<Tensor, [BucketState, number]>();
-  readonly #launch: (flat: Tensor) => Launched;
+  readonly #launch: (flat: Tensor, bucket: number) => Launched;
   /** The next bucket to launch: buckets go out in order, so every peer issues the same sequence. */
   #next = 0;
 
-  constructor(params: Tensor[], capBytes: number, launch: (flat: Tensor) => Launched) {
+  constructor(params: Tensor[], capBytes: number, launch: (flat: Tensor, bucket: number) => Launched) {
     this.#launch = launch;
     this.#states = makeBuckets(params, capBytes).map((bucket) => ({
       bucket,
@@ -129,7 +129,7 @@ export class BucketReducer {
     // be ready sooner there), the peers would pair up different buckets.
     for (; this.#next < this.#states.length && this.#states[this.#next].flat; this.#next++) {
       const ready = this.#states[this.#next];
-      const { work, wire } = this.#launch(ready.flat!);
+      const { work, wire } = this.#launch(ready.flat!, this.#next);
       ready.work = work;
       ready.wire = wire ?? null;
     }

@@ -27,6 +27,9 @@ import { copy_ } from '../ops/elementwise';
 import { distError } from '../distributed/errors';
 import { getWorldSize, isInitialized, ProcessGroup } from '../distributed/process_group';
 import { broadcast as defaultBroadcast, allReduce as defaultAllReduce } from '../distributed/process_group';
+import { reduceScatter as defaultReduceScatter } from '../distributed/process_group';
+import { zeros } from '../ops/creation';
+import { type FlatSpace, makeSpace } from './zero/layout';
 import type { Work } from '../distributed/work';
 import { BucketReducer, localGrad } from './buckets';
 import { runWithoutSync } from './no_sync';
@@ -58,6 +61,15 @@ export interface DDPOptions {
    * result is cast back. 'bf16' keeps f32's range; 'fp16' keeps 3 more mantissa bits. Default 'none'.
    */
   compression?: 'none' | 'fp16' | 'bf16';
+  /**
+   * ZeRO (DeepSpeed's stages; build the optimizer with `new fl.parallel.ZeroRedundancyOptimizer(ddp,
+   * OptimizerClass, options)`): 1 shards the optimizer state over the ranks (the gradient buckets
+   * are allreduced as usual); 2 shards the gradients too: each bucket is reduce-scattered from the
+   * gradient hooks, overlapping backward, and each rank keeps only its averaged block (the full
+   * `.grad` is freed at syncGradients). 3 (parameters sharded per unit, FSDP) is
+   * {@link FullyShardedDataParallel}. Default 0: plain data parallelism.
+   */
+  zeroStage?: 0 | 1 | 2 | 3;
 }
 
 /**
@@ -81,6 +93,11 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   readonly #compression: 'none' | 'fp16' | 'bf16';
   readonly #params: Tensor[];
   readonly #reducer: BucketReducer;
+  readonly #zeroStage: 0 | 1 | 2;
+  /** ZeRO: each bucket as a flat space; stage 2: this rank's averaged block of each, and the padded inputs in flight. */
+  readonly #spaces: FlatSpace[] = [];
+  #gradShards: (Tensor | null)[] = [];
+  #padded: Tensor[] = [];
   #syncing = true;
   /** Parameters this step's forward outputs depend on (findUnusedParameters). */
   #reachable = new Set<Tensor>();
@@ -95,7 +112,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     if (!module || typeof module.parameters !== 'function')
       throw argError(op, `the model must have a parameters(): Tensor[] method, got ${describe(module)}`);
     if (typeof forward !== 'function') throw argError(op, `forward must be a function, got ${describe(forward)}`);
-    const o = checkOptions(op, options, ['group', 'bucketCapMB', 'broadcastBuffers', 'findUnusedParameters', 'compression']);
+    const o = checkOptions(op, options, ['group', 'bucketCapMB', 'broadcastBuffers', 'findUnusedParameters', 'compression', 'zeroStage']);
     if (o.group !== undefined && !(o.group instanceof ProcessGroup))
       throw argError(op, `group must be a ProcessGroup, got ${describe(o.group)}`);
     if (!o.group && !isInitialized()) throw flockError('ERR_ARG', op, 'call fl.distributed.initProcessGroup() first');
@@ -106,9 +123,26 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     this.#findUnused = checkBool(op, 'findUnusedParameters', o.findUnusedParameters ?? false);
     this.#compression = checkChoice(op, 'compression', o.compression ?? 'none', ['none', 'fp16', 'bf16']);
     const capMB = checkNumber(op, 'bucketCapMB', o.bucketCapMB ?? 25, { above: 0 });
+    const stage = checkNumber(op, 'zeroStage', o.zeroStage ?? 0, { integer: true, min: 0, max: 3 });
+    if (stage === 3)
+      throw argError(
+        op,
+        'zeroStage 3 shards the parameters per unit, gathered around each unit: use fl.parallel.FullyShardedDataParallel.create(units, options)',
+      );
+    this.#zeroStage = stage as 0 | 1 | 2;
+    if (this.#zeroStage === 2 && this.#compression !== 'none')
+      throw argError(
+        op,
+        `compression '${this.#compression}' is not implemented with zeroStage 2 (gradients are reduce-scattered in full precision)`,
+      );
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = capMB * 1024 * 1024;
-    this.#reducer = new BucketReducer(this.#params, cap, (flat) => this.#launch(flat));
+    this.#reducer = new BucketReducer(this.#params, cap, (flat, bucket) => this.#launch(flat, bucket));
+    if (this.#zeroStage > 0) {
+      const n = this.worldSize;
+      for (const b of this.#reducer.buckets) this.#spaces.push(makeSpace(op, b.params, n));
+      this.#gradShards = this.#spaces.map(() => null);
+    }
     for (const b of this.#reducer.buckets) for (const p of b.params) this.#removeHooks.push(p.registerHook((g) => this.#onGrad(p, g)));
   }
 
@@ -199,10 +233,38 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       const last = toNow(lastEpoch);
       const done = toNow(new Float64Array(await computeDone, 0, 1)[0]);
       this.lastStep = { exposedMs: Math.max(0, last - done), computeDoneAt: done, commDoneAt: last };
-      this.#reducer.writeBack();
+      if (this.#zeroStage === 2) {
+        // Only this rank's block is kept: the full local gradients go.
+        for (const p of this.#params) {
+          p.grad?.dispose();
+          p.grad = null;
+        }
+      } else this.#reducer.writeBack();
     } finally {
       this.#reset();
     }
+  }
+
+  /** The ZeRO stage this wrapper was created with (0: none). */
+  get zeroStage(): 0 | 1 | 2 {
+    return this.#zeroStage;
+  }
+
+  /** @internal ZeRO: DDP's buckets as flat spaces (the optimizer's blocks). */
+  get zeroSpaces(): readonly FlatSpace[] {
+    return this.#spaces;
+  }
+
+  /** @internal */
+  get zeroGroup(): ProcessGroup | undefined {
+    return this.#group;
+  }
+
+  /** @internal ZeRO stage 2: this rank's averaged gradient block of bucket `i` (the caller owns it). */
+  takeGradShard(i: number): Tensor | null {
+    const g = this.#gradShards[i];
+    this.#gradShards[i] = null;
+    return g;
   }
 
   /** Removes the gradient hooks; the model goes back to plain local training. */
@@ -210,6 +272,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     for (const r of this.#removeHooks) r();
     this.#removeHooks = [];
     this.#reset();
+    for (const g of this.#gradShards) g?.dispose();
+    this.#gradShards = this.#gradShards.map(() => null);
   }
 
   #broadcast(p: Tensor): Work {
@@ -267,7 +331,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   }
 
   /** Starts one full bucket's average across ranks (compressed to 16 bits when asked). */
-  #launch(flat: Tensor): { work: Work; wire?: Tensor } {
+  #launch(flat: Tensor, bucket: number): { work: Work; wire?: Tensor } {
+    if (this.#zeroStage === 2) return this.#launchScatter(flat, bucket);
     const reduce = (t: Tensor, op: 'avg' | 'sum') => (this.#group ? this.#group.allReduce(t, { op }) : defaultAllReduce(t, { op }));
     if (this.#compression !== 'none' && (flat.dtype === 'f32' || flat.dtype === 'f64')) {
       // Divided first, so the 16-bit sum cannot overflow where the full-precision one would not.
@@ -276,6 +341,19 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       return { work: reduce(wire, 'sum'), wire };
     }
     return { work: reduce(flat, 'avg') };
+  }
+
+  /** ZeRO stage 2: reduce-scatters the bucket (padded to equal blocks), keeping this rank's averaged block. */
+  #launchScatter(flat: Tensor, bucket: number): { work: Work } {
+    const s = this.#spaces[bucket];
+    const pad = s.per * s.worldSize - s.numel;
+    const input = pad ? keep(noGrad(() => tidy(() => cat([flat, zeros([pad], { dtype: flat.dtype, device: flat.device })], 0)))) : flat;
+    if (pad) this.#padded.push(input);
+    this.#gradShards[bucket]?.dispose();
+    const out = keep(zeros([s.per], { dtype: flat.dtype, device: flat.device }));
+    this.#gradShards[bucket] = out;
+    const work = this.#group ? this.#group.reduceScatter(out, input, { op: 'avg' }) : defaultReduceScatter(out, input, { op: 'avg' });
+    return { work };
   }
 
   #markUnused(): void {
@@ -293,6 +371,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 
   #reset(): void {
     this.#reducer.reset();
+    for (const t of this.#padded) t.dispose();
+    this.#padded = [];
     this.#reachable.clear();
     this.#unused.clear();
     this.#unusedMarked = false;

@@ -26,3 +26,11 @@ export {
   type PushStats,
   type WorkerStats,
 } from './parameter_server/index';
+export {
+  ZeroRedundancyOptimizer,
+  FullyShardedDataParallel,
+  type ZeroOptions,
+  type ZeroStage,
+  type FSDPOptions,
+  type ShardedUnit,
+} from './zero/index';

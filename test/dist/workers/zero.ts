@@ -1,0 +1,403 @@
+/**
+ * ZeRO equivalence on N real ranks: 10 Adam steps of ZeroRedundancyOptimizer (stage 1, local
+ * gradients reduce-scattered), DDP zeroStage 1 and 2, and FullyShardedDataParallel (stage 3), each
+ * rank on its part of every batch, must match one process training on whole batches, and every
+ * rank must end with identical parameters. Then: the consolidated optimizer state equals the
+ * single-process optimizer's, per-rank memory of optimizer state / gradients / parameters is ~1/N,
+ * sharded checkpoints save (ZERO_SAVE) and load from another world size (ZERO_LOAD), and bad
+ * options fail with coded errors.
+ */
+import * as fl from '../../../lib/index';
+import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
+import { DistributedDataParallel } from '../../../lib/parallel/ddp';
+import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
+import { FullyShardedDataParallel } from '../../../lib/parallel/zero/fsdp';
+
+const STEPS = 10,
+  BATCH = 24,
+  LR = 0.01;
+const sizes: number[][] = [[8, 13], [13], [13, 7], [7], [7, 1], [1]];
+
+function makeParams(perturb: number): fl.Tensor[] {
+  fl.manualSeed(1234);
+  return sizes.map((s) => fl.keep(fl.randn(s, { std: 0.4 }).add(perturb)).requiresGrad_());
+}
+const layer = (ps: fl.Tensor[], i: number) => (x: fl.Tensor) => x.matmul(ps[2 * i]).add(ps[2 * i + 1]);
+const forward = (ps: fl.Tensor[]) => (x: fl.Tensor) => layer(ps, 2)(layer(ps, 1)(layer(ps, 0)(x).relu()).tanh());
+
+function data() {
+  fl.manualSeed(99);
+  return { x: fl.keep(fl.randn([STEPS * BATCH, 8])), y: fl.keep(fl.randn([STEPS * BATCH, 1])) };
+}
+
+const loss = (out: fl.Tensor, y: fl.Tensor) => out.sub(y).square().mean();
+
+async function values(ts: fl.Tensor[]): Promise<number[]> {
+  const out: number[] = [];
+  for (const t of ts) out.push(...Array.from(await t.data(), Number));
+  return out;
+}
+
+function close(what: string, got: number[], want: number[], tol = 1e-4): void {
+  if (got.length !== want.length) throw new Error(`${what}: ${got.length} values, expected ${want.length}`);
+  for (let i = 0; i < want.length; i++)
+    if (!(Math.abs(got[i] - want[i]) <= tol + tol * Math.abs(want[i])))
+      throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
+}
+
+async function expectCode(what: string, code: string, fn: () => unknown): Promise<void> {
+  try {
+    await fn();
+  } catch (e) {
+    if ((e as { code?: string }).code === code) return;
+    throw new Error(`${what}: expected ${code}, got ${(e as Error).message}`);
+  }
+  throw new Error(`${what}: expected ${code}, nothing was thrown`);
+}
+
+async function main() {
+  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const N = pg.size,
+    per = BATCH / N;
+  const { x, y } = data();
+  const mine = (s: number) => [x.narrow(0, s * BATCH + pg.rank * per, per), y.narrow(0, s * BATCH + pg.rank * per, per)];
+
+  // Reference: one process, whole batches, a plain Adam.
+  const ref = makeParams(0);
+  const refOpt = new fl.optim.Adam(ref, { lr: LR, weightDecay: 0.01 });
+  for (let s = 0; s < STEPS; s++) {
+    fl.tidy(() => loss(forward(ref)(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
+    refOpt.step();
+    refOpt.zeroGrad();
+  }
+  const want = await values(ref);
+  const refState = refOpt.stateDict();
+
+  const sameOnAllRanks = async (what: string, got: number[]) => {
+    const t = fl.tensor(got);
+    await pg.broadcast(t, 0).wait();
+    const r0 = await t.data();
+    for (let i = 0; i < got.length; i++) if (r0[i] !== got[i]) throw new Error(`${what}: rank ${pg.rank} differs from rank 0 at ${i}`);
+  };
+
+  // Stage 1, standalone: local gradients, reduce-scattered in step().
+  const p1 = makeParams(pg.rank === 0 ? 0 : 0.3);
+  await Promise.all(p1.map((p) => pg.broadcast(p, 0).wait()));
+  const zro = new ZeroRedundancyOptimizer(p1, fl.optim.Adam, { lr: LR, weightDecay: 0.01 });
+  for (let s = 0; s < STEPS; s++) {
+    const [xb, yb] = mine(s);
+    fl.tidy(() => loss(forward(p1)(xb), yb).backward());
+    await zro.step();
+    zro.zeroGrad();
+  }
+  close('ZeroRedundancyOptimizer', await values(p1), want);
+  await sameOnAllRanks('ZeroRedundancyOptimizer', await values(p1));
+
+  // Its consolidated state is the single-process Adam's.
+  const sd = await zro.consolidatedStateDict();
+  for (const [i, st] of Object.entries(refState.state)) {
+    if (sd.state[Number(i)].step !== st.step)
+      throw new Error(`consolidated step of parameter ${i}: ${sd.state[Number(i)].step} vs ${st.step}`);
+    for (const k of ['expAvg', 'expAvgSq'])
+      close(
+        `consolidated ${k} of parameter ${i}`,
+        await values([sd.state[Number(i)][k] as fl.Tensor]),
+        await values([st[k] as fl.Tensor]),
+        1e-5,
+      );
+  }
+  if (sd.paramGroups[0].lr !== LR || sd.paramGroups[0].weightDecay !== 0.01) throw new Error('consolidated hyper-parameters lost');
+  // ...and a plain optimizer's state dict loads back into ZeRO.
+  const p1b = makeParams(0);
+  const zro2 = new ZeroRedundancyOptimizer(p1b, fl.optim.Adam, { lr: 1 });
+  zro2.loadStateDict(refState);
+  if (zro2.paramGroups[0].lr !== LR) throw new Error('loadStateDict did not restore lr');
+  close(
+    'reloaded consolidated state',
+    await values([(await zro2.consolidatedStateDict()).state[2].expAvg as fl.Tensor]),
+    await values([refState.state[2].expAvg as fl.Tensor]),
+    1e-6,
+  );
+
+  // Checkpoints: this world size saves; another world size loads and must hold the reference state.
+  if (process.env.ZERO_SAVE) await zro.saveSharded(process.env.ZERO_SAVE);
+  if (process.env.ZERO_LOAD) {
+    const p = makeParams(0.7);
+    const z = new ZeroRedundancyOptimizer(p, fl.optim.Adam, { lr: 1 });
+    await z.loadSharded(process.env.ZERO_LOAD);
+    close('parameters loaded from another world size', await values(p), want);
+    const got = await z.consolidatedStateDict();
+    if (got.paramGroups[0].lr !== LR) throw new Error(`loaded lr ${got.paramGroups[0].lr}`);
+    for (const [i, st] of Object.entries(refState.state))
+      for (const k of ['expAvg', 'expAvgSq'])
+        close(
+          `loaded ${k} of parameter ${i}`,
+          await values([got.state[Number(i)][k] as fl.Tensor]),
+          await values([st[k] as fl.Tensor]),
+          1e-5,
+        );
+  }
+
+  // Param groups with their own hyper-parameters (SGD with momentum), against the plain optimizer.
+  {
+    // A frozen tensor in a group is left alone, as a plain optimizer leaves a parameter without gradient.
+    const frozen = fl.keep(fl.ones([5]));
+    const groups = (ps: fl.Tensor[]) => [
+      { params: ps.slice(0, 4), lr: 0.05 },
+      { params: [...ps.slice(4), frozen], lr: 0.01, momentum: 0.5 },
+    ];
+    const a = makeParams(0),
+      b = makeParams(0);
+    const plainOpt = new fl.optim.SGD(groups(a), { momentum: 0.9, weightDecay: 0.001 });
+    const zOpt = new ZeroRedundancyOptimizer(groups(b), fl.optim.SGD, { momentum: 0.9, weightDecay: 0.001 });
+    for (let s = 0; s < 3; s++) {
+      fl.tidy(() => loss(forward(a)(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
+      plainOpt.step();
+      plainOpt.zeroGrad();
+      const [xb, yb] = mine(s);
+      fl.tidy(() => loss(forward(b)(xb), yb).backward());
+      await zOpt.step();
+      zOpt.zeroGrad();
+    }
+    close('ZeroRedundancyOptimizer with param groups', await values(b), await values(a));
+    close('a frozen tensor', await values([frozen]), [1, 1, 1, 1, 1], 0);
+  }
+
+  // maxGradNorm clips the averaged gradient as clipGradNorm_ clips the whole-batch one.
+  {
+    const a = makeParams(0),
+      b = makeParams(0);
+    const plainOpt = new fl.optim.SGD(a, { lr: 0.1 });
+    const zOpt = new ZeroRedundancyOptimizer(b, fl.optim.SGD, { lr: 0.1, maxGradNorm: 0.01 });
+    for (let s = 0; s < 2; s++) {
+      fl.tidy(() => loss(forward(a)(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
+      const norm = await fl.optim.clipGradNorm_(a, 0.01).item();
+      plainOpt.step();
+      plainOpt.zeroGrad();
+      const [xb, yb] = mine(s);
+      fl.tidy(() => loss(forward(b)(xb), yb).backward());
+      await zOpt.step();
+      zOpt.zeroGrad();
+      close('gradient norm before clipping', [zOpt.lastGradNorm ?? -1], [norm], 1e-4);
+    }
+    close('ZeroRedundancyOptimizer with maxGradNorm', await values(b), await values(a));
+  }
+
+  // DDP zeroStage 1 and 2: the optimizer shards DDP's buckets (a small cap: several buckets).
+  for (const stage of [1, 2] as const) {
+    const ps = makeParams(pg.rank === 0 ? 0 : 0.3);
+    // Overlap: this hook runs before DDP's on the first layer's weight (the last gradient), when
+    // every other bucket must already be on the wire.
+    let inFlight = -1;
+    const unhook = ps[0].registerHook(() => void (inFlight = ddp.bucketsInFlight));
+    const ddp = await DistributedDataParallel.create({ parameters: () => ps }, forward(ps), { zeroStage: stage, bucketCapMB: 0.0002 });
+    if (ddp.bucketCount < 2) throw new Error(`expected several buckets, got ${ddp.bucketCount}`);
+    const opt = new ZeroRedundancyOptimizer(ddp, fl.optim.Adam, { lr: LR, weightDecay: 0.01 });
+    for (let s = 0; s < STEPS; s++) {
+      const [xb, yb] = mine(s);
+      fl.tidy(() => loss(ddp.forward(xb), yb).backward());
+      await ddp.syncGradients();
+      if (stage === 2 && ps.some((p) => p.grad)) throw new Error('zeroStage 2 kept a full gradient');
+      await opt.step();
+      opt.zeroGrad();
+    }
+    unhook();
+    if (inFlight !== ddp.bucketCount - 1)
+      throw new Error(`zeroStage ${stage}: ${inFlight} of ${ddp.bucketCount - 1} buckets in flight before the last gradient`);
+    close(`DDP zeroStage ${stage}`, await values(ps), want);
+    // Its consolidated state numbers the parameters in the model's order, as a plain optimizer does.
+    const csd = await opt.consolidatedStateDict();
+    close(
+      `DDP zeroStage ${stage} consolidated expAvg`,
+      await values([csd.state[0].expAvg as fl.Tensor]),
+      await values([refState.state[0].expAvg as fl.Tensor]),
+      1e-5,
+    );
+    await sameOnAllRanks(`DDP zeroStage ${stage}`, await values(ps));
+    ddp.dispose();
+  }
+
+  // Stage 3: each layer a unit, parameters sharded, gathered around each unit's forward and backward.
+  {
+    const ps = makeParams(pg.rank === 0 ? 0 : 0.3);
+    const act = [(h: fl.Tensor) => h.relu(), (h: fl.Tensor) => h.tanh(), (h: fl.Tensor) => h];
+    // Prefetch: while units 0 and 1 run forward, the next unit's gather is already in flight.
+    const prefetched: number[] = [];
+    const units = [0, 1, 2].map((i) => ({
+      parameters: () => [ps[2 * i], ps[2 * i + 1]],
+      forward: (h: fl.Tensor) => {
+        prefetched.push(fsdp.gathersInFlight);
+        return act[i](layer(ps, i)(h));
+      },
+    }));
+    const fsdp: FullyShardedDataParallel = await FullyShardedDataParallel.create(units);
+    const opt = new fl.optim.Adam(fsdp.parameters(), { lr: LR, weightDecay: 0.01 });
+    for (let s = 0; s < STEPS; s++) {
+      const [xb, yb] = mine(s);
+      const out = await fsdp.forward(xb);
+      await fsdp.backward(loss(out, yb));
+      opt.step();
+      opt.zeroGrad();
+    }
+    // Clipping: the norm over all ranks' blocks is the whole gradient's, and after clipping it is maxNorm.
+    {
+      const [xb, yb] = mine(0);
+      const out = await fsdp.forward(xb);
+      await fsdp.backward(loss(out, yb));
+      // The reference model holds the same trained values: its whole-batch gradient norm is the one to find.
+      fl.tidy(() => loss(forward(ref)(x.narrow(0, 0, BATCH)), y.narrow(0, 0, BATCH)).backward());
+      const refNorm = await fl.optim.gradNorm(ref).item();
+      refOpt.zeroGrad();
+      const whole = await fsdp.clipGradNorm(1e-3);
+      close('total norm before clipping', [whole], [refNorm], 1e-4);
+      const sq = fsdp.parameters().map((t) => t.grad!.square().sum());
+      const mineSq = Number(await fl.stack(sq).sum().item());
+      const t = fl.tensor([mineSq], { dtype: 'f64' });
+      await pg.allReduce(t).wait();
+      close('clipped total norm', [Math.sqrt(Number((await t.data())[0]))], [1e-3], 1e-3);
+      opt.zeroGrad();
+    }
+    if (prefetched.slice(0, 3).join() !== '1,1,0')
+      throw new Error(`gathers in flight during the units' forward: ${prefetched.slice(0, 3)}`);
+    await expectCode('FSDP backward before forward', 'ERR_AUTOGRAD', () => fsdp.backward(fl.tensor(1)));
+    await expectCode('FSDP forward of a non-tensor', 'ERR_ARG', () => fsdp.forward([1, 2] as never));
+    if (process.env.ZERO_SAVE) await fsdp.saveSharded(`${process.env.ZERO_SAVE}/fsdp`, { optimizer: opt });
+    await fsdp.gatherAll();
+    close('FullyShardedDataParallel', await values(ps), want);
+    await sameOnAllRanks('FullyShardedDataParallel', await values(ps));
+    fsdp.dispose();
+  }
+  if (process.env.ZERO_LOAD) {
+    // FSDP blocks saved by another world size: parameters and Adam state come back re-split.
+    const ps = makeParams(0.7);
+    const units = [0, 1, 2].map((i) => ({ parameters: () => [ps[2 * i], ps[2 * i + 1]], forward: layer(ps, i) }));
+    const fsdp = await FullyShardedDataParallel.create(units);
+    const opt = new fl.optim.Adam(fsdp.parameters(), { lr: 1 });
+    await fsdp.loadSharded(`${process.env.ZERO_LOAD}/fsdp`, { optimizer: opt });
+    if (opt.paramGroups[0].lr !== LR) throw new Error(`FSDP load: lr ${opt.paramGroups[0].lr}`);
+    const st = opt.state.get(fsdp.parameters()[0])!;
+    if (st.step !== STEPS) throw new Error(`FSDP load: step ${st.step}`);
+    const refFlat = [
+      ...(await values([refState.state[0].expAvg as fl.Tensor])),
+      ...(await values([refState.state[1].expAvg as fl.Tensor])),
+    ];
+    const blk = Math.ceil(refFlat.length / N);
+    const mineRef = refFlat.slice(pg.rank * blk, (pg.rank + 1) * blk);
+    close('FSDP loaded expAvg block', (await values([st.expAvg as fl.Tensor])).slice(0, mineRef.length), mineRef, 1e-5);
+    await fsdp.gatherAll();
+    close('FSDP parameters loaded from another world size', await values(ps), want);
+    fsdp.dispose();
+  }
+
+  await memoryChecks(N);
+
+  // Bad options.
+  await expectCode('not an optimizer class', 'ERR_ARG', () => new ZeroRedundancyOptimizer(p1, Object as never, {}));
+  await expectCode(
+    'unknown hyper-parameter',
+    'ERR_ARG',
+    () => new ZeroRedundancyOptimizer(p1, fl.optim.SGD, { lr: 0.1, betas: [0.9, 0.9] } as never),
+  );
+  await expectCode('zeroStage 3 on DDP', 'ERR_ARG', () =>
+    DistributedDataParallel.create({ parameters: () => p1 }, forward(p1), { zeroStage: 3 }),
+  );
+  await expectCode('zeroStage 2 with compression', 'ERR_ARG', () =>
+    DistributedDataParallel.create({ parameters: () => p1 }, forward(p1), { zeroStage: 2, compression: 'bf16' }),
+  );
+  await expectCode('zeroStage 4', 'ERR_RANGE', () =>
+    DistributedDataParallel.create({ parameters: () => p1 }, forward(p1), { zeroStage: 4 as never }),
+  );
+  {
+    const d2 = await DistributedDataParallel.create({ parameters: () => p1 }, forward(p1), { zeroStage: 2 });
+    const z2 = new ZeroRedundancyOptimizer(d2, fl.optim.SGD, { lr: 0.1 });
+    await expectCode('zeroStage 2 step without syncGradients', 'ERR_ARG', () => z2.step());
+    z2.dispose();
+    d2.dispose();
+  }
+  const plain = await DistributedDataParallel.create({ parameters: () => p1 }, forward(p1));
+  await expectCode('ZeRO over a DDP without zeroStage', 'ERR_ARG', () => new ZeroRedundancyOptimizer(plain, fl.optim.Adam, {}));
+  plain.dispose();
+  await expectCode('a state dict of another model', 'ERR_STATE_DICT', () =>
+    zro.loadStateDict({ state: {}, paramGroups: [{ lr: 1, params: [0, 1] }] }),
+  );
+  await expectCode('FSDP without units', 'ERR_ARG', () => FullyShardedDataParallel.create([]));
+
+  await destroyProcessGroup();
+  console.log(`rank ${pg.rank}: ok`);
+}
+
+/** Bytes live on the CPU device once the work queued so far (which keeps what it reads alive) has run. */
+async function bytes(): Promise<number> {
+  // Tensors only the garbage collector frees (FSDP's autograd closures) would otherwise be
+  // finalized at random times in between two readings (the test starts workers with --expose-gc).
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await fl.sync();
+  return fl.memory().cpu.bytes;
+}
+
+/** Per-rank optimizer state (stage 1), gradients (stage 2) and parameters (stage 3) are ~1/N of the whole. */
+async function memoryChecks(N: number): Promise<void> {
+  const P = 256 * 256 + 256 * 3;
+  const big = () => {
+    fl.manualSeed(5);
+    return [fl.keep(fl.randn([256, 256], { std: 0.05 })).requiresGrad_(), fl.keep(fl.randn([256, 3])).requiresGrad_()];
+  };
+  const x = fl.keep(fl.randn([4, 256]));
+  const within = (what: string, got: number, want: number) => {
+    if (Math.abs(got - want) > 0.05 * want + 4096) throw new Error(`${what}: ${got} bytes, expected about ${want}`);
+  };
+  // Stage 1: Adam's two moments, plus the rank's block of the parameters, are 3/N of the model.
+  {
+    const ps = big();
+    const before = await bytes();
+    const opt = new ZeroRedundancyOptimizer(ps, fl.optim.Adam, { lr: 1e-3 });
+    fl.tidy(() => x.matmul(ps[0]).matmul(ps[1]).square().mean().backward());
+    const withGrads = await bytes();
+    await opt.step();
+    opt.zeroGrad();
+    within('ZeRO-1 optimizer state + parameter block per rank', (await bytes()) - before, (3 * P * 4) / N);
+    within('full gradients before the step', withGrads - before, P * 4 + (P * 4) / N);
+    opt.dispose();
+    for (const p of ps) p.dispose();
+  }
+  // Stage 2: after syncGradients only this rank's gradient block is held.
+  {
+    const ps = big();
+    const ddp = await DistributedDataParallel.create({ parameters: () => ps }, (t: fl.Tensor) => t.matmul(ps[0]).matmul(ps[1]), {
+      zeroStage: 2,
+    });
+    const before = await bytes();
+    fl.tidy(() => ddp.forward(x).square().mean().backward());
+    await ddp.syncGradients();
+    within('ZeRO-2 gradient bytes per rank', (await bytes()) - before, (P * 4) / N);
+    ddp.dispose();
+    for (const p of ps) p.dispose();
+  }
+  // Stage 3: between steps only the parameter blocks are held. (The first unit has no parameters:
+  // backward must still reach the units after it.)
+  {
+    const ps = big();
+    const before = await bytes();
+    const units = [
+      { parameters: () => [], forward: (t: fl.Tensor) => t.mul(1) },
+      { parameters: () => [ps[0]], forward: (t: fl.Tensor) => t.matmul(ps[0]) },
+      { parameters: () => [ps[1]], forward: (t: fl.Tensor) => t.matmul(ps[1]) },
+    ];
+    const fsdp = await FullyShardedDataParallel.create(units);
+    within('ZeRO-3 parameter bytes per rank', (await bytes()) - before + P * 4, (P * 4) / N);
+    const out = await fsdp.forward(x);
+    await fsdp.backward(out.square().mean());
+    within('ZeRO-3 parameter + gradient bytes per rank after backward', (await bytes()) - before + P * 4, (2 * P * 4) / N);
+    fsdp.dispose();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
