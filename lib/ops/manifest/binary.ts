@@ -22,7 +22,7 @@ function arith(name: string, code: string, extra: Partial<OpDecl> = {}): OpDecl 
   });
 }
 
-function compare(name: string, code: string, method = true): OpDecl {
+function compare(name: string, code: string, method = true, custom?: boolean): OpDecl {
   return op({
     name,
     family: 'binary',
@@ -34,6 +34,7 @@ function compare(name: string, code: string, method = true): OpDecl {
     autocast: 'none',
     method,
     output: 'bool',
+    custom,
   });
 }
 
@@ -55,8 +56,9 @@ export const binaryOps: OpDecl[] = [
   compare('le', 'le'),
   compare('gt', 'gt'),
   compare('ge', 'ge'),
-  compare('logicalAnd', 'logical_and', false),
-  compare('logicalOr', 'logical_or', false),
+  // Written by hand: both operands are tensors, cast to bool.
+  compare('logicalAnd', 'logical_and', false, true),
+  compare('logicalOr', 'logical_or', false, true),
   // Built as eq(bool(input), false).
   op({
     name: 'logicalNot',
