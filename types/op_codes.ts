@@ -30,6 +30,8 @@ export type UnaryOpName =
   | 'round'
   | 'log1p'
   | 'expm1'
+  | 'atan'
+  | 'log2'
   | 'logical_not';
 export type BinaryOpName =
   | 'add'

@@ -33,6 +33,8 @@ enum class UnaryOp : int {
   round,
   log1p,
   expm1,
+  atan,
+  log2,
   logical_not,
   count
 };
@@ -66,6 +68,8 @@ inline constexpr const char* const kUnaryOpNames[] = {
     "round",
     "log1p",
     "expm1",
+    "atan",
+    "log2",
     "logical_not",
 };
 static_assert(sizeof(kUnaryOpNames) / sizeof(*kUnaryOpNames) == static_cast<int>(UnaryOp::count));

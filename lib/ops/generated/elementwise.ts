@@ -137,3 +137,17 @@ export function expm1(input: Tensor): Tensor {
   [input] = autocastArgs('expm1', input);
   return unaryOp('expm1', 'expm1', input);
 }
+
+/**
+ * The arctangent of each element, in radians in (-pi/2, pi/2) (integer inputs give f32), as
+ * torch.atan.
+ */
+export function atan(input: Tensor): Tensor {
+  return unaryOp('atan', 'atan', input);
+}
+
+/** The base-2 logarithm of each element (integer inputs give f32), as torch.log2. */
+export function log2(input: Tensor): Tensor {
+  [input] = autocastArgs('log2', input);
+  return unaryOp('log2', 'log2', input);
+}

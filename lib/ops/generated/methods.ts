@@ -28,6 +28,13 @@ declare module '../../tensor' {
     relu(): Tensor;
     silu(): Tensor;
     square(): Tensor;
+    /**
+     * The arctangent of each element, in radians in (-pi/2, pi/2) (integer inputs give f32), as
+     * torch.atan.
+     */
+    atan(): Tensor;
+    /** The base-2 logarithm of each element (integer inputs give f32), as torch.log2. */
+    log2(): Tensor;
   }
 }
 
@@ -94,6 +101,12 @@ const methods: Partial<Tensor> & ThisType<Tensor> = {
   },
   square() {
     return ops.square(this);
+  },
+  atan() {
+    return ops.atan(this);
+  },
+  log2() {
+    return ops.log2(this);
   },
 };
 
