@@ -58,6 +58,7 @@ export { einsum } from './ops/einsum';
 export { lerp } from './ops/elementwise';
 // Ops of a uniform call shape, generated from the manifest (exp, eq, isnan, ...).
 export * from './ops/generated/elementwise';
+export * from './ops/generated/binary';
 
 import { native } from './native';
 /** Intra-op threads used by CPU kernels. */

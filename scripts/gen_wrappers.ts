@@ -4,19 +4,27 @@
  *
  *   elementwise.ts   the user-facing functions (`fl.exp`, `fl.eq`, `fl.isnan`, ...), each one call to
  *                    a launcher of lib/ops/launch.ts, with the argument checks and autocast the entry declares
+ *   binary.ts        the same for binary arithmetic ops, whose gradients come from the formula table
+ *                    lib/autograd/formulas.ts (a file of its own: the formulas use lib/ops/elementwise.ts,
+ *                    which imports elementwise.ts above, so one file would make an import cycle)
  *   methods.ts       their Tensor methods (`t.exp()`), typed by declaration merging and installed on
  *                    Tensor's prototype
  *
  * lib/index.ts re-exports the functions; lib/ops/methods.ts imports the methods. The uniform call
  * shapes (`callShape`): a unary-family op with a gradient and at most two number arguments (the
  * kernel's scalars a and b); a bool-valued unary op of one tensor; a comparison (binary family, bool
- * result, `input` and `other`). An entry marked `custom` keeps its hand-written function.
+ * result, `input` and `other`); a binary arithmetic op of `input` and `other` with a gradient formula.
+ * An entry marked `custom` keeps its hand-written function.
  */
 import type { ArgDecl, OpDecl } from '../lib/ops/manifest/types';
 
-export type CallShape = { kind: 'unary'; numbers: ArgDecl[] } | { kind: 'predicate' } | { kind: 'compare' };
+export type CallShape = { kind: 'unary'; numbers: ArgDecl[] } | { kind: 'predicate' } | { kind: 'compare' } | { kind: 'binary' };
 
-export const WRAPPER_OUTPUTS = { functions: 'lib/ops/generated/elementwise.ts', methods: 'lib/ops/generated/methods.ts' } as const;
+export const WRAPPER_OUTPUTS = {
+  functions: 'lib/ops/generated/elementwise.ts',
+  binary: 'lib/ops/generated/binary.ts',
+  methods: 'lib/ops/generated/methods.ts',
+} as const;
 
 const INTS = new Set(['i32', 'i64', 'u8']);
 
@@ -34,9 +42,12 @@ export function callShape(o: OpDecl): CallShape | null {
       rest.every((a) => a.type === 'number' && typeof a.default === 'number' && Number.isFinite(a.default));
     return uniform ? { kind: 'unary', numbers: rest } : null;
   }
-  if (o.family === 'binary' && o.shape === 'broadcast' && o.output === 'bool' && o.grad.kind === 'none') {
+  if (o.family === 'binary' && o.shape === 'broadcast') {
     const [other, ...more] = rest;
-    if (more.length === 0 && other?.name === 'other' && other.type === 'tensor|number') return { kind: 'compare' };
+    if (more.length > 0 || other?.name !== 'other' || other.type !== 'tensor|number') return null;
+    if (o.output === 'bool' && o.grad.kind === 'none') return { kind: 'compare' };
+    const both = o.grad.kind === 'formula' && o.grad.inputs.length === 2;
+    if (o.output === undefined && both) return { kind: 'binary' };
   }
   return null;
 }
@@ -70,6 +81,16 @@ function functionOf(o: OpDecl, shape: CallShape): string[] {
   const q = (s: string) => `'${s}'`;
   if (shape.kind === 'predicate')
     return [`export function ${o.name}(input: Tensor): Tensor {`, `  return predicateOp(${q(o.name)}, ${q(o.code!)}, input);`, '}'];
+  const autocast = o.autocast !== 'none';
+  if (shape.kind === 'binary') {
+    const floats = !(o.dtypes.cpu ?? o.dtypes.cuda ?? []).some((d) => INTS.has(d));
+    return [
+      `export function ${o.name}(input: Tensor, other: TensorLike): Tensor {`,
+      ...(autocast ? [`  [input, other] = autocastArgs(${q(o.name)}, input, other);`] : []),
+      `  return binaryOp(${q(o.name)}, ${q(o.code!)}, input, other, binaryFormulas.${o.name}, ${floats});`,
+      '}',
+    ];
+  }
   if (shape.kind === 'compare')
     return [
       `export function ${o.name}(input: Tensor, other: TensorLike): Tensor {`,
@@ -78,7 +99,7 @@ function functionOf(o: OpDecl, shape: CallShape): string[] {
     ];
   const params = ['input: Tensor', ...shape.numbers.map((a) => `${a.name} = ${String(a.default)}`)];
   const body: string[] = [];
-  if (o.autocast !== 'none') body.push(`  [input] = autocastArgs(${q(o.name)}, input);`);
+  if (autocast) body.push(`  [input] = autocastArgs(${q(o.name)}, input);`);
   for (const a of shape.numbers) body.push(`  checkNumber(${q(o.name)}, ${q(a.name)}, ${a.name}, { infinite: true });`);
   const keepInts = (o.dtypes.cpu ?? o.dtypes.cuda ?? []).some((d) => INTS.has(d));
   const scalars = shape.numbers.map((a) => a.name);
@@ -86,6 +107,16 @@ function functionOf(o: OpDecl, shape: CallShape): string[] {
   const call = ['input', ...scalars, ...(keepInts ? ['true'] : [])].join(', ');
   body.push(`  return unaryOp(${q(o.name)}, ${q(o.code!)}, ${call});`);
   return [`export function ${o.name}(${params.join(', ')}): Tensor {`, ...body, '}'];
+}
+
+function binaryFile(list: { o: OpDecl; shape: CallShape }[], banner: string): string {
+  const out = [`/** ${banner} */`];
+  if (list.length === 0) return `${[...out, 'export {};'].join('\n')}\n`;
+  out.push("import type { Tensor, TensorLike } from '../../tensor';");
+  if (list.some((g) => g.o.autocast !== 'none')) out.push("import { autocastArgs } from '../../amp/autocast';");
+  out.push("import { binaryFormulas } from '../../autograd/formulas';", "import { binaryOp } from '../launch';");
+  for (const { o, shape } of list) out.push('', ...docBlock(o.doc, ''), ...functionOf(o, shape));
+  return `${out.join('\n')}\n`;
 }
 
 function functionsFile(list: { o: OpDecl; shape: CallShape }[], banner: string): string {
@@ -106,19 +137,20 @@ function functionsFile(list: { o: OpDecl; shape: CallShape }[], banner: string):
 
 function methodsFile(list: { o: OpDecl; shape: CallShape }[], banner: string): string {
   const methods = list.filter((g) => g.o.method);
-  const params = (shape: CallShape) =>
-    shape.kind === 'compare' ? ['other'] : shape.kind === 'unary' ? shape.numbers.map((a) => a.name) : [];
+  const two = (shape: CallShape) => shape.kind === 'compare' || shape.kind === 'binary';
+  const params = (shape: CallShape) => (two(shape) ? ['other'] : shape.kind === 'unary' ? shape.numbers.map((a) => a.name) : []);
   const typed = (shape: CallShape) =>
-    shape.kind === 'compare' ? ['other: TensorLike'] : shape.kind === 'unary' ? shape.numbers.map((a) => `${a.name}?: number`) : [];
-  const compare = methods.some((g) => g.shape.kind === 'compare');
+    two(shape) ? ['other: TensorLike'] : shape.kind === 'unary' ? shape.numbers.map((a) => `${a.name}?: number`) : [];
+  const module = (shape: CallShape) => (shape.kind === 'binary' ? 'binary' : 'ops');
   const out = [`/** ${banner} */`];
-  out.push(compare ? "import { Tensor, type TensorLike } from '../../tensor';" : "import { Tensor } from '../../tensor';");
+  out.push(methods.some((g) => two(g.shape)) ? "import { Tensor, type TensorLike } from '../../tensor';" : "import { Tensor } from '../../tensor';");
+  if (methods.some((g) => g.shape.kind === 'binary')) out.push("import * as binary from './binary';");
   out.push("import * as ops from './elementwise';", '', "declare module '../../tensor' {", '  interface Tensor {');
   for (const { o, shape } of methods) out.push(...docBlock(o.doc, '    '), `    ${o.name}(${typed(shape).join(', ')}): Tensor;`);
   out.push('  }', '}', '', 'const methods: Partial<Tensor> & ThisType<Tensor> = {');
   for (const { o, shape } of methods) {
     const p = params(shape);
-    out.push(`  ${o.name}(${p.join(', ')}) {`, `    return ops.${o.name}(${['this', ...p].join(', ')});`, '  },');
+    out.push(`  ${o.name}(${p.join(', ')}) {`, `    return ${module(shape)}.${o.name}(${['this', ...p].join(', ')});`, '  },');
   }
   out.push('};', '');
   out.push('// Defined as class methods are: non-enumerable, writable, configurable.');
@@ -131,7 +163,8 @@ function methodsFile(list: { o: OpDecl; shape: CallShape }[], banner: string): s
 export function wrapperFiles(ops: readonly OpDecl[], banner: string): [string, string][] {
   const list = generatedOps(ops);
   return [
-    [WRAPPER_OUTPUTS.functions, functionsFile(list, banner)],
+    [WRAPPER_OUTPUTS.functions, functionsFile(list.filter((g) => g.shape.kind !== 'binary'), banner)],
+    [WRAPPER_OUTPUTS.binary, binaryFile(list.filter((g) => g.shape.kind === 'binary'), banner)],
     [WRAPPER_OUTPUTS.methods, methodsFile(list, banner)],
   ];
 }

@@ -19,32 +19,11 @@ import { bumpVersions, checkInPlace } from '../autograd/version';
 import { normalizeDevice } from '../device';
 import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
 import { autocastArgs } from '../amp/autocast';
-import { binaryKernel, unaryGrad, unaryOp } from './launch';
+import { binaryKernel, recordBinary, unaryGrad, unaryOp } from './launch';
 import { abs, eq, ge, gt, le, log, lt, neg } from './generated/elementwise';
 
 // The ops of a uniform call shape are generated from the manifest (lib/ops/generated/).
 export * from './generated/elementwise';
-
-/** Gradients of a binary op through broadcasting: each reduced to its input's shape. */
-function recordBinary(
-  out: Tensor,
-  name: string,
-  a: Tensor,
-  b: Tensor,
-  grads: (g: Tensor) => [Tensor | null, Tensor | null],
-  savesOutput = false,
-): Tensor {
-  return record(
-    out,
-    name,
-    [a, b],
-    (g) => {
-      const [ga, gb] = grads(g);
-      return [ga && a.requiresGrad ? sumTo(ga, a.shape) : null, gb && b.requiresGrad ? sumTo(gb, b.shape) : null];
-    },
-    { savesOutput },
-  );
-}
 
 export function add(x: Tensor, other: TensorLike, alpha = 1): Tensor {
   const [a, b0] = operands('add', x, other);

@@ -9,11 +9,53 @@ import type { BinaryOpName, UnaryOpName } from '../../types/native';
 import type { Tensor, TensorLike } from '../tensor';
 import { record } from '../autograd/node';
 import { isFloating } from '../dtype';
-import { castTo, checkTensor, operands, wrap } from './util';
+import { castTo, checkTensor, operands, sumTo, wrap } from './util';
 
 /** The binary kernel on two tensors of one dtype (broadcasting). */
 export function binaryKernel(code: BinaryOpName, a: Tensor, b: Tensor): Tensor {
   return wrap(native.binary(code, a.handle, b.handle));
+}
+
+/** Records a binary op: each input's gradient from `grads`, summed back to its shape through broadcasting. */
+export function recordBinary(
+  out: Tensor,
+  name: string,
+  a: Tensor,
+  b: Tensor,
+  grads: (g: Tensor) => [Tensor | null, Tensor | null],
+  savesOutput = false,
+): Tensor {
+  return record(
+    out,
+    name,
+    [a, b],
+    (g) => {
+      const [ga, gb] = grads(g);
+      return [ga && a.requiresGrad ? sumTo(ga, a.shape) : null, gb && b.requiresGrad ? sumTo(gb, b.shape) : null];
+    },
+    { savesOutput },
+  );
+}
+
+/**
+ * A binary op's gradient (lib/autograd/formulas.ts): given the upstream gradient, the promoted
+ * operands and the output, each operand's gradient at the broadcast shape, or null for an operand
+ * that does not require grad. `savesOutput` says whether it reads `out`.
+ */
+export interface BinaryFormula {
+  readonly savesOutput: boolean;
+  grad(g: Tensor, a: Tensor, b: Tensor, out: Tensor): [Tensor | null, Tensor | null];
+}
+
+/**
+ * A binary arithmetic op: operands promoted to one dtype (to f32 first when `floats` and they are
+ * integers, as true division), broadcast, and recorded with its formula.
+ */
+export function binaryOp(name: string, code: BinaryOpName, x: Tensor, other: TensorLike, formula: BinaryFormula, floats: boolean): Tensor {
+  let [a, b] = operands(name, x, other);
+  if (floats && !isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
+  const out = binaryKernel(code, a, b);
+  return recordBinary(out, name, a, b, (g) => formula.grad(g, a, b, out), formula.savesOutput);
 }
 
 /** `g` times the unary op's derivative at `x`, from the native kernel. */

@@ -130,6 +130,23 @@ test('uniform element-wise ops get generated functions and methods; others keep 
   assert.not.match(methods, /leakyRelu/, 'method: false');
 });
 
+test('a binary arithmetic op gets a generated function that takes its gradient from the formula table', () => {
+  const mul = manifest.find((o) => o.name === 'mul') as OpDecl;
+  assert.is(callShape(mul), null, 'mul is marked custom');
+  const xy: OpDecl = { ...mul, name: 'xy', custom: undefined, autocast: 'f32' };
+  const floatsOnly: OpDecl = { ...xy, name: 'xz', autocast: 'none', dtypes: { cpu: ['f32', 'f64'] } };
+  assert.equal(callShape(xy), { kind: 'binary' });
+  const files = generate([...manifest, xy, floatsOnly], kernelCodes);
+  const fns = files.get(WRAPPER_OUTPUTS.binary) ?? '';
+  assert.match(
+    fns,
+    /\[input, other\] = autocastArgs\('xy', input, other\);\n {2}return binaryOp\('xy', 'mul', input, other, binaryFormulas\.xy, false\);/,
+  );
+  assert.match(fns, /return binaryOp\('xz', 'mul', input, other, binaryFormulas\.xz, true\);/);
+  assert.match(files.get(WRAPPER_OUTPUTS.methods) ?? '', /\n {2}xy\(other\) \{\n {4}return binary\.xy\(this, other\);/);
+  assert.not.match(files.get(WRAPPER_OUTPUTS.functions) ?? '', /xy/);
+});
+
 test('an op generated and also written by hand in lib/ops is a problem', () => {
   const exp = manifest.find((o) => o.name === 'exp') as OpDecl;
   // lerp is written by hand in lib/ops/elementwise.ts; declared here as if it were a plain unary op.

@@ -43,13 +43,15 @@ const alpha = { name: 'alpha', type: 'number' as const, default: 1 };
 export const binaryOps: OpDecl[] = [
   arith('add', 'add', { args: [...AB, alpha] }),
   arith('sub', 'sub', { args: [...AB, alpha] }),
-  arith('mul', 'mul'),
+  // Written by hand (lib/ops/elementwise.ts): the other ops' gradients are built from them.
+  arith('mul', 'mul', { custom: true }),
   // Integer inputs divide as f32 (true division, as torch.div).
-  arith('div', 'div', { dtypes: { cpu: FLOATS, cuda: FLOATS } }),
+  arith('div', 'div', { dtypes: { cpu: FLOATS, cuda: FLOATS }, custom: true }),
   // A number exponent runs the unary pow_scalar kernel.
   arith('pow', 'pow', { dtypes: { cpu: FLOATS, cuda: FLOATS }, autocast: 'f32', codes: { unary: ['pow_scalar'] } }),
-  arith('maximum', 'maximum'),
-  arith('minimum', 'minimum'),
+  // Written by hand: clamp with tensor bounds is built from them.
+  arith('maximum', 'maximum', { custom: true }),
+  arith('minimum', 'minimum', { custom: true }),
   compare('eq', 'eq'),
   compare('ne', 'ne'),
   compare('lt', 'lt'),
