@@ -117,6 +117,10 @@ FLOCK_HD T binary(BinaryOp op, T x, T y) {
     case BinaryOp::pow: return static_cast<T>(std::pow(x, y));
     case BinaryOp::maximum: return (x != x) ? x : (x > y ? x : y);  // NaN propagates, as in torch.maximum
     case BinaryOp::minimum: return (x != x) ? x : (x < y ? x : y);
+    case BinaryOp::hypot: {  // integer operands (never sent: the op promotes them) compute in double
+      using F = std::conditional_t<std::is_integral_v<T>, double, T>;
+      return static_cast<T>(std::hypot(static_cast<F>(x), static_cast<F>(y)));
+    }
     default: return T(0);
   }
 }

@@ -41,6 +41,7 @@ export type BinaryOpName =
   | 'pow'
   | 'maximum'
   | 'minimum'
+  | 'hypot'
   | 'eq'
   | 'ne'
   | 'lt'

@@ -8,6 +8,13 @@
  * derivative is a case of `unary_derivative` in cpp/scalar_math.h.
  */
 import type { BinaryFormula } from '../ops/launch';
+import { div, mul } from '../ops/elementwise';
 
 /** The table; the generated wrappers index it by the op's name, so a missing entry fails the type-check. */
-export const binaryFormulas = {} satisfies Record<string, BinaryFormula>;
+export const binaryFormulas = {
+  // As torch: grad * input / result and grad * other / result (NaN where both operands are 0).
+  hypot: {
+    savesOutput: true,
+    grad: (g, a, b, out) => [a.requiresGrad ? div(mul(g, a), out) : null, b.requiresGrad ? div(mul(g, b), out) : null],
+  },
+} satisfies Record<string, BinaryFormula>;

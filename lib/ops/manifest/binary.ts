@@ -52,6 +52,11 @@ export const binaryOps: OpDecl[] = [
   // Written by hand: clamp with tensor bounds is built from them.
   arith('maximum', 'maximum', { custom: true }),
   arith('minimum', 'minimum', { custom: true }),
+  arith('hypot', 'hypot', {
+    dtypes: { cpu: FLOATS, cuda: FLOATS },
+    doc: 'sqrt(input^2 + other^2) with broadcasting, without overflow or underflow in between (integer inputs give f32), as torch.hypot.',
+    reference: Math.hypot,
+  }),
   compare('eq', 'eq'),
   compare('ne', 'ne'),
   compare('lt', 'lt'),
