@@ -48,6 +48,8 @@ FLOCK_HD T unary(UnaryOp op, T x, T a, T b) {
     case UnaryOp::log1p: return std::log1p(x);
     case UnaryOp::expm1: return std::expm1(x);
     case UnaryOp::pow_scalar: return std::pow(x, a);
+    case UnaryOp::atan: return std::atan(x);
+    case UnaryOp::log2: return std::log2(x);
     default: return x;
   }
 }
@@ -88,6 +90,8 @@ FLOCK_HD T unary_derivative(UnaryOp op, T x, T a, T b) {
     case UnaryOp::expm1: return std::exp(x);
     // x^0 is constant: 0 everywhere, also at x = 0 where a * x^(a-1) would be 0 * inf (torch: 0).
     case UnaryOp::pow_scalar: return a == T(0) ? T(0) : a * std::pow(x, a - T(1));
+    case UnaryOp::atan: return T(1) / (T(1) + x * x);
+    case UnaryOp::log2: return T(1) / (x * T(0.69314718055994530942));  // 1 / (x ln 2)
     default: return T(0);  // sign, floor, ceil, round, logical_not: piecewise constant
   }
 }
@@ -113,6 +117,10 @@ FLOCK_HD T binary(BinaryOp op, T x, T y) {
     case BinaryOp::pow: return static_cast<T>(std::pow(x, y));
     case BinaryOp::maximum: return (x != x) ? x : (x > y ? x : y);  // NaN propagates, as in torch.maximum
     case BinaryOp::minimum: return (x != x) ? x : (x < y ? x : y);
+    case BinaryOp::hypot: {  // integer operands (never sent: the op promotes them) compute in double
+      using F = std::conditional_t<std::is_integral_v<T>, double, T>;
+      return static_cast<T>(std::hypot(static_cast<F>(x), static_cast<F>(y)));
+    }
     default: return T(0);
   }
 }

@@ -28,39 +28,11 @@ export {
   pow,
   maximum,
   minimum,
-  eq,
-  ne,
-  lt,
-  le,
-  gt,
-  ge,
   logicalAnd,
   logicalOr,
   logicalNot,
-  neg,
-  exp,
-  log,
-  sqrt,
-  rsqrt,
-  abs,
-  sign,
-  square,
-  tanh,
-  sigmoid,
-  relu,
-  silu,
   gelu,
-  leakyRelu,
   clamp,
-  sin,
-  cos,
-  erf,
-  log1p,
-  expm1,
-  reciprocal,
-  floor,
-  ceil,
-  round,
   where,
   maskedFill,
   clone,
@@ -79,11 +51,14 @@ export { matmul, mm, bmm } from './ops/linalg';
 export { reshape, flatten, squeeze, unsqueeze, expand, permute, transpose, narrow, slice, cat, stack, split, chunk } from './ops/shape';
 export { indexSelect, gather, scatterAdd, oneHot } from './ops/indexing';
 export { tril, triu, flip, roll, repeat, tile, unbind } from './ops/rearrange';
-export { isnan, isinf, isfinite, isclose, allclose, type CloseOptions } from './ops/predicates';
+export { isclose, allclose, type CloseOptions } from './ops/predicates';
 export { norm, type NormOrd } from './ops/norms';
 export { addmm, baddbmm, type AddmmOptions } from './ops/blas';
 export { einsum } from './ops/einsum';
 export { lerp } from './ops/elementwise';
+// Ops of a uniform call shape, generated from the manifest (exp, eq, isnan, ...).
+export * from './ops/generated/elementwise';
+export * from './ops/generated/binary';
 
 import { native } from './native';
 /** Intra-op threads used by CPU kernels. */

@@ -4,6 +4,8 @@
  *
  *   cpp/generated/op_codes.h   the enumerated kernel families' enum classes and name tables
  *   types/op_codes.ts          the same names as TypeScript unions
+ *   lib/ops/generated/*.ts     the functions and Tensor methods of ops with a uniform call shape
+ *                              (scripts/gen_wrappers.ts)
  *
  * Codes of one family are collected across every manifest file in barrel order (an op's `code`,
  * then its `codes`), then the kernel-only codes; the first appearance fixes the position.
@@ -16,6 +18,7 @@
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { kernelCodes, manifest, type KernelCode, type OpDecl } from '../lib/ops/manifest/index';
+import { generatedOps, wrapperFiles } from './gen_wrappers';
 
 export const ROOT = resolve(__dirname, '..');
 
@@ -94,6 +97,7 @@ export function generate(ops: readonly OpDecl[] = manifest, extra: readonly Kern
   return new Map([
     [OUTPUTS.header, header(codes, boolBinaryCodes(ops))],
     [OUTPUTS.ts, tsFile(codes)],
+    ...wrapperFiles(ops, BANNER),
   ]);
 }
 
@@ -130,6 +134,14 @@ export function declaredExports(): Set<string> {
   return found;
 }
 
+/** The functions lib/ops/*.ts (not generated/) export by hand, with the file of each. */
+export function handWrittenOps(): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const f of readdirSync(join(ROOT, 'lib/ops')).filter((n) => n.endsWith('.ts')))
+    for (const m of readFileSync(join(ROOT, 'lib/ops', f), 'utf8').matchAll(/^export (?:const|function) (\w+)/gm)) found.set(m[1], `lib/ops/${f}`);
+  return found;
+}
+
 /** Everything wrong with the manifest against the native code; empty when consistent. */
 export function problems(ops: readonly OpDecl[] = manifest, extra: readonly KernelCode[] = kernelCodes): string[] {
   const out: string[] = [];
@@ -154,6 +166,9 @@ export function problems(ops: readonly OpDecl[] = manifest, extra: readonly Kern
         if (!o.args.some((a) => a.name === i)) out.push(`${o.name}: gradient input '${i}' is not one of its arguments`);
   }
   for (const k of extra) if (!enumerated.has(k.family)) out.push(`kernel code ${k.family}.${k.code}: not an enumerated family`);
+  const hand = handWrittenOps();
+  for (const { o } of generatedOps(ops))
+    if (hand.has(o.name)) out.push(`${o.name}: its function is generated (lib/ops/generated/) and also written in ${hand.get(o.name)}; remove one, or mark the entry custom`);
   const declared = declaredExports();
   for (const name of bindingExports())
     if (!declared.has(name)) out.push(`binding export '${name}' (cpp/bindings) is not declared in types/native.ts NativeAddon`);

@@ -30,6 +30,8 @@ export type UnaryOpName =
   | 'round'
   | 'log1p'
   | 'expm1'
+  | 'atan'
+  | 'log2'
   | 'logical_not';
 export type BinaryOpName =
   | 'add'
@@ -39,6 +41,7 @@ export type BinaryOpName =
   | 'pow'
   | 'maximum'
   | 'minimum'
+  | 'hypot'
   | 'eq'
   | 'ne'
   | 'lt'

@@ -33,6 +33,8 @@ enum class UnaryOp : int {
   round,
   log1p,
   expm1,
+  atan,
+  log2,
   logical_not,
   count
 };
@@ -66,6 +68,8 @@ inline constexpr const char* const kUnaryOpNames[] = {
     "round",
     "log1p",
     "expm1",
+    "atan",
+    "log2",
     "logical_not",
 };
 static_assert(sizeof(kUnaryOpNames) / sizeof(*kUnaryOpNames) == static_cast<int>(UnaryOp::count));
@@ -78,6 +82,7 @@ enum class BinaryOp : int {
   pow,
   maximum,
   minimum,
+  hypot,
   eq,
   ne,
   lt,
@@ -96,6 +101,7 @@ inline constexpr const char* const kBinaryOpNames[] = {
     "pow",
     "maximum",
     "minimum",
+    "hypot",
     "eq",
     "ne",
     "lt",

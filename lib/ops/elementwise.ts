@@ -1,6 +1,5 @@
 /** Element-wise ops with NumPy broadcasting, and their gradients. */
 import { native } from '../native';
-import type { UnaryOpName, BinaryOpName } from '../../types/native';
 import type { Tensor, TensorLike } from '../tensor';
 import { record } from '../autograd/node';
 import { noGrad } from '../autograd/grad_mode';
@@ -20,53 +19,33 @@ import { bumpVersions, checkInPlace } from '../autograd/version';
 import { normalizeDevice } from '../device';
 import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
 import { autocastArgs } from '../amp/autocast';
+import { binaryKernel, recordBinary, unaryGrad, unaryOp } from './launch';
+import { abs, eq, ge, gt, le, log, lt, neg } from './generated/elementwise';
 
-function binary(op: BinaryOpName, a: Tensor, b: Tensor): Tensor {
-  return wrap(native.binary(op, a.handle, b.handle));
-}
-
-/** Gradients of a binary op through broadcasting: each reduced to its input's shape. */
-function recordBinary(
-  out: Tensor,
-  name: string,
-  a: Tensor,
-  b: Tensor,
-  grads: (g: Tensor) => [Tensor | null, Tensor | null],
-  savesOutput = false,
-): Tensor {
-  return record(
-    out,
-    name,
-    [a, b],
-    (g) => {
-      const [ga, gb] = grads(g);
-      return [ga && a.requiresGrad ? sumTo(ga, a.shape) : null, gb && b.requiresGrad ? sumTo(gb, b.shape) : null];
-    },
-    { savesOutput },
-  );
-}
+// The ops of a uniform call shape are generated from the manifest (lib/ops/generated/).
+export * from './generated/elementwise';
 
 export function add(x: Tensor, other: TensorLike, alpha = 1): Tensor {
   const [a, b0] = operands('add', x, other);
   const b = alpha === 1 ? b0 : mul(b0, alpha);
-  return recordBinary(binary('add', a, b), 'add', a, b, (g) => [g, g]);
+  return recordBinary(binaryKernel('add', a, b), 'add', a, b, (g) => [g, g]);
 }
 
 export function sub(x: Tensor, other: TensorLike, alpha = 1): Tensor {
   const [a, b0] = operands('sub', x, other);
   const b = alpha === 1 ? b0 : mul(b0, alpha);
-  return recordBinary(binary('sub', a, b), 'sub', a, b, (g) => [g, neg(g)]);
+  return recordBinary(binaryKernel('sub', a, b), 'sub', a, b, (g) => [g, neg(g)]);
 }
 
 export function mul(x: Tensor, other: TensorLike): Tensor {
   const [a, b] = operands('mul', x, other);
-  return recordBinary(binary('mul', a, b), 'mul', a, b, (g) => [mul(g, b), mul(g, a)]);
+  return recordBinary(binaryKernel('mul', a, b), 'mul', a, b, (g) => [mul(g, b), mul(g, a)]);
 }
 
 export function div(x: Tensor, other: TensorLike): Tensor {
   let [a, b] = operands('div', x, other);
   if (!isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
-  return recordBinary(binary('div', a, b), 'div', a, b, (g) => [div(g, b), neg(div(mul(g, a), mul(b, b)))]);
+  return recordBinary(binaryKernel('div', a, b), 'div', a, b, (g) => [div(g, b), neg(div(mul(g, a), mul(b, b)))]);
 }
 
 export function pow(x: Tensor, exponent: TensorLike): Tensor {
@@ -78,7 +57,7 @@ export function pow(x: Tensor, exponent: TensorLike): Tensor {
   }
   let [a, b] = operands('pow', x, exponent);
   if (!isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
-  const out = binary('pow', a, b);
+  const out = binaryKernel('pow', a, b);
   // As torch: d/da is 0 where b == 0 (not 0 * a^-1, NaN at a = 0), and d/db is 0 where a == 0 and
   // b >= 0 (not a^b * log 0, which is NaN or -inf there).
   return recordBinary(
@@ -96,7 +75,7 @@ export function pow(x: Tensor, exponent: TensorLike): Tensor {
 
 function minmax(op: 'maximum' | 'minimum', x: Tensor, other: TensorLike): Tensor {
   const [a, b] = operands(op, x, other);
-  return recordBinary(binary(op, a, b), op, a, b, (g) => {
+  return recordBinary(binaryKernel(op, a, b), op, a, b, (g) => {
     // Ties split the gradient evenly, as torch.maximum/minimum do.
     const win = op === 'maximum' ? gt(a, b) : lt(a, b);
     const tie = castTo(eq(a, b), g.dtype);
@@ -109,68 +88,21 @@ function minmax(op: 'maximum' | 'minimum', x: Tensor, other: TensorLike): Tensor
 export const maximum = (a: Tensor, b: TensorLike): Tensor => minmax('maximum', a, b);
 export const minimum = (a: Tensor, b: TensorLike): Tensor => minmax('minimum', a, b);
 
-function compare(op: BinaryOpName, x: Tensor, other: TensorLike): Tensor {
-  const [a, b] = operands(op, x, other);
-  return binary(op, a, b);
-}
-export const eq = (a: Tensor, b: TensorLike): Tensor => compare('eq', a, b);
-export const ne = (a: Tensor, b: TensorLike): Tensor => compare('ne', a, b);
-export const lt = (a: Tensor, b: TensorLike): Tensor => compare('lt', a, b);
-export const le = (a: Tensor, b: TensorLike): Tensor => compare('le', a, b);
-export const gt = (a: Tensor, b: TensorLike): Tensor => compare('gt', a, b);
-export const ge = (a: Tensor, b: TensorLike): Tensor => compare('ge', a, b);
-
 export function logicalAnd(a: Tensor, b: Tensor): Tensor {
-  return binary('logical_and', castTo(checkTensor('logicalAnd', 'a', a), 'bool'), castTo(checkTensor('logicalAnd', 'b', b), 'bool'));
+  return binaryKernel('logical_and', castTo(checkTensor('logicalAnd', 'a', a), 'bool'), castTo(checkTensor('logicalAnd', 'b', b), 'bool'));
 }
 export function logicalOr(a: Tensor, b: Tensor): Tensor {
-  return binary('logical_or', castTo(checkTensor('logicalOr', 'a', a), 'bool'), castTo(checkTensor('logicalOr', 'b', b), 'bool'));
+  return binaryKernel('logical_or', castTo(checkTensor('logicalOr', 'a', a), 'bool'), castTo(checkTensor('logicalOr', 'b', b), 'bool'));
 }
 export function logicalNot(a: Tensor): Tensor {
   return eq(castTo(checkTensor('logicalNot', 'a', a), 'bool'), false as unknown as number);
 }
 
-function unaryGrad(op: UnaryOpName, x: Tensor, g: Tensor, a = 0, b = 0): Tensor {
-  return wrap(native.unaryBackward(op, x.handle, g.handle, a, b));
-}
-
-/** A unary op whose derivative the native kernel provides (float inputs; ints are promoted). */
-function unary(op: UnaryOpName, x: Tensor, a = 0, b = 0, keepInts = false): Tensor {
-  checkTensor(op, 'input', x);
-  const input = keepInts || isFloating(x.dtype) ? x : castTo(x, 'f32');
-  const out = wrap(native.unary(op, input.handle, a, b));
-  if (!isFloating(input.dtype)) return out;
-  return record(out, op, [input], (g) => [unaryGrad(op, input, g, a, b)], { savesOutput: false });
-}
-
-export const neg = (x: Tensor): Tensor => unary('neg', x, 0, 0, true);
-export const exp = (x: Tensor): Tensor => unary('exp', ...autocastArgs('exp', x));
-export const log = (x: Tensor): Tensor => unary('log', ...autocastArgs('log', x));
-export const sqrt = (x: Tensor): Tensor => unary('sqrt', x);
-export const rsqrt = (x: Tensor): Tensor => unary('rsqrt', x);
-export const abs = (x: Tensor): Tensor => unary('abs', x, 0, 0, true);
-export const sign = (x: Tensor): Tensor => unary('sign', x, 0, 0, true);
-export const square = (x: Tensor): Tensor => unary('square', x, 0, 0, true);
-export const tanh = (x: Tensor): Tensor => unary('tanh', x);
-export const sigmoid = (x: Tensor): Tensor => unary('sigmoid', x);
-export const relu = (x: Tensor): Tensor => unary('relu', x, 0, 0, true);
-export const silu = (x: Tensor): Tensor => unary('silu', x);
-export const sin = (x: Tensor): Tensor => unary('sin', x);
-export const cos = (x: Tensor): Tensor => unary('cos', x);
-export const erf = (x: Tensor): Tensor => unary('erf', x);
-export const log1p = (x: Tensor): Tensor => unary('log1p', x);
-export const expm1 = (x: Tensor): Tensor => unary('expm1', x);
-export const reciprocal = (x: Tensor): Tensor => unary('reciprocal', x);
-export const floor = (x: Tensor): Tensor => unary('floor', x);
-export const ceil = (x: Tensor): Tensor => unary('ceil', x);
-export const round = (x: Tensor): Tensor => unary('round', x);
-export const leakyRelu = (x: Tensor, slope = 0.01): Tensor => unary('leaky_relu', x, slope);
-
 /** GELU, exact (erf) or with the tanh approximation. */
 export function gelu(x: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {
   if (approximate !== 'none' && approximate !== 'tanh')
     throw typeError('gelu', `approximate must be 'none' or 'tanh', got ${String(approximate)}`);
-  return unary(approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x);
+  return unaryOp('gelu', approximate === 'tanh' ? 'gelu_tanh' : 'gelu', x);
 }
 
 /**
@@ -188,7 +120,7 @@ export function clamp(x: Tensor, min?: TensorLike | null, max?: TensorLike | nul
   // As PyTorch's type promotion: a fractional bound makes an integer input floating.
   const fractional = (v: number) => Number.isFinite(v) && !Number.isInteger(v);
   const input = !isFloating(x.dtype) && (fractional(lo) || fractional(hi)) ? castTo(x, 'f32') : x;
-  return unary('clamp', input, lo, hi, true);
+  return unaryOp('clamp', 'clamp', input, lo, hi, true);
 }
 
 function clampTensor(x: Tensor, min: TensorLike | null | undefined, max: TensorLike | null | undefined): Tensor {

@@ -12,6 +12,8 @@ import * as lin from './linalg';
 import * as shp from './shape';
 import * as idx from './indexing';
 import './methods_ext';
+// The methods of ops generated from the manifest (exp, eq, ...), typed and installed there.
+import './generated/methods';
 import { copy_ as copyInPlace } from './inplace';
 
 declare module '../tensor' {
@@ -36,27 +38,9 @@ declare module '../tensor' {
     pow(exponent: TensorLike): Tensor;
     maximum(other: TensorLike): Tensor;
     minimum(other: TensorLike): Tensor;
-    neg(): Tensor;
-    exp(): Tensor;
-    log(): Tensor;
-    sqrt(): Tensor;
-    rsqrt(): Tensor;
-    abs(): Tensor;
-    sign(): Tensor;
-    square(): Tensor;
-    tanh(): Tensor;
-    sigmoid(): Tensor;
-    relu(): Tensor;
     gelu(approximate?: 'none' | 'tanh'): Tensor;
-    silu(): Tensor;
     /** Limits values to [min, max]: number bounds, or tensor bounds that broadcast. */
     clamp(min?: TensorLike | null, max?: TensorLike | null): Tensor;
-    eq(other: TensorLike): Tensor;
-    ne(other: TensorLike): Tensor;
-    lt(other: TensorLike): Tensor;
-    le(other: TensorLike): Tensor;
-    gt(other: TensorLike): Tensor;
-    ge(other: TensorLike): Tensor;
     /** A copy with `value` wherever `mask` (a bool tensor, broadcast) is true. */
     maskedFill(mask: Tensor, value: number): Tensor;
     /**
@@ -147,65 +131,11 @@ install({
   minimum(o) {
     return ew.minimum(this, o);
   },
-  neg() {
-    return ew.neg(this);
-  },
-  exp() {
-    return ew.exp(this);
-  },
-  log() {
-    return ew.log(this);
-  },
-  sqrt() {
-    return ew.sqrt(this);
-  },
-  rsqrt() {
-    return ew.rsqrt(this);
-  },
-  abs() {
-    return ew.abs(this);
-  },
-  sign() {
-    return ew.sign(this);
-  },
-  square() {
-    return ew.square(this);
-  },
-  tanh() {
-    return ew.tanh(this);
-  },
-  sigmoid() {
-    return ew.sigmoid(this);
-  },
-  relu() {
-    return ew.relu(this);
-  },
   gelu(approximate = 'none') {
     return ew.gelu(this, approximate);
   },
-  silu() {
-    return ew.silu(this);
-  },
   clamp(min, max) {
     return ew.clamp(this, min, max);
-  },
-  eq(o) {
-    return ew.eq(this, o);
-  },
-  ne(o) {
-    return ew.ne(this, o);
-  },
-  lt(o) {
-    return ew.lt(this, o);
-  },
-  le(o) {
-    return ew.le(this, o);
-  },
-  gt(o) {
-    return ew.gt(this, o);
-  },
-  ge(o) {
-    return ew.ge(this, o);
   },
   maskedFill(mask, value) {
     return ew.maskedFill(this, mask, value);

@@ -26,9 +26,6 @@ declare module '../tensor' {
     tile(...reps: number[] | [number[]]): Tensor;
     /** The slices along `dim`, with that dim removed. */
     unbind(dim?: number): Tensor[];
-    isnan(): Tensor;
-    isinf(): Tensor;
-    isfinite(): Tensor;
     isclose(other: Tensor, options?: pr.CloseOptions): Tensor;
     allclose(other: Tensor, options?: pr.CloseOptions): boolean;
     /** The p-norm over `dim` (all dims by default); see fl.norm. */
@@ -81,15 +78,6 @@ install({
   },
   unbind(dim = 0) {
     return re.unbind(this, dim);
-  },
-  isnan() {
-    return pr.isnan(this);
-  },
-  isinf() {
-    return pr.isinf(this);
-  },
-  isfinite() {
-    return pr.isfinite(this);
   },
   isclose(other, options) {
     return pr.isclose(this, other, options);

@@ -1,23 +1,16 @@
-/** Tests of values: isnan, isinf, isfinite, isclose and allclose (bool results, no gradient). */
-import { native } from '../native';
+/**
+ * Tests of values: isclose and allclose (bool results, no gradient); isnan, isinf and isfinite are
+ * generated from the manifest (lib/ops/generated/) and re-exported here.
+ */
 import type { Tensor } from '../tensor';
 import { checkOptions, describe } from '../errors';
 import { isFloating } from '../dtype';
-import { castTo, checkTensor, rangeError, typeError, wrap } from './util';
+import { castTo, checkTensor, rangeError, typeError } from './util';
+import { isfinite, isnan } from './generated/elementwise';
 import { abs, eq, le, logicalAnd, logicalNot, logicalOr, mul, add, sub } from './elementwise';
 import { sum } from './reduce';
 
-function predicate(op: 'isnan' | 'isinf' | 'isfinite', x: Tensor): Tensor {
-  checkTensor(op, 'input', x);
-  return wrap(native.unary(op, x.handle));
-}
-
-/** True where the value is NaN (never for integer or bool tensors). */
-export const isnan = (x: Tensor): Tensor => predicate('isnan', x);
-/** True where the value is +inf or -inf (never for integer or bool tensors). */
-export const isinf = (x: Tensor): Tensor => predicate('isinf', x);
-/** True where the value is neither NaN nor infinite (always for integer or bool tensors). */
-export const isfinite = (x: Tensor): Tensor => predicate('isfinite', x);
+export { isfinite, isinf, isnan } from './generated/elementwise';
 
 /** Options of {@link isclose} and {@link allclose}, with PyTorch's defaults. */
 export interface CloseOptions {

@@ -9,6 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { kernelCodes, manifest, type OpDecl } from '../../lib/ops/manifest/index';
 import { ENUMS, ROOT, bindingExports, collectCodes, declaredExports, generate, kernelFamilies, problems } from '../../scripts/gen_ops';
+import { WRAPPER_OUTPUTS, callShape } from '../../scripts/gen_wrappers';
 
 test('the committed op-code files are what the manifest generates', () => {
   for (const [path, text] of generate()) {
@@ -96,6 +97,66 @@ test('each enumerated family has a kernel family and the bindings declare what t
   const declared = declaredExports();
   assert.ok(bindingExports().size > 50);
   for (const name of ['unary', 'binary', 'reduce', 'biasAct', 'conv2d', 'ioSave']) assert.ok(declared.has(name), name);
+});
+
+test('uniform element-wise ops get generated functions and methods; others keep their hand-written ones', () => {
+  const decl = (name: string) => manifest.find((o) => o.name === name) as OpDecl;
+  assert.equal(callShape(decl('exp')), { kind: 'unary', numbers: [] });
+  assert.equal(callShape(decl('leakyRelu'))?.kind, 'unary');
+  assert.equal(callShape(decl('eq')), { kind: 'compare' });
+  assert.equal(callShape(decl('isnan')), { kind: 'predicate' });
+  // gelu launches two codes, clamp takes tensor bounds, logicalAnd is marked custom, add has its own gradient.
+  for (const name of ['gelu', 'clamp', 'logicalAnd', 'add', 'sum', 'matmul']) assert.is(callShape(decl(name)), null, name);
+  const extra: OpDecl = {
+    ...decl('exp'),
+    name: 'trunc',
+    code: 'trunc',
+    autocast: 'none',
+    method: true,
+    doc: 'The integer part, toward zero.',
+  };
+  const files = generate([...manifest, extra], kernelCodes);
+  const fns = files.get(WRAPPER_OUTPUTS.functions) ?? '';
+  assert.match(
+    fns,
+    /\/\*\* The integer part, toward zero. \*\/\nexport function trunc\(input: Tensor\): Tensor \{\n {2}return unaryOp\('trunc', 'trunc', input\);\n\}/,
+  );
+  assert.match(fns, /export function exp\(input: Tensor\): Tensor \{\n {2}\[input\] = autocastArgs\('exp', input\);/);
+  assert.match(fns, /return unaryOp\('neg', 'neg', input, 0, 0, true\);/);
+  assert.match(fns, /checkNumber\('leakyRelu', 'negativeSlope', negativeSlope, \{ infinite: true \}\);/);
+  const methods = files.get(WRAPPER_OUTPUTS.methods) ?? '';
+  assert.match(methods, /\n {4}trunc\(\): Tensor;/);
+  assert.match(methods, /\n {2}trunc\(\) \{\n {4}return ops\.trunc\(this\);/);
+  assert.not.match(methods, /leakyRelu/, 'method: false');
+});
+
+test('a binary arithmetic op gets a generated function that takes its gradient from the formula table', () => {
+  const mul = manifest.find((o) => o.name === 'mul') as OpDecl;
+  assert.is(callShape(mul), null, 'mul is marked custom');
+  const xy: OpDecl = { ...mul, name: 'xy', custom: undefined, autocast: 'f32' };
+  const floatsOnly: OpDecl = { ...xy, name: 'xz', autocast: 'none', dtypes: { cpu: ['f32', 'f64'] } };
+  assert.equal(callShape(xy), { kind: 'binary' });
+  const files = generate([...manifest, xy, floatsOnly], kernelCodes);
+  const fns = files.get(WRAPPER_OUTPUTS.binary) ?? '';
+  assert.match(
+    fns,
+    /\[input, other\] = autocastArgs\('xy', input, other\);\n {2}return binaryOp\('xy', 'mul', input, other, binaryFormulas\.xy, false\);/,
+  );
+  assert.match(fns, /return binaryOp\('xz', 'mul', input, other, binaryFormulas\.xz, true\);/);
+  assert.match(files.get(WRAPPER_OUTPUTS.methods) ?? '', /\n {2}xy\(other\) \{\n {4}return binary\.xy\(this, other\);/);
+  assert.not.match(files.get(WRAPPER_OUTPUTS.functions) ?? '', /xy/);
+});
+
+test('an op generated and also written by hand in lib/ops is a problem', () => {
+  const exp = manifest.find((o) => o.name === 'exp') as OpDecl;
+  // lerp is written by hand in lib/ops/elementwise.ts; declared here as if it were a plain unary op.
+  const others = manifest.filter((o) => o.name !== 'lerp');
+  const found = problems([...others, { ...exp, name: 'lerp', code: 'exp' }], kernelCodes);
+  assert.ok(
+    found.some((p) => /lerp: its function is generated .* also written in lib\/ops\/elementwise.ts/.test(p)),
+    JSON.stringify(found),
+  );
+  assert.equal(problems([...others, { ...exp, name: 'lerp', code: 'exp', custom: true }], kernelCodes), []);
 });
 
 test.run();

@@ -22,7 +22,7 @@ function arith(name: string, code: string, extra: Partial<OpDecl> = {}): OpDecl 
   });
 }
 
-function compare(name: string, code: string, method = true): OpDecl {
+function compare(name: string, code: string, method = true, custom?: boolean): OpDecl {
   return op({
     name,
     family: 'binary',
@@ -34,6 +34,7 @@ function compare(name: string, code: string, method = true): OpDecl {
     autocast: 'none',
     method,
     output: 'bool',
+    custom,
   });
 }
 
@@ -42,21 +43,29 @@ const alpha = { name: 'alpha', type: 'number' as const, default: 1 };
 export const binaryOps: OpDecl[] = [
   arith('add', 'add', { args: [...AB, alpha] }),
   arith('sub', 'sub', { args: [...AB, alpha] }),
-  arith('mul', 'mul'),
+  // Written by hand (lib/ops/elementwise.ts): the other ops' gradients are built from them.
+  arith('mul', 'mul', { custom: true }),
   // Integer inputs divide as f32 (true division, as torch.div).
-  arith('div', 'div', { dtypes: { cpu: FLOATS, cuda: FLOATS } }),
+  arith('div', 'div', { dtypes: { cpu: FLOATS, cuda: FLOATS }, custom: true }),
   // A number exponent runs the unary pow_scalar kernel.
   arith('pow', 'pow', { dtypes: { cpu: FLOATS, cuda: FLOATS }, autocast: 'f32', codes: { unary: ['pow_scalar'] } }),
-  arith('maximum', 'maximum'),
-  arith('minimum', 'minimum'),
+  // Written by hand: clamp with tensor bounds is built from them.
+  arith('maximum', 'maximum', { custom: true }),
+  arith('minimum', 'minimum', { custom: true }),
+  arith('hypot', 'hypot', {
+    dtypes: { cpu: FLOATS, cuda: FLOATS },
+    doc: 'sqrt(input^2 + other^2) with broadcasting, without overflow or underflow in between (integer inputs give f32), as torch.hypot.',
+    reference: Math.hypot,
+  }),
   compare('eq', 'eq'),
   compare('ne', 'ne'),
   compare('lt', 'lt'),
   compare('le', 'le'),
   compare('gt', 'gt'),
   compare('ge', 'ge'),
-  compare('logicalAnd', 'logical_and', false),
-  compare('logicalOr', 'logical_or', false),
+  // Written by hand: both operands are tensors, cast to bool.
+  compare('logicalAnd', 'logical_and', false, true),
+  compare('logicalOr', 'logical_or', false, true),
   // Built as eq(bool(input), false).
   op({
     name: 'logicalNot',

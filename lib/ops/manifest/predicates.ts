@@ -8,9 +8,10 @@ const CLOSE: ArgDecl[] = [
   { name: 'options', type: 'options', default: {}, rule: 'rtol >= 0 (1e-5), atol >= 0 (1e-8), equalNan (false)' },
 ];
 
-const test = (name: 'isnan' | 'isinf' | 'isfinite'): OpDecl =>
+const test = (name: 'isnan' | 'isinf' | 'isfinite', doc: string): OpDecl =>
   op({
     name,
+    doc,
     family: 'unary',
     code: name,
     args: [X],
@@ -24,9 +25,9 @@ const test = (name: 'isnan' | 'isinf' | 'isfinite'): OpDecl =>
   });
 
 export const predicateOps: OpDecl[] = [
-  test('isnan'),
-  test('isinf'),
-  test('isfinite'),
+  test('isnan', 'True where the value is NaN (never for integer or bool tensors).'),
+  test('isinf', 'True where the value is +inf or -inf (never for integer or bool tensors).'),
+  test('isfinite', 'True where the value is neither NaN nor infinite (always for integer or bool tensors).'),
   op({
     name: 'isclose',
     family: 'composite',

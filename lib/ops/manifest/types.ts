@@ -69,6 +69,20 @@ export interface OpDecl {
   codes?: Readonly<Record<string, readonly string[]>>;
   /** The result's dtype when it is not the (promoted) input dtype: 'bool' for comparisons, 'i64' for indices. */
   output?: 'bool' | 'i64';
+  /** The TSDoc of the generated function and method (one paragraph, no comment markers). */
+  doc?: string;
+  /**
+   * The user-facing function is written by hand in lib/ops (its logic is not the family's uniform
+   * call), although its family's call shape would let `scripts/gen_ops.ts` generate it.
+   */
+  custom?: boolean;
+  /**
+   * The op on f64 scalars, for an element-wise op (unary or binary family): the conformance harness
+   * derives a default case from it (inputs in `domain`) when no hand case in test/ops/cases covers the op.
+   */
+  reference?: (...xs: number[]) => number;
+  /** The input range of the derived default case (default [-2, 2]). */
+  domain?: readonly [number, number];
 }
 
 /**

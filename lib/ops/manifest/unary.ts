@@ -58,4 +58,15 @@ export const unaryOps: OpDecl[] = [
   { ...unary('round', 'round'), method: false },
   { ...unary('log1p', 'log1p', { autocast: 'f32' }), method: false },
   { ...unary('expm1', 'expm1', { autocast: 'f32' }), method: false },
+  {
+    ...unary('atan', 'atan'),
+    doc: 'The arctangent of each element, in radians in (-pi/2, pi/2) (integer inputs give f32), as torch.atan.',
+    reference: Math.atan,
+  },
+  {
+    ...unary('log2', 'log2', { autocast: 'f32' }),
+    doc: 'The base-2 logarithm of each element (integer inputs give f32), as torch.log2.',
+    reference: Math.log2,
+    domain: [0.3, 3],
+  },
 ];

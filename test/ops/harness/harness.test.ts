@@ -15,6 +15,7 @@ import { native } from '../../../lib/native';
 import { gpuSuiteRuns } from '../../gpu/gpu_present';
 import { ODD_SIZES, againstCpu, caseName, dtypesFor, forward, gradAgainstCpu, gradcheckFits, gradient, wantsGrad } from './check';
 import { coverage } from './plan';
+import { manifest, type OpDecl } from '../../../lib/ops/manifest/index';
 
 const { missing, unknown, covered } = coverage();
 
@@ -43,6 +44,30 @@ test('the checks fail on a wrong result, an unwritten output and a wrong gradien
   assert.is(gradient({ ...base, reference: exp }), null);
   const wrongGrad = { ...base, run: (x: fl.Tensor) => x.exp().add(fl.noGrad(() => x.square())), reference: exp };
   assert.match(String(gradient(wrongGrad)), /analytic/);
+});
+
+test('an element-wise op with a reference and no hand case gets a derived case; without one it is missing', () => {
+  const exp = manifest.find((o) => o.name === 'exp') as OpDecl;
+  const maximum = manifest.find((o) => o.name === 'maximum') as OpDecl;
+  const withRef: OpDecl[] = [
+    { ...exp, reference: Math.exp },
+    { ...maximum, reference: Math.max },
+  ];
+  const got = coverage(withRef, []);
+  assert.equal(got.missing, []);
+  assert.equal(
+    got.covered.map(({ c }) => c.op),
+    ['exp', 'maximum'],
+  );
+  for (const { c } of got.covered) {
+    assert.is(forward(c, c.inputs, 'f32'), null, c.op);
+    assert.is(gradient(c), null, c.op);
+  }
+  // A wrong reference fails the derived case; no reference (or a non-element-wise op) leaves the op missing.
+  const [wrong] = coverage([{ ...exp, reference: (v) => Math.exp(v) * 1.01 }], []).covered;
+  assert.match(String(forward(wrong.c, wrong.c.inputs, 'f32')), /element/);
+  const sum = manifest.find((o) => o.name === 'sum') as OpDecl;
+  assert.equal(coverage([exp, { ...sum, reference: (v) => v }], []).missing, ['exp', 'sum']);
 });
 
 function must(what: string, problem: string | null): void {
