@@ -10,7 +10,7 @@
  */
 'use strict';
 const { spawnSync } = require('node:child_process');
-const { existsSync, readdirSync, rmSync, statSync } = require('node:fs');
+const { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } = require('node:fs');
 const { delimiter, join, resolve, sep } = require('node:path');
 
 const root = resolve(__dirname, '..');
@@ -39,6 +39,13 @@ if (mode === 'ON' && !nvcc) {
 const why = mode === 'OFF' ? ' (FLOCKML_CUDA=OFF)' : nvcc ? '' : ' (no nvcc found; set FLOCKML_CUDA=ON to require CUDA)';
 console.log(`flockml: building the native addon for CPU${nvcc ? ` and CUDA (sm_80, sm_90; ${nvcc})` : ` only${why}`}`);
 
+// CMake reads FLOCKML_CUDA when it configures, and `cmake-js compile` configures only a fresh build
+// folder: a mode other than the one the folder was configured with drops the cache, so the build
+// follows the variable (the object files stay, so unchanged sources are not compiled again).
+const modeFile = join(root, 'build', 'flockml-cuda-mode');
+const cache = join(root, 'build', 'CMakeCache.txt');
+if (existsSync(cache) && (!existsSync(modeFile) || readFileSync(modeFile, 'utf8').trim() !== mode)) rmSync(cache, { force: true });
+
 const cmakeJs = require.resolve('cmake-js/bin/cmake-js');
 const r = spawnSync(process.execPath, [cmakeJs, 'compile', '--out', 'build'], { cwd: root, stdio: 'inherit' });
 if (r.status !== 0 || !existsSync(addon)) {
@@ -46,6 +53,7 @@ if (r.status !== 0 || !existsSync(addon)) {
   process.exit(r.status || 1);
 }
 
+writeFileSync(modeFile, `${mode}\n`);
 if (root.split(sep).includes('node_modules')) {
   const build = join(root, 'build');
   for (const name of readdirSync(build)) if (name !== 'Release') rmSync(join(build, name), { recursive: true, force: true });
@@ -53,6 +61,10 @@ if (root.split(sep).includes('node_modules')) {
     if (name !== 'flockml.node') rmSync(join(build, 'Release', name), { recursive: true, force: true });
 }
 const info = require(addon).buildInfo();
+if ((mode === 'ON' && !info.cuda) || (mode === 'OFF' && info.cuda)) {
+  console.error(`flockml: FLOCKML_CUDA=${mode} but the addon was built ${info.cuda ? 'with' : 'without'} CUDA`);
+  process.exit(1);
+}
 const mb = (statSync(addon).size / 2 ** 20).toFixed(1);
 console.log(
   `flockml: built build/Release/flockml.node (${mb} MB; CUDA ${info.cuda ? info.cudaVersion : 'not included'}; CPU GEMM ${info.sgemm})`,
