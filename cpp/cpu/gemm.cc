@@ -110,6 +110,7 @@ struct GemmArgs {
   const T* a; int64_t lda; bool ta;
   const T* b; int64_t ldb; bool tb;
   T* c; int64_t ldc;
+  bool accumulate;  // C += op(A)·op(B) instead of C = op(A)·op(B)
 };
 
 // Packs rows [i0, i0+mc) × cols [p0, p0+kc) of op(A) into MR-row panels: panel[p*MR + i].
@@ -182,7 +183,7 @@ void gemm_serial(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
     const int64_t npanels = (nc + kNR - 1) / kNR;
     for (int64_t pc = 0; pc < g.k; pc += kcb) {
       const int64_t kc = std::min(kcb, g.k - pc);
-      const bool accumulate = pc > 0;
+      const bool accumulate = pc > 0 || g.accumulate;
       for (int64_t q = 0; q < npanels; ++q)
         pack_b_panel(g, kNR, pc, kc, jc + q * kNR, std::min(kNR, nc - q * kNR), packed_b.data() + q * kNR * kc);
       for (int64_t ic = 0; ic < g.m; ic += mc_max) {
@@ -219,7 +220,8 @@ void gemm_blocked(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
   const int64_t kMR = kern.mr, kNR = kern.nr;
   if (g.m == 0 || g.n == 0) return;
   if (g.k == 0) {
-    for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, T(0));
+    if (!g.accumulate)
+      for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, T(0));
     return;
   }
   const int64_t panels = (g.n + kNR - 1) / kNR, rows = (g.m + kMR - 1) / kMR;
@@ -255,12 +257,23 @@ void gemm_blocked(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
            const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc) {
-  gemm_blocked<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc}, sgemm_kernel());
+  gemm_blocked<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, false}, sgemm_kernel());
+}
+
+void sgemm_serial(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
+                  bool trans_b, float* c, int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  gemm_serial<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, accumulate}, sgemm_kernel());
 }
 
 void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
            const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc) {
-  gemm_blocked<double>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc}, kGenericDgemm);
+  gemm_blocked<double>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, false}, kGenericDgemm);
 }
 
 const char* sgemm_isa() { return sgemm_kernel().isa; }
