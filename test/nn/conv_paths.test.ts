@@ -67,7 +67,7 @@ for (const g of geoms) {
         : fl.randn([g.oc, g.c / groups, ...g.k], { dtype: 'f64' });
       const b = g.bias ? fl.randn([g.oc], { dtype: 'f64' }) : null;
       const shape = (transpose ? F.convTranspose2d(x, w, b, g.options as never) : F.conv2d(x, w, b, g.options)).shape;
-      const r = fl.randn(shape, { dtype: 'f64' });
+      const r = fl.randn([...shape], { dtype: 'f64' });
       const ref = run('f64', x, w, b, r, transpose, g),
         got = run('f32', x, w, b, r, transpose, g);
       close(got.y, ref.y, 1e-4, 1e-4, 'y');
