@@ -2,8 +2,8 @@
 // MR-row and NR-column panels (zero padded), and a register-blocked micro-kernel computes each
 // MR×NR tile. The f32 micro-kernel is chosen at run time for the CPU's instruction set (isa.h):
 // AVX-512 (gemm_avx512.cc), AVX2+FMA, else a portable one; f64 takes the portable path. Tile and
-// cache blocking sizes come with the kernel (gemm_kernel.h). C is split into one block per pool thread, each an
-// independent GEMM that packs only what it reads.
+// cache blocking sizes come with the kernel (gemm_kernel.h). C is split into one block per pool
+// thread, each an independent GEMM that packs only what it reads.
 #include "gemm.h"
 #include "gemm_kernel.h"
 #include "isa.h"

@@ -1,9 +1,9 @@
 /**
  * The CPU instruction-set paths: GEMM shapes that cross every edge of each micro-kernel's tiles and
  * cache blocks, checked against an f64 reference; then (in the parent run only) this file and the
- * GEMM, convolution, training and optimizer tests again in child processes under every narrower
- * ISA this CPU supports (FLOCKML_CPU_ISA), so each path meets the same references; and the error
- * for an ISA that cannot be used.
+ * GEMM, convolution, pooling, element-wise, optimizer, master-weight and training tests again in
+ * child processes under every narrower ISA this CPU supports (FLOCKML_CPU_ISA), so each path meets
+ * the same references; and the error for an ISA that cannot be used.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -60,6 +60,10 @@ if (!forced) {
     'test/nn/conv.test.ts',
     'test/optim/optimizers.test.ts',
     'test/nn/training.test.ts',
+    'test/nn/conv_paths.test.ts',
+    'test/nn/pool_f32.test.ts',
+    'test/ops/elementwise.test.ts',
+    'test/amp/master_weights.test.ts',
   ];
   for (const isa of ORDER.slice(0, ORDER.indexOf(info.cpuIsaDetected))) {
     for (const file of files) {
