@@ -1,29 +1,34 @@
 /**
  * Training-step time of the Fashion-MNIST MLP (batch 100) and CNN (batch 64) on the CPU, the models
- * of examples/, with the PyTorch anchor (bench/anchors/torch_fashion_mnist.py, 2 threads) run in
- * the same command when /usr/bin/python3 has torch. Prints one JSON line per measurement.
- * Each figure is the median of `rounds` timed rounds of `steps` steps (ms_min: the fastest round);
+ * of examples/, side by side with PyTorch (bench/anchors/torch_fashion_mnist.py, 2 threads) in the
+ * same command: flockml and PyTorch alternate round by round (each round `steps` steps), so both
+ * see the same machine. One JSON line per round per model with both times and their ratio, then a
+ * summary line per model with both medians over the rounds and the ratio of the medians
+ * (flockml's time over PyTorch's; < 1 is faster).
  * mfu is the step's matmul/conv FLOPs (fl.utils.stepFlops) per second over the CPU's measured f32 GEMM rate.
- *   npm run bench -- fashion-mnist [--steps N] [--rounds R] [--no-anchor]
+ *   npm run bench -- fashion-mnist [--steps N] [--rounds R] [--no-anchor] [--openblas DIR]
  */
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import * as fl from '../lib';
 import { cnn } from '../examples/common';
+import { Anchor, median } from './anchors/serve';
 
 const argv = process.argv.slice(2);
-const stepsArg = argv.indexOf('--steps');
-const steps = stepsArg >= 0 ? Number(argv[stepsArg + 1]) : 100;
-const roundsArg = argv.indexOf('--rounds');
-const rounds = roundsArg >= 0 ? Number(argv[roundsArg + 1]) : 5;
+const flag = (name: string, fallback: number) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(argv[i + 1]) : fallback;
+};
+const steps = flag('steps', 100);
+const rounds = flag('rounds', 5);
 const { nn } = fl;
+type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
 
-function mlp(): fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor } {
+function mlp(): Model {
   return new nn.Sequential(new nn.Flatten(), new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
 }
 
-/** Median and minimum of `rounds` timed rounds of `steps` steps each, after a warm-up. */
-async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor }, batch: number): Promise<void> {
+/** A model's training steps on its own batches, warmed up once; round() times `steps` of them. */
+async function runner(model: Model, batch: number) {
   const ds = fl.datasets.fashionMNIST({ split: 'train', limit: batch * (steps + 10) });
   const batches = [...new fl.data.DataLoader(ds, { batchSize: batch })] as fl.Tensor[][];
   const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
@@ -36,52 +41,86 @@ async function measure(name: string, model: fl.nn.Module & { forward(x: fl.Tenso
     });
   for (let i = 0; i < 10; i++) step(batches[i]); // warm-up: allocations, thread pool, page faults
   await fl.sync();
-  const times: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    const t0 = performance.now();
-    for (let i = 10; i < steps + 10; i++) step(batches[i]);
-    await fl.sync();
-    times.push((performance.now() - t0) / steps);
-  }
-  times.sort((a, b) => a - b);
-  const median = times[Math.floor(times.length / 2)];
-  const flops = fl.utils.stepFlops(model, batches[0][0]); // 2·M·N·K per Linear/Conv2d forward, ×3 for the step
-  console.log(
-    JSON.stringify({
-      bench: name,
-      device: 'cpu',
-      impl: 'flockml',
-      threads: fl.getNumThreads(),
-      batch,
-      steps,
-      rounds,
-      ms_per_step: Number(median.toFixed(3)),
-      ms_min: Number(times[0].toFixed(3)),
-      gflops_per_step: Number((flops / 1e9).toFixed(4)),
-      mfu: Number(fl.utils.mfu({ flopsPerStep: flops, stepMs: median }).toFixed(4)), // against this machine's f32 GEMM
-    }),
-  );
+  return {
+    flops: fl.utils.stepFlops(model, batches[0][0]), // 2·M·N·K per Linear/Conv2d forward, ×3 for the step
+    async round(): Promise<number> {
+      const t0 = performance.now();
+      for (let i = 10; i < steps + 10; i++) step(batches[i]);
+      await fl.sync();
+      return (performance.now() - t0) / steps;
+    },
+  };
 }
 
 async function main(): Promise<void> {
   fl.manualSeed(0);
-  await measure('fashion-mnist-mlp', mlp(), 100);
-  await measure('fashion-mnist-cnn', cnn(), 64);
-  if (argv.includes('--no-anchor')) return;
-  const anchor = spawnSync(
-    '/usr/bin/python3',
-    [join(__dirname, 'anchors', 'torch_fashion_mnist.py'), '--steps', String(steps), '--rounds', String(rounds)],
-    { encoding: 'utf8' },
-  );
-  if (anchor.status === 0) process.stdout.write(anchor.stdout);
-  else
+  let anchor: Anchor | null = null;
+  let torchInfo: Record<string, unknown> = {};
+  if (!argv.includes('--no-anchor')) {
+    const started = await Anchor.start(join(__dirname, 'anchors', 'torch_fashion_mnist.py'), ['--steps', String(steps)]);
+    if ('skipped' in started) console.log(JSON.stringify({ bench: 'fashion-mnist', impl: 'torch', skipped: started.skipped }));
+    else {
+      anchor = started.anchor;
+      const { torch, threads, blas } = started.ready;
+      torchInfo = { torch, torch_threads: threads, blas };
+    }
+  }
+  const isa = fl.buildInfo().sgemm;
+  for (const [name, model, batch] of [
+    ['mlp', mlp(), 100],
+    ['cnn', cnn(), 64],
+  ] as const) {
+    const bench = `fashion-mnist-${name}`;
+    const run = await runner(model, batch);
+    const ours: number[] = [],
+      theirs: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const ms = await run.round();
+      ours.push(ms);
+      const line = anchor && (await anchor.request(name));
+      if (anchor && !line) {
+        console.log(JSON.stringify({ bench, impl: 'torch', skipped: anchor.lastError() }));
+        anchor = null;
+      }
+      const torchMs = line ? Number(line.ms_per_step) : undefined;
+      if (torchMs !== undefined) theirs.push(torchMs);
+      console.log(
+        JSON.stringify({
+          bench,
+          round: r,
+          ms_per_step: +ms.toFixed(3),
+          ...(torchMs === undefined ? {} : { torch_ms_per_step: +torchMs.toFixed(3), ratio: +(ms / torchMs).toFixed(3) }),
+        }),
+      );
+    }
+    const ms = median(ours),
+      torchMs = theirs.length ? median(theirs) : undefined;
     console.log(
       JSON.stringify({
-        bench: 'fashion-mnist',
-        impl: 'torch',
-        skipped: (anchor.stderr || anchor.error?.message || '').trim().split('\n').pop(),
+        bench,
+        device: 'cpu',
+        impl: 'flockml',
+        isa,
+        threads: fl.getNumThreads(),
+        batch,
+        steps,
+        rounds,
+        ms_per_step: +ms.toFixed(3),
+        ms_min: +Math.min(...ours).toFixed(3),
+        gflops_per_step: +(run.flops / 1e9).toFixed(4),
+        mfu: +fl.utils.mfu({ flopsPerStep: run.flops, stepMs: ms }).toFixed(4), // against this machine's f32 GEMM
+        ...(torchMs === undefined
+          ? {}
+          : {
+              ...torchInfo,
+              torch_ms_per_step: +torchMs.toFixed(3),
+              torch_ms_min: +Math.min(...theirs).toFixed(3),
+              ratio: +(ms / torchMs).toFixed(3),
+            }),
       }),
     );
+  }
+  anchor?.close();
 }
 
 main().catch((e) => {

@@ -68,8 +68,20 @@ export function getNumThreads(): number {
 export function setNumThreads(n: number): void {
   native.setNumThreads(n);
 }
-/** How the addon was built: CUDA compiled in, CPU GEMM instruction set, threads. */
-export function buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; bf16gemm: string; threads: number } {
+/**
+ * How the addon was built and what it chose here: CUDA compiled in, the CPU instruction set kernels
+ * use (cpuIsa; FLOCKML_CPU_ISA=avx2 or generic forces a narrower one than cpuIsaDetected), the GEMM
+ * micro-kernel's, threads.
+ */
+export function buildInfo(): {
+  cuda: boolean;
+  cudaVersion: string;
+  sgemm: string;
+  bf16gemm: string;
+  threads: number;
+  cpuIsa: string;
+  cpuIsaDetected: string;
+} {
   return native.buildInfo();
 }
 

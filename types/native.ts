@@ -69,7 +69,16 @@ export interface NativeAddon {
   setErrorClasses(typeError: NativeErrorClass, rangeError: NativeErrorClass, error: NativeErrorClass): void;
   numThreads(): number;
   setNumThreads(n: number): void;
-  buildInfo(): { cuda: boolean; cudaVersion: string; sgemm: string; bf16gemm: string; threads: number };
+  buildInfo(): {
+    cuda: boolean;
+    cudaVersion: string;
+    sgemm: string;
+    bf16gemm: string;
+    threads: number;
+    /** The instruction set CPU kernels use (FLOCKML_CPU_ISA may narrow it) and the widest this CPU has. */
+    cpuIsa: string;
+    cpuIsaDetected: string;
+  };
   gpuDeviceCount(): number;
   gpuDeviceName(index: number): string;
   gpuMemoryInfo(index: number): { free: number; total: number };

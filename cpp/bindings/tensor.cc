@@ -1,6 +1,7 @@
 // Tensor exports: creation, metadata, disposal, reads (the sync points), memory and runtime info.
 #include <cmath>
 #include "../cpu/gemm.h"
+#include "../cpu/isa.h"
 #include "../cpu/threadpool.h"
 #include "../gpu_runtime.h"
 #include "../ops/ops.h"
@@ -194,6 +195,8 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   o.Set("cuda", rt.device_count != nullptr);
   o.Set("cudaVersion", rt.version ? rt.version() : std::string());
   o.Set("sgemm", cpu::sgemm_isa());
+  o.Set("cpuIsa", cpu::isa_name(cpu::cpu_isa()));
+  o.Set("cpuIsaDetected", cpu::isa_name(cpu::detected_isa()));
   o.Set("bf16gemm", cpu::bf16_gemm_available() ? "avx512_bf16" : "f32-widen");
   o.Set("threads", cpu::total_threads());
   o.Set("cpuDevices", cpu_device_count());

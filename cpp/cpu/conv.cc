@@ -1,9 +1,18 @@
-// CPU 2-D convolution by im2col + GEMM, batched: a chunk of images is unfolded side by side into
-// one [C/g·KH·KW, images·OH·OW] column matrix, so each group costs one large GEMM per chunk
-// instead of one small GEMM per image (and the GEMM splits itself over the pool). Chunks bound the
-// column matrix to kColumnBytes. Unfolding, folding and the layout copies run image-parallel.
+// CPU 2-D convolution by im2col + GEMM, in one of two ways chosen per shape:
+// - image by image (f32, at least one image per pool thread, see use_images): each thread takes a
+//   fixed range of images and unfolds one image of a group at a time into its own cache-resident
+//   column buffer ([C/g·KH·KW, OH·OW]; a 1×1 stride-1 kernel reads the image itself), then runs a
+//   serial GEMM straight into the output (the bias written first and accumulated onto), into the
+//   input gradient through col2im, or into its own weight-gradient partial (partials summed in a
+//   fixed order). No batch-wide column matrix and no layout copies.
+// - batched (f64, and batches too small to give every thread an image): a chunk of images is
+//   unfolded side by side into one [C/g·KH·KW, images·OH·OW] column matrix, so each group costs one
+//   large GEMM per chunk, which splits itself over the pool. Chunks bound the column matrix to
+//   kColumnBytes. Unfolding, folding and the layout copies run image-parallel.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 #include "../nn_kernels.h"
@@ -195,16 +204,119 @@ void backward_weight_typed(const Tensor& xt, const Tensor& gyt, Tensor& gwt, con
   }
 }
 
+// Image-by-image path (f32). Images [n·t/parts, n·(t+1)/parts) go to part t.
+// FLOCKML_CONV_ALGO=images|batched forces one path where both apply (benchmarks, tests).
+enum class Algo { automatic, images, batched };
+Algo forced_algo() {
+  static const Algo algo = [] {
+    const char* v = std::getenv("FLOCKML_CONV_ALGO");
+    const std::string s = v ? v : "";
+    if (s == "images") return Algo::images;
+    if (s == "batched") return Algo::batched;
+    if (!s.empty() && s != "auto") fail(Code::Arg, "conv2d: FLOCKML_CONV_ALGO=", s, " is not one of auto, images, batched");
+    return Algo::automatic;
+  }();
+  return algo;
+}
+bool use_images(const Conv2dGeom& g) {
+  const Algo algo = forced_algo();
+  if (algo != Algo::automatic) return algo == Algo::images;
+  return g.n >= num_threads() && g.oh * g.ow >= 16;
+}
+
+template <class Body>
+void image_parts(int64_t n, Body body) {
+  const int64_t parts = std::min<int64_t>(n, num_threads());
+  parallel_for(parts, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) body(t, n * t / parts, n * (t + 1) / parts);
+  });
+}
+
+// The [kk, OHW] columns of image plane x (group channels): x itself for a 1×1 stride-1 unpadded kernel.
+const float* columns(const float* x, float* col, const Plan& p, const Conv2dGeom& g) {
+  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) return x;
+  im2col(x, col, p.ohw, p.cg, g);
+  return col;
+}
+
+void forward_images(const float* x, const float* w, const float* bias, float* y, const Conv2dGeom& g) {
+  const Plan p = Plan::of<float>(g);
+  image_parts(g.n, [&](int64_t, int64_t i0, int64_t i1) {
+    thread_local AlignedBuffer<float> col_buf;
+    float* col = col_buf.reserve(static_cast<size_t>(p.kk * p.ohw));
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        float* yi = y + (i * g.oc + gi * p.ocg) * p.ohw;
+        if (bias)
+          for (int64_t o = 0; o < p.ocg; ++o) std::fill(yi + o * p.ohw, yi + (o + 1) * p.ohw, bias[gi * p.ocg + o]);
+        const float* b = columns(x + (i * g.c + gi * p.cg) * g.h * g.w, col, p, g);
+        sgemm_serial(p.ocg, p.ohw, p.kk, w + gi * p.ocg * p.kk, p.kk, false, b, p.ohw, false, yi, p.ohw, bias != nullptr);
+      }
+  });
+}
+
+void backward_input_images(const float* gy, const float* w, float* gx, const Conv2dGeom& g) {
+  const Plan p = Plan::of<float>(g);
+  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  image_parts(g.n, [&](int64_t, int64_t i0, int64_t i1) {
+    thread_local AlignedBuffer<float> col_buf;
+    float* col = col_buf.reserve(static_cast<size_t>(p.kk * p.ohw));
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        // col = Wᵀ · gy ([kk, ocg] · [ocg, OHW]), folded back into the image (or written there for 1×1)
+        float* gxi = gx + (i * g.c + gi * p.cg) * g.h * g.w;
+        const float* gyi = gy + (i * g.oc + gi * p.ocg) * p.ohw;
+        sgemm_serial(p.kk, p.ohw, p.ocg, w + gi * p.ocg * p.kk, p.kk, true, gyi, p.ohw, false, direct ? gxi : col, p.ohw, false);
+        if (!direct) col2im(col, p.ohw, gxi, p.cg, g);
+      }
+  });
+}
+
+// gw = Σ_images gy · colᵀ, per part into its own partial. When kk < ocg (a first layer: few input
+// channels) the partial is gwᵀ = col · gyᵀ, so the longer side runs along the micro-kernel's columns.
+void backward_weight_images(const float* x, const float* gy, float* gw, const Conv2dGeom& g) {
+  const Plan p = Plan::of<float>(g);
+  const int64_t parts = std::min<int64_t>(g.n, num_threads()), size = g.groups * p.ocg * p.kk;
+  const bool transposed = p.kk < p.ocg;
+  thread_local AlignedBuffer<float> part_buf;
+  float* partials = part_buf.reserve(static_cast<size_t>(parts * size));
+  image_parts(g.n, [&](int64_t t, int64_t i0, int64_t i1) {
+    thread_local AlignedBuffer<float> col_buf;
+    float* col = col_buf.reserve(static_cast<size_t>(p.kk * p.ohw));
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        float* dst = partials + t * size + gi * p.ocg * p.kk;
+        const float* b = columns(x + (i * g.c + gi * p.cg) * g.h * g.w, col, p, g);
+        const float* gyi = gy + (i * g.oc + gi * p.ocg) * p.ohw;
+        if (transposed) sgemm_serial(p.kk, p.ocg, p.ohw, b, p.ohw, false, gyi, p.ohw, true, dst, p.ocg, i > i0);
+        else sgemm_serial(p.ocg, p.kk, p.ohw, gyi, p.ohw, false, b, p.ohw, true, dst, p.kk, i > i0);
+      }
+  });
+  // Partials summed in part order: the result does not depend on how the pool schedules the parts.
+  parallel_for(size, 4096, [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      const int64_t gi = j / (p.ocg * p.kk), r = j % (p.ocg * p.kk), o = r / p.kk, k = r % p.kk;
+      const int64_t src = transposed ? gi * p.ocg * p.kk + k * p.ocg + o : j;
+      float acc = partials[src];
+      for (int64_t t = 1; t < parts; ++t) acc += partials[t * size + src];
+      gw[j] = acc;
+    }
+  });
+}
+
 void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Conv2dGeom& g) {
   if (x.dtype == DType::f64) forward_typed<double>(x, w, b, y, g);
+  else if (use_images(g)) forward_images(x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), g);
   else forward_typed<float>(x, w, b, y, g);
 }
 void conv2d_backward_input_cpu(const Tensor& gy, const Tensor& w, Tensor& gx, const Conv2dGeom& g) {
   if (gy.dtype == DType::f64) backward_input_typed<double>(gy, w, gx, g);
+  else if (use_images(g)) backward_input_images(gy.data<float>(), w.data<float>(), gx.data<float>(), g);
   else backward_input_typed<float>(gy, w, gx, g);
 }
 void conv2d_backward_weight_cpu(const Tensor& x, const Tensor& gy, Tensor& gw, const Conv2dGeom& g) {
   if (x.dtype == DType::f64) backward_weight_typed<double>(x, gy, gw, g);
+  else if (use_images(g)) backward_weight_images(x.data<float>(), gy.data<float>(), gw.data<float>(), g);
   else backward_weight_typed<float>(x, gy, gw, g);
 }
 

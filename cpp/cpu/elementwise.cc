@@ -1,5 +1,7 @@
 // CPU element-wise kernels: fill, cast, arange, unary (and derivative), binary, where. The op is a
-// template parameter inside the loop so the compiler vectorises each (op, dtype) pair.
+// template parameter inside the loop so the compiler vectorises each (op, dtype) pair; the f32
+// unary loops and contiguous f32 binary loops are compiled per instruction set
+// (FLOCK_ISA_PARALLEL_FOR, loops.h) and run at the width cpu_isa() chose.
 #include <type_traits>
 #include "../kernels.h"
 #include "../scalar_math.h"
@@ -76,10 +78,16 @@ void unary_cpu(UnaryOp op, const Tensor& x, Tensor& out, double a, double b) {
     const C ca = static_cast<C>(a), cb = static_cast<C>(b);
     with_op<static_cast<int>(UnaryOp::count)>(static_cast<int>(op), [&](auto OP) {
       constexpr UnaryOp kOp = static_cast<UnaryOp>(decltype(OP)::value);
-      parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
-        for (int64_t i = s; i < e; ++i)
-          op_[i] = static_cast<T>(math::unary<C>(kOp, static_cast<C>(static_cast<acc_t<T>>(xp[i])), ca, cb));
-      });
+      if constexpr (std::is_same_v<T, float>) {
+        FLOCK_ISA_PARALLEL_FOR(x.numel(), kElementGrain, s, e, {
+          for (int64_t i = s; i < e; ++i) op_[i] = math::unary<float>(kOp, xp[i], ca, cb);
+        });
+      } else {
+        parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i)
+            op_[i] = static_cast<T>(math::unary<C>(kOp, static_cast<C>(static_cast<acc_t<T>>(xp[i])), ca, cb));
+        });
+      }
     });
   });
 }
@@ -94,10 +102,16 @@ void unary_backward_cpu(UnaryOp op, const Tensor& x, const Tensor& gy, Tensor& g
     const C ca = static_cast<C>(a), cb = static_cast<C>(b);
     with_op<static_cast<int>(UnaryOp::count)>(static_cast<int>(op), [&](auto OP) {
       constexpr UnaryOp kOp = static_cast<UnaryOp>(decltype(OP)::value);
-      parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
-        for (int64_t i = s; i < e; ++i)
-          o[i] = static_cast<T>(static_cast<C>(gp[i]) * math::unary_derivative<C>(kOp, static_cast<C>(xp[i]), ca, cb));
-      });
+      if constexpr (std::is_same_v<T, float>) {
+        FLOCK_ISA_PARALLEL_FOR(x.numel(), kElementGrain, s, e, {
+          for (int64_t i = s; i < e; ++i) o[i] = gp[i] * math::unary_derivative<float>(kOp, xp[i], ca, cb);
+        });
+      } else {
+        parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i)
+            o[i] = static_cast<T>(static_cast<C>(gp[i]) * math::unary_derivative<C>(kOp, static_cast<C>(xp[i]), ca, cb));
+        });
+      }
     });
   });
 }
@@ -137,6 +151,17 @@ void binary_cpu(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
       } else if constexpr (std::is_same_v<T, bool>) {
         fail(Code::DType, "binary: arithmetic is not defined for bool tensors");
       } else {
+        if constexpr (std::is_same_v<T, float>) {
+          if (a.shape == out.shape && b.shape == out.shape) {  // no broadcast: one flat loop
+            const float* ap = a.data<float>();
+            const float* bp = b.data<float>();
+            float* op_ = out.data<float>();
+            FLOCK_ISA_PARALLEL_FOR(out.numel(), kElementGrain, s, e, {
+              for (int64_t i = s; i < e; ++i) op_[i] = math::binary<float>(kOp, ap[i], bp[i]);
+            });
+            return;
+          }
+        }
         binary_loop<T, T>(a, b, out, [](T x, T y) { return static_cast<T>(math::binary<C>(kOp, static_cast<C>(x), static_cast<C>(y))); });
       }
     });

@@ -1,9 +1,12 @@
 // Blocked, packed GEMM in the style of BLIS: K is cut into KC slices, A and B are packed into
 // MR-row and NR-column panels (zero padded), and a register-blocked micro-kernel computes each
-// MR×NR tile. The f32 micro-kernel uses AVX2+FMA when the CPU has it (chosen at run time), else a
-// portable one; f64 takes the portable path. C is split into one block per pool thread, each an
-// independent GEMM that packs only what it reads.
+// MR×NR tile. The f32 micro-kernel is chosen at run time for the CPU's instruction set (isa.h):
+// AVX-512 (gemm_avx512.cc), AVX2+FMA, else a portable one; f64 takes the portable path. Tile and
+// cache blocking sizes come with the kernel (gemm_kernel.h). C is split into one block per pool
+// thread, each an independent GEMM that packs only what it reads.
 #include "gemm.h"
+#include "gemm_kernel.h"
+#include "isa.h"
 #include <immintrin.h>
 #include <algorithm>
 #include <cstring>
@@ -16,10 +19,6 @@ namespace flock::cpu {
 namespace {
 
 constexpr int64_t kMR = 6, kNR = 16;
-constexpr int64_t kKC = 256, kMC = 96, kNC = 3072;
-
-template <class T>
-using MicroKernel = void (*)(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, bool accumulate);
 
 // Portable micro-kernel; the compiler vectorises the inner j loop.
 template <class T>
@@ -91,12 +90,19 @@ void micro_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ld
 #undef FLOCK_PUT_ROW
 }
 
-MicroKernel<float> pick_sgemm_kernel() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return micro_avx2;
-  return micro_generic<float>;
+const GemmKernel<float> kAvx2Sgemm{micro_avx2, kMR, kNR, 256, 96, 3072, "avx2"};
+const GemmKernel<float> kGenericSgemm{micro_generic<float>, kMR, kNR, 256, 96, 3072, "generic"};
+const GemmKernel<double> kGenericDgemm{micro_generic<double>, kMR, kNR, 256, 96, 3072, "generic"};
+
+const GemmKernel<float>& sgemm_kernel() {
+  static const GemmKernel<float> avx512 = sgemm_avx512_kernel();
+  switch (cpu_isa()) {
+    case Isa::avx512: return avx512;
+    case Isa::avx2: return kAvx2Sgemm;
+    case Isa::generic: break;
+  }
+  return kGenericSgemm;
 }
-const MicroKernel<float> g_sgemm_kernel = pick_sgemm_kernel();
 
 template <class T>
 struct GemmArgs {
@@ -104,11 +110,12 @@ struct GemmArgs {
   const T* a; int64_t lda; bool ta;
   const T* b; int64_t ldb; bool tb;
   T* c; int64_t ldc;
+  bool accumulate;  // C += op(A)·op(B) instead of C = op(A)·op(B)
 };
 
 // Packs rows [i0, i0+mc) × cols [p0, p0+kc) of op(A) into MR-row panels: panel[p*MR + i].
 template <class T>
-void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, T* dst) {
+void pack_a(const GemmArgs<T>& g, const int64_t kMR, int64_t i0, int64_t mc, int64_t p0, int64_t kc, T* dst) {
   for (int64_t ip = 0; ip < mc; ip += kMR) {
     const int64_t mr = std::min(kMR, mc - ip);
     T* d = dst + ip * kc;
@@ -131,7 +138,7 @@ void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc
 
 // Packs rows [p0, p0+kc) × cols [j0, j0+nc) of op(B) into NR-column panels: panel[p*NR + j].
 template <class T>
-void pack_b_panel(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nr, T* d) {
+void pack_b_panel(const GemmArgs<T>& g, const int64_t kNR, int64_t p0, int64_t kc, int64_t j0, int64_t nr, T* d) {
   if (!g.tb) {
     if (nr == kNR) {
       for (int64_t p = 0; p < kc; ++p) std::memcpy(d + p * kNR, g.b + (p0 + p) * g.ldb + j0, sizeof(T) * kNR);
@@ -158,7 +165,9 @@ void pack_b_panel(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int6
 // Blocks are cut to equal sizes rather than full blocks and a ragged remainder: a K of 784 runs as
 // four slices of 196 (not 3×256 + 16), an M of 100 as blocks of 54 and 46.
 template <class T>
-void gemm_serial(const GemmArgs<T>& g, MicroKernel<T> micro) {
+void gemm_serial(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
+  const MicroKernel<T> micro = kern.micro;
+  const int64_t kMR = kern.mr, kNR = kern.nr, kKC = kern.kc, kMC = kern.mc, kNC = kern.nc;
   const int64_t kslices = (g.k + kKC - 1) / kKC, kcb = (g.k + kslices - 1) / kslices;
   const int64_t mparts = (g.m + kMC - 1) / kMC;
   const int64_t mc_max = ((g.m + mparts - 1) / mparts + kMR - 1) / kMR * kMR;
@@ -168,18 +177,18 @@ void gemm_serial(const GemmArgs<T>& g, MicroKernel<T> micro) {
   thread_local AlignedBuffer<T> packed_a, packed_b;
   packed_a.reserve(static_cast<size_t>(mc_max * kcb));
   packed_b.reserve(static_cast<size_t>(nc_max * kcb));
-  alignas(64) T edge[kMR * kNR];
+  alignas(64) T edge[kMaxMR * kMaxNR];
   for (int64_t jc = 0; jc < g.n; jc += kNC) {
     const int64_t nc = std::min(kNC, g.n - jc);
     const int64_t npanels = (nc + kNR - 1) / kNR;
     for (int64_t pc = 0; pc < g.k; pc += kcb) {
       const int64_t kc = std::min(kcb, g.k - pc);
-      const bool accumulate = pc > 0;
+      const bool accumulate = pc > 0 || g.accumulate;
       for (int64_t q = 0; q < npanels; ++q)
-        pack_b_panel(g, pc, kc, jc + q * kNR, std::min(kNR, nc - q * kNR), packed_b.data() + q * kNR * kc);
+        pack_b_panel(g, kNR, pc, kc, jc + q * kNR, std::min(kNR, nc - q * kNR), packed_b.data() + q * kNR * kc);
       for (int64_t ic = 0; ic < g.m; ic += mc_max) {
         const int64_t mc = std::min(mc_max, g.m - ic);
-        pack_a(g, ic, mc, pc, kc, packed_a.data());
+        pack_a(g, kMR, ic, mc, pc, kc, packed_a.data());
         for (int64_t q = 0; q < npanels; ++q) {
           const int64_t j = jc + q * kNR, nr = std::min(kNR, nc - q * kNR);
           const T* bp = packed_b.data() + q * kNR * kc;
@@ -207,10 +216,12 @@ void gemm_serial(const GemmArgs<T>& g, MicroKernel<T> micro) {
 // inside a call, and each thread packs only the A rows and B panels its block reads. The split
 // minimises the block's rows + columns (what a thread packs), within the panel and row counts.
 template <class T>
-void gemm_blocked(const GemmArgs<T>& g, MicroKernel<T> micro) {
+void gemm_blocked(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
+  const int64_t kMR = kern.mr, kNR = kern.nr;
   if (g.m == 0 || g.n == 0) return;
   if (g.k == 0) {
-    for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, T(0));
+    if (!g.accumulate)
+      for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, T(0));
     return;
   }
   const int64_t panels = (g.n + kNR - 1) / kNR, rows = (g.m + kMR - 1) / kMR;
@@ -237,7 +248,7 @@ void gemm_blocked(const GemmArgs<T>& g, MicroKernel<T> micro) {
       sub.a = g.ta ? g.a + i0 : g.a + i0 * g.lda;
       sub.b = g.tb ? g.b + j0 * g.ldb : g.b + j0;
       sub.c = g.c + i0 * g.ldc + j0;
-      gemm_serial(sub, micro);
+      gemm_serial(sub, kern);
     }
   });
 }
@@ -246,15 +257,26 @@ void gemm_blocked(const GemmArgs<T>& g, MicroKernel<T> micro) {
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
            const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc) {
-  gemm_blocked<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc}, g_sgemm_kernel);
+  gemm_blocked<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, false}, sgemm_kernel());
+}
+
+void sgemm_serial(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
+                  bool trans_b, float* c, int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  gemm_serial<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, accumulate}, sgemm_kernel());
 }
 
 void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
            const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc) {
-  gemm_blocked<double>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc}, micro_generic<double>);
+  gemm_blocked<double>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, false}, kGenericDgemm);
 }
 
-const char* sgemm_isa() { return g_sgemm_kernel == micro_avx2 ? "avx2" : "generic"; }
+const char* sgemm_isa() { return sgemm_kernel().isa; }
 
 namespace {
 

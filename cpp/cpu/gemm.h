@@ -13,7 +13,12 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool tr
 void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
            const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc);
 
-// The instruction set the f32 micro-kernel was chosen for at load time ("avx2", "generic").
+// sgemm on the calling thread only, adding to C when `accumulate`: for callers that split work
+// over the pool themselves (convolution, image by image).
+void sgemm_serial(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
+                  bool trans_b, float* c, int64_t ldc, bool accumulate);
+
+// The instruction set of the f32 micro-kernel in use ("avx512", "avx2", "generic"; see isa.h).
 const char* sgemm_isa();
 
 // bf16 × bf16 → bf16 with f32 accumulation on AVX512_BF16 (cpp/cpu/gemm_bf16.cc); operands and C

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include "../tensor.h"
+#include "isa.h"
 #include "threadpool.h"
 
 namespace flock::cpu {
@@ -72,5 +73,29 @@ void broadcast_for(const Shape& out, const std::array<const Shape*, N>& ins, int
 }
 
 constexpr int64_t kElementGrain = 32768;
+
+// Function attributes that compile one function (or lambda) for a wider instruction set than the
+// addon's baseline; only call such code when cpu_isa() says the CPU has it.
+#define FLOCK_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#define FLOCK_TARGET_AVX2 __attribute__((target("avx2,fma")))
+
+// parallel_for(n, grain, [&](int64_t s, int64_t e) { body }) with the body compiled three times
+// (AVX-512, AVX2+FMA, baseline) and the one for cpu_isa() run, so the compiler vectorises it at
+// the chosen width. Inline callees in the body are compiled into each copy. Use it for the hot
+// f32 loops only: each use triples the code of its body.
+#define FLOCK_ISA_PARALLEL_FOR(n, grain, s, e, ...)                                                          \
+  do {                                                                                                       \
+    switch (::flock::cpu::cpu_isa()) {                                                                       \
+      case ::flock::cpu::Isa::avx512:                                                                        \
+        ::flock::cpu::parallel_for(n, grain, [&](int64_t s, int64_t e) FLOCK_TARGET_AVX512 { __VA_ARGS__ }); \
+        break;                                                                                               \
+      case ::flock::cpu::Isa::avx2:                                                                          \
+        ::flock::cpu::parallel_for(n, grain, [&](int64_t s, int64_t e) FLOCK_TARGET_AVX2 { __VA_ARGS__ });   \
+        break;                                                                                               \
+      case ::flock::cpu::Isa::generic:                                                                       \
+        ::flock::cpu::parallel_for(n, grain, [&](int64_t s, int64_t e) { __VA_ARGS__ });                     \
+        break;                                                                                               \
+    }                                                                                                        \
+  } while (0)
 
 }  // namespace flock::cpu

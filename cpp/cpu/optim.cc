@@ -17,7 +17,7 @@ namespace {
 // maximize: multiplying by ±1 is exact, so it needs no variant of its own. G is the gradient's
 // storage type (T itself, or bf16/f16 with T = float for master weights).
 template <class T, class G, bool Decoupled, bool L2, bool Amsgrad>
-void adam_range(T* __restrict pp, const G* __restrict gp, T* __restrict mp, T* __restrict vp, T* __restrict mvp, int64_t b, int64_t e,
+[[gnu::always_inline]] inline void adam_range(T* __restrict pp, const G* __restrict gp, T* __restrict mp, T* __restrict vp, T* __restrict mvp, int64_t b, int64_t e,
                 T step_size, T b1, T b2, T eps, T wd, T rbc2, T decay, T sign) {
   for (int64_t i = b; i < e; ++i) {
     T gi = sign * static_cast<T>(static_cast<acc_t<G>>(gp[i]));
@@ -37,7 +37,7 @@ void adam_range(T* __restrict pp, const G* __restrict gp, T* __restrict mp, T* _
 }
 
 template <class T, class G, bool Amsgrad>
-void adam_dispatch(T* pp, const G* gp, T* mp, T* vp, T* mvp, int64_t b, int64_t e, bool decoupled, bool l2,
+[[gnu::always_inline]] inline void adam_dispatch(T* pp, const G* gp, T* mp, T* vp, T* mvp, int64_t b, int64_t e, bool decoupled, bool l2,
                    T step_size, T b1, T b2, T eps, T wd, T rbc2, T decay, T sign) {
   if (decoupled) adam_range<T, G, true, false, Amsgrad>(pp, gp, mp, vp, mvp, b, e, step_size, b1, b2, eps, wd, rbc2, decay, sign);
   else if (l2) adam_range<T, G, false, true, Amsgrad>(pp, gp, mp, vp, mvp, b, e, step_size, b1, b2, eps, wd, rbc2, decay, sign);
@@ -84,6 +84,14 @@ void adam_one(T* pp, const G* gp, Tensor& m, Tensor& v, Tensor* max_v, G* copy, 
   const T step_size = T(c.lr / bc1), b1 = T(c.beta1), b2 = T(c.beta2), eps = T(c.eps), wd = T(c.weight_decay);
   const T rbc2 = T(1 / std::sqrt(bc2)), decay = T(1 - c.lr * c.weight_decay), sign = T(c.maximize ? -1 : 1);
   const bool l2 = !c.decoupled && c.weight_decay != 0;
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<G, float>) {
+    // f32 params: the update compiled per instruction set (loops.h).
+    FLOCK_ISA_PARALLEL_FOR(n, kElementGrain, b, e, {
+      if (mvp) adam_dispatch<T, G, true>(pp, gp, mp, vp, mvp, b, e, c.decoupled, l2, step_size, b1, b2, eps, wd, rbc2, decay, sign);
+      else adam_dispatch<T, G, false>(pp, gp, mp, vp, mvp, b, e, c.decoupled, l2, step_size, b1, b2, eps, wd, rbc2, decay, sign);
+    });
+    return;
+  }
   parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) {
     if (mvp) adam_dispatch<T, G, true>(pp, gp, mp, vp, mvp, b, e, c.decoupled, l2, step_size, b1, b2, eps, wd, rbc2, decay, sign);
     else adam_dispatch<T, G, false>(pp, gp, mp, vp, mvp, b, e, c.decoupled, l2, step_size, b1, b2, eps, wd, rbc2, decay, sign);

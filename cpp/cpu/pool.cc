@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 #include "../nn_kernels.h"
+#include "isa.h"
 #include "threadpool.h"
 
 namespace flock::cpu {
@@ -53,6 +54,59 @@ void max_plane_inside(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH,
   }
 }
 
+// The 2×2 stride-2 pool of one plane (f32), one output row at a time: the loop body is written
+// without branches so the compiler vectorises it, and it is compiled once per instruction set
+// (the wrappers below), inlined into each; cpu_isa() picks one at run time. Same order and NaN
+// rule as max_plane_inside.
+inline void max2x2_rows(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
+  for (int64_t oy = 0; oy < OH; ++oy) {
+    const float* r0 = plane + 2 * oy * W;
+    const float* r1 = r0 + W;
+    float* yr = yp + oy * OW;
+    int64_t* ir = ip + oy * OW;
+    const int64_t base = 2 * oy * W;
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      const float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+      const int64_t pos = base + 2 * ox;
+      float best = a;
+      int64_t at = pos;
+      bool take = (b > best) | (b != b);
+      best = take ? b : best;
+      at = take ? pos + 1 : at;
+      take = (c > best) | (c != c);
+      best = take ? c : best;
+      at = take ? pos + W : at;
+      take = (d > best) | (d != d);
+      best = take ? d : best;
+      at = take ? pos + W + 1 : at;
+      yr[ox] = best;
+      ir[ox] = at;
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+void max2x2_avx512(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
+  max2x2_rows(plane, yp, ip, W, OH, OW);
+}
+__attribute__((target("avx2,fma")))
+void max2x2_avx2(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
+  max2x2_rows(plane, yp, ip, W, OH, OW);
+}
+void max2x2_generic(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
+  max2x2_rows(plane, yp, ip, W, OH, OW);
+}
+
+using Max2x2 = void (*)(const float*, float*, int64_t*, int64_t, int64_t, int64_t);
+Max2x2 max2x2_kernel() {
+  switch (cpu_isa()) {
+    case Isa::avx512: return max2x2_avx512;
+    case Isa::avx2: return max2x2_avx2;
+    case Isa::generic: break;
+  }
+  return max2x2_generic;
+}
+
 template <class T>
 void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geom) {
   // Geometry in locals: stores through y/idx could otherwise alias the struct and force reloads.
@@ -64,11 +118,18 @@ void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geo
   // Every window inside the input (no padding, no dilation, no ceil-mode overhang: the usual
   // pooling layer): no bounds checks, and every window has a first element.
   const bool inside = PH == 0 && PW == 0 && DH == 1 && DW == 1 && (OH - 1) * SH + KH <= H && (OW - 1) * SW + KW <= W;
+  const Max2x2 max2x2 = std::is_same_v<T, float> && inside && KH == 2 && KW == 2 && SH == 2 && SW == 2 ? max2x2_kernel() : nullptr;
   parallel_for(geom.n * geom.c, 4, [=](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       const T* plane = x + p * H * W;
       T* yp = y + p * OH * OW;
       int64_t* ip = idx + p * OH * OW;
+      if constexpr (std::is_same_v<T, float>) {
+        if (max2x2) {
+          max2x2(plane, yp, ip, W, OH, OW);
+          continue;
+        }
+      }
       if (inside) {
         // Window sizes known at compile time for the usual 2×2 and 3×3 pools (unrolled).
         if (KH == 2 && KW == 2) max_plane_inside<T, 2, 2>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);

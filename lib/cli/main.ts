@@ -89,6 +89,14 @@ async function info(): Promise<number> {
           ? { found: true, version: nccl.version }
           : { found: false, reason: nccl.reason, ...(nccl.version ? { version: nccl.version } : {}) },
         build,
+        // The CPU kernels' instruction set: the widest this CPU has, unless FLOCKML_CPU_ISA narrows it.
+        cpu: {
+          isa: build.cpuIsa,
+          detected: build.cpuIsaDetected,
+          forced: process.env.FLOCKML_CPU_ISA || null,
+          sgemm: build.sgemm,
+          threads: build.threads,
+        },
         node: process.version,
         // Which engine's variables initProcessGroup would read here, and what they say.
         engine: engine ? { name: engine, ...placement } : null,

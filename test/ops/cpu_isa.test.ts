@@ -1,0 +1,99 @@
+/**
+ * The CPU instruction-set paths: GEMM shapes that cross every edge of each micro-kernel's tiles and
+ * cache blocks, checked against an f64 reference; then (in the parent run only) this file and the
+ * GEMM, convolution, pooling, element-wise, optimizer, master-weight and training tests again in
+ * child processes under every narrower ISA this CPU supports (FLOCKML_CPU_ISA), so each path meets
+ * the same references; and the error for an ISA that cannot be used.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import * as fl from '../../lib/index';
+import { arr, close, refMatmul } from '../helpers/reference';
+
+const ORDER = ['generic', 'avx2', 'avx512'];
+const info = fl.buildInfo();
+const forced = process.env.FLOCKML_CPU_ISA;
+
+test('buildInfo reports the chosen and the detected ISA, and the GEMM follows the chosen one', () => {
+  assert.ok(ORDER.includes(info.cpuIsa), info.cpuIsa);
+  assert.ok(ORDER.includes(info.cpuIsaDetected), info.cpuIsaDetected);
+  assert.ok(ORDER.indexOf(info.cpuIsa) <= ORDER.indexOf(info.cpuIsaDetected));
+  assert.is(info.cpuIsa, forced || info.cpuIsaDetected);
+  assert.is(info.sgemm, info.cpuIsa);
+});
+
+fl.manualSeed(11);
+// Tiles are 6×16 (avx2, generic) and 8×32 (avx512); K slices of at most 256, M blocks of 96 or 128.
+for (const [m, n, k] of [
+  [8, 32, 1],
+  [9, 33, 257],
+  [6, 16, 513],
+  [129, 95, 64],
+  [257, 129, 520],
+  [100, 10, 784],
+  [31, 300, 17],
+]) {
+  test(`sgemm ${info.cpuIsa} ${m}x${k}·${k}x${n} (and transposed) matches f64`, () => {
+    for (const [ta, tb] of [
+      [false, false],
+      [true, true],
+    ]) {
+      const a = fl.randn(ta ? [k, m] : [m, k]),
+        b = fl.randn(tb ? [n, k] : [k, n]);
+      const c = (ta ? a.T : a).matmul(tb ? b.T : b);
+      close(arr(c), refMatmul(arr(a), arr(b), m, n, k, ta, tb), 2e-4 * Math.sqrt(k), 1e-4, `C ta=${ta}`);
+    }
+  });
+}
+
+const root = join(__dirname, '..', '..');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+const run = (env: Record<string, string>, args: string[]) =>
+  spawnSync(tsx, args, { cwd: root, encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0', ...env }, maxBuffer: 16 << 20 });
+
+if (!forced) {
+  const files = [
+    'test/ops/cpu_isa.test.ts',
+    'test/ops/linalg.test.ts',
+    'test/nn/conv.test.ts',
+    'test/optim/optimizers.test.ts',
+    'test/nn/training.test.ts',
+    'test/nn/conv_paths.test.ts',
+    'test/nn/pool_f32.test.ts',
+    'test/ops/elementwise.test.ts',
+    'test/amp/master_weights.test.ts',
+  ];
+  for (const isa of ORDER.slice(0, ORDER.indexOf(info.cpuIsaDetected))) {
+    for (const file of files) {
+      test(`FLOCKML_CPU_ISA=${isa}: ${file} passes`, () => {
+        const r = run({ FLOCKML_CPU_ISA: isa }, [file]);
+        const out = `${r.stdout}${r.stderr}`;
+        const total = Number(/Total:\s+(\d+)/.exec(out)?.[1] ?? 0),
+          passed = Number(/Passed:\s+(\d+)/.exec(out)?.[1] ?? -1);
+        assert.ok(r.status === 0 && total > 0 && passed === total, `${file} under ${isa}:\n${out.slice(-3000)}`);
+      });
+    }
+  }
+
+  test('an unknown FLOCKML_CPU_ISA is refused with ERR_ARG naming the variable', () => {
+    const script = `const fl = require('./lib/index');
+try { fl.randn([4, 4]).matmul(fl.randn([4, 4])).toArray(); console.log('no error'); }
+catch (e) { console.log(JSON.stringify({ code: e.code, name: e.name, message: e.message })); }`;
+    const r = run({ FLOCKML_CPU_ISA: 'sse9' }, ['-e', script]);
+    const line = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');
+    assert.is(line.code, 'ERR_ARG', r.stdout + r.stderr);
+    assert.match(line.message, /FLOCKML_CPU_ISA=sse9 is not an instruction set/);
+  });
+
+  // A forced ISA wider than the CPU's: only checkable on a CPU without AVX-512.
+  if (info.cpuIsaDetected !== 'avx512')
+    test('FLOCKML_CPU_ISA wider than the CPU is refused', () => {
+      const r = run({ FLOCKML_CPU_ISA: 'avx512' }, ['-e', `require('./lib/index').buildInfo()`]);
+      assert.ok(r.status !== 0);
+      assert.match(r.stderr, /FLOCKML_CPU_ISA=avx512 but this CPU supports at most/);
+    });
+}
+
+test.run();
