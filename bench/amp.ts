@@ -4,8 +4,9 @@
  *   - Fashion-MNIST MLP (batch 100) and CNN (batch 64): training step time and test accuracy after
  *     `--steps` steps (default: one epoch), f32 vs fl.autocast bf16 (f32 weights, Adam).
  *   - A 16-layer MLP (width 2048, batch 256): peak memory (fl.memory() peakBytes, each variant in a
- *     fresh process), the memory the graph holds after forward, and step time, with and without
- *     checkpointing every 4 layers.
+ *     fresh process), split into weights, gradients and the rest (activations and temporaries), the
+ *     memory the graph holds after forward, and step time, with and without checkpointing every 4
+ *     layers; then one summary line of the ratios next to the goals.
  *   npm run bench -- amp [--steps N] [--deep-steps N] [--skip-fashion] [--skip-deep]
  */
 import { spawnSync } from 'node:child_process';
@@ -115,10 +116,18 @@ async function deep(variant: 'plain' | 'checkpoint', steps: number): Promise<voi
   step(true); // warm-up, and the memory the graph holds after forward
   await fl.sync();
   const t0 = performance.now();
-  for (let i = 0; i < steps; i++) step();
-  await fl.sync();
+  // Each step drains before the next, as a loop over a DataLoader waits for the queue: the peak is
+  // one step's, not several steps' queued ahead.
+  for (let i = 0; i < steps; i++) {
+    step();
+    await fl.sync();
+  }
   const ms = (performance.now() - t0) / steps;
   const peak = fl.memory().cpu.peakBytes;
+  // The gradients (SGD keeps no state) stay until the next zeroGrad: weights + gradients are the
+  // model state no checkpointing can shed; the rest of the peak is activations and temporaries.
+  const state = fl.memory().cpu.bytes - base;
+  const mb = (b: number) => Number((b / 2 ** 20).toFixed(1));
   console.log(
     JSON.stringify({
       bench: 'deep-mlp-16x2048',
@@ -128,11 +137,21 @@ async function deep(variant: 'plain' | 'checkpoint', steps: number): Promise<voi
       batch: 256,
       steps,
       ms_per_step: Number(ms.toFixed(1)),
-      peak_mb: Number((peak / 2 ** 20).toFixed(1)),
-      peak_above_weights_mb: Number(((peak - base) / 2 ** 20).toFixed(1)),
-      held_after_forward_mb: Number((heldAfterForward / 2 ** 20).toFixed(1)),
+      peak_mb: mb(peak),
+      weights_mb: mb(base),
+      grads_mb: mb(state),
+      peak_above_weights_mb: mb(peak - base),
+      peak_above_model_state_mb: mb(peak - base - state),
+      held_after_forward_mb: mb(heldAfterForward),
     }),
   );
+}
+
+interface DeepResult {
+  ms_per_step: number;
+  peak_mb: number;
+  peak_above_weights_mb: number;
+  peak_above_model_state_mb: number;
 }
 
 async function main(): Promise<void> {
@@ -143,11 +162,32 @@ async function main(): Promise<void> {
     for (const bf16 of [false, true]) await fashion('fashion-mnist-cnn', cnn, 64, bf16);
   }
   if (!argv.includes('--skip-deep')) {
-    // A fresh process per variant, so each peak is its own.
+    // A fresh process per variant, so each peak is its own; the summary sets them side by side.
+    const res: Record<string, DeepResult> = {};
     for (const v of ['plain', 'checkpoint']) {
-      const r = spawnSync(process.execPath, [...process.execArgv, __filename, '--deep-variant', v, ...argv], { stdio: 'inherit' });
+      const r = spawnSync(process.execPath, [...process.execArgv, __filename, '--deep-variant', v, ...argv], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        encoding: 'utf8',
+      });
       if (r.status !== 0) throw new Error(`deep-mlp ${v} exited with ${r.status}`);
+      const line = r.stdout.trim().split('\n').pop() as string;
+      console.log(line);
+      res[v] = JSON.parse(line) as DeepResult;
     }
+    const { plain, checkpoint } = res;
+    const ratio = (a: number, b: number) => Number((a / b).toFixed(3));
+    console.log(
+      JSON.stringify({
+        bench: 'deep-mlp-16x2048',
+        summary: 'checkpoint vs plain',
+        peak_ratio: ratio(checkpoint.peak_mb, plain.peak_mb),
+        peak_above_weights_ratio: ratio(checkpoint.peak_above_weights_mb, plain.peak_above_weights_mb),
+        activation_peak_ratio: ratio(checkpoint.peak_above_model_state_mb, plain.peak_above_model_state_mb),
+        step_time_ratio: ratio(checkpoint.ms_per_step, plain.ms_per_step),
+        goal_peak_ratio: 0.4,
+        goal_step_time_ratio: 1.4,
+      }),
+    );
   }
 }
 
