@@ -61,7 +61,9 @@ async function checkpointMatchesPlain(rank: number): Promise<void> {
     ['checkpointed', ckpt],
   ] as const)
     if (r.inFlightAtFirstLayer !== r.buckets - 1)
-      throw new Error(`${name}: ${r.inFlightAtFirstLayer} of ${r.buckets - 1} earlier buckets were in flight before the first layer's gradient`);
+      throw new Error(
+        `${name}: ${r.inFlightAtFirstLayer} of ${r.buckets - 1} earlier buckets were in flight before the first layer's gradient`,
+      );
   if (plain.grads.length !== ckpt.grads.length) throw new Error('gradient counts differ');
   for (let i = 0; i < plain.grads.length; i++)
     if (!Object.is(plain.grads[i], ckpt.grads[i]))
@@ -82,7 +84,10 @@ async function scalerAgrees(pg: { rank: number; broadcast(t: fl.Tensor, src: num
     // Rank 1's inf on step 1 reaches rank 0 only through the scaler's own agreement (noSync keeps
     // the gradients local, so the allreduce cannot carry it).
     const bad = s === 1 && pg.rank === 1;
-    const loss = ddp.forward(bad ? x.mul(Number.POSITIVE_INFINITY) : x).square().mean();
+    const loss = ddp
+      .forward(bad ? x.mul(Number.POSITIVE_INFINITY) : x)
+      .square()
+      .mean();
     if (s === 1) ddp.noSync(() => scaler.scale(loss).backward());
     else {
       scaler.scale(loss).backward();
