@@ -32,32 +32,67 @@ struct Operand {
   uint16_t at(int64_t r, int64_t c) const { return trans ? p[c * ld + r] : p[r * ld + c]; }
 };
 
-// Panel jp, K pair q: 16 columns × (k = 2q, 2q + 1), zero padded past n and k.
+// Panel jp, K pair q: 16 columns × (k = 2q, 2q + 1), zero padded past n and k. Whole panels and
+// pairs take the direct paths: a transposed B already holds each column's pair side by side.
 void pack_b(const Operand& b, int64_t k, int64_t n, int64_t pairs, uint16_t* out) {
   const int64_t panels = (n + kNR - 1) / kNR;
   parallel_for(panels, 1, [&](int64_t pb, int64_t pe) {
-    for (int64_t jp = pb; jp < pe; ++jp)
+    for (int64_t jp = pb; jp < pe; ++jp) {
+      const int64_t c0 = jp * kNR;
+      const bool full = c0 + kNR <= n;
       for (int64_t q = 0; q < pairs; ++q) {
         uint16_t* dst = out + (jp * pairs + q) * kNR * 2;
+        const int64_t k0 = 2 * q;
+        if (full && k0 + 1 < k) {
+          if (b.trans) {
+            for (int64_t j = 0; j < kNR; ++j) std::memcpy(dst + j * 2, b.p + (c0 + j) * b.ld + k0, 4);
+          } else {
+            const uint16_t* r0 = b.p + k0 * b.ld + c0;
+            const uint16_t* r1 = r0 + b.ld;
+            for (int64_t j = 0; j < kNR; ++j) {
+              dst[j * 2] = r0[j];
+              dst[j * 2 + 1] = r1[j];
+            }
+          }
+          continue;
+        }
         for (int64_t j = 0; j < kNR; ++j) {
-          const int64_t col = jp * kNR + j;
+          const int64_t col = c0 + j;
           for (int64_t h = 0; h < 2; ++h) {
-            const int64_t kk = 2 * q + h;
+            const int64_t kk = k0 + h;
             dst[j * 2 + h] = col < n && kk < k ? b.at(kk, col) : uint16_t(0);
           }
         }
       }
+    }
   });
 }
 
 // Rows [i0, i0 + 8) of A as 32-bit pairs: word (q, i) = (A(i, 2q), A(i, 2q + 1)).
 void pack_a(const Operand& a, int64_t i0, int64_t m, int64_t k, int64_t pairs, uint16_t* out) {
-  for (int64_t q = 0; q < pairs; ++q)
+  const bool full = i0 + kMR <= m;
+  for (int64_t q = 0; q < pairs; ++q) {
+    const int64_t k0 = 2 * q;
+    uint16_t* dst = out + q * kMR * 2;
+    if (full && k0 + 1 < k) {
+      if (!a.trans) {
+        for (int64_t i = 0; i < kMR; ++i) std::memcpy(dst + i * 2, a.p + (i0 + i) * a.ld + k0, 4);
+      } else {
+        const uint16_t* r0 = a.p + k0 * a.ld + i0;
+        const uint16_t* r1 = r0 + a.ld;
+        for (int64_t i = 0; i < kMR; ++i) {
+          dst[i * 2] = r0[i];
+          dst[i * 2 + 1] = r1[i];
+        }
+      }
+      continue;
+    }
     for (int64_t i = 0; i < kMR; ++i)
       for (int64_t h = 0; h < 2; ++h) {
-        const int64_t row = i0 + i, kk = 2 * q + h;
-        out[(q * kMR + i) * 2 + h] = row < m && kk < k ? a.at(row, kk) : uint16_t(0);
+        const int64_t row = i0 + i, kk = k0 + h;
+        dst[i * 2 + h] = row < m && kk < k ? a.at(row, kk) : uint16_t(0);
       }
+  }
 }
 
 __attribute__((target("avx512f,avx512bf16"))) void micro(int64_t pairs, const uint16_t* a, const uint16_t* b, float* tile) {
@@ -71,12 +106,11 @@ __attribute__((target("avx512f,avx512bf16"))) void micro(int64_t pairs, const ui
   for (int64_t i = 0; i < kMR; ++i) _mm512_storeu_ps(tile + i * kNR, acc[i]);
 }
 
-}  // namespace
-
-bool bf16_gemm_available() { return g_has_bf16; }
-
-void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
-               uint16_t* c, int64_t ldc) {
+// Packs B once, then each pool thread packs its 8-row A blocks and hands every 8×16 f32 tile to
+// `store(i0, j0, rows, cols, tile)`.
+template <class Store>
+void run(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
+         Store store) {
   const int64_t pairs = (k + 1) / 2, panels = (n + kNR - 1) / kNR, blocks = (m + kMR - 1) / kMR;
   std::vector<uint16_t> bp(static_cast<size_t>(panels * pairs * kNR * 2));
   pack_b({b, ldb, trans_b}, k, n, pairs, bp.data());
@@ -89,12 +123,35 @@ void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, 
       pack_a(ao, i0, m, k, pairs, apk.data());
       for (int64_t jp = 0; jp < panels; ++jp) {
         micro(pairs, apk.data(), bp.data() + jp * pairs * kNR * 2, tile);
-        const int64_t rows = std::min(kMR, m - i0), cols = std::min(kNR, n - jp * kNR);
-        for (int64_t i = 0; i < rows; ++i) {
-          uint16_t* dst = c + (i0 + i) * ldc + jp * kNR;
-          for (int64_t j = 0; j < cols; ++j) dst[j] = bf16(tile[i * kNR + j]).bits;
-        }
+        store(i0, jp * kNR, std::min(kMR, m - i0), std::min(kNR, n - jp * kNR), tile);
       }
+    }
+  });
+}
+
+}  // namespace
+
+bool bf16_gemm_available() { return g_has_bf16; }
+
+void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
+               uint16_t* c, int64_t ldc) {
+  run(m, n, k, a, lda, trans_a, b, ldb, trans_b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
+    for (int64_t i = 0; i < rows; ++i) {
+      uint16_t* dst = c + (i0 + i) * ldc + j0;
+      for (int64_t j = 0; j < cols; ++j) dst[j] = bf16(tile[i * kNR + j]).bits;
+    }
+  });
+}
+
+void bf16_gemm_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
+                   float* c, int64_t ldc, bool accumulate) {
+  run(m, n, k, a, lda, trans_a, b, ldb, trans_b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
+    for (int64_t i = 0; i < rows; ++i) {
+      float* dst = c + (i0 + i) * ldc + j0;
+      if (accumulate)
+        for (int64_t j = 0; j < cols; ++j) dst[j] += tile[i * kNR + j];
+      else
+        std::memcpy(dst, tile + i * kNR, sizeof(float) * cols);
     }
   });
 }
