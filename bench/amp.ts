@@ -44,7 +44,7 @@ async function evaluate(model: Model, bf16: boolean): Promise<number> {
   return correct / test.length;
 }
 
-async function fashion(name: string, make: () => Model, batch: number, bf16: boolean): Promise<void> {
+async function fashion(name: string, make: () => Model, batch: number, bf16: boolean): Promise<{ ms: number; acc: number }> {
   fl.manualSeed(0);
   const model = make();
   const train = fl.datasets.fashionMNIST({ split: 'train' });
@@ -84,6 +84,21 @@ async function fashion(name: string, make: () => Model, batch: number, bf16: boo
       epoch_fraction: Number((done / loader.length).toFixed(3)),
       ms_per_step: Number(ms.toFixed(3)),
       test_accuracy: Number(acc.toFixed(4)),
+    }),
+  );
+  return { ms, acc };
+}
+
+/** The bf16 run next to its f32 anchor: step-time ratio and accuracy difference, with the goals. */
+function compare(name: string, f32: { ms: number; acc: number }, bf16: { ms: number; acc: number }): void {
+  console.log(
+    JSON.stringify({
+      bench: name,
+      summary: 'autocast-bf16 vs f32',
+      step_time_ratio: Number((bf16.ms / f32.ms).toFixed(3)),
+      accuracy_delta_points: Number(((bf16.acc - f32.acc) * 100).toFixed(2)),
+      goal_step_time_ratio: 0.8,
+      goal_accuracy_within_points: 0.5,
     }),
   );
 }
@@ -158,8 +173,8 @@ async function main(): Promise<void> {
   const variant = argv[argv.indexOf('--deep-variant') + 1];
   if (argv.includes('--deep-variant')) return deep(variant as 'plain' | 'checkpoint', arg('deep-steps') ?? 3);
   if (!argv.includes('--skip-fashion')) {
-    for (const bf16 of [false, true]) await fashion('fashion-mnist-mlp', mlp, 100, bf16);
-    for (const bf16 of [false, true]) await fashion('fashion-mnist-cnn', cnn, 64, bf16);
+    compare('fashion-mnist-mlp', await fashion('fashion-mnist-mlp', mlp, 100, false), await fashion('fashion-mnist-mlp', mlp, 100, true));
+    compare('fashion-mnist-cnn', await fashion('fashion-mnist-cnn', cnn, 64, false), await fashion('fashion-mnist-cnn', cnn, 64, true));
   }
   if (!argv.includes('--skip-deep')) {
     // A fresh process per variant, so each peak is its own; the summary sets them side by side.

@@ -32,6 +32,16 @@ struct Operand {
   uint16_t at(int64_t r, int64_t c) const { return trans ? p[c * ld + r] : p[r * ld + c]; }
 };
 
+// dst[2j] = r0[j], dst[2j + 1] = r1[j] for j < 16: two K rows of a panel as pairs.
+__attribute__((target("avx512f,avx512bw"))) void interleave_rows(const uint16_t* r0, const uint16_t* r1, uint16_t* dst) {
+  // Lane 2j takes element j of the first source, lane 2j + 1 element j of the second (index 32 + j).
+  alignas(64) static const uint16_t idx[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                               8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i a = _mm512_maskz_loadu_epi16(0xFFFF, r0);
+  const __m512i b = _mm512_maskz_loadu_epi16(0xFFFF, r1);
+  _mm512_storeu_si512(dst, _mm512_permutex2var_epi16(a, _mm512_load_si512(idx), b));
+}
+
 // Panel jp, K pair q: 16 columns × (k = 2q, 2q + 1), zero padded past n and k. Whole panels and
 // pairs take the direct paths: a transposed B already holds each column's pair side by side.
 void pack_b(const Operand& b, int64_t k, int64_t n, int64_t pairs, uint16_t* out) {
@@ -47,12 +57,7 @@ void pack_b(const Operand& b, int64_t k, int64_t n, int64_t pairs, uint16_t* out
           if (b.trans) {
             for (int64_t j = 0; j < kNR; ++j) std::memcpy(dst + j * 2, b.p + (c0 + j) * b.ld + k0, 4);
           } else {
-            const uint16_t* r0 = b.p + k0 * b.ld + c0;
-            const uint16_t* r1 = r0 + b.ld;
-            for (int64_t j = 0; j < kNR; ++j) {
-              dst[j * 2] = r0[j];
-              dst[j * 2 + 1] = r1[j];
-            }
+            interleave_rows(b.p + k0 * b.ld + c0, b.p + (k0 + 1) * b.ld + c0, dst);
           }
           continue;
         }
@@ -106,6 +111,16 @@ __attribute__((target("avx512f,avx512bf16"))) void micro(int64_t pairs, const ui
   for (int64_t i = 0; i < kMR; ++i) _mm512_storeu_ps(tile + i * kNR, acc[i]);
 }
 
+// Rounds a tile row to bf16 (VCVTNEPS2BF16: to nearest even, as the bf16 type).
+__attribute__((target("avx512f,avx512bf16"))) void round_row(const float* src, uint16_t* dst, int64_t cols) {
+  if (cols == kNR) {
+    const __m256bh r = _mm512_cvtneps_pbh(_mm512_loadu_ps(src));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), (__m256i)r);
+    return;
+  }
+  for (int64_t j = 0; j < cols; ++j) dst[j] = bf16(src[j]).bits;
+}
+
 // Packs B once, then each pool thread packs its 8-row A blocks and hands every 8×16 f32 tile to
 // `store(i0, j0, rows, cols, tile)`.
 template <class Store>
@@ -136,10 +151,7 @@ bool bf16_gemm_available() { return g_has_bf16; }
 void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
                uint16_t* c, int64_t ldc) {
   run(m, n, k, a, lda, trans_a, b, ldb, trans_b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
-    for (int64_t i = 0; i < rows; ++i) {
-      uint16_t* dst = c + (i0 + i) * ldc + j0;
-      for (int64_t j = 0; j < cols; ++j) dst[j] = bf16(tile[i * kNR + j]).bits;
-    }
+    for (int64_t i = 0; i < rows; ++i) round_row(tile + i * kNR, c + (i0 + i) * ldc + j0, cols);
   });
 }
 
