@@ -46,7 +46,9 @@ __attribute__((target("avx512f,avx512bw"))) void interleave_rows(const uint16_t*
 // pairs take the direct paths: a transposed B already holds each column's pair side by side.
 void pack_b(const Operand& b, int64_t k, int64_t n, int64_t pairs, uint16_t* out) {
   const int64_t panels = (n + kNR - 1) / kNR;
-  parallel_for(panels, 1, [&](int64_t pb, int64_t pe) {
+  // Small B packs on the calling thread: a pool barrier costs more than the copy.
+  const int64_t grain = k * n < (int64_t(1) << 16) ? panels : 1;
+  parallel_for(panels, grain, [&](int64_t pb, int64_t pe) {
     for (int64_t jp = pb; jp < pe; ++jp) {
       const int64_t c0 = jp * kNR;
       const bool full = c0 + kNR <= n;
@@ -130,7 +132,9 @@ void run(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool t
   std::vector<uint16_t> bp(static_cast<size_t>(panels * pairs * kNR * 2));
   pack_b({b, ldb, trans_b}, k, n, pairs, bp.data());
   const Operand ao{a, lda, trans_a};
-  parallel_for(blocks, 1, [&](int64_t bb, int64_t be) {
+  // As the f32 GEMM: under 2^20 multiply-adds one thread does it all.
+  const int64_t grain = m * n * k < (int64_t(1) << 20) ? blocks : 1;
+  parallel_for(blocks, grain, [&](int64_t bb, int64_t be) {
     std::vector<uint16_t> apk(static_cast<size_t>(pairs * kMR * 2));
     alignas(64) float tile[kMR * kNR];
     for (int64_t blk = bb; blk < be; ++blk) {
