@@ -2,7 +2,9 @@
 // along K and accumulates in f32, so the operands are never widened in memory. B is packed once
 // into 16-column panels with K in pairs (32 bf16, one zmm, per pair); each pool thread packs the
 // 8-row A blocks it owns the same way (one 32-bit pair per row and K pair) and runs the 8×16
-// micro-kernel over every panel. The f32 sums are rounded to bf16 once, at the end.
+// micro-kernel over every panel. The f32 sums are rounded to bf16 once, at the end (bf16_gemm), or
+// handed over in f32 (bf16_gemm_f32, for the bf16 convolution). Products under 2^20 multiply-adds
+// run on the calling thread, as the f32 GEMM's.
 #include <immintrin.h>
 #include <algorithm>
 #include <cstring>
