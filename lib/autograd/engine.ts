@@ -103,7 +103,7 @@ export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknow
     withoutAutocast(() =>
       tidy(() => {
         const grads = new Gradients(graph, grad);
-        grads.add(root, grad ?? onesLike(root));
+        grads.add(root, grad ?? grads.own(onesLike(root)));
         for (let k = order.length - 1; k >= 0; k--) {
           const t = order[k];
           let g = grads.take(t);
@@ -124,7 +124,11 @@ export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknow
           const node = t.gradFn;
           // Its own scope, so what the node's backward makes on the way (not its results) goes at once.
           const inputGrads = tidy(() => node.backward(g as Tensor));
-          for (const gi of inputGrads) if (gi) grads.hold(gi);
+          for (const gi of inputGrads) {
+            if (!gi) continue;
+            if (gi !== g) grads.own(gi);
+            grads.hold(gi);
+          }
           node.inputs.forEach((inp, i) => {
             const gi = inputGrads[i];
             if (gi && inp.requiresGrad) grads.add(inp, gi);
@@ -143,8 +147,9 @@ export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknow
 }
 
 /**
- * The pending gradient of each tensor not yet reached. A gradient the engine made (not the caller's,
- * not a tensor of the graph) is disposed as soon as nothing refers to it any more, as PyTorch
+ * The pending gradient of each tensor not yet reached. A gradient the engine made (a node's result
+ * or a sum; never the caller's, a hook's replacement or a tensor of the graph) is disposed as soon
+ * as nothing refers to it any more, as PyTorch
  * releases a non-leaf's gradient once its node has consumed it: backward holds only the gradients
  * still in flight rather than every one it computed. One tensor object may be pending for several
  * inputs (add passes its gradient on to both) and be in use at the same time, so references are
@@ -153,17 +158,24 @@ export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknow
 class Gradients {
   readonly #pending = new Map<Tensor, Tensor>();
   readonly #refs = new Map<Tensor, number>();
+  readonly #owned = new Set<Tensor>();
 
   constructor(
     private readonly graph: ReadonlySet<Tensor>,
     private readonly given: Tensor | undefined,
   ) {}
 
+  /** Marks `g` as made by the engine, so its last release disposes it. Returns `g`. */
+  own(g: Tensor): Tensor {
+    if (g !== this.given && !this.graph.has(g)) this.#owned.add(g);
+    return g;
+  }
+
   hold(g: Tensor): void {
     this.#refs.set(g, (this.#refs.get(g) ?? 0) + 1);
   }
 
-  /** Ends one reference to `g`; the last one disposes it, unless the caller or the graph owns it. */
+  /** Ends one reference to `g`; the last one disposes it when the engine made it. */
   release(g: Tensor): void {
     const n = (this.#refs.get(g) ?? 0) - 1;
     if (n > 0) {
@@ -171,13 +183,13 @@ class Gradients {
       return;
     }
     this.#refs.delete(g);
-    if (g !== this.given && !this.graph.has(g)) g.dispose();
+    if (this.#owned.delete(g)) g.dispose();
   }
 
   /** Adds `g` to `t`'s pending gradient (the sum replaces the previous one, which is released). */
   add(t: Tensor, g: Tensor): void {
     const prev = this.#pending.get(t);
-    const next = prev ? prev.add(g) : g;
+    const next = prev ? this.own(prev.add(g)) : g;
     this.#pending.set(t, next);
     this.hold(next);
     if (prev) this.release(prev);
@@ -189,12 +201,13 @@ class Gradients {
    * made it, this is its last use, and it is not a view of another gradient's storage.
    */
   adoptable(g: Tensor): boolean {
-    return this.#refs.get(g) === 1 && g !== this.given && !this.graph.has(g) && baseOf(g) === undefined;
+    return this.#refs.get(g) === 1 && this.#owned.has(g) && baseOf(g) === undefined;
   }
 
   /** Drops the engine's last reference to `g` without disposing it (a leaf took it). */
   forget(g: Tensor): void {
     this.#refs.delete(g);
+    this.#owned.delete(g);
   }
 
   /** Removes and returns `t`'s pending gradient; its reference passes to the caller, who releases it. */

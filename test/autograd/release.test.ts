@@ -112,4 +112,17 @@ test('a hook that replaces the gradient: the replacement is what flows on and ac
   assert.equal(arr(x.grad!), [20, 20]);
 });
 
+test("a hook's replacement that the caller holds is neither freed nor taken by a leaf", () => {
+  const x = fl.tensor([1, 2], { requiresGrad: true });
+  const mine = fl.tensor([5, 6]);
+  const y = x.mul(2);
+  y.registerHook(() => mine);
+  x.registerHook(() => mine);
+  y.add(1).sum().backward();
+  assert.not.ok(mine.isDisposed);
+  assert.equal(arr(mine), [5, 6]);
+  assert.equal(arr(x.grad!), [5, 6]);
+  assert.ok(x.grad !== mine);
+});
+
 test.run();
