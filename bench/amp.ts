@@ -4,9 +4,11 @@
  *   - Fashion-MNIST MLP (batch 100) and CNN (batch 64): training step time and test accuracy after
  *     `--steps` steps (default: one epoch), f32 vs fl.autocast bf16 (f32 weights, Adam).
  *   - A 16-layer MLP (width 2048, batch 256): peak memory (fl.memory() peakBytes, each variant in a
- *     fresh process), the memory the graph holds after forward, and step time, with and without
- *     checkpointing every 4 layers.
- *   npm run bench -- amp [--steps N] [--deep-steps N] [--skip-fashion] [--skip-deep]
+ *     fresh process), split into weights, gradients and the rest (activations and temporaries), the
+ *     memory the graph holds after forward, and step time, with and without checkpointing every 4
+ *     layers; then one summary line of the ratios next to the goals.
+ *   npm run bench -- amp [--steps N] [--deep-steps N] [--skip-fashion] [--skip-deep] [--drain]
+ * --drain makes the deep MLP wait for the queue at each segment boundary (see deep()).
  */
 import { spawnSync } from 'node:child_process';
 import * as fl from '../lib';
@@ -43,7 +45,7 @@ async function evaluate(model: Model, bf16: boolean): Promise<number> {
   return correct / test.length;
 }
 
-async function fashion(name: string, make: () => Model, batch: number, bf16: boolean): Promise<void> {
+async function fashion(name: string, make: () => Model, batch: number, bf16: boolean): Promise<Run> {
   fl.manualSeed(0);
   const model = make();
   const train = fl.datasets.fashionMNIST({ split: 'train' });
@@ -53,10 +55,13 @@ async function fashion(name: string, make: () => Model, batch: number, bf16: boo
   model.train();
   let done = 0;
   let t0 = 0;
+  let prof: fl.profiler.Profiler | null = null;
   for await (const [x, y] of loader) {
     if (done === 10) {
       await fl.sync();
       t0 = performance.now(); // the first 10 steps warm up allocations and the thread pool
+      // Kernel time on the stream, apart from the JS thread's: on a loaded machine the steadier figure.
+      prof = fl.profiler.start({ activities: ['cpu'] });
     }
     fl.tidy(() => {
       const fwd = () => fl.nn.functional.crossEntropy(model.forward(normalize(x)), y);
@@ -71,6 +76,10 @@ async function fashion(name: string, make: () => Model, batch: number, bf16: boo
   }
   await fl.sync();
   const ms = (performance.now() - t0) / Math.max(1, done - 10);
+  prof?.stop();
+  const ops = prof ? prof.keyAverages() : [];
+  const deviceMs = ops.reduce((sum, r) => sum + r.selfDeviceUs, 0) / 1000 / Math.max(1, done - 10);
+  const top = [...ops].sort((a, b) => b.selfDeviceUs - a.selfDeviceUs).slice(0, 4);
   const acc = await evaluate(model, bf16);
   console.log(
     JSON.stringify({
@@ -82,7 +91,31 @@ async function fashion(name: string, make: () => Model, batch: number, bf16: boo
       steps: done,
       epoch_fraction: Number((done / loader.length).toFixed(3)),
       ms_per_step: Number(ms.toFixed(3)),
+      device_ms_per_step: Number(deviceMs.toFixed(3)),
+      top_device_ms_per_step: Object.fromEntries(top.map((r) => [r.key, Number((r.selfDeviceUs / 1000 / (done - 10)).toFixed(3))])),
       test_accuracy: Number(acc.toFixed(4)),
+    }),
+  );
+  return { ms, deviceMs, acc };
+}
+
+interface Run {
+  ms: number;
+  deviceMs: number;
+  acc: number;
+}
+
+/** The bf16 run next to its f32 anchor: step-time ratio and accuracy difference, with the goals. */
+function compare(name: string, f32: Run, bf16: Run): void {
+  console.log(
+    JSON.stringify({
+      bench: name,
+      summary: 'autocast-bf16 vs f32',
+      step_time_ratio: Number((bf16.ms / f32.ms).toFixed(3)),
+      device_time_ratio: Number((bf16.deviceMs / f32.deviceMs).toFixed(3)),
+      accuracy_delta_points: Number(((bf16.acc - f32.acc) * 100).toFixed(2)),
+      goal_step_time_ratio: 0.8,
+      goal_accuracy_within_points: 0.5,
     }),
   );
 }
@@ -98,10 +131,24 @@ async function deep(variant: 'plain' | 'checkpoint', steps: number): Promise<voi
   await fl.sync();
   const base = fl.memory().cpu.bytes;
   let heldAfterForward = 0;
+  // --drain: the bench waits for the queue at each segment boundary, forward and backward, so
+  // memory is given back as a synchronous runtime would (the library itself never waits).
+  const drain = argv.includes('--drain');
+  const mods = [...model.children()];
+  const parts = [0, 1, 2, 3].map((s) => new nn.Sequential(...mods.slice(s * 8, s * 8 + 8)));
+  const drained = (v: 'plain' | 'checkpoint'): fl.Tensor => {
+    let h = x;
+    parts.forEach((part, s) => {
+      h = v === 'checkpoint' && s < 3 ? fl.utils.checkpoint(part, h) : part.forward(h);
+      fl.syncSync();
+      if (s < 3) h.registerHook(() => fl.syncSync());
+    });
+    return h;
+  };
   const step = (measureHeld = false) =>
     fl.tidy(() => {
       // Checkpointing every 4 layers: 4 segments of 8 modules (Linear + ReLU pairs).
-      const y = variant === 'checkpoint' ? fl.utils.checkpointSequential(model, 4, x) : model.forward(x);
+      const y = drain ? drained(variant) : variant === 'checkpoint' ? fl.utils.checkpointSequential(model, 4, x) : model.forward(x);
       if (measureHeld) {
         // What the graph keeps for backward (the bench may block; the library never does).
         fl.syncSync();
@@ -115,39 +162,79 @@ async function deep(variant: 'plain' | 'checkpoint', steps: number): Promise<voi
   step(true); // warm-up, and the memory the graph holds after forward
   await fl.sync();
   const t0 = performance.now();
-  for (let i = 0; i < steps; i++) step();
-  await fl.sync();
+  // Each step drains before the next, as a loop over a DataLoader waits for the queue: the peak is
+  // one step's, not several steps' queued ahead.
+  for (let i = 0; i < steps; i++) {
+    step();
+    await fl.sync();
+  }
   const ms = (performance.now() - t0) / steps;
   const peak = fl.memory().cpu.peakBytes;
+  // The gradients (SGD keeps no state) stay until the next zeroGrad: weights + gradients are the
+  // model state no checkpointing can shed; the rest of the peak is activations and temporaries.
+  const state = fl.memory().cpu.bytes - base;
+  const mb = (b: number) => Number((b / 2 ** 20).toFixed(1));
   console.log(
     JSON.stringify({
       bench: 'deep-mlp-16x2048',
       variant,
+      drained: drain,
       device: 'cpu',
       threads: fl.getNumThreads(),
       batch: 256,
       steps,
       ms_per_step: Number(ms.toFixed(1)),
-      peak_mb: Number((peak / 2 ** 20).toFixed(1)),
-      peak_above_weights_mb: Number(((peak - base) / 2 ** 20).toFixed(1)),
-      held_after_forward_mb: Number((heldAfterForward / 2 ** 20).toFixed(1)),
+      peak_mb: mb(peak),
+      weights_mb: mb(base),
+      grads_mb: mb(state),
+      peak_above_weights_mb: mb(peak - base),
+      peak_above_model_state_mb: mb(peak - base - state),
+      held_after_forward_mb: mb(heldAfterForward),
     }),
   );
+}
+
+interface DeepResult {
+  ms_per_step: number;
+  peak_mb: number;
+  peak_above_weights_mb: number;
+  peak_above_model_state_mb: number;
 }
 
 async function main(): Promise<void> {
   const variant = argv[argv.indexOf('--deep-variant') + 1];
   if (argv.includes('--deep-variant')) return deep(variant as 'plain' | 'checkpoint', arg('deep-steps') ?? 3);
   if (!argv.includes('--skip-fashion')) {
-    for (const bf16 of [false, true]) await fashion('fashion-mnist-mlp', mlp, 100, bf16);
-    for (const bf16 of [false, true]) await fashion('fashion-mnist-cnn', cnn, 64, bf16);
+    compare('fashion-mnist-mlp', await fashion('fashion-mnist-mlp', mlp, 100, false), await fashion('fashion-mnist-mlp', mlp, 100, true));
+    compare('fashion-mnist-cnn', await fashion('fashion-mnist-cnn', cnn, 64, false), await fashion('fashion-mnist-cnn', cnn, 64, true));
   }
   if (!argv.includes('--skip-deep')) {
-    // A fresh process per variant, so each peak is its own.
+    // A fresh process per variant, so each peak is its own; the summary sets them side by side.
+    const res: Record<string, DeepResult> = {};
     for (const v of ['plain', 'checkpoint']) {
-      const r = spawnSync(process.execPath, [...process.execArgv, __filename, '--deep-variant', v, ...argv], { stdio: 'inherit' });
+      const r = spawnSync(process.execPath, [...process.execArgv, __filename, '--deep-variant', v, ...argv], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        encoding: 'utf8',
+      });
       if (r.status !== 0) throw new Error(`deep-mlp ${v} exited with ${r.status}`);
+      const line = r.stdout.trim().split('\n').pop() as string;
+      console.log(line);
+      res[v] = JSON.parse(line) as DeepResult;
     }
+    const { plain, checkpoint } = res;
+    const ratio = (a: number, b: number) => Number((a / b).toFixed(3));
+    console.log(
+      JSON.stringify({
+        bench: 'deep-mlp-16x2048',
+        summary: 'checkpoint vs plain',
+        peak_ratio: ratio(checkpoint.peak_mb, plain.peak_mb),
+        peak_above_weights_ratio: ratio(checkpoint.peak_above_weights_mb, plain.peak_above_weights_mb),
+        activation_peak_ratio: ratio(checkpoint.peak_above_model_state_mb, plain.peak_above_model_state_mb),
+        step_time_ratio: ratio(checkpoint.ms_per_step, plain.ms_per_step),
+        goal_peak_ratio: 0.4,
+        goal_step_time_ratio: 1.4,
+      }),
+    );
   }
 }
 

@@ -26,5 +26,8 @@ const char* sgemm_isa();
 bool bf16_gemm_available();
 void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
                uint16_t* c, int64_t ldc);
+// The same with C in f32 (written, or added to when `accumulate`), for callers that go on summing.
+void bf16_gemm_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
+                   float* c, int64_t ldc, bool accumulate);
 
 }  // namespace flock::cpu

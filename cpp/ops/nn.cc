@@ -2,6 +2,7 @@
 // op and the shapes, and the enqueueing of the nn kernels on the device stream.
 #include "nn.h"
 #include "ops.h"
+#include "../cpu/conv_bf16.h"
 
 namespace flock::ops {
 namespace {
@@ -16,6 +17,9 @@ bool is_low(DType t) { return t == DType::bf16 || t == DType::f16; }
 // results rounded back, so every sum runs in f32 on every device (as PyTorch's CPU kernels do).
 Tensor wide(const Tensor& t) { return is_low(t.dtype) ? cast(t, DType::f32) : t; }
 Tensor narrow_to(const Tensor& t, DType d) { return t.dtype == d ? t : cast(t, d); }
+
+// bf16 on a CPU with AVX512_BF16 convolves in bf16 directly (cpp/cpu/conv_bf16.cc, f32 sums).
+bool bf16_conv(const Tensor& t) { return t.dtype == DType::bf16 && t.device().is_cpu() && cpu::conv2d_bf16_available(); }
 
 void check_pair(const Tensor& a, const Tensor& b, const char* op) {
   check_same_device(a, b, op);
@@ -71,7 +75,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, cons
   check_float(x, "conv2d", "input");
   check_pair(x, w, "conv2d");
   if (bias) check_pair(x, *bias, "conv2d");
-  if (is_low(x.dtype)) {
+  if (is_low(x.dtype) && !bf16_conv(x)) {
     const Tensor b32 = bias ? wide(*bias) : Tensor{};
     return narrow_to(conv2d_forward(wide(x), wide(w), bias ? &b32 : nullptr, a), x.dtype);
   }
@@ -85,7 +89,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, cons
   }
   Tensor y = empty({g.n, g.oc, g.oh, g.ow}, x.dtype, x.device(), "conv2d");
   if (y.numel() == 0) return y;
-  auto kernel = conv2d_forward_table().get(x.device());
+  auto kernel = bf16_conv(x) ? conv2d_forward_bf16_table().get(x.device()) : conv2d_forward_table().get(x.device());
   launch("conv2d", x.device(), [=]() mutable { kernel(x, w, has_bias ? &b : nullptr, y, g); });
   return y;
 }
@@ -93,12 +97,12 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, cons
 Tensor conv2d_backward_input(const Tensor& gy, const Tensor& w, const Shape& input_shape, const Conv2dArgs& a) {
   check_float(gy, "conv2dBackwardInput", "grad");
   check_pair(gy, w, "conv2dBackwardInput");
-  if (is_low(gy.dtype)) return narrow_to(conv2d_backward_input(wide(gy), wide(w), input_shape, a), gy.dtype);
+  if (is_low(gy.dtype) && !bf16_conv(gy)) return narrow_to(conv2d_backward_input(wide(gy), wide(w), input_shape, a), gy.dtype);
   const Conv2dGeom g = conv_geom(input_shape, w.shape, a, "conv2dBackwardInput");
   check_shape(gy, {g.n, g.oc, g.oh, g.ow}, "conv2dBackwardInput", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "conv2dBackwardInput");
   if (gx.numel() == 0) return gx;
-  auto kernel = conv2d_backward_input_table().get(gy.device());
+  auto kernel = bf16_conv(gy) ? conv2d_backward_input_bf16_table().get(gy.device()) : conv2d_backward_input_table().get(gy.device());
   launch("conv2dBackwardInput", gy.device(), [=]() mutable { kernel(gy, w, gx, g); });
   return gx;
 }
@@ -106,12 +110,12 @@ Tensor conv2d_backward_input(const Tensor& gy, const Tensor& w, const Shape& inp
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& gy, const Shape& weight_shape, const Conv2dArgs& a) {
   check_float(x, "conv2dBackwardWeight", "input");
   check_pair(x, gy, "conv2dBackwardWeight");
-  if (is_low(x.dtype)) return narrow_to(conv2d_backward_weight(wide(x), wide(gy), weight_shape, a), x.dtype);
+  if (is_low(x.dtype) && !bf16_conv(x)) return narrow_to(conv2d_backward_weight(wide(x), wide(gy), weight_shape, a), x.dtype);
   const Conv2dGeom g = conv_geom(x.shape, weight_shape, a, "conv2dBackwardWeight");
   check_shape(gy, {g.n, g.oc, g.oh, g.ow}, "conv2dBackwardWeight", "grad");
   Tensor gw = empty(weight_shape, x.dtype, x.device(), "conv2dBackwardWeight");
   if (gw.numel() == 0) return gw;
-  auto kernel = conv2d_backward_weight_table().get(x.device());
+  auto kernel = bf16_conv(x) ? conv2d_backward_weight_bf16_table().get(x.device()) : conv2d_backward_weight_table().get(x.device());
   launch("conv2dBackwardWeight", x.device(), [=]() mutable { kernel(x, gy, gw, g); });
   return gw;
 }

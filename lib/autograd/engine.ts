@@ -8,6 +8,7 @@ import { native } from '../native';
 import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from './grad_mode';
+import { baseOf } from './version';
 import { withoutAutocast } from '../amp/autocast';
 import { argError, checkOptions, describe, flockError } from '../errors';
 
@@ -97,32 +98,45 @@ export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknow
   }
 
   // Gradients run in the dtypes their forward ops chose: autocast stays off in backward, as PyTorch's.
+  const graph = new Set(order);
   noGrad(() =>
     withoutAutocast(() =>
       tidy(() => {
-        const grads = new Map<Tensor, Tensor>();
-        grads.set(root, grad ?? onesLike(root));
+        const grads = new Gradients(graph, grad);
+        grads.add(root, grad ?? grads.own(onesLike(root)));
         for (let k = order.length - 1; k >= 0; k--) {
           const t = order[k];
-          let g = grads.get(t);
-          grads.delete(t);
+          let g = grads.take(t);
           if (!g) continue;
           for (const hook of t._hooks) {
             const replaced = hook(g);
-            if (replaced) g = replaced;
+            if (replaced && replaced !== g) {
+              grads.hold(replaced);
+              grads.release(g);
+              g = replaced;
+            }
           }
           if (!t.gradFn) {
-            accumulate(t, g);
+            if (accumulate(t, g, grads.adoptable(g))) grads.forget(g);
+            else grads.release(g);
             continue;
           }
           const node = t.gradFn;
-          const inputGrads = node.backward(g);
+          // Its own scope, so what the node's backward makes on the way (not its results) goes at once.
+          const inputGrads = tidy(() => node.backward(g as Tensor));
+          for (const gi of inputGrads) {
+            if (!gi) continue;
+            if (gi !== g) grads.own(gi);
+            grads.hold(gi);
+          }
           node.inputs.forEach((inp, i) => {
             const gi = inputGrads[i];
-            if (!gi || !inp.requiresGrad) return;
-            const prev = grads.get(inp);
-            grads.set(inp, prev ? prev.add(gi) : gi);
+            if (gi && inp.requiresGrad) grads.add(inp, gi);
           });
+          // The incoming gradient is consumed (unless the node passed it on), and so are the
+          // results no input takes; then the node's saved tensors go.
+          grads.release(g);
+          for (const gi of inputGrads) if (gi) grads.release(gi);
           if (!retainGraph) node.release();
         }
       }),
@@ -132,20 +146,103 @@ export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknow
   if (!retainGraph) for (const t of order) t.gradFn?.release();
 }
 
+/**
+ * The pending gradient of each tensor not yet reached. A gradient the engine made (a node's result
+ * or a sum; never the caller's, a hook's replacement or a tensor of the graph) is disposed as soon
+ * as nothing refers to it any more, as PyTorch
+ * releases a non-leaf's gradient once its node has consumed it: backward holds only the gradients
+ * still in flight rather than every one it computed. One tensor object may be pending for several
+ * inputs (add passes its gradient on to both) and be in use at the same time, so references are
+ * counted per object: one per pending entry and one per use in hand.
+ */
+class Gradients {
+  readonly #pending = new Map<Tensor, Tensor>();
+  readonly #refs = new Map<Tensor, number>();
+  readonly #owned = new Set<Tensor>();
+
+  constructor(
+    private readonly graph: ReadonlySet<Tensor>,
+    private readonly given: Tensor | undefined,
+  ) {}
+
+  /** Marks `g` as made by the engine, so its last release disposes it. Returns `g`. */
+  own(g: Tensor): Tensor {
+    if (g !== this.given && !this.graph.has(g)) this.#owned.add(g);
+    return g;
+  }
+
+  hold(g: Tensor): void {
+    this.#refs.set(g, (this.#refs.get(g) ?? 0) + 1);
+  }
+
+  /** Ends one reference to `g`; the last one disposes it when the engine made it. */
+  release(g: Tensor): void {
+    const n = (this.#refs.get(g) ?? 0) - 1;
+    if (n > 0) {
+      this.#refs.set(g, n);
+      return;
+    }
+    this.#refs.delete(g);
+    if (this.#owned.delete(g)) g.dispose();
+  }
+
+  /** Adds `g` to `t`'s pending gradient (the sum replaces the previous one, which is released). */
+  add(t: Tensor, g: Tensor): void {
+    const prev = this.#pending.get(t);
+    const next = prev ? this.own(prev.add(g)) : g;
+    this.#pending.set(t, next);
+    this.hold(next);
+    if (prev) this.release(prev);
+  }
+
+  /**
+   * Whether the engine may hand `g` itself to a leaf as its `.grad` (then never disposing it), as
+   * PyTorch's AccumulateGrad takes a gradient nothing else refers to instead of copying it: the engine
+   * made it, this is its last use, and it is not a view of another gradient's storage.
+   */
+  adoptable(g: Tensor): boolean {
+    return this.#refs.get(g) === 1 && this.#owned.has(g) && baseOf(g) === undefined;
+  }
+
+  /** Drops the engine's last reference to `g` without disposing it (a leaf took it). */
+  forget(g: Tensor): void {
+    this.#refs.delete(g);
+    this.#owned.delete(g);
+  }
+
+  /** Removes and returns `t`'s pending gradient; its reference passes to the caller, who releases it. */
+  take(t: Tensor): Tensor | undefined {
+    const g = this.#pending.get(t);
+    this.#pending.delete(t);
+    return g;
+  }
+}
+
 /** A plain Tensor (never a subclass such as Parameter, whose constructor differs) of ones. */
 function onesLike(t: Tensor): Tensor {
   return new Tensor(native.full([...t.shape], t.dtype, t.device, 1));
 }
 
-/** Adds `g` into a leaf's `.grad`; the stored gradient outlives the backward pass. */
-function accumulate(leaf: Tensor, g: Tensor): void {
+/**
+ * Adds `g` into a leaf's `.grad`; the stored gradient outlives the backward pass. `adopt`: `g` is
+ * the engine's to give, so a leaf without a gradient takes it as it is. Returns whether it did.
+ */
+function accumulate(leaf: Tensor, g: Tensor, adopt: boolean): boolean {
   let next: Tensor;
   if (leaf.grad && !leaf.grad.isDisposed) {
     next = leaf.grad.add(g);
     leaf.grad.dispose();
+  } else if (adopt && g.dtype === leaf.dtype && g.device === leaf.device && sameShape(g.shape, leaf.shape)) {
+    leaf.grad = keep(g);
+    return true;
   } else {
     // Own storage, so later in-place optimizer updates never alias an intermediate.
     next = g.shape.length === leaf.shape.length && g.dtype === leaf.dtype ? g.clone() : g.to(leaf.dtype).reshape([...leaf.shape]);
   }
   leaf.grad = keep(next);
+  return false;
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((s, i) => s === b[i]);
 }

@@ -1,0 +1,207 @@
+// bf16 2-D convolution on CPUs with AVX512_BF16: images are unfolded (im2col) into a bf16 column
+// matrix, a chunk of images side by side, and multiplied by the bf16 weight with VDPBF16PS
+// (bf16_gemm_f32: pairs of bf16 products summed in f32). Every sum stays in f32 until the result
+// is rounded to bf16 once: the forward adds the bias in f32; the input gradient folds the columns
+// back (col2im) into an f32 image; the weight gradient sums its chunks in f32. The operands are
+// never widened in memory, which is what the f32 fallback (cpp/ops/nn.cc `wide`) costs.
+#include "conv_bf16.h"
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include "gemm.h"
+#include "scratch.h"
+#include "threadpool.h"
+
+namespace flock {
+FLOCK_DEFINE_KERNEL(conv2d_forward_bf16)
+FLOCK_DEFINE_KERNEL(conv2d_backward_input_bf16)
+FLOCK_DEFINE_KERNEL(conv2d_backward_weight_bf16)
+}  // namespace flock
+
+namespace flock::cpu {
+namespace {
+
+using u16 = uint16_t;
+
+// Bound on the bf16 column matrix and its f32 product per chunk of images.
+constexpr int64_t kChunkBytes = int64_t(32) << 20;
+
+inline float widen(u16 b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Output columns [lo, hi) whose input column ox·sw + off lies inside [0, w).
+inline std::pair<int64_t, int64_t> inside(const Conv2dGeom& g, int64_t off) {
+  const int64_t lo = std::min(g.ow, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
+  const int64_t hi = std::max(lo, std::min(g.ow, g.w - off > 0 ? (g.w - off + g.sw - 1) / g.sw : 0));
+  return {lo, hi};
+}
+
+// Calls fn(r, c, oy, iy, off, lo, hi) for every column row r = (c·KH + i)·KW + j and output row oy:
+// iy is the input row read (−1 when it lies in the padding), off the input column offset of tap j
+// and [lo, hi) the output columns that read inside the image.
+template <class Fn>
+void for_each_tap(int64_t channels, const Conv2dGeom& g, Fn fn) {
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t r = (c * g.kh + i) * g.kw + j, off = j * g.dw - g.pw;
+        const auto [lo, hi] = inside(g, off);
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          const int64_t iy = oy * g.sh - g.ph + i * g.dh;
+          fn(r, c, oy, iy >= 0 && iy < g.h ? iy : -1, off, lo, hi);
+        }
+      }
+}
+
+// col[(c·KH + i)·KW + j, oy·OW + ox] (row stride ld) = x[c, oy·sh − ph + i·dh, ox·sw − pw + j·dw] (0 outside).
+void im2col(const u16* x, u16* col, int64_t ld, int64_t channels, const Conv2dGeom& g) {
+  for_each_tap(channels, g, [&](int64_t r, int64_t c, int64_t oy, int64_t iy, int64_t off, int64_t lo, int64_t hi) {
+    u16* dst = col + r * ld + oy * g.ow;
+    if (iy < 0) return static_cast<void>(std::fill(dst, dst + g.ow, u16(0)));
+    const u16* src = x + (c * g.h + iy) * g.w;
+    std::fill(dst, dst + lo, u16(0));
+    if (g.sw == 1) std::memcpy(dst + lo, src + lo + off, sizeof(u16) * (hi - lo));
+    else
+      for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[ox * g.sw + off];
+    std::fill(dst + hi, dst + g.ow, u16(0));
+  });
+}
+
+// The adjoint of im2col in f32: adds every column entry into its input pixel of `x` (zeroed first).
+void col2im(const float* col, int64_t ld, float* x, int64_t channels, const Conv2dGeom& g) {
+  std::fill(x, x + channels * g.h * g.w, 0.0f);
+  for_each_tap(channels, g, [&](int64_t r, int64_t c, int64_t oy, int64_t iy, int64_t off, int64_t lo, int64_t hi) {
+    if (iy < 0) return;
+    const float* src = col + r * ld + oy * g.ow;
+    float* dst = x + (c * g.h + iy) * g.w;
+    for (int64_t ox = lo; ox < hi; ++ox) dst[ox * g.sw + off] += src[ox];
+  });
+}
+
+// Per group cg input and ocg output channels, kk = cg·KH·KW column rows, ohw output pixels per
+// image, `chunk` images per GEMM.
+struct Plan {
+  int64_t cg, ocg, kk, ohw, chunk;
+  explicit Plan(const Conv2dGeom& g) : cg(g.c / g.groups), ocg(g.oc / g.groups), kk(0), ohw(g.oh * g.ow), chunk(1) {
+    kk = cg * g.kh * g.kw;
+    const int64_t per_image = std::max<int64_t>(1, (kk * 2 + ocg * 4 + kk * 4) * ohw);
+    chunk = std::clamp<int64_t>(kChunkBytes / per_image, 1, std::max<int64_t>(1, g.n));
+  }
+};
+
+// Unfolds images [n0, n0 + nc) of group gi into col ([kk, nc·OHW]), one image per task.
+void unfold(const u16* x, u16* col, int64_t n0, int64_t nc, int64_t gi, const Plan& p, const Conv2dGeom& g) {
+  parallel_for(nc, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) im2col(x + ((n0 + i) * g.c + gi * p.cg) * g.h * g.w, col + i * p.ohw, nc * p.ohw, p.cg, g);
+  });
+}
+
+// Offset in an [N, OC, OHW] tensor of image n0 + i, channel o of group gi; and in the [ocg, nc·OHW] matrix.
+inline int64_t tensor_row(int64_t n0, int64_t i, int64_t gi, int64_t o, const Plan& p, const Conv2dGeom& g) {
+  return ((n0 + i) * g.oc + gi * p.ocg + o) * p.ohw;
+}
+
+void forward(const Tensor& xt, const Tensor& wt, const Tensor* bt, Tensor& yt, const Conv2dGeom& g) {
+  const u16* x = reinterpret_cast<const u16*>(xt.data<bf16>());
+  const u16* w = reinterpret_cast<const u16*>(wt.data<bf16>());
+  const u16* bias = bt ? reinterpret_cast<const u16*>(bt->data<bf16>()) : nullptr;
+  u16* y = reinterpret_cast<u16*>(yt.data<bf16>());
+  const Plan p(g);
+  thread_local AlignedBuffer<u16> col_buf;
+  thread_local AlignedBuffer<float> out_buf;
+  u16* col = col_buf.reserve(static_cast<size_t>(p.kk * p.chunk * p.ohw));
+  float* out = out_buf.reserve(static_cast<size_t>(p.ocg * p.chunk * p.ohw));
+  for (int64_t n0 = 0; n0 < g.n; n0 += p.chunk) {
+    const int64_t nc = std::min(p.chunk, g.n - n0), ld = nc * p.ohw;
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      unfold(x, col, n0, nc, gi, p, g);
+      bf16_gemm_f32(p.ocg, ld, p.kk, w + gi * p.ocg * p.kk, p.kk, false, col, ld, false, out, ld, false);
+      parallel_for(nc, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          for (int64_t o = 0; o < p.ocg; ++o) {
+            const float v = bias ? widen(bias[gi * p.ocg + o]) : 0.0f;
+            const float* src = out + o * ld + i * p.ohw;
+            u16* dst = y + tensor_row(n0, i, gi, o, p, g);
+            for (int64_t k = 0; k < p.ohw; ++k) dst[k] = bf16(src[k] + v).bits;
+          }
+      });
+    }
+  }
+}
+
+// gy's images [n0, n0 + nc) of group gi as the [ocg, nc·OHW] bf16 matrix.
+void gy_matrix(const u16* gy, u16* gym, int64_t n0, int64_t nc, int64_t gi, const Plan& p, const Conv2dGeom& g) {
+  parallel_for(nc, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      for (int64_t o = 0; o < p.ocg; ++o)
+        std::memcpy(gym + o * nc * p.ohw + i * p.ohw, gy + tensor_row(n0, i, gi, o, p, g), sizeof(u16) * p.ohw);
+  });
+}
+
+void backward_input(const Tensor& gyt, const Tensor& wt, Tensor& gxt, const Conv2dGeom& g) {
+  const u16* gy = reinterpret_cast<const u16*>(gyt.data<bf16>());
+  const u16* w = reinterpret_cast<const u16*>(wt.data<bf16>());
+  u16* gx = reinterpret_cast<u16*>(gxt.data<bf16>());
+  const Plan p(g);
+  thread_local AlignedBuffer<u16> gy_buf;
+  thread_local AlignedBuffer<float> col_buf;
+  u16* gym = gy_buf.reserve(static_cast<size_t>(p.ocg * p.chunk * p.ohw));
+  float* col = col_buf.reserve(static_cast<size_t>(p.kk * p.chunk * p.ohw));
+  const int64_t plane = p.cg * g.h * g.w;
+  for (int64_t n0 = 0; n0 < g.n; n0 += p.chunk) {
+    const int64_t nc = std::min(p.chunk, g.n - n0), ld = nc * p.ohw;
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      gy_matrix(gy, gym, n0, nc, gi, p, g);
+      // col = Wᵀ · gy ([kk, ocg] · [ocg, nc·ohw]) in f32, folded back image by image and rounded once.
+      bf16_gemm_f32(p.kk, ld, p.ocg, w + gi * p.ocg * p.kk, p.kk, true, gym, ld, false, col, ld, false);
+      parallel_for(nc, 1, [&](int64_t b, int64_t e) {
+        thread_local AlignedBuffer<float> img_buf;
+        float* img = img_buf.reserve(static_cast<size_t>(plane));
+        for (int64_t i = b; i < e; ++i) {
+          col2im(col + i * p.ohw, ld, img, p.cg, g);
+          u16* dst = gx + ((n0 + i) * g.c + gi * p.cg) * g.h * g.w;
+          for (int64_t k = 0; k < plane; ++k) dst[k] = bf16(img[k]).bits;
+        }
+      });
+    }
+  }
+}
+
+void backward_weight(const Tensor& xt, const Tensor& gyt, Tensor& gwt, const Conv2dGeom& g) {
+  const u16* x = reinterpret_cast<const u16*>(xt.data<bf16>());
+  const u16* gy = reinterpret_cast<const u16*>(gyt.data<bf16>());
+  u16* gw = reinterpret_cast<u16*>(gwt.data<bf16>());
+  const Plan p(g);
+  thread_local AlignedBuffer<u16> col_buf, gy_buf;
+  thread_local AlignedBuffer<float> acc_buf;
+  u16* col = col_buf.reserve(static_cast<size_t>(p.kk * p.chunk * p.ohw));
+  u16* gym = gy_buf.reserve(static_cast<size_t>(p.ocg * p.chunk * p.ohw));
+  const int64_t total = g.oc * p.kk;
+  float* acc = acc_buf.reserve(static_cast<size_t>(total));
+  std::fill(acc, acc + total, 0.0f);
+  // Chunks in a fixed order, summed in f32: the result does not depend on the pool's schedule.
+  for (int64_t n0 = 0; n0 < g.n; n0 += p.chunk) {
+    const int64_t nc = std::min(p.chunk, g.n - n0), ld = nc * p.ohw;
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      unfold(x, col, n0, nc, gi, p, g);
+      gy_matrix(gy, gym, n0, nc, gi, p, g);
+      // gw_g += gy · colᵀ ([ocg, nc·ohw] · [nc·ohw, kk])
+      bf16_gemm_f32(p.ocg, p.kk, ld, gym, ld, false, col, ld, true, acc + gi * p.ocg * p.kk, p.kk, true);
+    }
+  }
+  for (int64_t k = 0; k < total; ++k) gw[k] = bf16(acc[k]).bits;
+}
+
+}  // namespace
+
+bool conv2d_bf16_available() { return bf16_gemm_available(); }
+
+FLOCK_REGISTER_KERNEL(conv2d_forward_bf16, CPU, forward);
+FLOCK_REGISTER_KERNEL(conv2d_backward_input_bf16, CPU, backward_input);
+FLOCK_REGISTER_KERNEL(conv2d_backward_weight_bf16, CPU, backward_weight);
+
+}  // namespace flock::cpu
