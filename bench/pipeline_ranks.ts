@@ -13,6 +13,7 @@
  *   npm run bench -- pipeline_ranks [--steps N] [--batch B]
  */
 import * as fl from '../lib';
+import { median, timeSteps } from './shared/timing';
 import { launch } from '../lib/distributed/launch';
 import { cnn } from '../examples/common';
 
@@ -25,21 +26,7 @@ const batch = arg('batch', 128);
 const F = fl.nn.functional;
 const CUT = 7; // conv blocks and flatten | the two linear layers
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
 
-async function timeSteps(step: () => Promise<void>): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < steps + 3; i++) {
-    const t0 = performance.now();
-    await step();
-    await fl.sync();
-    if (i >= 3) times.push(performance.now() - t0);
-  }
-  return median(times);
-}
 
 function data() {
   fl.manualSeed(1);
@@ -53,7 +40,7 @@ async function anchor(micro: number): Promise<number> {
   const model = cnn();
   const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
   const size = Math.ceil(batch / micro);
-  return timeSteps(async () => {
+  return timeSteps(steps, async () => {
     for (let at = 0; at < batch; at += size) {
       const n = Math.min(size, batch - at);
       fl.tidy(() =>
@@ -80,7 +67,7 @@ async function rank(): Promise<void> {
   const pipe = new fl.parallel.DistributedPipeline(module, { group: pg, microBatches, schedule });
   const opt = new fl.optim.Adam(module.parameters(), { lr: 1e-3 });
   const waits: number[] = [];
-  const ms = await timeSteps(async () => {
+  const ms = await timeSteps(steps, async () => {
     const loss = await pipe.step(pipe.isFirst ? x : null, pipe.isLast ? y : null, (o, t) => F.crossEntropy(o, t));
     loss.dispose();
     fl.tidy(() => opt.step());

@@ -15,6 +15,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import * as fl from '../lib';
+import { median, timeSteps } from './shared/timing';
 import { launch } from '../lib/distributed/launch';
 import { cnn } from '../examples/common';
 
@@ -23,22 +24,7 @@ const F = fl.nn.functional;
 
 const devicesOf = (n: number) => Array.from({ length: n }, (_, i) => `cpu:${i}`);
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
 
-/** Median ms of `step` over `steps` runs after 3 warm-up runs, each ended by a device sync. */
-async function timeSteps(step: () => Promise<void>): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < steps + 3; i++) {
-    const t0 = performance.now();
-    await step();
-    await fl.sync();
-    if (i >= 3) times.push(performance.now() - t0);
-  }
-  return median(times);
-}
 
 async function dataParallelMs(n: number, batch: number): Promise<number> {
   fl.manualSeed(0);
@@ -47,7 +33,7 @@ async function dataParallelMs(n: number, batch: number): Promise<number> {
   const opt = dp.optimizer(fl.optim.Adam, { lr: 1e-3 });
   const x = fl.randn([batch, 1, 28, 28]);
   const y = fl.randint(0, 10, [batch]).to(dp.outputDevice);
-  return timeSteps(async () => {
+  return timeSteps(steps, async () => {
     fl.tidy(() => F.crossEntropy(dp.forward(x), y).backward());
     await dp.step();
     opt.zeroGrad();
@@ -60,7 +46,7 @@ async function plainMs(batch: number): Promise<number> {
   const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
   const x = fl.randn([batch, 1, 28, 28]);
   const y = fl.randint(0, 10, [batch]);
-  return timeSteps(async () => {
+  return timeSteps(steps, async () => {
     fl.tidy(() => {
       F.crossEntropy(model.forward(x), y).backward();
       opt.step();
@@ -96,7 +82,7 @@ async function runPart(part: string, n: number): Promise<void> {
         const x = fl.randn([batch, 1, 28, 28]);
         const y = fl.randint(0, 10, [batch]);
         const bubbles: number[] = [];
-        const ms = await timeSteps(async () => {
+        const ms = await timeSteps(steps, async () => {
           (await pipe.step(x, y, (o, t) => F.crossEntropy(o, t))).dispose();
           bubbles.push(pipe.stats()!.bubble);
           for (const q of pipe.parameters()) q.grad = null;
