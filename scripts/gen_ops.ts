@@ -68,7 +68,7 @@ function header(codes: Map<string, string[]>, boolBinary: Set<string>): string {
     out.push(`static_assert(sizeof(${e.table}) / sizeof(*${e.table}) == static_cast<int>(${e.cpp}::count));`, '');
   }
   const cmp = (codes.get('binary') ?? []).filter((c) => boolBinary.has(c));
-  out.push('// Binary ops whose result is bool (the manifest\'s output: \'bool\').');
+  out.push("// Binary ops whose result is bool (the manifest's output: 'bool').");
   out.push('constexpr bool binary_is_comparison(BinaryOp op) {');
   out.push('  switch (op) {');
   for (const c of cmp) out.push(`    case BinaryOp::${c}:`);
@@ -94,11 +94,7 @@ function tsFile(codes: Map<string, string[]>): string {
 /** The generated files' contents, by path relative to the repository root. */
 export function generate(ops: readonly OpDecl[] = manifest, extra: readonly KernelCode[] = kernelCodes): Map<string, string> {
   const codes = collectCodes(ops, extra);
-  return new Map([
-    [OUTPUTS.header, header(codes, boolBinaryCodes(ops))],
-    [OUTPUTS.ts, tsFile(codes)],
-    ...wrapperFiles(ops, BANNER),
-  ]);
+  return new Map([[OUTPUTS.header, header(codes, boolBinaryCodes(ops))], [OUTPUTS.ts, tsFile(codes)], ...wrapperFiles(ops, BANNER)]);
 }
 
 function files(dir: string, ext: string): string[] {
@@ -138,7 +134,8 @@ export function declaredExports(): Set<string> {
 export function handWrittenOps(): Map<string, string> {
   const found = new Map<string, string>();
   for (const f of readdirSync(join(ROOT, 'lib/ops')).filter((n) => n.endsWith('.ts')))
-    for (const m of readFileSync(join(ROOT, 'lib/ops', f), 'utf8').matchAll(/^export (?:const|function) (\w+)/gm)) found.set(m[1], `lib/ops/${f}`);
+    for (const m of readFileSync(join(ROOT, 'lib/ops', f), 'utf8').matchAll(/^export (?:const|function) (\w+)/gm))
+      found.set(m[1], `lib/ops/${f}`);
   return found;
 }
 
@@ -168,7 +165,10 @@ export function problems(ops: readonly OpDecl[] = manifest, extra: readonly Kern
   for (const k of extra) if (!enumerated.has(k.family)) out.push(`kernel code ${k.family}.${k.code}: not an enumerated family`);
   const hand = handWrittenOps();
   for (const { o } of generatedOps(ops))
-    if (hand.has(o.name)) out.push(`${o.name}: its function is generated (lib/ops/generated/) and also written in ${hand.get(o.name)}; remove one, or mark the entry custom`);
+    if (hand.has(o.name))
+      out.push(
+        `${o.name}: its function is generated (lib/ops/generated/) and also written in ${hand.get(o.name)}; remove one, or mark the entry custom`,
+      );
   const declared = declaredExports();
   for (const name of bindingExports())
     if (!declared.has(name)) out.push(`binding export '${name}' (cpp/bindings) is not declared in types/native.ts NativeAddon`);
@@ -177,13 +177,15 @@ export function problems(ops: readonly OpDecl[] = manifest, extra: readonly Kern
 
 /** Paths whose committed contents differ from what the manifest generates. */
 export function stale(generated = generate()): string[] {
-  return [...generated].filter(([path, text]) => {
-    try {
-      return readFileSync(join(ROOT, path), 'utf8') !== text;
-    } catch {
-      return true;
-    }
-  }).map(([path]) => path);
+  return [...generated]
+    .filter(([path, text]) => {
+      try {
+        return readFileSync(join(ROOT, path), 'utf8') !== text;
+      } catch {
+        return true;
+      }
+    })
+    .map(([path]) => path);
 }
 
 function main(): void {

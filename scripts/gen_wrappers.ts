@@ -127,7 +127,9 @@ function functionsFile(list: { o: OpDecl; shape: CallShape }[], banner: string):
     ...(kinds.has('unary') ? ['unaryOp'] : []),
   ];
   const out = [`/** ${banner} */`];
-  out.push(kinds.has('compare') ? "import type { Tensor, TensorLike } from '../../tensor';" : "import type { Tensor } from '../../tensor';");
+  out.push(
+    kinds.has('compare') ? "import type { Tensor, TensorLike } from '../../tensor';" : "import type { Tensor } from '../../tensor';",
+  );
   if (list.some((g) => g.shape.kind === 'unary' && g.o.autocast !== 'none')) out.push("import { autocastArgs } from '../../amp/autocast';");
   if (list.some((g) => g.shape.kind === 'unary' && g.shape.numbers.length > 0)) out.push("import { checkNumber } from '../../validate';");
   out.push(`import { ${launchers.join(', ')} } from '../launch';`);
@@ -143,7 +145,11 @@ function methodsFile(list: { o: OpDecl; shape: CallShape }[], banner: string): s
     two(shape) ? ['other: TensorLike'] : shape.kind === 'unary' ? shape.numbers.map((a) => `${a.name}?: number`) : [];
   const module = (shape: CallShape) => (shape.kind === 'binary' ? 'binary' : 'ops');
   const out = [`/** ${banner} */`];
-  out.push(methods.some((g) => two(g.shape)) ? "import { Tensor, type TensorLike } from '../../tensor';" : "import { Tensor } from '../../tensor';");
+  out.push(
+    methods.some((g) => two(g.shape))
+      ? "import { Tensor, type TensorLike } from '../../tensor';"
+      : "import { Tensor } from '../../tensor';",
+  );
   if (methods.some((g) => g.shape.kind === 'binary')) out.push("import * as binary from './binary';");
   out.push("import * as ops from './elementwise';", '', "declare module '../../tensor' {", '  interface Tensor {');
   for (const { o, shape } of methods) out.push(...docBlock(o.doc, '    '), `    ${o.name}(${typed(shape).join(', ')}): Tensor;`);
@@ -163,8 +169,20 @@ function methodsFile(list: { o: OpDecl; shape: CallShape }[], banner: string): s
 export function wrapperFiles(ops: readonly OpDecl[], banner: string): [string, string][] {
   const list = generatedOps(ops);
   return [
-    [WRAPPER_OUTPUTS.functions, functionsFile(list.filter((g) => g.shape.kind !== 'binary'), banner)],
-    [WRAPPER_OUTPUTS.binary, binaryFile(list.filter((g) => g.shape.kind === 'binary'), banner)],
+    [
+      WRAPPER_OUTPUTS.functions,
+      functionsFile(
+        list.filter((g) => g.shape.kind !== 'binary'),
+        banner,
+      ),
+    ],
+    [
+      WRAPPER_OUTPUTS.binary,
+      binaryFile(
+        list.filter((g) => g.shape.kind === 'binary'),
+        banner,
+      ),
+    ],
     [WRAPPER_OUTPUTS.methods, methodsFile(list, banner)],
   ];
 }
