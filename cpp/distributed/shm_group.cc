@@ -77,12 +77,16 @@ void ShmGroup::begin(const CallHeader& h) {
 void ShmGroup::sync() {
   seg_.post(rank_, ++step_);
   seg_.wait_all(step_, timeout_ms_.load(), [this] { alive(); });
-  if (++syncs_ == 1) {
-    const int prev = (rank_ + size_ - 1) % size_;
-    CallHeader theirs;
-    std::memcpy(&theirs, seg_.header(prev, seq_), sizeof theirs);
-    check_(prev, theirs);
-  }
+  // Every header is in the segment by the first barrier, so every rank checks them all: each one
+  // that disagrees with another fails with the mismatch itself, not with the loss of a peer that
+  // saw it first and left.
+  if (++syncs_ == 1)
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      CallHeader theirs;
+      std::memcpy(&theirs, seg_.header(r, seq_), sizeof theirs);
+      check_(r, theirs);
+    }
 }
 
 void ShmGroup::finish() {
