@@ -232,18 +232,28 @@ async function main() {
     }));
     const fsdp: FullyShardedDataParallel = await FullyShardedDataParallel.create(units);
     const opt = new fl.optim.Adam(fsdp.parameters(), { lr: LR, weightDecay: 0.01 });
+    // Prefetch in backward: when a unit's bias gets its gradient, the unit before it is already being gathered.
+    const backPrefetched: number[] = [];
+    const unhooks = [5, 3, 1].map((j) => ps[j].registerHook(() => void backPrefetched.push(fsdp.gathersInFlight)));
     for (let s = 0; s < STEPS; s++) {
       const [xb, yb] = mine(s);
-      const out = await fsdp.forward(xb);
-      await fsdp.backward(loss(out, yb));
+      fl.tidy(() => loss(fsdp.forward(xb), yb).backward());
+      if (s === 0 && ps.some((p) => p.numel() !== 0 || (p.grad && p.grad.numel() !== 0)))
+        throw new Error('FSDP kept a gathered parameter or its gradient after backward');
+      await fsdp.syncGradients();
       opt.step();
       opt.zeroGrad();
     }
+    for (const u of unhooks) u();
+    if (backPrefetched.slice(0, 3).join() !== '1,1,0')
+      throw new Error(`gathers in flight during the units' backward: ${backPrefetched.slice(0, 3)}`);
     // Clipping: the norm over all ranks' blocks is the whole gradient's, and after clipping it is maxNorm.
     {
       const [xb, yb] = mine(0);
-      const out = await fsdp.forward(xb);
-      await fsdp.backward(loss(out, yb));
+      loss(fsdp.forward(xb), yb).backward();
+      // Not synchronized yet: a second forward is refused.
+      await expectCode('FSDP forward before syncGradients', 'ERR_AUTOGRAD', () => fsdp.forward(xb));
+      await fsdp.syncGradients();
       // The reference model holds the same trained values: its whole-batch gradient norm is the one to find.
       fl.tidy(() => loss(forward(ref)(x.narrow(0, 0, BATCH)), y.narrow(0, 0, BATCH)).backward());
       const refNorm = await fl.optim.gradNorm(ref).item();
@@ -259,7 +269,6 @@ async function main() {
     }
     if (prefetched.slice(0, 3).join() !== '1,1,0')
       throw new Error(`gathers in flight during the units' forward: ${prefetched.slice(0, 3)}`);
-    await expectCode('FSDP backward before forward', 'ERR_AUTOGRAD', () => fsdp.backward(fl.tensor(1)));
     await expectCode('FSDP forward of a non-tensor', 'ERR_ARG', () => fsdp.forward([1, 2] as never));
     if (process.env.ZERO_SAVE) await fsdp.saveSharded(`${process.env.ZERO_SAVE}/fsdp`, { optimizer: opt });
     await fsdp.gatherAll();
@@ -390,8 +399,8 @@ async function memoryChecks(N: number): Promise<void> {
     ];
     const fsdp = await FullyShardedDataParallel.create(units);
     within('ZeRO-3 parameter bytes per rank', (await bytes()) - before + P * 4, (P * 4) / N);
-    const out = await fsdp.forward(x);
-    await fsdp.backward(out.square().mean());
+    fl.tidy(() => fsdp.forward(x).square().mean().backward());
+    await fsdp.syncGradients();
     within('ZeRO-3 parameter + gradient bytes per rank after backward', (await bytes()) - before + P * 4, (2 * P * 4) / N);
     fsdp.dispose();
   }
