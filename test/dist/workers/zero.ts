@@ -271,10 +271,39 @@ async function main() {
       throw new Error(`gathers in flight during the units' forward: ${prefetched.slice(0, 3)}`);
     await expectCode('FSDP forward of a non-tensor', 'ERR_ARG', () => fsdp.forward([1, 2] as never));
     if (process.env.ZERO_SAVE) await fsdp.saveSharded(`${process.env.ZERO_SAVE}/fsdp`, { optimizer: opt });
-    await fsdp.gatherAll();
+    fsdp.gatherAll();
     close('FullyShardedDataParallel', await values(ps), want);
     await sameOnAllRanks('FullyShardedDataParallel', await values(ps));
     fsdp.dispose();
+  }
+  // prefetch: false issues each gather only when its unit runs, and trains the same.
+  {
+    const trained: number[][] = [];
+    for (const prefetch of [true, false]) {
+      const ps = makeParams(0);
+      const inFlight: number[] = [];
+      const units = [0, 1, 2].map((i) => ({
+        parameters: () => [ps[2 * i], ps[2 * i + 1]],
+        forward: (h: fl.Tensor) => {
+          inFlight.push(fsdp.gathersInFlight);
+          return layer(ps, i)(h).tanh();
+        },
+      }));
+      const fsdp: FullyShardedDataParallel = await FullyShardedDataParallel.create(units, { prefetch });
+      const opt = new fl.optim.SGD(fsdp.parameters(), { lr: 0.1 });
+      for (let s = 0; s < 3; s++) {
+        const [xb, yb] = mine(s);
+        fl.tidy(() => loss(fsdp.forward(xb), yb).backward());
+        await fsdp.syncGradients();
+        opt.step();
+        opt.zeroGrad();
+      }
+      if (!prefetch && inFlight.some((n) => n !== 0)) throw new Error(`prefetch: false left gathers in flight: ${inFlight}`);
+      fsdp.gatherAll();
+      trained.push(await values(ps));
+      fsdp.dispose();
+    }
+    close('FSDP without prefetch', trained[1], trained[0], 0);
   }
   if (process.env.ZERO_LOAD) {
     // FSDP blocks saved by another world size: parameters and Adam state come back re-split.
@@ -293,7 +322,7 @@ async function main() {
     const blk = Math.ceil(refFlat.length / N);
     const mineRef = refFlat.slice(pg.rank * blk, (pg.rank + 1) * blk);
     close('FSDP loaded expAvg block', (await values([st.expAvg as fl.Tensor])).slice(0, mineRef.length), mineRef, 1e-5);
-    await fsdp.gatherAll();
+    fsdp.gatherAll();
     close('FSDP parameters loaded from another world size', await values(ps), want);
     fsdp.dispose();
   }
