@@ -195,11 +195,7 @@ export class FullyShardedDataParallel {
    * those parameters counting zero). Call it after `loss.backward()` and before the optimizer's step.
    */
   async syncGradients(): Promise<void> {
-    for (const p of this.#emptied) {
-      p.grad?.dispose();
-      p.grad = null;
-    }
-    this.#emptied = [];
+    this.#clearEmptied();
     for (let k = this.#units.length - 1; k >= 0; k--) if (this.#units[k].pending) this.#reduceUnit(this.#units[k]);
     const scatters = this.#scatters;
     this.#scatters = [];
@@ -231,6 +227,8 @@ export class FullyShardedDataParallel {
       'FSDPUnitBackward',
       [out],
       (g) => {
+        // The engine has added the empty gradients of the units completed so far (another backward may follow).
+        this.#clearEmptied();
         const s = this.#units[k];
         this.#materialize(s);
         s.pending = new Set(s.spaces.flatMap((sp) => sp.params));
@@ -240,6 +238,14 @@ export class FullyShardedDataParallel {
       },
       { savesOutput: false },
     );
+  }
+
+  #clearEmptied(): void {
+    for (const p of this.#emptied) {
+      p.grad?.dispose();
+      p.grad = null;
+    }
+    this.#emptied = [];
   }
 
   /**
@@ -258,7 +264,7 @@ export class FullyShardedDataParallel {
   #reduceUnit(s: UnitState, last?: Tensor, g?: Tensor): void {
     s.pending = null;
     s.spaces.forEach((sp, i) => {
-      const input = keep(tidy(() => flatten(sp, (p) => (p === last ? g! : p.grad))));
+      const input = keep(tidy(() => flatten(sp, (p) => (p === last ? g!.to(sp.dtype as 'f32') : p.grad))));
       const out = keep(zeros([sp.per], { dtype: sp.dtype as 'f32', device: sp.device }));
       this.#scatters.push({ work: this.#reduceScatter(out, input), input, out, shard: s.shards[i] });
       for (const p of sp.params) {

@@ -305,6 +305,34 @@ async function main() {
     }
     close('FSDP without prefetch', trained[1], trained[0], 0);
   }
+  // Two backwards through one forward (retainGraph) before syncGradients add up, as in one process.
+  {
+    const ps = makeParams(0);
+    const units = [0, 1, 2].map((i) => ({ parameters: () => [ps[2 * i], ps[2 * i + 1]], forward: layer(ps, i) }));
+    const fsdp = await FullyShardedDataParallel.create(units);
+    const [xb, yb] = mine(0);
+    const grads = async () => values(fsdp.parameters().map((t) => t.grad!));
+    fl.tidy(() => loss(fsdp.forward(xb), yb).backward());
+    await fsdp.syncGradients();
+    const once = await grads();
+    for (const t of fsdp.parameters()) {
+      t.grad?.dispose();
+      t.grad = null;
+    }
+    fl.tidy(() => {
+      const l = loss(fsdp.forward(xb), yb);
+      l.backward({ retainGraph: true });
+      l.backward();
+    });
+    await fsdp.syncGradients();
+    close(
+      'FSDP gradients of two backwards',
+      await grads(),
+      once.map((v) => 2 * v),
+      1e-5,
+    );
+    fsdp.dispose();
+  }
   if (process.env.ZERO_LOAD) {
     // FSDP blocks saved by another world size: parameters and Adam state come back re-split.
     const ps = makeParams(0.7);
