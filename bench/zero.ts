@@ -35,11 +35,8 @@ async function rank(stage: number, steps: number): Promise<void> {
     const opt = new fl.optim.Adam(fsdp.parameters(), { lr: 1e-3 });
     step = async () => {
       opt.zeroGrad();
-      const out = await fsdp.forward(x);
-      const loss = fl.nn.functional.crossEntropy(out, y);
-      await fsdp.backward(loss);
-      loss.dispose();
-      out.dispose();
+      fl.tidy(() => fl.nn.functional.crossEntropy(fsdp.forward(x), y).backward());
+      await fsdp.syncGradients();
       fl.tidy(() => opt.step());
     };
   } else {

@@ -35,14 +35,17 @@ async function main(): Promise<void> {
     const fsdp = await fl.parallel.FullyShardedDataParallel.create(model);
     const opt = new fl.optim.Adam(fsdp.parameters(), { lr: 1e-3 });
     step = async (x, y) => {
-      const out = await fsdp.forward(normalize(x));
-      const loss = fl.nn.functional.crossEntropy(out, y);
-      await fsdp.backward(loss);
+      const loss = fl.tidy(() => {
+        const l = fl.nn.functional.crossEntropy(fsdp.forward(normalize(x)), y);
+        l.backward();
+        return l;
+      });
+      await fsdp.syncGradients();
       fl.tidy(() => opt.step());
       opt.zeroGrad();
       return loss;
     };
-    finish = () => fsdp.gatherAll();
+    finish = async () => fsdp.gatherAll();
   } else {
     const ddp = await fl.parallel.DistributedDataParallel.create(model, (x: fl.Tensor) => model.forward(x), {
       bucketCapMB: 0.25,

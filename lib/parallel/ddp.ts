@@ -127,7 +127,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     if (stage === 3)
       throw argError(
         op,
-        'zeroStage 3 shards the parameters per unit, gathered around each unit: use fl.parallel.FullyShardedDataParallel.create(units, options)',
+        "zeroStage 3 shards the parameters per unit, gathered around each unit, and DDP wraps one forward function with no units: use fl.parallel.FullyShardedDataParallel.create(model, options) (the model's children are the units)",
       );
     this.#zeroStage = stage as 0 | 1 | 2;
     if (this.#zeroStage === 2 && this.#compression !== 'none')

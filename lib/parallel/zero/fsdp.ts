@@ -4,25 +4,31 @@
  * equal blocks, one per rank ({@link FlatSpace}). Between steps a rank holds only its blocks —
  * parameters, gradients and (with a plain optimizer on {@link parameters}) optimizer state are all
  * 1/N. A unit's parameters are all-gathered just before its forward and again before its backward,
- * and freed right after each; the next unit's gather is started while the current one computes
- * (prefetch). After a unit's backward its gradients are reduce-scattered (averaged) into the
- * blocks' `.grad`, overlapping the backward of the units before it.
+ * and freed right after each; the next unit's gather is issued while the current one computes
+ * (prefetch, one unit ahead in forward and one unit behind in backward).
  *
- * Collectives complete asynchronously and flockml never blocks the event loop on them, so forward
- * and backward are awaited here, unit by unit:
+ * The all-gathers are ordered collectives (`{ ordered: true }`): the ops queued after one wait for
+ * it inside the device's stream, so forward is synchronous and backward runs in the ordinary
+ * autograd engine. A node recorded on each unit's output gathers the unit's parameters again when
+ * its gradient arrives (before the unit's own backward nodes run) and issues the previous unit's
+ * gather; the parameters' gradient hooks tell when the unit's backward is complete, and then its
+ * gradients are reduce-scattered (averaged; an unordered collective) and the gathered parameters
+ * freed. {@link syncGradients} awaits those reduce-scatters and adds each block's gradient into the
+ * block's `.grad`, as DDP's syncGradients does:
  *
  *   const fsdp = await fl.parallel.FullyShardedDataParallel.create(model);   // model.children() are the units
  *   const opt = new fl.optim.Adam(fsdp.parameters(), { lr });                  // this rank's blocks
- *   const out = await fsdp.forward(x);
- *   await fsdp.backward(lossFn(out, y));
+ *   lossFn(fsdp.forward(x), y).backward();
+ *   await fsdp.syncGradients();
  *   opt.step(); opt.zeroGrad();
  *
  * Outside forward and backward the units' own parameter tensors are empty (shape [0]), as FSDP's
- * resharded parameters; `await fsdp.gatherAll()` fills them for evaluation or saving.
+ * resharded parameters; `fsdp.gatherAll()` fills them for evaluation or saving.
  */
 import { Tensor } from '../../tensor';
 import { keep, tidy } from '../../memory';
-import { noGrad } from '../../autograd/grad_mode';
+import { isGradEnabled, noGrad } from '../../autograd/grad_mode';
+import { record } from '../../autograd/node';
 import { zeros } from '../../ops/creation';
 import { argError, checkOptions, describe, flockError } from '../../errors';
 import { checkBool, checkNumber } from '../../validate';
@@ -54,10 +60,19 @@ interface UnitState {
   shapes: number[][][];
   /** This rank's block of each space: the leaves the optimizer steps. */
   shards: Tensor[];
-  /** The gathers in flight (flat, padded) or null. */
-  gathering: { fulls: Tensor[]; done: Promise<void> } | null;
+  /** The ordered gathers issued (flat, padded), not yet adopted by the parameters, or null. */
+  gathering: Tensor[] | null;
   materialized: boolean;
   empty: Map<string, Tensor>;
+  /** In backward: the parameters whose gradient has not arrived yet; null outside the unit's backward. */
+  pending: Set<Tensor> | null;
+}
+
+interface Scatter {
+  work: Work;
+  input: Tensor;
+  out: Tensor;
+  shard: Tensor;
 }
 
 export class FullyShardedDataParallel {
@@ -66,8 +81,11 @@ export class FullyShardedDataParallel {
   readonly #prefetch: boolean;
   readonly rank: number;
   readonly worldSize: number;
-  /** Forward boundaries: each unit's input (a leaf for every unit but the first) and output. */
-  #trail: Array<{ input: Tensor; output: Tensor }> = [];
+  /** Parameters left holding an empty `.grad` by the hook that completed their unit; cleared by syncGradients. */
+  #emptied: Tensor[] = [];
+  /** Reduce-scatters issued since the last syncGradients(). */
+  #scatters: Scatter[] = [];
+  #removeHooks: (() => void)[] = [];
 
   private constructor(units: ShardedUnit[], o: FSDPOptions) {
     this.#group = o.group;
@@ -82,6 +100,7 @@ export class FullyShardedDataParallel {
       gathering: null,
       materialized: true,
       empty: new Map(),
+      pending: null,
     }));
   }
 
@@ -126,11 +145,12 @@ export class FullyShardedDataParallel {
     for (const s of f.#units) {
       s.shards = s.spaces.map((sp) => shardValues(sp, f.rank).requiresGrad_());
       f.#free(s);
+      for (const sp of s.spaces) for (const p of sp.params) f.#removeHooks.push(p.registerHook((g) => f.#onGrad(s, p, g)));
     }
     return f;
   }
 
-  /** Units whose all-gather has been started and not yet awaited (the prefetched ones). */
+  /** Units whose all-gather has been issued and not yet adopted by their parameters (the prefetched ones). */
   get gathersInFlight(): number {
     return this.#units.filter((s) => s.gathering !== null).length;
   }
@@ -140,68 +160,46 @@ export class FullyShardedDataParallel {
     return this.#units.flatMap((s) => s.shards);
   }
 
-  /** Runs the units in order on `x`, each with its parameters gathered just for its forward. */
-  async forward(x: Tensor): Promise<Tensor> {
-    if (!(x instanceof Tensor)) throw argError('FullyShardedDataParallel.forward', `expected a Tensor, got ${describe(x)}`);
-    this.#clearTrail();
+  /**
+   * Runs the units in order on `x`, each with its parameters gathered just for its forward. When
+   * grad mode is on, each unit's output carries the node that gathers the unit again for backward.
+   */
+  forward(x: Tensor): Tensor {
+    const op = 'FullyShardedDataParallel.forward';
+    if (!(x instanceof Tensor)) throw argError(op, `expected a Tensor, got ${describe(x)}`);
+    if (this.#scatters.length || this.#units.some((s) => s.pending))
+      throw flockError('ERR_AUTOGRAD', op, "the last backward's gradients are not synchronized: await fsdp.syncGradients() first");
+    // Gathers from before (a prefetch no backward used, gatherAll()) may hold values the optimizer has since changed.
+    for (const s of this.#units) {
+      this.#dropGather(s);
+      if (s.materialized) this.#free(s);
+    }
     let h = x;
     for (let k = 0; k < this.#units.length; k++) {
       const s = this.#units[k];
-      await this.#materialize(s);
+      this.#materialize(s);
       if (this.#prefetch && k + 1 < this.#units.length) this.#startGather(this.#units[k + 1]);
-      const input = k === 0 ? h : keep(h.detach().requiresGrad_(h.requiresGrad));
-      const output = keep(s.unit.forward(input));
-      if (!(output instanceof Tensor))
-        throw argError('FullyShardedDataParallel.forward', `unit ${k} returned ${describe(output)}, expected a Tensor`);
-      this.#trail.push({ input, output });
+      const out = s.unit.forward(h);
       this.#free(s);
-      h = output;
+      if (!(out instanceof Tensor)) throw argError(op, `unit ${k} returned ${describe(out)}, expected a Tensor`);
+      h = this.#beforeBackward(out, k);
     }
     // Backward starts with the last unit: its gather overlaps the loss computation.
-    if (this.#prefetch) this.#startGather(this.#units[this.#units.length - 1]);
+    if (this.#prefetch && h.requiresGrad) this.#startGather(this.#units[this.#units.length - 1]);
     return h;
   }
 
   /**
-   * Backpropagates `loss` (computed from the last forward's output) unit by unit in reverse,
-   * gathering each unit's parameters first, then reduce-scatters each unit's gradients into its
-   * blocks' `.grad` (averaged over ranks; added to what an earlier backward left there).
+   * Awaits the reduce-scatters of the last backward and adds each block's averaged gradient into
+   * its `.grad` (units whose backward some parameters took no part in are reduce-scattered now,
+   * those parameters counting zero). Call it after `loss.backward()` and before the optimizer's step.
    */
-  async backward(loss: Tensor): Promise<void> {
-    const op = 'FullyShardedDataParallel.backward';
-    if (!(loss instanceof Tensor)) throw argError(op, `expected the loss Tensor, got ${describe(loss)}`);
-    if (this.#trail.length !== this.#units.length) throw flockError('ERR_AUTOGRAD', op, 'call forward() before backward()');
-    const scatters: Array<{ work: Work; input: Tensor; out: Tensor; shard: Tensor }> = [];
+  async syncGradients(): Promise<void> {
+    this.#clearEmptied();
+    for (let k = this.#units.length - 1; k >= 0; k--) if (this.#units[k].pending) this.#reduceUnit(this.#units[k]);
+    const scatters = this.#scatters;
+    this.#scatters = [];
     try {
-      for (let k = this.#units.length - 1; k >= 0; k--) {
-        const s = this.#units[k];
-        await this.#materialize(s);
-        if (this.#prefetch && k > 0) this.#startGather(this.#units[k - 1]);
-        // What the unit's graph holds (activations) goes once its backward has run, as tidy would.
-        const inner = intermediates(this.#trail[k].output, this.#trail[k].input);
-        if (k === this.#units.length - 1) loss.backward();
-        else if (this.#trail[k].output.requiresGrad) {
-          const g = this.#trail[k + 1].input.grad;
-          if (!g)
-            throw flockError(
-              'ERR_AUTOGRAD',
-              op,
-              `no gradient reached the input of unit ${k + 1}: the loss must depend on the last unit's output`,
-            );
-          this.#trail[k].output.backward(g);
-        }
-        for (const t of inner) t.dispose();
-        s.spaces.forEach((sp, i) => {
-          const input = keep(tidy(() => flatten(sp, (p) => p.grad)));
-          const out = keep(zeros([sp.per], { dtype: sp.dtype as 'f32', device: sp.device }));
-          scatters.push({ work: this.#reduceScatter(out, input), input, out, shard: s.shards[i] });
-          for (const p of sp.params) {
-            p.grad?.dispose();
-            p.grad = null;
-          }
-        });
-        this.#free(s);
-      }
       await Promise.all(scatters.map((r) => r.work.wait()));
       noGrad(() => {
         for (const r of scatters) {
@@ -218,8 +216,63 @@ export class FullyShardedDataParallel {
       throw e;
     } finally {
       for (const r of scatters) r.input.dispose();
-      this.#clearTrail();
     }
+  }
+
+  /** `out` passed on unchanged, with a node that gathers unit `k` when its gradient arrives. */
+  #beforeBackward(out: Tensor, k: number): Tensor {
+    if (!out.requiresGrad || !isGradEnabled()) return out;
+    return record(
+      out.detach(),
+      'FSDPUnitBackward',
+      [out],
+      (g) => {
+        // The engine has added the empty gradients of the units completed so far (another backward may follow).
+        this.#clearEmptied();
+        const s = this.#units[k];
+        this.#materialize(s);
+        s.pending = new Set(s.spaces.flatMap((sp) => sp.params));
+        if (s.pending.size === 0) s.pending = null;
+        if (this.#prefetch && k > 0) this.#startGather(this.#units[k - 1]);
+        return [g];
+      },
+      { savesOutput: false },
+    );
+  }
+
+  #clearEmptied(): void {
+    for (const p of this.#emptied) {
+      p.grad?.dispose();
+      p.grad = null;
+    }
+    this.#emptied = [];
+  }
+
+  /**
+   * A parameter's gradient `g` is final. When it is the last of its unit, the unit's backward is
+   * complete: its gradients (`g` for this one, which the engine has not added yet) are
+   * reduce-scattered, its parameters freed, and the hook hands the engine an empty gradient to add.
+   */
+  #onGrad(s: UnitState, p: Tensor, g: Tensor): Tensor | undefined {
+    if (!s.pending?.delete(p) || s.pending.size > 0) return undefined;
+    this.#reduceUnit(s, p, g);
+    this.#emptied.push(p);
+    return s.empty.get(p.dtype);
+  }
+
+  /** Reduce-scatters the unit's gradients into fresh blocks and frees its parameters and their gradients. */
+  #reduceUnit(s: UnitState, last?: Tensor, g?: Tensor): void {
+    s.pending = null;
+    s.spaces.forEach((sp, i) => {
+      const input = keep(tidy(() => flatten(sp, (p) => (p === last ? g!.to(sp.dtype as 'f32') : p.grad))));
+      const out = keep(zeros([sp.per], { dtype: sp.dtype as 'f32', device: sp.device }));
+      this.#scatters.push({ work: this.#reduceScatter(out, input), input, out, shard: s.shards[i] });
+      for (const p of sp.params) {
+        p.grad?.dispose();
+        p.grad = null;
+      }
+    });
+    this.#free(s);
   }
 
   /**
@@ -286,21 +339,32 @@ export class FullyShardedDataParallel {
       rank: this.rank,
       worldSize: this.worldSize,
       afterLoad: async () => {
-        for (const s of this.#units) if (s.materialized) this.#free(s);
+        for (const s of this.#units) {
+          this.#dropGather(s);
+          if (s.materialized) this.#free(s);
+        }
       },
     };
   }
 
   /** Gathers every unit's parameters into the units' own tensors (for evaluation or saving) until the next forward. */
-  async gatherAll(): Promise<void> {
+  gatherAll(): void {
     for (const s of this.#units) this.#startGather(s);
-    for (const s of this.#units) await this.#materialize(s);
+    for (const s of this.#units) this.#materialize(s);
   }
 
-  /** Frees the shards and the gathered parameters; the units' tensors keep what they hold now. */
+  /** Frees the shards and the gathered parameters and removes the gradient hooks; the units' tensors keep what they hold now. */
   dispose(): void {
-    this.#clearTrail();
+    for (const r of this.#removeHooks) r();
+    this.#removeHooks = [];
+    for (const r of this.#scatters) {
+      r.input.dispose();
+      r.out.dispose();
+    }
+    this.#scatters = [];
     for (const s of this.#units) {
+      this.#dropGather(s);
+      s.pending = null;
       for (const t of s.shards) {
         t.grad?.dispose();
         t.dispose();
@@ -310,37 +374,34 @@ export class FullyShardedDataParallel {
     }
   }
 
-  #clearTrail(): void {
-    for (const [k, b] of this.#trail.entries()) {
-      if (k > 0) {
-        b.input.grad?.dispose();
-        b.input.dispose();
-      }
-      if (k < this.#trail.length - 1) b.output.dispose();
-    }
-    this.#trail = [];
-  }
-
+  /** Issues the ordered all-gather of `s`'s blocks: the ops queued after it see the full values. */
   #startGather(s: UnitState): void {
     if (s.gathering || s.materialized) return;
-    const fulls = s.spaces.map((sp) => keep(zeros([sp.per * sp.worldSize], { dtype: sp.dtype as 'f32', device: sp.device })));
-    const works = fulls.map((f, i) => (this.#group ? this.#group.allGather(f, s.shards[i]) : dist.allGather(f, s.shards[i])));
-    s.gathering = { fulls, done: Promise.all(works.map((w) => w.wait())).then(() => undefined) };
+    s.gathering = s.spaces.map((sp, i) => {
+      const full = keep(zeros([sp.per * sp.worldSize], { dtype: sp.dtype as 'f32', device: sp.device }));
+      if (this.#group) this.#group.allGather(full, s.shards[i], { ordered: true });
+      else dist.allGather(full, s.shards[i], { ordered: true });
+      return full;
+    });
   }
 
-  /** Waits for `s`'s gather (starting it if needed) and points its parameters at the gathered values. */
-  async #materialize(s: UnitState): Promise<void> {
+  #dropGather(s: UnitState): void {
+    for (const f of s.gathering ?? []) f.dispose();
+    s.gathering = null;
+  }
+
+  /** Points `s`'s parameters at its gathered values (issuing the gather if no prefetch did). */
+  #materialize(s: UnitState): void {
     if (s.materialized) return;
     this.#startGather(s);
-    const g = s.gathering!;
+    const fulls = s.gathering!;
     try {
-      await g.done;
       noGrad(() =>
         tidy(() =>
           s.spaces.forEach((sp, i) =>
             sp.params.forEach((p, j) =>
               p._adopt(
-                g.fulls[i]
+                fulls[i]
                   .narrow(
                     0,
                     sp.offsets[j],
@@ -354,8 +415,7 @@ export class FullyShardedDataParallel {
       );
       s.materialized = true;
     } finally {
-      for (const f of g.fulls) f.dispose();
-      s.gathering = null;
+      this.#dropGather(s);
     }
   }
 
@@ -377,19 +437,4 @@ export class FullyShardedDataParallel {
   #reduceScatter(out: Tensor, input: Tensor): Work {
     return this.#group ? this.#group.reduceScatter(out, input, { op: 'avg' }) : dist.reduceScatter(out, input, { op: 'avg' });
   }
-}
-
-/** The non-leaf tensors `output` was computed from, back to `input` (both excluded). */
-function intermediates(output: Tensor, input: Tensor): Tensor[] {
-  const out: Tensor[] = [];
-  const seen = new Set<Tensor>([output, input]);
-  const stack = [...(output.gradFn?.inputs ?? [])];
-  while (stack.length) {
-    const t = stack.pop()!;
-    if (seen.has(t) || !t.gradFn) continue;
-    seen.add(t);
-    out.push(t);
-    stack.push(...t.gradFn.inputs);
-  }
-  return out;
 }

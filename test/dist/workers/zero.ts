@@ -232,18 +232,28 @@ async function main() {
     }));
     const fsdp: FullyShardedDataParallel = await FullyShardedDataParallel.create(units);
     const opt = new fl.optim.Adam(fsdp.parameters(), { lr: LR, weightDecay: 0.01 });
+    // Prefetch in backward: when a unit's bias gets its gradient, the unit before it is already being gathered.
+    const backPrefetched: number[] = [];
+    const unhooks = [5, 3, 1].map((j) => ps[j].registerHook(() => void backPrefetched.push(fsdp.gathersInFlight)));
     for (let s = 0; s < STEPS; s++) {
       const [xb, yb] = mine(s);
-      const out = await fsdp.forward(xb);
-      await fsdp.backward(loss(out, yb));
+      fl.tidy(() => loss(fsdp.forward(xb), yb).backward());
+      if (s === 0 && ps.some((p) => p.numel() !== 0 || (p.grad && p.grad.numel() !== 0)))
+        throw new Error('FSDP kept a gathered parameter or its gradient after backward');
+      await fsdp.syncGradients();
       opt.step();
       opt.zeroGrad();
     }
+    for (const u of unhooks) u();
+    if (backPrefetched.slice(0, 3).join() !== '1,1,0')
+      throw new Error(`gathers in flight during the units' backward: ${backPrefetched.slice(0, 3)}`);
     // Clipping: the norm over all ranks' blocks is the whole gradient's, and after clipping it is maxNorm.
     {
       const [xb, yb] = mine(0);
-      const out = await fsdp.forward(xb);
-      await fsdp.backward(loss(out, yb));
+      loss(fsdp.forward(xb), yb).backward();
+      // Not synchronized yet: a second forward is refused.
+      await expectCode('FSDP forward before syncGradients', 'ERR_AUTOGRAD', () => fsdp.forward(xb));
+      await fsdp.syncGradients();
       // The reference model holds the same trained values: its whole-batch gradient norm is the one to find.
       fl.tidy(() => loss(forward(ref)(x.narrow(0, 0, BATCH)), y.narrow(0, 0, BATCH)).backward());
       const refNorm = await fl.optim.gradNorm(ref).item();
@@ -259,12 +269,68 @@ async function main() {
     }
     if (prefetched.slice(0, 3).join() !== '1,1,0')
       throw new Error(`gathers in flight during the units' forward: ${prefetched.slice(0, 3)}`);
-    await expectCode('FSDP backward before forward', 'ERR_AUTOGRAD', () => fsdp.backward(fl.tensor(1)));
     await expectCode('FSDP forward of a non-tensor', 'ERR_ARG', () => fsdp.forward([1, 2] as never));
     if (process.env.ZERO_SAVE) await fsdp.saveSharded(`${process.env.ZERO_SAVE}/fsdp`, { optimizer: opt });
-    await fsdp.gatherAll();
+    fsdp.gatherAll();
     close('FullyShardedDataParallel', await values(ps), want);
     await sameOnAllRanks('FullyShardedDataParallel', await values(ps));
+    fsdp.dispose();
+  }
+  // prefetch: false issues each gather only when its unit runs, and trains the same.
+  {
+    const trained: number[][] = [];
+    for (const prefetch of [true, false]) {
+      const ps = makeParams(0);
+      const inFlight: number[] = [];
+      const units = [0, 1, 2].map((i) => ({
+        parameters: () => [ps[2 * i], ps[2 * i + 1]],
+        forward: (h: fl.Tensor) => {
+          inFlight.push(fsdp.gathersInFlight);
+          return layer(ps, i)(h).tanh();
+        },
+      }));
+      const fsdp: FullyShardedDataParallel = await FullyShardedDataParallel.create(units, { prefetch });
+      const opt = new fl.optim.SGD(fsdp.parameters(), { lr: 0.1 });
+      for (let s = 0; s < 3; s++) {
+        const [xb, yb] = mine(s);
+        fl.tidy(() => loss(fsdp.forward(xb), yb).backward());
+        await fsdp.syncGradients();
+        opt.step();
+        opt.zeroGrad();
+      }
+      if (!prefetch && inFlight.some((n) => n !== 0)) throw new Error(`prefetch: false left gathers in flight: ${inFlight}`);
+      fsdp.gatherAll();
+      trained.push(await values(ps));
+      fsdp.dispose();
+    }
+    close('FSDP without prefetch', trained[1], trained[0], 0);
+  }
+  // Two backwards through one forward (retainGraph) before syncGradients add up, as in one process.
+  {
+    const ps = makeParams(0);
+    const units = [0, 1, 2].map((i) => ({ parameters: () => [ps[2 * i], ps[2 * i + 1]], forward: layer(ps, i) }));
+    const fsdp = await FullyShardedDataParallel.create(units);
+    const [xb, yb] = mine(0);
+    const grads = async () => values(fsdp.parameters().map((t) => t.grad!));
+    fl.tidy(() => loss(fsdp.forward(xb), yb).backward());
+    await fsdp.syncGradients();
+    const once = await grads();
+    for (const t of fsdp.parameters()) {
+      t.grad?.dispose();
+      t.grad = null;
+    }
+    fl.tidy(() => {
+      const l = loss(fsdp.forward(xb), yb);
+      l.backward({ retainGraph: true });
+      l.backward();
+    });
+    await fsdp.syncGradients();
+    close(
+      'FSDP gradients of two backwards',
+      await grads(),
+      once.map((v) => 2 * v),
+      1e-5,
+    );
     fsdp.dispose();
   }
   if (process.env.ZERO_LOAD) {
@@ -284,7 +350,7 @@ async function main() {
     const blk = Math.ceil(refFlat.length / N);
     const mineRef = refFlat.slice(pg.rank * blk, (pg.rank + 1) * blk);
     close('FSDP loaded expAvg block', (await values([st.expAvg as fl.Tensor])).slice(0, mineRef.length), mineRef, 1e-5);
-    await fsdp.gatherAll();
+    fsdp.gatherAll();
     close('FSDP parameters loaded from another world size', await values(ps), want);
     fsdp.dispose();
   }
@@ -390,8 +456,8 @@ async function memoryChecks(N: number): Promise<void> {
     ];
     const fsdp = await FullyShardedDataParallel.create(units);
     within('ZeRO-3 parameter bytes per rank', (await bytes()) - before + P * 4, (P * 4) / N);
-    const out = await fsdp.forward(x);
-    await fsdp.backward(out.square().mean());
+    fl.tidy(() => fsdp.forward(x).square().mean().backward());
+    await fsdp.syncGradients();
     within('ZeRO-3 parameter + gradient bytes per rank after backward', (await bytes()) - before + P * 4, (2 * P * 4) / N);
     fsdp.dispose();
   }
