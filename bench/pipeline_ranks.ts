@@ -26,8 +26,6 @@ const batch = arg('batch', 128);
 const F = fl.nn.functional;
 const CUT = 7; // conv blocks and flatten | the two linear layers
 
-
-
 function data() {
   fl.manualSeed(1);
   return { x: fl.keep(fl.randn([batch, 1, 28, 28])), y: fl.keep(fl.randint(0, 10, [batch])) };

@@ -24,8 +24,6 @@ const F = fl.nn.functional;
 
 const devicesOf = (n: number) => Array.from({ length: n }, (_, i) => `cpu:${i}`);
 
-
-
 async function dataParallelMs(n: number, batch: number): Promise<number> {
   fl.manualSeed(0);
   const devices = devicesOf(n);

@@ -87,21 +87,7 @@ export abstract class Optimizer<H extends { lr: number }> {
     this.#spec = spec;
     const op = this.constructor.name;
     spec.check(op, defaults, '');
-    if (
-      params instanceof Tensor ||
-      params === null ||
-      typeof params !== 'object' ||
-      typeof (params as Iterable<unknown>)[Symbol.iterator] !== 'function'
-    )
-      throw argError(op, `params must be an iterable of tensors or of param groups ({ params, ...options }), got ${describe(params)}`);
-    const list = Array.from(params as Iterable<unknown>);
-    if (list.length === 0) throw argError(op, 'optimizer got an empty parameter list');
-    const groups = list.every((x) => x instanceof Tensor) ? [{ params: list as Tensor[] }] : list;
-    groups.forEach((g, i) => {
-      if (g instanceof Tensor || g === null || typeof g !== 'object')
-        throw argError(op, `params must be all tensors or all param groups, got ${describe(g)} at index ${i}`);
-      this.addParamGroup(g as Partial<H> & { params: Iterable<Tensor> });
-    });
+    for (const g of paramGroupList(op, params)) this.addParamGroup(g as Partial<H> & { params: Iterable<Tensor> });
   }
 
   /** Adds a group of parameters with its own hyper-parameters (the rest from the defaults). */
@@ -299,4 +285,26 @@ export abstract class Optimizer<H extends { lr: number }> {
     this.state.clear();
     for (const [p, s] of next) this.state.set(p, s);
   }
+}
+
+/**
+ * An optimizer's `params` argument as a list of groups: an iterable of tensors is one group
+ * `{ params }`; an iterable of objects is taken as param groups (each checked by its consumer).
+ */
+export function paramGroupList(op: string, params: unknown): object[] {
+  if (
+    params instanceof Tensor ||
+    params === null ||
+    typeof params !== 'object' ||
+    typeof (params as Iterable<unknown>)[Symbol.iterator] !== 'function'
+  )
+    throw argError(op, `params must be an iterable of tensors or of param groups ({ params, ...options }), got ${describe(params)}`);
+  const list = Array.from(params as Iterable<unknown>);
+  if (list.length === 0) throw argError(op, 'optimizer got an empty parameter list');
+  if (list.every((x) => x instanceof Tensor)) return [{ params: list as Tensor[] }];
+  list.forEach((g, i) => {
+    if (g instanceof Tensor || g === null || typeof g !== 'object')
+      throw argError(op, `params must be all tensors or all param groups, got ${describe(g)} at index ${i}`);
+  });
+  return list as object[];
 }

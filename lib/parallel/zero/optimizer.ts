@@ -25,7 +25,7 @@ import { stack } from '../../ops/shape';
 import { copy_ } from '../../ops/elementwise';
 import { noGrad } from '../../autograd/grad_mode';
 import { checkNumber } from '../../validate';
-import { Optimizer, type OptimizerStateDict, type ParamsArg } from '../../optim/optimizer';
+import { Optimizer, type OptimizerStateDict, type ParamsArg, paramGroupList } from '../../optim/optimizer';
 import { argError, checkOptions, describe, flockError } from '../../errors';
 import type { Shard } from '../../io/sharded';
 import { consolidatedStateDict, loadConsolidated, loadZeroSharded, type ShardOwner, saveZeroSharded, shardedState } from './state';
@@ -316,19 +316,7 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
 }
 
 function normalizeGroups<H>(op: string, params: ParamsArg<H>): Array<{ params: Tensor[]; hyper: Record<string, unknown> }> {
-  if (
-    params instanceof Tensor ||
-    params === null ||
-    typeof params !== 'object' ||
-    typeof (params as Iterable<unknown>)[Symbol.iterator] !== 'function'
-  )
-    throw argError(op, `params must be an iterable of tensors or of param groups ({ params, ...options }), got ${describe(params)}`);
-  const list = Array.from(params as Iterable<unknown>);
-  if (list.length === 0) throw argError(op, 'optimizer got an empty parameter list');
-  if (list.every((x) => x instanceof Tensor)) return [{ params: list as Tensor[], hyper: {} }];
-  return list.map((g, i) => {
-    if (g instanceof Tensor || g === null || typeof g !== 'object')
-      throw argError(op, `params must be all tensors or all param groups, got ${describe(g)} at index ${i}`);
+  return paramGroupList(op, params).map((g, i) => {
     const { params: ps, ...hyper } = g as { params: unknown } & Record<string, unknown>;
     const arr =
       ps instanceof Tensor ? [ps] : ps && typeof ps === 'object' && Symbol.iterator in ps ? Array.from(ps as Iterable<unknown>) : null;
