@@ -28,8 +28,8 @@ function assertBoth(message: string | undefined, prefix: string, both: string): 
   assert.is(relayed, `${prefix}: ${both}`, message);
 }
 
-async function mismatch(mode: string, n: number): Promise<Report[]> {
-  const results = await runRanks('mismatch.ts', n, { env: { MODE: mode }, timeoutMs: 60_000 }).done;
+async function mismatch(mode: string, n: number, transport = 'auto'): Promise<Report[]> {
+  const results = await runRanks('mismatch.ts', n, { env: { MODE: mode, FLOCKML_TRANSPORT: transport }, timeoutMs: 60_000 }).done;
   return results.map((r) => {
     const rep = report(r);
     assert.is(r.code, 3, `rank ${r.rank}: ${r.out}`);
@@ -74,23 +74,26 @@ test('broadcast on one rank against allReduce on the other: both fail', async ()
 // Over TCP each rank checks its predecessor's call: rank 1's matches its own, yet it must fail too,
 // told by the ranks that saw the mismatch. Over shared memory (the default on one host) every rank
 // reads every header and sees it first-hand.
-test('a mismatch on 3 ranks fails the rank that did not see it too', async () => {
-  const reps = await mismatch('count', 3);
-  // Ranks 0 and 2 each saw it (rank 2 in rank 1's header, rank 0 in rank 2's); either may hear the other's report first.
-  const seen = [
-    /^rank 1 called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)$/,
-    /^rank 0 called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)$/,
-  ];
-  for (const r of [0, 2]) {
-    const m = /^allreduce on rank \d: collective mismatch on group 0: (.*?)(?: \(reported by rank [02]\))?$/.exec(reps[r].message!);
-    assert.ok(m && seen.some((re) => re.test(m[1])), reps[r].message);
-    assert.ok(reps[r].message!.startsWith(`allreduce on rank ${r}: `), reps[r].message);
-  }
-  assert.match(
-    reps[1].message!,
-    /^allreduce on rank 1: collective mismatch on group 0: rank \d called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)(?: \(reported by rank [02]\))?$/,
-  );
-});
+for (const transport of ['auto', 'tcp'])
+  test(`a mismatch on 3 ranks fails the rank that did not see it too (transport ${transport})`, async () => {
+    const reps = await mismatch('count', 3, transport);
+    // Ranks 0 and 2 each saw it (rank 2 in rank 1's header, rank 0 in rank 2's); either may hear the other's report first.
+    const seen = [
+      /^rank 1 called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)$/,
+      /^rank 0 called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)$/,
+    ];
+    for (const r of [0, 2]) {
+      const m = /^allreduce on rank \d: collective mismatch on group 0: (.*?)(?: \(reported by rank [02]\))?$/.exec(reps[r].message!);
+      assert.ok(m && seen.some((re) => re.test(m[1])), reps[r].message);
+      assert.ok(reps[r].message!.startsWith(`allreduce on rank ${r}: `), reps[r].message);
+    }
+    assert.match(
+      reps[1].message!,
+      /^allreduce on rank 1: collective mismatch on group 0: rank \d called allReduce\(f32, 1000 elements\) as collective #3, rank 2 called allReduce\(f32, 1001 elements\)(?: \(reported by rank [02]\))?$/,
+    );
+    // Over TCP rank 1 cannot have seen it: the report must have been relayed.
+    if (transport === 'tcp') assert.match(reps[1].message!, / \(reported by rank [02]\)$/);
+  });
 
 // Recursive doubling (small tensors, 4 ranks) checks each exchange partner's header: ranks 2 and 3
 // see the mismatch first-hand, ranks 0 and 1 learn it on the control connections.
