@@ -3,10 +3,14 @@
  *   never  profiling never started in this process (the anchor, measured first)
  *   off    after a profiler has started and stopped (the addon's functions restored)
  *   on     while a profiler records every kernel and op call
- * off and on run in alternating blocks (off, on, off, on, ...), so drift in the machine's speed
- * (other load, clocks) falls on both alike; each figure is the median ms per step over its blocks,
- * with the spread (min and max block) and the ratio to the anchor.
- *   npx tsx bench/profiler_overhead.ts [--steps N] [--blocks B] [--processes P]
+ * After one profiled block (discarded), all the off blocks run, then all the on blocks: off blocks
+ * interleaved with on blocks would pay for collecting the trace events each on block leaves behind.
+ * Each figure is the median ms per step over its blocks, with the spread (min and max block) and
+ * the ratio to the anchor.
+ *   npx tsx bench/profiler_overhead.ts [--steps N] [--blocks B] [--processes P] [--gc]
+ * --gc runs a full garbage collection before every block of every mode (the process is started with
+ * --expose-gc), so the trace events a profiled block leaves behind are not collected, and charged,
+ * inside the unprofiled block after it.
  * never and off cannot alternate inside one process (once started, a profiler has been started), so
  * with --processes P the command runs 2P fresh processes, alternating one that measures only never
  * with one that measures only off and on, and adds a summary line per model: the median over
@@ -22,6 +26,9 @@ const arg = (name: string, fallback: number) => {
 const STEPS = arg('--steps', 20);
 const BLOCKS = Math.max(5, arg('--blocks', 7));
 const PROCESSES = arg('--processes', 0);
+const GC = process.argv.includes('--gc');
+if (GC && PROCESSES === 0 && typeof (globalThis as { gc?: unknown }).gc !== 'function')
+  throw new Error('--gc needs node --expose-gc (or --processes P, which starts its processes with it)');
 // In a child of --processes: 'never' measures only never, 'after' only off and on.
 const ONLY = process.env.FLOCKML_BENCH_PROFILER_ONLY as 'never' | 'after' | undefined;
 
@@ -47,6 +54,7 @@ function cnn(): Model {
 
 /** Milliseconds per step over one block of STEPS steps. */
 async function block(model: Model, opt: fl.optim.Adam, x: fl.Tensor, y: fl.Tensor): Promise<number> {
+  if (GC) (globalThis as unknown as { gc: () => void }).gc();
   const t0 = performance.now();
   for (let s = 0; s < STEPS; s++) {
     fl.tidy(() => {
@@ -79,16 +87,21 @@ async function main(): Promise<void> {
     await block(model, opt, x, y); // warm-up: optimizer state, allocator cache, thread pool
     const never: number[] = [];
     if (ONLY !== 'after') for (let b = 0; b < BLOCKS; b++) never.push(await block(model, opt, x, y));
-    if (ONLY !== 'never') fl.profiler.start().stop();
     const off: number[] = [];
     const on: number[] = [];
     let events = 0;
-    for (let b = 0; ONLY !== 'never' && b < BLOCKS; b++) {
-      off.push(await block(model, opt, x, y));
-      const p = fl.profiler.start({ recordShapes: true });
-      on.push(await block(model, opt, x, y));
-      p.stop();
-      events += p.events().length;
+    if (ONLY !== 'never') {
+      // One profiled block first (discarded), so every wrapped call has run and been restored.
+      const first = fl.profiler.start({ recordShapes: true });
+      await block(model, opt, x, y);
+      first.stop();
+      for (let b = 0; b < BLOCKS; b++) off.push(await block(model, opt, x, y));
+      for (let b = 0; b < BLOCKS; b++) {
+        const p = fl.profiler.start({ recordShapes: true });
+        on.push(await block(model, opt, x, y));
+        p.stop();
+        events += p.events().length;
+      }
     }
     const anchor = never.length ? summary(never).median : Number.NaN;
     const report = (mode: string, blocks: number[], extra: Record<string, unknown> = {}) => {
@@ -122,10 +135,11 @@ async function main(): Promise<void> {
 /** Alternates fresh processes measuring never and off/on; prints their lines and a summary per model. */
 function acrossProcesses(): void {
   const per: Record<string, Record<string, number[]>> = {};
-  const args = ['--steps', String(STEPS), '--blocks', String(BLOCKS)];
+  const args = ['--steps', String(STEPS), '--blocks', String(BLOCKS), ...(GC ? ['--gc'] : [])];
+  const execArgv = GC ? ['--expose-gc', ...process.execArgv] : process.execArgv;
   for (let p = 0; p < PROCESSES; p++) {
     for (const only of ['never', 'after'] as const) {
-      const r = spawnSync(process.execPath, [...process.execArgv, __filename, ...args], {
+      const r = spawnSync(process.execPath, [...execArgv, __filename, ...args], {
         env: { ...process.env, FLOCKML_BENCH_PROFILER_ONLY: only },
         encoding: 'utf8',
       });
@@ -145,6 +159,7 @@ function acrossProcesses(): void {
         model,
         summary: 'across processes',
         processes: PROCESSES,
+        gc: GC,
         never_ms: med(modes.never),
         off_ms: med(modes.off),
         on_ms: med(modes.on),
