@@ -1,8 +1,10 @@
 /**
  * CPU conv2d per algorithm (cpp/cpu/conv.cc): forward, input gradient and weight gradient of the
  * Fashion-MNIST CNN's two layers (batch 64) and a wider 3×3 and 1×1 layer, each timed under
- * FLOCKML_CONV_ALGO=images and =batched in separate processes that alternate round by round.
- * One JSON line per layer and pass: both medians (ms per call), GFLOP/s, and batched/images.
+ * FLOCKML_CONV_ALGO=images, =batched and =winograd in separate processes that alternate round by
+ * round. Winograd F(2×2, 3×3) covers the forward and input gradient of 3×3 stride-1 layers; where it
+ * does not apply (`winograd: false`) its column is the automatic choice. One JSON line per layer and
+ * pass: the medians (ms per call), GFLOP/s (direct-convolution FLOPs over time), and the ratios to images.
  *   npm run bench -- conv [--rounds R] [--iters N]
  */
 import { spawnSync } from 'node:child_process';
@@ -63,9 +65,10 @@ function flops(name: string, pass: string): number {
 
 async function main(): Promise<void> {
   if (argv.includes('--child')) return child();
-  const times: Record<string, Record<string, number[]>> = { images: {}, batched: {} };
+  const algos = ['images', 'batched', 'winograd'] as const;
+  const times: Record<string, Record<string, number[]>> = { images: {}, batched: {}, winograd: {} };
   for (let r = 0; r < rounds; r++)
-    for (const algo of ['images', 'batched']) {
+    for (const algo of algos) {
       const res = spawnSync(process.execPath, [...process.execArgv, __filename, '--child', '--iters', String(iters)], {
         encoding: 'utf8',
         env: { ...process.env, FLOCKML_CONV_ALGO: algo },
@@ -77,7 +80,9 @@ async function main(): Promise<void> {
   for (const key of Object.keys(times.images)) {
     const [layer, pass] = key.split(' ');
     const im = median(times.images[key]),
-      ba = median(times.batched[key]);
+      ba = median(times.batched[key]),
+      wi = median(times.winograd[key]);
+    const [, , , , , , k] = layers.find((l) => l[0] === layer) ?? layers[0];
     const gf = (ms: number) => +(flops(layer, pass) / (ms * 1e6)).toFixed(1);
     console.log(
       JSON.stringify({
@@ -89,9 +94,13 @@ async function main(): Promise<void> {
         rounds,
         images_ms: +im.toFixed(3),
         batched_ms: +ba.toFixed(3),
+        winograd_ms: +wi.toFixed(3),
         images_gflops: gf(im),
         batched_gflops: gf(ba),
+        winograd_gflops: gf(wi),
         batched_over_images: +(ba / im).toFixed(3),
+        winograd_over_images: +(wi / im).toFixed(3),
+        winograd: k === 3 && pass !== 'weight-grad',
       }),
     );
   }

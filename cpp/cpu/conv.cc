@@ -1,4 +1,6 @@
-// CPU 2-D convolution by im2col + GEMM, in one of two ways chosen per shape:
+// CPU 2-D convolution, f32 forward and input gradient of 3×3 stride-1 layers with enough channels by
+// Winograd F(2×2, 3×3) (conv_winograd.cc), everything else by im2col + GEMM in one of two ways
+// chosen per shape:
 // - image by image (f32, at least one image per pool thread, see use_images): each thread takes a
 //   fixed range of images and unfolds one image of a group at a time into its own cache-resident
 //   column buffer ([C/g·KH·KW, OH·OW]; a 1×1 stride-1 kernel reads the image itself), then runs a
@@ -16,6 +18,7 @@
 #include <utility>
 #include <vector>
 #include "../nn_kernels.h"
+#include "conv_winograd.h"
 #include "gemm.h"
 #include "scratch.h"
 #include "threadpool.h"
@@ -205,23 +208,32 @@ void backward_weight_typed(const Tensor& xt, const Tensor& gyt, Tensor& gwt, con
 }
 
 // Image-by-image path (f32). Images [n·t/parts, n·(t+1)/parts) go to part t.
-// FLOCKML_CONV_ALGO=images|batched forces one path where both apply (benchmarks, tests).
-enum class Algo { automatic, images, batched };
+// FLOCKML_CONV_ALGO=images|batched|winograd forces one path where it applies (benchmarks, tests);
+// where winograd does not apply (not 3×3 stride 1, the weight gradient) the automatic choice stands.
+enum class Algo { automatic, images, batched, winograd };
 Algo forced_algo() {
   static const Algo algo = [] {
     const char* v = std::getenv("FLOCKML_CONV_ALGO");
     const std::string s = v ? v : "";
     if (s == "images") return Algo::images;
     if (s == "batched") return Algo::batched;
-    if (!s.empty() && s != "auto") fail(Code::Arg, "conv2d: FLOCKML_CONV_ALGO=", s, " is not one of auto, images, batched");
+    if (s == "winograd") return Algo::winograd;
+    if (!s.empty() && s != "auto") fail(Code::Arg, "conv2d: FLOCKML_CONV_ALGO=", s, " is not one of auto, images, batched, winograd");
     return Algo::automatic;
   }();
   return algo;
 }
 bool use_images(const Conv2dGeom& g) {
   const Algo algo = forced_algo();
-  if (algo != Algo::automatic) return algo == Algo::images;
+  if (algo == Algo::images || algo == Algo::batched) return algo == Algo::images;
   return g.n >= num_threads() && g.oh * g.ow >= 16;
+}
+// Winograd pays for its transforms when the GEMMs are wide enough: at least 16 channels on each side
+// (bench/conv.ts measures the choice per layer).
+bool use_winograd(const Conv2dGeom& g) {
+  const Algo algo = forced_algo();
+  if (!winograd_applies(g) || algo == Algo::images || algo == Algo::batched) return false;
+  return algo == Algo::winograd || (g.c >= 16 && g.oc >= 16);
 }
 
 template <class Body>
@@ -306,11 +318,13 @@ void backward_weight_images(const float* x, const float* gy, float* gw, const Co
 
 void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Conv2dGeom& g) {
   if (x.dtype == DType::f64) forward_typed<double>(x, w, b, y, g);
+  else if (use_winograd(g)) winograd_forward(x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), g);
   else if (use_images(g)) forward_images(x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), g);
   else forward_typed<float>(x, w, b, y, g);
 }
 void conv2d_backward_input_cpu(const Tensor& gy, const Tensor& w, Tensor& gx, const Conv2dGeom& g) {
   if (gy.dtype == DType::f64) backward_input_typed<double>(gy, w, gx, g);
+  else if (use_winograd(g)) winograd_backward_input(gy.data<float>(), w.data<float>(), gx.data<float>(), g);
   else if (use_images(g)) backward_input_images(gy.data<float>(), w.data<float>(), gx.data<float>(), g);
   else backward_input_typed<float>(gy, w, gx, g);
 }

@@ -3,8 +3,9 @@
  * chunk) against the f64 path, whose values the PyTorch fixtures of conv.test.ts pin down: forward,
  * input and weight gradients of conv2d and convTranspose2d over strides, padding, dilation, groups,
  * 1×1 kernels, first-layer shapes (few input channels) and batches smaller than the thread count.
- * The parent run uses the automatic choice; it reruns this file with FLOCKML_CONV_ALGO=images and
- * =batched so both paths meet the same references, and checks an unknown value is refused.
+ * The parent run uses the automatic choice; it reruns this file with FLOCKML_CONV_ALGO=images,
+ * =batched and =winograd (3×3 stride-1 layers, conv_winograd.cc) so every path meets the same
+ * references, and checks an unknown value is refused.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -34,6 +35,11 @@ const geoms: Geom[] = [
   { n: 3, c: 5, h: 9, w: 7, oc: 7, k: [1, 1], options: {}, bias: true }, // 1×1: the image is its own column matrix
   { n: 1, c: 4, h: 10, w: 10, oc: 6, k: [3, 3], options: { stride: 2 }, bias: true }, // fewer images than threads
   { n: 5, c: 40, h: 6, w: 6, oc: 33, k: [3, 3], options: { padding: 1 }, bias: false }, // K beyond one GEMM slice
+  // Winograd F(2×2, 3×3) where chosen: odd output sizes (edge tiles cropped), padding 2 and 0,
+  // a 1-pixel-high image, and more tiles than one block
+  { n: 2, c: 17, h: 9, w: 14, oc: 19, k: [3, 3], options: { padding: [2, 0] }, bias: true },
+  { n: 1, c: 16, h: 1, w: 3, oc: 16, k: [3, 3], options: { padding: 1 }, bias: true },
+  { n: 3, c: 70, h: 20, w: 21, oc: 24, k: [3, 3], options: { padding: 1 }, bias: false },
 ];
 
 const label = (g: Geom) => `${g.n}x${g.c}x${g.h}x${g.w} -> ${g.oc} k=${g.k} ${JSON.stringify(g.options)}`;
@@ -83,7 +89,7 @@ if (!process.env.FLOCKML_CONV_ALGO) {
   const tsx = join(root, 'node_modules', '.bin', 'tsx');
   const child = (value: string, args: string[]) =>
     spawnSync(tsx, args, { cwd: root, encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0', FLOCKML_CONV_ALGO: value } });
-  for (const value of ['images', 'batched'])
+  for (const value of ['images', 'batched', 'winograd'])
     test(`FLOCKML_CONV_ALGO=${value}: the same checks pass`, () => {
       const r = child(value, [__filename]);
       const out = `${r.stdout}${r.stderr}`;
