@@ -1,6 +1,7 @@
 // CPU reductions over a [outer, red, inner] view: sum, mean, max, min, prod, argmax, argmin, var,
 // logsumexp. Rows (inner == 1) use many partial accumulators so the loop vectorises; columns
-// (inner > 1) walk `red` rows of a block of outputs so memory is read in order.
+// (inner > 1) walk `red` rows of a block of outputs so memory is read in order. f32 sum and mean
+// run a copy of that loop compiled per instruction set.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -119,8 +120,37 @@ void reduce_typed(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int6
   });
 }
 
+// f32 sum and mean, compiled per instruction set: rows in kLanes partial sums, columns a block of
+// outputs at a time, in the same order as reduce_typed, so the bits match it on every ISA.
+void sum_f32(const float* xp, float* op, int64_t outer, int64_t red, int64_t inner, bool mean) {
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  FLOCK_ISA_PARALLEL_FOR(outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, red * std::min(inner, kBlock))), b0, b1, {
+    for (int64_t job = b0; job < b1; ++job) {
+      const int64_t o = job / blocks, i0 = (job % blocks) * kBlock, w = std::min(kBlock, inner - i0);
+      const float* base = xp + o * red * inner + i0;
+      float s[kBlock] = {};
+      if (inner == 1) {  // row_sum's lanes, written out so each ISA's copy has its own loop
+        float lane[kLanes] = {};
+        int64_t r = 0;
+        for (; r + kLanes <= red; r += kLanes)
+          for (int64_t j = 0; j < kLanes; ++j) lane[j] += base[r + j];
+        for (; r < red; ++r) s[0] += base[r];
+        for (int64_t j = 0; j < kLanes; ++j) s[0] += lane[j];
+      } else {
+        for (int64_t r = 0; r < red; ++r)
+          for (int64_t i = 0; i < w; ++i) s[i] += base[r * inner + i];
+      }
+      float* dst = op + o * inner + i0;
+      for (int64_t i = 0; i < w; ++i)
+        dst[i] = mean ? static_cast<float>(static_cast<double>(s[i]) / static_cast<double>(red)) : s[i];
+    }
+  });
+}
+
 void reduce_cpu(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64_t red, int64_t inner, double correction) {
   if (outer * inner == 0) return;
+  if (x.dtype == DType::f32 && (op == ReduceOp::sum || op == ReduceOp::mean))
+    return sum_f32(x.data<float>(), out.data<float>(), outer, red, inner, op == ReduceOp::mean);
   visit_numeric(x.dtype, "reduce", [&](auto tag) {
     using T = typename decltype(tag)::type;
     reduce_typed<T>(op, x, out, outer, red, inner, correction);

@@ -64,6 +64,7 @@ if (!forced) {
     'test/nn/pool_f32.test.ts',
     'test/ops/elementwise.test.ts',
     'test/amp/master_weights.test.ts',
+    'test/ops/vector_loops.test.ts',
   ];
   for (const isa of ORDER.slice(0, ORDER.indexOf(info.cpuIsaDetected))) {
     for (const file of files) {
