@@ -61,7 +61,8 @@ test('exp f32 underflows gradually: softmax of a row spanning 100 in logits', ()
   const got = f32(F.softmax(fl.tensor(v, { dtype: 'f32' }), 0));
   const ref = softmaxRef(v, 1, v.length, false);
   // subnormal results are computed (not flushed): within one subnormal step of f64's, rounded to f32
-  for (let i = 0; i < v.length; i++) assert.ok(Math.abs(got[i] - Math.fround(ref[i])) <= 1.5e-45 + 1e-6 * ref[i], `${i}: ${got[i]} vs ${ref[i]}`);
+  for (let i = 0; i < v.length; i++)
+    assert.ok(Math.abs(got[i] - Math.fround(ref[i])) <= 1.5e-45 + 1e-6 * ref[i], `${i}: ${got[i]} vs ${ref[i]}`);
   assert.ok(got[3] > 0, 'e^-103 is a positive subnormal');
   assert.is(got[4], 0, 'e^-110 underflows to 0');
 });
@@ -103,7 +104,8 @@ function digest(): string {
   const a = fl.randn([7, 1031]).mul(5),
     b = fl.randn([6, 301, 70]);
   const h = createHash('sha256');
-  for (const t of [F.softmax(a, 1), F.logSoftmax(a, 1), a.sum(1), b.sum(1), b.mean(2)]) h.update(new Uint8Array((t.dataSync() as Float32Array).buffer));
+  for (const t of [F.softmax(a, 1), F.logSoftmax(a, 1), a.sum(1), b.sum(1), b.mean(2)])
+    h.update(new Uint8Array((t.dataSync() as Float32Array).buffer));
   return h.digest('hex');
 }
 
@@ -116,7 +118,11 @@ if (!process.env.FLOCKML_CPU_ISA) {
     const detected = fl.buildInfo().cpuIsaDetected as string;
     for (const isa of isas.slice(0, isas.indexOf(detected) + 1)) {
       const script = `const { digest } = require(${JSON.stringify(__filename)}); console.log(digest());`;
-      const r = spawnSync(tsx, ['-e', script], { cwd: root, encoding: 'utf8', env: { ...process.env, FLOCKML_CPU_ISA: isa, FLOCKML_VECTOR_LOOPS_DIGEST: '1' } });
+      const r = spawnSync(tsx, ['-e', script], {
+        cwd: root,
+        encoding: 'utf8',
+        env: { ...process.env, FLOCKML_CPU_ISA: isa, FLOCKML_VECTOR_LOOPS_DIGEST: '1' },
+      });
       assert.is(r.stdout.trim().split('\n').pop(), mine, `${isa}: ${r.stderr.slice(-2000)}`);
     }
   });
