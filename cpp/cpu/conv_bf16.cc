@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 #include "gemm.h"
+#include "im2col.h"
 #include "scratch.h"
 #include "threadpool.h"
 
@@ -31,55 +32,6 @@ inline float widen(u16 b) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
-}
-
-// Output columns [lo, hi) whose input column ox·sw + off lies inside [0, w).
-inline std::pair<int64_t, int64_t> inside(const Conv2dGeom& g, int64_t off) {
-  const int64_t lo = std::min(g.ow, off >= 0 ? 0 : (-off + g.sw - 1) / g.sw);
-  const int64_t hi = std::max(lo, std::min(g.ow, g.w - off > 0 ? (g.w - off + g.sw - 1) / g.sw : 0));
-  return {lo, hi};
-}
-
-// Calls fn(r, c, oy, iy, off, lo, hi) for every column row r = (c·KH + i)·KW + j and output row oy:
-// iy is the input row read (−1 when it lies in the padding), off the input column offset of tap j
-// and [lo, hi) the output columns that read inside the image.
-template <class Fn>
-void for_each_tap(int64_t channels, const Conv2dGeom& g, Fn fn) {
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t r = (c * g.kh + i) * g.kw + j, off = j * g.dw - g.pw;
-        const auto [lo, hi] = inside(g, off);
-        for (int64_t oy = 0; oy < g.oh; ++oy) {
-          const int64_t iy = oy * g.sh - g.ph + i * g.dh;
-          fn(r, c, oy, iy >= 0 && iy < g.h ? iy : -1, off, lo, hi);
-        }
-      }
-}
-
-// col[(c·KH + i)·KW + j, oy·OW + ox] (row stride ld) = x[c, oy·sh − ph + i·dh, ox·sw − pw + j·dw] (0 outside).
-void im2col(const u16* x, u16* col, int64_t ld, int64_t channels, const Conv2dGeom& g) {
-  for_each_tap(channels, g, [&](int64_t r, int64_t c, int64_t oy, int64_t iy, int64_t off, int64_t lo, int64_t hi) {
-    u16* dst = col + r * ld + oy * g.ow;
-    if (iy < 0) return static_cast<void>(std::fill(dst, dst + g.ow, u16(0)));
-    const u16* src = x + (c * g.h + iy) * g.w;
-    std::fill(dst, dst + lo, u16(0));
-    if (g.sw == 1) std::memcpy(dst + lo, src + lo + off, sizeof(u16) * (hi - lo));
-    else
-      for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[ox * g.sw + off];
-    std::fill(dst + hi, dst + g.ow, u16(0));
-  });
-}
-
-// The adjoint of im2col in f32: adds every column entry into its input pixel of `x` (zeroed first).
-void col2im(const float* col, int64_t ld, float* x, int64_t channels, const Conv2dGeom& g) {
-  std::fill(x, x + channels * g.h * g.w, 0.0f);
-  for_each_tap(channels, g, [&](int64_t r, int64_t c, int64_t oy, int64_t iy, int64_t off, int64_t lo, int64_t hi) {
-    if (iy < 0) return;
-    const float* src = col + r * ld + oy * g.ow;
-    float* dst = x + (c * g.h + iy) * g.w;
-    for (int64_t ox = lo; ox < hi; ++ox) dst[ox * g.sw + off] += src[ox];
-  });
 }
 
 // Per group cg input and ocg output channels, kk = cg·KH·KW column rows, ohw output pixels per
