@@ -159,7 +159,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     if (stage === 3 && (o.bucketCapMB !== undefined || this.#compression !== 'none'))
       throw argError(
         op,
-        'zeroStage 3 reduce-scatters each unit\'s gradients when its backward completes: it has no buckets to size (bucketCapMB) or compress (compression)',
+        "zeroStage 3 reduce-scatters each unit's gradients when its backward completes: it has no buckets to size (bucketCapMB) or compress (compression)",
       );
     if (this.#zeroStage === 2 && this.#compression !== 'none')
       throw argError(
@@ -231,7 +231,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       throw flockError(
         'ERR_ARG',
         'DistributedDataParallel.noSync',
-        'not implemented with zeroStage 3 (each unit\'s gradients are reduce-scattered and freed as its backward completes)',
+        "not implemented with zeroStage 3 (each unit's gradients are reduce-scattered and freed as its backward completes)",
       );
     return runWithoutSync((on) => {
       this.#syncing = on;
@@ -318,7 +318,11 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
    */
   gatherAll(): void {
     if (!this.#sharded)
-      throw flockError('ERR_ARG', 'DistributedDataParallel.gatherAll', `only zeroStage 3 shards the parameters, this is zeroStage ${this.#zeroStage}`);
+      throw flockError(
+        'ERR_ARG',
+        'DistributedDataParallel.gatherAll',
+        `only zeroStage 3 shards the parameters, this is zeroStage ${this.#zeroStage}`,
+      );
     this.#sharded.core.gatherAll();
   }
 

@@ -45,7 +45,16 @@ export function makeSpace(op: string, params: Tensor[], worldSize: number): Flat
     offsets.push(numel);
     numel += p.numel();
   }
-  return { params, offsets, shapes: params.map((p) => [...p.shape]), numel, per: Math.max(1, Math.ceil(numel / worldSize)), worldSize, dtype, device };
+  return {
+    params,
+    offsets,
+    shapes: params.map((p) => [...p.shape]),
+    numel,
+    per: Math.max(1, Math.ceil(numel / worldSize)),
+    worldSize,
+    dtype,
+    device,
+  };
 }
 
 /** Groups `params` into spaces of one dtype and device each, in first-seen order. */

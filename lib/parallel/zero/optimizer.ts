@@ -129,7 +129,9 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     this.#counts = groups.map((gr) => gr.params.length);
     if (new Set(this.#params).size !== this.#params.length) throw argError(op, 'some parameters appear more than once');
     if (this.spaces.length === 0) throw argError(op, 'none of the parameters requires grad');
-    this.shards = this.#source?.zeroShards ? [...this.#source.zeroShards] : this.spaces.map((s) => shardValues(s, this.rank).requiresGrad_());
+    this.shards = this.#source?.zeroShards
+      ? [...this.#source.zeroShards]
+      : this.spaces.map((s) => shardValues(s, this.rank).requiresGrad_());
     this.optimizer = new OptimizerClass(
       groups.map((gr, gi) => ({ ...gr.hyper, params: this.shards.filter((_, i) => spaceGroups[i] === gi) })),
       hyper as Partial<H>,
@@ -157,7 +159,11 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
    */
   async step(): Promise<void> {
     const grads = await this.#gradBlocks();
-    if (this.#maxGradNorm !== null) await this.#clip(grads.filter((g) => g !== null), this.#maxGradNorm);
+    if (this.#maxGradNorm !== null)
+      await this.#clip(
+        grads.filter((g) => g !== null),
+        this.#maxGradNorm,
+      );
     this.shards.forEach((s, i) => {
       s.grad?.dispose();
       s.grad = grads[i];

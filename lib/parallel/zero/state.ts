@@ -67,14 +67,7 @@ export async function consolidatedStateDict(z: Zero): Promise<OptimizerStateDict
       const flat = await gathered(z, s, v);
       noGrad(() =>
         s.params.forEach((p, i) => {
-          per[i][k] = keep(
-            tidy(() =>
-              flat
-                .narrow(0, s.offsets[i], numelOf(s.shapes[i]))
-                .reshape(s.shapes[i])
-                .clone(),
-            ),
-          );
+          per[i][k] = keep(tidy(() => flat.narrow(0, s.offsets[i], numelOf(s.shapes[i])).reshape(s.shapes[i]).clone()));
         }),
       );
       flat.dispose();

@@ -214,7 +214,13 @@ export class ShardedUnits {
           r.bundle.spaces.forEach((sp, i) => {
             if (!r.used[i]) return;
             const shard = this.#shardOf.get(sp)!;
-            const g = keep(tidy(() => (shard.grad ? shard.grad.add(r.out.narrow(0, r.bundle.offsets[i], sp.per)) : r.out.narrow(0, r.bundle.offsets[i], sp.per).clone())));
+            const g = keep(
+              tidy(() =>
+                shard.grad
+                  ? shard.grad.add(r.out.narrow(0, r.bundle.offsets[i], sp.per))
+                  : r.out.narrow(0, r.bundle.offsets[i], sp.per).clone(),
+              ),
+            );
             shard.grad?.dispose();
             shard.grad = g;
           });
@@ -319,12 +325,7 @@ export class ShardedUnits {
       const N = this.worldSize;
       const input = keep(
         tidy(() => {
-          const parts = b.spaces.map((sp) =>
-            flatten(sp, (p) => (p === last ? g!.to(sp.dtype as 'f32') : p.grad)).reshape([
-              N,
-              sp.per,
-            ]),
-          );
+          const parts = b.spaces.map((sp) => flatten(sp, (p) => (p === last ? g!.to(sp.dtype as 'f32') : p.grad)).reshape([N, sp.per]));
           return (parts.length === 1 ? parts[0] : cat(parts, 1)).reshape([-1]);
         }),
       );
@@ -344,7 +345,18 @@ export class ShardedUnits {
     if (s.gathering || s.materialized) return;
     s.gathering = s.bundles.map((b) => {
       const full = keep(zeros([b.per * this.worldSize], { dtype: b.dtype as 'f32', device: b.device }));
-      const mine = keep(noGrad(() => tidy(() => (b.spaces.length === 1 ? this.#shardOf.get(b.spaces[0])!.detach() : cat(b.spaces.map((sp) => this.#shardOf.get(sp)!.detach()), 0)))));
+      const mine = keep(
+        noGrad(() =>
+          tidy(() =>
+            b.spaces.length === 1
+              ? this.#shardOf.get(b.spaces[0])!.detach()
+              : cat(
+                  b.spaces.map((sp) => this.#shardOf.get(sp)!.detach()),
+                  0,
+                ),
+          ),
+        ),
+      );
       if (this.#group) this.#group.allGather(full, mine, { ordered: true });
       else dist.allGather(full, mine, { ordered: true });
       // An ordered collective keeps what it reads alive until it has run.
