@@ -174,7 +174,9 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
       sh.grad?.dispose();
       sh.grad = null;
     }
-    if (!this.#source?.zeroShards) await this.gatherParams();
+    // Stage 3: the next forward gathers the stepped blocks; what gatherAll() filled is stale now.
+    if (this.#source?.zeroShards) this.#source.zeroReshard?.();
+    else await this.gatherParams();
   }
 
   /** All-gathers every rank's block into the parameters (what step() ends with; stage 3: the next forward gathers). */

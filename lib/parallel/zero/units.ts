@@ -84,6 +84,8 @@ export class ShardedUnits {
   #order: number[] = [];
   #lastOrder: number[] = [];
   #inForward = false;
+  /** gatherAll() has filled every unit, until the next forward or reshard: calls outside a forward use that. */
+  #pinned = false;
 
   private constructor(op: string, units: UnitLike[], group: ProcessGroup | undefined, prefetch: boolean) {
     this.#group = group;
@@ -155,6 +157,7 @@ export class ShardedUnits {
     if (this.unsynced)
       throw flockError('ERR_AUTOGRAD', op, "the last backward's gradients are not synchronized: await syncGradients() first");
     this.#reshard();
+    this.#pinned = false;
     this.#order = [];
     this.#inForward = true;
   }
@@ -170,9 +173,12 @@ export class ShardedUnits {
 
   /**
    * Calls unit `k` (`run` computes its output) with its parameters gathered, then frees them.
-   * Outside beginForward/endForward (a unit called on its own, for evaluation) nothing is prefetched.
+   * Outside beginForward/endForward (a unit called on its own, for evaluation) nothing is prefetched,
+   * and after gatherAll() the gathered values are used as they are, with no collective.
    */
   runUnit(op: string, k: number, run: () => unknown): unknown {
+    // After gatherAll(), a call outside a forward (evaluation, maybe on one rank only) needs no collective.
+    if (!this.#inForward && this.#pinned && this.#units[k].materialized) return run();
     const standalone = !this.#inForward;
     if (standalone) this.beginForward(op);
     const s = this.#units[k];
@@ -237,11 +243,13 @@ export class ShardedUnits {
   gatherAll(): void {
     for (const s of this.#units) this.#startGather(s);
     for (const s of this.#units) this.#materialize(s);
+    this.#pinned = true;
   }
 
   /** Drops gathers made before the blocks changed (a load), freeing the parameters; the next forward gathers again. */
   reshard(): void {
     this.#reshard();
+    this.#pinned = false;
   }
 
   /** Frees the shards and the gathered parameters and removes the gradient hooks; the units' tensors keep what they hold now. */

@@ -145,12 +145,22 @@ async function main() {
       1e-5,
     );
   }
-  // Evaluation outside ddp.forward: each unit gathers on its own.
-  fl.noGrad(() => {
-    const a = net.forward(x.narrow(0, 0, 5));
-    const b = ref.forward(x.narrow(0, 0, 5));
-    close('a plain forward after training', Array.from(a.dataSync(), Number), Array.from(b.dataSync(), Number));
-  });
+  // Evaluation outside ddp.forward. After gatherAll(), one rank alone may run the model (no collective).
+  const evalWant = fl.keep(fl.noGrad(() => ref.forward(x.narrow(0, 0, 5))));
+  if (pg.rank === 0)
+    fl.noGrad(() =>
+      close(
+        'rank 0 alone, after gatherAll',
+        Array.from(net.forward(x.narrow(0, 0, 5)).dataSync(), Number),
+        Array.from(evalWant.dataSync(), Number),
+      ),
+    );
+  // Resharded (as after a step), every rank's call gathers each unit on its own and frees it after.
+  ddp.zeroReshard();
+  fl.noGrad(() =>
+    close('every rank, resharded', Array.from(net.forward(x.narrow(0, 0, 5)).dataSync(), Number), Array.from(evalWant.dataSync(), Number)),
+  );
+  if (net.parameters().some((p) => p.numel() !== 0)) throw new Error('a call outside ddp.forward left a unit gathered');
   if (process.env.ZERO3_SAVE) await opt.saveSharded(process.env.ZERO3_SAVE);
   opt.dispose();
   ddp.dispose();
