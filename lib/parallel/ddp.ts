@@ -76,8 +76,9 @@ export interface DDPOptions {
    * the parameters, gradients and optimizer state; the model's own parameter tensors are empty
    * (shape [0]) outside a unit's call (`ddp.gatherAll()` fills them until the next forward). A
    * parameter that gets no gradient in a step gets none in its block either, so the optimizer
-   * skips it. Stage 3 reduces no buckets: bucketCapMB, compression and noSync are refused.
-   * Default 0: plain data parallelism.
+   * skips it (so unused parameters never fail syncGradients, whatever findUnusedParameters says).
+   * Stage 3 reduces no buckets: bucketCapMB, compression and noSync are refused, and lastStep is
+   * not measured. Default 0: plain data parallelism.
    */
   zeroStage?: 0 | 1 | 2 | 3;
   /** zeroStage 3: the modules to shard, each gathered around its calls (default: the model's children). */
