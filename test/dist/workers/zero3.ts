@@ -195,6 +195,31 @@ async function main() {
     d.dispose();
   }
 
+  // The units option: a hand-written model (no children()) whose units are listed; 3 SGD steps as in one process.
+  {
+    const plain = makeNet(3),
+      sharded = makeNet(3);
+    const kids = (n: Net) => [n.inp, ...(n.blocks.children() as Iterable<fl.nn.Module>), n.gate, n.unused, n.head];
+    const plainOpt = new fl.optim.SGD(plain.parameters(), { lr: 0.1, momentum: 0.9 });
+    const model = { parameters: () => sharded.parameters() };
+    const d = await DistributedDataParallel.create(model, (t: fl.Tensor) => sharded.forward(t), { zeroStage: 3, units: kids(sharded) });
+    const o = new ZeroRedundancyOptimizer(d, fl.optim.SGD, { lr: 0.1, momentum: 0.9 });
+    for (let s = 0; s < 3; s++) {
+      fl.tidy(() => loss(plain.forward(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
+      plainOpt.step();
+      plainOpt.zeroGrad();
+      const [xb, yb] = mine(s);
+      fl.tidy(() => loss(d.forward(xb), yb).backward());
+      await d.syncGradients();
+      await o.step();
+      o.zeroGrad();
+    }
+    d.gatherAll();
+    close('zeroStage 3 with the units option, SGD with momentum', await values(sharded.parameters()), await values(plain.parameters()));
+    o.dispose();
+    d.dispose();
+  }
+
   await memoryChecks(N);
 
   // Misuse.
