@@ -2,8 +2,8 @@
  * The Fashion-MNIST CNN trained with ZeRO across processes: `--stage 1` shards Adam's state
  * (DDP's allreduced gradients, each rank stepping its block), `--stage 2` shards the gradients
  * too (bucket reduce-scatters during backward), `--stage 3` shards the parameters as well
- * (FullyShardedDataParallel, each layer of the Sequential a unit gathered around its forward and
- * backward). Start it with the launcher:
+ * (DDP `zeroStage: 3`, each layer of the Sequential a unit gathered around its forward and
+ * backward). The training loop is DDP's at every stage, with ZeroRedundancyOptimizer(ddp, Adam). Start it with the launcher:
  *   npx flockml launch --nproc-per-node 2 examples/zero_fashion_mnist.ts --stage 3 --epochs 1
  * Options: --stage 1|2|3 (default 2), --epochs N, --batch B (per rank, default 64), --limit N.
  * Rank 0 prints, as its last line, one JSON object with the test accuracy and its memory.
@@ -31,26 +31,13 @@ async function main(): Promise<void> {
 
   let step: (x: fl.Tensor, y: fl.Tensor) => Promise<fl.Tensor>;
   let finish: () => Promise<void> = async () => {};
-  if (stage === 3) {
-    const fsdp = await fl.parallel.FullyShardedDataParallel.create(model);
-    const opt = new fl.optim.Adam(fsdp.parameters(), { lr: 1e-3 });
-    step = async (x, y) => {
-      const loss = fl.tidy(() => {
-        const l = fl.nn.functional.crossEntropy(fsdp.forward(normalize(x)), y);
-        l.backward();
-        return l;
-      });
-      await fsdp.syncGradients();
-      fl.tidy(() => opt.step());
-      opt.zeroGrad();
-      return loss;
-    };
-    finish = async () => fsdp.gatherAll();
-  } else {
-    const ddp = await fl.parallel.DistributedDataParallel.create(model, (x: fl.Tensor) => model.forward(x), {
-      bucketCapMB: 0.25,
-      zeroStage: stage as 1 | 2,
-    });
+  {
+    // Stage 3 has no buckets: each of the model's children is gathered around its calls.
+    const ddp = await fl.parallel.DistributedDataParallel.create(
+      model,
+      (x: fl.Tensor) => model.forward(x),
+      stage === 3 ? { zeroStage: 3 } : { bucketCapMB: 0.25, zeroStage: stage as 1 | 2 },
+    );
     const opt = new fl.parallel.ZeroRedundancyOptimizer(ddp, fl.optim.Adam, { lr: 1e-3 });
     step = async (x, y) => {
       const loss = fl.tidy(() => {
@@ -63,6 +50,8 @@ async function main(): Promise<void> {
       opt.zeroGrad();
       return loss;
     };
+    // Stage 3: the model's own tensors hold the parameters again for evaluation.
+    if (stage === 3) finish = async () => ddp.gatherAll();
   }
   const { steps, msPerStep } = await trainEpochs(loader, epochs, step, {
     beforeEpoch: (e) => sampler.setEpoch(e),

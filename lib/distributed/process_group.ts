@@ -409,8 +409,19 @@ export async function destroyProcessGroup(): Promise<void> {
   if (!w) return;
   world = null;
   try {
-    // Rank 0 hosts the store: leaving before the others have finished with it would fail them.
-    await w.store.barrier(w.env.worldSize, '__destroy', w.timeoutMs);
+    // Rank 0 hosts the store: leaving before the others have finished with it would fail them. A
+    // peer that died never arrives, so a barrier of the default group runs alongside as a probe:
+    // it fails as soon as the group sees a peer gone (ERR_PEER_LOST), and then no rank waits out
+    // the store barrier's timeout.
+    const stored = w.store.barrier(w.env.worldSize, '__destroy', w.timeoutMs);
+    stored.catch(() => undefined);
+    let probe: Promise<void>;
+    try {
+      probe = w.default.barrier().wait();
+    } catch (e) {
+      probe = Promise.reject(e);
+    }
+    await Promise.race([stored, probe.then(() => stored)]);
   } catch {
     // a peer already died; nothing left to coordinate
   }

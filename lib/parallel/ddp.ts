@@ -32,6 +32,7 @@ import { zeros } from '../ops/creation';
 import { type FlatSpace, makeSpace } from './zero/layout';
 import type { Work } from '../distributed/work';
 import { BucketReducer, localGrad } from './buckets';
+import { WrappedUnits } from './zero/wrap';
 import { runWithoutSync } from './no_sync';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool, checkChoice, checkNumber } from '../validate';
@@ -66,10 +67,24 @@ export interface DDPOptions {
    * OptimizerClass, options)`): 1 shards the optimizer state over the ranks (the gradient buckets
    * are allreduced as usual); 2 shards the gradients too: each bucket is reduce-scattered from the
    * gradient hooks, overlapping backward, and each rank keeps only its averaged block (the full
-   * `.grad` is freed at syncGradients). 3 (parameters sharded per unit, FSDP) is
-   * {@link FullyShardedDataParallel}. Default 0: plain data parallelism.
+   * `.grad` is freed at syncGradients). 3 shards the parameters too, per unit (as PyTorch FSDP): the
+   * units are the model's children (a ModuleList's or ModuleDict's children in its place) or the
+   * `units` option, and every trainable parameter must belong to one; each unit's `forward` is
+   * wrapped on the instance, so whenever the forward function calls a unit its parameters are
+   * all-gathered just for that call (the next unit's gather prefetched) and freed after, and again
+   * for its backward, then its gradients are reduce-scattered. Between steps a rank holds 1/N of
+   * the parameters, gradients and optimizer state; the model's own parameter tensors are empty
+   * (shape [0]) outside a unit's call (`ddp.gatherAll()` fills them until the next forward). A
+   * parameter that gets no gradient in a step gets none in its block either, so the optimizer
+   * skips it (so unused parameters never fail syncGradients, whatever findUnusedParameters says).
+   * Stage 3 reduces no buckets: bucketCapMB, compression and noSync are refused, and lastStep is
+   * not measured. Default 0: plain data parallelism.
    */
   zeroStage?: 0 | 1 | 2 | 3;
+  /** zeroStage 3: the modules to shard, each gathered around its calls (default: the model's children). */
+  units?: { parameters(): Tensor[]; forward(...args: never[]): unknown }[];
+  /** zeroStage 3: issue the next unit's all-gather while the current one computes (default true). */
+  prefetch?: boolean;
 }
 
 /**
@@ -93,7 +108,11 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   readonly #compression: 'none' | 'fp16' | 'bf16';
   readonly #params: Tensor[];
   readonly #reducer: BucketReducer;
-  readonly #zeroStage: 0 | 1 | 2;
+  readonly #zeroStage: 0 | 1 | 2 | 3;
+  readonly #units: unknown;
+  readonly #prefetch: boolean;
+  /** zeroStage 3: the sharded units. */
+  #sharded: WrappedUnits | null = null;
   /** ZeRO: each bucket as a flat space; stage 2: this rank's averaged block of each, and the padded inputs in flight. */
   readonly #spaces: FlatSpace[] = [];
   #gradShards: (Tensor | null)[] = [];
@@ -112,7 +131,16 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     if (!module || typeof module.parameters !== 'function')
       throw argError(op, `the model must have a parameters(): Tensor[] method, got ${describe(module)}`);
     if (typeof forward !== 'function') throw argError(op, `forward must be a function, got ${describe(forward)}`);
-    const o = checkOptions(op, options, ['group', 'bucketCapMB', 'broadcastBuffers', 'findUnusedParameters', 'compression', 'zeroStage']);
+    const o = checkOptions(op, options, [
+      'group',
+      'bucketCapMB',
+      'broadcastBuffers',
+      'findUnusedParameters',
+      'compression',
+      'zeroStage',
+      'units',
+      'prefetch',
+    ]);
     if (o.group !== undefined && !(o.group instanceof ProcessGroup))
       throw argError(op, `group must be a ProcessGroup, got ${describe(o.group)}`);
     if (!o.group && !isInitialized()) throw flockError('ERR_ARG', op, 'call fl.distributed.initProcessGroup() first');
@@ -124,12 +152,16 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     this.#compression = checkChoice(op, 'compression', o.compression ?? 'none', ['none', 'fp16', 'bf16']);
     const capMB = checkNumber(op, 'bucketCapMB', o.bucketCapMB ?? 25, { above: 0 });
     const stage = checkNumber(op, 'zeroStage', o.zeroStage ?? 0, { integer: true, min: 0, max: 3 });
-    if (stage === 3)
+    this.#zeroStage = stage as 0 | 1 | 2 | 3;
+    if (stage !== 3 && (o.units !== undefined || o.prefetch !== undefined))
+      throw argError(op, `units and prefetch shard the parameters per unit: they need zeroStage 3, got zeroStage ${stage}`);
+    this.#units = o.units;
+    this.#prefetch = checkBool(op, 'prefetch', o.prefetch ?? true);
+    if (stage === 3 && (o.bucketCapMB !== undefined || this.#compression !== 'none'))
       throw argError(
         op,
-        "zeroStage 3 shards the parameters per unit, gathered around each unit, and DDP wraps one forward function with no units: use fl.parallel.FullyShardedDataParallel.create(model, options) (the model's children are the units)",
+        "zeroStage 3 reduce-scatters each unit's gradients when its backward completes: it has no buckets to size (bucketCapMB) or compress (compression)",
       );
-    this.#zeroStage = stage as 0 | 1 | 2;
     if (this.#zeroStage === 2 && this.#compression !== 'none')
       throw argError(
         op,
@@ -137,8 +169,9 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       );
     this.#params = module.parameters().filter((p) => p.requiresGrad);
     const cap = capMB * 1024 * 1024;
-    this.#reducer = new BucketReducer(this.#params, cap, (flat, bucket) => this.#launch(flat, bucket));
-    if (this.#zeroStage > 0) {
+    // Stage 3: the units' gradients are reduce-scattered by ShardedUnits, no bucket is reduced.
+    this.#reducer = new BucketReducer(stage === 3 ? [] : this.#params, cap, (flat, bucket) => this.#launch(flat, bucket));
+    if (this.#zeroStage === 1 || this.#zeroStage === 2) {
       const n = this.worldSize;
       for (const b of this.#reducer.buckets) this.#spaces.push(makeSpace(op, b.params, n));
       this.#gradShards = this.#spaces.map(() => null);
@@ -153,7 +186,9 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     options: DDPOptions = {},
   ): Promise<DistributedDataParallel<Args, Out>> {
     const ddp = new DistributedDataParallel(module, forward, options);
-    await Promise.all(ddp.#params.map((p) => ddp.#broadcast(p).wait()));
+    if (ddp.#zeroStage === 3)
+      ddp.#sharded = await WrappedUnits.create('DistributedDataParallel', module, ddp.#params, ddp.#units, ddp.#group, ddp.#prefetch);
+    else await Promise.all(ddp.#params.map((p) => ddp.#broadcast(p).wait()));
     await ddp.#syncBuffers();
     return ddp;
   }
@@ -178,6 +213,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 
   /** Runs the wrapped forward function. */
   forward(...args: Args): Out {
+    if (this.#sharded) return this.#sharded.forward('DistributedDataParallel.forward', () => this.#forward(...args));
     const out = this.#forward(...args);
     if (this.#findUnused && this.#syncing) collectLeaves(out, this.#reachable);
     return out;
@@ -192,6 +228,12 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
    * locally, and the next synchronised backward averages the accumulated sum.
    */
   noSync<T>(fn: () => T): T {
+    if (this.#zeroStage === 3)
+      throw flockError(
+        'ERR_ARG',
+        'DistributedDataParallel.noSync',
+        "not implemented with zeroStage 3 (each unit's gradients are reduce-scattered and freed as its backward completes)",
+      );
     return runWithoutSync((on) => {
       this.#syncing = on;
     }, fn);
@@ -204,6 +246,12 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
    * findUnusedParameters those contribute zeros instead.
    */
   async syncGradients(): Promise<void> {
+    if (this.#sharded) {
+      const buffersSynced = this.#broadcastBuffers ? this.#syncBuffers() : Promise.resolve();
+      await this.#sharded.core.sync();
+      await buffersSynced;
+      return;
+    }
     const missing = this.#reducer.missing();
     if (missing.length && !this.#findUnused) {
       const names = missing.map((p) => `#${this.#params.indexOf(p)} [${p.shape.join(',')}]`);
@@ -246,13 +294,42 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   }
 
   /** The ZeRO stage this wrapper was created with (0: none). */
-  get zeroStage(): 0 | 1 | 2 {
+  get zeroStage(): 0 | 1 | 2 | 3 {
     return this.#zeroStage;
   }
 
-  /** @internal ZeRO: DDP's buckets as flat spaces (the optimizer's blocks). */
+  /** @internal ZeRO: DDP's buckets as flat spaces (the optimizer's blocks); stage 3: one per parameter. */
   get zeroSpaces(): readonly FlatSpace[] {
-    return this.#spaces;
+    return this.#sharded ? this.#sharded.core.spaces : this.#spaces;
+  }
+
+  /** @internal ZeRO stage 3: this rank's parameter blocks, one per space (DDP owns them). */
+  get zeroShards(): readonly Tensor[] | undefined {
+    return this.#sharded?.core.shards;
+  }
+
+  /** @internal ZeRO stage 3: the blocks changed outside a step (a load): drop what was gathered before. */
+  zeroReshard(): void {
+    this.#sharded?.core.reshard();
+  }
+
+  /**
+   * zeroStage 3: gathers every unit's parameters into the model's own tensors (for evaluation or
+   * saving a whole state dict) until the next forward.
+   */
+  gatherAll(): void {
+    if (!this.#sharded)
+      throw flockError(
+        'ERR_ARG',
+        'DistributedDataParallel.gatherAll',
+        `only zeroStage 3 shards the parameters, this is zeroStage ${this.#zeroStage}`,
+      );
+    this.#sharded.core.gatherAll();
+  }
+
+  /** zeroStage 3: units whose all-gather has been issued and not yet used (the prefetched ones). */
+  get gathersInFlight(): number {
+    return this.#sharded?.core.gathersInFlight ?? 0;
   }
 
   /** @internal */
@@ -260,8 +337,20 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     return this.#group;
   }
 
-  /** @internal ZeRO stage 2: this rank's averaged gradient block of bucket `i` (the caller owns it). */
+  /** @internal ZeRO stage 2: this rank's averaged gradient block of bucket `i`; stage 3: of parameter block `i` (the caller owns it). */
   takeGradShard(i: number): Tensor | null {
+    if (this.#sharded) {
+      if (this.#sharded.core.unsynced)
+        throw flockError(
+          'ERR_ARG',
+          'ZeroRedundancyOptimizer.step',
+          "the last backward's gradients are not synchronized: await ddp.syncGradients() before the step",
+        );
+      const shard = this.#sharded.core.shards[i];
+      const g = shard.grad;
+      shard.grad = null;
+      return g;
+    }
     const g = this.#gradShards[i];
     this.#gradShards[i] = null;
     return g;
@@ -269,6 +358,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
 
   /** Removes the gradient hooks; the model goes back to plain local training. */
   dispose(): void {
+    this.#sharded?.dispose();
+    this.#sharded = null;
     for (const r of this.#removeHooks) r();
     this.#removeHooks = [];
     this.#reset();

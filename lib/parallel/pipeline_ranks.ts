@@ -162,9 +162,11 @@ export class DistributedPipeline {
     const g = this.group;
     const outs: Tensor[] = [];
     const sends: Promise<void>[] = [];
+    // The micro-batch's input and output while this loop owns them (disposed if a step of it fails).
+    let x: Tensor | null = null;
+    let out: Tensor | null = null;
     try {
       for (let k = 0; k < this.microBatches; k++) {
-        let x: Tensor;
         if (input) x = keep(input.narrow(0, parts[k][0], parts[k][1]).to(this.device));
         else {
           const header = keep(zeros([HEADER], { dtype: 'i64', device: this.device }));
@@ -187,10 +189,12 @@ export class DistributedPipeline {
           }
           await g.recv(x, this.stageIndex - 1).wait();
         }
-        const out = noGrad(() => this.stage.forward(x));
-        if (!(out instanceof Tensor)) throw argError(op, `stage ${this.stageIndex}'s forward must return a Tensor, got ${describe(out)}`);
-        keep(out);
+        const input_ = x;
+        const y = noGrad(() => this.stage.forward(input_));
+        if (!(y instanceof Tensor)) throw argError(op, `stage ${this.stageIndex}'s forward must return a Tensor, got ${describe(y)}`);
+        out = keep(y);
         if (out !== x) x.dispose();
+        x = null;
         if (this.isLast) outs.push(out);
         else {
           checkOutput(op, out, this.stageIndex, k, this.#outputShape);
@@ -198,6 +202,7 @@ export class DistributedPipeline {
           sends.push(settled(g.send(header, this.stageIndex + 1), header));
           sends.push(settled(g.send(out, this.stageIndex + 1), out));
         }
+        out = null;
         await ready(this.device);
       }
       await Promise.all(sends);
@@ -206,6 +211,8 @@ export class DistributedPipeline {
       for (const o of outs) o.dispose();
       return all;
     } catch (e) {
+      x?.dispose();
+      out?.dispose();
       for (const o of outs) o.dispose();
       this.group.destroy();
       throw e;

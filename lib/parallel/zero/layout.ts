@@ -19,6 +19,8 @@ export interface FlatSpace {
   params: Tensor[];
   /** Element offset of each parameter in the flat space. */
   offsets: number[];
+  /** Each parameter's shape when the space was made (ZeRO-3 frees the parameters themselves between uses). */
+  shapes: number[][];
   /** Elements of the parameters (without padding). */
   numel: number;
   /** Elements each rank owns: ceil(numel / worldSize). */
@@ -43,7 +45,16 @@ export function makeSpace(op: string, params: Tensor[], worldSize: number): Flat
     offsets.push(numel);
     numel += p.numel();
   }
-  return { params, offsets, numel, per: Math.max(1, Math.ceil(numel / worldSize)), worldSize, dtype, device };
+  return {
+    params,
+    offsets,
+    shapes: params.map((p) => [...p.shape]),
+    numel,
+    per: Math.max(1, Math.ceil(numel / worldSize)),
+    worldSize,
+    dtype,
+    device,
+  };
 }
 
 /** Groups `params` into spaces of one dtype and device each, in first-seen order. */

@@ -9,10 +9,12 @@
  *   loss.backward();      // each rank: its own batch, local gradients
  *   await opt.step();     // reduce-scatter (average) the gradients, step this rank's block, all-gather
  *
- * Given a DistributedDataParallel created with `zeroStage: 1 | 2` instead of parameters, it shards
- * DDP's gradient buckets: stage 1 reads its block of the averaged gradients DDP wrote into `.grad`,
- * stage 2 takes the averaged gradient block DDP's bucket reduce-scatters left (no full gradient
- * is kept). The flat layout steps elementwise optimizers (SGD, Adam, AdamW) exactly as on whole
+ * Given a DistributedDataParallel created with `zeroStage: 1 | 2 | 3` instead of parameters, it
+ * shards DDP's gradient buckets: stage 1 reads its block of the averaged gradients DDP wrote into
+ * `.grad`, stage 2 takes the averaged gradient block DDP's bucket reduce-scatters left (no full
+ * gradient is kept). Stage 3 steps DDP's own parameter blocks (one per parameter) with the
+ * gradient blocks syncGradients() left, and gathers nothing: the next forward does; a parameter
+ * that got no gradient is skipped. The flat layout steps elementwise optimizers (SGD, Adam, AdamW) exactly as on whole
  * tensors; every element of a block steps together, so a parameter without a gradient takes part
  * with a zero gradient (parameters that do not require grad are left out). Standalone, the parameters must start equal on every rank (DDP's creation
  * broadcasts rank 0's; otherwise broadcast them), since each rank's block starts from its own.
@@ -86,7 +88,7 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     if (isUnshardedSource(params))
       throw argError(
         op,
-        'the DistributedDataParallel was created without zeroStage; create it with zeroStage: 1 or 2, or pass its parameters()',
+        'the DistributedDataParallel was created without zeroStage; create it with zeroStage: 1, 2 or 3, or pass its parameters()',
       );
     this.#source = isZeroGradientSource(params) ? params : null;
     if (this.#source && group !== undefined)
@@ -102,7 +104,8 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     const groups: Array<{ params: Tensor[]; hyper: Record<string, unknown> }> = [];
     if (this.#source) {
       // Buckets hold the parameters in reverse order; state dicts number them in the model's.
-      groups.push({ params: this.#source.zeroSpaces.flatMap((s) => s.params).reverse(), hyper: {} });
+      const ps = this.#source.zeroSpaces.flatMap((s) => s.params);
+      groups.push({ params: this.#source.zeroStage === 3 ? ps : ps.reverse(), hyper: {} });
       this.spaces = [...this.#source.zeroSpaces];
     } else {
       groups.push(...normalizeGroups(op, params as ParamsArg<H>));
@@ -126,7 +129,9 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     this.#counts = groups.map((gr) => gr.params.length);
     if (new Set(this.#params).size !== this.#params.length) throw argError(op, 'some parameters appear more than once');
     if (this.spaces.length === 0) throw argError(op, 'none of the parameters requires grad');
-    this.shards = this.spaces.map((s) => shardValues(s, this.rank).requiresGrad_());
+    this.shards = this.#source?.zeroShards
+      ? [...this.#source.zeroShards]
+      : this.spaces.map((s) => shardValues(s, this.rank).requiresGrad_());
     this.optimizer = new OptimizerClass(
       groups.map((gr, gi) => ({ ...gr.hyper, params: this.shards.filter((_, i) => spaceGroups[i] === gi) })),
       hyper as Partial<H>,
@@ -154,7 +159,11 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
    */
   async step(): Promise<void> {
     const grads = await this.#gradBlocks();
-    if (this.#maxGradNorm !== null) await this.#clip(grads, this.#maxGradNorm);
+    if (this.#maxGradNorm !== null)
+      await this.#clip(
+        grads.filter((g) => g !== null),
+        this.#maxGradNorm,
+      );
     this.shards.forEach((s, i) => {
       s.grad?.dispose();
       s.grad = grads[i];
@@ -165,11 +174,14 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
       sh.grad?.dispose();
       sh.grad = null;
     }
-    await this.gatherParams();
+    // Stage 3: the next forward gathers the stepped blocks; what gatherAll() filled is stale now.
+    if (this.#source?.zeroShards) this.#source.zeroReshard?.();
+    else await this.gatherParams();
   }
 
-  /** All-gathers every rank's block into the parameters (what step() ends with). */
+  /** All-gathers every rank's block into the parameters (what step() ends with; stage 3: the next forward gathers). */
   async gatherParams(): Promise<void> {
+    if (this.#source?.zeroShards) return this.#source.zeroReshard?.();
     const fulls = this.spaces.map((s) => keep(zeros([s.per * s.worldSize], { dtype: s.dtype as 'f32', device: s.device })));
     try {
       await Promise.all(fulls.map((f, i) => this.#allGather(f, this.shards[i]).wait()));
@@ -180,8 +192,9 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
   }
 
   /** This rank's averaged gradient block of every space, kept. */
-  async #gradBlocks(): Promise<Tensor[]> {
+  async #gradBlocks(): Promise<(Tensor | null)[]> {
     const src = this.#source;
+    if (src?.zeroStage === 3) return this.spaces.map((_, i) => src.takeGradShard(i));
     if (src?.zeroStage === 2) {
       const blocks = this.spaces.map((_, i) => src.takeGradShard(i));
       if (blocks.some((b) => b === null)) {
@@ -295,7 +308,8 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     for (const sh of this.shards) {
       sh.grad?.dispose();
       sh.grad = null;
-      sh.dispose();
+      // Stage 3: the blocks are DDP's parameters.
+      if (!this.#source?.zeroShards) sh.dispose();
     }
   }
 

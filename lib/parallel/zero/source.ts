@@ -18,9 +18,14 @@ export interface ZeroGradientSource {
   /**
    * Stage 2: this rank's averaged gradient block [per] of space `i` since the last
    * syncGradients() (ownership passes to the caller), or null when none arrived. Stage 1 keeps the
-   * full averaged gradients in `.grad` instead.
+   * full averaged gradients in `.grad` instead. Stage 3: the block's gradient, null when its
+   * parameter got none (it throws while a backward is not synchronized).
    */
   takeGradShard(i: number): Tensor | null;
+  /** Stage 3: this rank's parameter blocks, one per space (the source owns them; the optimizer steps them in place). */
+  readonly zeroShards?: readonly Tensor[];
+  /** Stage 3: the blocks were changed outside a step (a load): what was gathered before is stale. */
+  zeroReshard?(): void;
 }
 
 export function isZeroGradientSource(v: unknown): v is ZeroGradientSource {

@@ -35,6 +35,8 @@ export interface ShardOwner {
   afterLoad(): Promise<void>;
 }
 
+const numelOf = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
+
 const stateError = (op: string, detail: string) => flockError('ERR_STATE_DICT', op, detail);
 
 async function gathered(z: Zero, s: FlatSpace, block: Tensor): Promise<Tensor> {
@@ -65,14 +67,7 @@ export async function consolidatedStateDict(z: Zero): Promise<OptimizerStateDict
       const flat = await gathered(z, s, v);
       noGrad(() =>
         s.params.forEach((p, i) => {
-          per[i][k] = keep(
-            tidy(() =>
-              flat
-                .narrow(0, s.offsets[i], p.numel())
-                .reshape([...p.shape])
-                .clone(),
-            ),
-          );
+          per[i][k] = keep(tidy(() => flat.narrow(0, s.offsets[i], numelOf(s.shapes[i])).reshape(s.shapes[i]).clone()));
         }),
       );
       flat.dispose();
@@ -146,11 +141,11 @@ export function loadConsolidated(z: Zero, sd: OptimizerStateDict): void {
         }
         const ts = vals as Tensor[];
         ts.forEach((t, i) => {
-          if (!(t instanceof Tensor) || t.numel() !== s.params[i].numel())
+          if (!(t instanceof Tensor) || t.numel() !== numelOf(s.shapes[i]))
             throw flockError(
               'ERR_SHAPE',
               op,
-              `state '${key}' of a parameter [${s.params[i].shape.join(',')}] is ${t instanceof Tensor ? `[${t.shape.join(',')}]` : describe(t)}`,
+              `state '${key}' of a parameter [${s.shapes[i].join(',')}] is ${t instanceof Tensor ? `[${t.shape.join(',')}]` : describe(t)}`,
             );
         });
         const block = keep(
