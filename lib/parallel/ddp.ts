@@ -219,7 +219,14 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     return out;
   }
 
+  /**
+   * The module's parameters; with zeroStage 3, this rank's block of each (flat, 1/N), as
+   * FullyShardedDataParallel's: the module's own parameters are empty between steps, and
+   * syncGradients() puts the averaged gradient blocks on these, so a plain optimizer built on
+   * them steps the shards (ZeroRedundancyOptimizer(ddp, ...) does the same and can save sharded state).
+   */
   parameters(): Tensor[] {
+    if (this.#sharded) return [...this.#sharded.core.shards];
     return this.module.parameters();
   }
 

@@ -220,6 +220,31 @@ async function main() {
     d.dispose();
   }
 
+  // A plain optimizer over ddp.parameters() (this rank's blocks, as FSDP's) trains as in one process.
+  {
+    const plain = makeNet(4),
+      sharded = makeNet(4);
+    const plainOpt = new fl.optim.SGD(plain.parameters(), { lr: 0.1, momentum: 0.9 });
+    const d = await DistributedDataParallel.create(sharded, (t: fl.Tensor) => sharded.forward(t), { zeroStage: 3 });
+    const blocks = d.parameters();
+    if (blocks.some((b) => sharded.parameters().includes(b)))
+      throw new Error('zeroStage 3 parameters() returned the emptied module parameters');
+    const o = new fl.optim.SGD(blocks, { lr: 0.1, momentum: 0.9 });
+    for (let s = 0; s < 3; s++) {
+      fl.tidy(() => loss(plain.forward(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
+      plainOpt.step();
+      plainOpt.zeroGrad();
+      const [xb, yb] = mine(s);
+      fl.tidy(() => loss(d.forward(xb), yb).backward());
+      await d.syncGradients();
+      o.step();
+      o.zeroGrad();
+    }
+    d.gatherAll();
+    close('zeroStage 3, a plain SGD over ddp.parameters()', await values(sharded.parameters()), await values(plain.parameters()));
+    d.dispose();
+  }
+
   await memoryChecks(N);
 
   // Misuse.
