@@ -10,7 +10,7 @@ test('2 ranks, the first dies after sending a header: forward() rejects with a c
   const line = results[1].out.split('\n').find((l) => l.startsWith('{'));
   assert.ok(line, results[1].out);
   const { code, leaked } = JSON.parse(line) as { code?: string; leaked: number };
-  assert.ok(code && code.startsWith('ERR_'), `forward() rejected with ${code}`);
+  assert.ok(code?.startsWith('ERR_'), `forward() rejected with ${code}`);
   assert.is(leaked, 0, `${leaked} bytes still held after the failed forward()`);
 });
 

@@ -66,7 +66,7 @@ export async function consolidatedStateDict(z: Zero): Promise<OptimizerStateDict
       }
       const flat = await gathered(z, s, v);
       noGrad(() =>
-        s.params.forEach((p, i) => {
+        s.params.forEach((_, i) => {
           per[i][k] = keep(tidy(() => flat.narrow(0, s.offsets[i], numelOf(s.shapes[i])).reshape(s.shapes[i]).clone()));
         }),
       );

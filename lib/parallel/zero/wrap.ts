@@ -52,7 +52,7 @@ export class WrappedUnits {
       );
     const core = await ShardedUnits.create(op, list, group, prefetch);
     const restore = list.map((u, k) => {
-      const own = Object.prototype.hasOwnProperty.call(u, 'forward');
+      const own = Object.hasOwn(u, 'forward');
       const orig = u.forward;
       u.forward = (...args: unknown[]) => core.runUnit(`${op}.forward`, k, () => orig.apply(u, args));
       return () => {
