@@ -13,9 +13,11 @@ namespace flock::dist {
 std::unique_ptr<ShmGroup> ShmGroup::join(const std::string& name, int rank, int size, const std::vector<Link>& links,
                                          const std::atomic<int>& timeout_ms, Check check) {
   const int t = timeout_ms.load();
-  std::vector<int> fds(size, -1);
-  for (int r = 0; r < size; ++r)
+  std::vector<int> fds(size, -1), ids(size, -1);
+  for (int r = 0; r < size; ++r) {
+    ids[r] = links[r].peer;
     if (r != rank) fds[r] = links[r].fd;
+  }
   std::optional<ShmSegment> seg;
   if (rank == 0) {
     std::random_device rd;
@@ -62,11 +64,12 @@ std::unique_ptr<ShmGroup> ShmGroup::join(const std::string& name, int rank, int 
     write_exact(links[0], &status, sizeof status, t);
     if (failed) std::rethrow_exception(failed);
   }
-  return std::unique_ptr<ShmGroup>(new ShmGroup(std::move(*seg), rank, std::move(fds), timeout_ms, std::move(check)));
+  return std::unique_ptr<ShmGroup>(new ShmGroup(std::move(*seg), rank, std::move(fds), std::move(ids), timeout_ms, std::move(check)));
 }
 
-ShmGroup::ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, const std::atomic<int>& timeout_ms, Check check)
-    : seg_(std::move(seg)), rank_(rank), size_(seg_.size()), fds_(std::move(fds)), timeout_ms_(timeout_ms), check_(std::move(check)) {}
+ShmGroup::ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, std::vector<int> ids, const std::atomic<int>& timeout_ms, Check check)
+    : seg_(std::move(seg)), rank_(rank), size_(seg_.size()), fds_(std::move(fds)), ids_(std::move(ids)), timeout_ms_(timeout_ms),
+      check_(std::move(check)) {}
 
 void ShmGroup::begin(const CallHeader& h) {
   seq_ = h.seq;
@@ -76,7 +79,7 @@ void ShmGroup::begin(const CallHeader& h) {
 
 void ShmGroup::sync() {
   seg_.post(rank_, ++step_);
-  seg_.wait_all(step_, timeout_ms_.load(), [this] { alive(); });
+  seg_.wait_all(step_, timeout_ms_.load(), [this] { alive(); }, ids_);
   // Every header is in the segment by the first barrier, so every rank checks them all: each one
   // that disagrees with another fails with the mismatch itself, not with the loss of a peer that
   // saw it first and left.
@@ -85,7 +88,7 @@ void ShmGroup::sync() {
       if (r == rank_) continue;
       CallHeader theirs;
       std::memcpy(&theirs, seg_.header(r, seq_), sizeof theirs);
-      check_(r, theirs);
+      check_(ids_[r], theirs);
     }
 }
 
@@ -103,7 +106,7 @@ void ShmGroup::alive() const {
   for (const pollfd& q : p)
     if (q.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
       const int peer = static_cast<int>(std::find(fds_.begin(), fds_.end(), q.fd) - fds_.begin());
-      fail(Code::PeerLost, "lost connection to rank ", peer, " (it closed the connection)");
+      fail(Code::PeerLost, "lost connection to rank ", ids_[peer], " (it closed the connection)");
     }
 }
 

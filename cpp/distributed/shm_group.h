@@ -35,12 +35,14 @@ namespace flock::dist {
 
 class ShmGroup {
  public:
-  // Throws ERR_COLLECTIVE_MISMATCH when `theirs`, the header rank `from` wrote, differs from this rank's.
+  // Throws ERR_COLLECTIVE_MISMATCH when `theirs`, the header group rank `from` wrote, differs from this rank's.
   using Check = std::function<void(int from, const CallHeader& theirs)>;
 
   // Called by every rank during connect, while `links` (this rank's data connections, indexed by
   // peer) are still blocking: rank 0 creates segment `name`, the others map it, and rank 0
-  // unlinks the name once all have.
+  // unlinks the name once all have. `rank` and `size` count the ranks sharing the segment; where
+  // they are some of a larger group's (one host's, hier_group.h), links[r].peer is the group rank
+  // of member r (links[rank].peer this rank's own), used in checks and messages.
   static std::unique_ptr<ShmGroup> join(const std::string& name, int rank, int size, const std::vector<Link>& links,
                                         const std::atomic<int>& timeout_ms, Check check);
 
@@ -51,7 +53,7 @@ class ShmGroup {
   void barrier(const CallHeader& h);
 
  private:
-  ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, const std::atomic<int>& timeout_ms, Check check);
+  ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, std::vector<int> ids, const std::atomic<int>& timeout_ms, Check check);
   void begin(const CallHeader& h);
   void sync();    // post the next step and wait for every rank's; the first of a call checks headers
   void finish();  // at least one barrier after the header check
@@ -62,6 +64,7 @@ class ShmGroup {
   ShmSegment seg_;
   const int rank_, size_;
   const std::vector<int> fds_;  // the peers' TCP data connections, watched while waiting
+  const std::vector<int> ids_;  // the group rank of each member, for checks and messages
   const std::atomic<int>& timeout_ms_;
   const Check check_;
   uint64_t step_ = 0;  // this rank's last posted step

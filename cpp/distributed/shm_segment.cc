@@ -156,7 +156,7 @@ int ShmSegment::first_behind(uint64_t v) const {
   return -1;
 }
 
-void ShmSegment::wait_all(uint64_t v, int timeout_ms, const std::function<void()>& alive) {
+void ShmSegment::wait_all(uint64_t v, int timeout_ms, const std::function<void()>& alive, const std::vector<int>& ids) {
   // Spin a little (the peers are usually a few microseconds apart), then give the core away: ranks
   // may outnumber cores, and a spinning rank would hold up the very peer it waits for.
   for (int i = 0; i < 256; ++i) {
@@ -189,7 +189,7 @@ void ShmSegment::wait_all(uint64_t v, int timeout_ms, const std::function<void()
     alive();
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
     if (ms >= timeout_ms)
-      fail(Code::Timeout, "rank ", behind, " sent nothing for ", timeout_ms, " ms (is it alive and running the same collectives?)");
+      fail(Code::Timeout, "rank ", ids[behind], " sent nothing for ", timeout_ms, " ms (is it alive and running the same collectives?)");
   }
 }
 

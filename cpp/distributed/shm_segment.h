@@ -46,8 +46,8 @@ class ShmSegment {
 
   // Waits until every rank's step is at least `v`. `alive` is called every few ms while waiting
   // (it throws to end the wait); after `timeout_ms` without every rank arriving it throws
-  // ERR_TIMEOUT naming the first rank missing.
-  void wait_all(uint64_t v, int timeout_ms, const std::function<void()>& alive);
+  // ERR_TIMEOUT naming the first rank missing (as ids[rank], its rank in the process group).
+  void wait_all(uint64_t v, int timeout_ms, const std::function<void()>& alive, const std::vector<int>& ids);
 
  private:
   struct Layout;
