@@ -355,6 +355,7 @@ class Ring final : public RingGroup, private TcpRing {
     ControlPlane::Cause cause{*err, true};
     if (err->code == Code::PeerLost || err->code == Code::Timeout) cause = ctrl_.explain(*err, seq, op, timeout_ms_);
     if (cause.first_hand) ctrl_.report(cause.error);  // before the data connections close below
+    else ctrl_.failed();
     *err = StreamError{cause.error.code, std::string(op) + " on rank " + std::to_string(rank_) + ": " + cause.error.message};
     {
       std::lock_guard<std::mutex> lk(m_);
