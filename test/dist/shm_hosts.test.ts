@@ -122,6 +122,7 @@ test('hosts a,a,b,b: a silent rank makes the others fail with ERR_TIMEOUT naming
         new Promise<RankResult>((resolve) => {
           let out = '';
           c.stdout!.on('data', (d) => (out += d));
+          c.stderr!.on('data', (d) => (out += d));
           c.on('close', (code, signal) => resolve({ rank, code, signal, out }));
         }),
     ),
