@@ -97,6 +97,13 @@ void HierGroup::broadcast(const CallHeader& h, char* data, size_t bytes, int roo
   }
 }
 
+ShmGroup* HierGroup::local(int peer, int* index) const {
+  if (!local_ || host_of_[peer] != host_) return nullptr;
+  const auto& mine = hosts_[host_];
+  *index = static_cast<int>(std::find(mine.begin(), mine.end(), peer) - mine.begin());
+  return local_.get();
+}
+
 void HierGroup::barrier(const CallHeader& h) {
   if (local_) local_->barrier(h);
   if (leader()) tcp_.tcp_barrier(leaders_);

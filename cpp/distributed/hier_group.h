@@ -64,6 +64,9 @@ class HierGroup {
   void allgather(const CallHeader& h, const char* in, char* out, size_t m, size_t es);
   void broadcast(const CallHeader& h, char* data, size_t bytes, int root);
   void barrier(const CallHeader& h);
+  // This host's segment group when group rank `peer` is on this host (*index: its place there),
+  // else null: send/recv between the two go through its pipes.
+  ShmGroup* local(int peer, int* index) const;
 
  private:
   bool leader() const { return hosts_[host_][0] == rank_; }

@@ -194,6 +194,11 @@ class Ring final : public RingGroup, private TcpRing {
     run("send", std::move(done), [this, t, dst] {
       CallHeader h = header(Call::Send, t.dtype, t.numel());
       h.seq = ++sends_[dst];
+      int at = 0;
+      if (ShmGroup* s = pipe_to(dst, &at)) {
+        s->pipe_write(at, &h, sizeof h);
+        return s->pipe_write(at, t.raw(), t.nbytes());
+      }
       exchange(&links_[dst], &h, sizeof h, &links_[dst], nullptr, 0, timeout_ms_);
       exchange(&links_[dst], t.raw(), t.nbytes(), &links_[dst], nullptr, 0, timeout_ms_);
     });
@@ -205,7 +210,10 @@ class Ring final : public RingGroup, private TcpRing {
     run("recv", std::move(done), [this, t, src] {
       CallHeader want = header(Call::Send, t.dtype, t.numel()), got;
       want.seq = ++recvs_[src];
-      exchange(&links_[src], nullptr, 0, &links_[src], &got, sizeof got, timeout_ms_);
+      int at = 0;
+      ShmGroup* s = pipe_to(src, &at);
+      if (s) s->pipe_read(at, &got, sizeof got);
+      else exchange(&links_[src], nullptr, 0, &links_[src], &got, sizeof got, timeout_ms_);
       if (!same_call(got, want)) {
         const bool p2p = is_call(got) && got.call == Call::Send;
         std::string theirs = describe(got, false);
@@ -215,7 +223,8 @@ class Ring final : public RingGroup, private TcpRing {
         fail(Code::CollectiveMismatch, p2p ? "send/recv mismatch on " : "collective mismatch on ", name_, ": rank ", src, " called ", theirs,
              ", rank ", rank_, " called ", mine);
       }
-      exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_);
+      if (s) s->pipe_read(at, t.raw(), t.nbytes());
+      else exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_);
     });
   }
 
@@ -240,6 +249,11 @@ class Ring final : public RingGroup, private TcpRing {
   ShmGroup* shm() {
     if (shm_) unsent_ = false;
     return shm_.get();
+  }
+  // The shared-memory group whose pipes reach `peer` (*index: its place there), or null: TCP.
+  ShmGroup* pipe_to(int peer, int* index) const {
+    *index = peer;
+    return shm_ ? shm_.get() : hier_ ? hier_->local(peer, index) : nullptr;
   }
   // The hierarchy when this group spans hosts and shares memory on some (its TCP phases send the
   // header themselves, among the ranks they run on).

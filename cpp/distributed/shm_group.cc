@@ -110,6 +110,57 @@ void ShmGroup::alive() const {
     }
 }
 
+void ShmGroup::alive(int peer) const {
+  pollfd p{fds_[peer], POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+    fail(Code::PeerLost, "lost connection to rank ", ids_[peer], " (it closed the connection)");
+}
+
+void ShmGroup::pipe_wait(int peer, const std::function<bool()>& ready, const char* what, const char* call) {
+  const int t = timeout_ms_.load();
+  seg_.wait_until(ready, t, [&] { alive(peer); }, [&] {
+    fail(Code::Timeout, "rank ", ids_[peer], " ", what, " for ", t, " ms (is it alive and calling the matching ", call, "?)");
+  });
+}
+
+void ShmGroup::pipe_write(int peer, const void* p, size_t n) {
+  ShmSegment::Pipe* q = seg_.pipe(rank_, peer);
+  char* ring = seg_.pipe_data(rank_, peer);
+  const size_t cap = seg_.pipe_bytes();
+  const char* src = static_cast<const char*>(p);
+  uint64_t w = q->written.load(std::memory_order_relaxed);  // only this rank moves it
+  while (n > 0) {
+    uint64_t room = 0;
+    pipe_wait(peer, [&] { return (room = cap - (w - q->read.load(std::memory_order_acquire))) > 0; }, "took nothing", "recv");
+    const size_t at = w % cap, k = std::min({n, static_cast<size_t>(room), cap - at});
+    std::memcpy(ring + at, src, k);
+    w += k;
+    src += k;
+    n -= k;
+    q->written.store(w, std::memory_order_seq_cst);  // after the bytes; before the sleeper check in notify
+    seg_.notify();
+  }
+}
+
+void ShmGroup::pipe_read(int peer, void* p, size_t n) {
+  ShmSegment::Pipe* q = seg_.pipe(peer, rank_);
+  const char* ring = seg_.pipe_data(peer, rank_);
+  const size_t cap = seg_.pipe_bytes();
+  char* dst = static_cast<char*>(p);
+  uint64_t r = q->read.load(std::memory_order_relaxed);  // only this rank moves it
+  while (n > 0) {
+    uint64_t ready = 0;
+    pipe_wait(peer, [&] { return (ready = q->written.load(std::memory_order_acquire) - r) > 0; }, "sent nothing", "send");
+    const size_t at = r % cap, k = std::min({n, static_cast<size_t>(ready), cap - at});
+    std::memcpy(dst, ring + at, k);
+    r += k;
+    dst += k;
+    n -= k;
+    q->read.store(r, std::memory_order_seq_cst);
+    seg_.notify();
+  }
+}
+
 // Rounds alternate between the two halves of every slot, so a round may write its half as soon
 // as the previous round's first barrier has passed: by then every rank is done reading what the
 // round before that left in it.

@@ -18,7 +18,12 @@
 // barrier, checks its ring predecessor's (as the TCP ring does), before taking any peer's data.
 // Every collective has a second barrier after the check, so a rank that saw a mismatch (and posts
 // nothing more) keeps every other rank from completing the call; they learn why on the control
-// connections. send/recv stay on the TCP links between the pair.
+// connections.
+//
+// send/recv go through the segment's pipe from the sender to the receiver (shm_segment.h): the
+// same byte stream as on the pair's TCP link, the call header then the data, so the receiver
+// checks the header as it would there. A wait on a pipe watches only the peer's connection: the
+// loss of another rank is no concern of this pair's.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -51,6 +56,11 @@ class ShmGroup {
   void allgather(const CallHeader& h, const char* in, char* out, size_t m, size_t es);
   void broadcast(const CallHeader& h, char* data, size_t bytes, int root);
   void barrier(const CallHeader& h);
+  // Into / out of the pipe to / from member `peer` (an index as `rank`), blocking while it is full
+  // / empty; the wait ends with ERR_PEER_LOST when the peer's connection closes, ERR_TIMEOUT after
+  // the group's timeout without progress.
+  void pipe_write(int peer, const void* p, size_t n);
+  void pipe_read(int peer, void* p, size_t n);
 
  private:
   ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, std::vector<int> ids, const std::atomic<int>& timeout_ms, Check check);
@@ -58,6 +68,8 @@ class ShmGroup {
   void sync();    // post the next step and wait for every rank's; the first of a call checks headers
   void finish();  // at least one barrier after the header check
   void alive() const;  // throws ERR_PEER_LOST when a peer's connection has closed (it died, or left)
+  void alive(int peer) const;  // the same for one peer
+  void pipe_wait(int peer, const std::function<bool()>& ready, const char* what, const char* call);
   size_t chunk_bytes() const { return seg_.slot_bytes() / 2; }  // what one round moves per rank
   char* half(int rank) const;  // the half of `rank`'s slot the running round uses
 

@@ -113,8 +113,9 @@ export class ProcessGroup {
 
   /**
    * ring: how collectives move between the ranks, 'shm' (shared memory, every rank on this host),
-   * 'shm+tcp' (shared memory within each host, TCP between hosts) or 'tcp'; send/recv always use
-   * TCP. null for the other backends and once destroyed.
+   * 'shm+tcp' (shared memory within each host, TCP between hosts) or 'tcp'; send/recv between two
+   * ranks of one host go through shared memory too, except with 'tcp'. null for the other backends
+   * and once destroyed.
    */
   get transport(): 'shm' | 'shm+tcp' | 'tcp' | null {
     return this.backend === 'ring' && this.#h ? native.ringTransport(this.#h) : null;
