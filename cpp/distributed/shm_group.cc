@@ -5,10 +5,14 @@
 #include <exception>
 #include <optional>
 #include <random>
+#include <utility>
 #include "../error.h"
 #include "reduce.h"
 
 namespace flock::dist {
+namespace {
+constexpr int kMaxFused = 8;  // peers' slices folded in per pass over this rank's own
+}  // namespace
 
 std::unique_ptr<ShmGroup> ShmGroup::join(const std::string& name, int rank, int size, const std::vector<Link>& links,
                                          const std::atomic<int>& timeout_ms, Check check) {
@@ -182,8 +186,12 @@ void ShmGroup::allreduce(const CallHeader& h, char* data, size_t n, DType dt, Re
     // Slice `rank` reduced in place from every peer's slot, then published for the others.
     char* own = data + lo(rank_) * es;
     const size_t len = lo(rank_ + 1) - lo(rank_);
-    for (int j = 0; j < size_; ++j)
-      if (j != rank_) reduce_into(own, at(half(j), rank_), len, dt, op);
+    const void* peers[kMaxFused];
+    for (int j = 0, k = 0; j < size_; ++j)
+      if (j != rank_) {
+        peers[k++] = at(half(j), rank_);
+        if (k == kMaxFused || j == last_peer()) reduce_many(own, peers, std::exchange(k, 0), len, dt, op);
+      }
     if (op == ReduceOp::Avg) scale_into(own, len, dt, 1.0 / size_);
     std::memcpy(at(mine, rank_), own, len * es);
     sync();
@@ -204,8 +212,12 @@ void ShmGroup::reduce_scatter(const CallHeader& h, const char* in, char* out, si
     sync();
     char* o = out + base * es;
     std::memmove(o, in + (rank_ * m + base) * es, cb);
-    for (int j = 0; j < size_; ++j)
-      if (j != rank_) reduce_into(o, half(j) + rank_ * cb, c, dt, op);
+    const void* peers[kMaxFused];
+    for (int j = 0, k = 0; j < size_; ++j)
+      if (j != rank_) {
+        peers[k++] = half(j) + rank_ * cb;
+        if (k == kMaxFused || j == last_peer()) reduce_many(o, peers, std::exchange(k, 0), c, dt, op);
+      }
     if (op == ReduceOp::Avg) scale_into(o, c, dt, 1.0 / size_);
   }
   finish();

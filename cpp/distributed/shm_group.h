@@ -70,6 +70,7 @@ class ShmGroup {
   void alive() const;  // throws ERR_PEER_LOST when a peer's connection has closed (it died, or left)
   void alive(int peer) const;  // the same for one peer
   void pipe_wait(int peer, const std::function<bool()>& ready, const char* what, const char* call);
+  int last_peer() const { return rank_ == size_ - 1 ? size_ - 2 : size_ - 1; }
   size_t chunk_bytes() const { return seg_.slot_bytes() / 2; }  // what one round moves per rank
   char* half(int rank) const;  // the half of `rank`'s slot the running round uses
 
