@@ -168,36 +168,49 @@ void ShmGroup::pipe_read(int peer, void* p, size_t n) {
 // Rounds alternate between the two halves of every slot, so a round may write its half as soon
 // as the previous round's first barrier has passed: by then every rank is done reading what the
 // round before that left in it.
-char* ShmGroup::half(int rank) const { return seg_.slot(rank) + (round_ & 1) * chunk_bytes(); }
+char* ShmGroup::half(int rank, uint64_t round) const { return seg_.slot(rank) + (round & 1) * chunk_bytes(); }
 
+// Rounds pipelined one step apart, so that one barrier a round serves two: step s copies in round
+// s's slices and publishes round s-1's reduced one, then, after the barrier, copies round s-1's
+// reduced slices out and reduces round s. Nothing a step writes can still be read by a peer: the
+// copy-in fills the peers' slices of round s's half, which they last reduced from in step s-2
+// (round s-2 used that half); the publish fills this rank's slice of round s-1's half, which they
+// last copied out in step s-2 (round s-3). This rank's slice of round s-2, which peers may still be
+// copying out (step s-1), is in round s's half too, but slice k sits at k x stride whatever its
+// round's length, so the copy-in never touches it.
 void ShmGroup::allreduce(const CallHeader& h, char* data, size_t n, DType dt, ReduceOp op) {
   begin(h);
-  const size_t es = dtype_size(dt), per = chunk_bytes() / es;
-  for (size_t base = 0; base < n; base += per, ++round_) {
-    const size_t c = std::min(per, n - base);
-    auto lo = [&](int k) { return base + c * static_cast<size_t>(k) / static_cast<size_t>(size_); };  // slice k: [lo(k), lo(k + 1))
-    auto at = [&](char* p, int k) { return p + (lo(k) - base) * es; };
-    auto bytes = [&](int k) { return (lo(k + 1) - lo(k)) * es; };
-    char* mine = half(rank_);
-    // The slices the peers reduce; this rank's own stays in `data`.
-    for (int j = 0; j < size_; ++j)
-      if (j != rank_) std::memcpy(at(mine, j), data + lo(j) * es, bytes(j));
+  const size_t es = dtype_size(dt), stride = chunk_bytes() / es / static_cast<size_t>(size_);
+  const size_t per = stride * static_cast<size_t>(size_), rounds = (n + per - 1) / per;
+  auto lo = [&](size_t r, int k) {  // round r's slice k: [lo(r, k), lo(r, k + 1)) of `data`
+    const size_t c = std::min(per, n - r * per);
+    return r * per + c * static_cast<size_t>(k) / static_cast<size_t>(size_);
+  };
+  auto at = [&](int rank, size_t r, int k) { return half(rank, round_ + r) + static_cast<size_t>(k) * stride * es; };
+  auto bytes = [&](size_t r, int k) { return (lo(r, k + 1) - lo(r, k)) * es; };
+  for (size_t s = 0; s <= rounds; ++s) {
+    // Round s's slices the peers reduce (this rank's own stays in `data`); round s-1's reduced one.
+    if (s < rounds)
+      for (int j = 0; j < size_; ++j)
+        if (j != rank_) std::memcpy(at(rank_, s, j), data + lo(s, j) * es, bytes(s, j));
+    if (s > 0) std::memcpy(at(rank_, s - 1, rank_), data + lo(s - 1, rank_) * es, bytes(s - 1, rank_));
     sync();
-    // Slice `rank` reduced in place from every peer's slot, then published for the others.
-    char* own = data + lo(rank_) * es;
-    const size_t len = lo(rank_ + 1) - lo(rank_);
+    if (s > 0)
+      for (int j = 0; j < size_; ++j)
+        if (j != rank_) std::memcpy(data + lo(s - 1, j) * es, at(j, s - 1, j), bytes(s - 1, j));
+    if (s == rounds) break;
+    // Round s's slice `rank`, reduced in place from every peer's slot.
+    char* own = data + lo(s, rank_) * es;
+    const size_t len = lo(s, rank_ + 1) - lo(s, rank_);
     const void* peers[kMaxFused];
     for (int j = 0, k = 0; j < size_; ++j)
       if (j != rank_) {
-        peers[k++] = at(half(j), rank_);
+        peers[k++] = at(j, s, rank_);
         if (k == kMaxFused || j == last_peer()) reduce_many(own, peers, std::exchange(k, 0), len, dt, op);
       }
     if (op == ReduceOp::Avg) scale_into(own, len, dt, 1.0 / size_);
-    std::memcpy(at(mine, rank_), own, len * es);
-    sync();
-    for (int j = 0; j < size_; ++j)
-      if (j != rank_) std::memcpy(data + lo(j) * es, at(half(j), j), bytes(j));
   }
+  round_ += rounds;
   finish();
 }
 
@@ -206,7 +219,7 @@ void ShmGroup::reduce_scatter(const CallHeader& h, const char* in, char* out, si
   const size_t es = dtype_size(dt), per = chunk_bytes() / (es * static_cast<size_t>(size_));
   for (size_t base = 0; base < m; base += per, ++round_) {
     const size_t c = std::min(per, m - base), cb = c * es;
-    char* mine = half(rank_);
+    char* mine = half(rank_, round_);
     for (int j = 0; j < size_; ++j)
       if (j != rank_) std::memcpy(mine + j * cb, in + (j * m + base) * es, cb);
     sync();
@@ -215,7 +228,7 @@ void ShmGroup::reduce_scatter(const CallHeader& h, const char* in, char* out, si
     const void* peers[kMaxFused];
     for (int j = 0, k = 0; j < size_; ++j)
       if (j != rank_) {
-        peers[k++] = half(j) + rank_ * cb;
+        peers[k++] = half(j, round_) + rank_ * cb;
         if (k == kMaxFused || j == last_peer()) reduce_many(o, peers, std::exchange(k, 0), c, dt, op);
       }
     if (op == ReduceOp::Avg) scale_into(o, c, dt, 1.0 / size_);
@@ -228,11 +241,11 @@ void ShmGroup::allgather(const CallHeader& h, const char* in, char* out, size_t 
   const size_t per = chunk_bytes() / es;
   for (size_t base = 0; base < m; base += per, ++round_) {
     const size_t c = std::min(per, m - base);
-    std::memcpy(half(rank_), in + base * es, c * es);
+    std::memcpy(half(rank_, round_), in + base * es, c * es);
     sync();
     for (int j = 0; j < size_; ++j) {
       char* o = out + (j * m + base) * es;
-      if (j != rank_) std::memcpy(o, half(j), c * es);
+      if (j != rank_) std::memcpy(o, half(j, round_), c * es);
       else std::memmove(o, in + base * es, c * es);  // `in` may be this rank's block of `out`
     }
   }
@@ -244,9 +257,9 @@ void ShmGroup::broadcast(const CallHeader& h, char* data, size_t bytes, int root
   const size_t per = chunk_bytes();
   for (size_t base = 0; base < bytes; base += per, ++round_) {
     const size_t c = std::min(per, bytes - base);
-    if (rank_ == root) std::memcpy(half(root), data + base, c);
+    if (rank_ == root) std::memcpy(half(root, round_), data + base, c);
     sync();
-    if (rank_ != root) std::memcpy(data + base, half(root), c);
+    if (rank_ != root) std::memcpy(data + base, half(root, round_), c);
   }
   finish();
 }

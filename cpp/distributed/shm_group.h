@@ -4,7 +4,9 @@
 //   allReduce      each rank copies in the slices of its chunk the peers reduce; rank k reduces
 //                  slice k straight out of the peers' slots into its own tensor (a reduce-scatter
 //                  with no copy in between) and publishes it; every rank copies the others' reduced
-//                  slices out (an all-gather);
+//                  slices out (an all-gather). Rounds are pipelined a step apart (one round's
+//                  publish and copy-out share a barrier with the next one's copy-in and reduction),
+//                  so a round costs one barrier, as in the other collectives;
 //   reduceScatter  each rank lays in its chunks of the blocks the peers reduce; rank k reduces
 //                  block k of every slot into its output;
 //   allGather      each rank copies its chunk in; every rank copies every peer's out;
@@ -12,7 +14,7 @@
 // Between the phases every rank posts its step counter and waits for all the others' (a barrier
 // on the segment). A round writes only before its first barrier and reads after it, so with two
 // halves no slot is rewritten before every reader is done with it, and a round needs one barrier
-// (two for allReduce).
+// (allReduce's pipelined rounds: shm_group.cc).
 //
 // Call headers: each rank writes its header before the first phase and, after that phase's
 // barrier, checks its ring predecessor's (as the TCP ring does), before taking any peer's data.
@@ -72,7 +74,7 @@ class ShmGroup {
   void pipe_wait(int peer, const std::function<bool()>& ready, const char* what, const char* call);
   int last_peer() const { return rank_ == size_ - 1 ? size_ - 2 : size_ - 1; }
   size_t chunk_bytes() const { return seg_.slot_bytes() / 2; }  // what one round moves per rank
-  char* half(int rank) const;  // the half of `rank`'s slot the running round uses
+  char* half(int rank, uint64_t round) const;  // the half of `rank`'s slot round `round` (over all calls) uses
 
   ShmSegment seg_;
   const int rank_, size_;
