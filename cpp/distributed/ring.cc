@@ -70,6 +70,8 @@ class Ring final : public RingGroup, private TcpRing {
     FLOCK_CHECK(static_cast<int>(peers.size()) == size_, Arg, "ring: expected ", size_, " peer addresses, got ", peers.size());
     FLOCK_CHECK(host_of.empty() || static_cast<int>(host_of.size()) == size_, Arg, "ring: expected ", size_, " host indices, got ",
                 host_of.size());
+    // One host after all: the plain shared-memory group.
+    if (std::all_of(host_of.begin(), host_of.end(), [&](int h) { return h == host_of[0]; })) host_of.clear();
     run("connect", std::move(done), [this, peers = std::move(peers), shm_name = std::move(shm_name), host_of = std::move(host_of)] {
       // Two connections per pair, data (channel 0) and control (1). Dial the higher ranks (their
       // listen backlog takes us before they accept), then accept the lower ones: no ordering
