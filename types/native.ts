@@ -266,9 +266,9 @@ export interface NativeAddon {
    * Connects to every peer (index = rank) on the group's communication thread. shmName: every rank
    * is on this host; collectives go through that POSIX shared-memory segment (rank 0 creates it).
    */
-  ringConnect(group: NativeGroup, hosts: string[], ports: number[], shmName?: string): Promise<void>;
+  ringConnect(group: NativeGroup, hosts: string[], ports: number[], shmName?: string, hostOf?: number[]): Promise<void>;
   /** How a connected ring group moves collective data: 'shm' (shared memory) or 'tcp'. */
-  ringTransport(group: NativeGroup): 'shm' | 'tcp';
+  ringTransport(group: NativeGroup): 'shm' | 'shm+tcp' | 'tcp';
   pgAllReduce(group: NativeGroup, t: NativeTensor, op: NativeReduceOp, ordered?: boolean): Promise<ArrayBuffer>;
   pgBroadcast(group: NativeGroup, t: NativeTensor, root: number, ordered?: boolean): Promise<ArrayBuffer>;
   pgAllGather(group: NativeGroup, input: NativeTensor, output: NativeTensor, ordered?: boolean): Promise<ArrayBuffer>;

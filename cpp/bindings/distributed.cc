@@ -148,7 +148,16 @@ Napi::Value RingConnect(const Napi::CallbackInfo& info) {
   std::string shm = info.Length() > 3 ? a.string(3, "shmName") : "";
   if (!shm.empty() && (shm[0] != '/' || shm.size() < 2 || shm.size() > 255 || shm.find('/', 1) != std::string::npos))
     fail(Code::Arg, "ringConnect: shmName must be '/' followed by a name without '/', got '", shm, "'");
-  return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { g->connect(std::move(peers), std::move(shm), settle); });
+  // The host index of each rank, for a group that spans hosts (hier_group.h).
+  std::vector<int> host_of;
+  if (info.Length() > 4 && !info[4].IsUndefined()) {
+    for (int64_t h : a.ints(4, "hostOf", 0, static_cast<int64_t>(ports.size()) - 1, 1u << 20)) host_of.push_back(static_cast<int>(h));
+    if (host_of.size() != ports.size()) fail(Code::Arg, "ringConnect: ", host_of.size(), " host indices but ", ports.size(), " ports");
+    if (shm.empty()) fail(Code::Arg, "ringConnect: hostOf needs a shmName");
+  }
+  return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) {
+    g->connect(std::move(peers), std::move(shm), std::move(host_of), settle);
+  });
 }
 
 Napi::Value RingTransport(const Napi::CallbackInfo& info) {

@@ -14,7 +14,7 @@ namespace flock::dist {
 
 // Every note has one fixed size; each field is re-validated on arrival.
 struct ControlPlane::Note {
-  enum Kind : int32_t { Report = 1, Query = 2, Progress = 3, Bye = 4 };
+  enum Kind : int32_t { Report = 1, Query = 2, Progress = 3, Bye = 4, Failed = 5 };
   int32_t kind = 0;
   int32_t code = 0;      // Report: a flock::Code
   int64_t value = 0;     // Progress: collectives started
@@ -37,7 +37,7 @@ std::string list_ranks(const std::vector<int>& ranks) {
 }  // namespace
 
 ControlPlane::ControlPlane(int rank, int size)
-    : rank_(rank), size_(size), fds_(size, -1), partial_(size), gone_(size, 0), bye_(size, 0), progress_(size, -1) {}
+    : rank_(rank), size_(size), fds_(size, -1), partial_(size), gone_(size, 0), bye_(size, 0), explained_(size, 0), progress_(size, -1) {}
 
 void ControlPlane::goodbye() {
   if (!thread_.joinable() || said_goodbye_.exchange(true)) return;
@@ -136,7 +136,13 @@ void ControlPlane::handle(int peer, const Note& n) {
       const Code code = valid_code(n.code) ? static_cast<Code>(n.code) : Code::PeerLost;
       std::lock_guard<std::mutex> lk(m_);
       if (!report_) report_ = std::make_pair(peer, StreamError{code, std::move(text)});
+      explained_[peer] = 1;
       cv_.notify_all();
+      return;
+    }
+    case Note::Failed: {
+      std::lock_guard<std::mutex> lk(m_);
+      explained_[peer] = 1;
       return;
     }
     case Note::Bye: {
@@ -181,6 +187,13 @@ void ControlPlane::report(const StreamError& cause) {
   send_all(note);
 }
 
+void ControlPlane::failed() {
+  if (!thread_.joinable()) return;
+  Note note;
+  note.kind = Note::Failed;
+  send_all(note);
+}
+
 ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq, const char* op, int timeout_ms) {
   if (!thread_.joinable()) return {local, true};
   auto ranks_where = [&](auto pred) {
@@ -189,7 +202,9 @@ ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq,
       if (r != rank_ && pred(r)) ranks.push_back(r);
     return ranks;
   };
-  auto lost = [&] { return ranks_where([&](int r) { return gone_[r] && !bye_[r]; }); };
+  // A rank that said it failed and then ended is not the cause (in a hierarchical group a rank may
+  // learn of a failure only after the ranks nearer to it have failed, said so, and exited).
+  auto lost = [&] { return ranks_where([&](int r) { return gone_[r] && !bye_[r] && !explained_[r]; }); };
   std::unique_lock<std::mutex> lk(m_);
   // A rank that died closed its control connection with the rest; a rank that failed first-hand
   // reported before closing its data connections. Either is here within moments.

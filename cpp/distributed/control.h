@@ -49,6 +49,9 @@ class ControlPlane {
   Cause explain(const StreamError& local, int64_t seq, const char* op, int timeout_ms);
   // Tells every peer still connected (best effort: some may be gone).
   void report(const StreamError& cause);
+  // Tells every peer that this rank failed for a cause explain() found elsewhere, so that when it
+  // ends, its peers do not take it for the cause.
+  void failed();
 
   static constexpr int kGraceMs = 250;
   static constexpr int kQueryMs = 1000;
@@ -74,6 +77,7 @@ class ControlPlane {
   std::condition_variable cv_;
   std::vector<char> gone_;  // peer closed without a goodbye
   std::vector<char> bye_;   // peer said goodbye
+  std::vector<char> explained_;  // peer said it failed (report() or failed()): its end is not a cause
   std::optional<std::pair<int, StreamError>> report_;  // first report received, and from whom
   std::vector<int64_t> progress_;  // answers to our query, -1 until answered
   bool leaving_ = false;  // goodbye() ran: explain() stops waiting on the others

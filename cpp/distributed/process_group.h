@@ -59,9 +59,11 @@ class RingGroup : public ProcessGroup {
   static std::shared_ptr<RingGroup> listen(int rank, int size, const std::string& bind_host, int timeout_ms, std::string name = "");
   virtual int port() const = 0;
   // `shm_name` non-empty: every rank is on this host, and collectives go through the shared-memory
-  // segment of that name (rank 0 creates it) instead of TCP.
-  virtual void connect(std::vector<PeerAddress> peers, std::string shm_name, Done done) = 0;
-  virtual const char* transport() const = 0;  // "shm" or "tcp"
+  // segment of that name (rank 0 creates it) instead of TCP. With `host_of` (the host index of
+  // each rank, numbered in order of first appearance) the ranks span hosts: shared memory within
+  // each host (segment `shm_name`-h<index>), TCP between them (hier_group.h).
+  virtual void connect(std::vector<PeerAddress> peers, std::string shm_name, std::vector<int> host_of, Done done) = 0;
+  virtual const char* transport() const = 0;  // "shm", "shm+tcp" or "tcp"
 };
 
 // NCCL, found at run time. available() explains why not when it is not.

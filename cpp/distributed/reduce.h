@@ -33,6 +33,20 @@ inline void reduce_into(void* dst, const void* src, size_t n, DType t, ReduceOp 
   });
 }
 
+// dst = dst op srcs[0] op srcs[1] ... (in that order), a block at a time so that the block of dst
+// stays in L1 while every source passes over it: one pass over dst instead of one per source.
+inline void reduce_many(void* dst, const void* const* srcs, int count, size_t n, DType t, ReduceOp op) {
+  visit_numeric(t, "allreduce", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr size_t kBlock = 16384 / sizeof(T);
+    T* d = static_cast<T*>(dst);
+    for (size_t b = 0; b < n; b += kBlock) {
+      const size_t m = n - b < kBlock ? n - b : kBlock;
+      for (int s = 0; s < count; ++s) reduce_typed(d + b, static_cast<const T*>(srcs[s]) + b, m, op);
+    }
+  });
+}
+
 // Divides by the group size after a sum, for ReduceOp::Avg (floating dtypes only).
 inline void scale_into(void* p, size_t n, DType t, double factor) {
   visit_float(t, "allreduce(avg)", [&](auto tag) {

@@ -25,34 +25,29 @@
 #include "call_header.h"
 #include "comm_thread.h"
 #include "control.h"
+#include "hier_group.h"
 #include "process_group.h"
 #include "reduce.h"
 #include "shm_group.h"
 #include "socket.h"
+#include "tcp_ring.h"
 
 namespace flock::dist {
 namespace {
 
 constexpr uint32_t kMagic = 0x666c6b32;  // "flk2": refuses strays that are not our ranks (or speak another version)
-constexpr size_t kChunk = size_t(128) << 10;  // pipelining grain and staging size (64 KiB and 256 KiB+ measured slower)
-// Up to this size an allreduce on 2, 4, 8... ranks is latency-bound: recursive doubling's fewer,
-// larger messages beat the ring's 2(n-1) small ones (measured on loopback, bench/allreduce.ts).
-constexpr size_t kDoublingBytes = size_t(256) << 10;
-int mod(int a, int n) { return ((a % n) + n) % n; }
 
 int check_rank_in_world(int rank, int size) {
   FLOCK_CHECK(size >= 1 && rank >= 0 && rank < size, Arg, "ring: rank ", rank, " is outside a world of size ", size);
   return rank;
 }
 
-class Ring final : public RingGroup {
+class Ring final : public RingGroup, private TcpRing {
  public:
   Ring(int rank, int size, const std::string& host, int timeout_ms, std::string name)
-      : rank_(rank), size_(size), name_(name.empty() ? "this process group" : std::move(name)), timeout_ms_(timeout_ms),
-        ctrl_(check_rank_in_world(rank, size), size) {
+      : TcpRing(check_rank_in_world(rank, size), size, timeout_ms), name_(name.empty() ? "this process group" : std::move(name)),
+        ctrl_(rank, size) {
     listen_fd_ = tcp_listen(host, &port_, 2 * size + 8);
-    links_.resize(size);
-    for (int r = 0; r < size; ++r) links_[r].peer = r;
     sends_.resize(size);
     recvs_.resize(size);
   }
@@ -69,11 +64,15 @@ class Ring final : public RingGroup {
   int port() const override { return port_; }
   void set_timeout(int ms) override { timeout_ms_ = ms; }
 
-  const char* transport() const override { return shm_ ? "shm" : "tcp"; }
+  const char* transport() const override { return shm_ ? "shm" : hier_ ? "shm+tcp" : "tcp"; }
 
-  void connect(std::vector<PeerAddress> peers, std::string shm_name, Done done) override {
+  void connect(std::vector<PeerAddress> peers, std::string shm_name, std::vector<int> host_of, Done done) override {
     FLOCK_CHECK(static_cast<int>(peers.size()) == size_, Arg, "ring: expected ", size_, " peer addresses, got ", peers.size());
-    run("connect", std::move(done), [this, peers = std::move(peers), shm_name = std::move(shm_name)] {
+    FLOCK_CHECK(host_of.empty() || static_cast<int>(host_of.size()) == size_, Arg, "ring: expected ", size_, " host indices, got ",
+                host_of.size());
+    // One host after all: the plain shared-memory group.
+    if (std::all_of(host_of.begin(), host_of.end(), [&](int h) { return h == host_of[0]; })) host_of.clear();
+    run("connect", std::move(done), [this, peers = std::move(peers), shm_name = std::move(shm_name), host_of = std::move(host_of)] {
       // Two connections per pair, data (channel 0) and control (1). Dial the higher ranks (their
       // listen backlog takes us before they accept), then accept the lower ones: no ordering
       // between ranks can deadlock.
@@ -104,11 +103,25 @@ class Ring final : public RingGroup {
         if (hello[3] == 0) links_[hello[1]].fd = l.fd;
       }
       // Same host: collectives go through shared memory (shm_group.h); the links stay for the rest.
-      if (!shm_name.empty() && size_ > 1)
-        shm_ = ShmGroup::join(shm_name, rank_, size_, links_, timeout_ms_, [this](int from, const CallHeader& h) {
-          theirs_ = h;
-          check_call(from);
-        });
+      // Several hosts: shared memory within each, TCP between them (hier_group.h).
+      auto check = [this](int from, const CallHeader& h) {
+        theirs_ = h;
+        check_call(from);
+      };
+      if (!shm_name.empty() && size_ > 1 && host_of.empty()) shm_ = ShmGroup::join(shm_name, rank_, size_, links_, timeout_ms_, check);
+      if (!shm_name.empty() && size_ > 1 && !host_of.empty()) {
+        std::vector<Link> local;  // this host's ranks' links, this rank's own (no connection) among them
+        int me = 0;
+        for (int r = 0; r < size_; ++r)
+          if (host_of[r] == host_of[rank_]) {
+            if (r == rank_) me = static_cast<int>(local.size());
+            local.push_back(links_[r]);
+          }
+        std::unique_ptr<ShmGroup> seg;
+        if (local.size() > 1)
+          seg = ShmGroup::join(shm_name + "-h" + std::to_string(host_of[rank_]), me, static_cast<int>(local.size()), local, timeout_ms_, check);
+        hier_ = std::make_unique<HierGroup>(rank_, host_of, std::move(seg), *static_cast<TcpSteps*>(this));
+      }
       for (auto& l : links_)
         if (l.fd >= 0) set_nonblocking(l.fd);
       close_fd(listen_fd_);
@@ -122,15 +135,8 @@ class Ring final : public RingGroup {
     run("allreduce", std::move(done), [this, t, op] {
       const size_t n = static_cast<size_t>(t.numel());
       if (auto* s = shm()) return s->allreduce(mine_, static_cast<char*>(t.raw()), n, t.dtype, op);
-      if (size_ > 1 && (size_ & (size_ - 1)) == 0 && t.nbytes() <= kDoublingBytes) {
-        doubling_allreduce(t, op);
-        return;
-      }
-      std::vector<size_t> off, len;
-      split(n, &off, &len);
-      reduce_scatter_steps(static_cast<char*>(t.raw()), t.dtype, op, off, len);
-      if (op == ReduceOp::Avg) scale_into(static_cast<char*>(t.raw()) + off[rank_] * esize(t), len[rank_], t.dtype, 1.0 / size_);
-      all_gather_steps(static_cast<char*>(t.raw()), esize(t), off, len);
+      if (auto* s = hier()) return s->allreduce(mine_, static_cast<char*>(t.raw()), n, t.dtype, op);
+      ring_allreduce(static_cast<char*>(t.raw()), n, t.dtype, op);
     }, header(Call::AllReduce, t.dtype, t.numel(), op));
   }
 
@@ -144,6 +150,7 @@ class Ring final : public RingGroup {
     run("reduceScatter", std::move(done), [this, in, out, op] {
       const size_t m = static_cast<size_t>(out.numel()), es = esize(in);
       if (auto* s = shm()) return s->reduce_scatter(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, in.dtype, op);
+      if (auto* s = hier()) return s->reduce_scatter(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, in.dtype, op);
       std::vector<size_t> off(size_), len(size_, m);
       for (int k = 0; k < size_; ++k) off[k] = k * m;
       std::vector<char> scratch(in.nbytes());  // the input is not ours to overwrite
@@ -163,6 +170,7 @@ class Ring final : public RingGroup {
     run("allGather", std::move(done), [this, in, out] {
       const size_t m = static_cast<size_t>(in.numel()), es = esize(in);
       if (auto* s = shm()) return s->allgather(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, es);
+      if (auto* s = hier()) return s->allgather(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, es);
       std::vector<size_t> off(size_), len(size_, m);
       for (int k = 0; k < size_; ++k) off[k] = k * m;
       char* base = static_cast<char*>(out.raw());
@@ -177,31 +185,8 @@ class Ring final : public RingGroup {
     run("broadcast", std::move(done), [this, t, root] {
       if (size_ == 1) return;
       if (auto* s = shm()) return s->broadcast(mine_, static_cast<char*>(t.raw()), t.nbytes(), root);
-      agree();
-      // A pipeline along the ring starting at root: each rank forwards chunk c-1 while chunk c
-      // arrives, so the time is about (bytes + (n-2) chunks) / bandwidth, not n x bytes.
-      const int pos = mod(rank_ - root, size_);
-      const Link& next = links_[mod(rank_ + 1, size_)];
-      const Link& prev = links_[mod(rank_ - 1, size_)];
-      char* p = static_cast<char*>(t.raw());
-      const size_t bytes = t.nbytes(), chunks = (bytes + kChunk - 1) / kChunk;
-      auto span = [&](size_t c) { return std::min(kChunk, bytes - c * kChunk); };
-      const bool last = pos == size_ - 1;
-      if (pos == 0) {
-        exchange(&next, p, bytes, &next, nullptr, 0, timeout_ms_);
-      } else {
-        for (size_t c = 0; c <= chunks; ++c) {
-          const bool has_send = !last && c > 0, has_recv = c < chunks;
-          exchange(&next, has_send ? p + (c - 1) * kChunk : nullptr, has_send ? span(c - 1) : 0, &prev,
-                   has_recv ? p + c * kChunk : nullptr, has_recv ? span(c) : 0, timeout_ms_);
-        }
-      }
-      // The completion token: from the last rank (which has it all, so every rank on the way
-      // passed its header check) once round to the one before it. The root's data alone would let
-      // the ranks ahead of a mismatch finish as if nothing were wrong.
-      int64_t token = 0;
-      if (!last) exchange(&next, nullptr, 0, &prev, &token, sizeof token, timeout_ms_);
-      if (pos != size_ - 2) exchange(&next, &token, sizeof token, &prev, nullptr, 0, timeout_ms_);
+      if (auto* s = hier()) return s->broadcast(mine_, static_cast<char*>(t.raw()), t.nbytes(), root);
+      ring_broadcast(static_cast<char*>(t.raw()), t.nbytes(), root);
     }, header(Call::Broadcast, t.dtype, t.numel(), ReduceOp::Sum, root));
   }
 
@@ -211,6 +196,11 @@ class Ring final : public RingGroup {
     run("send", std::move(done), [this, t, dst] {
       CallHeader h = header(Call::Send, t.dtype, t.numel());
       h.seq = ++sends_[dst];
+      int at = 0;
+      if (ShmGroup* s = pipe_to(dst, &at)) {
+        s->pipe_write(at, &h, sizeof h);
+        return s->pipe_write(at, t.raw(), t.nbytes());
+      }
       exchange(&links_[dst], &h, sizeof h, &links_[dst], nullptr, 0, timeout_ms_);
       exchange(&links_[dst], t.raw(), t.nbytes(), &links_[dst], nullptr, 0, timeout_ms_);
     });
@@ -222,7 +212,10 @@ class Ring final : public RingGroup {
     run("recv", std::move(done), [this, t, src] {
       CallHeader want = header(Call::Send, t.dtype, t.numel()), got;
       want.seq = ++recvs_[src];
-      exchange(&links_[src], nullptr, 0, &links_[src], &got, sizeof got, timeout_ms_);
+      int at = 0;
+      ShmGroup* s = pipe_to(src, &at);
+      if (s) s->pipe_read(at, &got, sizeof got);
+      else exchange(&links_[src], nullptr, 0, &links_[src], &got, sizeof got, timeout_ms_);
       if (!same_call(got, want)) {
         const bool p2p = is_call(got) && got.call == Call::Send;
         std::string theirs = describe(got, false);
@@ -232,19 +225,16 @@ class Ring final : public RingGroup {
         fail(Code::CollectiveMismatch, p2p ? "send/recv mismatch on " : "collective mismatch on ", name_, ": rank ", src, " called ", theirs,
              ", rank ", rank_, " called ", mine);
       }
-      exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_);
+      if (s) s->pipe_read(at, t.raw(), t.nbytes());
+      else exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_);
     });
   }
 
   void barrier(Done done) override {
     run("barrier", std::move(done), [this] {
       if (auto* s = shm()) return s->barrier(mine_);
-      // A one-element-per-rank allreduce: nobody leaves before everyone has arrived.
-      std::vector<int32_t> token(size_, 1);
-      std::vector<size_t> off(size_), len(size_, 1);
-      for (int k = 0; k < size_; ++k) off[k] = k;
-      reduce_scatter_steps(reinterpret_cast<char*>(token.data()), DType::i32, ReduceOp::Sum, off, len);
-      all_gather_steps(reinterpret_cast<char*>(token.data()), 4, off, len);
+      if (auto* s = hier()) return s->barrier(mine_);
+      ring_barrier();
     }, header(Call::Barrier, DType::i32, 0));
   }
 
@@ -262,6 +252,20 @@ class Ring final : public RingGroup {
     if (shm_) unsent_ = false;
     return shm_.get();
   }
+  // The shared-memory group whose pipes reach `peer` (*index: its place there), or null: TCP.
+  ShmGroup* pipe_to(int peer, int* index) const {
+    *index = peer;
+    return shm_ ? shm_.get() : hier_ ? hier_->local(peer, index) : nullptr;
+  }
+  // The hierarchy when this group spans hosts and shares memory on some (its TCP phases send the
+  // header themselves, among the ranks they run on).
+  HierGroup* hier() {
+    if (hier_) unsent_ = false;
+    return hier_.get();
+  }
+
+
+
 
   static CallHeader header(Call call, DType dt, int64_t count, ReduceOp op = ReduceOp::Sum, int root = 0) {
     CallHeader h;
@@ -273,24 +277,11 @@ class Ring final : public RingGroup {
     return h;
   }
 
-  // The header of the collective now running, as the lead of its first exchange from the
-  // predecessor to the successor, if it has not gone out yet and this is that exchange.
-  const Lead* take_lead(const Link* out, const Link* in) {
-    if (!unsent_ || out != &links_[mod(rank_ + 1, size_)] || in != &links_[mod(rank_ - 1, size_)]) return nullptr;
-    unsent_ = false;
-    return &lead_;
-  }
 
-  // The header as a message of its own, for a collective whose first step is not to the successor.
-  void agree() {
-    if (!unsent_) return;
-    unsent_ = false;
-    exchange(&links_[mod(rank_ + 1, size_)], nullptr, 0, &links_[mod(rank_ - 1, size_)], nullptr, 0, timeout_ms_, nullptr, &lead_);
-  }
 
   // The header `from` sent (the predecessor's, or a doubling partner's) against this rank's:
   // ERR_COLLECTIVE_MISMATCH naming both calls, lower rank first.
-  void check_call(int from) const {
+  void check_call(int from) const override {
     const CallHeader &mine = mine_, &theirs = theirs_;
     const Link& prev = links_[from];
     if (same_call(mine, theirs)) return;
@@ -317,81 +308,9 @@ class Ring final : public RingGroup {
     FLOCK_CHECK(std::string(name) == "root" || r != rank_, Arg, op, ": ", name, " is this rank (", r, ")");
   }
 
-  // Latency-bound sizes on a power-of-two group: recursive doubling, log2(n) exchanges of the
-  // whole tensor with rank ^ 1, rank ^ 2, ... instead of the ring's 2(n-1) steps. Partners reduce
-  // the same two operands in the same element order and IEEE addition commutes, so every rank
-  // ends with identical bits, as with the ring.
-  //
-  // Each exchange leads with the call header, checked against the partner's before its data is
-  // taken: no extra message (a separate round of headers round the ring cost ~0.1 ms at 4 ranks).
-  // The partners of all steps connect every rank, so a rank whose call differs fails the partner
-  // of its first step (and itself); the others wait on data that never comes until the control
-  // connections bring the report, so again no rank completes a mismatched collective.
-  void doubling_allreduce(const Tensor& t, ReduceOp op) {
-    const size_t n = static_cast<size_t>(t.numel()), bytes = t.nbytes();
-    if (n == 0) return;
-    std::vector<char> other(bytes);
-    char* data = static_cast<char*>(t.raw());
-    unsent_ = false;
-    for (int mask = 1; mask < size_; mask <<= 1) {
-      partner_ = rank_ ^ mask;
-      const Link& peer = links_[partner_];
-      exchange(&peer, data, bytes, &peer, other.data(), bytes, timeout_ms_, nullptr, &partner_lead_);
-      reduce_into(data, other.data(), n, t.dtype, op);
-    }
-    if (op == ReduceOp::Avg) scale_into(data, n, t.dtype, 1.0 / size_);
-  }
 
-  // Near-equal segments, the first n % size one element longer.
-  void split(size_t n, std::vector<size_t>* off, std::vector<size_t>* len) const {
-    off->resize(size_);
-    len->resize(size_);
-    size_t o = 0;
-    for (int k = 0; k < size_; ++k) {
-      (*len)[k] = n / size_ + (static_cast<size_t>(k) < n % size_ ? 1 : 0);
-      (*off)[k] = o;
-      o += (*len)[k];
-    }
-  }
 
-  // After size-1 steps, segment `rank` of `base` holds the reduction over all ranks. Received
-  // bytes land in a one-chunk staging buffer that stays in cache and are folded into `base` as each
-  // chunk completes (receiving whole segments into a large buffer made every write miss cache).
-  void reduce_scatter_steps(char* base, DType dt, ReduceOp op, const std::vector<size_t>& off, const std::vector<size_t>& len) {
-    if (size_ == 1) return;
-    const size_t es = dtype_size(dt);
-    const Link& next = links_[mod(rank_ + 1, size_)];
-    const Link& prev = links_[mod(rank_ - 1, size_)];
-    if (staging_.empty()) staging_.resize(kChunk);  // kChunk is a multiple of every element size
-    char* tmp = staging_.data();
-    for (int s = 0; s < size_ - 1; ++s) {
-      const int sk = mod(rank_ - s - 1, size_), rk = mod(rank_ - s - 2, size_);
-      char* dst = base + off[rk] * es;
-      const size_t bytes = len[rk] * es;
-      size_t reduced = 0;  // bytes of this step already folded in
-      auto window = [&](size_t got, size_t* room) {
-        *room = std::min(reduced + kChunk, bytes) - got;
-        return tmp + (got - reduced);
-      };
-      auto fold = [&](size_t got) {
-        if (got != std::min(reduced + kChunk, bytes)) return;
-        reduce_into(dst + reduced, tmp, (got - reduced) / es, dt, op);
-        reduced = got;
-      };
-      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, bytes, window, timeout_ms_, fold, take_lead(&next, &prev));
-    }
-  }
 
-  // Starting from each rank owning segment `rank`, leaves every segment everywhere.
-  void all_gather_steps(char* base, size_t es, const std::vector<size_t>& off, const std::vector<size_t>& len) {
-    if (size_ == 1) return;
-    const Link& next = links_[mod(rank_ + 1, size_)];
-    const Link& prev = links_[mod(rank_ - 1, size_)];
-    for (int s = 0; s < size_ - 1; ++s) {
-      const int sk = mod(rank_ - s, size_), rk = mod(rank_ - s - 1, size_);
-      exchange(&next, base + off[sk] * es, len[sk] * es, &prev, base + off[rk] * es, len[rk] * es, timeout_ms_, nullptr, take_lead(&next, &prev));
-    }
-  }
 
   // Queues `body` on the communication thread. After any failure the byte streams between ranks
   // are out of step, so the group aborts (its peers see the connections close and fail fast
@@ -452,6 +371,7 @@ class Ring final : public RingGroup {
     ControlPlane::Cause cause{*err, true};
     if (err->code == Code::PeerLost || err->code == Code::Timeout) cause = ctrl_.explain(*err, seq, op, timeout_ms_);
     if (cause.first_hand) ctrl_.report(cause.error);  // before the data connections close below
+    else ctrl_.failed();
     *err = StreamError{cause.error.code, std::string(op) + " on rank " + std::to_string(rank_) + ": " + cause.error.message};
     {
       std::lock_guard<std::mutex> lk(m_);
@@ -461,25 +381,16 @@ class Ring final : public RingGroup {
     abort_links(err->message);
   }
 
-  const int rank_, size_;
   const std::string name_;  // for messages: "group 1 (ranks 0, 2)"
-  std::atomic<int> timeout_ms_;
   int listen_fd_ = -1, port_ = 0;
-  std::vector<Link> links_;
-  std::vector<char> staging_;  // receive buffer of reduce-scatter steps; comm thread only
   std::mutex m_;
   std::optional<StreamError> failed_;
   bool aborted_ = false;
   int64_t seq_ = 0;  // group-wide collectives started; comm thread only
   std::vector<int64_t> sends_, recvs_;  // messages sent to / received from each rank; comm thread only
-  // The running collective's header, the predecessor's, and whether ours has gone out; comm thread only.
-  CallHeader mine_, theirs_;
-  bool unsent_ = false;
-  const Lead lead_{&mine_, &theirs_, sizeof(CallHeader), [this] { check_call(mod(rank_ - 1, size_)); }};
-  int partner_ = 0;  // the doubling partner of the exchange under way
-  const Lead partner_lead_{&mine_, &theirs_, sizeof(CallHeader), [this] { check_call(partner_); }};
   ControlPlane ctrl_;
   std::unique_ptr<ShmGroup> shm_;  // set by connect when every rank is on this host
+  std::unique_ptr<HierGroup> hier_;  // set by connect when the ranks span hosts and share some
   CommThread comm_;  // last: its thread stops before the links it uses are torn down
 };
 

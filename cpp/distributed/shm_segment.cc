@@ -40,9 +40,21 @@ size_t slot_bytes_for(int size) {
   const size_t s = std::clamp(kSlotBudget / static_cast<size_t>(size), kSlotMin, kSlotMax);
   return std::max(s / kPage * kPage, round_up(16 * static_cast<size_t>(size), kPage));
 }
+// send/recv pipes, one per ordered pair: 8 MiB shared out, 64 KiB to 1 MiB each. A message longer
+// than its pipe streams through it as the receiver drains it (as through a socket's buffers).
+constexpr size_t kPipeMax = size_t(1) << 20, kPipeMin = size_t(64) << 10, kPipeBudget = size_t(8) << 20;
+constexpr size_t kPipeCtlBytes = 128;  // the bytes written, then the bytes read, each on a line of its own
+size_t pipe_bytes_for(int size) {
+  const size_t pairs = static_cast<size_t>(size) * static_cast<size_t>(size - 1);
+  return std::clamp(kPipeBudget / pairs, kPipeMin, kPipeMax) / kPage * kPage;
+}
 size_t ctl_offset() { return kPage; }
 size_t slots_offset(int size) { return round_up(kPage + kCtlBytes * static_cast<size_t>(size), kPage); }
-size_t total_bytes(int size) { return slots_offset(size) + slot_bytes_for(size) * static_cast<size_t>(size); }
+size_t pipes_offset(int size) { return slots_offset(size) + slot_bytes_for(size) * static_cast<size_t>(size); }
+size_t pipe_stride(int size) { return kPage + pipe_bytes_for(size); }  // the control lines padded to a page, then the data
+size_t total_bytes(int size) {
+  return pipes_offset(size) + pipe_stride(size) * static_cast<size_t>(size) * static_cast<size_t>(size - 1);
+}
 
 long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
@@ -70,11 +82,13 @@ struct ShmSegment::Layout {
   std::atomic<uint32_t> sleepers;                // ranks in (or about to enter) a futex wait
 };
 
+static_assert(sizeof(ShmSegment::Pipe) <= kPipeCtlBytes, "Pipe layout");
+
 ShmSegment::ShmSegment(void* base, size_t bytes, int size)
-    : base_(base), bytes_(bytes), size_(size), slot_bytes_(slot_bytes_for(size)) {}
+    : base_(base), bytes_(bytes), size_(size), slot_bytes_(slot_bytes_for(size)), pipe_bytes_(pipe_bytes_for(size)) {}
 
 ShmSegment::ShmSegment(ShmSegment&& o) noexcept
-    : base_(o.base_), bytes_(o.bytes_), size_(o.size_), slot_bytes_(o.slot_bytes_) {
+    : base_(o.base_), bytes_(o.bytes_), size_(o.size_), slot_bytes_(o.slot_bytes_), pipe_bytes_(o.pipe_bytes_) {
   o.base_ = nullptr;
 }
 
@@ -102,7 +116,11 @@ ShmSegment ShmSegment::create(const std::string& name, int size, uint64_t nonce)
   l->size = size;
   l->slot_bytes = slot_bytes_for(size);
   for (int r = 0; r < size; ++r) new (static_cast<char*>(base) + ctl_offset() + kCtlBytes * r) RankCtl{};
-  return ShmSegment(base, bytes, size);
+  ShmSegment seg(base, bytes, size);
+  for (int a = 0; a < size; ++a)
+    for (int b = 0; b < size; ++b)
+      if (a != b) new (seg.pipe(a, b)) Pipe{};
+  return seg;
 }
 
 ShmSegment ShmSegment::open(const std::string& name, int size, uint64_t nonce) {
@@ -136,6 +154,14 @@ char* ShmSegment::slot(int rank) const {
   return static_cast<char*>(base_) + slots_offset(size_) + slot_bytes_ * static_cast<size_t>(rank);
 }
 
+ShmSegment::Pipe* ShmSegment::pipe(int src, int dst) const {
+  // Pairs in order, the diagonal left out: src's pipes to the others, dst in order without src.
+  const size_t k = static_cast<size_t>(src) * static_cast<size_t>(size_ - 1) + static_cast<size_t>(dst < src ? dst : dst - 1);
+  return reinterpret_cast<Pipe*>(static_cast<char*>(base_) + pipes_offset(size_) + pipe_stride(size_) * k);
+}
+
+char* ShmSegment::pipe_data(int src, int dst) const { return reinterpret_cast<char*>(pipe(src, dst)) + kPage; }
+
 static RankCtl* ctl(void* base, int rank) {
   return reinterpret_cast<RankCtl*>(static_cast<char*>(base) + ctl_offset() + kCtlBytes * static_cast<size_t>(rank));
 }
@@ -146,6 +172,10 @@ uint64_t ShmSegment::step(int rank) const { return ctl(base_, rank)->step.load()
 
 void ShmSegment::post(int rank, uint64_t v) {
   ctl(base_, rank)->step.store(v);  // seq_cst: orders the slot writes before it, and the sleeper check after it
+  notify();
+}
+
+void ShmSegment::notify() {
   layout()->generation.fetch_add(1);
   if (layout()->sleepers.load() > 0) futex(&layout()->generation, FUTEX_WAKE, INT_MAX, nullptr);
 }
@@ -156,15 +186,23 @@ int ShmSegment::first_behind(uint64_t v) const {
   return -1;
 }
 
-void ShmSegment::wait_all(uint64_t v, int timeout_ms, const std::function<void()>& alive) {
+void ShmSegment::wait_all(uint64_t v, int timeout_ms, const std::function<void()>& alive, const std::vector<int>& ids) {
+  wait_until([&] { return first_behind(v) < 0; }, timeout_ms, alive, [&] {
+    fail(Code::Timeout, "rank ", ids[std::max(0, first_behind(v))], " sent nothing for ", timeout_ms,
+         " ms (is it alive and running the same collectives?)");
+  });
+}
+
+void ShmSegment::wait_until(const std::function<bool()>& ready, int timeout_ms, const std::function<void()>& alive,
+                            const std::function<void()>& timed_out) {
   // Spin a little (the peers are usually a few microseconds apart), then give the core away: ranks
   // may outnumber cores, and a spinning rank would hold up the very peer it waits for.
   for (int i = 0; i < 256; ++i) {
-    if (first_behind(v) < 0) return;
+    if (ready()) return;
     cpu_relax();
   }
   for (int i = 0; i < 16; ++i) {
-    if (first_behind(v) < 0) return;
+    if (ready()) return;
     sched_yield();
   }
   using Clock = std::chrono::steady_clock;
@@ -177,19 +215,20 @@ void ShmSegment::wait_all(uint64_t v, int timeout_ms, const std::function<void()
     // sees the generation moved and returns at once.
     l->sleepers.fetch_add(1);
     const uint32_t gen = l->generation.load();
-    if (first_behind(v) < 0) {
+    if (ready()) {
       l->sleepers.fetch_sub(1);
       return;
     }
     const timespec ts{0, kSliceNs};
     futex(&l->generation, FUTEX_WAIT, gen, &ts);
     l->sleepers.fetch_sub(1);
-    const int behind = first_behind(v);
-    if (behind < 0) return;
+    if (ready()) return;
     alive();
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-    if (ms >= timeout_ms)
-      fail(Code::Timeout, "rank ", behind, " sent nothing for ", timeout_ms, " ms (is it alive and running the same collectives?)");
+    if (ms >= timeout_ms) {
+      timed_out();
+      fail(Code::Timeout, "shared-memory transport: nothing arrived for ", timeout_ms, " ms");
+    }
   }
 }
 

@@ -306,14 +306,28 @@ export function readEnv(env: Env = process.env): DistEnv {
 export type Transport = 'auto' | 'tcp' | 'shm';
 
 /**
- * FLOCKML_TRANSPORT: unset or `auto` (shared memory when every rank of a group is on this host,
- * else TCP), `tcp` or `shm` (forced; an error where the ranks span hosts).
+ * FLOCKML_TRANSPORT: unset or `auto` (shared memory between the ranks of a group on one host, TCP
+ * between hosts), `tcp` or `shm` (forced; an error where the ranks span hosts).
  */
 export function readTransport(env: Env = process.env): Transport {
   const v = env.FLOCKML_TRANSPORT;
   if (v === undefined || v === '') return 'auto';
   if (v === 'auto' || v === 'tcp' || v === 'shm') return v;
   throw distError('ERR_ARG', `distributed: FLOCKML_TRANSPORT=${v} is not one of auto, tcp, shm`);
+}
+
+/**
+ * FLOCKML_HOST_ID: overrides the host identity ranks compare to find the ones that share a host
+ * (by default the host name and boot id). A knob for testing, where ranks of one machine act as
+ * several hosts (4 ranks as 2 hosts x 2, say), and for containers that share /dev/shm but not a
+ * host name. Ranks with different ids never share memory; undefined when unset.
+ */
+export function readHostId(env: Env = process.env): string | undefined {
+  const v = env.FLOCKML_HOST_ID;
+  if (v === undefined || v === '') return undefined;
+  if (!/^[A-Za-z0-9._:-]{1,64}$/.test(v))
+    throw distError('ERR_ARG', `distributed: FLOCKML_HOST_ID='${v}' must be 1 to 64 letters, digits or . _ : -`);
+  return v;
 }
 
 /** Where one `flockml launch` (one per node) sits among the engine's tasks. */

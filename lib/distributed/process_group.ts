@@ -20,7 +20,7 @@ import { checkOptions } from '../errors';
 import { checkBool } from '../validate';
 import { Store } from './store';
 import { STORE_SERVER_DEFAULTS } from './store_server';
-import { readEnv, readTransport, type DistEnv, type Transport } from './env';
+import { readEnv, readHostId, readTransport, type DistEnv, type Transport } from './env';
 import { distError, intOption } from './errors';
 import { Work } from './work';
 
@@ -112,10 +112,12 @@ export class ProcessGroup {
   }
 
   /**
-   * ring: how collectives move between the ranks, 'shm' (shared memory, every rank on this host) or
-   * 'tcp'; send/recv always use TCP. null for the other backends and once destroyed.
+   * ring: how collectives move between the ranks, 'shm' (shared memory, every rank on this host),
+   * 'shm+tcp' (shared memory within each host, TCP between hosts) or 'tcp'; send/recv between two
+   * ranks of one host go through shared memory too, except with 'tcp'. null for the other backends
+   * and once destroyed.
    */
-  get transport(): 'shm' | 'tcp' | null {
+  get transport(): 'shm' | 'shm+tcp' | 'tcp' | null {
     return this.backend === 'ring' && this.#h ? native.ringTransport(this.#h) : null;
   }
 
@@ -293,7 +295,8 @@ async function makeRingGroup(w: World, id: number, me: number, ranks: number[], 
     const addrs = await Promise.all(ranks.map((_, r) => w.store.get(key(r), timeoutMs)));
     const hosts = addrs.map((a) => a.slice(0, a.lastIndexOf(':')));
     const ports = addrs.map((a) => Number(a.slice(a.lastIndexOf(':') + 1)));
-    await native.ringConnect(group, hosts, ports, await shmName(w, id, me, ranks, timeoutMs));
+    const shm = await shmName(w, id, me, ranks, timeoutMs);
+    await native.ringConnect(group, hosts, ports, shm.name, shm.hostOf);
   } catch (e) {
     native.pgDestroy(group);
     throw e;
@@ -302,8 +305,10 @@ async function makeRingGroup(w: World, id: number, me: number, ranks: number[], 
 }
 
 // This machine and boot: ranks that share both share /dev/shm (unless containers split them, in
-// which case their host names differ too).
+// which case their host names differ too). FLOCKML_HOST_ID replaces it.
 function hostIdentity(): string {
+  const id = readHostId();
+  if (id !== undefined) return `${id}#FLOCKML_HOST_ID`;
   let boot = '';
   try {
     boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
@@ -317,9 +322,10 @@ function hostIdentity(): string {
  * The shared-memory segment a ring group's collectives go through, or '' for TCP. Every rank
  * publishes its FLOCKML_TRANSPORT and host identity (rank 0 also a fresh run id that names the
  * segment) and all decide alike from the same list: shm when every rank is on this host and none
- * asked for tcp.
+ * asked for tcp; when the ranks span hosts and some host runs two or more (and none asked for
+ * tcp), shm within each host and TCP between them, with `hostOf` the host index of each rank.
  */
-async function shmName(w: World, id: number, me: number, ranks: number[], timeoutMs: number): Promise<string> {
+async function shmName(w: World, id: number, me: number, ranks: number[], timeoutMs: number): Promise<{ name: string; hostOf?: number[] }> {
   const key = (r: number) => `pg/${id}/transport/${r}`;
   const run = me === 0 ? ` ${randomBytes(8).toString('hex')}` : '';
   await w.store.set(key(me), `${w.transport} ${hostIdentity()}${run}`);
@@ -330,16 +336,20 @@ async function shmName(w: World, id: number, me: number, ranks: number[], timeou
       'ERR_ARG',
       `distributed: the ranks of group ${id} disagree on FLOCKML_TRANSPORT (${said.map((v, r) => `rank ${ranks[r]}: ${v[0]}`).join(', ')})`,
     );
-  if (ranks.length < 2 || wants.has('tcp')) return '';
+  if (ranks.length < 2 || wants.has('tcp')) return { name: '' };
+  const name = `/flockml-${said[0][2]}-g${id}`;
   const other = said.findIndex((v) => v[1] !== said[0][1]);
-  if (other < 0) return `/flockml-${said[0][2]}-g${id}`;
+  if (other < 0) return { name };
   if (wants.has('shm'))
     throw distError(
       'ERR_ARG',
       `distributed: FLOCKML_TRANSPORT=shm, but rank ${ranks[other]} runs on another host than rank ${ranks[0]} ` +
         `(${said[other][1].split('#')[0]} vs ${said[0][1].split('#')[0]}); leave it unset to use TCP between hosts`,
     );
-  return '';
+  const hosts = [...new Set(said.map((v) => v[1]))];
+  const hostOf = said.map((v) => hosts.indexOf(v[1]));
+  if (hosts.length === ranks.length) return { name: '' }; // one rank per host: TCP only
+  return { name, hostOf };
 }
 
 /**
