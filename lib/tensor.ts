@@ -63,16 +63,16 @@ export class Tensor {
     this.#h = handle;
     // A handle the addon returned carries its metadata, so an op makes one native call, not two;
     // anything else goes through native.meta, which checks it (and throws for what is no handle).
-    const shape = handle?.shape;
-    if (shape !== undefined) {
-      this.shape = shape;
-      this.dtype = handle.dtype;
-      this.device = handle.device;
-    } else {
-      const m = native.meta(handle);
-      this.shape = Object.freeze(m.shape);
+    const m = handle?.meta;
+    if (m !== undefined) {
+      this.shape = m.shape;
       this.dtype = m.dtype;
       this.device = m.device;
+    } else {
+      const checked = native.meta(handle);
+      this.shape = Object.freeze(checked.shape);
+      this.dtype = checked.dtype;
+      this.device = checked.device;
     }
     track(this);
   }

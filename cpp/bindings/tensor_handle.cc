@@ -30,50 +30,35 @@ void TensorHandle::release(Napi::Env env) {
 
 TensorHandle::~TensorHandle() { release(Env()); }
 
-Napi::Value MetaCache::shape_array(Napi::Env env, const Shape& shape) {
-  size_t hash = shape.size();
-  for (int64_t d : shape) hash = (hash * 1000003u) ^ static_cast<size_t>(d);
-  ShapeEntry& e = shapes_[hash % shapes_.size()];
-  if (!e.array.IsEmpty() && e.shape == shape) return e.array.Value();
-  Napi::Array arr = Napi::Array::New(env, shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) arr.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(shape[i])));
-  arr.Freeze();
-  e.shape = shape;
-  e.array = Napi::Persistent(arr);
-  return arr;
+Napi::Value MetaCache::meta_of(Napi::Env env, const Tensor& t) {
+  const int slot = live_slot(t.device());
+  size_t hash = (t.shape.size() * 31u + static_cast<size_t>(t.dtype)) * 31u + static_cast<size_t>(slot);
+  for (int64_t d : t.shape) hash = (hash * 1000003u) ^ static_cast<size_t>(d);
+  Entry& e = entries_[hash % entries_.size()];
+  if (!e.meta.IsEmpty() && e.device_slot == slot && e.dtype == t.dtype && e.shape == t.shape) return e.meta.Value();
+  Napi::Array shape = Napi::Array::New(env, t.shape.size());
+  for (size_t i = 0; i < t.shape.size(); ++i) shape.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(t.shape[i])));
+  shape.Freeze();
+  Napi::Object meta = Napi::Object::New(env);
+  meta.Set("shape", shape);
+  meta.Set("dtype", dtype_name(t.dtype));
+  meta.Set("device", t.device().str());
+  meta.Freeze();
+  e.shape = t.shape;
+  e.dtype = t.dtype;
+  e.device_slot = slot;
+  e.meta = Napi::Persistent(meta);
+  return meta;
 }
-
-namespace {
-// Slots of MetaCache::strings_: the three property names, then the dtype names, then the device names.
-constexpr const char* kKeys[] = {"shape", "dtype", "device"};
-constexpr uint32_t kDTypeSlot = 3, kDeviceSlot = kDTypeSlot + 8;
-
-// The string in slot `i` of `strings`, made from `text()` the first time.
-template <class Text> Napi::Value string_in(Napi::Env env, Napi::Array strings, uint32_t i, Text text) {
-  Napi::Value v = strings.Get(i);
-  if (v.IsString()) return v;
-  Napi::String s = Napi::String::New(env, text());
-  strings.Set(i, s);
-  return s;
-}
-}  // namespace
 
 void MetaCache::define(Napi::Env env, Napi::Object obj, const Tensor& t) {
-  if (strings_.IsEmpty()) {
-    Napi::Array strings = Napi::Array::New(env);
-    for (uint32_t i = 0; i < 3; ++i) strings.Set(i, Napi::String::New(env, kKeys[i]));
-    strings_ = Napi::Persistent(strings);
+  if (key_.IsEmpty()) {
+    Napi::Array holder = Napi::Array::New(env, 1);
+    holder.Set(0u, Napi::String::New(env, "meta"));
+    key_ = Napi::Persistent(holder);
   }
-  Napi::Array strings = strings_.Value();
-  const Device d = t.device();
-  Napi::Value dtype = string_in(env, strings, kDTypeSlot + static_cast<uint32_t>(t.dtype), [&] { return dtype_name(t.dtype); });
-  Napi::Value device = string_in(env, strings, kDeviceSlot + static_cast<uint32_t>(live_slot(d)), [&] { return d.str(); });
-  constexpr auto kReadOnly = napi_enumerable;  // neither writable nor configurable
-  obj.DefineProperties({
-      Napi::PropertyDescriptor::Value(strings.Get(0u), shape_array(env, t.shape), kReadOnly),
-      Napi::PropertyDescriptor::Value(strings.Get(1u), dtype, kReadOnly),
-      Napi::PropertyDescriptor::Value(strings.Get(2u), device, kReadOnly),
-  });
+  // A plain data property (writable, enumerable, configurable): V8's fast path for adding one.
+  obj.DefineProperties({Napi::PropertyDescriptor::Value(key_.Value().Get(0u), meta_of(env, t), napi_default_jsproperty)});
 }
 
 }  // namespace flock::js

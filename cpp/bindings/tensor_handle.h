@@ -18,23 +18,25 @@ struct LiveCounts {
   std::array<std::atomic<int64_t>, kMaxCpuDevices + kMaxCudaDevices> tensors{};
 };
 
-// The JS values of handle metadata, made once per environment: the property names, the dtype and
-// device names (held in one array: Node-API 8 references only objects), and the frozen shape arrays
-// of recently wrapped shapes (immutable, so handles of one shape share one array). JS thread only.
+// The metadata of handles: each handle made by Addon::wrap gets one property, `meta`, a frozen
+// object { shape (frozen array), dtype, device } shared by the handles of the same shape, dtype and
+// device (a cache of recently used ones), so wrapping costs one property definition, not three
+// plus an array. JS thread only.
 class MetaCache {
  public:
-  // Defines `shape`, `dtype` and `device` on `obj` (a new handle) for `t`.
   void define(Napi::Env env, Napi::Object obj, const Tensor& t);
 
  private:
-  Napi::Value shape_array(Napi::Env env, const Shape& shape);
+  Napi::Value meta_of(Napi::Env env, const Tensor& t);
 
-  struct ShapeEntry {
+  struct Entry {
     Shape shape;
-    Napi::Reference<Napi::Array> array;
+    DType dtype = DType::f32;
+    int device_slot = -1;
+    Napi::ObjectReference meta;
   };
-  Napi::Reference<Napi::Array> strings_;  // see kKeys and the slots in define()
-  std::array<ShapeEntry, 64> shapes_;
+  Napi::Reference<Napi::Array> key_;  // ['meta']: Node-API 8 keeps references to objects only
+  std::array<Entry, 64> entries_;
 };
 
 class TensorHandle : public Napi::ObjectWrap<TensorHandle> {
