@@ -30,6 +30,18 @@ void TensorHandle::release(Napi::Env env) {
 
 TensorHandle::~TensorHandle() { release(Env()); }
 
+TensorHandle* TensorHandle::of(Napi::Object obj) {
+  void* p = nullptr;
+  if (napi_unwrap(obj.Env(), obj, &p) != napi_ok) return nullptr;  // unwrapped by dispose()
+  return static_cast<TensorHandle*>(p);
+}
+
+void TensorHandle::dispose(Napi::Env env, Napi::Object obj) {
+  release(env);
+  // The wrap's finalizer is dropped; ~ObjectWrap then deletes the weak reference to `obj`.
+  if (napi_remove_wrap(env, obj, nullptr) == napi_ok) delete this;
+}
+
 Napi::Value MetaCache::meta_of(Napi::Env env, const Tensor& t) {
   const int slot = live_slot(t.device());
   size_t hash = (t.shape.size() * 31u + static_cast<size_t>(t.dtype)) * 31u + static_cast<size_t>(slot);

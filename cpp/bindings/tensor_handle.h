@@ -46,6 +46,11 @@ class TensorHandle : public Napi::ObjectWrap<TensorHandle> {
   ~TensorHandle() override;
   void attach(Napi::Env env, Tensor t);
   void release(Napi::Env env);
+  // The handle wrapped in `obj` (already checked to carry kTensorTag), or null once disposed.
+  static TensorHandle* of(Napi::Object obj);
+  // Releases the tensor, unwraps `obj` and deletes this: a disposed handle then costs the garbage
+  // collector nothing (no Node-API finalizer is queued for it), and later uses see it disposed.
+  void dispose(Napi::Env env, Napi::Object obj);
 
   std::optional<Tensor> tensor;
 

@@ -101,4 +101,31 @@ test('a disposed tensor keeps its metadata', () => {
   assert.equal([[...t.shape], t.dtype, t.device], [[2, 5], 'i64', 'cpu']);
 });
 
+test('a disposed handle is unwrapped: every use refuses it with ERR_DISPOSED, disposing again does nothing', () => {
+  const h = native.full([3], 'f32', 'cpu', 1);
+  const other = native.full([3], 'f32', 'cpu', 2);
+  native.dispose(h);
+  native.dispose(h);
+  assert.ok(native.isDisposed(h));
+  for (const use of [
+    () => native.meta(h),
+    () => native.binary('add', h, other),
+    () => native.binary('add', other, h),
+    () => native.readSync(h),
+  ]) {
+    try {
+      use();
+      assert.unreachable('should have thrown');
+    } catch (e) {
+      assert.is((e as { code?: string }).code, 'ERR_DISPOSED');
+    }
+  }
+  // The handle keeps its metadata (a Tensor made before disposal still prints its shape).
+  assert.equal([...h.meta.shape], [3]);
+  const sum = native.binary('add', other, other);
+  assert.equal(Array.from(new Float32Array(native.readSync(sum))), [4, 4, 4]);
+  native.dispose(sum);
+  native.dispose(other);
+});
+
 test.run();
