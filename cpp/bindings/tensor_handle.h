@@ -1,7 +1,7 @@
 // The JS handle of a tensor: a type-tagged wrapper object owning one reference to the core
-// tensor. dispose() and the finalizer release it exactly once. Every handle made by Addon::wrap
-// also carries its tensor's metadata as read-only properties (`shape`, a frozen array; `dtype`;
-// `device`), so lib/tensor.ts builds a Tensor from an op's result without a second native call.
+// tensor. dispose() (which also unwraps the object) or else the finalizer releases it exactly once.
+// Every handle made by Addon::wrap also carries its tensor's metadata (`meta`, see MetaCache), so
+// lib/tensor.ts builds a Tensor from an op's result without a second native call.
 #pragma once
 #include <napi.h>
 #include <array>
