@@ -32,6 +32,14 @@ function halfToFloat(bits: Uint16Array, dtype: CanonicalDType): Float32Array {
   return out;
 }
 
+/** What an in-place write count holds: the count and the op of the latest write. */
+interface VersionCounter {
+  value: number;
+  op: string;
+}
+
+const NO_HOOKS: readonly GradHook[] = Object.freeze([]);
+
 export type TensorData = Float32Array | Float64Array | Int32Array | BigInt64Array | Uint8Array;
 
 export class Tensor {
@@ -46,19 +54,40 @@ export class Tensor {
   grad: Tensor | null = null;
   /** The op that produced this tensor, for autograd; null on leaves. */
   gradFn: Node | null = null;
-  /** @internal gradient hooks, see {@link registerHook}. */
-  _hooks: GradHook[] = [];
-  /** @internal in-place write count, shared with the views of this storage (autograd/version.ts). */
-  _version = { value: 0, op: '' };
+  /** @internal gradient hooks, see {@link registerHook}; replaced, never mutated, when one is added or removed. */
+  _hooks: readonly GradHook[] = NO_HOOKS;
+  #version: VersionCounter | null = null;
 
   /** @internal use the creation functions (fl.tensor, fl.zeros, ...). */
   constructor(handle: NativeTensor) {
     this.#h = handle;
-    const m = native.meta(handle);
-    this.shape = Object.freeze(m.shape);
-    this.dtype = m.dtype;
-    this.device = m.device;
+    // A handle the addon returned carries its metadata, so an op makes one native call, not two;
+    // anything else goes through native.meta, which checks it (and throws for what is no handle).
+    const m = handle?.meta;
+    if (m !== undefined) {
+      this.shape = m.shape;
+      this.dtype = m.dtype;
+      this.device = m.device;
+    } else {
+      const checked = native.meta(handle);
+      this.shape = Object.freeze(checked.shape);
+      this.dtype = checked.dtype;
+      this.device = checked.device;
+    }
     track(this);
+  }
+
+  /**
+   * @internal in-place write count, shared with the views of this storage (autograd/version.ts);
+   * made when first read, so tensors that never meet autograd or in-place ops do not allocate one.
+   */
+  get _version(): VersionCounter {
+    if (this.#version === null) this.#version = { value: 0, op: '' };
+    return this.#version;
+  }
+
+  set _version(counter: VersionCounter) {
+    this.#version = counter;
   }
 
   /** @internal the native handle; throws ERR_DISPOSED after dispose(). */
@@ -231,7 +260,7 @@ export class Tensor {
   registerHook(hook: GradHook): () => void {
     if (typeof hook !== 'function') throw new TypeError('registerHook: expected a function');
     if (!this.requiresGrad) throw new RangeError("registerHook: cannot register a hook on a tensor that doesn't require grad");
-    this._hooks.push(hook);
+    this._hooks = [...this._hooks, hook];
     return () => {
       this._hooks = this._hooks.filter((h) => h !== hook);
     };

@@ -1,8 +1,13 @@
 /** The typed contract of the native addon (build/Release/flockml.node): every export. */
 
-/** A tensor handle owned by the addon; opaque to TypeScript. */
+/**
+ * A tensor handle owned by the addon. Every handle an op returns carries its tensor's metadata
+ * (`meta`, frozen and shared by handles of one shape, dtype and device), so a Tensor is built from
+ * it without another native call.
+ */
 export interface NativeTensor {
   readonly __nativeTensor: unique symbol;
+  readonly meta: { readonly shape: readonly number[]; readonly dtype: NativeDType; readonly device: string };
 }
 
 export type NativeDType = 'f32' | 'f64' | 'i32' | 'i64' | 'u8' | 'bool' | 'bf16' | 'f16';

@@ -53,6 +53,7 @@ class Addon : public Napi::Addon<Addon> {
 
   Context context;
   Napi::FunctionReference tensor_class;
+  MetaCache meta;  // the metadata properties of new handles
   // lib/errors.ts's classes, indexed by ErrorKind; set once by setErrorClasses.
   std::array<Napi::FunctionReference, 3> error_classes;
   std::shared_ptr<LiveCounts> live = std::make_shared<LiveCounts>();

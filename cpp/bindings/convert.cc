@@ -43,7 +43,7 @@ Tensor Args::tensor(size_t i, const char* name) const {
   if (!v.IsObject()) fail(Code::Arg, op, ": ", name, " must be a tensor, got ", describe(v));
   Napi::Object o = v.As<Napi::Object>();
   if (!o.CheckTypeTag(&kTensorTag)) fail(Code::Arg, op, ": ", name, " must be a tensor, got another object");
-  TensorHandle* h = TensorHandle::Unwrap(o);
+  TensorHandle* h = TensorHandle::of(o);
   if (!h || !h->tensor) fail(Code::Disposed, op, ": ", name, " has been disposed");
   return *h->tensor;
 }
@@ -58,7 +58,7 @@ std::vector<Tensor> Args::tensors(size_t i, const char* name) const {
     Napi::Value e = arr.Get(k);
     if (!e.IsObject() || !e.As<Napi::Object>().CheckTypeTag(&kTensorTag))
       fail(Code::Arg, op, ": ", name, "[", k, "] must be a tensor, got ", describe(e));
-    TensorHandle* h = TensorHandle::Unwrap(e.As<Napi::Object>());
+    TensorHandle* h = TensorHandle::of(e.As<Napi::Object>());
     if (!h || !h->tensor) fail(Code::Disposed, op, ": ", name, "[", k, "] has been disposed");
     out.push_back(*h->tensor);
   }

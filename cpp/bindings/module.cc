@@ -60,6 +60,7 @@ Addon::~Addon() {
 
 Napi::Object Addon::wrap(Napi::Env env, Tensor t) {
   Napi::Object obj = tensor_class.New({});
+  meta.define(env, obj, t);
   TensorHandle::Unwrap(obj)->attach(env, std::move(t));
   return obj;
 }

@@ -91,14 +91,15 @@ Napi::Value IsDisposed(const Napi::CallbackInfo& info) {
   Napi::Value v = info[0];
   if (!v.IsObject() || !v.As<Napi::Object>().CheckTypeTag(&kTensorTag))
     fail(Code::Arg, "isDisposed: expected a tensor, got ", describe(v));
-  return Napi::Boolean::New(info.Env(), !TensorHandle::Unwrap(v.As<Napi::Object>())->tensor.has_value());
+  TensorHandle* h = TensorHandle::of(v.As<Napi::Object>());
+  return Napi::Boolean::New(info.Env(), !h || !h->tensor.has_value());
 }
 
 Napi::Value Dispose(const Napi::CallbackInfo& info) {
   Napi::Value v = info[0];
   if (!v.IsObject() || !v.As<Napi::Object>().CheckTypeTag(&kTensorTag))
     fail(Code::Arg, "dispose: expected a tensor, got ", describe(v));
-  TensorHandle::Unwrap(v.As<Napi::Object>())->release(info.Env());
+  if (TensorHandle* h = TensorHandle::of(v.As<Napi::Object>())) h->dispose(info.Env(), v.As<Napi::Object>());
   return info.Env().Undefined();
 }
 

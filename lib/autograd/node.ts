@@ -92,10 +92,23 @@ export class Node {
  * returns one gradient (or null) per input, in order, already reduced to each input's shape.
  */
 export function record(out: Tensor, name: string, inputs: Tensor[], backward: BackwardFn, options?: RecordOptions): Tensor {
-  if (!isGradEnabled() || !inputs.some((t) => t.requiresGrad)) return out;
+  if (!isGradEnabled() || !anyRequiresGrad(inputs)) return out;
   out.requiresGrad = true;
   out.gradFn = new Node(name, inputs, backward, options?.savesOutput === false ? undefined : out);
   return out;
+}
+
+function anyRequiresGrad(inputs: Tensor[]): boolean {
+  for (let i = 0; i < inputs.length; i++) if (inputs[i].requiresGrad) return true;
+  return false;
+}
+
+/**
+ * Whether an op of inputs `a` (and `b`) is recorded: grad mode is on and an input requires grad.
+ * Ops check it before building their backward closure, so an op outside autograd allocates none.
+ */
+export function recording(a: Tensor, b?: Tensor): boolean {
+  return isGradEnabled() && (a.requiresGrad || b?.requiresGrad === true);
 }
 
 /** What {@link record} may be told about an op's backward closure. */

@@ -19,33 +19,39 @@ import { bumpVersions, checkInPlace } from '../autograd/version';
 import { normalizeDevice } from '../device';
 import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
 import { autocastArgs } from '../amp/autocast';
-import { binaryKernel, recordBinary, unaryGrad, unaryOp } from './launch';
+import { type BinaryGrad, binaryKernel, recordBinary, unaryGrad, unaryOp } from './launch';
 import { abs, eq, ge, gt, le, log, lt, neg } from './generated/elementwise';
 
 // The ops of a uniform call shape are generated from the manifest (lib/ops/generated/).
 export * from './generated/elementwise';
 
+// The gradients of the arithmetic ops, made once (recordBinary passes the operands).
+const addGrad: BinaryGrad = (g) => [g, g];
+const subGrad: BinaryGrad = (g) => [g, neg(g)];
+const mulGrad: BinaryGrad = (g, a, b) => [mul(g, b), mul(g, a)];
+const divGrad: BinaryGrad = (g, a, b) => [div(g, b), neg(div(mul(g, a), mul(b, b)))];
+
 export function add(x: Tensor, other: TensorLike, alpha = 1): Tensor {
   const [a, b0] = operands('add', x, other);
   const b = alpha === 1 ? b0 : mul(b0, alpha);
-  return recordBinary(binaryKernel('add', a, b), 'add', a, b, (g) => [g, g]);
+  return recordBinary(binaryKernel('add', a, b), 'add', a, b, addGrad);
 }
 
 export function sub(x: Tensor, other: TensorLike, alpha = 1): Tensor {
   const [a, b0] = operands('sub', x, other);
   const b = alpha === 1 ? b0 : mul(b0, alpha);
-  return recordBinary(binaryKernel('sub', a, b), 'sub', a, b, (g) => [g, neg(g)]);
+  return recordBinary(binaryKernel('sub', a, b), 'sub', a, b, subGrad);
 }
 
 export function mul(x: Tensor, other: TensorLike): Tensor {
   const [a, b] = operands('mul', x, other);
-  return recordBinary(binaryKernel('mul', a, b), 'mul', a, b, (g) => [mul(g, b), mul(g, a)]);
+  return recordBinary(binaryKernel('mul', a, b), 'mul', a, b, mulGrad);
 }
 
 export function div(x: Tensor, other: TensorLike): Tensor {
   let [a, b] = operands('div', x, other);
   if (!isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
-  return recordBinary(binaryKernel('div', a, b), 'div', a, b, (g) => [div(g, b), neg(div(mul(g, a), mul(b, b)))]);
+  return recordBinary(binaryKernel('div', a, b), 'div', a, b, divGrad);
 }
 
 export function pow(x: Tensor, exponent: TensorLike): Tensor {

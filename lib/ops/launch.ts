@@ -7,7 +7,7 @@
 import { native } from '../native';
 import type { BinaryOpName, UnaryOpName } from '../../types/native';
 import type { Tensor, TensorLike } from '../tensor';
-import { record } from '../autograd/node';
+import { record, recording } from '../autograd/node';
 import { isFloating } from '../dtype';
 import { castTo, checkTensor, operands, sumTo, wrap } from './util';
 
@@ -16,21 +16,22 @@ export function binaryKernel(code: BinaryOpName, a: Tensor, b: Tensor): Tensor {
   return wrap(native.binary(code, a.handle, b.handle));
 }
 
+/**
+ * A binary op's gradient function: given the upstream gradient, the operands and the output, each
+ * operand's gradient at the broadcast shape (or null). Taking them as arguments rather than
+ * capturing them lets an op pass one function made once, so nothing is allocated when not recording.
+ */
+export type BinaryGrad = (g: Tensor, a: Tensor, b: Tensor, out: Tensor) => [Tensor | null, Tensor | null];
+
 /** Records a binary op: each input's gradient from `grads`, summed back to its shape through broadcasting. */
-export function recordBinary(
-  out: Tensor,
-  name: string,
-  a: Tensor,
-  b: Tensor,
-  grads: (g: Tensor) => [Tensor | null, Tensor | null],
-  savesOutput = false,
-): Tensor {
+export function recordBinary(out: Tensor, name: string, a: Tensor, b: Tensor, grads: BinaryGrad, savesOutput = false): Tensor {
+  if (!recording(a, b)) return out;
   return record(
     out,
     name,
     [a, b],
     (g) => {
-      const [ga, gb] = grads(g);
+      const [ga, gb] = grads(g, a, b, out);
       return [ga && a.requiresGrad ? sumTo(ga, a.shape) : null, gb && b.requiresGrad ? sumTo(gb, b.shape) : null];
     },
     { savesOutput },
@@ -55,7 +56,7 @@ export function binaryOp(name: string, code: BinaryOpName, x: Tensor, other: Ten
   let [a, b] = operands(name, x, other);
   if (floats && !isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
   const out = binaryKernel(code, a, b);
-  return recordBinary(out, name, a, b, (g) => formula.grad(g, a, b, out), formula.savesOutput);
+  return recordBinary(out, name, a, b, formula.grad, formula.savesOutput);
 }
 
 /** `g` times the unary op's derivative at `x`, from the native kernel. */
@@ -71,7 +72,7 @@ export function unaryOp(name: string, code: UnaryOpName, x: Tensor, a = 0, b = 0
   checkTensor(name, 'input', x);
   const input = keepInts || isFloating(x.dtype) ? x : castTo(x, 'f32');
   const out = wrap(native.unary(code, input.handle, a, b));
-  if (!isFloating(input.dtype)) return out;
+  if (!isFloating(input.dtype) || !recording(input)) return out;
   return record(out, name, [input], (g) => [unaryGrad(code, input, g, a, b)], { savesOutput: false });
 }
 

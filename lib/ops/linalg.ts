@@ -1,7 +1,7 @@
 /** Matrix products: matmul with NumPy semantics (1-D, 2-D, batched with broadcasting). */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
+import { record, recording } from '../autograd/node';
 import { checkTensor, rangeError, shapeStr, sumTo, wrap } from './util';
 import { flockError } from '../errors';
 import { autocastArgs } from '../amp/autocast';
@@ -12,6 +12,7 @@ import { autocastArgs } from '../amp/autocast';
  */
 export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean): Tensor {
   const out = wrap(native.matmul(a.handle, b.handle, transA, transB));
+  if (!recording(a, b)) return out;
   return record(
     out,
     'matmul',

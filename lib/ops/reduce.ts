@@ -2,7 +2,7 @@
 import { native } from '../native';
 import type { ReduceOpName } from '../../types/native';
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
+import { record, recording } from '../autograd/node';
 import { type DType, isFloating, toDType } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import { castTo, checkTensor, dimList, normDim, typeError, wrap } from './util';
@@ -51,6 +51,7 @@ export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor
   [x] = autocastArgs('sum', x);
   const input = x.dtype === 'bool' ? castTo(x, 'i64') : x;
   const { out, dims } = reduce('sum', input, dim, keepdim);
+  if (!recording(input)) return out;
   return record(out, 'sum', [input], (g) => [expandBack(g, input.shape, dims, keepdim)]);
 }
 
@@ -58,6 +59,7 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
   [x] = autocastArgs('mean', x);
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('mean', input, dim, keepdim);
+  if (!recording(input)) return out;
   return record(out, 'mean', [input], (g) => [div(expandBack(g, input.shape, dims, keepdim), countOf(input, dims))]);
 }
 
