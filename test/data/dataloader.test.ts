@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
@@ -133,9 +135,21 @@ test('break with a failing prefetched batch leaves no unhandled rejection', asyn
   assert.equal(await escaped(), []);
 });
 
+// Collects garbage and lets finalizers run, so tensors earlier tests dropped without disposing
+// are not freed in the middle of a count of live tensors.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+async function settle(): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
 test('break (and return()) dispose the prefetched batch', async () => {
   const ds = new fl.data.TensorDataset(x, y);
   const live = () => fl.memory().cpu.tensors;
+  await settle();
   const before = live();
   for await (const b of new fl.data.DataLoader(ds, { batchSize: 2 }) as AsyncIterable<fl.Tensor[]>) {
     b.forEach((t) => t.dispose());
