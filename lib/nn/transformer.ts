@@ -89,8 +89,7 @@ interface FeedForwardParts {
  */
 function feedForward(l: FeedForwardParts, out: Dropout, x: Tensor): Tensor {
   const act = l.config.activation;
-  const hidden =
-    typeof act === 'function' ? act(l.linear1.forward(x)) : linear(x, l.linear1.weight, l.linear1.bias, { activation: act });
+  const hidden = typeof act === 'function' ? act(l.linear1.forward(x)) : linear(x, l.linear1.weight, l.linear1.bias, { activation: act });
   return out.forward(l.linear2.forward(l.dropout.forward(hidden)));
 }
 
