@@ -27,6 +27,15 @@ FLOCK_ATTN_INLINE float ld(T v) {
   return static_cast<float>(v);
 }
 
+// Where row i of batch b starts in a q, k, v or output tensor: b = (b / heads, b % heads), so a
+// packed [n, len, 3·embed] projection is read per head in place (heads = 1: a [bh, t, w] tensor).
+struct Lay {
+  int64_t heads, s_n, s_h, s_row, off;
+  FLOCK_ATTN_INLINE int64_t at(int64_t b, int64_t i) const { return off + (b / heads) * s_n + (b % heads) * s_h + i * s_row; }
+};
+
+Lay contiguous(int64_t t, int64_t w) { return Lay{1, t * w, 0, w, 0}; }
+
 FLOCK_ATTN_INLINE float tile_max(const float* s) {
   float m[kK / 2];
   for (int64_t c = 0; c < kK / 2; ++c) m[c] = s[c] > s[c + kK / 2] ? s[c] : s[c + kK / 2];
@@ -85,21 +94,22 @@ struct TileMask {
 // Loads keys [j0, j0 + nj) of batch b: kt transposed and zero-padded to kK, kr (optional) and
 // vs row-major, vt (optional) transposed and zero-padded.
 template <class T>
-FLOCK_ATTN_INLINE void load_tile(const T* k, const T* v, const AttnGeom& g, int64_t b, int64_t j0, int64_t nj, float* kt, float* kr,
-                                 float* vs, float* vt) {
-  const T* kb = k + (b * g.tk + j0) * g.d;
-  const T* vb = v + (b * g.tk + j0) * g.dv;
-  for (int64_t x = 0; x < g.d * kK; ++x) kt[x] = 0;
-  for (int64_t c = 0; c < nj; ++c)
-    for (int64_t x = 0; x < g.d; ++x) kt[x * kK + c] = ld(kb[c * g.d + x]);
-  if (kr)
-    for (int64_t x = 0; x < nj * g.d; ++x) kr[x] = ld(kb[x]);
-  if (vs)
-    for (int64_t x = 0; x < nj * g.dv; ++x) vs[x] = ld(vb[x]);
-  if (vt) {
-    for (int64_t x = 0; x < g.dv * kK; ++x) vt[x] = 0;
-    for (int64_t c = 0; c < nj; ++c)
-      for (int64_t x = 0; x < g.dv; ++x) vt[x * kK + c] = ld(vb[c * g.dv + x]);
+FLOCK_ATTN_INLINE void load_tile(const T* k, const Lay& lk, const T* v, const Lay& lv, const AttnGeom& g, int64_t b, int64_t j0, int64_t nj,
+                                 float* kt, float* kr, float* vs, float* vt) {
+  const int64_t d = g.d, dv = g.dv;
+  for (int64_t x = 0; x < d * kK; ++x) kt[x] = 0;
+  if (vt)
+    for (int64_t x = 0; x < dv * kK; ++x) vt[x] = 0;
+  for (int64_t c = 0; c < nj; ++c) {
+    const T* kc = k + lk.at(b, j0 + c);
+    const T* vc = v + lv.at(b, j0 + c);
+    for (int64_t x = 0; x < d; ++x) kt[x * kK + c] = ld(kc[x]);
+    if (kr)
+      for (int64_t x = 0; x < d; ++x) kr[c * d + x] = ld(kc[x]);
+    if (vs)
+      for (int64_t x = 0; x < dv; ++x) vs[c * dv + x] = ld(vc[x]);
+    if (vt)
+      for (int64_t x = 0; x < dv; ++x) vt[x * kK + c] = ld(vc[x]);
   }
 }
 
@@ -111,6 +121,7 @@ struct FwdArgs {
   const void* mask;
   const AttnGeom& g;
   int64_t blocks;
+  Lay lq, lk, lv, lo;
 };
 
 struct FwdScratch {
@@ -127,15 +138,17 @@ FLOCK_ATTN_INLINE void forward_block(const FwdArgs<T>& a, FwdScratch& w, TileMas
   tm.at_batch(b);
   const float scale = static_cast<float>(g.scale);
   float *qs = w.qs.data(), *kt = w.kt.data(), *vs = w.vs.data(), *acc = w.acc.data(), *m = w.m.data(), *l = w.l.data();
-  const T* qb = a.q + (b * g.tq + i0) * d;
-  for (int64_t x = 0; x < ni * d; ++x) qs[x] = ld(qb[x]) * scale;
+  for (int64_t r = 0; r < ni; ++r) {
+    const T* qr = a.q + a.lq.at(b, i0 + r);
+    for (int64_t x = 0; x < d; ++x) qs[r * d + x] = ld(qr[x]) * scale;
+  }
   for (int64_t x = 0; x < ni * dv; ++x) acc[x] = 0;
   for (int64_t r = 0; r < ni; ++r) m[r] = kNinf, l[r] = 0;
   const int64_t jend = g.causal ? std::min(g.tk, i0 + ni) : g.tk;  // later keys are all cut
   float s[kK], p[kK];
   for (int64_t j0 = 0; j0 < jend; j0 += kK) {
     const int64_t nj = std::min(kK, jend - j0);
-    load_tile(a.k, a.v, g, b, j0, nj, kt, nullptr, vs, nullptr);
+    load_tile(a.k, a.lk, a.v, a.lv, g, b, j0, nj, kt, nullptr, vs, nullptr);
     for (int64_t r = 0; r < ni; ++r) {
       const int64_t i = i0 + r;
       tile_scores(qs + r * d, kt, d, s);
@@ -164,15 +177,15 @@ FLOCK_ATTN_INLINE void forward_block(const FwdArgs<T>& a, FwdScratch& w, TileMas
     const int64_t row = b * g.tq + i0 + r;
     // A row that attends to nothing is NaN (softmax over all -inf); no keys at all give zeros.
     const float inv = l[r] > 0 ? 1.0f / l[r] : g.tk == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-    for (int64_t x = 0; x < dv; ++x) a.out[row * dv + x] = static_cast<T>(acc[r * dv + x] * inv);
+    T* o = a.out + a.lo.at(b, i0 + r);
+    for (int64_t x = 0; x < dv; ++x) o[x] = static_cast<T>(acc[r * dv + x] * inv);
     a.lse[row] = l[r] > 0 ? m[r] + std::log(l[r]) : kNinf;
   }
 }
 
 template <class T>
-void forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g) {
-  const FwdArgs<T> a{q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<float>(), mask ? mask->raw() : nullptr,
-                     g,           (g.tq + kR - 1) / kR};
+void forward_typed(const FwdArgs<T>& a) {
+  const AttnGeom& g = a.g;
   FLOCK_ISA_PARALLEL_FOR(g.bh * a.blocks, 1, t0, t1, {
     FwdScratch w(g);
     TileMask<T> tm{g, a.mask};
@@ -189,6 +202,7 @@ struct BwdArgs {
   T *gq, *gk, *gv;
   const void* mask;
   const AttnGeom& g;
+  Lay lq, lk, lv, lo;
 };
 
 struct BwdScratch {
@@ -206,10 +220,14 @@ FLOCK_ATTN_INLINE void backward_batch(const BwdArgs<T>& a, BwdScratch& w, TileMa
   tm.at_batch(b);
   float *qs = w.qs.data(), *dos = w.dos.data(), *dq = w.dq.data(), *kt = w.kt.data(), *kr = w.kr.data(), *vt = w.vt.data();
   float *dk = w.dk.data(), *dv = w.dv.data();
-  for (int64_t x = 0; x < tq * d; ++x) qs[x] = ld(a.q[b * tq * d + x]) * scale;
-  for (int64_t x = 0; x < tq * dvn; ++x) dos[x] = ld(a.gout[b * tq * dvn + x]);
   for (int64_t i = 0; i < tq; ++i) {
-    const T* o = a.out + (b * tq + i) * dvn;
+    const T* qr = a.q + a.lq.at(b, i);
+    const T* gr = a.gout + a.lo.at(b, i);
+    for (int64_t x = 0; x < d; ++x) qs[i * d + x] = ld(qr[x]) * scale;
+    for (int64_t x = 0; x < dvn; ++x) dos[i * dvn + x] = ld(gr[x]);
+  }
+  for (int64_t i = 0; i < tq; ++i) {
+    const T* o = a.out + a.lo.at(b, i);
     float acc = 0;
     for (int64_t x = 0; x < dvn; ++x) acc += dos[i * dvn + x] * ld(o[x]);
     a.delta[b * tq + i] = acc;
@@ -218,7 +236,7 @@ FLOCK_ATTN_INLINE void backward_batch(const BwdArgs<T>& a, BwdScratch& w, TileMa
   float s[kK], p[kK], dp[kK];
   for (int64_t j0 = 0; j0 < g.tk; j0 += kK) {
     const int64_t nj = std::min(kK, g.tk - j0);
-    load_tile(a.k, a.v, g, b, j0, nj, kt, kr, nullptr, vt);
+    load_tile(a.k, a.lk, a.v, a.lv, g, b, j0, nj, kt, kr, nullptr, vt);
     for (int64_t x = 0; x < nj * d; ++x) dk[x] = 0;
     for (int64_t x = 0; x < nj * dvn; ++x) dv[x] = 0;
     for (int64_t i = g.causal ? j0 : 0; i < tq; ++i) {  // causal: queries before j0 see none of this tile
@@ -262,18 +280,22 @@ FLOCK_ATTN_INLINE void backward_batch(const BwdArgs<T>& a, BwdScratch& w, TileMa
         }
       }
     }
-    for (int64_t x = 0; x < nj * d; ++x) a.gk[(b * g.tk + j0) * d + x] = static_cast<T>(dk[x]);
-    for (int64_t x = 0; x < nj * dvn; ++x) a.gv[(b * g.tk + j0) * dvn + x] = static_cast<T>(dv[x]);
+    for (int64_t c = 0; c < nj; ++c) {
+      T* gkc = a.gk + a.lk.at(b, j0 + c);
+      T* gvc = a.gv + a.lv.at(b, j0 + c);
+      for (int64_t x = 0; x < d; ++x) gkc[x] = static_cast<T>(dk[c * d + x]);
+      for (int64_t x = 0; x < dvn; ++x) gvc[x] = static_cast<T>(dv[c * dvn + x]);
+    }
   }
-  for (int64_t x = 0; x < tq * d; ++x) a.gq[b * tq * d + x] = static_cast<T>(dq[x] * scale);
+  for (int64_t i = 0; i < tq; ++i) {
+    T* gqi = a.gq + a.lq.at(b, i);
+    for (int64_t x = 0; x < d; ++x) gqi[x] = static_cast<T>(dq[i * d + x] * scale);
+  }
 }
 
 template <class T>
-void backward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
-                    const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g) {
-  const BwdArgs<T> a{q.data<T>(),   k.data<T>(),      v.data<T>(),  out.data<T>(), gout.data<T>(),
-                     lse.data<float>(), delta.data<float>(), gq.data<T>(), gk.data<T>(),  gv.data<T>(),
-                     mask ? mask->raw() : nullptr, g};
+void backward_typed(const BwdArgs<T>& a) {
+  const AttnGeom& g = a.g;
   FLOCK_ISA_PARALLEL_FOR(g.bh, 1, b0, b1, {
     BwdScratch w(g);
     TileMask<T> tm{g, a.mask};
@@ -298,7 +320,9 @@ void attention_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, co
                            const AttnGeom& g) {
   visit_f32_computed(q.dtype, "scaledDotProductAttention", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    forward_typed<T>(q, k, v, mask, out, lse, g);
+    forward_typed<T>(FwdArgs<T>{q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<float>(), mask ? mask->raw() : nullptr, g,
+                                (g.tq + kR - 1) / kR, contiguous(g.tq, g.d), contiguous(g.tk, g.d), contiguous(g.tk, g.dv),
+                                contiguous(g.tq, g.dv)});
   });
 }
 
@@ -306,8 +330,52 @@ void attention_backward_f32(const Tensor& q, const Tensor& k, const Tensor& v, c
                             const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g) {
   visit_f32_computed(q.dtype, "scaledDotProductAttentionBackward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backward_typed<T>(q, k, v, mask, out, lse, gout, delta, gq, gk, gv, g);
+    backward_typed<T>(BwdArgs<T>{q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), gout.data<T>(), lse.data<float>(),
+                                 delta.data<float>(), gq.data<T>(), gk.data<T>(), gv.data<T>(), mask ? mask->raw() : nullptr, g,
+                                 contiguous(g.tq, g.d), contiguous(g.tk, g.d), contiguous(g.tk, g.dv), contiguous(g.tq, g.dv)});
   });
 }
+
+namespace {
+
+// The layouts of q, k, v (columns 0, embed, 2·embed of qkv) and of the output, per AttnPacked.
+struct PackedLays {
+  Lay q, k, v, o;
+};
+
+PackedLays packed_lays(const AttnPacked& p, int64_t d) {
+  const int64_t w = 3 * p.embed;
+  const int64_t sn = p.batch_first ? p.len * w : w, srow = p.batch_first ? w : p.n * w;
+  const int64_t on = p.batch_first ? p.len * p.embed : p.embed, orow = p.batch_first ? p.embed : p.n * p.embed;
+  return {Lay{p.heads, sn, d, srow, 0}, Lay{p.heads, sn, d, srow, p.embed}, Lay{p.heads, sn, d, srow, 2 * p.embed},
+          Lay{p.heads, on, d, orow, 0}};
+}
+
+void attention_packed_forward_cpu(const Tensor& qkv, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g, const AttnPacked& p) {
+  const PackedLays l = packed_lays(p, g.d);
+  visit_f32_computed(qkv.dtype, "scaledDotProductAttention", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* base = qkv.data<T>();
+    forward_typed<T>(FwdArgs<T>{base, base, base, out.data<T>(), lse.data<float>(), mask ? mask->raw() : nullptr, g, (g.tq + kR - 1) / kR,
+                                l.q, l.k, l.v, l.o});
+  });
+}
+
+void attention_packed_backward_cpu(const Tensor& qkv, const Tensor* mask, const Tensor& out, const Tensor& lse, const Tensor& gout,
+                                   Tensor& delta, Tensor& gqkv, const AttnGeom& g, const AttnPacked& p) {
+  const PackedLays l = packed_lays(p, g.d);
+  visit_f32_computed(qkv.dtype, "scaledDotProductAttentionBackward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* base = qkv.data<T>();
+    T* gbase = gqkv.data<T>();
+    backward_typed<T>(BwdArgs<T>{base, base, base, out.data<T>(), gout.data<T>(), lse.data<float>(), delta.data<float>(), gbase, gbase, gbase,
+                                 mask ? mask->raw() : nullptr, g, l.q, l.k, l.v, l.o});
+  });
+}
+
+}  // namespace
+
+FLOCK_REGISTER_KERNEL(attention_packed_forward, CPU, attention_packed_forward_cpu);
+FLOCK_REGISTER_KERNEL(attention_packed_backward, CPU, attention_packed_backward_cpu);
 
 }  // namespace flock::cpu
