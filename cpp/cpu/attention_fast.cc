@@ -52,13 +52,42 @@ FLOCK_ATTN_INLINE float tile_sum(const float* p) {
   return r;
 }
 
-// s[c] = qr · kt[:, c] for the kK keys of a tile (kt is [d][kK]).
+// A vector of 16 floats for the accumulations: as locals only (never passed or returned), so each
+// instruction-set copy of a kernel holds them in its own registers (zmm, two ymm, four xmm).
+typedef float vf16 __attribute__((vector_size(64)));
+static_assert(kK == 32, "tile_scores holds a tile's scores in two vf16");
+
+// s[c] = qr · kt[:, c] for the kK keys of a tile (kt is [d][kK]), accumulated in registers.
 FLOCK_ATTN_INLINE void tile_scores(const float* qr, const float* kt, int64_t d, float* s) {
-  for (int64_t c = 0; c < kK; ++c) s[c] = 0;
+  vf16 a0 = {}, a1 = {};
   for (int64_t x = 0; x < d; ++x) {
-    const float qv = qr[x];
-    const float* kx = kt + x * kK;
-    for (int64_t c = 0; c < kK; ++c) s[c] += qv * kx[c];
+    vf16 k0, k1;
+    __builtin_memcpy(&k0, kt + x * kK, sizeof k0);
+    __builtin_memcpy(&k1, kt + x * kK + 16, sizeof k1);
+    a0 += qr[x] * k0;
+    a1 += qr[x] * k1;
+  }
+  __builtin_memcpy(s, &a0, sizeof a0);
+  __builtin_memcpy(s + 16, &a1, sizeof a1);
+}
+
+// y[0, n) += Σ_{c < nc} w[c] · rows[c·stride, c·stride + n), 16 columns at a time in a register.
+FLOCK_ATTN_INLINE void add_weighted_rows(float* y, const float* w, const float* rows, int64_t stride, int64_t nc, int64_t n) {
+  int64_t x = 0;
+  for (; x + 16 <= n; x += 16) {
+    vf16 a;
+    __builtin_memcpy(&a, y + x, sizeof a);
+    for (int64_t c = 0; c < nc; ++c) {
+      vf16 r;
+      __builtin_memcpy(&r, rows + c * stride + x, sizeof r);
+      a += w[c] * r;
+    }
+    __builtin_memcpy(y + x, &a, sizeof a);
+  }
+  for (; x < n; ++x) {
+    float a = y[x];
+    for (int64_t c = 0; c < nc; ++c) a += w[c] * rows[c * stride + x];
+    y[x] = a;
   }
 }
 
@@ -165,12 +194,7 @@ FLOCK_ATTN_INLINE void forward_block(const FwdArgs<T>& a, FwdScratch& w, TileMas
         for (int64_t x = 0; x < dv; ++x) ar[x] *= alpha;
       if (g.dropout_p > 0)
         for (int64_t c = 0; c < nj; ++c) p[c] *= drop.factor(b, i, j0 + c);
-      for (int64_t c = 0; c < nj; ++c) {
-        const float pc = p[c];
-        if (pc == 0.0f) continue;
-        const float* vr = vs + c * dv;
-        for (int64_t x = 0; x < dv; ++x) ar[x] += pc * vr[x];
-      }
+      add_weighted_rows(ar, p, vs, dv, nj, dv);
     }
   }
   for (int64_t r = 0; r < ni; ++r) {
@@ -269,15 +293,12 @@ FLOCK_ATTN_INLINE void backward_batch(const BwdArgs<T>& a, BwdScratch& w, TileMa
         for (int64_t x = 0; x < dvn; ++x) dvc[x] += pc * goi[x];
       }
       for (int64_t c = 0; c < kK; ++c) dp[c] = p[c] * (dp[c] - di);  // dp now holds dS
+      add_weighted_rows(dqi, dp, kr, d, nj, d);
       for (int64_t c = 0; c < nj; ++c) {
         const float ds = dp[c];
         if (ds == 0.0f) continue;
-        const float* kc = kr + c * d;
         float* dkc = dk + c * d;
-        for (int64_t x = 0; x < d; ++x) {
-          dqi[x] += ds * kc[x];
-          dkc[x] += ds * qi[x];  // qi is already scaled
-        }
+        for (int64_t x = 0; x < d; ++x) dkc[x] += ds * qi[x];  // qi is already scaled
       }
     }
     for (int64_t c = 0; c < nj; ++c) {
