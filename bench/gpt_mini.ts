@@ -2,10 +2,12 @@
  * GPT-mini on the CPU, side by side: examples/gpt_mini.ts (flockml) and its PyTorch anchor
  * (bench/anchors/torch_gpt_mini.py, 2 threads), each over the same seeds and step count. Prints one
  * JSON line per run, then one summary line: mean validation loss and tokens/s of each framework,
- * the loss gap (relative) and the throughput ratio.
+ * the loss gap (relative) and the throughput ratio, with the machine's 1-minute load average at the
+ * start and the end (the runs take turns, so a busy machine slows both, though not always alike).
  *   npm run bench -- gpt-mini [--steps N] [--seeds S] [--batch B] [--no-anchor]
  */
 import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 
 const argv = process.argv.slice(2);
@@ -34,6 +36,7 @@ function run(cmd: string, args: string[]): Result {
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 function main(): void {
+  const loadBefore = loadavg()[0];
   const common = ['--steps', String(steps), '--batch', String(batch)];
   const ours: Result[] = [];
   const theirs: Result[] = [];
@@ -70,6 +73,7 @@ function main(): void {
     summary.val_loss_gap = Number(((mean(ours.map((r) => r.val_loss)) - lt) / lt).toFixed(4));
     summary.throughput_ratio = Number((mean(ours.map((r) => r.tokens_per_s)) / tt).toFixed(3));
   }
+  summary.load_1m = [Number(loadBefore.toFixed(2)), Number(loadavg()[0].toFixed(2))];
   console.log(JSON.stringify(summary));
 }
 

@@ -93,6 +93,18 @@ struct AttnGeom {
 FLOCK_DECLARE_KERNEL(attention_forward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g))
 // Recomputes the scores tile by tile; `delta` ([bh, tq], lse's dtype) is scratch for rowsum(gout * out).
 FLOCK_DECLARE_KERNEL(attention_backward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g))
+// Self-attention over one packed projection qkv ([n, len, 3·embed] when batch_first, else
+// [len, n, 3·embed]): head h's query, key and value are columns h·d, embed + h·d and 2·embed + h·d
+// of each row (d = embed / heads), and out ([n, len, embed] or [len, n, embed]) gets head h in
+// columns h·d; AttnGeom's batch b is (b / heads, b % heads). The head split and merge are strides,
+// never copies. f32, bf16 and f16; CPU.
+struct AttnPacked {
+  int64_t heads, n, len, embed;
+  bool batch_first;
+};
+FLOCK_DECLARE_KERNEL(attention_packed_forward, void(const Tensor& qkv, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g, const AttnPacked& p))
+// The gradient of qkv, every element written (gqkv has qkv's shape).
+FLOCK_DECLARE_KERNEL(attention_packed_backward, void(const Tensor& qkv, const Tensor* mask, const Tensor& out, const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gqkv, const AttnGeom& g, const AttnPacked& p))
 // Gradient scaling (GradScaler.unscale_): every tensor of the list multiplied in place by
 // `inv_scale`, and `found_inf` (0-d f32, on the device) set to 1 if any value is inf or NaN — one
 // queued call per device, no host round trip.

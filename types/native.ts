@@ -412,6 +412,41 @@ export interface NativeAddon {
     seed: number,
     offset: number,
   ): [NativeTensor, NativeTensor, NativeTensor];
+  /**
+   * Self-attention over a packed projection qkv ([n, len, 3·embed] when batchFirst, else
+   * [len, n, 3·embed]; f32, bf16 or f16, CPU) split into `heads` heads in place; the mask as for
+   * {@link attention} with batch (n, head). Returns [out [n, len, embed] or [len, n, embed], logsumexp [n·heads, len]].
+   */
+  attentionPacked(
+    qkv: NativeTensor,
+    heads: number,
+    batchFirst: boolean,
+    mask: NativeTensor | null,
+    maskDivisor: number,
+    maskPeriod: number,
+    isCausal: boolean,
+    scale: number,
+    dropoutP: number,
+    seed: number,
+    offset: number,
+  ): [NativeTensor, NativeTensor];
+  /** The gradient of qkv (qkv's shape) of {@link attentionPacked}. */
+  attentionPackedBackward(
+    qkv: NativeTensor,
+    out: NativeTensor,
+    lse: NativeTensor,
+    grad: NativeTensor,
+    heads: number,
+    batchFirst: boolean,
+    mask: NativeTensor | null,
+    maskDivisor: number,
+    maskPeriod: number,
+    isCausal: boolean,
+    scale: number,
+    dropoutP: number,
+    seed: number,
+    offset: number,
+  ): NativeTensor;
 }
 
 // ---- rearranging ops (cpp/bindings/rearrange.cc) ----

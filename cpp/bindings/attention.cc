@@ -52,11 +52,38 @@ Napi::Value AttentionBackward(const Napi::CallbackInfo& info) {
   return list_out(info, ops::attention_backward(q, k, v, has_mask ? &mask : nullptr, out, lse, gout, g));
 }
 
+// attentionPacked(qkv, heads, batchFirst, mask, maskDivisor, maskPeriod, causal, scale, dropoutP, seed, offset).
+Napi::Value AttentionPacked(const Napi::CallbackInfo& info) {
+  Args a{info, "scaledDotProductAttention"};
+  Tensor qkv = a.tensor(0, "qkv");
+  const int64_t heads = a.integer(1, "heads", 1, kMaxSafe);
+  const bool batch_first = a.boolean(2, "batchFirst");
+  bool has_mask = false;
+  Tensor mask;
+  const AttnGeom g = geometry(a, 3, has_mask, mask);
+  return list_out(info, ops::attention_packed_forward(qkv, heads, batch_first, has_mask ? &mask : nullptr, g));
+}
+
+// attentionPackedBackward(qkv, out, lse, grad, heads, batchFirst, mask, ...): the gradient of qkv.
+Napi::Value AttentionPackedBackward(const Napi::CallbackInfo& info) {
+  Args a{info, "scaledDotProductAttentionBackward"};
+  Tensor qkv = a.tensor(0, "qkv"), out = a.tensor(1, "output"), lse = a.tensor(2, "logsumexp"), gout = a.tensor(3, "grad");
+  const int64_t heads = a.integer(4, "heads", 1, kMaxSafe);
+  const bool batch_first = a.boolean(5, "batchFirst");
+  bool has_mask = false;
+  Tensor mask;
+  const AttnGeom g = geometry(a, 6, has_mask, mask);
+  Tensor gqkv = ops::attention_packed_backward(qkv, heads, batch_first, has_mask ? &mask : nullptr, out, lse, gout, g);
+  return Addon::of(info.Env()).wrap(info.Env(), gqkv);
+}
+
 }  // namespace
 
 void register_attention_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("attention", Attention);
   FLOCK_EXPORT("attentionBackward", AttentionBackward);
+  FLOCK_EXPORT("attentionPacked", AttentionPacked);
+  FLOCK_EXPORT("attentionPackedBackward", AttentionPackedBackward);
 }
 
 }  // namespace flock::js

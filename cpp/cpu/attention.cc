@@ -1,4 +1,5 @@
-// CPU fused scaled dot-product attention. Forward: each task takes a block of query rows of one
+// CPU fused scaled dot-product attention in f64 (f32, bf16 and f16 run the vectorised tiles of
+// attention_fast.cc, the same algorithm computed in f32). Forward: each task takes a block of query rows of one
 // (batch, head) and walks the keys in tiles with an online softmax (running max, running sum and a
 // rescaled accumulator), so memory is O(tile), never O(tq * tk); it saves the output and each row's
 // logsumexp. Backward (flash-attention-2 order): one task per (batch, head) walks key tiles and,
@@ -8,8 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <vector>
-#include "../nn_kernels.h"
-#include "../philox.h"
+#include "attention.h"
 #include "threadpool.h"
 
 namespace flock::cpu {
@@ -46,28 +46,6 @@ struct Scorer {
   }
 };
 
-// Dropout's keep factor for weight (b, i, j): 0 when dropped, 1 / (1 - p) when kept.
-template <class C>
-struct Dropper {
-  const AttnGeom& g;
-  C keep_scale;
-  uint64_t cached = ~uint64_t(0);
-  Philox4 words{};
-
-  explicit Dropper(const AttnGeom& geom) : g(geom), keep_scale(geom.dropout_p < 1 ? C(1) / C(1 - geom.dropout_p) : C(0)) {}
-
-  C factor(int64_t b, int64_t i, int64_t j) {
-    if (g.dropout_p <= 0) return C(1);
-    const uint64_t e = static_cast<uint64_t>((b * g.tq + i) * g.tk + j);
-    const uint64_t group = g.offset + e / 4;
-    if (group != cached) {
-      words = philox(g.seed, group);
-      cached = group;
-    }
-    return philox_uniform(words.v[e % 4]) < static_cast<float>(1 - g.dropout_p) ? keep_scale : C(0);
-  }
-};
-
 template <class T, class L>
 void forward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const Tensor* mask, Tensor& outt, Tensor& lset, const AttnGeom& g) {
   using C = acc_t<T>;
@@ -81,7 +59,7 @@ void forward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const T
   parallel_for(g.bh * blocks, 1, [&](int64_t t0, int64_t t1) {
     std::vector<C> qs(kRows * g.d), acc(kRows * g.dv), ks(kKeys * g.d), vs(kKeys * g.dv), s(kKeys), m(kRows), l(kRows);
     Scorer<T, C> sc{g, mask ? mask->raw() : nullptr};
-    Dropper<C> drop(g);
+    AttnDropper<C> drop(g);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / blocks, i0 = (t % blocks) * kRows, ni = std::min(kRows, g.tq - i0);
       sc.at_batch(b);
@@ -149,7 +127,7 @@ void backward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const 
   parallel_for(g.bh, 1, [&](int64_t b0, int64_t b1) {
     std::vector<C> qs(g.tq * g.d), gos(g.tq * g.dv), dq(g.tq * g.d), ks(kKeys * g.d), vs(kKeys * g.dv), dk(kKeys * g.d), dv(kKeys * g.dv);
     Scorer<T, C> sc{g, mask ? mask->raw() : nullptr};
-    Dropper<C> drop(g);
+    AttnDropper<C> drop(g);
     const C ninf = -std::numeric_limits<C>::infinity();
     for (int64_t b = b0; b < b1; ++b) {
       sc.at_batch(b);
@@ -200,20 +178,14 @@ void backward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const 
 }
 
 void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g) {
-  visit_float(q.dtype, "scaledDotProductAttention", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    forward_typed<T, L>(q, k, v, mask, out, lse, g);
-  });
+  if (q.dtype != DType::f64) return attention_forward_f32(q, k, v, mask, out, lse, g);
+  forward_typed<double, double>(q, k, v, mask, out, lse, g);
 }
 
 void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
                             const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g) {
-  visit_float(q.dtype, "scaledDotProductAttentionBackward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using L = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    backward_typed<T, L>(q, k, v, mask, out, lse, gout, delta, gq, gk, gv, g);
-  });
+  if (q.dtype != DType::f64) return attention_backward_f32(q, k, v, mask, out, lse, gout, delta, gq, gk, gv, g);
+  backward_typed<double, double>(q, k, v, mask, out, lse, gout, delta, gq, gk, gv, g);
 }
 
 }  // namespace

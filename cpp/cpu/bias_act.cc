@@ -1,10 +1,13 @@
 // CPU bias + activation (forward and derivative) over [rows, n]. The activation is a template
 // parameter and the bias row is read along the output row, so each inner loop is a plain
-// element-wise loop the compiler can vectorise; rows are split over the intra-op pool.
+// element-wise loop the compiler can vectorise; rows are split over the intra-op pool. In f32 (and
+// bf16/f16, computed in f32) the loops are compiled per instruction set (FLOCK_ISA_PARALLEL_FOR)
+// and GELU uses the vectorisable erf and exp of bias_act_math.h instead of libm.
 #include <algorithm>
 #include <type_traits>
 #include "../bias_act.h"
 #include "../scalar_math.h"
+#include "bias_act_math.h"
 #include "loops.h"
 
 namespace flock::cpu {
@@ -26,15 +29,27 @@ void with_act(BiasAct act, Fn&& fn) {
 }
 
 template <BiasAct A, class C>
-inline C activate(C v) {
+inline __attribute__((always_inline)) C activate(C v) {
   if constexpr (A == BiasAct::none) return v;
+  else if constexpr (A == BiasAct::gelu && std::is_same_v<C, float>) return fastmath::gelu_f(v);
   else return math::unary<C>(bias_act_unary(A), v, C(0), C(0));
 }
 
 template <BiasAct A, class C>
-inline C derivative(C v) {
+inline __attribute__((always_inline)) C derivative(C v) {
   if constexpr (A == BiasAct::none) return C(1);
+  else if constexpr (A == BiasAct::gelu && std::is_same_v<C, float>) return fastmath::gelu_grad_f(v);
   else return math::unary_derivative<C>(bias_act_unary(A), v, C(0), C(0));
+}
+
+// parallel_for over rows, compiled per instruction set when the compute type is f32.
+template <class C, class Body>
+void for_rows(int64_t rows, int64_t grain, Body&& body) {
+  if constexpr (std::is_same_v<C, float>) {
+    FLOCK_ISA_PARALLEL_FOR(rows, grain, r0, r1, body(r0, r1););
+  } else {
+    parallel_for(rows, grain, body);
+  }
 }
 
 int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kElementGrain / std::max<int64_t>(n, 1)); }
@@ -49,7 +64,7 @@ void bias_act_cpu(const Tensor& x, const Tensor& bias, Tensor& y, BiasAct act) {
     T* yp = y.data<T>();
     with_act(act, [&](auto a) {
       constexpr BiasAct kAct = decltype(a)::value;
-      parallel_for(rows, row_grain(n), [&](int64_t r0, int64_t r1) {
+      for_rows<C>(rows, row_grain(n), [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
         for (int64_t r = r0; r < r1; ++r) {
           const T* xr = xp + r * n;
           T* yr = yp + r * n;
@@ -71,7 +86,7 @@ void bias_act_backward_cpu(const Tensor& gy, const Tensor& saved, const Tensor* 
     T* op = gx.data<T>();
     with_act(act, [&](auto a) {
       constexpr BiasAct kAct = decltype(a)::value;
-      parallel_for(rows, row_grain(n), [&](int64_t r0, int64_t r1) {
+      for_rows<C>(rows, row_grain(n), [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
         for (int64_t r = r0; r < r1; ++r) {
           const T* g = gp + r * n;
           const T* s = sp + r * n;

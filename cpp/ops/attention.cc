@@ -8,6 +8,8 @@
 namespace flock {
 FLOCK_DEFINE_KERNEL(attention_forward)
 FLOCK_DEFINE_KERNEL(attention_backward)
+FLOCK_DEFINE_KERNEL(attention_packed_forward)
+FLOCK_DEFINE_KERNEL(attention_packed_backward)
 }  // namespace flock
 
 namespace flock::ops {
@@ -20,6 +22,8 @@ void check_like(const Tensor& t, const Tensor& q, const char* op, const char* na
   if (t.dtype != q.dtype) fail(Code::DType, op, ": ", name, " is ", dtype_name(t.dtype), ", query is ", dtype_name(q.dtype));
   if (t.dim() != 3) fail(Code::Shape, op, ": ", name, " must be 3-D [batch, seq, dim], got ", shape_str(t.shape));
 }
+
+void mask_geometry(const Tensor& q, const Tensor* mask, AttnGeom& g, const char* op);
 
 // Fills the shape part of `g` from q, k, v (and the mask's) and checks them.
 void attn_geometry(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, AttnGeom& g, const char* op) {
@@ -35,6 +39,11 @@ void attn_geometry(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   g.tk = k.shape[1];
   g.d = q.shape[2];
   g.dv = v.shape[2];
+  mask_geometry(q, mask, g, op);
+}
+
+// Checks scale, dropout and the mask against the shape part of `g`, and fills the mask part.
+void mask_geometry(const Tensor& q, const Tensor* mask, AttnGeom& g, const char* op) {
   if (!(g.scale == g.scale) || std::isinf(g.scale)) fail(Code::Range, op, ": scale must be finite, got ", g.scale);
   if (!(g.dropout_p >= 0 && g.dropout_p <= 1)) fail(Code::Range, op, ": dropoutP must be in [0, 1], got ", g.dropout_p);
   if (!mask) {
@@ -59,6 +68,24 @@ void attn_geometry(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
 }
 
 DType lse_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+// Fills `g` and `p` from a packed qkv and checks them (and the mask).
+AttnPacked packed_geometry(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, AttnGeom& g, const char* op) {
+  if (qkv.dtype != DType::f32 && qkv.dtype != DType::bf16 && qkv.dtype != DType::f16)
+    fail(Code::DType, op, ": packed qkv must be f32, bf16 or f16, got ", dtype_name(qkv.dtype));
+  if (qkv.dim() != 3 || qkv.shape[2] % 3 != 0)
+    fail(Code::Shape, op, ": packed qkv must be 3-D with 3·embed features, got ", shape_str(qkv.shape));
+  const int64_t embed = qkv.shape[2] / 3;
+  if (heads < 1 || embed % heads != 0) fail(Code::Shape, op, ": embed ", embed, " does not split into ", heads, " heads");
+  AttnPacked p{heads, batch_first ? qkv.shape[0] : qkv.shape[1], batch_first ? qkv.shape[1] : qkv.shape[0], embed, batch_first};
+  g.bh = p.n * heads;
+  g.tq = g.tk = p.len;
+  g.d = g.dv = embed / heads;
+  mask_geometry(qkv, mask, g, op);
+  return p;
+}
+
+Shape packed_out_shape(const AttnPacked& p) { return p.batch_first ? Shape{p.n, p.len, p.embed} : Shape{p.len, p.n, p.embed}; }
 
 }  // namespace
 
@@ -100,6 +127,42 @@ std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const T
     launch(op, q.device(), [=]() mutable { kernel(q, k, v, has_mask ? &m : nullptr, out, lse, gout, delta, gq, gk, gv, g); });
   }
   return {gq, gk, gv};
+}
+
+std::vector<Tensor> attention_packed_forward(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, AttnGeom g) {
+  const char* op = "scaledDotProductAttention";
+  const AttnPacked p = packed_geometry(qkv, heads, batch_first, mask, g, op);
+  auto kernel = attention_packed_forward_table().get(qkv.device());
+  Tensor out = empty(packed_out_shape(p), qkv.dtype, qkv.device(), op);
+  Tensor lse = empty({g.bh, g.tq}, DType::f32, qkv.device(), op);
+  if (g.bh * g.tq * g.d > 0) {
+    const bool has_mask = mask != nullptr;
+    Tensor m = has_mask ? *mask : Tensor{};
+    launch(op, qkv.device(), [=]() mutable { kernel(qkv, has_mask ? &m : nullptr, out, lse, g, p); });
+  }
+  return {out, lse};
+}
+
+Tensor attention_packed_backward(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, const Tensor& out, const Tensor& lse,
+                                 const Tensor& gout, AttnGeom g) {
+  const char* op = "scaledDotProductAttentionBackward";
+  const AttnPacked p = packed_geometry(qkv, heads, batch_first, mask, g, op);
+  auto kernel = attention_packed_backward_table().get(qkv.device());
+  for (const Tensor* t : {&out, &lse, &gout}) check_same_device(*t, qkv, op);
+  const Shape os = packed_out_shape(p);
+  if (out.shape != os || gout.shape != os || out.dtype != qkv.dtype || gout.dtype != qkv.dtype)
+    fail(Code::Shape, op, ": output and its gradient must be ", shape_str(os), " ", dtype_name(qkv.dtype), ", got ", shape_str(out.shape),
+         " and ", shape_str(gout.shape));
+  if (lse.shape != Shape{g.bh, g.tq} || lse.dtype != DType::f32)
+    fail(Code::Shape, op, ": logsumexp must be [", g.bh, ", ", g.tq, "] f32, got ", shape_str(lse.shape));
+  Tensor gqkv = empty(qkv.shape, qkv.dtype, qkv.device(), op);
+  Tensor delta = empty({g.bh, g.tq}, DType::f32, qkv.device(), op);
+  if (g.bh * g.tq * g.d > 0) {
+    const bool has_mask = mask != nullptr;
+    Tensor m = has_mask ? *mask : Tensor{};
+    launch(op, qkv.device(), [=]() mutable { kernel(qkv, has_mask ? &m : nullptr, out, lse, gout, delta, gqkv, g, p); });
+  }
+  return gqkv;
 }
 
 }  // namespace flock::ops

@@ -76,6 +76,10 @@ namespace flock::ops {
 std::vector<Tensor> attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, AttnGeom g);
 std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
                                        const Tensor& gout, AttnGeom g);
+// Packed self-attention (AttnPacked in nn_kernels.h): forward {out, logsumexp}, backward {gqkv}.
+std::vector<Tensor> attention_packed_forward(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, AttnGeom g);
+Tensor attention_packed_backward(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, const Tensor& out, const Tensor& lse,
+                                 const Tensor& gout, AttnGeom g);
 // Scans, sorts, scatters, selections and samples (scan.cc, sort.cc, scatter.cc, select.cc, sample.cc)
 // cumsum (prod false) / cumprod along dim, from the end when `reverse`; integers and bool give i64.
 Tensor scan(const Tensor& x, int64_t dim, bool prod, bool reverse);

@@ -1,7 +1,8 @@
 /**
  * MultiheadAttention with PyTorch's semantics, options and state-dict names (in_proj_weight, or
  * q/k/v_proj_weight when kdim/vdim differ from embedDim; in_proj_bias; out_proj). Without
- * needWeights the heads run through the fused scaledDotProductAttention kernel; with it, the
+ * needWeights the heads run through the fused scaledDotProductAttention kernel (self-attention on
+ * the CPU in f32/bf16/f16: straight from the packed projection, attention_packed.ts); with it, the
  * weights are formed explicitly, as PyTorch does, so they can be returned.
  */
 import type { Tensor } from '../tensor';
@@ -14,6 +15,7 @@ import { Linear } from './linear';
 import { constant_, xavierUniform_ } from './init';
 import { dropout, linear } from './functional/basic';
 import { scaledDotProductAttention } from './functional/attention';
+import { canPackAttention, packedSelfAttention } from './functional/attention_packed';
 import { tensorArg } from './functional/args';
 import { checkOptions, dtypeError, flockError, shapeError } from '../errors';
 import { checkBool, checkInt, checkNumber, checkOptionalTensor } from '../validate';
@@ -178,9 +180,18 @@ export class MultiheadAttention extends Module {
     // Projections: one matmul for self-attention, three slices of the weight otherwise.
     const E = this.embedDim;
     const bias = (i: number) => (this.in_proj_bias ? this.in_proj_bias.narrow(0, i * E, E) : null);
+    const p = this.training ? this.dropout : 0;
     let qp: Tensor, kp: Tensor, vp: Tensor;
     if (this.in_proj_weight && query === key && key === value) {
-      [qp, kp, vp] = linear(q, this.in_proj_weight, this.in_proj_bias).chunk(3, -1);
+      // Self-attention: one projection in the input's own layout; on the CPU the fused kernel
+      // reads the heads from it in place (no transposes, no head split or merge copies).
+      const bf = !batched || this.batchFirst;
+      const qkv = linear(batched ? query : query.unsqueeze(0), this.in_proj_weight, this.in_proj_bias);
+      if (!needWeights && canPackAttention(qkv) && !mask?.requiresGrad) {
+        const out = this.out_proj.forward(packedSelfAttention(qkv, H, bf, { attnMask: mask, isCausal, dropoutP: p }));
+        return [batched ? out : out.squeeze(0), null];
+      }
+      [qp, kp, vp] = (bf ? qkv : qkv.transpose(0, 1)).chunk(3, -1);
     } else {
       const w = (i: number, sep: Parameter | null) => sep ?? (this.in_proj_weight as Parameter).narrow(0, i * E, E);
       qp = linear(q, w(0, this.q_proj_weight), bias(0));
@@ -191,7 +202,6 @@ export class MultiheadAttention extends Module {
     const qh = heads(qp, l);
     const kh = heads(kp, s);
     const vh = heads(vp, s);
-    const p = this.training ? this.dropout : 0;
     let attn: Tensor;
     let weights: Tensor | null = null;
     if (needWeights) {

@@ -12,6 +12,7 @@ import { Linear } from './linear';
 import { Dropout } from './dropout';
 import { LayerNorm } from './norm';
 import { MultiheadAttention } from './attention';
+import { linear } from './functional/basic';
 import { argError, checkOptions, describe } from '../errors';
 import { checkBool, checkChoice, checkInt, checkNumber } from '../validate';
 
@@ -63,10 +64,6 @@ function resolve(op: string, options: TransformerLayerOptions): Resolved {
   };
 }
 
-function activate(act: TransformerActivation, x: Tensor): Tensor {
-  return act === 'relu' ? x.relu() : act === 'gelu' ? x.gelu() : act(x);
-}
-
 /** Builds the sublayers both layer kinds share, each with the layer's settings. */
 function sublayers(dModel: number, nhead: number, c: Resolved) {
   const t = { dtype: c.dtype, device: c.device };
@@ -86,9 +83,14 @@ interface FeedForwardParts {
   readonly config: Resolved;
 }
 
-/** The feed-forward block: out(linear2(dropout(activation(linear1(x))))). */
+/**
+ * The feed-forward block: out(linear2(dropout(activation(linear1(x))))). A named activation runs
+ * fused into linear1's bias add (one pass over the hidden activations, forward and backward).
+ */
 function feedForward(l: FeedForwardParts, out: Dropout, x: Tensor): Tensor {
-  return out.forward(l.linear2.forward(l.dropout.forward(activate(l.config.activation, l.linear1.forward(x)))));
+  const act = l.config.activation;
+  const hidden = typeof act === 'function' ? act(l.linear1.forward(x)) : linear(x, l.linear1.weight, l.linear1.bias, { activation: act });
+  return out.forward(l.linear2.forward(l.dropout.forward(hidden)));
 }
 
 /** One attention block without weights, followed by its dropout. */

@@ -31,7 +31,7 @@ export interface ScaledDotProductAttentionOptions {
   scale?: number | null;
 }
 
-interface MaskPlan {
+export interface MaskPlan {
   handle: ReturnType<typeof native.reshape> | null;
   div: number;
   mod: number;
@@ -44,7 +44,7 @@ const prod = (xs: readonly number[]): number => xs.reduce((a, b) => a * b, 1);
  * (batch, head)'s slice: leading dims the mask broadcasts over outside its first and last varying
  * dims cost nothing; only broadcast dims between two varying ones are materialised.
  */
-function planMask(mask: Tensor, batch: number[], tq: number, tk: number): MaskPlan {
+export function planMask(mask: Tensor, batch: number[], tq: number, tk: number): MaskPlan {
   const full = [...batch, tq, tk];
   if (mask.ndim > full.length || mask.ndim < 1)
     throw shapeError(OP, `attnMask ${shapeStr(mask.shape)} does not broadcast to ${shapeStr(full)}`);

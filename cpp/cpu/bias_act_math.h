@@ -1,0 +1,109 @@
+// f32 exp, erf and GELU written as branch-free straight-line code, so a loop that calls them
+// vectorises (at the width of the function it is inlined into: see FLOCK_TARGET_* in loops.h).
+// std::exp and std::erf are library calls the compiler cannot vectorise. Used by the f32, bf16 and
+// f16 paths of bias + activation (GELU) and of fused attention (softmax); f64 keeps libm.
+//   exp_f: Cephes' expf (range reduction by ln 2, degree-6 polynomial), within 2 ulp; 0 below -87.3
+//          (so exp(-inf) is exactly 0) and +inf above 88.7; NaN stays NaN.
+//   erf_f, normal_cdf_f: |x| < 1 an odd polynomial, else from erfc (below), within a few ulp;
+//          gelu_f and gelu_grad_f build on Φ so the negative tail keeps its relative precision.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace flock::cpu::fastmath {
+
+#define FLOCK_MATH_INLINE inline __attribute__((always_inline))
+
+FLOCK_MATH_INLINE float bits_to_float(int32_t i) {
+  float f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+
+FLOCK_MATH_INLINE int32_t float_to_bits(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, sizeof i);
+  return i;
+}
+
+FLOCK_MATH_INLINE float exp_f(float x) {
+  const float hi = 88.7228391f, lo = -87.3365448f;
+  float xc = x > hi ? hi : x;
+  xc = xc < lo ? lo : xc;
+  // n = round(x / ln 2) with the 1.5·2²³ trick: the sum's low mantissa bits hold n, so no
+  // float-to-int conversion (which keeps the vectoriser from if-converting the clamps).
+  const float magic = 12582912.0f;
+  const float kf = xc * 1.44269504088896341f + magic;
+  const float fn = kf - magic;
+  const int32_t n = float_to_bits(kf) - 0x4B400000;
+  float r = xc - fn * 0.693359375f;  // r = x − n·ln 2 in two parts (Cody–Waite)
+  r = r - fn * -2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  // 2ⁿ as two factors, so n = 128 (x near the top of the range) and n = −126 stay representable.
+  const int32_t n1 = n >> 1;
+  const float scaled = y * bits_to_float((n1 + 127) << 23) * bits_to_float((n - n1 + 127) << 23);
+  float out = x < lo ? 0.0f : scaled;
+  out = x > hi ? __builtin_inff() : out;
+  return x != x ? x : out;
+}
+
+// erfc(a) for a ≥ 0 as t·exp(−a² + P(t)), t = 1/(1 + a/2) (Numerical Recipes' erfcc: relative
+// error below 1.2e-7 for every a ≥ 0).
+FLOCK_MATH_INLINE float erfc_pos_f(float a) {
+  const float t = 1.0f / (1.0f + 0.5f * a);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  return t * exp_f(p - a * a);
+}
+
+// erf(a)/a for |a| < 1 as a polynomial in a² (Chebyshev fit, relative error 5e-9).
+FLOCK_MATH_INLINE float erf_small_f(float z) {
+  float p = 8.0068743765e-05f;
+  p = p * z - 8.0537511962e-04f;
+  p = p * z + 5.1929578771e-03f;
+  p = p * z - 2.6856069575e-02f;
+  p = p * z + 1.1283634635e-01f;
+  p = p * z - 3.7612629767e-01f;
+  p = p * z + 1.1283791662e+00f;
+  return p;
+}
+
+FLOCK_MATH_INLINE float erf_f(float x) {
+  const float ax = x < 0 ? -x : x;
+  const float small = x * erf_small_f(x * x);
+  const float big = 1.0f - erfc_pos_f(ax);
+  const float r = ax < 1.0f ? small : (x < 0 ? -big : big);
+  return x != x ? x : r;
+}
+
+// The standard normal CDF Φ(x) = (1 + erf(x/√2))/2, with the tail taken from erfc directly so
+// Φ of a large negative x keeps its relative precision.
+FLOCK_MATH_INLINE float normal_cdf_f(float x) {
+  const float a = x * 0.70710678118654752f;
+  const float aa = a < 0 ? -a : a;
+  const float small = 0.5f + 0.5f * a * erf_small_f(a * a);
+  const float tail = 0.5f * erfc_pos_f(aa);
+  const float r = aa < 1.0f ? small : (a < 0 ? tail : 1.0f - tail);
+  return x != x ? x : r;
+}
+
+// GELU (exact, erf form) and its derivative, as PyTorch's gelu(approximate='none').
+FLOCK_MATH_INLINE float gelu_f(float x) { return x * normal_cdf_f(x); }
+
+FLOCK_MATH_INLINE float gelu_grad_f(float x) { return normal_cdf_f(x) + x * 0.39894228040143268f * exp_f(-0.5f * x * x); }
+
+}  // namespace flock::cpu::fastmath
