@@ -2,14 +2,14 @@
 // attention.cc's f64 loops (online softmax forward, flash-attention-2 order backward), arranged so
 // the inner loops run along a tile of kK keys or along the head dim: each tile of keys is held
 // transposed ([d][kK], zero-padded) so a query row's kK scores are d multiply-adds of whole
-// vectors, and exp is the branch-free exp_f of bias_act_math.h. q is scaled once as it is loaded.
+// vectors, and exp is the branch-free exp_f of vec_math.h. q is scaled once as it is loaded.
 // The loops are compiled per instruction set (FLOCK_ISA_PARALLEL_FOR) and run at cpu_isa()'s width.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 #include "attention.h"
-#include "bias_act_math.h"
+#include "vec_math.h"
 #include "loops.h"
 #include "threadpool.h"
 

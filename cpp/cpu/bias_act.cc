@@ -2,12 +2,12 @@
 // parameter and the bias row is read along the output row, so each inner loop is a plain
 // element-wise loop the compiler can vectorise; rows are split over the intra-op pool. In f32 (and
 // bf16/f16, computed in f32) the loops are compiled per instruction set (FLOCK_ISA_PARALLEL_FOR)
-// and GELU uses the vectorisable erf and exp of bias_act_math.h instead of libm.
+// and GELU uses the vectorisable erf and exp of vec_math.h instead of libm.
 #include <algorithm>
 #include <type_traits>
 #include "../bias_act.h"
 #include "../scalar_math.h"
-#include "bias_act_math.h"
+#include "vec_math.h"
 #include "loops.h"
 
 namespace flock::cpu {

@@ -59,12 +59,12 @@ void softmax_rows_f32(const float* xp, float* op, int64_t rows, int64_t dim, boo
       float sum = 0;
       for (d = 0; d + L <= dim; d += L)
         for (int64_t j = 0; j < L; ++j) {
-          const float e = exp_f32(src[d + j] - mx);
+          const float e = fastmath::exp_f(src[d + j] - mx);
           if (!log) dst[d + j] = e;
           lane[j] += e;
         }
       for (; d < dim; ++d) {
-        const float e = exp_f32(src[d] - mx);
+        const float e = fastmath::exp_f(src[d] - mx);
         if (!log) dst[d] = e;
         sum += e;
       }
