@@ -40,6 +40,7 @@ const geoms: Geom[] = [
   { n: 2, c: 17, h: 9, w: 14, oc: 19, k: [3, 3], options: { padding: [2, 0] }, bias: true },
   { n: 1, c: 16, h: 1, w: 3, oc: 16, k: [3, 3], options: { padding: 1 }, bias: true },
   { n: 3, c: 70, h: 20, w: 21, oc: 24, k: [3, 3], options: { padding: 1 }, bias: false },
+  { n: 2, c: 64, h: 9, w: 10, oc: 65, k: [3, 3], options: { padding: 1 }, bias: true }, // wide: Winograd by default
 ];
 
 const label = (g: Geom) => `${g.n}x${g.c}x${g.h}x${g.w} -> ${g.oc} k=${g.k} ${JSON.stringify(g.options)}`;
