@@ -9,6 +9,7 @@
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
+import { close, expectCode, loss, values } from './zero_checks';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
 import { FullyShardedDataParallel } from '../../../lib/parallel/zero/fsdp';
@@ -28,31 +29,6 @@ const forward = (ps: fl.Tensor[]) => (x: fl.Tensor) => layer(ps, 2)(layer(ps, 1)
 function data() {
   fl.manualSeed(99);
   return { x: fl.keep(fl.randn([STEPS * BATCH, 8])), y: fl.keep(fl.randn([STEPS * BATCH, 1])) };
-}
-
-const loss = (out: fl.Tensor, y: fl.Tensor) => out.sub(y).square().mean();
-
-async function values(ts: fl.Tensor[]): Promise<number[]> {
-  const out: number[] = [];
-  for (const t of ts) out.push(...Array.from(await t.data(), Number));
-  return out;
-}
-
-function close(what: string, got: number[], want: number[], tol = 1e-4): void {
-  if (got.length !== want.length) throw new Error(`${what}: ${got.length} values, expected ${want.length}`);
-  for (let i = 0; i < want.length; i++)
-    if (!(Math.abs(got[i] - want[i]) <= tol + tol * Math.abs(want[i])))
-      throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
-}
-
-async function expectCode(what: string, code: string, fn: () => unknown): Promise<void> {
-  try {
-    await fn();
-  } catch (e) {
-    if ((e as { code?: string }).code === code) return;
-    throw new Error(`${what}: expected ${code}, got ${(e as Error).message}`);
-  }
-  throw new Error(`${what}: expected ${code}, nothing was thrown`);
 }
 
 async function main() {

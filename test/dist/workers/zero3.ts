@@ -10,6 +10,7 @@
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
+import { close, expectCode, loss, values } from './zero_checks';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
 
@@ -44,31 +45,6 @@ class Net extends nn.Module {
 function makeNet(seed: number): Net {
   fl.manualSeed(seed);
   return new Net();
-}
-
-const loss = (out: fl.Tensor, y: fl.Tensor) => out.sub(y).square().mean();
-
-async function values(ts: fl.Tensor[]): Promise<number[]> {
-  const out: number[] = [];
-  for (const t of ts) out.push(...Array.from(await t.data(), Number));
-  return out;
-}
-
-function close(what: string, got: number[], want: number[], tol = 1e-4): void {
-  if (got.length !== want.length) throw new Error(`${what}: ${got.length} values, expected ${want.length}`);
-  for (let i = 0; i < want.length; i++)
-    if (!(Math.abs(got[i] - want[i]) <= tol + tol * Math.abs(want[i])))
-      throw new Error(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
-}
-
-async function expectCode(what: string, code: string, fn: () => unknown): Promise<void> {
-  try {
-    await fn();
-  } catch (e) {
-    if ((e as { code?: string }).code === code) return;
-    throw new Error(`${what}: expected ${code}, got ${(e as Error).message}`);
-  }
-  throw new Error(`${what}: expected ${code}, nothing was thrown`);
 }
 
 async function main() {
@@ -195,15 +171,18 @@ async function main() {
     d.dispose();
   }
 
-  // The units option: a hand-written model (no children()) whose units are listed; 3 SGD steps as in one process.
-  {
-    const plain = makeNet(3),
-      sharded = makeNet(3);
-    const kids = (n: Net) => [n.inp, ...(n.blocks.children() as Iterable<fl.nn.Module>), n.gate, n.unused, n.head];
+  // 3 SGD steps (momentum 0.9) of `d` with `opt` against one process on a copy of the same net.
+  const sgdSteps = async (
+    what: string,
+    seed: number,
+    wrap: (net: Net) => Promise<DistributedDataParallel<[fl.Tensor], fl.Tensor>>,
+    makeOpt: (d: DistributedDataParallel<[fl.Tensor], fl.Tensor>) => { step(): unknown; zeroGrad(): void; dispose?(): void },
+  ) => {
+    const plain = makeNet(seed),
+      sharded = makeNet(seed);
     const plainOpt = new fl.optim.SGD(plain.parameters(), { lr: 0.1, momentum: 0.9 });
-    const model = { parameters: () => sharded.parameters() };
-    const d = await DistributedDataParallel.create(model, (t: fl.Tensor) => sharded.forward(t), { zeroStage: 3, units: kids(sharded) });
-    const o = new ZeroRedundancyOptimizer(d, fl.optim.SGD, { lr: 0.1, momentum: 0.9 });
+    const d = await wrap(sharded);
+    const o = makeOpt(d);
     for (let s = 0; s < 3; s++) {
       fl.tidy(() => loss(plain.forward(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
       plainOpt.step();
@@ -215,35 +194,36 @@ async function main() {
       o.zeroGrad();
     }
     d.gatherAll();
-    close('zeroStage 3 with the units option, SGD with momentum', await values(sharded.parameters()), await values(plain.parameters()));
-    o.dispose();
+    close(what, await values(sharded.parameters()), await values(plain.parameters()));
+    o.dispose?.();
     d.dispose();
-  }
+  };
+
+  // The units option: a hand-written model (no children()) whose units are listed.
+  const kids = (n: Net) => [n.inp, ...(n.blocks.children() as Iterable<fl.nn.Module>), n.gate, n.unused, n.head];
+  await sgdSteps(
+    'zeroStage 3 with the units option, SGD with momentum',
+    3,
+    (net) =>
+      DistributedDataParallel.create({ parameters: () => net.parameters() }, (t: fl.Tensor) => net.forward(t), {
+        zeroStage: 3,
+        units: kids(net),
+      }),
+    (d) => new ZeroRedundancyOptimizer(d, fl.optim.SGD, { lr: 0.1, momentum: 0.9 }),
+  );
 
   // A plain optimizer over ddp.parameters() (this rank's blocks, as FSDP's) trains as in one process.
-  {
-    const plain = makeNet(4),
-      sharded = makeNet(4);
-    const plainOpt = new fl.optim.SGD(plain.parameters(), { lr: 0.1, momentum: 0.9 });
-    const d = await DistributedDataParallel.create(sharded, (t: fl.Tensor) => sharded.forward(t), { zeroStage: 3 });
-    const blocks = d.parameters();
-    if (blocks.some((b) => sharded.parameters().includes(b)))
-      throw new Error('zeroStage 3 parameters() returned the emptied module parameters');
-    const o = new fl.optim.SGD(blocks, { lr: 0.1, momentum: 0.9 });
-    for (let s = 0; s < 3; s++) {
-      fl.tidy(() => loss(plain.forward(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
-      plainOpt.step();
-      plainOpt.zeroGrad();
-      const [xb, yb] = mine(s);
-      fl.tidy(() => loss(d.forward(xb), yb).backward());
-      await d.syncGradients();
-      o.step();
-      o.zeroGrad();
-    }
-    d.gatherAll();
-    close('zeroStage 3, a plain SGD over ddp.parameters()', await values(sharded.parameters()), await values(plain.parameters()));
-    d.dispose();
-  }
+  await sgdSteps(
+    'zeroStage 3, a plain SGD over ddp.parameters()',
+    4,
+    (net) => DistributedDataParallel.create(net, (t: fl.Tensor) => net.forward(t), { zeroStage: 3 }),
+    (d) => {
+      const blocks = d.parameters();
+      if (blocks.some((b) => d.module.parameters().includes(b)))
+        throw new Error('zeroStage 3 parameters() returned the emptied module parameters');
+      return new fl.optim.SGD(blocks, { lr: 0.1, momentum: 0.9 });
+    },
+  );
 
   await memoryChecks(N);
 
