@@ -1,7 +1,7 @@
 /** A lost or silent rank makes the others fail fast with a named error, never hang. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { runRanks, type RankResult } from './harness';
+import { runRanks, survivors as outputsOf, type RankResult } from './harness';
 
 function report(r: RankResult): { failed: boolean; code?: string; message?: string; ms?: number } {
   const line = r.out.split('\n').find((l) => l.startsWith('{"failed"'));
@@ -28,18 +28,7 @@ test('a rank killed during allreduce: every other rank fails with ERR_PEER_LOST 
 /** Runs `mode` on 4 ranks and returns the reports of ranks 0-2; the last rank is killed after. */
 async function survivors(mode: string): Promise<ReturnType<typeof report>[]> {
   const job = runRanks('fault.ts', 4, { env: { MODE: mode, PG_TIMEOUT_MS: '1500' }, timeoutMs: 60_000 });
-  const outs = await Promise.all(
-    job.children.slice(0, 3).map(
-      (c, rank) =>
-        new Promise<RankResult>((resolve) => {
-          let out = '';
-          c.stdout!.on('data', (d) => (out += d));
-          c.on('close', (code, signal) => resolve({ rank, code, signal, out }));
-        }),
-    ),
-  );
-  job.kill();
-  await job.done;
+  const outs = await outputsOf(job, 3);
   return outs.map(report);
 }
 

@@ -91,3 +91,32 @@ export async function rejection(p: Promise<unknown>): Promise<Error & { code?: s
   }
   throw new Error('expected a rejection');
 }
+
+/** The first line of `r`'s output that starts with `start`, parsed as JSON (throws with the output when none). */
+export function line<T>(r: RankResult, start: string): T {
+  const l = r.out.split('\n').find((s) => s.startsWith(start));
+  if (!l) throw new Error(`rank ${r.rank} printed no ${start} line (exit ${r.code ?? r.signal}):\n${r.out}`);
+  return JSON.parse(l);
+}
+
+/** The output (stdout and stderr) of ranks 0 … n−1 of `job` once they exit; then the other ranks are killed. */
+export async function survivors(job: Job, n: number): Promise<RankResult[]> {
+  const outs = await Promise.all(
+    job.children.slice(0, n).map(
+      (c, rank) =>
+        new Promise<RankResult>((resolve) => {
+          let out = '';
+          c.stdout?.on('data', (d) => (out += d));
+          c.stderr?.on('data', (d) => (out += d));
+          c.on('close', (code, signal) => resolve({ rank, code, signal, out }));
+        }),
+    ),
+  );
+  job.kill();
+  await job.done;
+  return outs;
+}
+
+/** `worker` on one rank per entry of `ids` (comma-separated), each rank taking its entry as its host identity. */
+export const hosts = (ids: string, worker: string, env: NodeJS.ProcessEnv = {}, timeoutMs?: number) =>
+  runRanks('hosts.ts', ids.split(',').length, { env: { HOST_IDS: ids, WORKER: worker, ...env }, timeoutMs });

@@ -6,7 +6,7 @@
 import { readdirSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { expectAllOk, runRanks, type RankResult } from './harness';
+import { expectAllOk, line, runRanks, survivors } from './harness';
 
 const segments = () => new Set(readdirSync('/dev/shm').filter((f) => f.startsWith('flockml-')));
 
@@ -17,12 +17,6 @@ async function leavesNoSegment<T>(job: () => Promise<T>): Promise<T> {
   const left = [...segments()].filter((f) => !before.has(f));
   assert.equal(left, [], `segments left in /dev/shm: ${left.join(', ')}`);
   return out;
-}
-
-function line<T>(r: RankResult, start: string): T {
-  const l = r.out.split('\n').find((s) => s.startsWith(start));
-  if (!l) throw new Error(`rank ${r.rank} printed no ${start} line (exit ${r.code ?? r.signal}):\n${r.out}`);
-  return JSON.parse(l);
 }
 
 for (const n of [2, 3, 4]) {
@@ -109,18 +103,7 @@ for (const n of [2, 4]) {
 
 test('shm: a silent rank makes the others fail with ERR_TIMEOUT naming it', async () => {
   const job = runRanks('fault.ts', 3, { env: { MODE: 'silent', PG_TIMEOUT_MS: '1500', FLOCKML_TRANSPORT: 'shm' }, timeoutMs: 60_000 });
-  const outs = await Promise.all(
-    job.children.slice(0, 2).map(
-      (c, rank) =>
-        new Promise<RankResult>((resolve) => {
-          let out = '';
-          c.stdout!.on('data', (d) => (out += d));
-          c.on('close', (code, signal) => resolve({ rank, code, signal, out }));
-        }),
-    ),
-  );
-  job.kill();
-  await job.done;
+  const outs = await survivors(job, 2);
   for (const r of outs) {
     const rep = line<Failure>(r, '{"failed"');
     assert.is(rep.code, 'ERR_TIMEOUT', rep.message);

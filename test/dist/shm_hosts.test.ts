@@ -8,7 +8,7 @@
 import { readdirSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { expectAllOk, runRanks, type RankResult } from './harness';
+import { expectAllOk, hosts, line, survivors } from './harness';
 
 const segments = () => new Set(readdirSync('/dev/shm').filter((f) => f.startsWith('flockml-')));
 
@@ -19,15 +19,6 @@ async function leavesNoSegment<T>(job: () => Promise<T>): Promise<T> {
   assert.equal(left, [], `segments left in /dev/shm: ${left.join(', ')}`);
   return out;
 }
-
-function line<T>(r: RankResult, start: string): T {
-  const l = r.out.split('\n').find((s) => s.startsWith(start));
-  if (!l) throw new Error(`rank ${r.rank} printed no ${start} line (exit ${r.code ?? r.signal}):\n${r.out}`);
-  return JSON.parse(l);
-}
-
-const hosts = (ids: string, worker: string, env: NodeJS.ProcessEnv = {}, timeoutMs?: number) =>
-  runRanks('hosts.ts', ids.split(',').length, { env: { HOST_IDS: ids, WORKER: worker, ...env }, timeoutMs });
 
 for (const [ids, sizes] of [
   ['a,a,b,b', '0,1,7,1000003'],
@@ -116,19 +107,7 @@ for (const ids of ['a,a,b,b', 'a,a,b', 'a,b,a,b']) {
 
 test('hosts a,a,b,b: a silent rank makes the others fail with ERR_TIMEOUT naming it', async () => {
   const job = hosts('a,a,b,b', 'fault.ts', { MODE: 'silent', PG_TIMEOUT_MS: '1500' }, 60_000);
-  const outs = await Promise.all(
-    job.children.slice(0, 3).map(
-      (c, rank) =>
-        new Promise<RankResult>((resolve) => {
-          let out = '';
-          c.stdout!.on('data', (d) => (out += d));
-          c.stderr!.on('data', (d) => (out += d));
-          c.on('close', (code, signal) => resolve({ rank, code, signal, out }));
-        }),
-    ),
-  );
-  job.kill();
-  await job.done;
+  const outs = await survivors(job, 3);
   for (const r of outs) {
     const rep = line<Failure>(r, '{"failed"');
     assert.is(rep.code, 'ERR_TIMEOUT', rep.message);

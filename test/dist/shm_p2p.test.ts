@@ -6,16 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { expectAllOk, runRanks, type RankResult } from './harness';
-
-function line<T>(r: RankResult, start: string): T {
-  const l = r.out.split('\n').find((s) => s.startsWith(start));
-  if (!l) throw new Error(`rank ${r.rank} printed no ${start} line (exit ${r.code ?? r.signal}):\n${r.out}`);
-  return JSON.parse(l);
-}
-
-const hosts = (ids: string, worker: string, env: NodeJS.ProcessEnv = {}, timeoutMs?: number) =>
-  runRanks('hosts.ts', ids.split(',').length, { env: { HOST_IDS: ids, WORKER: worker, ...env }, timeoutMs });
+import { expectAllOk, hosts, line, runRanks, type RankResult } from './harness';
 
 for (const [what, job, transport] of [
   ['3 ranks on one host', () => runRanks('p2p.ts', 3), 'shm'],

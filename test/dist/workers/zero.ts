@@ -9,7 +9,7 @@
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
-import { close, expectCode, loss, values } from './zero_checks';
+import { bytes, close, expectCode, loss, values } from './zero_checks';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
 import { FullyShardedDataParallel } from '../../../lib/parallel/zero/fsdp';
@@ -391,20 +391,6 @@ async function main() {
 
   await destroyProcessGroup();
   console.log(`rank ${pg.rank}: ok`);
-}
-
-/** Bytes live on the CPU device once the work queued so far (which keeps what it reads alive) has run. */
-async function bytes(): Promise<number> {
-  // Tensors only the garbage collector frees (FSDP's autograd closures) would otherwise be
-  // finalized at random times in between two readings (the test starts workers with --expose-gc).
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('run with --expose-gc');
-  for (let i = 0; i < 3; i++) {
-    gc();
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  await fl.sync();
-  return fl.memory().cpu.bytes;
 }
 
 /** Per-rank optimizer state (stage 1), gradients (stage 2) and parameters (stage 3) are ~1/N of the whole. */

@@ -10,7 +10,7 @@
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
-import { close, expectCode, loss, values } from './zero_checks';
+import { bytes, close, expectCode, loss, values } from './zero_checks';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
 
@@ -247,18 +247,6 @@ async function main() {
 
   await destroyProcessGroup();
   console.log(`rank ${pg.rank}: ok`);
-}
-
-/** Bytes live on the CPU device once the work queued so far has run (autograd closures collected). */
-async function bytes(): Promise<number> {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('run with --expose-gc');
-  for (let i = 0; i < 3; i++) {
-    gc();
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  await fl.sync();
-  return fl.memory().cpu.bytes;
 }
 
 /** Parameters, then gradients, then Adam's two moments held per rank are each ~1/N of the model's. */
