@@ -7,8 +7,7 @@
  *     fresh process), split into weights, gradients and the rest (activations and temporaries), the
  *     memory the graph holds after forward, and step time, with and without checkpointing every 4
  *     layers; then one summary line of the ratios next to the goals.
- *   npm run bench -- amp [--steps N] [--deep-steps N] [--skip-fashion] [--skip-deep] [--drain]
- * --drain makes the deep MLP wait for the queue at each segment boundary (see deep()).
+ *   npm run bench -- amp [--steps N] [--deep-steps N] [--skip-fashion] [--skip-deep]
  */
 import { spawnSync } from 'node:child_process';
 import * as fl from '../lib';
@@ -131,31 +130,19 @@ async function deep(variant: 'plain' | 'checkpoint', steps: number): Promise<voi
   await fl.sync();
   const base = fl.memory().cpu.bytes;
   let heldAfterForward = 0;
-  // --drain: the bench waits for the queue at each segment boundary, forward and backward, so
-  // memory is given back as a synchronous runtime would (the library itself never waits).
-  const drain = argv.includes('--drain');
-  const mods = [...model.children()];
-  const parts = [0, 1, 2, 3].map((s) => new nn.Sequential(...mods.slice(s * 8, s * 8 + 8)));
-  const drained = (v: 'plain' | 'checkpoint'): fl.Tensor => {
-    let h = x;
-    parts.forEach((part, s) => {
-      h = v === 'checkpoint' && s < 3 ? fl.utils.checkpoint(part, h) : part.forward(h);
-      fl.syncSync();
-      if (s < 3) h.registerHook(() => fl.syncSync());
-    });
-    return h;
-  };
   const step = (measureHeld = false) =>
     fl.tidy(() => {
+      // Gradients are zero-filled, not freed, so weights + gradients stay allocated through the step
+      // and everything the peak holds above them is activations and temporaries.
+      opt.zeroGrad(false);
       // Checkpointing every 4 layers: 4 segments of 8 modules (Linear + ReLU pairs).
-      const y = drain ? drained(variant) : variant === 'checkpoint' ? fl.utils.checkpointSequential(model, 4, x) : model.forward(x);
+      const y = variant === 'checkpoint' ? fl.utils.checkpointSequential(model, 4, x) : model.forward(x);
       if (measureHeld) {
         // What the graph keeps for backward (the bench may block; the library never does).
         fl.syncSync();
         heldAfterForward = fl.memory().cpu.bytes - base;
       }
       const loss = y.square().mean();
-      opt.zeroGrad();
       loss.backward();
       opt.step();
     });
@@ -178,7 +165,6 @@ async function deep(variant: 'plain' | 'checkpoint', steps: number): Promise<voi
     JSON.stringify({
       bench: 'deep-mlp-16x2048',
       variant,
-      drained: drain,
       device: 'cpu',
       threads: fl.getNumThreads(),
       batch: 256,

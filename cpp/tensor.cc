@@ -148,24 +148,44 @@ DeviceMemory& memory_of(Device d) {
   return g_cuda_memory[d.index];
 }
 
-Storage::Storage(Device d, size_t n) : device(d), bytes(n) {
-  Allocator* a = g_allocators[static_cast<int>(d.type)];
-  if (!a) fail(Code::Device, "device ", d.str(), " is not available in this build");
-  if (n > 0) {
-    data = a->allocate(n, d.index);
-    if (!data) fail(Code::OOM, "out of memory on ", d.str(), ": could not allocate ", n, " bytes");
-  }
+namespace {
+
+// Takes `n` bytes for a storage on `d` and counts them (bytes in use and the peak).
+void* take(Device d, size_t n) {
+  void* p = g_allocators[static_cast<int>(d.type)]->allocate(n, d.index);
+  if (!p) fail(Code::OOM, "out of memory on ", d.str(), ": could not allocate ", n, " bytes");
   DeviceMemory& m = memory_of(d);
-  int64_t now = m.bytes.fetch_add(static_cast<int64_t>(n)) + static_cast<int64_t>(n);
+  const int64_t now = m.bytes.fetch_add(static_cast<int64_t>(n)) + static_cast<int64_t>(n);
   int64_t peak = m.peak.load();
   while (now > peak && !m.peak.compare_exchange_weak(peak, now)) {}
+  return p;
+}
+
+}  // namespace
+
+Storage::Storage(Device d, size_t n) : device(d), bytes(n) {
+  if (!g_allocators[static_cast<int>(d.type)]) fail(Code::Device, "device ", d.str(), " is not available in this build");
+  DeviceMemory& m = memory_of(d);
+  if (n > 0 && !d.is_cpu()) data_.store(take(d, n), std::memory_order_release);
   m.storages.fetch_add(1);
 }
 
+void* Storage::materialize() const {
+  void* p = take(device, bytes);
+  void* expected = nullptr;
+  if (data_.compare_exchange_strong(expected, p, std::memory_order_acq_rel)) return p;
+  // Another thread took memory for this storage first: keep its block, give this one back.
+  g_allocators[static_cast<int>(device.type)]->release(p, bytes, device.index);
+  memory_of(device).bytes.fetch_sub(static_cast<int64_t>(bytes));
+  return expected;
+}
+
 Storage::~Storage() {
-  if (data) g_allocators[static_cast<int>(device.type)]->release(data, bytes, device.index);
   DeviceMemory& m = memory_of(device);
-  m.bytes.fetch_sub(static_cast<int64_t>(bytes));
+  if (void* p = data_.load(std::memory_order_acquire)) {
+    g_allocators[static_cast<int>(device.type)]->release(p, bytes, device.index);
+    m.bytes.fetch_sub(static_cast<int64_t>(bytes));
+  }
   m.storages.fetch_sub(1);
 }
 

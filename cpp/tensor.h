@@ -26,14 +26,29 @@ void register_allocator(DeviceType t, Allocator* a);
 size_t cached_bytes(Device d);
 size_t empty_cache(Device d);
 
+// A CPU storage takes its memory on first use, not when it is made: an op's output is made when
+// the JS thread queues the op, which may be a whole training step ahead of the stream, but memory
+// is taken when the stream runs the op's kernel and given back when the last queued kernel that
+// uses it has run. So memory is held in the stream's order, as if every op ran when it was called
+// (as PyTorch's CPU ops do, and as its CUDA caching allocator reuses memory in stream order), and
+// fl.memory()'s peak is what the program needs, not what the queue holds. CUDA storages take
+// theirs when made (allocation binds to the device of the calling thread).
 struct Storage {
   Device device;
   size_t bytes = 0;
-  void* data = nullptr;
   Storage(Device d, size_t n);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
+  // The memory (nullptr when bytes is 0); takes it on first use, from any thread.
+  void* data() const {
+    void* p = data_.load(std::memory_order_acquire);
+    return p || bytes == 0 ? p : materialize();
+  }
+
+ private:
+  void* materialize() const;
+  mutable std::atomic<void*> data_{nullptr};
 };
 
 struct Tensor {
@@ -46,7 +61,7 @@ struct Tensor {
   int64_t dim() const { return static_cast<int64_t>(shape.size()); }
   Device device() const { return storage->device; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
-  void* raw() const { return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(dtype_size(dtype)); }
+  void* raw() const { return static_cast<char*>(storage->data()) + offset * static_cast<int64_t>(dtype_size(dtype)); }
   template <class T> T* data() const { return static_cast<T*>(raw()); }
 };
 

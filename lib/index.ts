@@ -16,7 +16,7 @@ export { promoteTypes, isFloating, isDType, canonicalDType } from './dtype';
 export { cuda, sync, syncSync, ready, type Device } from './device';
 export { cpuDeviceCount, setCpuDeviceCount, cpuDevices, sameDevice, deviceIndex, Event } from './device';
 export * as backends from './backends';
-export { tidy, keep, memory, emptyCache, memorySnapshot, memoryLeaks, type AllocationSite } from './memory';
+export { tidy, keep, memory, emptyCache, resetPeakMemory, memorySnapshot, memoryLeaks, type AllocationSite } from './memory';
 export { manualSeed, getRngState, setRngState } from './random';
 export { noGrad, enableGrad, isGradEnabled } from './autograd/grad_mode';
 export * from './ops/creation';

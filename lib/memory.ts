@@ -84,6 +84,16 @@ export function emptyCache(device: string = 'cpu'): number {
 }
 
 /**
+ * Restarts `device`'s peak (`memory()[device].peakBytes`) from the bytes in use now, as
+ * torch.cuda.reset_peak_memory_stats, to measure the peak of one phase of a program. Work still
+ * queued counts toward the new peak when it runs: `await fl.sync()` first to measure from a
+ * drained queue.
+ */
+export function resetPeakMemory(device: string = 'cpu'): void {
+  native.resetPeakMemory(normalizeDevice(device, 'resetPeakMemory'));
+}
+
+/**
  * Live tensors, bytes and peak bytes per device, e.g. `{ cpu: { tensors, bytes, peakBytes, storages } }`:
  * 'cpu' (cpu:0), then 'cpu:1' ... for further virtual CPU devices, then 'cuda:N' per visible GPU.
  */

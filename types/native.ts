@@ -70,6 +70,7 @@ export interface NativeAddon {
   // runtime
   memory(): Record<string, DeviceMemoryStats>;
   emptyCache(device: string): number;
+  resetPeakMemory(device: string): void;
   /** Every native error is made with these constructors (`new C(code, message)`), by kind. */
   setErrorClasses(typeError: NativeErrorClass, rangeError: NativeErrorClass, error: NativeErrorClass): void;
   numThreads(): number;

@@ -164,6 +164,14 @@ Napi::Value Memory(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// resetPeakMemory(device): the peak restarts from the bytes in use now.
+Napi::Value ResetPeakMemory(const Napi::CallbackInfo& info) {
+  Args a{info, "resetPeakMemory"};
+  DeviceMemory& m = memory_of(a.device(0));
+  m.peak.store(m.bytes.load());
+  return info.Env().Undefined();
+}
+
 Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
   Args a{info, "emptyCache"};
   return Napi::Number::New(info.Env(), static_cast<double>(empty_cache(a.device(0))));
@@ -255,6 +263,7 @@ void register_tensor_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("syncSync", SyncSync);
   FLOCK_EXPORT("memory", Memory);
   FLOCK_EXPORT("emptyCache", EmptyCache);
+  FLOCK_EXPORT("resetPeakMemory", ResetPeakMemory);
   FLOCK_EXPORT("setErrorClasses", SetErrorClasses);
   FLOCK_EXPORT("numThreads", NumThreads);
   FLOCK_EXPORT("setNumThreads", SetNumThreads);
