@@ -167,6 +167,8 @@ Storage::Storage(Device d, size_t n) : device(d), bytes(n) {
   if (!g_allocators[static_cast<int>(d.type)]) fail(Code::Device, "device ", d.str(), " is not available in this build");
   DeviceMemory& m = memory_of(d);
   if (n > 0 && !d.is_cpu()) data_.store(take(d, n), std::memory_order_release);
+  // More than the machine has fails now, at the op that asked, not later on the stream.
+  if (d.is_cpu() && n > physical_memory()) fail(Code::OOM, "out of memory on ", d.str(), ": could not allocate ", n, " bytes");
   m.storages.fetch_add(1);
 }
 
