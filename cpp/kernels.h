@@ -82,5 +82,9 @@ FLOCK_DECLARE_KERNEL(multinomial, void(const Tensor& probs, Tensor& out, int64_t
 // keys (f64, probs' shape) = log(u) / p for Philox uniforms u: the top num_samples keys of a row
 // are a draw without replacement (zero probabilities give -inf, never picked first).
 FLOCK_DECLARE_KERNEL(multinomial_keys, void(const Tensor& probs, Tensor& keys, uint64_t seed, uint64_t offset))
+// Throws (on the stream, so the next sync point rejects) unless every weight of probs [rows, c] is
+// finite and non-negative, every row sums above 0 and, without replacement, has num_samples non-zero
+// weights. Devices without it are checked by the front end with a read back.
+FLOCK_DECLARE_KERNEL(multinomial_check, void(const Tensor& probs, int64_t num_samples, bool replacement))
 
 }  // namespace flock

@@ -11,4 +11,5 @@ FLOCK_DEFINE_KERNEL(masked_select)
 FLOCK_DEFINE_KERNEL(nonzero)
 FLOCK_DEFINE_KERNEL(multinomial)
 FLOCK_DEFINE_KERNEL(multinomial_keys)
+FLOCK_DEFINE_KERNEL(multinomial_check)
 }  // namespace flock

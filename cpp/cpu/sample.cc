@@ -57,8 +57,33 @@ void multinomial_keys_cpu(const Tensor& probs, Tensor& keys, uint64_t seed, uint
   });
 }
 
+// Row by row, in order, so the error names the first bad row as torch's check would find it.
+void multinomial_check_cpu(const Tensor& probs, int64_t num_samples, bool replacement) {
+  const int64_t rows = probs.shape[0], c = probs.shape[1];
+  visit_float(probs.dtype, "multinomial", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pp = probs.data<T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      double total = 0;
+      int64_t positive = 0;
+      for (int64_t i = 0; i < c; ++i) {
+        const double p = to_double(pp[r * c + i]);
+        if (!std::isfinite(p)) fail(Code::Range, "multinomial: probabilities must be finite (got ", p, " in row ", r, ")");
+        if (p < 0) fail(Code::Range, "multinomial: probabilities must be non-negative, got ", p, " in row ", r);
+        total += p;
+        positive += p > 0;
+      }
+      if (!(total > 0)) fail(Code::Range, "multinomial: every row of probabilities must have a positive sum (row ", r, " sums to 0)");
+      if (!replacement && positive < num_samples)
+        fail(Code::Range, "multinomial: cannot draw ", num_samples, " samples without replacement: row ", r, " has only ", positive,
+             " non-zero probabilities");
+    }
+  });
+}
+
 }  // namespace
 
+FLOCK_REGISTER_KERNEL(multinomial_check, CPU, multinomial_check_cpu);
 FLOCK_REGISTER_KERNEL(multinomial, CPU, multinomial_cpu);
 FLOCK_REGISTER_KERNEL(multinomial_keys, CPU, multinomial_keys_cpu);
 

@@ -12,6 +12,12 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, u
   if (num_samples <= 0) fail(Code::Range, "multinomial: numSamples must be positive, got ", num_samples);
   if (!replacement && num_samples > c)
     fail(Code::Range, "multinomial: cannot draw ", num_samples, " samples without replacement from ", c, " categories");
+  // The weights are checked on the stream before the draw where the device has the check (the
+  // front end in lib/ops/sample.ts reads them back elsewhere), so sampling never waits for the queue.
+  if (rows > 0) {
+    if (auto check = multinomial_check_table().fns[static_cast<int>(probs.device().type)])
+      launch("multinomial", probs.device(), [=]() { check(probs, num_samples, replacement); });
+  }
   if (replacement) {
     Tensor out = empty({rows, num_samples}, DType::i64, probs.device(), "multinomial");
     if (rows == 0) return out;

@@ -40,7 +40,11 @@ export function randperm(n: number, options?: { dtype?: DType; device?: string }
 /**
  * Category indices (i64) drawn from each row of `probs` ([categories] or [rows, categories]; non-negative
  * weights, not necessarily summing to 1), as torch.multinomial: `numSamples` per row, with or without
- * replacement. Checking the weights reads a few numbers back (a sync point), as torch does.
+ * replacement. The weights must be finite and non-negative, each row's sum positive and, without
+ * replacement, at least numSamples of a row non-zero. On the CPU they are checked on the stream
+ * with the draw, so bad weights reject the next sync point with ERR_RANGE (as an out-of-range
+ * index does) and sampling never waits for queued work; on CUDA the check reads a few numbers back
+ * (a sync point), as torch's CPU check does.
  */
 export function multinomial(probs: Tensor, numSamples: number, replacement = false): Tensor {
   checkTensor('multinomial', 'input', probs);
@@ -56,7 +60,7 @@ export function multinomial(probs: Tensor, numSamples: number, replacement = fal
   if (!replacement && numSamples > c)
     throw rangeError('multinomial', `cannot draw ${numSamples} samples without replacement from ${c} categories`, 'ERR_RANGE');
   const p2 = wrap(native.reshape(probs.handle, [rows, c]));
-  if (rows > 0) checkWeights(p2, numSamples, replacement);
+  if (rows > 0 && !p2.device.startsWith('cpu')) checkWeights(p2, numSamples, replacement);
   const { seed, offset } = nextDraw(rows * (replacement ? numSamples : c));
   const out = wrap(native.multinomial(p2.handle, numSamples, replacement, seed, offset));
   return probs.ndim === 1 ? wrap(native.reshape(out.handle, [numSamples])) : out;
