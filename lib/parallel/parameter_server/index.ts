@@ -32,7 +32,6 @@
 import { hostname } from 'node:os';
 import type { Tensor } from '../../tensor';
 import type { Module } from '../../nn/module';
-import { tensor } from '../../ops/creation';
 import { copy_ } from '../../ops/elementwise';
 import { noGrad } from '../../autograd/grad_mode';
 import { argError, describe, flockError } from '../../errors';
@@ -40,7 +39,8 @@ import { Store } from '../../distributed/store';
 import { getStore, isInitialized } from '../../distributed/process_group';
 import { ServerLink } from './link';
 import { ShardServer, type ServerStats } from './server';
-import { type ParamSpec, assignShards, bytesOf, describeShard, paramSpecs, shardBytes, valuesOf } from './shard';
+import { type ParamSpec, assignShards, describeShard, paramSpecs, shardBytes } from './shard';
+import { readFlat, tensorsOf } from './flat';
 import { type ParameterServerOptions, checkPsOptions } from './options';
 
 export type { ServerStats } from './server';
@@ -238,18 +238,18 @@ export class ParameterServer {
       noGrad(() => {
         replies.forEach((r, s) => {
           staleness = Math.max(staleness, r.header.staleness as number);
-          let at = 0;
-          for (const spec of this.#specs[s]) {
-            const p = this.#params[spec.index];
-            const t = tensor(valuesOf(spec, r.payload.subarray(at, at + spec.bytes)), {
-              shape: spec.shape,
-              dtype: spec.dtype,
-              device: p.device,
-            });
-            copy_(p, t);
-            t.dispose();
-            at += spec.bytes;
-          }
+          const specs = this.#specs[s];
+          const params = specs.map((spec) => this.#params[spec.index]);
+          const values = tensorsOf(
+            specs,
+            specs.map(() => true),
+            r.payload,
+            params.map((p) => p.device),
+          );
+          values.forEach((t, i) => {
+            copy_(params[i], t as Tensor);
+            t?.dispose();
+          });
         });
       });
       this.#readBase = clock - staleness;
@@ -273,17 +273,22 @@ export class ParameterServer {
         name,
         `the parameters were read when the slowest worker was at clock ${base}, ${staleness} behind this worker's clock ${this.#clock} (staleness bound ${this.staleness}); pull() first`,
       );
-    const reads = this.#params.map((p) => (p.grad ? p.grad.data() : null));
+    // One read per server of its shard's gradients, end to end, queued now.
+    const sends = this.#specs.map((shard) => {
+      const present = shard.map((sp) => (this.#params[sp.index].grad ? 1 : 0));
+      const grads = shard.flatMap((sp) => {
+        const g = this.#params[sp.index].grad;
+        return g ? [g] : [];
+      });
+      return { present, bytes: readFlat(grads) };
+    });
     this.#busy = true;
     try {
-      const values = await Promise.all(reads);
       const clock = this.#clock;
       await Promise.all(
-        this.#links.map((l, s) => {
-          const shard = this.#specs[s];
-          const present = shard.map((sp) => (values[sp.index] ? 1 : 0));
-          const payload = shard.flatMap((sp) => (values[sp.index] ? [bytesOf(values[sp.index] as Float32Array | Float64Array)] : []));
-          return l.request('push', { op: 'push', clock, present }, payload, this.#waitMs);
+        this.#links.map(async (l, s) => {
+          const { present, bytes } = sends[s];
+          return l.request('push', { op: 'push', clock, present }, await bytes, this.#waitMs);
         }),
       );
       this.#clock = clock + 1;

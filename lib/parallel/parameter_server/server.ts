@@ -8,11 +8,11 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Tensor } from '../../tensor';
-import { tensor } from '../../ops/creation';
 import { tidy } from '../../memory';
 import { noGrad } from '../../autograd/grad_mode';
 import { ClockTable } from './clocks';
-import { type ParamSpec, bytesOf, describeShard, shardBytes, valuesOf } from './shard';
+import { type ParamSpec, describeShard, shardBytes } from './shard';
+import { readFlat, tensorsOf } from './flat';
 import { type Header, readFrames, send } from './wire';
 
 /** What one server saw, returned by {@link ParameterServer.serve}. */
@@ -232,23 +232,15 @@ export class ShardServer {
       return void this.#fail(conn, id, 'ERR_ARG', `push: 'present' must list 0 or 1 for each of the ${shard.length} parameters`);
     const want = shard.reduce((n, s, i) => n + (has[i] ? s.bytes : 0), 0);
     if (payload.length !== want) return void this.#fail(conn, id, 'ERR_SHAPE', `push: ${payload.length} gradient bytes, expected ${want}`);
-    // Gradients become tensors on the parameters' device at once: sums and steps run on its stream.
+    // Gradients become tensors on the parameters' device at once (views of one tensor made from the
+    // received bytes): sums and steps run on its stream.
     const { params } = this.#o;
-    const grads: Array<Tensor | null> = [];
-    let at = 0;
-    for (let i = 0; i < shard.length; i++) {
-      const spec = shard[i];
-      grads.push(
-        has[i]
-          ? tensor(valuesOf(spec, payload.subarray(at, at + spec.bytes)), {
-              shape: spec.shape,
-              dtype: spec.dtype,
-              device: params[i].device,
-            })
-          : null,
-      );
-      if (has[i]) at += spec.bytes;
-    }
+    const grads = tensorsOf(
+      shard,
+      has.map((x) => x === 1),
+      payload,
+      params.map((p) => p.device),
+    );
     const staleness = clock - conn.readMin;
     this.stats.pushes++;
     this.stats.staleness[staleness] = (this.stats.staleness[staleness] ?? 0) + 1;
@@ -343,7 +335,7 @@ export class ShardServer {
     if (this.#snapshot?.version !== this.#version)
       this.#snapshot = {
         version: this.#version,
-        bytes: Promise.all(this.#o.params.map((p) => p.data())).then((vs) => vs.map((v) => bytesOf(v as Float32Array | Float64Array))),
+        bytes: readFlat(this.#o.params),
       };
     return this.#snapshot.bytes;
   }
