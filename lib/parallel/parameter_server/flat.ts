@@ -1,13 +1,13 @@
 /**
- * Moving a shard's tensors as one flat run of bytes. A shard whose tensors share one dtype and
- * device (the usual case) is read with one native cat and one read, and what arrives becomes one
- * tensor made straight from the received bytes, each parameter's part a view of it: two copies
- * between the socket and the tensors instead of one per tensor and per step of the way. A shard
- * that mixes dtypes or devices goes tensor by tensor, with the same bytes on the wire.
+ * Moving a shard's tensors as one flat run of bytes. They are read tensor by tensor and written to
+ * the socket as they are (one writev). What arrives is received into one buffer and, for a shard
+ * whose tensors share one dtype and device (the usual case), becomes one tensor made straight from
+ * those bytes, each parameter's part a view of it: two copies between the socket and the tensors
+ * instead of four. A shard that mixes dtypes or devices becomes one tensor per parameter.
  */
 import type { Tensor } from '../../tensor';
 import { tensor } from '../../ops/creation';
-import { cat, narrow, reshape } from '../../ops/shape';
+import { narrow, reshape } from '../../ops/shape';
 import { noGrad } from '../../autograd/grad_mode';
 import type { ParamSpec } from './shard';
 
@@ -26,25 +26,13 @@ export function typedOf(dtype: 'f32' | 'f64', bytes: Buffer): Float32Array | Flo
   return new Ctor(copy);
 }
 
-const uniform = (ts: readonly Tensor[]) => ts.every((t) => t.dtype === ts[0].dtype && t.device === ts[0].device);
-
 /**
- * The values of `tensors`, end to end (each in its own order, flattened). The read is queued now, so
- * the tensors may change as soon as this returns.
+ * The values of `tensors`, end to end (each flattened), as one buffer per tensor for a writev: a
+ * native read per tensor, no joining copy. The reads are queued now, so the tensors may change as
+ * soon as this returns.
  */
 export function readFlat(tensors: readonly Tensor[]): Promise<Buffer[]> {
-  if (tensors.length === 0) return Promise.resolve([]);
-  if (tensors.length === 1 || !uniform(tensors))
-    return Promise.all(tensors.map((t) => t.data())).then((vs) => vs.map((v) => bytesOf(v as Float32Array | Float64Array)));
-  const flat = noGrad(() => {
-    const parts = tensors.map((t) => reshape(t, [-1]));
-    const out = cat(parts);
-    for (const p of parts) p.dispose();
-    return out;
-  });
-  const read = flat.data();
-  flat.dispose();
-  return read.then((v) => [bytesOf(v as Float32Array | Float64Array)]);
+  return Promise.all(tensors.map((t) => t.data())).then((vs) => vs.map((v) => bytesOf(v as Float32Array | Float64Array)));
 }
 
 /**
