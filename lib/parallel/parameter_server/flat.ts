@@ -46,7 +46,7 @@ export function tensorsOf(
   bytes: Buffer,
   devices: readonly string[],
 ): Array<Tensor | null> {
-  const on = specs.flatMap((s, i) => (present[i] ? [i] : []));
+  const on = specs.flatMap((_, i) => (present[i] ? [i] : []));
   const one = on.every((i) => specs[i].dtype === specs[on[0]].dtype && devices[i] === devices[on[0]]);
   return noGrad(() => {
     const out: Array<Tensor | null> = specs.map(() => null);

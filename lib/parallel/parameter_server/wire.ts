@@ -23,7 +23,13 @@ function head(header: Header, body: number): Buffer {
 
 /** The bytes of one frame carrying `header` and `payload`. */
 export function encode(header: Header, payload: readonly Buffer[] = []): Buffer {
-  return Buffer.concat([head(header, payload.reduce((n, b) => n + b.length, 0)), ...payload]);
+  return Buffer.concat([
+    head(
+      header,
+      payload.reduce((n, b) => n + b.length, 0),
+    ),
+    ...payload,
+  ]);
 }
 
 /** Writes a frame; the payload's buffers go to the socket as they are (one writev, no joining copy) and must not change after. */
