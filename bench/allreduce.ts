@@ -83,8 +83,7 @@ async function main(): Promise<void> {
     maxBytes = arg('max-bytes', String(256 << 20));
   const rounds = Number(arg('rounds', '3'));
   const transports = arg('transports', 'shm,tcp,hier').split(',');
-  for (const t of transports)
-    if (!['shm', 'tcp', 'hier'].includes(t)) throw new Error(`--transports: '${t}' is not one of shm, tcp, hier`);
+  for (const t of transports) if (!['shm', 'tcp', 'hier'].includes(t)) throw new Error(`--transports: '${t}' is not one of shm, tcp, hier`);
   let anchor = !process.argv.includes('--no-anchor');
   for (const n of ranks) {
     const seen = new Map<string, Line[]>();

@@ -24,7 +24,8 @@ async function main() {
   }
   const pg = await initProcessGroup({ backend: 'ring' });
   const n = pg.size;
-  if (hosts && pg.transport !== 'shm+tcp') throw new Error(`BENCH_HOSTS=${hosts}: the group's transport is ${pg.transport}, expected shm+tcp`);
+  if (hosts && pg.transport !== 'shm+tcp')
+    throw new Error(`BENCH_HOSTS=${hosts}: the group's transport is ${pg.transport}, expected shm+tcp`);
   for (let bytes = MIN; bytes <= MAX; bytes *= FACTOR) {
     const t = fl.full([bytes / 4], 1);
     await pg.allReduce(t).wait(); // warm-up
