@@ -297,6 +297,13 @@ export interface NativeAddon {
   ncclInitRank(rank: number, size: number, device: number, id: Uint8Array, timeoutMs: number): { group: NativeGroup; ready: Promise<void> };
   /** One group member per device, all in this process (ncclCommInitAll); `ready` settles once all exist. */
   ncclInitAll(devices: number[], timeoutMs: number): { groups: NativeGroup[]; ready: Promise<void> };
+  /** A parameter server's shared memory: a new POSIX object `name` ('/flockml-ps-…') of `bytes`, mapped. */
+  psShmCreate(name: string, bytes: number): ArrayBuffer;
+  /** Maps the existing object `name`, which must have exactly `bytes`. */
+  psShmOpen(name: string, bytes: number): ArrayBuffer;
+  psShmUnlink(name: string): void;
+  /** Copies `t`'s bytes into `buffer` (from psShmCreate/psShmOpen) at `byteOffset` once its stream gets there. */
+  psReadInto(t: NativeTensor, buffer: ArrayBuffer, byteOffset: number): Promise<unknown>;
 }
 
 // ---- safetensors (cpp/bindings/io.cc) ----

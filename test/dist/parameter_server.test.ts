@@ -1,5 +1,6 @@
 /**
- * fl.parallel.ParameterServer on real processes over loopback: staleness 0 equals synchronous SGD,
+ * fl.parallel.ParameterServer on real processes over loopback: staleness 0 equals synchronous SGD
+ * (through shared memory, and bit for bit the same over TCP),
  * staleness stays within its bound, a killed worker is dropped while the others go on (and a
  * replacement joins at the current parameters), a lost server fails the workers naming it.
  */
@@ -27,8 +28,8 @@ function reportOf(r: RankResult): Report {
   return JSON.parse(line);
 }
 
-async function run(mode: string, n: number): Promise<RankResult[]> {
-  return runRanks('parameter_server.ts', n, { env: { MODE: mode }, timeoutMs: 90_000 }).done;
+async function run(mode: string, n: number, env: NodeJS.ProcessEnv = {}): Promise<RankResult[]> {
+  return runRanks('parameter_server.ts', n, { env: { MODE: mode, ...env }, timeoutMs: 90_000 }).done;
 }
 
 test('staleness 0 on 2 servers and 2 workers equals single-process SGD (momentum, weight decay) on the averaged gradient', async () => {
@@ -39,6 +40,9 @@ test('staleness 0 on 2 servers and 2 workers equals single-process SGD (momentum
   assert.ok((w0.moved as number) > 0.05, `the parameters hardly moved (${w0.moved}), so the comparison would prove little`);
   assert.equal(w0.stale, [0, 0, 0, 0, 0]);
   assert.equal(w1.stale, [0, 0, 0, 0, 0]);
+  // On one host the gradients and parameters go through shared memory.
+  assert.is(w0.transport, 'shm');
+  assert.is(w1.transport, 'shm');
   // Shards balanced by bytes: the 6x5 weight (120 B) alone, the rest (20 + 60 + 12 B) on the other.
   assert.equal(s0.shards, [[0], [1, 2, 3]]);
   for (const s of [s0, s1]) {
@@ -48,6 +52,21 @@ test('staleness 0 on 2 servers and 2 workers equals single-process SGD (momentum
     assert.is(s.server!.maxStaleness, 0);
     assert.equal([...s.server!.left].sort(), [2, 3]);
   }
+});
+
+test('FLOCKML_TRANSPORT=tcp: the same run over the sockets ends with bit-identical parameters', async () => {
+  const [shm, tcp] = [await run('sync', 4), await run('sync', 4, { FLOCKML_TRANSPORT: 'tcp' })];
+  expectAllOk(shm);
+  expectAllOk(tcp);
+  for (const w of [2, 3]) {
+    const a = reportOf(shm[w]),
+      b = reportOf(tcp[w]);
+    assert.is(a.transport, 'shm');
+    assert.is(b.transport, 'tcp');
+    assert.ok((a.got as number[]).length > 50);
+    assert.equal(b.got, a.got);
+  }
+  assert.ok((reportOf(tcp[2]).gap as number) <= 1e-6);
 });
 
 test('staleness 1 with a slowed worker: every push within the bound, and the fast workers use it', async () => {

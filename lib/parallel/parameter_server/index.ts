@@ -41,6 +41,7 @@ import { ServerLink } from './link';
 import { ShardServer, type ServerStats } from './server';
 import { type ParamSpec, assignShards, describeShard, paramSpecs, shardBytes } from './shard';
 import { readFlat, tensorsOf } from './flat';
+import { createShared, sharedBytes, unlinkShared, writeShared } from './shm';
 import { type ParameterServerOptions, checkPsOptions } from './options';
 
 export type { ServerStats } from './server';
@@ -79,6 +80,9 @@ export class ParameterServer {
   #store: Store | null;
   #server: ShardServer | null = null;
   #links: ServerLink[] = [];
+  /** Per server, the shared memory it mapped (gradient slot, then parameter slot), or null: the socket carries the data. */
+  #shared: Array<ArrayBuffer | null> = [];
+  readonly #offerShm: boolean;
   #clock = 0;
   #readBase: number | null = null;
   #busy = false;
@@ -97,6 +101,7 @@ export class ParameterServer {
     this.isServer = o.rank < o.servers;
     this.shards = specs.map((sh) => sh.map((s) => s.index));
     this.#timeoutMs = o.timeoutMs;
+    this.#offerShm = o.shm;
   }
 
   /**
@@ -174,14 +179,24 @@ export class ParameterServer {
     await s?.close();
   }
 
-  /** Hello to every server, then join them all at the highest clock any proposes. */
+  /**
+   * Hello to every server (offering each a shared buffer of twice its shard's bytes; the name is
+   * unlinked once it has answered), then join them all at the highest clock any proposes.
+   */
   async #join(token: string): Promise<void> {
-    const hellos = await Promise.all(
-      this.#links.map((l, s) => {
-        const { digest, summary } = describeShard(this.#specs[s]);
-        return l.request('create', { op: 'hello', token, rank: this.rank, shard: digest, summary });
-      }),
-    );
+    const offers = this.#links.map((_, s) => (this.#offerShm ? createShared(this.rank, s, 2 * shardBytes(this.#specs[s])) : null));
+    let hellos: Awaited<ReturnType<ServerLink['request']>>[];
+    try {
+      hellos = await Promise.all(
+        this.#links.map((l, s) => {
+          const { digest, summary } = describeShard(this.#specs[s]);
+          return l.request('create', { op: 'hello', token, rank: this.rank, shard: digest, summary, shm: offers[s]?.name ?? null });
+        }),
+      );
+    } finally {
+      for (const o of offers) if (o) unlinkShared(o.name);
+    }
+    this.#shared = hellos.map((h, s) => (h.header.shm === true ? (offers[s]?.buffer ?? null) : null));
     hellos.forEach((h, s) => {
       if (h.header.staleness !== (this.staleness === Infinity ? null : this.staleness))
         throw argError(
@@ -199,6 +214,16 @@ export class ParameterServer {
       clock = Math.max(clock, ...retry);
     }
     this.#clock = this.#stats.clock = clock;
+  }
+
+  /**
+   * How this worker's gradients and parameters travel: 'shm' (shared memory with every server, all
+   * on this host), 'tcp' (the sockets), 'shm+tcp' (some servers each way); null on a server.
+   */
+  get transport(): 'shm' | 'tcp' | 'shm+tcp' | null {
+    if (this.isServer) return null;
+    const n = this.#shared.filter((b) => b !== null).length;
+    return n === this.#shared.length ? 'shm' : n === 0 ? 'tcp' : 'shm+tcp';
   }
 
   /** This worker's clock: the pushes it has made (from the clock it joined at). */
@@ -233,17 +258,21 @@ export class ParameterServer {
     this.#busy = true;
     try {
       const clock = this.#clock;
-      const replies = await Promise.all(this.#links.map((l) => l.request('pull', { op: 'pull', clock }, [], this.#waitMs)));
+      const replies = await Promise.all(
+        this.#links.map((l, s) => l.request('pull', { op: 'pull', clock, shm: this.#shared[s] !== null }, [], this.#waitMs)),
+      );
       let staleness = 0;
       noGrad(() => {
         replies.forEach((r, s) => {
           staleness = Math.max(staleness, r.header.staleness as number);
           const specs = this.#specs[s];
           const params = specs.map((spec) => this.#params[spec.index]);
+          const shared = this.#shared[s];
+          const bytes = shardBytes(specs);
           const values = tensorsOf(
             specs,
             specs.map(() => true),
-            r.payload,
+            r.header.shm === true && shared ? sharedBytes(shared, bytes, bytes) : r.payload,
             params.map((p) => p.device),
           );
           values.forEach((t, i) => {
@@ -273,22 +302,30 @@ export class ParameterServer {
         name,
         `the parameters were read when the slowest worker was at clock ${base}, ${staleness} behind this worker's clock ${this.#clock} (staleness bound ${this.staleness}); pull() first`,
       );
-    // One read per server of its shard's gradients, end to end, queued now.
-    const sends = this.#specs.map((shard) => {
+    // Per server, its shard's gradients end to end, read (or written to its shared memory) now.
+    const sends = this.#specs.map((shard, s) => {
       const present = shard.map((sp) => (this.#params[sp.index].grad ? 1 : 0));
       const grads = shard.flatMap((sp) => {
         const g = this.#params[sp.index].grad;
+        if (g && (g.dtype !== sp.dtype || g.numel() * (sp.dtype === 'f64' ? 8 : 4) !== sp.bytes))
+          throw argError(
+            name,
+            `the gradient of parameter ${sp.index} is ${g.dtype} [${g.shape.join(', ')}], the parameter ${sp.dtype} [${sp.shape.join(', ')}]`,
+          );
         return g ? [g] : [];
       });
-      return { present, bytes: readFlat(grads) };
+      const shared = this.#shared[s];
+      return shared
+        ? { present, shm: true, bytes: writeShared(grads, shared, 0).then(() => []) }
+        : { present, shm: false, bytes: readFlat(grads) };
     });
     this.#busy = true;
     try {
       const clock = this.#clock;
       await Promise.all(
         this.#links.map(async (l, s) => {
-          const { present, bytes } = sends[s];
-          return l.request('push', { op: 'push', clock, present }, await bytes, this.#waitMs);
+          const { present, shm, bytes } = sends[s];
+          return l.request('push', { op: 'push', clock, present, shm }, await bytes, this.#waitMs);
         }),
       );
       this.#clock = clock + 1;

@@ -1,7 +1,8 @@
 /**
  * Parameter-server scenarios, chosen by MODE; every rank prints one JSON line starting {"ps": …}.
  *   sync      2 servers + 2 workers, staleness 0, SGD with momentum: the first worker also replays
- *             the same batches as single-process SGD on the averaged gradient and reports the gap.
+ *             the same batches as single-process SGD on the averaged gradient and reports the gap;
+ *             workers report their transport and final parameters.
  *   stale     1 server + 3 workers, staleness 1, the last worker slowed: staleness per push.
  *   kill      1 server + 3 workers, staleness 2: rank 3 SIGKILLs itself mid-run; a fifth process
  *             joins as rank 3 once it is gone and pulls the current parameters.
@@ -82,10 +83,10 @@ async function sync(): Promise<void> {
     const want = await flat(ref);
     const init = await flat(makeModel());
     gap = Math.max(...want.map((v, j) => Math.abs(v - got[j])));
-    report({ gap, moved: Math.max(...want.map((v, j) => Math.abs(v - init[j]))), stale, clock: ps.clock });
+    report({ gap, moved: Math.max(...want.map((v, j) => Math.abs(v - init[j]))), stale, clock: ps.clock, transport: ps.transport, got });
     return;
   }
-  report({ stale, clock: ps.clock, gap });
+  report({ stale, clock: ps.clock, gap, transport: ps.transport, got });
 }
 
 async function stale(): Promise<void> {
