@@ -24,6 +24,9 @@
  *     await ps.close();
  *   }
  *
+ * Requests travel over TCP; between a worker and a server on one host the gradients and parameters
+ * themselves go through shared memory (shm.ts), unless FLOCKML_TRANSPORT=tcp.
+ *
  * A worker whose connection closes, or that is silent for timeoutMs, is dropped and the others go
  * on; a worker may join at any time (a restarted rank supersedes its old connection) and starts at
  * the slowest live worker's clock. A server that is lost fails the workers' next pull or push with
