@@ -302,8 +302,8 @@ export interface NativeAddon {
   /** Maps the existing object `name`, which must have exactly `bytes`. */
   psShmOpen(name: string, bytes: number): ArrayBuffer;
   psShmUnlink(name: string): void;
-  /** Copies `t`'s bytes into `buffer` (from psShmCreate/psShmOpen) at `byteOffset` once its stream gets there. */
-  psReadInto(t: NativeTensor, buffer: ArrayBuffer, byteOffset: number): Promise<unknown>;
+  /** Copies the tensors' bytes (one device), end to end, into `buffer` (from psShmCreate/psShmOpen) from `byteOffset` once their stream gets there. */
+  psReadInto(tensors: NativeTensor[], buffer: ArrayBuffer, byteOffset: number): Promise<unknown>;
 }
 
 // ---- safetensors (cpp/bindings/io.cc) ----

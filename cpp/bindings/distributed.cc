@@ -388,11 +388,11 @@ Napi::Value PsShmUnlink(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// psReadInto(tensor, buffer, byteOffset): resolves once the tensor's bytes, as data() reads them,
-// are in the buffer (one psShmCreate/psShmOpen made) at byteOffset.
+// psReadInto(tensors, buffer, byteOffset): resolves once the tensors' bytes, as data() reads them,
+// lie end to end in the buffer (one psShmCreate/psShmOpen made) from byteOffset. One device.
 Napi::Value PsReadInto(const Napi::CallbackInfo& info) {
   Args a{info, "ParameterServer"};
-  const Tensor& t = a.tensor(0, "tensor");
+  const std::vector<Tensor> ts = a.tensors(0, "tensors");
   Napi::Value v = a.at(1);
   if (!v.IsArrayBuffer()) fail(Code::Arg, "ParameterServer: expected a shared-memory ArrayBuffer, got ", describe(v));
   const void* base = v.As<Napi::ArrayBuffer>().Data();
@@ -404,11 +404,22 @@ Napi::Value PsReadInto(const Napi::CallbackInfo& info) {
   }
   if (!b) fail(Code::Arg, "ParameterServer: the buffer is not a parameter server's shared memory");
   const auto offset = static_cast<size_t>(a.integer(2, "byteOffset", 0, static_cast<int64_t>(b->size())));
-  if (t.nbytes() > b->size() - offset)
-    fail(Code::Range, "ParameterServer: ", t.nbytes(), " bytes at offset ", offset, " overrun a shared-memory buffer of ", b->size());
-  auto kernel = copy_to_host_table().get(t.device());
-  ops::launch("data", t.device(), [t, b, offset, kernel]() { kernel(t, b->data() + offset); });
-  return Addon::of(info.Env()).when_done(info.Env(), t.device(), nullptr);
+  if (ts.empty()) fail(Code::Arg, "ParameterServer: no tensors to copy into shared memory");
+  size_t at = offset;
+  for (const Tensor& t : ts) {
+    if (t.device() != ts[0].device())
+      fail(Code::Device, "ParameterServer: tensors on ", ts[0].device().str(), " and ", t.device().str(), " in one shared-memory copy");
+    if (t.nbytes() > b->size() - at)
+      fail(Code::Range, "ParameterServer: ", t.nbytes(), " bytes at offset ", at, " overrun a shared-memory buffer of ", b->size());
+    at += t.nbytes();
+  }
+  size_t off = offset;
+  for (const Tensor& t : ts) {
+    auto kernel = copy_to_host_table().get(t.device());
+    ops::launch("data", t.device(), [t, b, off, kernel]() { kernel(t, b->data() + off); });
+    off += t.nbytes();
+  }
+  return Addon::of(info.Env()).when_done(info.Env(), ts[0].device(), nullptr);
 }
 
 }  // namespace

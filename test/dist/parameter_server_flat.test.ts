@@ -1,6 +1,7 @@
 /**
  * The parameter server's flat path: frames received into one aligned buffer, gradients and pulled
- * values made as views of one tensor from those bytes, bit-equal to building each parameter on its own.
+ * values made as views of one tensor from those bytes, bit-equal to building each parameter on its
+ * own; the shared-memory buffers a worker and a server on one host exchange them through.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -9,6 +10,9 @@ import * as fl from '../../lib/index';
 import { paramSpecs } from '../../lib/parallel/parameter_server/shard';
 import { readFlat, tensorsOf, typedOf } from '../../lib/parallel/parameter_server/flat';
 import { readFrames, send } from '../../lib/parallel/parameter_server/wire';
+import { createShared, openShared, sharedBytes, unlinkShared, writeShared } from '../../lib/parallel/parameter_server/shm';
+import { native } from '../../lib/native';
+import { existsSync } from 'node:fs';
 
 async function pair(): Promise<{ a: Socket; b: Socket; close: () => void }> {
   let accepted!: (s: Socket) => void;
@@ -139,6 +143,39 @@ test('tensorsOf with mixed dtypes makes one tensor per parameter', async () => {
   assert.equal([...((got[1] as fl.Tensor).dataSync() as Float64Array)], [0.1, 0.2]);
   assert.equal([...((got[2] as fl.Tensor).dataSync() as Float32Array)], [4]);
   for (const t of got) t?.dispose();
+});
+
+test('shared memory: a worker-made buffer maps on the server side, tensors written end to end read back on both; misuse is refused with codes', async () => {
+  const made = createShared(1, 0, 64);
+  assert.ok(made, 'shared memory can be made here');
+  const { name, buffer } = made as { name: string; buffer: ArrayBuffer };
+  assert.match(name, /^\/flockml-ps-\d+-1-0-[0-9a-f]{16}$/);
+  assert.is(openShared(name, 63), null, 'a size other than the one made is refused');
+  const other = openShared(name, 64) as ArrayBuffer;
+  assert.ok(other);
+  unlinkShared(name);
+  assert.not.ok(existsSync(`/dev/shm${name}`), 'the name is gone once unlinked; the mappings stay');
+  assert.is(openShared(name, 64), null);
+  const a = fl.tensor(new Float32Array([1.5, -2, 3, 4])),
+    b = fl.tensor(new Float64Array([0.25, 1e-300]));
+  await writeShared([a, b], buffer, 8);
+  assert.equal([...new Float32Array(other, 8, 4)], [1.5, -2, 3, 4]);
+  assert.equal([...new Float64Array(other, 24, 2)], [0.25, 1e-300]);
+  assert.equal([...sharedBytes(other, 8, 4)], [...Buffer.from(new Float32Array([1.5]).buffer)]);
+  const code = async (f: () => unknown) => {
+    try {
+      await f();
+    } catch (e) {
+      return (e as { code?: string }).code;
+    }
+    return 'nothing thrown';
+  };
+  assert.is(await code(() => native.psReadInto([a.handle], new ArrayBuffer(64), 0)), 'ERR_ARG');
+  assert.is(await code(() => native.psReadInto([a.handle, b.handle], buffer, 40)), 'ERR_RANGE');
+  assert.is(await code(() => native.psShmOpen('/not-ours', 64)), 'ERR_ARG');
+  assert.is(await code(() => native.psShmOpen('/flockml-ps-0-no-such-object', 64)), 'ERR_IO');
+  a.dispose();
+  b.dispose();
 });
 
 test.run();

@@ -38,12 +38,23 @@ export function unlinkShared(name: string): void {
 
 /** Writes `tensors` end to end into `buffer` from `offset` (queued now: they may change as soon as this returns). */
 export async function writeShared(tensors: readonly Tensor[], buffer: ArrayBuffer, offset: number): Promise<void> {
-  let at = offset;
-  const writes = tensors.map((t) => {
-    const w = native.psReadInto(t.handle, buffer, at);
-    at += t.numel() * (t.dtype === 'f64' ? 8 : 4);
-    return w;
-  });
+  // One native call (one completion) per device; the offsets follow the tensors' order.
+  let at = offset,
+    start = 0;
+  const writes: Promise<unknown>[] = [];
+  for (let i = 1; i <= tensors.length; i++)
+    if (i === tensors.length || tensors[i].device !== tensors[start].device) {
+      const run = tensors.slice(start, i);
+      writes.push(
+        native.psReadInto(
+          run.map((t) => t.handle),
+          buffer,
+          at,
+        ),
+      );
+      for (const t of run) at += t.numel() * (t.dtype === 'f64' ? 8 : 4);
+      start = i;
+    }
   await Promise.all(writes);
 }
 
