@@ -68,7 +68,7 @@ interface Scatter {
 export class ShardedUnits {
   readonly rank: number;
   readonly worldSize: number;
-  /** Every parameter's space, unit after unit, and this rank's block of each (what the optimizer steps). */
+  /** Every parameter's space (unit after unit, or in the order given to create) and this rank's block of each (what the optimizer steps). */
   readonly spaces: FlatSpace[] = [];
   readonly shards: Tensor[] = [];
   readonly #units: UnitState[];
@@ -91,7 +91,14 @@ export class ShardedUnits {
   /** The root was gathered by beginRoot() for the current forward. */
   #rootLive = false;
 
-  private constructor(op: string, units: UnitLike[], group: ProcessGroup | undefined, prefetch: boolean, root: UnitLike | null) {
+  private constructor(
+    op: string,
+    units: UnitLike[],
+    group: ProcessGroup | undefined,
+    prefetch: boolean,
+    root: UnitLike | null,
+    order: readonly Tensor[] | null,
+  ) {
     this.#group = group;
     this.#prefetch = prefetch;
     this.rank = group ? group.rank : getRank();
@@ -122,12 +129,19 @@ export class ShardedUnits {
       return { bundles, params, gathering: null, materialized: true, pending: null };
     });
     this.#root = root ? this.#units[this.#units.length - 1] : null;
+    if (order) {
+      // State dicts number the parameters as `order` does (the model's), whatever the units' order.
+      const at = new Map(order.map((p, i) => [p, i]));
+      const rank = (sp: FlatSpace) => at.get(sp.params[0]) ?? Infinity;
+      this.spaces.sort((a, b) => rank(a) - rank(b));
+    }
   }
 
   /**
    * Shards `units`: every rank takes rank 0's parameter values, keeps its blocks and frees the rest.
    * `root` (as PyTorch FSDP's root unit) holds the parameters in no unit: it is gathered by
-   * {@link beginRoot} for the whole forward and stays so until its backward is complete.
+   * {@link beginRoot} for the whole forward and stays so until its backward is complete. `order`
+   * (the model's parameters) orders {@link spaces}, and so the state dicts; else the units' order.
    */
   static async create(
     op: string,
@@ -135,8 +149,9 @@ export class ShardedUnits {
     group: ProcessGroup | undefined,
     prefetch: boolean,
     root: UnitLike | null = null,
+    order: readonly Tensor[] | null = null,
   ): Promise<ShardedUnits> {
-    const u = new ShardedUnits(op, units, group, prefetch, root);
+    const u = new ShardedUnits(op, units, group, prefetch, root, order);
     await Promise.all(u.spaces.map((s) => u.#broadcast(s.params[0]).wait()));
     for (const s of u.spaces) {
       const shard = shardValues(s, u.rank).requiresGrad_();

@@ -44,7 +44,7 @@ export class WrappedUnits {
     const list = units === undefined ? childUnits(op, module) : checkUnits(op, units);
     const covered = new Set(list.flatMap((u) => u.parameters()));
     const loose = params.filter((p) => p.requiresGrad && !covered.has(p));
-    const core = await ShardedUnits.create(op, list, group, prefetch, loose.length ? { parameters: () => loose } : null);
+    const core = await ShardedUnits.create(op, list, group, prefetch, loose.length ? { parameters: () => loose } : null, params);
     const restore = list.map((u, k) => {
       const own = Object.hasOwn(u, 'forward');
       const orig = u.forward;

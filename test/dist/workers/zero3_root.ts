@@ -4,7 +4,8 @@
  * end (first), and a units option that lists only some children, train 5 SGD steps (momentum,
  * weight decay) as one process does on whole batches. The root is gathered for the forward and
  * backward only: freed after backward, after a no-grad forward, and a forward with no backward
- * does not hold up the next one.
+ * does not hold up the next one. The consolidated optimizer state numbers the root's parameters in
+ * the model's order, as the plain optimizer's state dict does.
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
@@ -78,6 +79,17 @@ async function main() {
       await ddp.syncGradients();
       await opt.step();
       opt.zeroGrad();
+    }
+    // The consolidated state numbers the root's parameters in the model's order, as the plain optimizer's.
+    const csd = await opt.consolidatedStateDict();
+    const ref = plainOpt.stateDict();
+    for (const p of root) {
+      const i = net.parameters().indexOf(p);
+      close(
+        `${what}: consolidated momentum of parameter ${i}`,
+        await values([csd.state[i].momentumBuffer as fl.Tensor]),
+        await values([ref.state[i].momentumBuffer as fl.Tensor]),
+      );
     }
     ddp.gatherAll();
     close(what, await values(net.parameters()), await values(plain.parameters()));
