@@ -1,6 +1,7 @@
 /**
  * One server rank of a ParameterServer: it holds a shard of the parameters and the optimizer over
- * them, and answers workers over TCP (framing in wire.ts). Pushes are applied as they arrive when
+ * them, and answers workers over TCP (framing in wire.ts), the tensor data through a worker's shared
+ * memory when it offered one this server could map (shm.ts). Pushes are applied as they arrive when
  * staleness > 0; with staleness 0 the pushes of round c are averaged and applied once, when every
  * live worker has pushed c + 1 times. Reads wait on the clock table (clocks.ts). A worker whose
  * connection closes, or that is silent for timeoutMs while no read of its is waiting, is dropped.
