@@ -54,8 +54,8 @@ test('staleness 0 on 2 servers and 2 workers equals single-process SGD (momentum
   }
 });
 
-test('FLOCKML_TRANSPORT=tcp: the same run over the sockets ends with bit-identical parameters', async () => {
-  const [shm, tcp] = [await run('sync', 4), await run('sync', 4, { FLOCKML_TRANSPORT: 'tcp' })];
+test('FLOCKML_TRANSPORT=tcp: the same run over the sockets ends with bit-identical parameters to FLOCKML_TRANSPORT=shm', async () => {
+  const [shm, tcp] = [await run('sync', 4, { FLOCKML_TRANSPORT: 'shm' }), await run('sync', 4, { FLOCKML_TRANSPORT: 'tcp' })];
   expectAllOk(shm);
   expectAllOk(tcp);
   for (const w of [2, 3]) {
@@ -67,6 +67,20 @@ test('FLOCKML_TRANSPORT=tcp: the same run over the sockets ends with bit-identic
     assert.equal(b.got, a.got);
   }
   assert.ok((reportOf(tcp[2]).gap as number) <= 1e-6);
+});
+
+test('FLOCKML_TRANSPORT=shm with a server that cannot map shared memory fails with ERR_IO naming it; auto falls back to TCP', async () => {
+  const results = await run('noshm', 3);
+  expectAllOk(results);
+  const [server, strict, auto] = results.map(reportOf);
+  assert.is(strict.code, 'ERR_IO');
+  assert.match(
+    strict.message as string,
+    /^ParameterServer\.create on rank 1: FLOCKML_TRANSPORT=shm, but parameter server rank 0 could not map/,
+  );
+  assert.is(auto.transport, 'tcp');
+  assert.is(auto.worker!.pushes, 3);
+  assert.is(server.server!.pushes, 3);
 });
 
 test('staleness 1 with a slowed worker: every push within the bound, and the fast workers use it', async () => {

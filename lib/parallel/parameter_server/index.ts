@@ -25,7 +25,8 @@
  *   }
  *
  * Requests travel over TCP; between a worker and a server on one host the gradients and parameters
- * themselves go through shared memory (shm.ts), unless FLOCKML_TRANSPORT=tcp.
+ * themselves go through shared memory (shm.ts), unless FLOCKML_TRANSPORT=tcp (with =shm, a
+ * server that cannot map it is an error).
  *
  * A worker whose connection closes, or that is silent for timeoutMs, is dropped and the others go
  * on; a worker may join at any time (a restarted rank supersedes its old connection) and starts at
@@ -85,7 +86,7 @@ export class ParameterServer {
   #links: ServerLink[] = [];
   /** Per server, the shared memory it mapped (gradient slot, then parameter slot), or null: the socket carries the data. */
   #shared: Array<ArrayBuffer | null> = [];
-  readonly #offerShm: boolean;
+  readonly #transport: 'auto' | 'shm' | 'tcp';
   #clock = 0;
   #readBase: number | null = null;
   #busy = false;
@@ -104,7 +105,7 @@ export class ParameterServer {
     this.isServer = o.rank < o.servers;
     this.shards = specs.map((sh) => sh.map((s) => s.index));
     this.#timeoutMs = o.timeoutMs;
-    this.#offerShm = o.shm;
+    this.#transport = o.transport;
   }
 
   /**
@@ -187,7 +188,9 @@ export class ParameterServer {
    * unlinked once it has answered), then join them all at the highest clock any proposes.
    */
   async #join(token: string): Promise<void> {
-    const offers = this.#links.map((_, s) => (this.#offerShm ? createShared(this.rank, s, 2 * shardBytes(this.#specs[s])) : null));
+    const offers = this.#links.map((_, s) =>
+      this.#transport !== 'tcp' ? createShared(this.rank, s, 2 * shardBytes(this.#specs[s])) : null,
+    );
     let hellos: Awaited<ReturnType<ServerLink['request']>>[];
     try {
       hellos = await Promise.all(
@@ -200,6 +203,15 @@ export class ParameterServer {
       for (const o of offers) if (o) unlinkShared(o.name);
     }
     this.#shared = hellos.map((h, s) => (h.header.shm === true ? (offers[s]?.buffer ?? null) : null));
+    const unshared = this.#shared.indexOf(null);
+    if (this.#transport === 'shm' && unshared >= 0)
+      throw flockError(
+        'ERR_IO',
+        `${OP}.create on rank ${this.rank}`,
+        offers[unshared]
+          ? `FLOCKML_TRANSPORT=shm, but parameter server rank ${unshared} could not map this worker's shared memory (another host, or another /dev/shm?); FLOCKML_TRANSPORT=auto falls back to TCP`
+          : 'FLOCKML_TRANSPORT=shm, but this process cannot create POSIX shared memory; FLOCKML_TRANSPORT=auto falls back to TCP',
+      );
     hellos.forEach((h, s) => {
       if (h.header.staleness !== (this.staleness === Infinity ? null : this.staleness))
         throw argError(

@@ -38,8 +38,11 @@ export interface CheckedOptions {
   optimizerOptions: object;
   timeoutMs: number;
   env: DistEnv;
-  /** Whether workers offer their servers shared memory (FLOCKML_TRANSPORT is not 'tcp'). */
-  shm: boolean;
+  /**
+   * FLOCKML_TRANSPORT: 'auto' (shared memory with the servers that can map it), 'shm' (an error
+   * where a server cannot) or 'tcp' (the sockets only).
+   */
+  transport: 'auto' | 'shm' | 'tcp';
 }
 
 export function checkPsOptions(op: string, options: ParameterServerOptions): CheckedOptions {
@@ -59,7 +62,7 @@ export function checkPsOptions(op: string, options: ParameterServerOptions): Che
   if (o.env !== undefined && (o.env === null || typeof o.env !== 'object'))
     throw argError(op, `env must be an object, got ${describe(o.env)}`);
   const env = readEnv(o.env ?? process.env);
-  const shm = readTransport(o.env ?? process.env) !== 'tcp';
+  const transport = readTransport(o.env ?? process.env);
   const servers = o.servers ?? 1;
   if (typeof servers !== 'number' || !Number.isInteger(servers) || servers < 1)
     throw flockError('ERR_RANGE', op, `servers must be a positive integer, got ${describe(servers)}`);
@@ -69,5 +72,15 @@ export function checkPsOptions(op: string, options: ParameterServerOptions): Che
       op,
       `servers is ${servers} in a world of ${env.worldSize}: at least one rank must be a worker (ranks ${servers} and up)`,
     );
-  return { rank: env.rank, worldSize: env.worldSize, servers, staleness, optimizer: o.optimizer, optimizerOptions, timeoutMs, env, shm };
+  return {
+    rank: env.rank,
+    worldSize: env.worldSize,
+    servers,
+    staleness,
+    optimizer: o.optimizer,
+    optimizerOptions,
+    timeoutMs,
+    env,
+    transport,
+  };
 }

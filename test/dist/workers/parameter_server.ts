@@ -11,9 +11,12 @@
  *             staleness, then joins properly and goes silent; rank 1 trains on once it is dropped.
  *   twice     1 server + 1 worker, and a third process that joins as rank 1 again while the first
  *             is alive: the first is superseded, the second trains.
+ *   noshm     1 server that cannot map shared memory + 2 workers: rank 1 with FLOCKML_TRANSPORT=shm
+ *             reports its error, rank 2 (auto) trains over TCP.
  */
 import * as fl from '../../../lib/index';
 import { Store } from '../../../lib/distributed/store';
+import { native } from '../../../lib/native';
 
 const mode = process.env.MODE ?? 'sync';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -268,7 +271,39 @@ async function twice(): Promise<void> {
   report({ second: false, error });
 }
 
-const modes: Record<string, () => Promise<void>> = { sync, stale, kill, serverdie: serverDie, misfit, twice };
+/** A server that cannot map shared memory: a worker that insists on it fails, one on 'auto' trains over TCP. */
+async function noShm(): Promise<void> {
+  const rank = Number(process.env.RANK);
+  if (rank === 0)
+    native.psShmOpen = () => {
+      throw new Error('no shared memory here');
+    };
+  process.env.FLOCKML_TRANSPORT = rank === 1 ? 'shm' : 'auto';
+  const model = makeModel();
+  let ps: fl.parallel.ParameterServer;
+  try {
+    ps = await fl.parallel.ParameterServer.create(model, {
+      staleness: 1,
+      optimizer: fl.optim.SGD,
+      optimizerOptions: { lr: 0.1 },
+      timeoutMs: 3000,
+    });
+  } catch (e) {
+    return report({ code: (e as { code?: string }).code, message: (e as Error).message });
+  }
+  if (ps.isServer) return report({ server: await ps.serve() });
+  for (let i = 0; i < 3; i++) {
+    await ps.pull();
+    const [x, y] = batch(0, i);
+    model.zeroGrad();
+    fl.nn.functional.crossEntropy(model.forward(x), y).backward();
+    await ps.push();
+  }
+  await ps.close();
+  report({ transport: ps.transport, worker: ps.stats });
+}
+
+const modes: Record<string, () => Promise<void>> = { sync, stale, kill, serverdie: serverDie, misfit, twice, noshm: noShm };
 modes[mode]().then(
   () => process.exit(0),
   (e) => {
