@@ -1,6 +1,8 @@
 /**
  * One rank of the allreduce benchmark (started by allreduce.ts). Sweeps sizes like nccl-tests:
  * warm-up, timed iterations, a correctness check per size; rank 0 prints one JSON line each.
+ * BENCH_HOSTS=H: the ranks act as H hosts of equal size (FLOCKML_HOST_ID set per rank before the
+ * group starts), so the group is hierarchical ('shm+tcp'); anything else is refused.
  */
 import * as fl from '../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../lib/distributed/index';
@@ -13,8 +15,17 @@ const FACTOR = Number(process.env.BENCH_FACTOR ?? 4);
 const itersFor = (bytes: number) => Math.max(5, Math.min(50, Math.floor((64 << 20) / bytes)));
 
 async function main() {
+  const hosts = Number(process.env.BENCH_HOSTS ?? 0);
+  if (hosts) {
+    const rank = Number(process.env.RANK),
+      size = Number(process.env.WORLD_SIZE);
+    if (size % hosts) throw new Error(`BENCH_HOSTS=${hosts} does not divide ${size} ranks`);
+    process.env.FLOCKML_HOST_ID = `bench-host-${Math.floor(rank / (size / hosts))}`;
+  }
   const pg = await initProcessGroup({ backend: 'ring' });
   const n = pg.size;
+  if (hosts && pg.transport !== 'shm+tcp')
+    throw new Error(`BENCH_HOSTS=${hosts}: the group's transport is ${pg.transport}, expected shm+tcp`);
   for (let bytes = MIN; bytes <= MAX; bytes *= FACTOR) {
     const t = fl.full([bytes / 4], 1);
     await pg.allReduce(t).wait(); // warm-up

@@ -11,7 +11,9 @@
  * the median rates.
  * Every rank is a process: on a machine with fewer cores than ranks they compete for the CPU, which
  * the ideal ratio ((W − 0.5) / (W / 2), one device per worker) does not account for.
- *   npm run bench -- parameter_server [--seconds S] [--workers 2,3] [--rounds R]
+ * --model wide is an extra row, not the anchor's model: 784-1024-1024-10 (1.86 M parameters, each
+ * step ~18× the MLP's compute), where compute rather than the server path bounds the rate.
+ *   npm run bench -- parameter_server [--seconds S] [--workers 2,3] [--rounds R] [--model mlp|wide]
  * The same file is each rank's script (PS_BENCH_STALENESS set by the launcher call below).
  */
 import { join } from 'node:path';
@@ -33,7 +35,10 @@ async function rank(): Promise<void> {
   // One intra-op thread per process: the ranks share the machine's cores, as separate devices would not.
   fl.setNumThreads(1);
   const { nn } = fl;
-  const model = new nn.Sequential(new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
+  const model =
+    process.env.PS_BENCH_MODEL === 'wide'
+      ? new nn.Sequential(new nn.Linear(784, 1024), new nn.ReLU(), new nn.Linear(1024, 1024), new nn.ReLU(), new nn.Linear(1024, 10))
+      : new nn.Sequential(new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10));
   const ps = await fl.parallel.ParameterServer.create(model, { staleness, optimizer: fl.optim.SGD, optimizerOptions: { lr: 0.01 } });
   if (ps.isServer) {
     const s = await ps.serve();
@@ -60,13 +65,17 @@ async function rank(): Promise<void> {
   }
   const ms = performance.now() - started;
   await ps.close();
-  console.log(JSON.stringify({ worker: ps.rank, steps, ms, samples: steps * 64, maxStaleness: ps.stats.maxStaleness }));
+  console.log(
+    JSON.stringify({ worker: ps.rank, steps, ms, samples: steps * 64, maxStaleness: ps.stats.maxStaleness, transport: ps.transport }),
+  );
 }
 
 async function main(): Promise<void> {
   const seconds = Number(arg('seconds', '6'));
   const rounds = Number(arg('rounds', '3'));
-  for (const workers of arg('workers', '2,3').split(',').map(Number)) await compare(workers, seconds, rounds);
+  const model = arg('model', 'mlp');
+  if (model !== 'mlp' && model !== 'wide') throw new Error(`--model must be mlp or wide, got ${model}`);
+  for (const workers of arg('workers', '2,3').split(',').map(Number)) await compare(workers, seconds, rounds, model);
 }
 
 const MODES = [
@@ -77,14 +86,15 @@ const MODES = [
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function compare(workers: number, seconds: number, rounds: number): Promise<void> {
+async function compare(workers: number, seconds: number, rounds: number, model: string): Promise<void> {
   const rates: Record<string, number[]> = { sync: [], async: [], bounded: [] };
   for (let round = 0; round < rounds; round++)
-    for (const [mode, staleness] of MODES) rates[mode].push(await run(workers, seconds, round, mode, staleness));
+    for (const [mode, staleness] of MODES) rates[mode].push(await run(workers, seconds, round, mode, staleness, model));
   const sync = median(rates.sync);
   console.log(
     JSON.stringify({
       bench: 'parameter_server',
+      model,
       workers,
       rounds,
       anchor: 'sync',
@@ -98,13 +108,13 @@ async function compare(workers: number, seconds: number, rounds: number): Promis
   );
 }
 
-async function run(workers: number, seconds: number, round: number, mode: string, staleness: number): Promise<number> {
+async function run(workers: number, seconds: number, round: number, mode: string, staleness: number, model: string): Promise<number> {
   let out = '';
   const code = await launch({
     script: join(__dirname, 'parameter_server.ts'),
     nprocPerNode: workers + 1,
     masterPort: 20000 + Math.floor(Math.random() * 10000),
-    env: { PS_BENCH_RANK: '1', PS_BENCH_STALENESS: String(staleness), PS_BENCH_SECONDS: String(seconds) },
+    env: { PS_BENCH_RANK: '1', PS_BENCH_STALENESS: String(staleness), PS_BENCH_SECONDS: String(seconds), PS_BENCH_MODEL: model },
     stdout: {
       write: (s: string) => {
         out += s;
@@ -128,6 +138,7 @@ async function run(workers: number, seconds: number, round: number, mode: string
   console.log(
     JSON.stringify({
       bench: 'parameter_server',
+      model,
       mode,
       round,
       staleness: staleness === Infinity ? 'Infinity' : staleness,
@@ -137,6 +148,7 @@ async function run(workers: number, seconds: number, round: number, mode: string
       samples_per_s: Math.round(rate),
       steps_per_worker: ws.map((w) => w.steps),
       max_staleness: server?.maxStaleness,
+      transport: ws[0]?.transport,
     }),
   );
   return rate;

@@ -298,6 +298,13 @@ export interface NativeAddon {
   ncclInitRank(rank: number, size: number, device: number, id: Uint8Array, timeoutMs: number): { group: NativeGroup; ready: Promise<void> };
   /** One group member per device, all in this process (ncclCommInitAll); `ready` settles once all exist. */
   ncclInitAll(devices: number[], timeoutMs: number): { groups: NativeGroup[]; ready: Promise<void> };
+  /** A parameter server's shared memory: a new POSIX object `name` ('/flockml-ps-…') of `bytes`, mapped. */
+  psShmCreate(name: string, bytes: number): ArrayBuffer;
+  /** Maps the existing object `name`, which must have exactly `bytes`. */
+  psShmOpen(name: string, bytes: number): ArrayBuffer;
+  psShmUnlink(name: string): void;
+  /** Copies the tensors' bytes (one device), end to end, into `buffer` (from psShmCreate/psShmOpen) from `byteOffset` once their stream gets there. */
+  psReadInto(tensors: NativeTensor[], buffer: ArrayBuffer, byteOffset: number): Promise<unknown>;
 }
 
 // ---- safetensors (cpp/bindings/io.cc) ----

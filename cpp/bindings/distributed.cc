@@ -5,9 +5,13 @@
 // never touches a socket.
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include "../distributed/local_group.h"
 #include "../distributed/process_group.h"
+#include "../distributed/ps_buffer.h"
+#include "../kernels.h"
+#include "../ops/ops.h"
 #include "../gpu_runtime.h"
 #include "addon.h"
 #include "convert.h"
@@ -340,6 +344,84 @@ Napi::Value Reduce(const Napi::CallbackInfo& info) {
   return collective(info, a, 4, *g, t.device(), [g, t, root, op](dist::Done d) { g->reduce(t, root, op, std::move(d)); });
 }
 
+// ---- a parameter server's shared-memory buffers (lib/parallel/parameter_server/shm.ts) ----
+// Each is handed to JS as an external ArrayBuffer over the mapping; psReadInto copies a tensor into
+// one once its stream reaches the copy, so the mapping is found by address and kept alive by the
+// queued copy as well as by the ArrayBuffer.
+std::mutex ps_mutex;
+std::map<const void*, std::weak_ptr<dist::PsBuffer>> ps_buffers;
+
+Napi::Value ps_array_buffer(Napi::Env env, std::shared_ptr<dist::PsBuffer> b) {
+  {
+    std::lock_guard<std::mutex> lock(ps_mutex);
+    ps_buffers[b->data()] = b;
+  }
+  auto* hold = new std::shared_ptr<dist::PsBuffer>(b);
+  return Napi::ArrayBuffer::New(env, b->data(), b->size(), [](Napi::Env, void*, std::shared_ptr<dist::PsBuffer>* h) {
+    {
+      std::lock_guard<std::mutex> lock(ps_mutex);
+      auto it = ps_buffers.find((*h)->data());
+      if (it != ps_buffers.end() && it->second.lock() == *h) ps_buffers.erase(it);
+    }
+    delete h;
+  }, hold);
+}
+
+// psShmCreate(name, bytes) / psShmOpen(name, bytes): the mapped buffer as an ArrayBuffer.
+Napi::Value PsShmCreate(const Napi::CallbackInfo& info) {
+  Args a{info, "ParameterServer"};
+  const std::string name = a.string(0, "name");
+  const auto bytes = static_cast<size_t>(a.integer(1, "bytes", 1, int64_t(1) << 40));
+  return ps_array_buffer(info.Env(), dist::PsBuffer::create(name, bytes));
+}
+
+Napi::Value PsShmOpen(const Napi::CallbackInfo& info) {
+  Args a{info, "ParameterServer"};
+  const std::string name = a.string(0, "name");
+  const auto bytes = static_cast<size_t>(a.integer(1, "bytes", 1, int64_t(1) << 40));
+  return ps_array_buffer(info.Env(), dist::PsBuffer::open(name, bytes));
+}
+
+Napi::Value PsShmUnlink(const Napi::CallbackInfo& info) {
+  Args a{info, "ParameterServer"};
+  dist::PsBuffer::unlink(a.string(0, "name"));
+  return info.Env().Undefined();
+}
+
+// psReadInto(tensors, buffer, byteOffset): resolves once the tensors' bytes, as data() reads them,
+// lie end to end in the buffer (one psShmCreate/psShmOpen made) from byteOffset. One device.
+Napi::Value PsReadInto(const Napi::CallbackInfo& info) {
+  Args a{info, "ParameterServer"};
+  const std::vector<Tensor> ts = a.tensors(0, "tensors");
+  Napi::Value v = a.at(1);
+  if (!v.IsArrayBuffer()) fail(Code::Arg, "ParameterServer: expected a shared-memory ArrayBuffer, got ", describe(v));
+  const void* base = v.As<Napi::ArrayBuffer>().Data();
+  std::shared_ptr<dist::PsBuffer> b;
+  {
+    std::lock_guard<std::mutex> lock(ps_mutex);
+    auto it = base ? ps_buffers.find(base) : ps_buffers.end();
+    if (it != ps_buffers.end()) b = it->second.lock();
+  }
+  if (!b) fail(Code::Arg, "ParameterServer: the buffer is not a parameter server's shared memory");
+  const auto offset = static_cast<size_t>(a.integer(2, "byteOffset", 0, static_cast<int64_t>(b->size())));
+  if (ts.empty()) fail(Code::Arg, "ParameterServer: no tensors to copy into shared memory");
+  size_t at = offset;
+  for (const Tensor& t : ts) {
+    if (t.device() != ts[0].device())
+      fail(Code::Device, "ParameterServer: tensors on ", ts[0].device().str(), " and ", t.device().str(), " in one shared-memory copy");
+    if (t.nbytes() > b->size() - at)
+      fail(Code::Range, "ParameterServer: ", t.nbytes(), " bytes at offset ", at, " overrun a shared-memory buffer of ", b->size());
+    at += t.nbytes();
+  }
+  size_t off = offset;
+  for (const Tensor& t : ts) {
+    auto kernel = copy_to_host_table().get(t.device());
+    ops::launch("data", t.device(), [t, b, off, kernel]() { kernel(t, b->data() + off); });
+    off += t.nbytes();
+  }
+  return Addon::of(info.Env()).when_done(info.Env(), ts[0].device(), nullptr);
+}
+
 }  // namespace
 
 void register_dist_exports(Napi::Env env, Napi::Object exports) {
@@ -360,6 +442,10 @@ void register_dist_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("ncclInitRank", NcclInitRank);
   FLOCK_EXPORT("ncclInitAll", NcclInitAll);
   FLOCK_EXPORT("localInitCpu", LocalInitCpu);
+  FLOCK_EXPORT("psShmCreate", PsShmCreate);
+  FLOCK_EXPORT("psShmOpen", PsShmOpen);
+  FLOCK_EXPORT("psShmUnlink", PsShmUnlink);
+  FLOCK_EXPORT("psReadInto", PsReadInto);
   FLOCK_EXPORT("pgReduce", Reduce);
 }
 

@@ -17,7 +17,8 @@
 // (allReduce's pipelined rounds: shm_group.cc).
 //
 // Call headers: each rank writes its header before the first phase and, after that phase's
-// barrier, checks its ring predecessor's (as the TCP ring does), before taking any peer's data.
+// barrier, checks every other rank's (all are in the segment by then, so each rank that disagrees
+// with another fails with the mismatch itself), before taking any peer's data.
 // Every collective has a second barrier after the check, so a rank that saw a mismatch (and posts
 // nothing more) keeps every other rank from completing the call; they learn why on the control
 // connections.

@@ -1,5 +1,6 @@
 /**
- * fl.parallel.ParameterServer on real processes over loopback: staleness 0 equals synchronous SGD,
+ * fl.parallel.ParameterServer on real processes over loopback: staleness 0 equals synchronous SGD
+ * (through shared memory, and bit for bit the same over TCP),
  * staleness stays within its bound, a killed worker is dropped while the others go on (and a
  * replacement joins at the current parameters), a lost server fails the workers naming it.
  */
@@ -27,8 +28,8 @@ function reportOf(r: RankResult): Report {
   return JSON.parse(line);
 }
 
-async function run(mode: string, n: number): Promise<RankResult[]> {
-  return runRanks('parameter_server.ts', n, { env: { MODE: mode }, timeoutMs: 90_000 }).done;
+async function run(mode: string, n: number, env: NodeJS.ProcessEnv = {}): Promise<RankResult[]> {
+  return runRanks('parameter_server.ts', n, { env: { MODE: mode, ...env }, timeoutMs: 90_000 }).done;
 }
 
 test('staleness 0 on 2 servers and 2 workers equals single-process SGD (momentum, weight decay) on the averaged gradient', async () => {
@@ -39,6 +40,9 @@ test('staleness 0 on 2 servers and 2 workers equals single-process SGD (momentum
   assert.ok((w0.moved as number) > 0.05, `the parameters hardly moved (${w0.moved}), so the comparison would prove little`);
   assert.equal(w0.stale, [0, 0, 0, 0, 0]);
   assert.equal(w1.stale, [0, 0, 0, 0, 0]);
+  // On one host the gradients and parameters go through shared memory.
+  assert.is(w0.transport, 'shm');
+  assert.is(w1.transport, 'shm');
   // Shards balanced by bytes: the 6x5 weight (120 B) alone, the rest (20 + 60 + 12 B) on the other.
   assert.equal(s0.shards, [[0], [1, 2, 3]]);
   for (const s of [s0, s1]) {
@@ -48,6 +52,35 @@ test('staleness 0 on 2 servers and 2 workers equals single-process SGD (momentum
     assert.is(s.server!.maxStaleness, 0);
     assert.equal([...s.server!.left].sort(), [2, 3]);
   }
+});
+
+test('FLOCKML_TRANSPORT=tcp: the same run over the sockets ends with bit-identical parameters to FLOCKML_TRANSPORT=shm', async () => {
+  const [shm, tcp] = [await run('sync', 4, { FLOCKML_TRANSPORT: 'shm' }), await run('sync', 4, { FLOCKML_TRANSPORT: 'tcp' })];
+  expectAllOk(shm);
+  expectAllOk(tcp);
+  for (const w of [2, 3]) {
+    const a = reportOf(shm[w]),
+      b = reportOf(tcp[w]);
+    assert.is(a.transport, 'shm');
+    assert.is(b.transport, 'tcp');
+    assert.ok((a.got as number[]).length > 50);
+    assert.equal(b.got, a.got);
+  }
+  assert.ok((reportOf(tcp[2]).gap as number) <= 1e-6);
+});
+
+test('FLOCKML_TRANSPORT=shm with a server that cannot map shared memory fails with ERR_IO naming it; auto falls back to TCP', async () => {
+  const results = await run('noshm', 3);
+  expectAllOk(results);
+  const [server, strict, auto] = results.map(reportOf);
+  assert.is(strict.code, 'ERR_IO');
+  assert.match(
+    strict.message as string,
+    /^ParameterServer\.create on rank 1: FLOCKML_TRANSPORT=shm, but parameter server rank 0 could not map/,
+  );
+  assert.is(auto.transport, 'tcp');
+  assert.is(auto.worker!.pushes, 3);
+  assert.is(server.server!.pushes, 3);
 });
 
 test('staleness 1 with a slowed worker: every push within the bound, and the fast workers use it', async () => {

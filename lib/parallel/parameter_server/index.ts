@@ -24,6 +24,10 @@
  *     await ps.close();
  *   }
  *
+ * Requests travel over TCP; between a worker and a server on one host the gradients and parameters
+ * themselves go through shared memory (shm.ts), unless FLOCKML_TRANSPORT=tcp (with =shm, a
+ * server that cannot map it is an error).
+ *
  * A worker whose connection closes, or that is silent for timeoutMs, is dropped and the others go
  * on; a worker may join at any time (a restarted rank supersedes its old connection) and starts at
  * the slowest live worker's clock. A server that is lost fails the workers' next pull or push with
@@ -32,7 +36,6 @@
 import { hostname } from 'node:os';
 import type { Tensor } from '../../tensor';
 import type { Module } from '../../nn/module';
-import { tensor } from '../../ops/creation';
 import { copy_ } from '../../ops/elementwise';
 import { noGrad } from '../../autograd/grad_mode';
 import { argError, describe, flockError } from '../../errors';
@@ -40,7 +43,9 @@ import { Store } from '../../distributed/store';
 import { getStore, isInitialized } from '../../distributed/process_group';
 import { ServerLink } from './link';
 import { ShardServer, type ServerStats } from './server';
-import { type ParamSpec, assignShards, bytesOf, describeShard, paramSpecs, shardBytes, valuesOf } from './shard';
+import { type ParamSpec, assignShards, describeShard, paramSpecs, shardBytes } from './shard';
+import { readFlat, tensorsOf } from './flat';
+import { createShared, sharedBytes, unlinkShared, writeShared } from './shm';
 import { type ParameterServerOptions, checkPsOptions } from './options';
 
 export type { ServerStats } from './server';
@@ -79,6 +84,9 @@ export class ParameterServer {
   #store: Store | null;
   #server: ShardServer | null = null;
   #links: ServerLink[] = [];
+  /** Per server, the shared memory it mapped (gradient slot, then parameter slot), or null: the socket carries the data. */
+  #shared: Array<ArrayBuffer | null> = [];
+  readonly #transport: 'auto' | 'shm' | 'tcp';
   #clock = 0;
   #readBase: number | null = null;
   #busy = false;
@@ -97,6 +105,7 @@ export class ParameterServer {
     this.isServer = o.rank < o.servers;
     this.shards = specs.map((sh) => sh.map((s) => s.index));
     this.#timeoutMs = o.timeoutMs;
+    this.#transport = o.transport;
   }
 
   /**
@@ -174,14 +183,35 @@ export class ParameterServer {
     await s?.close();
   }
 
-  /** Hello to every server, then join them all at the highest clock any proposes. */
+  /**
+   * Hello to every server (offering each a shared buffer of twice its shard's bytes; the name is
+   * unlinked once it has answered), then join them all at the highest clock any proposes.
+   */
   async #join(token: string): Promise<void> {
-    const hellos = await Promise.all(
-      this.#links.map((l, s) => {
-        const { digest, summary } = describeShard(this.#specs[s]);
-        return l.request('create', { op: 'hello', token, rank: this.rank, shard: digest, summary });
-      }),
+    const offers = this.#links.map((_, s) =>
+      this.#transport !== 'tcp' ? createShared(this.rank, s, 2 * shardBytes(this.#specs[s])) : null,
     );
+    let hellos: Awaited<ReturnType<ServerLink['request']>>[];
+    try {
+      hellos = await Promise.all(
+        this.#links.map((l, s) => {
+          const { digest, summary } = describeShard(this.#specs[s]);
+          return l.request('create', { op: 'hello', token, rank: this.rank, shard: digest, summary, shm: offers[s]?.name ?? null });
+        }),
+      );
+    } finally {
+      for (const o of offers) if (o) unlinkShared(o.name);
+    }
+    this.#shared = hellos.map((h, s) => (h.header.shm === true ? (offers[s]?.buffer ?? null) : null));
+    const unshared = this.#shared.indexOf(null);
+    if (this.#transport === 'shm' && unshared >= 0)
+      throw flockError(
+        'ERR_IO',
+        `${OP}.create on rank ${this.rank}`,
+        offers[unshared]
+          ? `FLOCKML_TRANSPORT=shm, but parameter server rank ${unshared} could not map this worker's shared memory (another host, or another /dev/shm?); FLOCKML_TRANSPORT=auto falls back to TCP`
+          : 'FLOCKML_TRANSPORT=shm, but this process cannot create POSIX shared memory; FLOCKML_TRANSPORT=auto falls back to TCP',
+      );
     hellos.forEach((h, s) => {
       if (h.header.staleness !== (this.staleness === Infinity ? null : this.staleness))
         throw argError(
@@ -199,6 +229,16 @@ export class ParameterServer {
       clock = Math.max(clock, ...retry);
     }
     this.#clock = this.#stats.clock = clock;
+  }
+
+  /**
+   * How this worker's gradients and parameters travel: 'shm' (shared memory with every server, all
+   * on this host), 'tcp' (the sockets), 'shm+tcp' (some servers each way); null on a server.
+   */
+  get transport(): 'shm' | 'tcp' | 'shm+tcp' | null {
+    if (this.isServer) return null;
+    const n = this.#shared.filter((b) => b !== null).length;
+    return n === this.#shared.length ? 'shm' : n === 0 ? 'tcp' : 'shm+tcp';
   }
 
   /** This worker's clock: the pushes it has made (from the clock it joined at). */
@@ -233,23 +273,27 @@ export class ParameterServer {
     this.#busy = true;
     try {
       const clock = this.#clock;
-      const replies = await Promise.all(this.#links.map((l) => l.request('pull', { op: 'pull', clock }, [], this.#waitMs)));
+      const replies = await Promise.all(
+        this.#links.map((l, s) => l.request('pull', { op: 'pull', clock, shm: this.#shared[s] !== null }, [], this.#waitMs)),
+      );
       let staleness = 0;
       noGrad(() => {
         replies.forEach((r, s) => {
           staleness = Math.max(staleness, r.header.staleness as number);
-          let at = 0;
-          for (const spec of this.#specs[s]) {
-            const p = this.#params[spec.index];
-            const t = tensor(valuesOf(spec, r.payload.subarray(at, at + spec.bytes)), {
-              shape: spec.shape,
-              dtype: spec.dtype,
-              device: p.device,
-            });
-            copy_(p, t);
-            t.dispose();
-            at += spec.bytes;
-          }
+          const specs = this.#specs[s];
+          const params = specs.map((spec) => this.#params[spec.index]);
+          const shared = this.#shared[s];
+          const bytes = shardBytes(specs);
+          const values = tensorsOf(
+            specs,
+            specs.map(() => true),
+            r.header.shm === true && shared ? sharedBytes(shared, bytes, bytes) : r.payload,
+            params.map((p) => p.device),
+          );
+          values.forEach((t, i) => {
+            copy_(params[i], t as Tensor);
+            t?.dispose();
+          });
         });
       });
       this.#readBase = clock - staleness;
@@ -273,17 +317,30 @@ export class ParameterServer {
         name,
         `the parameters were read when the slowest worker was at clock ${base}, ${staleness} behind this worker's clock ${this.#clock} (staleness bound ${this.staleness}); pull() first`,
       );
-    const reads = this.#params.map((p) => (p.grad ? p.grad.data() : null));
+    // Per server, its shard's gradients end to end, read (or written to its shared memory) now.
+    const sends = this.#specs.map((shard, s) => {
+      const present = shard.map((sp) => (this.#params[sp.index].grad ? 1 : 0));
+      const grads = shard.flatMap((sp) => {
+        const g = this.#params[sp.index].grad;
+        if (g && (g.dtype !== sp.dtype || g.numel() * (sp.dtype === 'f64' ? 8 : 4) !== sp.bytes))
+          throw argError(
+            name,
+            `the gradient of parameter ${sp.index} is ${g.dtype} [${g.shape.join(', ')}], the parameter ${sp.dtype} [${sp.shape.join(', ')}]`,
+          );
+        return g ? [g] : [];
+      });
+      const shared = this.#shared[s];
+      return shared
+        ? { present, shm: true, bytes: writeShared(grads, shared, 0).then(() => []) }
+        : { present, shm: false, bytes: readFlat(grads) };
+    });
     this.#busy = true;
     try {
-      const values = await Promise.all(reads);
       const clock = this.#clock;
       await Promise.all(
-        this.#links.map((l, s) => {
-          const shard = this.#specs[s];
-          const present = shard.map((sp) => (values[sp.index] ? 1 : 0));
-          const payload = shard.flatMap((sp) => (values[sp.index] ? [bytesOf(values[sp.index] as Float32Array | Float64Array)] : []));
-          return l.request('push', { op: 'push', clock, present }, payload, this.#waitMs);
+        this.#links.map(async (l, s) => {
+          const { present, shm, bytes } = sends[s];
+          return l.request('push', { op: 'push', clock, present, shm }, await bytes, this.#waitMs);
         }),
       );
       this.#clock = clock + 1;

@@ -1,7 +1,7 @@
 /** The options of {@link ParameterServer.create}, checked on every rank before anything connects. */
 import type { Tensor } from '../../tensor';
 import { argError, checkOptions, describe, flockError } from '../../errors';
-import { readEnv, type DistEnv } from '../../distributed/env';
+import { readEnv, readTransport, type DistEnv } from '../../distributed/env';
 
 export interface ParameterServerOptions {
   /** How many ranks serve parameters: ranks 0 … servers − 1 (default 1). The rest are workers. */
@@ -38,6 +38,11 @@ export interface CheckedOptions {
   optimizerOptions: object;
   timeoutMs: number;
   env: DistEnv;
+  /**
+   * FLOCKML_TRANSPORT: 'auto' (shared memory with the servers that can map it), 'shm' (an error
+   * where a server cannot) or 'tcp' (the sockets only).
+   */
+  transport: 'auto' | 'shm' | 'tcp';
 }
 
 export function checkPsOptions(op: string, options: ParameterServerOptions): CheckedOptions {
@@ -57,6 +62,7 @@ export function checkPsOptions(op: string, options: ParameterServerOptions): Che
   if (o.env !== undefined && (o.env === null || typeof o.env !== 'object'))
     throw argError(op, `env must be an object, got ${describe(o.env)}`);
   const env = readEnv(o.env ?? process.env);
+  const transport = readTransport(o.env ?? process.env);
   const servers = o.servers ?? 1;
   if (typeof servers !== 'number' || !Number.isInteger(servers) || servers < 1)
     throw flockError('ERR_RANGE', op, `servers must be a positive integer, got ${describe(servers)}`);
@@ -66,5 +72,15 @@ export function checkPsOptions(op: string, options: ParameterServerOptions): Che
       op,
       `servers is ${servers} in a world of ${env.worldSize}: at least one rank must be a worker (ranks ${servers} and up)`,
     );
-  return { rank: env.rank, worldSize: env.worldSize, servers, staleness, optimizer: o.optimizer, optimizerOptions, timeoutMs, env };
+  return {
+    rank: env.rank,
+    worldSize: env.worldSize,
+    servers,
+    staleness,
+    optimizer: o.optimizer,
+    optimizerOptions,
+    timeoutMs,
+    env,
+    transport,
+  };
 }

@@ -1,6 +1,7 @@
 /**
  * One server rank of a ParameterServer: it holds a shard of the parameters and the optimizer over
- * them, and answers workers over TCP (framing in wire.ts). Pushes are applied as they arrive when
+ * them, and answers workers over TCP (framing in wire.ts), the tensor data through a worker's shared
+ * memory when it offered one this server could map (shm.ts). Pushes are applied as they arrive when
  * staleness > 0; with staleness 0 the pushes of round c are averaged and applied once, when every
  * live worker has pushed c + 1 times. Reads wait on the clock table (clocks.ts). A worker whose
  * connection closes, or that is silent for timeoutMs while no read of its is waiting, is dropped.
@@ -8,11 +9,12 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Tensor } from '../../tensor';
-import { tensor } from '../../ops/creation';
 import { tidy } from '../../memory';
 import { noGrad } from '../../autograd/grad_mode';
 import { ClockTable } from './clocks';
-import { type ParamSpec, bytesOf, describeShard, shardBytes, valuesOf } from './shard';
+import { type ParamSpec, describeShard, shardBytes } from './shard';
+import { readFlat, tensorsOf } from './flat';
+import { openShared, sharedBytes, writeShared } from './shm';
 import { type Header, readFrames, send } from './wire';
 
 /** What one server saw, returned by {@link ParameterServer.serve}. */
@@ -53,6 +55,8 @@ interface Conn {
   heard: number;
   /** The slowest live clock when this worker last read (its staleness base). */
   readMin: number;
+  /** The worker's shared memory (gradient slot, then parameter slot), when mapped. */
+  shared: ArrayBuffer | null;
 }
 
 interface Round {
@@ -70,7 +74,7 @@ export class ShardServer {
   readonly #clocks: ClockTable;
   readonly #conns = new Set<Conn>();
   readonly #byRank = new Map<number, Conn>();
-  readonly #reads: Array<{ conn: Conn; id: unknown; clock: number }> = [];
+  readonly #reads: Array<{ conn: Conn; id: unknown; clock: number; shm: boolean }> = [];
   readonly #rounds = new Map<number, Round>();
   readonly #token: Buffer;
   readonly #bytes: number;
@@ -120,7 +124,7 @@ export class ShardServer {
 
   #accept(sock: Socket): void {
     sock.setNoDelay(true);
-    const conn: Conn = { sock, rank: null, joined: false, reading: 0, heard: Date.now(), readMin: 0 };
+    const conn: Conn = { sock, rank: null, joined: false, reading: 0, heard: Date.now(), readMin: 0, shared: null };
     this.#conns.add(conn);
     sock.on('error', () => undefined); // 'close' follows
     sock.on('close', () => {
@@ -165,9 +169,11 @@ export class ShardServer {
       if (!Number.isInteger(h.rank) || (h.rank as number) < 0)
         return void this.#fail(conn, id, 'ERR_ARG', 'hello: rank must be an integer', true);
       conn.rank = h.rank as number;
+      conn.shared = openShared(h.shm, 2 * this.#bytes);
       return void send(conn.sock, {
         id,
         ok: true,
+        shm: conn.shared !== null,
         clock: this.#clocks.floor,
         staleness: Number.isFinite(this.#o.staleness) ? this.#o.staleness : null,
       });
@@ -187,11 +193,12 @@ export class ShardServer {
             'ERR_ARG',
             `pull: worker rank ${conn.rank} is at clock ${this.#clocks.live.get(conn.rank)}, the pull says ${clock}`,
           );
+        if (h.shm === true && !conn.shared) return void this.#fail(conn, id, 'ERR_ARG', 'pull: no shared memory was set up at hello');
         conn.reading++;
-        this.#reads.push({ conn, id, clock });
+        this.#reads.push({ conn, id, clock, shm: h.shm === true });
         return void this.#answerReads();
       case 'push':
-        return void this.#push(conn, id, clock, h.present, payload);
+        return void this.#push(conn, id, clock, h.present, h.shm === true, payload);
       case 'bye':
         send(conn.sock, { id, ok: true });
         if (conn.joined) this.stats.left.push(conn.rank);
@@ -220,7 +227,7 @@ export class ShardServer {
     this.#changed();
   }
 
-  #push(conn: Conn, id: unknown, clock: number, present: unknown, payload: Buffer): void {
+  #push(conn: Conn, id: unknown, clock: number, present: unknown, shm: boolean, payload: Buffer): void {
     const rank = conn.rank as number;
     if (!conn.joined) return void this.#fail(conn, id, 'ERR_ARG', 'push before join');
     const mine = this.#clocks.live.get(rank);
@@ -231,24 +238,22 @@ export class ShardServer {
     if (has.length !== shard.length || !has.every((x) => x === 0 || x === 1))
       return void this.#fail(conn, id, 'ERR_ARG', `push: 'present' must list 0 or 1 for each of the ${shard.length} parameters`);
     const want = shard.reduce((n, s, i) => n + (has[i] ? s.bytes : 0), 0);
-    if (payload.length !== want) return void this.#fail(conn, id, 'ERR_SHAPE', `push: ${payload.length} gradient bytes, expected ${want}`);
-    // Gradients become tensors on the parameters' device at once: sums and steps run on its stream.
-    const { params } = this.#o;
-    const grads: Array<Tensor | null> = [];
-    let at = 0;
-    for (let i = 0; i < shard.length; i++) {
-      const spec = shard[i];
-      grads.push(
-        has[i]
-          ? tensor(valuesOf(spec, payload.subarray(at, at + spec.bytes)), {
-              shape: spec.shape,
-              dtype: spec.dtype,
-              device: params[i].device,
-            })
-          : null,
-      );
-      if (has[i]) at += spec.bytes;
+    if (shm) {
+      if (!conn.shared) return void this.#fail(conn, id, 'ERR_ARG', 'push: no shared memory was set up at hello');
+      if (payload.length) return void this.#fail(conn, id, 'ERR_ARG', 'push: gradients both in shared memory and on the socket');
+      // Copied out before the answer: the worker writes its slot again only after it.
+      payload = sharedBytes(conn.shared, 0, want);
     }
+    if (payload.length !== want) return void this.#fail(conn, id, 'ERR_SHAPE', `push: ${payload.length} gradient bytes, expected ${want}`);
+    // Gradients become tensors on the parameters' device at once (views of one tensor made from the
+    // received bytes): sums and steps run on its stream.
+    const { params } = this.#o;
+    const grads = tensorsOf(
+      shard,
+      has.map((x) => x === 1),
+      payload,
+      params.map((p) => p.device),
+    );
     const staleness = clock - conn.readMin;
     this.stats.pushes++;
     this.stats.staleness[staleness] = (this.stats.staleness[staleness] ?? 0) + 1;
@@ -327,11 +332,14 @@ export class ShardServer {
       r.conn.readMin = min;
       const staleness = r.clock - min;
       const version = this.#version;
-      this.#read().then(
+      const shared = r.shm ? r.conn.shared : null;
+      // Into the worker's parameter slot (queued behind the steps so far), or one snapshot per version for the socket.
+      const read = shared ? writeShared(this.#o.params, shared, this.#bytes).then(() => []) : this.#read();
+      read.then(
         (bytes) => {
           r.conn.reading--;
           r.conn.heard = Date.now();
-          send(r.conn.sock, { id: r.id, ok: true, version, staleness }, bytes);
+          send(r.conn.sock, { id: r.id, ok: true, version, staleness, shm: shared !== null }, bytes);
         },
         (e: Error) => this.#fail(r.conn, r.id, (e as { code?: string }).code ?? 'ERR_INTERNAL', e.message),
       );
@@ -343,7 +351,7 @@ export class ShardServer {
     if (this.#snapshot?.version !== this.#version)
       this.#snapshot = {
         version: this.#version,
-        bytes: Promise.all(this.#o.params.map((p) => p.data())).then((vs) => vs.map((v) => bytesOf(v as Float32Array | Float64Array))),
+        bytes: readFlat(this.#o.params),
       };
     return this.#snapshot.bytes;
   }

@@ -68,15 +68,3 @@ export function describeShard(shard: readonly ParamSpec[]): { digest: string; su
       .join(', ')}${shard.length > 6 ? ', …' : ''}) of ${shardBytes(shard)} bytes`,
   };
 }
-
-/** The bytes of a typed array, without copying. */
-export function bytesOf(a: Float32Array | Float64Array): Buffer {
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
-}
-
-/** A fresh, aligned typed array of `spec`'s dtype holding `bytes` (copied). */
-export function valuesOf(spec: ParamSpec, bytes: Buffer): Float32Array | Float64Array {
-  const copy = new ArrayBuffer(bytes.length);
-  new Uint8Array(copy).set(bytes);
-  return spec.dtype === 'f64' ? new Float64Array(copy) : new Float32Array(copy);
-}

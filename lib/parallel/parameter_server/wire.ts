@@ -10,24 +10,48 @@ export const MAX_HEADER_BYTES = 64 << 10;
 
 export type Header = Record<string, unknown>;
 
-/** The bytes of one frame carrying `header` and `payload`. */
-export function encode(header: Header, payload: readonly Buffer[] = []): Buffer {
-  const head = Buffer.from(JSON.stringify(header), 'utf8');
-  const body = payload.reduce((n, b) => n + b.length, 0);
-  const lens = Buffer.alloc(8);
-  lens.writeUInt32BE(4 + head.length + body, 0);
-  lens.writeUInt32BE(head.length, 4);
-  return Buffer.concat([lens, head, ...payload]);
+/** The length words and header of a frame; the header is padded with spaces so the payload starts 8-byte aligned. */
+function head(header: Header, body: number): Buffer {
+  const json = JSON.stringify(header);
+  const text = json.padEnd(json.length + ((8 - ((8 + Buffer.byteLength(json)) % 8)) % 8), ' ');
+  const out = Buffer.allocUnsafe(8 + Buffer.byteLength(text));
+  out.writeUInt32BE(out.length - 4 + body, 0);
+  out.writeUInt32BE(out.length - 8, 4);
+  out.write(text, 8, 'utf8');
+  return out;
 }
 
+/** The bytes of one frame carrying `header` and `payload`. */
+export function encode(header: Header, payload: readonly Buffer[] = []): Buffer {
+  return Buffer.concat([
+    head(
+      header,
+      payload.reduce((n, b) => n + b.length, 0),
+    ),
+    ...payload,
+  ]);
+}
+
+/** Writes a frame; the payload's buffers go to the socket as they are (one writev, no joining copy) and must not change after. */
 export function send(sock: Socket, header: Header, payload: readonly Buffer[] = []): void {
-  if (!sock.destroyed) sock.write(encode(header, payload));
+  if (sock.destroyed) return;
+  const first = head(
+    header,
+    payload.reduce((n, b) => n + b.length, 0),
+  );
+  if (payload.length === 0) return void sock.write(first);
+  sock.cork();
+  sock.write(first);
+  for (const b of payload) sock.write(b);
+  sock.uncork();
 }
 
 /**
  * Calls `onFrame(header, payload)` for each complete frame on `sock`; `onBad(why)` then destroys the
  * socket on a frame over the limits or a header that is not a JSON object. `maxPayload()` is asked
- * as soon as a frame's length is known.
+ * as soon as a frame's length is known. A frame that spans chunks is copied once, into a buffer of
+ * its own size allocated when its length is known (checked first); the payload handed on is a view
+ * of it, 8-byte aligned. A payload that came within one chunk is copied out of it.
  */
 export function readFrames(
   sock: Socket,
@@ -35,54 +59,71 @@ export function readFrames(
   onBad: (why: string) => void,
   maxPayload: () => number,
 ): void {
-  let buf: Buffer = Buffer.alloc(0);
-  // Chunks of a frame still arriving are joined once it is complete, not on every chunk.
-  let parts: Buffer[] = [],
-    held = 0,
-    need = 0;
+  const none = Buffer.alloc(0);
+  /** Bytes of the next frame's first 8 that arrived without the rest. */
+  let rest: Buffer = none;
+  /** The frame being filled, and how much of it is. */
+  let frame: Buffer | null = null,
+    filled = 0;
   const bad = (why: string) => {
-    buf = Buffer.alloc(0);
-    parts = [];
-    held = need = 0;
+    rest = none;
+    frame = null;
     onBad(why);
     sock.destroy();
   };
-  sock.on('data', (chunk: Buffer) => {
-    if (held + chunk.length < need) {
-      parts.push(chunk);
-      held += chunk.length;
-      return;
+  /** Hands on one whole frame (its checks passed); false when the socket went away. */
+  const deliver = (f: Buffer, own: boolean): boolean => {
+    const headLen = f.readUInt32BE(4);
+    let header: unknown;
+    try {
+      header = JSON.parse(f.subarray(8, 8 + headLen).toString('utf8'));
+    } catch {
+      bad('a frame header is not valid JSON');
+      return false;
     }
-    buf = parts.length ? Buffer.concat([...parts, chunk]) : buf.length ? Buffer.concat([buf, chunk]) : chunk;
-    parts = [];
-    held = need = 0;
+    if (header === null || typeof header !== 'object' || Array.isArray(header)) {
+      bad('a frame header is not a JSON object');
+      return false;
+    }
+    // A payload within a chunk is copied out so that it does not pin the (possibly large) chunk.
+    const body = f.subarray(8 + headLen);
+    onFrame(header as Header, own || body.length === 0 ? body : Buffer.from(body));
+    return !sock.destroyed;
+  };
+  sock.on('data', (chunk: Buffer) => {
+    let buf = chunk;
+    if (frame) {
+      const n = Math.min(frame.length - filled, chunk.length);
+      chunk.copy(frame, filled, 0, n);
+      filled += n;
+      if (filled < frame.length) return;
+      const f = frame;
+      frame = null;
+      if (!deliver(f, true)) return;
+      buf = chunk.subarray(n);
+    }
+    if (rest.length) {
+      buf = Buffer.concat([rest, buf]);
+      rest = none;
+    }
     while (buf.length >= 4 && !sock.destroyed) {
       const len = buf.readUInt32BE(0),
         max = 4 + MAX_HEADER_BYTES + maxPayload();
       if (len > max || len < 4) return void bad(`a frame of ${len} bytes is outside the ${max}-byte limit`);
-      if (buf.length < 8) return;
+      if (buf.length < 8) break;
       const headLen = buf.readUInt32BE(4);
       if (headLen > MAX_HEADER_BYTES || headLen > len - 4) return void bad(`a frame header of ${headLen} bytes is too long`);
       if (len - 4 - headLen > max - 4 - MAX_HEADER_BYTES)
         return void bad(`a payload of ${len - 4 - headLen} bytes is outside the ${max - 4 - MAX_HEADER_BYTES}-byte limit`);
       if (buf.length < 4 + len) {
-        parts = [buf];
-        held = buf.length;
-        need = 4 + len;
-        buf = Buffer.alloc(0);
+        frame = Buffer.allocUnsafe(4 + len);
+        buf.copy(frame, 0);
+        filled = buf.length;
         return;
       }
-      let header: unknown;
-      try {
-        header = JSON.parse(buf.subarray(8, 8 + headLen).toString('utf8'));
-      } catch {
-        return void bad('a frame header is not valid JSON');
-      }
-      if (header === null || typeof header !== 'object' || Array.isArray(header)) return void bad('a frame header is not a JSON object');
-      // The payload is copied out so that it does not pin the (possibly large) receive buffer.
-      const payload = Buffer.from(buf.subarray(8 + headLen, 4 + len));
+      if (!deliver(buf.subarray(0, 4 + len), false)) return;
       buf = buf.subarray(4 + len);
-      onFrame(header as Header, payload);
     }
+    if (buf.length && !sock.destroyed) rest = Buffer.from(buf);
   });
 }

@@ -85,6 +85,22 @@ export class FullyShardedDataParallel {
       if (!v || typeof v.parameters !== 'function' || typeof v.forward !== 'function')
         throw argError(op, `unit ${i} must have parameters() and forward(x), got ${describe(u)}`);
     });
+    // Its forward runs the children only: parameters of the model's own would never take part.
+    const whole = (model as { parameters?: () => Tensor[] }).parameters;
+    if (!Array.isArray(model) && typeof whole === 'function') {
+      const held = new Set((units as ShardedUnit[]).flatMap((u) => u.parameters()));
+      const own = whole.call(model).filter((p) => p.requiresGrad && !held.has(p));
+      if (own.length)
+        throw argError(
+          op,
+          `it runs the model's children in order, so the model's ${own.length} trainable parameter(s) in no child (${own
+            .slice(0, 4)
+            .map((p) => `[${p.shape.join(',')}]`)
+            .join(
+              ', ',
+            )}) would never be used: move them into a child, or use DistributedDataParallel with zeroStage 3 (a root unit holds them)`,
+        );
+    }
     const core = await ShardedUnits.create(op, units as ShardedUnit[], o.group, prefetch);
     return new FullyShardedDataParallel(core, units as ShardedUnit[], o.group);
   }

@@ -68,7 +68,7 @@ interface Scatter {
 export class ShardedUnits {
   readonly rank: number;
   readonly worldSize: number;
-  /** Every parameter's space, unit after unit, and this rank's block of each (what the optimizer steps). */
+  /** Every parameter's space (unit after unit, or in the order given to create) and this rank's block of each (what the optimizer steps). */
   readonly spaces: FlatSpace[] = [];
   readonly shards: Tensor[] = [];
   readonly #units: UnitState[];
@@ -86,14 +86,25 @@ export class ShardedUnits {
   #inForward = false;
   /** gatherAll() has filled every unit, until the next forward or reshard: calls outside a forward use that. */
   #pinned = false;
+  /** The root unit (the last in #units): parameters in no unit, gathered for a whole forward and its backward. */
+  readonly #root: UnitState | null;
+  /** The root was gathered by beginRoot() for the current forward. */
+  #rootLive = false;
 
-  private constructor(op: string, units: UnitLike[], group: ProcessGroup | undefined, prefetch: boolean) {
+  private constructor(
+    op: string,
+    units: UnitLike[],
+    group: ProcessGroup | undefined,
+    prefetch: boolean,
+    root: UnitLike | null,
+    order: readonly Tensor[] | null,
+  ) {
     this.#group = group;
     this.#prefetch = prefetch;
     this.rank = group ? group.rank : getRank();
     this.worldSize = group ? group.size : getWorldSize();
     const seen = new Set<Tensor>();
-    this.#units = units.map((u, i) => {
+    this.#units = (root ? [...units, root] : units).map((u, i) => {
       const params = u.parameters().filter((p) => p.requiresGrad);
       for (const p of params) {
         if (seen.has(p)) throw argError(op, `a parameter [${p.shape.join(',')}] of unit ${i} also belongs to an earlier unit`);
@@ -117,11 +128,30 @@ export class ShardedUnits {
       });
       return { bundles, params, gathering: null, materialized: true, pending: null };
     });
+    this.#root = root ? this.#units[this.#units.length - 1] : null;
+    if (order) {
+      // State dicts number the parameters as `order` does (the model's), whatever the units' order.
+      const at = new Map(order.map((p, i) => [p, i]));
+      const rank = (sp: FlatSpace) => at.get(sp.params[0]) ?? Infinity;
+      this.spaces.sort((a, b) => rank(a) - rank(b));
+    }
   }
 
-  /** Shards `units`: every rank takes rank 0's parameter values, keeps its blocks and frees the rest. */
-  static async create(op: string, units: UnitLike[], group: ProcessGroup | undefined, prefetch: boolean): Promise<ShardedUnits> {
-    const u = new ShardedUnits(op, units, group, prefetch);
+  /**
+   * Shards `units`: every rank takes rank 0's parameter values, keeps its blocks and frees the rest.
+   * `root` (as PyTorch FSDP's root unit) holds the parameters in no unit: it is gathered by
+   * {@link beginRoot} for the whole forward and stays so until its backward is complete. `order`
+   * (the model's parameters) orders {@link spaces}, and so the state dicts; else the units' order.
+   */
+  static async create(
+    op: string,
+    units: UnitLike[],
+    group: ProcessGroup | undefined,
+    prefetch: boolean,
+    root: UnitLike | null = null,
+    order: readonly Tensor[] | null = null,
+  ): Promise<ShardedUnits> {
+    const u = new ShardedUnits(op, units, group, prefetch, root, order);
     await Promise.all(u.spaces.map((s) => u.#broadcast(s.params[0]).wait()));
     for (const s of u.spaces) {
       const shard = shardValues(s, u.rank).requiresGrad_();
@@ -135,6 +165,7 @@ export class ShardedUnits {
     return u;
   }
 
+  /** The units, the root unit (when there is one) counted. */
   get unitCount(): number {
     return this.#units.length;
   }
@@ -146,7 +177,9 @@ export class ShardedUnits {
 
   /** True between a backward and the syncGradients() that collects its reduce-scatters. */
   get unsynced(): boolean {
-    return this.#scatters.length > 0 || this.#units.some((s) => s.pending);
+    // A root whose parameters got no gradient yet: its forward had no backward (or one it took no part in).
+    const idle = (s: UnitState) => s === this.#root && s.pending?.size === s.params.length;
+    return this.#scatters.length > 0 || this.#units.some((s) => s.pending && !idle(s));
   }
 
   /**
@@ -156,16 +189,32 @@ export class ShardedUnits {
   beginForward(op: string): void {
     if (this.unsynced)
       throw flockError('ERR_AUTOGRAD', op, "the last backward's gradients are not synchronized: await syncGradients() first");
+    if (this.#root) this.#root.pending = null;
     this.#reshard();
     this.#pinned = false;
     this.#order = [];
     this.#inForward = true;
   }
 
-  /** Ends a forward: with grad on, the gather of the unit called last (the first backward needs) starts now. */
+  /** Gathers the root unit for the forward just begun (a no-op without one). */
+  beginRoot(): void {
+    if (!this.#root || !this.#inForward) return;
+    this.#materialize(this.#root);
+    this.#rootLive = true;
+  }
+
+  /**
+   * Ends a forward: with grad on, the gather of the unit called last (the first backward needs) starts
+   * now, and the root stays gathered until its parameters' gradients have all arrived; else it is freed.
+   */
   endForward(out: unknown): void {
     if (!this.#inForward) return;
     this.#inForward = false;
+    if (this.#rootLive && this.#root) {
+      this.#rootLive = false;
+      if (isGradEnabled() && requiresGrad(out) && this.#root.params.length) this.#root.pending = new Set(this.#root.params);
+      else this.#free(this.#root);
+    }
     if (this.#order.length) this.#lastOrder = this.#order;
     const last = this.#order[this.#order.length - 1];
     if (this.#prefetch && last !== undefined && isGradEnabled() && requiresGrad(out)) this.#startGather(this.#units[last]);
@@ -210,7 +259,14 @@ export class ShardedUnits {
    */
   async sync(): Promise<void> {
     this.#clearEmptied();
-    for (let k = this.#units.length - 1; k >= 0; k--) if (this.#units[k].pending) this.#reduceUnit(this.#units[k]);
+    for (let k = this.#units.length - 1; k >= 0; k--) {
+      const s = this.#units[k];
+      // A root none of whose parameters got a gradient took no part in the backward: nothing to reduce.
+      if (s === this.#root && s.pending?.size === s.params.length) {
+        s.pending = null;
+        this.#free(s);
+      } else if (s.pending) this.#reduceUnit(s);
+    }
     const scatters = this.#scatters;
     this.#scatters = [];
     try {

@@ -3,7 +3,9 @@
  * {@link ShardedUnits}, and each unit's `forward` is wrapped on the instance (as PyTorch FSDP wraps
  * submodules), so the user's own forward function, calling the units however it likes, runs each
  * with its parameters gathered just for that call. A ModuleList or ModuleDict child is not called
- * itself: its children are the units.
+ * itself: its children are the units. Trainable parameters in no unit (the model's own, say) form
+ * the root unit, as in PyTorch FSDP: gathered when the forward begins and freed when their
+ * gradients have all arrived in backward (or at the forward's end when no backward can follow).
  */
 import type { Tensor } from '../../tensor';
 import { ModuleDict, ModuleList } from '../../nn/container';
@@ -28,8 +30,8 @@ export class WrappedUnits {
   }
 
   /**
-   * Finds the units of `module` (or takes `units`), checks that they hold every trainable parameter
-   * of `params`, shards them and wraps their forwards.
+   * Finds the units of `module` (or takes `units`), puts the trainable parameters of `params` that
+   * none holds in a root unit, shards them and wraps the units' forwards.
    */
   static async create(
     op: string,
@@ -41,16 +43,8 @@ export class WrappedUnits {
   ): Promise<WrappedUnits> {
     const list = units === undefined ? childUnits(op, module) : checkUnits(op, units);
     const covered = new Set(list.flatMap((u) => u.parameters()));
-    const loose = params.filter((p) => !covered.has(p));
-    if (loose.length)
-      throw argError(
-        op,
-        `zeroStage 3 shards parameters per unit, and ${loose.length} parameter(s) (${loose
-          .slice(0, 4)
-          .map((p) => `[${p.shape.join(',')}]`)
-          .join(', ')}) belong to no unit: move them into a submodule, or list units that hold them in the units option`,
-      );
-    const core = await ShardedUnits.create(op, list, group, prefetch);
+    const loose = params.filter((p) => p.requiresGrad && !covered.has(p));
+    const core = await ShardedUnits.create(op, list, group, prefetch, loose.length ? { parameters: () => loose } : null, params);
     const restore = list.map((u, k) => {
       const own = Object.hasOwn(u, 'forward');
       const orig = u.forward;
@@ -68,6 +62,7 @@ export class WrappedUnits {
     this.core.beginForward(op);
     let out: T | undefined;
     try {
+      this.core.beginRoot();
       out = run();
       return out;
     } finally {

@@ -1,7 +1,8 @@
 /**
  * Parameter-server scenarios, chosen by MODE; every rank prints one JSON line starting {"ps": …}.
  *   sync      2 servers + 2 workers, staleness 0, SGD with momentum: the first worker also replays
- *             the same batches as single-process SGD on the averaged gradient and reports the gap.
+ *             the same batches as single-process SGD on the averaged gradient and reports the gap;
+ *             workers report their transport and final parameters.
  *   stale     1 server + 3 workers, staleness 1, the last worker slowed: staleness per push.
  *   kill      1 server + 3 workers, staleness 2: rank 3 SIGKILLs itself mid-run; a fifth process
  *             joins as rank 3 once it is gone and pulls the current parameters.
@@ -10,9 +11,12 @@
  *             staleness, then joins properly and goes silent; rank 1 trains on once it is dropped.
  *   twice     1 server + 1 worker, and a third process that joins as rank 1 again while the first
  *             is alive: the first is superseded, the second trains.
+ *   noshm     1 server that cannot map shared memory + 2 workers: rank 1 with FLOCKML_TRANSPORT=shm
+ *             reports its error, rank 2 (auto) trains over TCP.
  */
 import * as fl from '../../../lib/index';
 import { Store } from '../../../lib/distributed/store';
+import { native } from '../../../lib/native';
 
 const mode = process.env.MODE ?? 'sync';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -82,10 +86,10 @@ async function sync(): Promise<void> {
     const want = await flat(ref);
     const init = await flat(makeModel());
     gap = Math.max(...want.map((v, j) => Math.abs(v - got[j])));
-    report({ gap, moved: Math.max(...want.map((v, j) => Math.abs(v - init[j]))), stale, clock: ps.clock });
+    report({ gap, moved: Math.max(...want.map((v, j) => Math.abs(v - init[j]))), stale, clock: ps.clock, transport: ps.transport, got });
     return;
   }
-  report({ stale, clock: ps.clock, gap });
+  report({ stale, clock: ps.clock, gap, transport: ps.transport, got });
 }
 
 async function stale(): Promise<void> {
@@ -267,7 +271,39 @@ async function twice(): Promise<void> {
   report({ second: false, error });
 }
 
-const modes: Record<string, () => Promise<void>> = { sync, stale, kill, serverdie: serverDie, misfit, twice };
+/** A server that cannot map shared memory: a worker that insists on it fails, one on 'auto' trains over TCP. */
+async function noShm(): Promise<void> {
+  const rank = Number(process.env.RANK);
+  if (rank === 0)
+    native.psShmOpen = () => {
+      throw new Error('no shared memory here');
+    };
+  process.env.FLOCKML_TRANSPORT = rank === 1 ? 'shm' : 'auto';
+  const model = makeModel();
+  let ps: fl.parallel.ParameterServer;
+  try {
+    ps = await fl.parallel.ParameterServer.create(model, {
+      staleness: 1,
+      optimizer: fl.optim.SGD,
+      optimizerOptions: { lr: 0.1 },
+      timeoutMs: 3000,
+    });
+  } catch (e) {
+    return report({ code: (e as { code?: string }).code, message: (e as Error).message });
+  }
+  if (ps.isServer) return report({ server: await ps.serve() });
+  for (let i = 0; i < 3; i++) {
+    await ps.pull();
+    const [x, y] = batch(0, i);
+    model.zeroGrad();
+    fl.nn.functional.crossEntropy(model.forward(x), y).backward();
+    await ps.push();
+  }
+  await ps.close();
+  report({ transport: ps.transport, worker: ps.stats });
+}
+
+const modes: Record<string, () => Promise<void>> = { sync, stale, kill, serverdie: serverDie, misfit, twice, noshm: noShm };
 modes[mode]().then(
   () => process.exit(0),
   (e) => {

@@ -388,6 +388,12 @@ async function main() {
     zro.loadStateDict({ state: {}, paramGroups: [{ lr: 1, params: [0, 1] }] }),
   );
   await expectCode('FSDP without units', 'ERR_ARG', () => FullyShardedDataParallel.create([]));
+  {
+    // FSDP runs the children in order: a parameter of the model's own would never be used.
+    const own = new fl.nn.Sequential(new fl.nn.Linear(3, 3));
+    (own as unknown as { scale: fl.nn.Parameter }).scale = new fl.nn.Parameter(fl.ones([3]));
+    await expectCode('FSDP of a model with parameters of its own', 'ERR_ARG', () => FullyShardedDataParallel.create(own));
+  }
 
   await destroyProcessGroup();
   console.log(`rank ${pg.rank}: ok`);
