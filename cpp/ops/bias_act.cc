@@ -30,7 +30,7 @@ Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act) {
   check_bias(x, bias, "biasAct");
   Tensor y = empty(x.shape, x.dtype, x.device(), "biasAct");
   auto kernel = bias_act_table().get(x.device());
-  if (y.numel() > 0) launch("biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); });
+  if (y.numel() > 0) launch("biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); }, y.numel());
   return y;
 }
 
@@ -48,7 +48,7 @@ Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bi
   Tensor gx = empty(gy.shape, gy.dtype, gy.device(), "biasActBackward");
   auto kernel = bias_act_backward_table().get(gy.device());
   if (gx.numel() > 0)
-    launch("biasActBackward", gy.device(), [=]() mutable { kernel(gy, saved, has_bias ? &b : nullptr, gx, act); });
+    launch("biasActBackward", gy.device(), [=]() mutable { kernel(gy, saved, has_bias ? &b : nullptr, gx, act); }, gx.numel());
   return gx;
 }
 

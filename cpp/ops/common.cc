@@ -32,4 +32,12 @@ void launch(const char* op, Device device, std::function<void()> work) {
   Context::current().stream(device).enqueue(op, std::move(work));
 }
 
+void launch(const char* op, Device device, std::function<void()> work, int64_t work_elements) {
+  Stream& stream = Context::current().stream(device);
+  if (work_elements <= kSmallWork)
+    stream.enqueue_small(op, std::move(work));
+  else
+    stream.enqueue(op, std::move(work));
+}
+
 }  // namespace flock::ops
