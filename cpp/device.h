@@ -1,6 +1,7 @@
 // Devices and streams. A stream is an in-order work queue for one device: the CPU's is a worker
 // thread, a CUDA device's a cudaStream_t. Ops enqueue and return; sync points wait on a stream.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -59,6 +60,8 @@ class Stream {
   // queued or running, with the order, error capture and profiler record of a queued task; the
   // default queues it.
   virtual void enqueue_small(const char* op, std::function<void()> task) { enqueue(op, std::move(task)); }
+  // How many tasks enqueue_small has run on the calling thread so far (tests and benchmarks).
+  virtual uint64_t inline_tasks() { return 0; }
   // Calls `done` (on a stream-owned thread) once everything queued before it has run, passing and
   // clearing the first error captured since the last sync point.
   virtual void notify(std::function<void(std::optional<StreamError>)> done) = 0;

@@ -59,6 +59,7 @@ void CpuStream::enqueue_small(const char* op, std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lk(m_);
     running_inline_ = false;
+    ++inline_tasks_;
     if (err && !error_) error_ = std::move(err);
     wake = worker_idle_ && (!queue_.empty() || stopping_);
   }
@@ -99,6 +100,11 @@ std::vector<std::function<void()>> CpuStream::take_ready_locked() {
     }
   }
   return out;
+}
+
+uint64_t CpuStream::inline_tasks() {
+  std::lock_guard<std::mutex> lk(m_);
+  return inline_tasks_;
 }
 
 size_t CpuStream::depth() {

@@ -24,6 +24,7 @@ class CpuStream final : public Stream {
   void enqueue_small(const char* op, std::function<void()> task) override;
   void notify(std::function<void(std::optional<StreamError>)> done) override;
   void when_ready(size_t low_watermark, std::function<void()> ready) override;
+  uint64_t inline_tasks() override;
   size_t depth();
 
  private:
@@ -52,6 +53,7 @@ class CpuStream final : public Stream {
   bool stopping_ = false;
   bool worker_idle_ = false;    // only then does enqueue need to wake the worker
   bool running_inline_ = false; // a caller is running a small task; the worker starts nothing until it ends
+  uint64_t inline_tasks_ = 0;   // run by enqueue_small on the calling thread
   int producers_waiting_ = 0;   // only then does the worker need to signal free space
   std::optional<StreamError> error_;
   std::thread worker_;
