@@ -32,7 +32,10 @@ test('a tiny op on an idle stream runs on the calling thread, and its result is 
   const before = inlineCount();
   const c = a.add(b).mul(a).relu();
   assert.is(inlineCount() - before, 3);
-  close(values(c), seq(16, (i) => Math.max(0, (i + 0.5 * i - 3) * i)));
+  close(
+    values(c),
+    seq(16, (i) => Math.max(0, (i + 0.5 * i - 3) * i)),
+  );
 });
 
 test('big work is queued: a [256,256] matmul and a 65536-element add leave the count alone', async () => {
@@ -56,7 +59,10 @@ test('a tiny op queued behind running work waits for it and sees its result', as
   const head = big.narrow(0, 0, 1).reshape([768]).narrow(0, 0, 16); // free views
   const c = head.mul(768).add(1);
   assert.is(inlineCount(), before, 'the worker was busy: the op must be queued');
-  close(values(c), seq(16, () => 2));
+  close(
+    values(c),
+    seq(16, () => 2),
+  );
 });
 
 test('an in-place update queued behind a reader does not overtake it', async () => {
@@ -68,8 +74,14 @@ test('an in-place update queued behind a reader does not overtake it', async () 
   a.add_(100);
   assert.is(inlineCount(), before);
   const rows = wide.sum(1);
-  close(values(rows), seq(16, (i) => 4096 * i));
-  close(values(a), seq(16, (i) => i + 100));
+  close(
+    values(rows),
+    seq(16, (i) => 4096 * i),
+  );
+  close(
+    values(a),
+    seq(16, (i) => i + 100),
+  );
 });
 
 test('queued work after an inline op sees its result', async () => {
@@ -79,7 +91,11 @@ test('queued work after an inline op sees its result', async () => {
   const b = a.add(a); // inline
   assert.is(inlineCount() - before, 1);
   const wide = b.reshape([16, 1]).mul(fl.ones([1, 8192])); // 131072 elements: queued
-  close(values(wide.sum(1)), seq(16, (i) => 2 * (i - 8) * 8192), 1e-6);
+  close(
+    values(wide.sum(1)),
+    seq(16, (i) => 2 * (i - 8) * 8192),
+    1e-6,
+  );
 });
 
 test('a kernel error from an inline op surfaces at the next sync point as a queued one does', async () => {
@@ -138,7 +154,10 @@ test('events and fl.ready() around inline ops', async () => {
   await fl.ready();
   const c = b.add(1);
   assert.ok(inlineCount() - before >= 2);
-  close(values(c), seq(16, (i) => 2 * i + 1));
+  close(
+    values(c),
+    seq(16, (i) => 2 * i + 1),
+  );
 });
 
 test('two virtual CPU devices: a tiny op on an idle cpu:1 runs inline while cpu:0 is busy', async () => {
@@ -148,7 +167,10 @@ test('two virtual CPU devices: a tiny op on an idle cpu:1 runs inline while cpu:
   const before = native.streamInlineTasks('cpu:1');
   const y = x.add(x);
   assert.is(native.streamInlineTasks('cpu:1') - before, 1);
-  close(values(y), seq(16, () => 2));
+  close(
+    values(y),
+    seq(16, () => 2),
+  );
 });
 
 test('a worker_thread runs tiny ops inline on its own stream', async () => {
