@@ -49,6 +49,16 @@ void CpuStream::enqueue_small(const char* op, std::function<void()> task) {
     }
     running_inline_ = true;
   }
+  // A kernel on the worker fixes the CPU device count when it first asks its pool for threads; one
+  // run here touches no pool, so it fixes the count itself (setCpuDeviceCount then refuses a change).
+  if (!count_fixed_) {
+    try {
+      cpu_device_count();
+    } catch (const Error&) {
+      // a bad FLOCKML_CPU_DEVICES is reported where devices are named (as threadpool.cc does)
+    }
+    count_fixed_ = true;
+  }
   Task t{op, std::move(task), profiler::enabled() ? profiler::now_ns() : 0};
   std::optional<StreamError> err;
   {

@@ -52,6 +52,7 @@ class CpuStream final : public Stream {
   std::string name_;  // "cpu", "cpu:1": the stream's name in profiles
   bool stopping_ = false;
   bool worker_idle_ = false;    // only then does enqueue need to wake the worker
+  bool count_fixed_ = false;     // an inline task has fixed the CPU device count (the thread with running_inline_ set)
   bool running_inline_ = false; // a caller is running a small task; the worker starts nothing until it ends
   uint64_t inline_tasks_ = 0;   // run by enqueue_small on the calling thread
   int producers_waiting_ = 0;   // only then does the worker need to signal free space
