@@ -223,7 +223,7 @@ std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& ta
   Tensor lse = empty({logits.shape[0]}, logits.dtype, logits.device(), "crossEntropy");
   auto kernel = cross_entropy_forward_table().get(logits.device());
   if (logits.shape[0] > 0)
-    launch("crossEntropy", logits.device(), [=]() mutable { kernel(logits, target, loss, lse, ignore_index, smoothing); }, 2 * logits.numel());
+    launch("crossEntropy", logits.device(), [=]() mutable { kernel(logits, target, loss, lse, ignore_index, smoothing); }, 16 * logits.numel());
   return {loss, lse};
 }
 
@@ -239,7 +239,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
   Tensor gx = empty(logits.shape, logits.dtype, logits.device(), "crossEntropyBackward");
   auto kernel = cross_entropy_backward_table().get(logits.device());
   if (gx.numel() > 0)
-    launch("crossEntropyBackward", logits.device(), [=]() mutable { kernel(logits, target, lse, gloss, gx, ignore_index, smoothing); }, 2 * gx.numel());
+    launch("crossEntropyBackward", logits.device(), [=]() mutable { kernel(logits, target, lse, gloss, gx, ignore_index, smoothing); }, 16 * gx.numel());
   return gx;
 }
 

@@ -67,7 +67,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keep
   if (red == 0 && (op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax || op == ReduceOp::argmin) && outer * inner > 0)
     fail(Code::Shape, "reduce: cannot take max/min/argmax/argmin over an empty dimension of shape ", shape_str(x.shape));
   auto kernel = reduce_table().get(src.device());
-  launch("reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); }, x.numel());
+  launch("reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); }, op == ReduceOp::logsumexp ? x.numel() * kSlowElement : x.numel());
   return out;
 }
 
@@ -80,7 +80,7 @@ Tensor softmax(const Tensor& x, int64_t dim, bool log) {
   Tensor out = empty(x.shape, x.dtype, x.device(), "softmax");
   if (x.numel() == 0) return out;
   auto kernel = softmax_table().get(x.device());
-  launch(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); }, 2 * x.numel());
+  launch(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); }, 16 * x.numel());
   return out;
 }
 
