@@ -38,7 +38,7 @@ test('a tiny op on an idle stream runs on the calling thread, and its result is 
   );
 });
 
-test('big work is queued: a [256,256] matmul and a 65536-element add leave the count alone', async () => {
+test('big work is queued: a [256,256] matmul, a 65536-element add, tanh on 1024 elements', async () => {
   const m = fl.ones([256, 256]);
   const v = fl.ones([65536]);
   await fl.sync();
@@ -47,7 +47,15 @@ test('big work is queued: a [256,256] matmul and a 65536-element add leave the c
   await fl.sync();
   const s = v.add(v);
   await fl.sync();
+  const e = v.narrow(0, 0, 1024).tanh(); // a math function per element weighs 64 elements
+  await fl.sync();
   assert.is(inlineCount(), before);
+  v.narrow(0, 0, 128).tanh().dispose();
+  assert.is(inlineCount() - before, 1, 'tanh on 128 elements is small');
+  close(
+    values(e),
+    seq(1024, () => Math.tanh(1)),
+  );
   assert.is(p.sum().itemSync(), 256 * 256 * 256);
   assert.is(s.sum().itemSync(), 2 * 65536);
 });
