@@ -12,11 +12,14 @@
  *   mlp        forward, crossEntropy, zeroGrad, backward, SGD step (µs per step)
  * Every round ends with `await fl.sync()`, so queued kernels are part of the time. One JSON line per
  * round per case with both figures and their ratio, then a summary line per case with both medians
- * over the rounds and the ratio of the medians (flockml's µs over PyTorch's; < 1 is faster).
+ * over the rounds and the ratio of the medians (flockml's µs over PyTorch's; < 1 is faster), and
+ * `inline_per_call`: kernels the CPU stream ran on the JS thread per call in the last round (small
+ * kernels run there when its worker is idle with nothing queued; see cpp/cpu/stream.h).
  *   npm run bench -- op-overhead [--ops N] [--steps S] [--rounds R] [--cases add,mlp] [--no-anchor]
  */
 import { join } from 'node:path';
 import * as fl from '../lib';
+import { native } from '../lib/native';
 import { Anchor, median } from './anchors/serve';
 
 const argv = process.argv.slice(2);
@@ -78,12 +81,17 @@ function body(c: Case): number {
   }
 }
 
+let inlinePerCall = 0; // of the last round
+
 /** One timed round of `case`: microseconds per call (per step for mlp). */
 async function round(c: Case): Promise<number> {
+  const inline0 = native.streamInlineTasks('cpu');
   const t0 = performance.now();
   const n = fl.tidy(() => body(c));
   await fl.sync();
-  return ((performance.now() - t0) * 1000) / n;
+  const us = ((performance.now() - t0) * 1000) / n;
+  inlinePerCall = (native.streamInlineTasks('cpu') - inline0) / n;
+  return us;
 }
 
 async function main(): Promise<void> {
@@ -134,6 +142,7 @@ async function main(): Promise<void> {
         rounds,
         us_per_op: +us.toFixed(3),
         us_min: +Math.min(...ours).toFixed(3),
+        inline_per_call: +inlinePerCall.toFixed(2),
         ...(torchUs === undefined
           ? {}
           : {

@@ -1,6 +1,7 @@
 // Devices and streams. A stream is an in-order work queue for one device: the CPU's is a worker
 // thread, a CUDA device's a cudaStream_t. Ops enqueue and return; sync points wait on a stream.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,6 +55,13 @@ class Stream {
   virtual ~Stream() = default;
   // Queues `task`; blocks only while the queue is full. `op` names the work in errors.
   virtual void enqueue(const char* op, std::function<void()> task) = 0;
+  // enqueue for a task the caller knows to take microseconds and never to block (a kernel on a
+  // few thousand elements). A stream may run it at once on the calling thread when nothing is
+  // queued or running, with the order, error capture and profiler record of a queued task; the
+  // default queues it.
+  virtual void enqueue_small(const char* op, std::function<void()> task) { enqueue(op, std::move(task)); }
+  // How many tasks enqueue_small has run on the calling thread so far (tests and benchmarks).
+  virtual uint64_t inline_tasks() { return 0; }
   // Calls `done` (on a stream-owned thread) once everything queued before it has run, passing and
   // clearing the first error captured since the last sync point.
   virtual void notify(std::function<void(std::optional<StreamError>)> done) = 0;

@@ -67,6 +67,8 @@ export interface NativeAddon {
    * ready call has finished. Resolved at once when already so; never consumes a captured error.
    */
   ready(device: string | null, lowWatermark: number): Promise<void>;
+  /** How many small kernels `device`'s stream has run on this thread because its worker was idle with nothing queued. */
+  streamInlineTasks(device: string): number;
   // runtime
   memory(): Record<string, DeviceMemoryStats>;
   emptyCache(device: string): number;

@@ -62,8 +62,18 @@ Napi::Value Ready(const Napi::CallbackInfo& info) {
   });
 }
 
+// How many small tasks `device`'s stream has run on the JS thread instead of its own (enqueue_small).
+Napi::Value StreamInlineTasks(const Napi::CallbackInfo& info) {
+  Args a{info, "streamInlineTasks"};
+  Stream& s = Addon::of(info.Env()).context.stream(a.device(0));
+  return Napi::Number::New(info.Env(), static_cast<double>(s.inline_tasks()));
+}
+
 }  // namespace
 
-void register_ready_exports(Napi::Env env, Napi::Object exports) { FLOCK_EXPORT("ready", Ready); }
+void register_ready_exports(Napi::Env env, Napi::Object exports) {
+  FLOCK_EXPORT("ready", Ready);
+  FLOCK_EXPORT("streamInlineTasks", StreamInlineTasks);
+}
 
 }  // namespace flock::js

@@ -37,6 +37,45 @@ void CpuStream::enqueue(const char* op, std::function<void()> task) {
   if (wake) has_work_.notify_one();
 }
 
+void CpuStream::enqueue_small(const char* op, std::function<void()> task) {
+  {
+    std::unique_lock<std::mutex> lk(m_);
+    // Parked with nothing queued: everything queued before has run, and the worker cannot start
+    // what others queue meanwhile until running_inline_ clears, so stream order holds.
+    if (!worker_idle_ || !queue_.empty() || running_inline_ || stopping_) {
+      lk.unlock();
+      enqueue(op, std::move(task));
+      return;
+    }
+    running_inline_ = true;
+  }
+  // A kernel on the worker fixes the CPU device count when it first asks its pool for threads; one
+  // run here touches no pool, so it fixes the count itself (setCpuDeviceCount then refuses a change).
+  if (!count_fixed_) {
+    try {
+      cpu_device_count();
+    } catch (const Error&) {
+      // a bad FLOCKML_CPU_DEVICES is reported where devices are named (as threadpool.cc does)
+    }
+    count_fixed_ = true;
+  }
+  Task t{op, std::move(task), profiler::enabled() ? profiler::now_ns() : 0};
+  std::optional<StreamError> err;
+  {
+    SerialScope serial;  // microseconds of work: never wait for an intra-op pool another stream holds
+    err = run(t);
+  }
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    running_inline_ = false;
+    ++inline_tasks_;
+    if (err && !error_) error_ = std::move(err);
+    wake = worker_idle_ && (!queue_.empty() || stopping_);
+  }
+  if (wake) has_work_.notify_one();
+}
+
 void CpuStream::notify(std::function<void(std::optional<StreamError>)> done) {
   enqueue("sync", [this, done = std::move(done)] {
     std::optional<StreamError> err;
@@ -73,9 +112,31 @@ std::vector<std::function<void()>> CpuStream::take_ready_locked() {
   return out;
 }
 
+uint64_t CpuStream::inline_tasks() {
+  std::lock_guard<std::mutex> lk(m_);
+  return inline_tasks_;
+}
+
 size_t CpuStream::depth() {
   std::lock_guard<std::mutex> lk(m_);
   return queue_.size();
+}
+
+std::optional<StreamError> CpuStream::run(Task& task) {
+  std::optional<StreamError> err;
+  const int64_t start_ns = task.enqueued_ns != 0 ? profiler::now_ns() : 0;
+  try {
+    task.fn();
+  } catch (const Error& e) {
+    err = StreamError{e.code, op_message(task.op, e.what())};
+  } catch (const std::bad_alloc&) {
+    err = StreamError{Code::OOM, std::string(task.op) + ": out of memory"};
+  } catch (const std::exception& e) {
+    err = StreamError{Code::Internal, op_message(task.op, e.what())};
+  }
+  if (start_ns != 0) profiler::record({task.op, name_, task.enqueued_ns, start_ns, profiler::now_ns()});
+  task.fn = nullptr;  // drop captured storages now, not when the next task arrives
+  return err;
 }
 
 void CpuStream::loop() {
@@ -85,7 +146,7 @@ void CpuStream::loop() {
     {
       std::unique_lock<std::mutex> lk(m_);
       worker_idle_ = true;
-      has_work_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      has_work_.wait(lk, [&] { return !running_inline_ && (stopping_ || !queue_.empty()); });
       worker_idle_ = false;
       if (queue_.empty()) return;  // stopping and drained
       task = std::move(queue_.front());
@@ -95,19 +156,7 @@ void CpuStream::loop() {
     }
     // Before the task, so the host refills the queue while the worker is still busy.
     for (auto& r : ready) r();
-    std::optional<StreamError> err;
-    const int64_t start_ns = task.enqueued_ns != 0 ? profiler::now_ns() : 0;
-    try {
-      task.fn();
-    } catch (const Error& e) {
-      err = StreamError{e.code, op_message(task.op, e.what())};
-    } catch (const std::bad_alloc&) {
-      err = StreamError{Code::OOM, std::string(task.op) + ": out of memory"};
-    } catch (const std::exception& e) {
-      err = StreamError{Code::Internal, op_message(task.op, e.what())};
-    }
-    if (start_ns != 0) profiler::record({task.op, name_, task.enqueued_ns, start_ns, profiler::now_ns()});
-    task.fn = nullptr;  // drop captured storages now, not when the next task arrives
+    std::optional<StreamError> err = run(task);
     if (err) {
       std::lock_guard<std::mutex> lk(m_);
       if (!error_) error_ = std::move(err);

@@ -1,6 +1,9 @@
 // The CPU stream: one worker thread running queued kernels in order. The queue is bounded, so a
 // loop that never awaits blocks briefly in enqueue instead of growing memory without limit; an
 // async loop waits in when_ready (a callback, not a parked thread) until the worker drains.
+// A small task (enqueue_small) queued while the worker is parked with nothing queued runs at once on
+// the calling thread instead: waking the worker costs more than the kernel (a futex syscall and a
+// context switch), and nothing is ahead of it to wait for.
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -18,8 +21,10 @@ class CpuStream final : public Stream {
   explicit CpuStream(int device = 0, size_t capacity = 1024);
   ~CpuStream() override;
   void enqueue(const char* op, std::function<void()> task) override;
+  void enqueue_small(const char* op, std::function<void()> task) override;
   void notify(std::function<void(std::optional<StreamError>)> done) override;
   void when_ready(size_t low_watermark, std::function<void()> ready) override;
+  uint64_t inline_tasks() override;
   size_t depth();
 
  private:
@@ -33,6 +38,8 @@ class CpuStream final : public Stream {
     std::function<void()> ready;
   };
   void loop();
+  // Runs one task, returning the error it threw as a sync point reports it, and records it.
+  std::optional<StreamError> run(Task& task);
   // Moves out the waiters whose watermark the queue is at or below; called with m_ held.
   std::vector<std::function<void()>> take_ready_locked();
 
@@ -45,6 +52,9 @@ class CpuStream final : public Stream {
   std::string name_;  // "cpu", "cpu:1": the stream's name in profiles
   bool stopping_ = false;
   bool worker_idle_ = false;    // only then does enqueue need to wake the worker
+  bool count_fixed_ = false;     // an inline task has fixed the CPU device count (the thread with running_inline_ set)
+  bool running_inline_ = false; // a caller is running a small task; the worker starts nothing until it ends
+  uint64_t inline_tasks_ = 0;   // run by enqueue_small on the calling thread
   int producers_waiting_ = 0;   // only then does the worker need to signal free space
   std::optional<StreamError> error_;
   std::thread worker_;

@@ -14,6 +14,7 @@ namespace {
 
 thread_local bool t_in_parallel = false;
 thread_local int t_device = 0;
+thread_local bool t_serial = false;  // inside a SerialScope
 
 class Pool {
  public:
@@ -136,7 +137,7 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() { return pool().size(); }
+int num_threads() { return t_serial ? 1 : pool().size(); }
 
 int total_threads() {
   std::lock_guard<std::mutex> lk(g_pools_mutex);
@@ -152,8 +153,15 @@ void set_num_threads(int n) {
 
 void set_thread_device(int device) { t_device = device >= 0 && device < kMaxCpuDevices ? device : 0; }
 
+SerialScope::SerialScope() : prev_(t_serial) { t_serial = true; }
+SerialScope::~SerialScope() { t_serial = prev_; }
+
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
+  if (t_serial) {
+    fn(0, n);
+    return;
+  }
   pool().run(n, grain, fn);
 }
 

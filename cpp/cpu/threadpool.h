@@ -15,6 +15,20 @@ void set_num_threads(int n);
 // Makes parallel_for on this thread use CPU device `device`'s pool (the stream workers call it).
 void set_thread_device(int device);
 
+// While alive, this thread's kernels run serially: num_threads() is 1 and parallel_for calls fn
+// once over the whole range, touching no pool (one another thread may hold). A stream runs a small
+// task on the thread that queued it under this scope.
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  bool prev_;
+};
+
 // Runs fn(begin, end) over [0, n) in chunks of at least `grain` items, in parallel when it pays.
 // Nested calls run inline on the calling thread.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);

@@ -23,6 +23,9 @@ void check_input(const Tensor& x, BiasAct act, const char* op) {
   if (x.dim() != 2) fail(Code::Shape, op, ": input must be 2-D [rows, n], got ", shape_str(x.shape));
 }
 
+// The work estimate for launch: gelu, silu, tanh and sigmoid call a math function per element.
+int64_t act_work(BiasAct act, int64_t n) { return act == BiasAct::none || act == BiasAct::relu ? n : n * kSlowElement; }
+
 }  // namespace
 
 Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act) {
@@ -30,7 +33,7 @@ Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act) {
   check_bias(x, bias, "biasAct");
   Tensor y = empty(x.shape, x.dtype, x.device(), "biasAct");
   auto kernel = bias_act_table().get(x.device());
-  if (y.numel() > 0) launch("biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); });
+  if (y.numel() > 0) launch("biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); }, act_work(act, y.numel()));
   return y;
 }
 
@@ -48,7 +51,7 @@ Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bi
   Tensor gx = empty(gy.shape, gy.dtype, gy.device(), "biasActBackward");
   auto kernel = bias_act_backward_table().get(gy.device());
   if (gx.numel() > 0)
-    launch("biasActBackward", gy.device(), [=]() mutable { kernel(gy, saved, has_bias ? &b : nullptr, gx, act); });
+    launch("biasActBackward", gy.device(), [=]() mutable { kernel(gy, saved, has_bias ? &b : nullptr, gx, act); }, act_work(act, gx.numel()));
   return gx;
 }
 

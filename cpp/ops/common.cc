@@ -32,4 +32,25 @@ void launch(const char* op, Device device, std::function<void()> work) {
   Context::current().stream(device).enqueue(op, std::move(work));
 }
 
+int64_t unary_work(UnaryOp op, int64_t n) {
+  switch (op) {
+    case UnaryOp::isnan: case UnaryOp::isinf: case UnaryOp::isfinite: case UnaryOp::neg: case UnaryOp::abs:
+    case UnaryOp::sign: case UnaryOp::relu: case UnaryOp::clamp: case UnaryOp::leaky_relu: case UnaryOp::square:
+    case UnaryOp::floor: case UnaryOp::ceil: case UnaryOp::round: case UnaryOp::logical_not:
+      return n;
+    default:
+      return n * kSlowElement;
+  }
+}
+
+int64_t binary_work(BinaryOp op, int64_t n) { return op == BinaryOp::pow || op == BinaryOp::hypot ? n * kSlowElement : n; }
+
+void launch(const char* op, Device device, std::function<void()> work, int64_t work_elements) {
+  Stream& stream = Context::current().stream(device);
+  if (work_elements <= kSmallWork)
+    stream.enqueue_small(op, std::move(work));
+  else
+    stream.enqueue(op, std::move(work));
+}
+
 }  // namespace flock::ops

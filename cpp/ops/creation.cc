@@ -8,7 +8,7 @@ namespace flock::ops {
 Tensor full(const Shape& shape, DType dtype, Device device, double value) {
   Tensor out = empty(shape, dtype, device, "full");
   auto kernel = fill_table().get(out.device());
-  launch("full", device, [out, value, kernel]() mutable { kernel(out, value); });
+  launch("full", device, [out, value, kernel]() mutable { kernel(out, value); }, out.numel());
   return out;
 }
 

@@ -223,7 +223,7 @@ std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& ta
   Tensor lse = empty({logits.shape[0]}, logits.dtype, logits.device(), "crossEntropy");
   auto kernel = cross_entropy_forward_table().get(logits.device());
   if (logits.shape[0] > 0)
-    launch("crossEntropy", logits.device(), [=]() mutable { kernel(logits, target, loss, lse, ignore_index, smoothing); });
+    launch("crossEntropy", logits.device(), [=]() mutable { kernel(logits, target, loss, lse, ignore_index, smoothing); }, 16 * logits.numel());
   return {loss, lse};
 }
 
@@ -239,7 +239,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
   Tensor gx = empty(logits.shape, logits.dtype, logits.device(), "crossEntropyBackward");
   auto kernel = cross_entropy_backward_table().get(logits.device());
   if (gx.numel() > 0)
-    launch("crossEntropyBackward", logits.device(), [=]() mutable { kernel(logits, target, lse, gloss, gx, ignore_index, smoothing); });
+    launch("crossEntropyBackward", logits.device(), [=]() mutable { kernel(logits, target, lse, gloss, gx, ignore_index, smoothing); }, 16 * gx.numel());
   return gx;
 }
 
@@ -330,6 +330,12 @@ void check_list(const std::vector<Tensor>& params, const std::vector<Tensor>& li
   }
 }
 
+int64_t total_numel(const std::vector<Tensor>& ts) {
+  int64_t n = 0;
+  for (const Tensor& t : ts) n += t.numel();
+  return n;
+}
+
 void check_params(const std::vector<Tensor>& params, const std::vector<Tensor>& masters, const char* op) {
   if (params.empty()) return;
   const Device dev = params[0].device();
@@ -366,7 +372,7 @@ void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vecto
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = adam_step_table().get(dev);
-  launch("adamStep", dev, [=]() mutable { kernel(params, grads, m, v, max_v, masters, cfg); });
+  launch("adamStep", dev, [=]() mutable { kernel(params, grads, m, v, max_v, masters, cfg); }, 8 * total_numel(params));
 }
 
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters, const SgdConfig& cfg) {
@@ -378,7 +384,7 @@ void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = sgd_step_table().get(dev);
-  launch("sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, masters, cfg); });
+  launch("sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, masters, cfg); }, 3 * total_numel(params));
 }
 
 }  // namespace flock::ops

@@ -57,6 +57,18 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 void launch(const char* op, Device device, std::function<void()> work);
+// launch for a kernel whose cost the front end knows: `work_elements` estimates it in elements an
+// add would touch in the same time (~0.1 ns each, vectorised): a matmul passes its multiply-adds / 8,
+// a kernel calling exp, tanh, pow... per element kSlowElement per element. At or below kSmallWork (a
+// couple of microseconds) the stream may run it on the calling thread (enqueue_small). Only for
+// kernels that never block (no events, collectives, host I/O).
+constexpr int64_t kSmallWork = 16384;
+constexpr int64_t kSlowElement = 64;  // tanh on [16384] took 200-300 µs on one core: ~150 adds
+void launch(const char* op, Device device, std::function<void()> work, int64_t work_elements);
+// The work estimates of the element-wise families: n elements, times kSlowElement for an op that
+// calls a math function per element.
+int64_t unary_work(UnaryOp op, int64_t n);
+int64_t binary_work(BinaryOp op, int64_t n);
 
 // Triangular parts, flips and rolls (triangular.cc, flip_roll.cc)
 Tensor triangular(const Tensor& x, int64_t diagonal, bool upper);

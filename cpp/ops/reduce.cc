@@ -47,7 +47,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keep
   Tensor out = empty(out_shape, out_dtype, x.device(), "reduce");
   if (nd == 0) {  // a scalar reduces to itself (var of one element with correction is NaN, as torch)
     auto kernel = reduce_table().get(x.device());
-    launch("reduce", x.device(), [=]() mutable { kernel(op, x, out, 1, 1, 1, correction); });
+    launch("reduce", x.device(), [=]() mutable { kernel(op, x, out, 1, 1, 1, correction); }, 1);
     return out;
   }
   Tensor src = x;
@@ -67,7 +67,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keep
   if (red == 0 && (op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax || op == ReduceOp::argmin) && outer * inner > 0)
     fail(Code::Shape, "reduce: cannot take max/min/argmax/argmin over an empty dimension of shape ", shape_str(x.shape));
   auto kernel = reduce_table().get(src.device());
-  launch("reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); });
+  launch("reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); }, op == ReduceOp::logsumexp ? x.numel() * kSlowElement : x.numel());
   return out;
 }
 
@@ -80,7 +80,7 @@ Tensor softmax(const Tensor& x, int64_t dim, bool log) {
   Tensor out = empty(x.shape, x.dtype, x.device(), "softmax");
   if (x.numel() == 0) return out;
   auto kernel = softmax_table().get(x.device());
-  launch(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); });
+  launch(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); }, 16 * x.numel());
   return out;
 }
 
@@ -131,7 +131,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   p.b_offsets = offsets(bb, br * bc);
   p.allow_tf32 = Context::current().allow_tf32.load();
   auto kernel = matmul_table().get(a.device());
-  launch("matmul", a.device(), [a, b, out, p, kernel]() mutable { kernel(a, b, out, p); });
+  launch("matmul", a.device(), [a, b, out, p, kernel]() mutable { kernel(a, b, out, p); }, nb * p.m * p.n * p.k / 8);
   return out;
 }
 

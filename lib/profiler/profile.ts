@@ -44,7 +44,18 @@ const COLLECTIVES: Record<string, string> = {
   pgBarrier: 'barrier',
 };
 // Native functions that are bookkeeping, not work: never wrapped (the profiler itself calls them).
-const UNWRAPPED = new Set(['meta', 'memory', 'setErrorClasses', 'NativeTensor', 'sync', 'syncSync', 'ready', 'dispose', 'isDisposed']);
+const UNWRAPPED = new Set([
+  'meta',
+  'memory',
+  'setErrorClasses',
+  'NativeTensor',
+  'sync',
+  'syncSync',
+  'ready',
+  'dispose',
+  'isDisposed',
+  'streamInlineTasks',
+]);
 const ITEM_BYTES: Record<string, number> = { f32: 4, f64: 8, i32: 4, i64: 8, u8: 1, bool: 1, bf16: 2, f16: 2 };
 
 interface HostCall {
@@ -186,7 +197,7 @@ export class Profiler {
     let bytes = 0;
     for (const a of args) {
       if (!(a instanceof native.NativeTensor)) continue;
-      const m = native.meta(a as NativeTensor);
+      const m = metaOf(a as NativeTensor);
       bytes += m.shape.reduce((p, d) => p * d, 1) * (ITEM_BYTES[m.dtype] ?? 0);
     }
     const phase = this.#phase;
@@ -295,10 +306,15 @@ function syncAll(): void {
   for (const device of Object.keys(native.memory())) native.syncSync(device);
 }
 
+/** A handle's metadata: the frozen copy an op's handle carries, without a native call. */
+function metaOf(h: NativeTensor): { readonly shape: readonly number[]; readonly dtype: string } {
+  return h.meta ?? native.meta(h);
+}
+
 function shapesOf(args: unknown[]): number[][] {
   const out: number[][] = [];
   const visit = (a: unknown) => {
-    if (a instanceof native.NativeTensor) out.push(native.meta(a as NativeTensor).shape);
+    if (a instanceof native.NativeTensor) out.push(metaOf(a as NativeTensor).shape as number[]);
     else if (Array.isArray(a)) for (const v of a) visit(v);
   };
   for (const a of args) visit(a);

@@ -1,0 +1,209 @@
+/**
+ * Small kernels on an idle CPU stream run on the calling thread (CpuStream::enqueue_small): stream
+ * order, errors, profiler records, events and fl.ready() stay as they are for queued work. Each
+ * test checks with native.streamInlineTasks which path an op took, so none passes on the queued
+ * path alone. Values are checked against f64 references computed here.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Worker } from 'node:worker_threads';
+import * as fl from '../../lib/index';
+import { native } from '../../lib/native';
+
+fl.setCpuDeviceCount(2); // before any tensor: cpu:1 exists for the two-device test
+const inlineCount = () => native.streamInlineTasks('cpu');
+const values = (t: fl.Tensor) => Array.from(t.dataSync() as Float32Array);
+const close = (got: number[], want: number[], tol = 1e-5) => {
+  assert.is(got.length, want.length);
+  got.forEach((g, i) => assert.ok(Math.abs(g - want[i]) <= tol * (1 + Math.abs(want[i])), `[${i}] ${g} vs ${want[i]}`));
+};
+const seq = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
+
+/** Keeps the cpu stream's worker busy for tens of milliseconds (a queued 768x768 matmul chain). */
+function busy(): fl.Tensor {
+  const m = fl.ones([768, 768]).mul(1 / 768);
+  return m.matmul(m).matmul(m);
+}
+
+test('a tiny op on an idle stream runs on the calling thread, and its result is right', async () => {
+  const a = fl.tensor(seq(16, (i) => i));
+  const b = fl.tensor(seq(16, (i) => 0.5 * i - 3));
+  await fl.sync();
+  const before = inlineCount();
+  const c = a.add(b).mul(a).relu();
+  assert.is(inlineCount() - before, 3);
+  close(
+    values(c),
+    seq(16, (i) => Math.max(0, (i + 0.5 * i - 3) * i)),
+  );
+});
+
+test('big work is queued: a [256,256] matmul, a 65536-element add, tanh on 1024 elements', async () => {
+  const m = fl.ones([256, 256]);
+  const v = fl.ones([65536]);
+  await fl.sync();
+  const before = inlineCount();
+  const p = m.matmul(m);
+  await fl.sync();
+  const s = v.add(v);
+  await fl.sync();
+  const e = v.narrow(0, 0, 1024).tanh(); // a math function per element weighs 64 elements
+  await fl.sync();
+  assert.is(inlineCount(), before);
+  v.narrow(0, 0, 128).tanh().dispose();
+  assert.is(inlineCount() - before, 1, 'tanh on 128 elements is small');
+  close(
+    values(e),
+    seq(1024, () => Math.tanh(1)),
+  );
+  assert.is(p.sum().itemSync(), 256 * 256 * 256);
+  assert.is(s.sum().itemSync(), 2 * 65536);
+});
+
+test('a tiny op queued behind running work waits for it and sees its result', async () => {
+  await fl.sync();
+  const big = busy(); // every entry is 1/768 after two multiplications by the averaging matrix
+  const before = inlineCount();
+  const head = big.narrow(0, 0, 1).reshape([768]).narrow(0, 0, 16); // free views
+  const c = head.mul(768).add(1);
+  assert.is(inlineCount(), before, 'the worker was busy: the op must be queued');
+  close(
+    values(c),
+    seq(16, () => 2),
+  );
+});
+
+test('an in-place update queued behind a reader does not overtake it', async () => {
+  const a = fl.tensor(seq(16, (i) => i));
+  await fl.sync();
+  busy();
+  const wide = a.reshape([16, 1]).mul(fl.ones([1, 4096])); // reads a, queued behind the matmuls
+  const before = inlineCount();
+  a.add_(100);
+  assert.is(inlineCount(), before);
+  const rows = wide.sum(1);
+  close(
+    values(rows),
+    seq(16, (i) => 4096 * i),
+  );
+  close(
+    values(a),
+    seq(16, (i) => i + 100),
+  );
+});
+
+test('queued work after an inline op sees its result', async () => {
+  const a = fl.tensor(seq(16, (i) => i - 8));
+  await fl.sync();
+  const before = inlineCount();
+  const b = a.add(a); // inline
+  assert.is(inlineCount() - before, 1);
+  const wide = b.reshape([16, 1]).mul(fl.ones([1, 8192])); // 131072 elements: queued
+  close(
+    values(wide.sum(1)),
+    seq(16, (i) => 2 * (i - 8) * 8192),
+    1e-6,
+  );
+});
+
+test('a kernel error from an inline op surfaces at the next sync point as a queued one does', async () => {
+  const logits = fl.zeros([4, 3]);
+  const target = fl.tensor([0, 5, 1, 2], { dtype: 'i64' });
+  await fl.sync();
+  const errorOf = async (): Promise<{ code: string; message: string; kind: string }> => {
+    const loss = fl.nn.functional.crossEntropy(logits, target); // returns: the kernel runs later or now
+    try {
+      await fl.sync();
+    } catch (e) {
+      const err = e as Error & { code: string };
+      loss.dispose();
+      return { code: err.code, message: err.message, kind: err.constructor.name };
+    }
+    throw new Error('the out-of-range target was not reported');
+  };
+  const before = inlineCount();
+  const inline = await errorOf();
+  assert.ok(inlineCount() > before, 'the loss kernel should have run inline');
+  busy();
+  const mid = inlineCount();
+  const queued = await errorOf();
+  assert.is(inlineCount(), mid, 'behind the matmuls the loss kernel is queued');
+  assert.is(inline.code, 'ERR_INDEX');
+  assert.equal(inline, queued);
+  assert.match(inline.message, /crossEntropy: target 5 is out of range for 3 classes/);
+  // The error was consumed by the sync point that reported it: the stream works on.
+  await fl.sync();
+  assert.is(fl.ones([16]).add(1).sum().itemSync(), 32);
+});
+
+test('profiler: inline ops are kernels on the cpu stream, one per call, named by the op', async () => {
+  const a = fl.randn([16]);
+  await fl.sync();
+  const before = inlineCount();
+  const prof = await fl.profiler.profile({}, () => {
+    for (let i = 0; i < 4; i++) a.mul(a).dispose();
+    return fl.sync();
+  });
+  assert.ok(inlineCount() - before >= 4);
+  const muls = prof.events().filter((e) => e.ph === 'X' && e.cat === 'kernel' && e.name === 'mul');
+  assert.is(muls.length, 4);
+  for (const k of muls) assert.ok((k.dur ?? -1) >= 0);
+  assert.is(prof.keyAverages().find((r) => r.key === 'mul')?.calls, 4);
+});
+
+test('events and fl.ready() around inline ops', async () => {
+  const a = fl.tensor(seq(16, (i) => i));
+  await fl.sync();
+  const before = inlineCount();
+  const b = a.add(a);
+  const e = fl.Event.record('cpu');
+  await e.synchronize();
+  assert.ok(e.query());
+  await fl.ready();
+  const c = b.add(1);
+  assert.ok(inlineCount() - before >= 2);
+  close(
+    values(c),
+    seq(16, (i) => 2 * i + 1),
+  );
+});
+
+test('two virtual CPU devices: a tiny op on an idle cpu:1 runs inline while cpu:0 is busy', async () => {
+  busy();
+  const x = fl.ones([16], { device: 'cpu:1' });
+  await fl.sync('cpu:1');
+  const before = native.streamInlineTasks('cpu:1');
+  const y = x.add(x);
+  assert.is(native.streamInlineTasks('cpu:1') - before, 1);
+  close(
+    values(y),
+    seq(16, () => 2),
+  );
+});
+
+test('a worker_thread runs tiny ops inline on its own stream', async () => {
+  const src = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const n = require(workerData.addon);
+    const a = n.full([16], 'f32', 'cpu', 1.5);
+    n.sync('cpu').then(() => {
+      const before = n.streamInlineTasks('cpu');
+      let t = a;
+      for (let i = 0; i < 10; i++) t = n.binary('add', t, a);
+      const ran = n.streamInlineTasks('cpu') - before;
+      n.read(n.reduce('sum', t, [], false)).then((b) => parentPort.postMessage({ ran, sum: new Float32Array(b)[0] }));
+    });`;
+  const addon = require.resolve('../../build/Release/flockml.node');
+  const got = await new Promise<{ ran: number; sum: number }>((resolve, reject) => {
+    const w = new Worker(src, { eval: true, workerData: { addon } });
+    w.once('message', (m) => {
+      resolve(m);
+      void w.terminate();
+    });
+    w.once('error', reject);
+  });
+  assert.is(got.ran, 10);
+  assert.is(got.sum, 16 * 1.5 * 11);
+});
+
+test.run();
