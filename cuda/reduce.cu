@@ -1,5 +1,5 @@
 // CUDA reductions over a [outer, red, inner] view, with the CPU's accumulation types and
-// semantics: sums in the storage's arithmetic type (int64 for integers), prod/var/logsumexp in
+// semantics (including the f32 output of a bf16/f16 sum's stage): sums in the storage's arithmetic type (int64 for integers), prod/var/logsumexp in
 // double, NaN wins max/min, ties go to the first index, var is two-pass with a correction.
 // Rows (inner == 1) get a block each, reduced with warp shuffles; columns (inner > 1) get a
 // thread per output walking `red`, so neighbouring threads read neighbouring addresses.
@@ -126,12 +126,13 @@ __device__ double reduce_row(ReduceOp op, const T* x, int64_t red, double correc
 }
 
 template <class T>
-__global__ void reduce_row_kernel(ReduceOp op, const T* x, void* out, int64_t outer, int64_t red, double correction) {
+__global__ void reduce_row_kernel(ReduceOp op, const T* x, void* out, int64_t outer, int64_t red, double correction, bool wide) {
   for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
     int64_t arg = 0;
     const double v = reduce_row<T>(op, x + o * red, red, correction, &arg);
     if (threadIdx.x == 0) {
       if (op == ReduceOp::argmax || op == ReduceOp::argmin) static_cast<int64_t*>(out)[o] = arg;
+      else if (wide) static_cast<float*>(out)[o] = static_cast<float>(v);
       else static_cast<T*>(out)[o] = Num<T>::from_double(v);
     }
     __syncthreads();
@@ -139,7 +140,8 @@ __global__ void reduce_row_kernel(ReduceOp op, const T* x, void* out, int64_t ou
 }
 
 template <class T>
-__global__ void reduce_column_kernel(ReduceOp op, const T* x, void* out, int64_t outer, int64_t red, int64_t inner, double correction) {
+__global__ void reduce_column_kernel(ReduceOp op, const T* x, void* out, int64_t outer, int64_t red, int64_t inner, double correction,
+                                     bool wide) {
   using C = typename Num<T>::C;
   using S = sum_t<T>;
   FLOCK_GRID_STRIDE(j, outer * inner) {
@@ -193,6 +195,7 @@ __global__ void reduce_column_kernel(ReduceOp op, const T* x, void* out, int64_t
       default: break;
     }
     if (op == ReduceOp::argmax || op == ReduceOp::argmin) static_cast<int64_t*>(out)[j] = idx;
+    else if (wide) static_cast<float*>(out)[j] = static_cast<float>(acc);
     else static_cast<T*>(out)[j] = Num<T>::from_double(acc);
   }
 }
@@ -204,6 +207,12 @@ void reduce_cuda(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64
   if (red == 0 && (is_arg || op == ReduceOp::max || op == ReduceOp::min))
     fail(Code::Shape, "reduce: cannot take ", is_arg ? "an arg" : "the ", op == ReduceOp::max || op == ReduceOp::argmax ? "max" : "min",
          " of an empty dimension");
+  // A stage of a bf16/f16 sum, mean or prod over scattered dims writes its f32 accumulator unrounded.
+  const bool low_sum = (x.dtype == DType::bf16 || x.dtype == DType::f16) && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
+  const DType want = is_arg ? DType::i64 : x.dtype;
+  if (out.dtype != want && !(low_sum && out.dtype == DType::f32))
+    fail(Code::DType, "reduce: output dtype ", dtype_name(out.dtype), " does not fit a ", dtype_name(x.dtype), " input");
+  const bool wide = !is_arg && out.dtype != x.dtype;
   cudaStream_t s = current_stream();
   visit_numeric(x.dtype, "reduce", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -211,9 +220,9 @@ void reduce_cuda(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64
       const unsigned blocks = static_cast<unsigned>(outer < 65535 * 16 ? outer : 65535 * 16);
       // Short rows (class logits, small feature dims) would leave most of a 256-thread block idle.
       const int threads = red <= 32 ? 32 : red <= 64 ? 64 : red <= 128 ? 128 : kThreads;
-      reduce_row_kernel<T><<<blocks, threads, 0, s>>>(op, x.data<T>(), out.raw(), outer, red, correction);
+      reduce_row_kernel<T><<<blocks, threads, 0, s>>>(op, x.data<T>(), out.raw(), outer, red, correction, wide);
     } else {
-      reduce_column_kernel<T><<<grid_for(outer * inner), kThreads, 0, s>>>(op, x.data<T>(), out.raw(), outer, red, inner, correction);
+      reduce_column_kernel<T><<<grid_for(outer * inner), kThreads, 0, s>>>(op, x.data<T>(), out.raw(), outer, red, inner, correction, wide);
     }
   });
   check_launch("reduce_kernel");

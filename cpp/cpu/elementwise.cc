@@ -1,11 +1,16 @@
 // CPU element-wise kernels: fill, cast, arange, unary (and derivative), binary, where. The op is a
 // template parameter inside the loop so the compiler vectorises each (op, dtype) pair; the f32
 // unary loops and contiguous f32 binary loops are compiled per instruction set
-// (FLOCK_ISA_PARALLEL_FOR, loops.h) and run at the width cpu_isa() chose.
+// (FLOCK_ISA_PARALLEL_FOR, loops.h) and run at the width cpu_isa() chose. bf16 unary, derivative,
+// contiguous binary and f32<->bf16 cast loops are too: blocks of kChunk values widened to f32
+// (bf16_vec.h), computed as f32 and rounded back once, as the scalar bf16 path rounds. f32 and bf16
+// GELU use vec_math.h's erf-based gelu_f / gelu_grad_f instead of libm's erf.
 #include <type_traits>
 #include "../kernels.h"
 #include "../scalar_math.h"
+#include "bf16_vec.h"
 #include "loops.h"
+#include "vec_math.h"
 
 namespace flock::cpu {
 namespace {
@@ -17,6 +22,20 @@ void with_op(int op, Fn&& fn, std::integer_sequence<int, I...>) {
 template <int Count, class Fn>
 void with_op(int op, Fn&& fn) { with_op(op, std::forward<Fn>(fn), std::make_integer_sequence<int, Count>{}); }
 
+constexpr int64_t kChunk = 512;
+
+// unary / derivative in f32: GELU from vec_math.h (vectorisable), the rest from scalar_math.h.
+template <UnaryOp kOp>
+inline __attribute__((always_inline)) float unary_f32(float x, float a, float b) {
+  if constexpr (kOp == UnaryOp::gelu) return fastmath::gelu_f(x);
+  else return math::unary<float>(kOp, x, a, b);
+}
+template <UnaryOp kOp>
+inline __attribute__((always_inline)) float derivative_f32(float x, float a, float b) {
+  if constexpr (kOp == UnaryOp::gelu) return fastmath::gelu_grad_f(x);
+  else return math::unary_derivative<float>(kOp, x, a, b);
+}
+
 void fill_cpu(Tensor& out, double value) {
   visit_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -27,6 +46,19 @@ void fill_cpu(Tensor& out, double value) {
 }
 
 void cast_cpu(const Tensor& src, Tensor& out) {
+  if (src.dtype == DType::f32 && out.dtype == DType::bf16) {
+    const float* s = src.data<float>();
+    bf16* d = out.data<bf16>();
+    const bool cvtne = cpu_bf16_convert();
+    FLOCK_ISA_PARALLEL_FOR(out.numel(), kElementGrain, b, e, { bf16_store(s + b, d + b, e - b, cvtne); });
+    return;
+  }
+  if (src.dtype == DType::bf16 && out.dtype == DType::f32) {
+    const bf16* s = src.data<bf16>();
+    float* d = out.data<float>();
+    FLOCK_ISA_PARALLEL_FOR(out.numel(), kElementGrain, b, e, { bf16_widen(s + b, d + b, e - b); });
+    return;
+  }
   visit_dtype(src.dtype, [&](auto st) {
     using S = typename decltype(st)::type;
     visit_dtype(out.dtype, [&](auto dt) {
@@ -80,7 +112,22 @@ void unary_cpu(UnaryOp op, const Tensor& x, Tensor& out, double a, double b) {
       constexpr UnaryOp kOp = static_cast<UnaryOp>(decltype(OP)::value);
       if constexpr (std::is_same_v<T, float>) {
         FLOCK_ISA_PARALLEL_FOR(x.numel(), kElementGrain, s, e, {
-          for (int64_t i = s; i < e; ++i) op_[i] = math::unary<float>(kOp, xp[i], ca, cb);
+          for (int64_t i = s; i < e; ++i) op_[i] = unary_f32<kOp>(xp[i], ca, cb);
+        });
+      } else if constexpr (std::is_same_v<T, bf16>) {
+        const bool cvtne = cpu_bf16_convert();
+        FLOCK_ISA_PARALLEL_FOR(x.numel(), kElementGrain, s, e, {
+          float buf[kChunk];
+          for (int64_t c = s; c < e; c += kChunk) {
+            const int64_t m = std::min(kChunk, e - c);
+            bf16_widen(xp + c, buf, m);
+            for (int64_t i = 0; i < m; ++i) buf[i] = unary_f32<kOp>(buf[i], ca, cb);
+            bf16_store(buf, op_ + c, m, cvtne);
+          }
+        });
+      } else if constexpr (std::is_same_v<C, float> && kOp == UnaryOp::gelu) {
+        parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i) op_[i] = static_cast<T>(fastmath::gelu_f(static_cast<float>(xp[i])));
         });
       } else {
         parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
@@ -104,7 +151,23 @@ void unary_backward_cpu(UnaryOp op, const Tensor& x, const Tensor& gy, Tensor& g
       constexpr UnaryOp kOp = static_cast<UnaryOp>(decltype(OP)::value);
       if constexpr (std::is_same_v<T, float>) {
         FLOCK_ISA_PARALLEL_FOR(x.numel(), kElementGrain, s, e, {
-          for (int64_t i = s; i < e; ++i) o[i] = gp[i] * math::unary_derivative<float>(kOp, xp[i], ca, cb);
+          for (int64_t i = s; i < e; ++i) o[i] = gp[i] * derivative_f32<kOp>(xp[i], ca, cb);
+        });
+      } else if constexpr (std::is_same_v<T, bf16>) {
+        const bool cvtne = cpu_bf16_convert();
+        FLOCK_ISA_PARALLEL_FOR(x.numel(), kElementGrain, s, e, {
+          float xb[kChunk], gb[kChunk];
+          for (int64_t c = s; c < e; c += kChunk) {
+            const int64_t m = std::min(kChunk, e - c);
+            bf16_widen(xp + c, xb, m);
+            bf16_widen(gp + c, gb, m);
+            for (int64_t i = 0; i < m; ++i) gb[i] = gb[i] * derivative_f32<kOp>(xb[i], ca, cb);
+            bf16_store(gb, o + c, m, cvtne);
+          }
+        });
+      } else if constexpr (std::is_same_v<C, float> && kOp == UnaryOp::gelu) {
+        parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i) o[i] = static_cast<T>(static_cast<C>(gp[i]) * fastmath::gelu_grad_f(static_cast<C>(xp[i])));
         });
       } else {
         parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
@@ -158,6 +221,25 @@ void binary_cpu(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
             float* op_ = out.data<float>();
             FLOCK_ISA_PARALLEL_FOR(out.numel(), kElementGrain, s, e, {
               for (int64_t i = s; i < e; ++i) op_[i] = math::binary<float>(kOp, ap[i], bp[i]);
+            });
+            return;
+          }
+        }
+        if constexpr (std::is_same_v<T, bf16>) {
+          if (a.shape == out.shape && b.shape == out.shape) {  // no broadcast: f32 blocks, one rounding
+            const bf16* ap = a.data<bf16>();
+            const bf16* bp = b.data<bf16>();
+            bf16* op_ = out.data<bf16>();
+            const bool cvtne = cpu_bf16_convert();
+            FLOCK_ISA_PARALLEL_FOR(out.numel(), kElementGrain, s, e, {
+              float xa[kChunk], xb[kChunk];
+              for (int64_t c = s; c < e; c += kChunk) {
+                const int64_t m = std::min(kChunk, e - c);
+                bf16_widen(ap + c, xa, m);
+                bf16_widen(bp + c, xb, m);
+                for (int64_t i = 0; i < m; ++i) xa[i] = math::binary<float>(kOp, xa[i], xb[i]);
+                bf16_store(xa, op_ + c, m, cvtne);
+              }
             });
             return;
           }

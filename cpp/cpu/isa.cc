@@ -46,6 +46,21 @@ Isa cpu_isa() {
   return choice.isa;
 }
 
+bool cpu_bf16_convert() {
+  static const bool use = []() -> bool {
+    if (cpu_isa() != Isa::avx512) return false;
+    const char* off = std::getenv("FLOCKML_CPU_BF16");
+    if (off && std::string(off) == "0") return false;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") != 0;
+#else
+    return false;
+#endif
+  }();
+  return use;
+}
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::avx512: return "avx512";

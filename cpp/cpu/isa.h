@@ -17,4 +17,9 @@ Isa cpu_isa();
 
 const char* isa_name(Isa isa);
 
+// Whether the element-wise bf16 kernels round f32 to bf16 with AVX512_BF16's VCVTNEPS2BF16: the
+// CPU has it, cpu_isa() is avx512, and FLOCKML_CPU_BF16 is not "0" (which keeps them on the
+// AVX-512 integer rounding, so tests can compare the two; both give the same bits). Decided once.
+bool cpu_bf16_convert();
+
 }  // namespace flock::cpu

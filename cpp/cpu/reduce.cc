@@ -1,5 +1,6 @@
 // CPU reductions over a [outer, red, inner] view: sum, mean, max, min, prod, argmax, argmin, var,
-// logsumexp. Rows (inner == 1) use many partial accumulators so the loop vectorises; columns
+// logsumexp. bf16/f16 sum, mean and prod may write an f32 output (their accumulator, unrounded: one
+// stage of a reduction over scattered dims). Rows (inner == 1) use many partial accumulators so the loop vectorises; columns
 // (inner > 1) walk `red` rows of a block of outputs so memory is read in order. f32 sum and mean
 // run a copy of that loop compiled per instruction set.
 #include <cmath>
@@ -42,6 +43,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int6
   using S = sum_t<T>;
   const T* xp = x.data<T>();
   const bool is_arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+  const bool wide = !is_arg && out.dtype != x.dtype;
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
   parallel_for(outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, red * std::min(inner, kBlock))), [&](int64_t b0, int64_t b1) {
     double acc[kBlock], aux[kBlock];
@@ -112,6 +114,9 @@ void reduce_typed(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int6
       if (is_arg) {
         int64_t* dst = out.data<int64_t>() + o * inner + i0;
         for (int64_t i = 0; i < w; ++i) dst[i] = idx[i];
+      } else if (wide) {  // a stage of a bf16/f16 reduction: the f32 accumulator, unrounded
+        float* dst = out.data<float>() + o * inner + i0;
+        for (int64_t i = 0; i < w; ++i) dst[i] = static_cast<float>(acc[i]);
       } else {
         T* dst = out.data<T>() + o * inner + i0;
         for (int64_t i = 0; i < w; ++i) dst[i] = from_double<T>(acc[i]);
@@ -149,6 +154,11 @@ void sum_f32(const float* xp, float* op, int64_t outer, int64_t red, int64_t inn
 
 void reduce_cpu(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64_t red, int64_t inner, double correction) {
   if (outer * inner == 0) return;
+  const bool is_arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+  const bool low_sum = (x.dtype == DType::bf16 || x.dtype == DType::f16) && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
+  const DType want = is_arg ? DType::i64 : x.dtype;
+  if (out.dtype != want && !(low_sum && out.dtype == DType::f32))
+    fail(Code::DType, "reduce: output dtype ", dtype_name(out.dtype), " does not fit a ", dtype_name(x.dtype), " input");
   if (x.dtype == DType::f32 && (op == ReduceOp::sum || op == ReduceOp::mean))
     return sum_f32(x.data<float>(), out.data<float>(), outer, red, inner, op == ReduceOp::mean);
   visit_numeric(x.dtype, "reduce", [&](auto tag) {

@@ -6,8 +6,11 @@
 #include "ops.h"
 
 namespace flock::ops {
+namespace {
 
-Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, double correction) {
+// `wide`: sum, mean and prod of bf16/f16 write their f32 accumulator instead of rounding it, so a
+// reduction in stages rounds once, at the end.
+Tensor reduce_impl(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, double correction, bool wide) {
   if (op >= ReduceOp::count) fail(Code::Arg, "reduce: unknown op");
   if (x.dtype == DType::boolean) fail(Code::DType, "reduce: not defined for bool tensors; cast first");
   const bool needs_float = op == ReduceOp::mean || op == ReduceOp::var || op == ReduceOp::logsumexp;
@@ -32,18 +35,24 @@ Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keep
   // gradient, sum over [0, 2, 3], runs 10x faster this way).
   std::sort(dims.begin(), dims.end());
   const bool composes = op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::prod;
+  const bool low = x.dtype == DType::bf16 || x.dtype == DType::f16;
+  wide = wide && low && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
   if (composes && x.numel() > 0 && !dims.empty() && dims.back() - dims.front() + 1 != static_cast<int64_t>(dims.size())) {
+    // bf16/f16 sums, means and products keep f32 partials between the stages (the first stage
+    // reads the low-precision input and writes f32), rounding once at the end.
+    const bool keep_f32 = low && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
     Tensor cur = x;
     size_t end = dims.size();
     while (end > 0) {
       size_t begin = end - 1;
       while (begin > 0 && dims[begin - 1] + 1 == dims[begin]) --begin;
-      cur = reduce(op, cur, std::vector<int64_t>(dims.begin() + begin, dims.begin() + end), true, correction);
+      cur = reduce_impl(op, cur, std::vector<int64_t>(dims.begin() + begin, dims.begin() + end), true, correction, keep_f32);
       end = begin;
     }
+    if (keep_f32 && !wide) cur = cast(cur, x.dtype);
     return reshape(cur, out_shape);
   }
-  const DType out_dtype = (op == ReduceOp::argmax || op == ReduceOp::argmin) ? DType::i64 : x.dtype;
+  const DType out_dtype = (op == ReduceOp::argmax || op == ReduceOp::argmin) ? DType::i64 : wide ? DType::f32 : x.dtype;
   Tensor out = empty(out_shape, out_dtype, x.device(), "reduce");
   if (nd == 0) {  // a scalar reduces to itself (var of one element with correction is NaN, as torch)
     auto kernel = reduce_table().get(x.device());
@@ -69,6 +78,12 @@ Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keep
   auto kernel = reduce_table().get(src.device());
   launch("reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); }, op == ReduceOp::logsumexp ? x.numel() * kSlowElement : x.numel());
   return out;
+}
+
+}  // namespace
+
+Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, double correction) {
+  return reduce_impl(op, x, std::move(dims), keepdim, correction, false);
 }
 
 Tensor softmax(const Tensor& x, int64_t dim, bool log) {

@@ -67,17 +67,19 @@ for (const c of cases) {
 
     const x64 = x.detach().to('f64').requiresGrad_();
     const w64 = w.detach().to('f64').requiresGrad_();
-    const b64 = b ? b.detach().to('f64') : null;
+    const b64 = b ? b.detach().to('f64').requiresGrad_() : null;
     const y64 = F.conv2d(x64, w64, b64, c.opts);
     y64.backward(gy.to('f64'));
 
-    // (The bias gradient is gy.sum([0, 2, 3]), a reduction rather than a conv kernel: not checked here.)
+    // The bias gradient is gy.sum([0, 2, 3]): a bf16 reduction in f32 over all three dims, rounded once.
     const bound = 2 ** -8 + 2 ** -12;
-    for (const [what, got, want] of [
+    const checks: [string, fl.Tensor, fl.Tensor][] = [
       ['output', y, y64],
       ['input gradient', x.grad!, x64.grad!],
       ['weight gradient', w.grad!, w64.grad!],
-    ] as const) {
+    ];
+    if (b && b64) checks.push(['bias gradient', b.grad!, b64.grad!]);
+    for (const [what, got, want] of checks) {
       assert.is(got.dtype, 'bf16', what);
       const err = await relErr(got, want);
       assert.ok(err <= bound, `${what}: relative error ${err} > ${bound}`);

@@ -65,6 +65,7 @@ if (!forced) {
     'test/ops/elementwise.test.ts',
     'test/amp/master_weights.test.ts',
     'test/ops/vector_loops.test.ts',
+    'test/ops/gelu_vec.test.ts',
   ];
   for (const isa of ORDER.slice(0, ORDER.indexOf(info.cpuIsaDetected))) {
     for (const file of files) {
