@@ -8,6 +8,7 @@
  * numpy and PyTorch load OpenBLAS's libblas.so.3 from there when the system's is the reference BLAS.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface, type Interface } from 'node:readline';
 
 export type AnchorLine = Record<string, unknown>;
@@ -44,10 +45,37 @@ export class Anchor {
     return { anchor, ready };
   }
 
-  /** Sends one request line and waits for its answer (null when the anchor has exited). */
+  /**
+   * Sends one request line and waits for its answer (null when the anchor has exited), then until
+   * the anchor process is idle: OpenBLAS's threads spin for about 2^28 cycles (~0.1 s) after each
+   * call, and on a 2-core machine that spinning would take the cores from flockml's next round.
+   */
   async request(line: string): Promise<AnchorLine | null> {
     this.child.stdin.write(`${line}\n`);
-    return this.next();
+    const answer = await this.next();
+    if (answer) await this.settle();
+    return answer;
+  }
+
+  /** CPU time (ms, user + system, every thread) the anchor process has used; NaN without /proc. */
+  cpuMs(): number {
+    try {
+      const fields = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
+    } catch {
+      return Number.NaN;
+    }
+  }
+
+  /** Resolves once the anchor has used no CPU for 30 ms (at most 2 s). */
+  private async settle(): Promise<void> {
+    let last = this.cpuMs();
+    for (let waited = 0; waited < 2000 && Number.isFinite(last); waited += 30) {
+      await new Promise((r) => setTimeout(r, 30));
+      const now = this.cpuMs();
+      if (now === last) return;
+      last = now;
+    }
   }
 
   private async next(): Promise<AnchorLine | null> {
