@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -15,6 +17,40 @@ namespace {
 thread_local bool t_in_parallel = false;
 thread_local int t_device = 0;
 thread_local bool t_serial = false;  // inside a SerialScope
+
+// How long a pool thread, and a caller waiting for one, stay awake polling before they sleep:
+// back-to-back parallel regions (the GEMMs of a layer, the ops of a step) then find the threads
+// running instead of paying a futex wake-up each (tens of µs on a VM, a tenth of a 256³ GEMM).
+// FLOCKML_CPU_SPIN_US, default 100; 0 sleeps at once.
+std::chrono::nanoseconds spin_time() {
+  static const std::chrono::nanoseconds t = [] {
+    const char* env = std::getenv("FLOCKML_CPU_SPIN_US");
+    const long us = env && *env ? std::strtol(env, nullptr, 10) : 100;
+    return std::chrono::nanoseconds(std::max(0L, std::min(us, 100000L)) * 1000);
+  }();
+  return t;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Polls `ready` for up to spin_time(); true once it holds.
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto spin = spin_time();
+  if (spin.count() == 0) return ready();
+  const auto until = std::chrono::steady_clock::now() + spin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return false;
+    cpu_relax();
+  }
+}
 
 class Pool {
  public:
@@ -43,13 +79,14 @@ class Pool {
     error_ = nullptr;
     {
       std::lock_guard<std::mutex> lk(m_);
-      pending_ = threads_ - 1;
-      ++generation_;
+      pending_.store(threads_ - 1, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
     work();
+    spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
     std::unique_lock<std::mutex> lk(m_);
-    done_cv_.wait(lk, [&] { return pending_ == 0; });
+    done_cv_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
     fn_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
@@ -74,15 +111,18 @@ class Pool {
   void worker_loop() {
     uint64_t seen = 0;
     for (;;) {
+      spin_until([&] { return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; });
       {
         std::unique_lock<std::mutex> lk(m_);
-        cv_.wait(lk, [&] { return stopping_ || generation_ != seen; });
+        cv_.wait(lk, [&] { return stopping_.load() || generation_.load() != seen; });
         if (stopping_) return;
-        seen = generation_;
+        seen = generation_.load();
       }
       work();
-      std::lock_guard<std::mutex> lk(m_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lk(m_);  // the caller checks pending_ under m_: no lost wake-up
+        done_cv_.notify_one();
+      }
     }
   }
 
@@ -100,9 +140,9 @@ class Pool {
   std::condition_variable cv_, done_cv_;
   std::vector<std::thread> workers_;
   int threads_ = 1;
-  bool stopping_ = false;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> generation_{0};  // written under m_, polled without it by spinning workers
+  std::atomic<int> pending_{0};
   int64_t n_ = 0, chunk_ = 1;
   std::atomic<int64_t> next_{0};
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
