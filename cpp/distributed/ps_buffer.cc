@@ -38,32 +38,22 @@ std::shared_ptr<PsBuffer> PsBuffer::create(const std::string& name, size_t bytes
   check(name, bytes);
   const int fd = flock_sys::shm_open_rw(name.c_str(), true);
   if (fd < 0) io_fail("creating", name, errno);
-  // posix_fallocate, not ftruncate alone: a full /dev/shm must fail here, not with SIGBUS later.
-  int err = flock_sys::shm_reserve(fd, bytes);
-  void* base = err ? MAP_FAILED : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (!err && base == MAP_FAILED) err = errno;
-  ::close(fd);
-  if (err) {
+  const flock_sys::Mapping m = flock_sys::map_shared(fd, bytes, true);
+  if (!m.base) {
     shm_unlink(name.c_str());
-    io_fail(base == MAP_FAILED && err != ENOSPC ? "mapping" : "sizing", name, err);
+    io_fail(m.step, name, m.err);
   }
-  return std::shared_ptr<PsBuffer>(new PsBuffer(base, bytes));
+  return std::shared_ptr<PsBuffer>(new PsBuffer(m.base, bytes));
 }
 
 std::shared_ptr<PsBuffer> PsBuffer::open(const std::string& name, size_t bytes) {
   check(name, bytes);
   const int fd = flock_sys::shm_open_rw(name.c_str(), false);
   if (fd < 0) io_fail("opening", name, errno);
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
-    ::close(fd);
-    fail(Code::IO, "parameter server: shared memory '", name, "' has ", st.st_size, " bytes, expected ", bytes);
-  }
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int err = errno;
-  ::close(fd);
-  if (base == MAP_FAILED) io_fail("mapping", name, err);
-  return std::shared_ptr<PsBuffer>(new PsBuffer(base, bytes));
+  const flock_sys::Mapping m = flock_sys::map_shared(fd, bytes, false);
+  if (!m.base && m.err == 0) fail(Code::IO, "parameter server: shared memory '", name, "' has ", m.size, " bytes, expected ", bytes);
+  if (!m.base) io_fail(m.step, name, m.err);
+  return std::shared_ptr<PsBuffer>(new PsBuffer(m.base, bytes));
 }
 
 void PsBuffer::unlink(const std::string& name) {

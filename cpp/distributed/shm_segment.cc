@@ -101,15 +101,12 @@ ShmSegment ShmSegment::create(const std::string& name, int size, uint64_t nonce)
   const int fd = flock_sys::shm_open_rw(name.c_str(), true);
   if (fd < 0) sys_fail("creating", name, errno);
   const size_t bytes = total_bytes(size);
-  // posix_fallocate, not ftruncate alone: a full /dev/shm must fail here, not with SIGBUS later.
-  int err = flock_sys::shm_reserve(fd, bytes);
-  void* base = err ? MAP_FAILED : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (!err && base == MAP_FAILED) err = errno;
-  ::close(fd);
-  if (err) {
+  const flock_sys::Mapping m = flock_sys::map_shared(fd, bytes, true);
+  if (!m.base) {
     shm_unlink(name.c_str());
-    sys_fail(base == MAP_FAILED && err != ENOSPC ? "mapping" : "sizing", name, err);
+    sys_fail(m.step, name, m.err);
   }
+  void* base = m.base;
   auto* l = new (base) Layout{};
   l->magic = kSegMagic;
   l->nonce = nonce;
@@ -132,16 +129,10 @@ ShmSegment ShmSegment::open(const std::string& name, int size, uint64_t nonce) {
     sys_fail("opening", name, errno);
   }
   const size_t bytes = total_bytes(size);
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
-    ::close(fd);
-    fail(Code::IO, "shared-memory transport: segment '", name, "' has ", st.st_size, " bytes, expected ", bytes);
-  }
-  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int err = errno;
-  ::close(fd);
-  if (base == MAP_FAILED) sys_fail("mapping", name, err);
-  ShmSegment seg(base, bytes, size);
+  const flock_sys::Mapping m = flock_sys::map_shared(fd, bytes, false);
+  if (!m.base && m.err == 0) fail(Code::IO, "shared-memory transport: segment '", name, "' has ", m.size, " bytes, expected ", bytes);
+  if (!m.base) sys_fail(m.step, name, m.err);
+  ShmSegment seg(m.base, bytes, size);
   const Layout* l = seg.layout();
   if (l->magic != kSegMagic || l->nonce != nonce || l->size != size)
     fail(Code::IO, "shared-memory transport: segment '", name, "' was not made by rank 0 of this group");

@@ -2,6 +2,27 @@
 import * as assert from 'uvu/assert';
 import type { Tensor } from '../../lib/index';
 
+/**
+ * The kept-dims group of each element of a row-major `shape` reduced over `dims`: the element at
+ * linear index `lin` goes to output element `groupOf(shape, dims)(lin)` (row-major in the shape with
+ * `dims` set to 1).
+ */
+export function groupOf(shape: number[], dims: number[]): (lin: number) => number {
+  const outShape = shape.map((s, i) => (dims.includes(i) ? 1 : s));
+  return (lin) => {
+    let rem = lin,
+      o = 0,
+      mul = 1;
+    for (let d = shape.length - 1; d >= 0; d--) {
+      const i = rem % shape[d];
+      rem = Math.floor(rem / shape[d]);
+      o += (dims.includes(d) ? 0 : i) * mul;
+      mul *= outShape[d];
+    }
+    return o;
+  };
+}
+
 export function arr(t: Tensor): number[] {
   return Array.from(t.dataSync() as ArrayLike<number | bigint>, Number);
 }

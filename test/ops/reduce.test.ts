@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, close, expectError } from '../helpers/reference';
+import { arr, close, expectError, groupOf } from '../helpers/reference';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 
 fl.manualSeed(21);
@@ -11,19 +11,9 @@ function refReduce(values: number[], shape: number[], dims: number[], f: (xs: nu
   const outShape = shape.map((s, i) => (dims.includes(i) ? 1 : s));
   const n = outShape.reduce((a, b) => a * b, 1);
   const groups: number[][] = Array.from({ length: n }, () => []);
+  const group = groupOf(shape, dims);
   values.forEach((v, lin) => {
-    let rem = lin,
-      o = 0,
-      mul = 1;
-    const idx: number[] = [];
-    for (let d = shape.length - 1; d >= 0; d--) {
-      idx[d] = rem % shape[d];
-      rem = Math.floor(rem / shape[d]);
-    }
-    for (let d = shape.length - 1; d >= 0; d--) {
-      o += (dims.includes(d) ? 0 : idx[d]) * mul;
-      mul *= outShape[d];
-    }
+    const o = group(lin);
     groups[o].push(v);
   });
   return groups.map(f);

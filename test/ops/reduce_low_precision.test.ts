@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr } from '../helpers/reference';
+import { arr, groupOf } from '../helpers/reference';
 
 /**
  * bf16/f16 sum and mean accumulate in f32 across every reduced dimension and round once at the end,
@@ -25,19 +25,9 @@ function refReduce(values: number[], shape: number[], dims: number[], mean: bool
   const value = new Array<number>(n).fill(0);
   const abs = new Array<number>(n).fill(0);
   const count = values.length / n;
+  const group = groupOf(shape, dims);
   values.forEach((v, lin) => {
-    let rem = lin,
-      o = 0,
-      mul = 1;
-    const idx: number[] = [];
-    for (let d = shape.length - 1; d >= 0; d--) {
-      idx[d] = rem % shape[d];
-      rem = Math.floor(rem / shape[d]);
-    }
-    for (let d = shape.length - 1; d >= 0; d--) {
-      o += (dims.includes(d) ? 0 : idx[d]) * mul;
-      mul *= outShape[d];
-    }
+    const o = group(lin);
     value[o] += v;
     abs[o] += Math.abs(v);
   });
