@@ -19,6 +19,21 @@ const close = (got: number[], want: number[], tol = 1e-5) => {
 };
 const seq = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
 
+/**
+ * Resolves once `device`'s stream worker is parked with nothing queued. A sync point does not
+ * promise that: the worker reports the sync before it parks. So a tiny probe op runs until one runs
+ * inline; from then on nothing wakes the worker until work is queued.
+ */
+async function idle(device = 'cpu'): Promise<void> {
+  for (let i = 0; i < 5000; i++) {
+    const before = native.streamInlineTasks(device);
+    fl.zeros([1], { device }).dispose();
+    if (native.streamInlineTasks(device) > before) return;
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  throw new Error(`the ${device} stream never went idle`);
+}
+
 /** Keeps the cpu stream's worker busy for tens of milliseconds (a queued 768x768 matmul chain). */
 function busy(): fl.Tensor {
   const m = fl.ones([768, 768]).mul(1 / 768);
@@ -28,7 +43,7 @@ function busy(): fl.Tensor {
 test('a tiny op on an idle stream runs on the calling thread, and its result is right', async () => {
   const a = fl.tensor(seq(16, (i) => i));
   const b = fl.tensor(seq(16, (i) => 0.5 * i - 3));
-  await fl.sync();
+  await idle();
   const before = inlineCount();
   const c = a.add(b).mul(a).relu();
   assert.is(inlineCount() - before, 3);
@@ -50,8 +65,10 @@ test('big work is queued: a [256,256] matmul, a 65536-element add, tanh on 1024 
   const e = v.narrow(0, 0, 1024).tanh(); // a math function per element weighs 64 elements
   await fl.sync();
   assert.is(inlineCount(), before);
+  await idle();
+  const mid = inlineCount();
   v.narrow(0, 0, 128).tanh().dispose();
-  assert.is(inlineCount() - before, 1, 'tanh on 128 elements is small');
+  assert.is(inlineCount() - mid, 1, 'tanh on 128 elements is small');
   close(
     values(e),
     seq(1024, () => Math.tanh(1)),
@@ -94,7 +111,7 @@ test('an in-place update queued behind a reader does not overtake it', async () 
 
 test('queued work after an inline op sees its result', async () => {
   const a = fl.tensor(seq(16, (i) => i - 8));
-  await fl.sync();
+  await idle();
   const before = inlineCount();
   const b = a.add(a); // inline
   assert.is(inlineCount() - before, 1);
@@ -121,6 +138,7 @@ test('a kernel error from an inline op surfaces at the next sync point as a queu
     }
     throw new Error('the out-of-range target was not reported');
   };
+  await idle();
   const before = inlineCount();
   const inline = await errorOf();
   assert.ok(inlineCount() > before, 'the loss kernel should have run inline');
@@ -138,13 +156,15 @@ test('a kernel error from an inline op surfaces at the next sync point as a queu
 
 test('profiler: inline ops are kernels on the cpu stream, one per call, named by the op', async () => {
   const a = fl.randn([16]);
-  await fl.sync();
-  const before = inlineCount();
-  const prof = await fl.profiler.profile({}, () => {
+  let ran = 0;
+  const prof = await fl.profiler.profile({}, async () => {
+    await idle(); // starting the profiler syncs every device
+    const before = inlineCount();
     for (let i = 0; i < 4; i++) a.mul(a).dispose();
+    ran = inlineCount() - before;
     return fl.sync();
   });
-  assert.ok(inlineCount() - before >= 4);
+  assert.is(ran, 4);
   const muls = prof.events().filter((e) => e.ph === 'X' && e.cat === 'kernel' && e.name === 'mul');
   assert.is(muls.length, 4);
   for (const k of muls) assert.ok((k.dur ?? -1) >= 0);
@@ -153,25 +173,28 @@ test('profiler: inline ops are kernels on the cpu stream, one per call, named by
 
 test('events and fl.ready() around inline ops', async () => {
   const a = fl.tensor(seq(16, (i) => i));
-  await fl.sync();
+  await idle();
   const before = inlineCount();
   const b = a.add(a);
+  assert.is(inlineCount() - before, 1);
   const e = fl.Event.record('cpu');
   await e.synchronize();
   assert.ok(e.query());
   await fl.ready();
-  const c = b.add(1);
-  assert.ok(inlineCount() - before >= 2);
+  await idle();
+  const mid = inlineCount();
+  const c = b.add(b);
+  assert.is(inlineCount() - mid, 1);
   close(
     values(c),
-    seq(16, (i) => 2 * i + 1),
+    seq(16, (i) => 4 * i),
   );
 });
 
 test('two virtual CPU devices: a tiny op on an idle cpu:1 runs inline while cpu:0 is busy', async () => {
   busy();
   const x = fl.ones([16], { device: 'cpu:1' });
-  await fl.sync('cpu:1');
+  await idle('cpu:1');
   const before = native.streamInlineTasks('cpu:1');
   const y = x.add(x);
   assert.is(native.streamInlineTasks('cpu:1') - before, 1);
@@ -186,7 +209,17 @@ test('a worker_thread runs tiny ops inline on its own stream', async () => {
     const { parentPort, workerData } = require('node:worker_threads');
     const n = require(workerData.addon);
     const a = n.full([16], 'f32', 'cpu', 1.5);
-    n.sync('cpu').then(() => {
+    // Until a probe runs inline: the worker reports a sync before it parks.
+    const idle = () => new Promise((done) => {
+      const probe = () => {
+        const was = n.streamInlineTasks('cpu');
+        n.dispose(n.full([1], 'f32', 'cpu', 0));
+        if (n.streamInlineTasks('cpu') > was) done();
+        else setTimeout(probe, 1);
+      };
+      probe();
+    });
+    n.sync('cpu').then(idle).then(() => {
       const before = n.streamInlineTasks('cpu');
       let t = a;
       for (let i = 0; i < 10; i++) t = n.binary('add', t, a);
