@@ -35,21 +35,21 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool
   // gradient, sum over [0, 2, 3], runs 10x faster this way).
   std::sort(dims.begin(), dims.end());
   const bool composes = op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::prod;
-  const bool low = x.dtype == DType::bf16 || x.dtype == DType::f16;
-  wide = wide && low && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
+  // bf16/f16 sums, means and products can write their f32 accumulator.
+  const bool widens = (x.dtype == DType::bf16 || x.dtype == DType::f16) && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
+  wide = wide && widens;
   if (composes && x.numel() > 0 && !dims.empty() && dims.back() - dims.front() + 1 != static_cast<int64_t>(dims.size())) {
-    // bf16/f16 sums, means and products keep f32 partials between the stages (the first stage
-    // reads the low-precision input and writes f32), rounding once at the end.
-    const bool keep_f32 = low && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
+    // Those keep f32 partials between the stages (the first stage reads the low-precision input
+    // and writes f32), rounding once at the end.
     Tensor cur = x;
     size_t end = dims.size();
     while (end > 0) {
       size_t begin = end - 1;
       while (begin > 0 && dims[begin - 1] + 1 == dims[begin]) --begin;
-      cur = reduce_impl(op, cur, std::vector<int64_t>(dims.begin() + begin, dims.begin() + end), true, correction, keep_f32);
+      cur = reduce_impl(op, cur, std::vector<int64_t>(dims.begin() + begin, dims.begin() + end), true, correction, widens);
       end = begin;
     }
-    if (keep_f32 && !wide) cur = cast(cur, x.dtype);
+    if (widens && !wide) cur = cast(cur, x.dtype);
     return reshape(cur, out_shape);
   }
   const DType out_dtype = (op == ReduceOp::argmax || op == ReduceOp::argmin) ? DType::i64 : wide ? DType::f32 : x.dtype;
