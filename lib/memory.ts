@@ -1,5 +1,5 @@
 /** Tensor lifetimes: tidy scopes, keep, memory statistics, and (FLOCKML_TRACE_ALLOC=1) creation sites. */
-import { native } from './native';
+import { native, type NativeTensor } from './native';
 import { normalizeDevice } from './device';
 import type { DeviceMemoryStats } from '../types/native';
 import { argError, describe } from './errors';
@@ -8,6 +8,27 @@ import { allocationTracing, traceAllocation, untraceAllocation, type Traceable }
 interface Disposable {
   dispose(): void;
   readonly isDisposed: boolean;
+  /** Called when no tidy scope holds it any more (a Tensor then lets the garbage collector free it). */
+  _unscoped?(): void;
+  /** Marks it disposed and returns the native handle left to dispose (see Tensor._release). */
+  _release?(): NativeTensor | null;
+}
+
+/** Disposes every one of `items` for which `keepIf` is false (or all), their handles in one native call. */
+function disposeAll(items: Iterable<Disposable>, keepIf?: (t: Disposable) => boolean): void {
+  const handles: NativeTensor[] = [];
+  try {
+    for (const t of items) {
+      if (keepIf?.(t)) continue;
+      if (t._release === undefined) t.dispose();
+      else {
+        const h = t._release();
+        if (h !== null) handles.push(h);
+      }
+    }
+  } finally {
+    if (handles.length > 0) native.dispose(handles);
+  }
 }
 
 const scopes: Set<Disposable>[] = [];
@@ -20,6 +41,7 @@ export function track(t: Disposable & Traceable): void {
 
 function addToScope(t: Disposable): void {
   if (scopes.length > 0) scopes[scopes.length - 1].add(t);
+  else t._unscoped?.();
 }
 
 /** Tells the allocation trace that `t` was disposed (not left to the garbage collector). */
@@ -30,6 +52,7 @@ export function untrack(t: Traceable): void {
 /** Removes `t` from every tidy scope so that no scope disposes it. Returns `t`. */
 export function keep<T extends Disposable>(t: T): T {
   for (const s of scopes) s.delete(t);
+  t._unscoped?.();
   return t;
 }
 
@@ -58,17 +81,18 @@ export function tidy<T>(fn: () => T): T {
     result = fn();
   } catch (e) {
     scopes.pop();
-    for (const t of scope) t.dispose();
+    disposeAll(scope);
     throw e;
   }
   scopes.pop();
   if (result instanceof Promise) throw argError('tidy', 'the function must not be async: await outside, tidy inside');
   const survivors = new Set<unknown>();
   collect(result, survivors);
-  for (const t of scope) {
-    if (survivors.has(t)) addToScope(t);
-    else t.dispose();
-  }
+  disposeAll(scope, (t) => {
+    if (!survivors.has(t)) return false;
+    addToScope(t);
+    return true;
+  });
   return result;
 }
 

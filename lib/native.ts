@@ -7,4 +7,4 @@ const bindings = require('bindings') as (name: string) => unknown;
 
 export const native = bindings('flockml') as NativeAddon;
 native.setErrorClasses(FlockTypeError, FlockRangeError, FlockError);
-export type { NativeTensor, NativeDType } from '../types/native';
+export type { NativeTensor, NewTensor, NativeDType } from '../types/native';

@@ -4,7 +4,7 @@
  * the runtime import graph acyclic (ops import this file, never the reverse).
  */
 import { inspect } from 'node:util';
-import { native, type NativeTensor } from './native';
+import { native, type NativeTensor, type NewTensor } from './native';
 import { type CanonicalDType, isFloating, viewBytes } from './dtype';
 import { flockError } from './errors';
 import { track, untrack } from './memory';
@@ -40,6 +40,12 @@ interface VersionCounter {
 
 const NO_HOOKS: readonly GradHook[] = Object.freeze([]);
 
+const returned = native.returned;
+const metas = native.metas;
+// Frees the handles of tensors the garbage collector took undisposed. A tensor created inside a
+// tidy scope joins this registry only if it leaves every scope undisposed (see memory.ts).
+const undisposed = new FinalizationRegistry<NativeTensor>((h) => native.dispose(h));
+
 export type TensorData = Float32Array | Float64Array | Int32Array | BigInt64Array | Uint8Array;
 
 export class Tensor {
@@ -57,24 +63,25 @@ export class Tensor {
   /** @internal gradient hooks, see {@link registerHook}; replaced, never mutated, when one is added or removed. */
   _hooks: readonly GradHook[] = NO_HOOKS;
   #version: VersionCounter | null = null;
+  #registered = false;
 
   /** @internal use the creation functions (fl.tensor, fl.zeros, ...). */
-  constructor(handle: NativeTensor) {
-    this.#h = handle;
-    // A handle the addon returned carries its metadata, so an op makes one native call, not two;
-    // anything else goes through native.meta, which checks it (and throws for what is no handle).
-    const m = handle?.meta;
-    if (m !== undefined) {
-      this.shape = m.shape;
-      this.dtype = m.dtype;
-      this.device = m.device;
-    } else {
-      const checked = native.meta(handle);
-      this.shape = Object.freeze(checked.shape);
-      this.dtype = checked.dtype;
-      this.device = checked.device;
-    }
+  constructor(handle: NewTensor) {
+    // The op that returned `handle` left its metadata in `returned`, so an op makes one native
+    // call, not two; any other handle goes through native.meta, which checks it.
+    const m = returned[1] === handle ? metas[returned[0]] : native.meta(handle);
+    this.#h = handle as number as NativeTensor;
+    this.shape = m.shape;
+    this.dtype = m.dtype;
+    this.device = m.device;
     track(this);
+  }
+
+  /** @internal called once no tidy scope holds this tensor: the garbage collector frees it if never disposed. */
+  _unscoped(): void {
+    if (this.#registered || this.#h === null) return;
+    this.#registered = true;
+    undisposed.register(this, this.#h, this);
   }
 
   /**
@@ -129,10 +136,24 @@ export class Tensor {
 
   /** Frees this tensor's memory (queued work that still reads it keeps it alive until done). */
   dispose(): void {
-    if (this.#h === null) return;
-    native.dispose(this.#h);
+    const h = this._release();
+    if (h !== null) native.dispose(h);
+  }
+
+  /**
+   * @internal marks this tensor disposed and returns its handle (null if it was already), which
+   * the caller must dispose: a tidy scope disposes all of its tensors' handles in one native call.
+   */
+  _release(): NativeTensor | null {
+    const h = this.#h;
+    if (h === null) return null;
     this.#h = null;
+    if (this.#registered) {
+      undisposed.unregister(this);
+      this.#registered = false;
+    }
     untrack(this);
+    return h;
   }
 
   [Symbol.dispose](): void {
@@ -144,9 +165,13 @@ export class Tensor {
    * identity (autograd state, hooks, references held by optimizers). Used by Module.to().
    */
   _adopt(source: Tensor): void {
-    const h = native.reshape(source.handle, [...source.shape]);
+    const h = native.reshape(source.handle, [...source.shape]) as number as NativeTensor;
     if (this.#h !== null) native.dispose(this.#h);
     this.#h = h;
+    if (this.#registered) {
+      undisposed.unregister(this);
+      undisposed.register(this, h, this);
+    }
     const self = this as { shape: readonly number[]; dtype: CanonicalDType; device: string };
     self.shape = source.shape;
     self.dtype = source.dtype;

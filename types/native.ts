@@ -1,13 +1,23 @@
 /** The typed contract of the native addon (build/Release/flockml.node): every export. */
 
 /**
- * A tensor handle owned by the addon. Every handle an op returns carries its tensor's metadata
- * (`meta`, frozen and shared by handles of one shape, dtype and device), so a Tensor is built from
- * it without another native call.
+ * A tensor handle: a number naming a slot of the addon's table (cpp/bindings/tensor_handle.h),
+ * held by a Tensor, which disposes it.
  */
-export interface NativeTensor {
-  readonly __nativeTensor: unique symbol;
-  readonly meta: { readonly shape: readonly number[]; readonly dtype: NativeDType; readonly device: string };
+export type NativeTensor = number & { readonly __nativeTensor: unique symbol };
+
+/**
+ * A handle an op just returned: wrap it in a Tensor (lib/ops/util.ts `wrap`) or dispose it. A
+ * number has no finalizer, so one dropped on the floor would hold its memory until the process
+ * ends; the type keeps it from being passed on to another op unwrapped.
+ */
+export type NewTensor = number & { readonly __newTensor: unique symbol };
+
+/** The frozen metadata of a handle, shared by handles of one shape, dtype and device. */
+export interface HandleMeta {
+  readonly shape: readonly number[];
+  readonly dtype: NativeDType;
+  readonly device: string;
 }
 
 export type NativeDType = 'f32' | 'f64' | 'i32' | 'i64' | 'u8' | 'bool' | 'bf16' | 'f16';
@@ -15,12 +25,6 @@ export type NativeDType = 'f32' | 'f64' | 'i32' | 'i64' | 'u8' | 'bool' | 'bf16'
 // The op-code names come from the op manifest (lib/ops/manifest/, npm run gen:ops).
 export type { UnaryOpName, BinaryOpName, ReduceOpName, RandomKind, BiasActivation } from './op_codes';
 import type { UnaryOpName, BinaryOpName, ReduceOpName, RandomKind, BiasActivation } from './op_codes';
-
-export interface NativeMeta {
-  shape: number[];
-  dtype: NativeDType;
-  device: string;
-}
 
 export interface DeviceMemoryStats {
   tensors: number;
@@ -32,14 +36,19 @@ export interface DeviceMemoryStats {
 }
 
 export interface NativeAddon {
-  NativeTensor: new () => NativeTensor;
+  /**
+   * [metadata index, handle] of the handle an op returned last: `metas[returned[0]]` is its
+   * metadata while `returned[1]` is that handle.
+   */
+  readonly returned: Float64Array;
+  readonly metas: readonly HandleMeta[];
   // creation
-  empty(shape: number[], dtype: NativeDType, device: string): NativeTensor;
-  full(shape: number[], dtype: NativeDType, device: string, value: number): NativeTensor;
-  fromBuffer(data: ArrayBufferView | ArrayBuffer, shape: number[], dtype: NativeDType, device: string): NativeTensor;
-  arange(start: number, end: number, step: number, dtype: NativeDType, device: string): NativeTensor;
-  linspace(start: number, end: number, steps: number, dtype: NativeDType, device: string): NativeTensor;
-  oneHot(index: NativeTensor, numClasses: number): NativeTensor;
+  empty(shape: number[], dtype: NativeDType, device: string): NewTensor;
+  full(shape: number[], dtype: NativeDType, device: string, value: number): NewTensor;
+  fromBuffer(data: ArrayBufferView | ArrayBuffer, shape: number[], dtype: NativeDType, device: string): NewTensor;
+  arange(start: number, end: number, step: number, dtype: NativeDType, device: string): NewTensor;
+  linspace(start: number, end: number, steps: number, dtype: NativeDType, device: string): NewTensor;
+  oneHot(index: NativeTensor, numClasses: number): NewTensor;
   random(
     kind: RandomKind,
     shape: number[],
@@ -49,11 +58,11 @@ export interface NativeAddon {
     offset: number,
     a: number,
     b: number,
-  ): NativeTensor;
+  ): NewTensor;
   // handles
-  meta(t: NativeTensor): NativeMeta;
-  isDisposed(t: NativeTensor): boolean;
-  dispose(t: NativeTensor): void;
+  meta(t: NativeTensor | NewTensor): HandleMeta;
+  isDisposed(t: NativeTensor | NewTensor): boolean;
+  dispose(t: NativeTensor | NewTensor | readonly (NativeTensor | NewTensor)[]): void;
   // sync points
   read(t: NativeTensor): Promise<ArrayBuffer>;
   readSync(t: NativeTensor): ArrayBuffer;
@@ -94,27 +103,27 @@ export interface NativeAddon {
   allowTF32(): boolean;
   setAllowTF32(allow: boolean): void;
   // ops
-  unary(op: UnaryOpName, x: NativeTensor, a?: number, b?: number): NativeTensor;
-  unaryBackward(op: UnaryOpName, x: NativeTensor, grad: NativeTensor, a?: number, b?: number): NativeTensor;
-  binary(op: BinaryOpName, a: NativeTensor, b: NativeTensor): NativeTensor;
-  where(cond: NativeTensor, a: NativeTensor, b: NativeTensor): NativeTensor;
-  cast(x: NativeTensor, dtype: NativeDType): NativeTensor;
-  clone(x: NativeTensor): NativeTensor;
+  unary(op: UnaryOpName, x: NativeTensor, a?: number, b?: number): NewTensor;
+  unaryBackward(op: UnaryOpName, x: NativeTensor, grad: NativeTensor, a?: number, b?: number): NewTensor;
+  binary(op: BinaryOpName, a: NativeTensor, b: NativeTensor): NewTensor;
+  where(cond: NativeTensor, a: NativeTensor, b: NativeTensor): NewTensor;
+  cast(x: NativeTensor, dtype: NativeDType): NewTensor;
+  clone(x: NativeTensor): NewTensor;
   copy_(dst: NativeTensor, src: NativeTensor): void;
-  to(x: NativeTensor, device: string): NativeTensor;
-  reduce(op: ReduceOpName, x: NativeTensor, dims: number[], keepdim: boolean, correction?: number): NativeTensor;
-  softmax(x: NativeTensor, dim: number, log: boolean): NativeTensor;
-  matmul(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean): NativeTensor;
-  reshape(x: NativeTensor, shape: number[]): NativeTensor;
-  narrow(x: NativeTensor, dim: number, start: number, length: number): NativeTensor;
-  permute(x: NativeTensor, dims: number[]): NativeTensor;
-  expand(x: NativeTensor, shape: number[]): NativeTensor;
-  cat(xs: NativeTensor[], dim: number): NativeTensor;
+  to(x: NativeTensor, device: string): NewTensor;
+  reduce(op: ReduceOpName, x: NativeTensor, dims: number[], keepdim: boolean, correction?: number): NewTensor;
+  softmax(x: NativeTensor, dim: number, log: boolean): NewTensor;
+  matmul(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean): NewTensor;
+  reshape(x: NativeTensor, shape: number[]): NewTensor;
+  narrow(x: NativeTensor, dim: number, start: number, length: number): NewTensor;
+  permute(x: NativeTensor, dims: number[]): NewTensor;
+  expand(x: NativeTensor, shape: number[]): NewTensor;
+  cat(xs: NativeTensor[], dim: number): NewTensor;
   /** Rows of x along dim; `op` names the caller in errors (default 'indexSelect'). */
-  indexSelect(x: NativeTensor, dim: number, index: NativeTensor, op?: 'indexSelect' | 'embedding'): NativeTensor;
+  indexSelect(x: NativeTensor, dim: number, index: NativeTensor, op?: 'indexSelect' | 'embedding'): NewTensor;
   /** `op` names the caller in errors (default 'gather'). */
-  gather(x: NativeTensor, dim: number, index: NativeTensor, op?: 'gather' | 'nllLoss'): NativeTensor;
-  scatterAdd(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NativeTensor;
+  gather(x: NativeTensor, dim: number, index: NativeTensor, op?: 'gather' | 'nllLoss'): NewTensor;
+  scatterAdd(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NewTensor;
   // nn (cpp/bindings/nn.cc): geometry as [h, w] pairs
   conv2d(
     x: NativeTensor,
@@ -124,7 +133,7 @@ export interface NativeAddon {
     dilation: number[],
     groups: number,
     bias?: NativeTensor | null,
-  ): NativeTensor;
+  ): NewTensor;
   conv2dBackwardInput(
     grad: NativeTensor,
     w: NativeTensor,
@@ -133,7 +142,7 @@ export interface NativeAddon {
     padding: number[],
     dilation: number[],
     groups: number,
-  ): NativeTensor;
+  ): NewTensor;
   conv2dBackwardWeight(
     x: NativeTensor,
     grad: NativeTensor,
@@ -142,7 +151,7 @@ export interface NativeAddon {
     padding: number[],
     dilation: number[],
     groups: number,
-  ): NativeTensor;
+  ): NewTensor;
   maxPool2d(
     x: NativeTensor,
     kernel: number[],
@@ -151,7 +160,7 @@ export interface NativeAddon {
     dilation: number[],
     ceilMode: boolean,
     countIncludePad: boolean,
-  ): [NativeTensor, NativeTensor];
+  ): [NewTensor, NewTensor];
   maxPool2dBackward(
     grad: NativeTensor,
     indices: NativeTensor,
@@ -162,7 +171,7 @@ export interface NativeAddon {
     dilation: number[],
     ceilMode: boolean,
     countIncludePad: boolean,
-  ): NativeTensor;
+  ): NewTensor;
   avgPool2d(
     x: NativeTensor,
     kernel: number[],
@@ -171,7 +180,7 @@ export interface NativeAddon {
     dilation: number[],
     ceilMode: boolean,
     countIncludePad: boolean,
-  ): NativeTensor;
+  ): NewTensor;
   avgPool2dBackward(
     grad: NativeTensor,
     inputShape: number[],
@@ -181,11 +190,11 @@ export interface NativeAddon {
     dilation: number[],
     ceilMode: boolean,
     countIncludePad: boolean,
-  ): NativeTensor;
-  adaptiveAvgPool2d(x: NativeTensor, outputSize: number[]): NativeTensor;
-  adaptiveAvgPool2dBackward(grad: NativeTensor, inputShape: number[]): NativeTensor;
+  ): NewTensor;
+  adaptiveAvgPool2d(x: NativeTensor, outputSize: number[]): NewTensor;
+  adaptiveAvgPool2dBackward(grad: NativeTensor, inputShape: number[]): NewTensor;
   /** Fused log-softmax + NLL over [rows, classes]: [per-row loss, per-row logsumexp]. */
-  crossEntropy(x: NativeTensor, target: NativeTensor, ignoreIndex: number, labelSmoothing: number): [NativeTensor, NativeTensor];
+  crossEntropy(x: NativeTensor, target: NativeTensor, ignoreIndex: number, labelSmoothing: number): [NewTensor, NewTensor];
   crossEntropyBackward(
     x: NativeTensor,
     target: NativeTensor,
@@ -193,14 +202,9 @@ export interface NativeAddon {
     grad: NativeTensor,
     ignoreIndex: number,
     labelSmoothing: number,
-  ): NativeTensor;
+  ): NewTensor;
   /** Layer norm of each row of [rows, d], affine fused (weight, bias [d] or null): [y, mean [rows], rstd [rows]]. */
-  layerNorm(
-    x: NativeTensor,
-    weight: NativeTensor | null,
-    bias: NativeTensor | null,
-    eps: number,
-  ): [NativeTensor, NativeTensor, NativeTensor];
+  layerNorm(x: NativeTensor, weight: NativeTensor | null, bias: NativeTensor | null, eps: number): [NewTensor, NewTensor, NewTensor];
   /** [dx, dweight or null, dbias or null]; the parameter gradients are column sums in the same kernel. */
   layerNormBackward(
     x: NativeTensor,
@@ -210,11 +214,11 @@ export interface NativeAddon {
     grad: NativeTensor,
     weightGrad: boolean,
     biasGrad: boolean,
-  ): [NativeTensor, NativeTensor | null, NativeTensor | null];
+  ): [NewTensor, NewTensor | null, NewTensor | null];
   /** act(x + bias) over x [rows, n] and bias [n]: the fused epilogue of linear. */
-  biasAct(x: NativeTensor, bias: NativeTensor, activation: BiasActivation): NativeTensor;
+  biasAct(x: NativeTensor, bias: NativeTensor, activation: BiasActivation): NewTensor;
   /** grad · act'(saved + bias), or act'(saved) without bias (relu may pass its output as saved). */
-  biasActBackward(grad: NativeTensor, saved: NativeTensor, bias: NativeTensor | null, activation: BiasActivation): NativeTensor;
+  biasActBackward(grad: NativeTensor, saved: NativeTensor, bias: NativeTensor | null, activation: BiasActivation): NewTensor;
   /** In-place fused Adam/AdamW over many tensors, queued on their device's stream; maxExpAvgSq is empty unless amsgrad. */
   adamStep(
     params: NativeTensor[],
@@ -238,7 +242,7 @@ export interface NativeAddon {
     seed: number,
     offset: number,
   ): void;
-  gradNorm(tensors: NativeTensor[], normType: number): NativeTensor;
+  gradNorm(tensors: NativeTensor[], normType: number): NewTensor;
   clipByNorm(tensors: NativeTensor[], total: NativeTensor, maxNorm: number): void;
   sgdStep(
     params: NativeTensor[],
@@ -326,7 +330,7 @@ export interface NativeReadResult {
   metadata: Record<string, string>;
   tensors: NativeTensorInfo[];
   names: string[];
-  handles: NativeTensor[];
+  handles: NewTensor[];
 }
 
 export interface NativeAddon {
@@ -404,7 +408,7 @@ export interface NativeAddon {
     dropoutP: number,
     seed: number,
     offset: number,
-  ): [NativeTensor, NativeTensor];
+  ): [NewTensor, NewTensor];
   /** Gradients [gq, gk, gv] of {@link attention}, recomputing the scores from the saved logsumexp. */
   attentionBackward(
     q: NativeTensor,
@@ -421,7 +425,7 @@ export interface NativeAddon {
     dropoutP: number,
     seed: number,
     offset: number,
-  ): [NativeTensor, NativeTensor, NativeTensor];
+  ): [NewTensor, NewTensor, NewTensor];
   /**
    * Self-attention over a packed projection qkv ([n, len, 3·embed] when batchFirst, else
    * [len, n, 3·embed]; f32, bf16 or f16, CPU) split into `heads` heads in place; the mask as for
@@ -439,7 +443,7 @@ export interface NativeAddon {
     dropoutP: number,
     seed: number,
     offset: number,
-  ): [NativeTensor, NativeTensor];
+  ): [NewTensor, NewTensor];
   /** The gradient of qkv (qkv's shape) of {@link attentionPacked}. */
   attentionPackedBackward(
     qkv: NativeTensor,
@@ -456,17 +460,17 @@ export interface NativeAddon {
     dropoutP: number,
     seed: number,
     offset: number,
-  ): NativeTensor;
+  ): NewTensor;
 }
 
 // ---- rearranging ops (cpp/bindings/rearrange.cc) ----
 export interface NativeAddon {
   /** tril (upper false) or triu (upper true) over the last two dims, relative to `diagonal`. */
-  triangular(x: NativeTensor, diagonal: number, upper: boolean): NativeTensor;
+  triangular(x: NativeTensor, diagonal: number, upper: boolean): NewTensor;
   /** A copy with the given dims reversed. */
-  flip(x: NativeTensor, dims: number[]): NativeTensor;
+  flip(x: NativeTensor, dims: number[]): NewTensor;
   /** A copy rolled by `shifts[i]` along `dims[i]` (equal lengths). */
-  roll(x: NativeTensor, shifts: number[], dims: number[]): NativeTensor;
+  roll(x: NativeTensor, shifts: number[], dims: number[]): NewTensor;
 }
 
 export type ScatterReduceName = 'sum' | 'prod' | 'mean' | 'amax' | 'amin';
@@ -474,12 +478,12 @@ export type ScatterReduceName = 'sum' | 'prod' | 'mean' | 'amax' | 'amin';
 /** Scan, sort, scatter, select and sample ops (cpp/bindings/select_ops.cc). */
 export interface NativeAddon {
   /** cumsum (prod false) or cumprod along dim, from the end when `reverse`; integers and bool give i64. */
-  scan(x: NativeTensor, dim: number, prod: boolean, reverse: boolean): NativeTensor;
-  cumprodBackward(x: NativeTensor, grad: NativeTensor, dim: number): NativeTensor;
+  scan(x: NativeTensor, dim: number, prod: boolean, reverse: boolean): NewTensor;
+  cumprodBackward(x: NativeTensor, grad: NativeTensor, dim: number): NewTensor;
   /** Stable sort along dim: [values, indices (i64)]. */
-  sort(x: NativeTensor, dim: number, descending: boolean): [NativeTensor, NativeTensor];
-  topk(x: NativeTensor, k: number, dim: number, largest: boolean): [NativeTensor, NativeTensor];
-  scatter(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NativeTensor;
+  sort(x: NativeTensor, dim: number, descending: boolean): [NewTensor, NewTensor];
+  topk(x: NativeTensor, k: number, dim: number, largest: boolean): [NewTensor, NewTensor];
+  scatter(x: NativeTensor, dim: number, index: NativeTensor, src: NativeTensor): NewTensor;
   scatterReduce(
     x: NativeTensor,
     dim: number,
@@ -487,11 +491,11 @@ export interface NativeAddon {
     src: NativeTensor,
     reduce: ScatterReduceName,
     includeSelf: boolean,
-  ): NativeTensor;
+  ): NewTensor;
   /** `count`: the number of true elements of the broadcast bool mask. */
-  maskedSelect(x: NativeTensor, mask: NativeTensor, count: number): NativeTensor;
+  maskedSelect(x: NativeTensor, mask: NativeTensor, count: number): NewTensor;
   /** [count, ndim] i64 coordinates of a bool mask's true elements. */
-  nonzero(mask: NativeTensor, count: number): NativeTensor;
+  nonzero(mask: NativeTensor, count: number): NewTensor;
   /** probs [rows, categories] → [rows, numSamples] i64, from Philox counters at (seed, offset). */
-  multinomial(probs: NativeTensor, numSamples: number, replacement: boolean, seed: number, offset: number): NativeTensor;
+  multinomial(probs: NativeTensor, numSamples: number, replacement: boolean, seed: number, offset: number): NewTensor;
 }

@@ -1,5 +1,5 @@
 // The per-environment addon instance: its Context (streams), the thread-safe function that
-// resolves sync-point promises from stream threads, and the live-handle counters.
+// resolves sync-point promises from stream threads, and the table of JS tensor handles.
 #pragma once
 #include <napi.h>
 #include <array>
@@ -31,8 +31,11 @@ class Addon : public Napi::Addon<Addon> {
   ~Addon();
   static Addon& of(Napi::Env env) { return *env.GetInstanceData<Addon>(); }
 
-  // Wraps `t` in a new JS handle object.
-  Napi::Object wrap(Napi::Env env, Tensor t);
+  // A new JS handle for `t` (a number; see tensor_handle.h), its metadata index and the handle
+  // written to `returned` for lib/tensor.ts.
+  Napi::Value wrap(Napi::Env env, Tensor t);
+  // Releases `handle`; false when it named no live tensor.
+  bool dispose(Napi::Env env, double handle);
   // Returns a promise resolved once `device`'s stream has run everything queued so far, with the
   // bytes of `bytes` when given.
   Napi::Promise when_done(Napi::Env env, Device device, std::shared_ptr<std::vector<uint8_t>> bytes);
@@ -52,11 +55,12 @@ class Addon : public Napi::Addon<Addon> {
   static constexpr int64_t kExternalGrain = int64_t(16) << 20;
 
   Context context;
-  Napi::FunctionReference tensor_class;
-  MetaCache meta;  // the metadata properties of new handles
+  HandleTable handles;
+  MetaCache meta;  // the metadata of new handles
+  double* returned = nullptr;  // [metadata index, handle] of the latest wrap(); see tensor_handle.h
+  Napi::Reference<Napi::Float64Array> returned_ref;
   // lib/errors.ts's classes, indexed by ErrorKind; set once by setErrorClasses.
   std::array<Napi::FunctionReference, 3> error_classes;
-  std::shared_ptr<LiveCounts> live = std::make_shared<LiveCounts>();
 
  private:
   SyncFunction sync_fn_;

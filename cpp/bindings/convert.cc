@@ -5,8 +5,6 @@
 
 namespace flock::js {
 
-const napi_type_tag kTensorTag = {0x6f1c0c4e8a2b4f11ull, 0x9d3e7a55c0ffee01ull};
-
 Napi::Error make_js_error(Napi::Env env, Code code, const std::string& message) {
   Napi::String js_code = Napi::String::New(env, code_name(code));
   Napi::String js_message = Napi::String::New(env, message);
@@ -38,15 +36,23 @@ std::string describe(Napi::Value v) {
   }
 }
 
-Tensor Args::tensor(size_t i, const char* name) const {
-  Napi::Value v = info[i];
-  if (!v.IsObject()) fail(Code::Arg, op, ": ", name, " must be a tensor, got ", describe(v));
-  Napi::Object o = v.As<Napi::Object>();
-  if (!o.CheckTypeTag(&kTensorTag)) fail(Code::Arg, op, ": ", name, " must be a tensor, got another object");
-  TensorHandle* h = TensorHandle::of(o);
-  if (!h || !h->tensor) fail(Code::Disposed, op, ": ", name, " has been disposed");
-  return *h->tensor;
+// The tensor handle `v` names (see tensor_handle.h); `name` and `index` (when >= 0) name it in errors.
+const Tensor& handle_tensor(Napi::Env env, Napi::Value v, const char* op, const char* name, int64_t index) {
+  double h = 0;
+  if (v.IsNumber()) h = v.As<Napi::Number>().DoubleValue();
+  if (!HandleTable::well_formed(h)) {
+    if (index < 0) fail(Code::Arg, op, ": ", name, " must be a tensor, got ", describe(v));
+    fail(Code::Arg, op, ": ", name, "[", index, "] must be a tensor, got ", describe(v));
+  }
+  const Tensor* t = Addon::of(env).handles.find(h);
+  if (!t) {
+    if (index < 0) fail(Code::Disposed, op, ": ", name, " has been disposed");
+    fail(Code::Disposed, op, ": ", name, "[", index, "] has been disposed");
+  }
+  return *t;
 }
+
+Tensor Args::tensor(size_t i, const char* name) const { return handle_tensor(info.Env(), info[i], op, name, -1); }
 
 std::vector<Tensor> Args::tensors(size_t i, const char* name) const {
   Napi::Value v = info[i];
@@ -55,12 +61,7 @@ std::vector<Tensor> Args::tensors(size_t i, const char* name) const {
   if (arr.Length() > 100000) fail(Code::Arg, op, ": ", name, " holds too many tensors (", arr.Length(), ")");
   std::vector<Tensor> out;
   for (uint32_t k = 0; k < arr.Length(); ++k) {
-    Napi::Value e = arr.Get(k);
-    if (!e.IsObject() || !e.As<Napi::Object>().CheckTypeTag(&kTensorTag))
-      fail(Code::Arg, op, ": ", name, "[", k, "] must be a tensor, got ", describe(e));
-    TensorHandle* h = TensorHandle::of(e.As<Napi::Object>());
-    if (!h || !h->tensor) fail(Code::Disposed, op, ": ", name, "[", k, "] has been disposed");
-    out.push_back(*h->tensor);
+    out.push_back(handle_tensor(info.Env(), arr.Get(k), op, name, k));
   }
   return out;
 }

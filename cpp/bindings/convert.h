@@ -8,8 +8,6 @@
 
 namespace flock::js {
 
-extern const napi_type_tag kTensorTag;
-
 // The JS error for a core error: an instance of the class lib/errors.ts registered for the code's
 // kind (FlockTypeError, FlockRangeError, FlockError), carrying `code`.
 Napi::Error make_js_error(Napi::Env env, Code code, const std::string& message);

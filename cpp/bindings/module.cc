@@ -31,10 +31,13 @@ void Addon::account_external(Napi::Env env, int64_t delta) {
 
 Addon::Addon(Napi::Env env, Napi::Object exports) {
   Context::set_current(&context);
-  tensor_class = Napi::Persistent(TensorHandle::define(env));
   sync_fn_ = SyncFunction::New(env, "flockml.sync", 0, 1);
   sync_fn_.Unref(env);  // only pending promises keep the process alive
-  exports.Set("NativeTensor", tensor_class.Value());
+  Napi::Float64Array ret = Napi::Float64Array::New(env, 2);
+  returned = ret.Data();
+  returned_ref = Napi::Persistent(ret);
+  exports.Set("returned", ret);
+  exports.Set("metas", meta.metas(env));
   register_tensor_exports(env, exports);
   register_op_exports(env, exports);
   register_nn_exports(env, exports);
@@ -58,11 +61,23 @@ Addon::~Addon() {
   Context::set_current(nullptr);
 }
 
-Napi::Object Addon::wrap(Napi::Env env, Tensor t) {
-  Napi::Object obj = tensor_class.New({});
-  meta.define(env, obj, t);
-  TensorHandle::Unwrap(obj)->attach(env, std::move(t));
-  return obj;
+Napi::Value Addon::wrap(Napi::Env env, Tensor t) {
+  const uint32_t m = meta.index_of(env, t);
+  const int64_t bytes = static_cast<int64_t>(t.nbytes());
+  const double h = handles.add(std::move(t));
+  account_external(env, bytes);
+  returned[0] = m;
+  returned[1] = h;
+  return Napi::Number::New(env, h);
+}
+
+bool Addon::dispose(Napi::Env env, double handle) {
+  const Tensor* t = handles.find(handle);
+  if (!t) return false;
+  const int64_t bytes = static_cast<int64_t>(t->nbytes());
+  handles.release(handle);
+  account_external(env, -bytes);
+  return true;
 }
 
 Napi::Promise Addon::when_done(Napi::Env env, Device device, std::shared_ptr<std::vector<uint8_t>> bytes) {

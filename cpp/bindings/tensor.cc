@@ -76,31 +76,37 @@ Napi::Value OneHot(const Napi::CallbackInfo& info) {
 
 Napi::Value Meta(const Napi::CallbackInfo& info) {
   Args a{info, "meta"};
-  const Tensor& t = a.tensor(0, "tensor");
-  Napi::Env env = info.Env();
-  Napi::Object o = Napi::Object::New(env);
-  Napi::Array shape = Napi::Array::New(env, t.shape.size());
-  for (size_t i = 0; i < t.shape.size(); ++i) shape.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(t.shape[i])));
-  o.Set("shape", shape);
-  o.Set("dtype", dtype_name(t.dtype));
-  o.Set("device", t.device().str());
-  return o;
+  Addon& addon = Addon::of(info.Env());
+  return addon.meta.metas(info.Env()).Get(addon.meta.index_of(info.Env(), a.tensor(0, "tensor")));
 }
 
+// Whether a value of a handle's form names no live tensor (disposed); anything else is refused.
 Napi::Value IsDisposed(const Napi::CallbackInfo& info) {
   Napi::Value v = info[0];
-  if (!v.IsObject() || !v.As<Napi::Object>().CheckTypeTag(&kTensorTag))
+  if (!v.IsNumber() || !HandleTable::well_formed(v.As<Napi::Number>().DoubleValue()))
     fail(Code::Arg, "isDisposed: expected a tensor, got ", describe(v));
-  TensorHandle* h = TensorHandle::of(v.As<Napi::Object>());
-  return Napi::Boolean::New(info.Env(), !h || !h->tensor.has_value());
+  return Napi::Boolean::New(info.Env(), Addon::of(info.Env()).handles.find(v.As<Napi::Number>().DoubleValue()) == nullptr);
 }
 
+// Releases each handle given (one or an array); handles already disposed are skipped.
 Napi::Value Dispose(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Addon& addon = Addon::of(env);
+  auto one = [&](Napi::Value v, int64_t k) {
+    if (!v.IsNumber() || !HandleTable::well_formed(v.As<Napi::Number>().DoubleValue())) {
+      if (k < 0) fail(Code::Arg, "dispose: expected a tensor, got ", describe(v));
+      fail(Code::Arg, "dispose: expected tensors, got ", describe(v), " at [", k, "]");
+    }
+    addon.dispose(env, v.As<Napi::Number>().DoubleValue());
+  };
   Napi::Value v = info[0];
-  if (!v.IsObject() || !v.As<Napi::Object>().CheckTypeTag(&kTensorTag))
-    fail(Code::Arg, "dispose: expected a tensor, got ", describe(v));
-  if (TensorHandle* h = TensorHandle::of(v.As<Napi::Object>())) h->dispose(info.Env(), v.As<Napi::Object>());
-  return info.Env().Undefined();
+  if (v.IsArray()) {
+    Napi::Array arr = v.As<Napi::Array>();
+    for (uint32_t k = 0; k < arr.Length(); ++k) one(arr.Get(k), k);
+  } else {
+    one(v, -1);
+  }
+  return env.Undefined();
 }
 
 Napi::Value Read(const Napi::CallbackInfo& info) {
@@ -150,7 +156,7 @@ Napi::Value Memory(const Napi::CallbackInfo& info) {
   auto put = [&](Device d) {
     DeviceMemory& m = memory_of(d);
     Napi::Object o = Napi::Object::New(env);
-    o.Set("tensors", static_cast<double>(addon.live->tensors[live_slot(d)].load()));
+    o.Set("tensors", static_cast<double>(addon.handles.live(live_slot(d))));
     o.Set("bytes", static_cast<double>(m.bytes.load()));
     o.Set("peakBytes", static_cast<double>(m.peak.load()));
     o.Set("storages", static_cast<double>(m.storages.load()));

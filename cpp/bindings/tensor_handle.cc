@@ -1,4 +1,5 @@
 #include "tensor_handle.h"
+#include <cmath>
 #include "addon.h"
 #include "convert.h"
 
@@ -6,48 +7,64 @@ namespace flock::js {
 
 int live_slot(Device d) { return d.is_cpu() ? d.index : kMaxCpuDevices + d.index; }
 
-Napi::Function TensorHandle::define(Napi::Env env) { return DefineClass(env, "NativeTensor", {}); }
-
-TensorHandle::TensorHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TensorHandle>(info) {
-  info.This().As<Napi::Object>().TypeTag(&kTensorTag);
+bool HandleTable::well_formed(double handle) {
+  return handle >= kHandleBase && handle < kHandleBase * 2 && std::floor(handle) == handle;
 }
 
-void TensorHandle::attach(Napi::Env env, Tensor t) {
-  counts_ = Addon::of(env).live;
-  slot_ = live_slot(t.device());
-  accounted_ = static_cast<int64_t>(t.nbytes());
-  tensor = std::move(t);
-  counts_->tensors[slot_].fetch_add(1);
-  Addon::of(env).account_external(env, accounted_);
+double HandleTable::add(Tensor t) {
+  uint32_t index;
+  if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  } else {
+    if (slots_.size() >= kMaxSlots) fail(Code::OOM, "tensor: more than ", kMaxSlots, " live tensors");
+    index = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[index];
+  bytes_ += static_cast<int64_t>(t.nbytes());
+  ++live_[static_cast<size_t>(live_slot(t.device()))];
+  s.tensor = std::move(t);
+  s.used = true;
+  return kHandleBase + static_cast<double>(s.generation) * static_cast<double>(kMaxSlots) + index;
 }
 
-void TensorHandle::release(Napi::Env env) {
-  if (!tensor) return;
-  tensor.reset();  // queued work still holds the storage; it is freed when that work is done
-  counts_->tensors[slot_].fetch_sub(1);
-  Addon::of(env).account_external(env, -accounted_);
+const Tensor* HandleTable::find(double handle) const {
+  if (!well_formed(handle)) return nullptr;
+  const auto rel = static_cast<uint64_t>(handle - kHandleBase);
+  const auto index = static_cast<size_t>(rel & (kMaxSlots - 1));
+  if (index >= slots_.size()) return nullptr;
+  const Slot& s = slots_[index];
+  if (!s.used || s.generation != static_cast<uint32_t>(rel >> kSlotBits)) return nullptr;
+  return &s.tensor;
 }
 
-TensorHandle::~TensorHandle() { release(Env()); }
-
-TensorHandle* TensorHandle::of(Napi::Object obj) {
-  void* p = nullptr;
-  if (napi_unwrap(obj.Env(), obj, &p) != napi_ok) return nullptr;  // unwrapped by dispose()
-  return static_cast<TensorHandle*>(p);
+bool HandleTable::release(double handle) {
+  if (!find(handle)) return false;
+  const auto rel = static_cast<uint64_t>(handle - kHandleBase);
+  const auto index = static_cast<uint32_t>(rel & (kMaxSlots - 1));
+  Slot& s = slots_[index];
+  bytes_ -= static_cast<int64_t>(s.tensor.nbytes());
+  --live_[static_cast<size_t>(live_slot(s.tensor.device()))];
+  s.tensor = Tensor{};  // queued work still holds the storage; it is freed when that work is done
+  s.used = false;
+  s.generation = (s.generation + 1) % kGenerations;
+  free_.push_back(index);
+  return true;
 }
 
-void TensorHandle::dispose(Napi::Env env, Napi::Object obj) {
-  release(env);
-  // The wrap's finalizer is dropped; ~ObjectWrap then deletes the weak reference to `obj`.
-  if (napi_remove_wrap(env, obj, nullptr) == napi_ok) delete this;
+Napi::Array MetaCache::metas(Napi::Env env) {
+  if (metas_.IsEmpty()) metas_ = Napi::Persistent(Napi::Array::New(env, entries_.size()));
+  return metas_.Value();
 }
 
-Napi::Value MetaCache::meta_of(Napi::Env env, const Tensor& t) {
+uint32_t MetaCache::index_of(Napi::Env env, const Tensor& t) {
   const int slot = live_slot(t.device());
   size_t hash = (t.shape.size() * 31u + static_cast<size_t>(t.dtype)) * 31u + static_cast<size_t>(slot);
   for (int64_t d : t.shape) hash = (hash * 1000003u) ^ static_cast<size_t>(d);
-  Entry& e = entries_[hash % entries_.size()];
-  if (!e.meta.IsEmpty() && e.device_slot == slot && e.dtype == t.dtype && e.shape == t.shape) return e.meta.Value();
+  const auto index = static_cast<uint32_t>(hash % entries_.size());
+  Entry& e = entries_[index];
+  if (e.used && e.device_slot == slot && e.dtype == t.dtype && e.shape == t.shape) return index;
   Napi::Array shape = Napi::Array::New(env, t.shape.size());
   for (size_t i = 0; i < t.shape.size(); ++i) shape.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(t.shape[i])));
   shape.Freeze();
@@ -56,21 +73,12 @@ Napi::Value MetaCache::meta_of(Napi::Env env, const Tensor& t) {
   meta.Set("dtype", dtype_name(t.dtype));
   meta.Set("device", t.device().str());
   meta.Freeze();
+  metas(env).Set(index, meta);
   e.shape = t.shape;
   e.dtype = t.dtype;
   e.device_slot = slot;
-  e.meta = Napi::Persistent(meta);
-  return meta;
-}
-
-void MetaCache::define(Napi::Env env, Napi::Object obj, const Tensor& t) {
-  if (key_.IsEmpty()) {
-    Napi::Array holder = Napi::Array::New(env, 1);
-    holder.Set(0u, Napi::String::New(env, "meta"));
-    key_ = Napi::Persistent(holder);
-  }
-  // A plain data property (writable, enumerable, configurable): V8's fast path for adding one.
-  obj.DefineProperties({Napi::PropertyDescriptor::Value(key_.Value().Get(0u), meta_of(env, t), napi_default_jsproperty)});
+  e.used = true;
+  return index;
 }
 
 }  // namespace flock::js

@@ -1,63 +1,70 @@
-// The JS handle of a tensor: a type-tagged wrapper object owning one reference to the core
-// tensor. dispose() (which also unwraps the object) or else the finalizer releases it exactly once.
-// Every handle made by Addon::wrap also carries its tensor's metadata (`meta`, see MetaCache), so
-// lib/tensor.ts builds a Tensor from an op's result without a second native call.
+// The JS handles of tensors: plain numbers naming slots of one table per addon instance, so an op
+// result costs JS no object, wrap or finalizer. lib/tensor.ts's Tensor holds the number, disposes
+// it, or registers it with a FinalizationRegistry when no tidy scope will. A handle is
+// kHandleBase + generation * 2^24 + slot: the generation changes each time a slot is reused, so a
+// stale number is refused as disposed rather than naming another tensor, and the base keeps
+// handles apart from the small numbers (dims, sizes) ops also take.
+//
+// Each op returns the handle and writes what lib/tensor.ts needs to build a Tensor without another
+// native call into `returned` (a Float64Array): [metadata index, handle]. The metadata (a frozen
+// { shape, dtype, device } shared by the handles of one shape, dtype and device) sits at that index
+// of the `metas` array, a cache of the recent ones. JS thread only.
 #pragma once
 #include <napi.h>
 #include <array>
-#include <atomic>
-#include <memory>
-#include <optional>
+#include <cstdint>
+#include <vector>
 #include "../tensor.h"
 
 namespace flock::js {
 
-// Live JS tensor handles per device ([i] cpu:i, [kMaxCpuDevices + i] cuda:i); shared so a
-// finalizer that runs after the addon instance is gone still has somewhere to count.
-struct LiveCounts {
-  std::array<std::atomic<int64_t>, kMaxCpuDevices + kMaxCudaDevices> tensors{};
-};
+constexpr double kHandleBase = 281474976710656.0;  // 2^48
+constexpr uint32_t kSlotBits = 24;
+constexpr uint32_t kMaxSlots = 1u << kSlotBits;
+constexpr uint32_t kGenerations = 1u << 24;  // generation * 2^24 + slot < 2^48: handles stay below 2^49
 
-// The metadata of handles: each handle made by Addon::wrap gets one property, `meta`, a frozen
-// object { shape (frozen array), dtype, device } shared by the handles of the same shape, dtype and
-// device (a cache of recently used ones), so wrapping costs one property definition, not three
-// plus an array. JS thread only.
 class MetaCache {
  public:
-  void define(Napi::Env env, Napi::Object obj, const Tensor& t);
+  // The index into `metas` of `t`'s metadata object (made and stored there on a miss).
+  uint32_t index_of(Napi::Env env, const Tensor& t);
+  Napi::Array metas(Napi::Env env);
 
  private:
-  Napi::Value meta_of(Napi::Env env, const Tensor& t);
-
   struct Entry {
     Shape shape;
     DType dtype = DType::f32;
     int device_slot = -1;
-    Napi::ObjectReference meta;
+    bool used = false;
   };
-  Napi::Reference<Napi::Array> key_;  // ['meta']: Node-API 8 keeps references to objects only
+  Napi::Reference<Napi::Array> metas_;
   std::array<Entry, 64> entries_;
 };
 
-class TensorHandle : public Napi::ObjectWrap<TensorHandle> {
+class HandleTable {
  public:
-  static Napi::Function define(Napi::Env env);
-  explicit TensorHandle(const Napi::CallbackInfo& info);
-  ~TensorHandle() override;
-  void attach(Napi::Env env, Tensor t);
-  void release(Napi::Env env);
-  // The handle wrapped in `obj` (already checked to carry kTensorTag), or null once disposed.
-  static TensorHandle* of(Napi::Object obj);
-  // Releases the tensor, unwraps `obj` and deletes this: a disposed handle then costs the garbage
-  // collector nothing (no Node-API finalizer is queued for it), and later uses see it disposed.
-  void dispose(Napi::Env env, Napi::Object obj);
-
-  std::optional<Tensor> tensor;
+  // A new handle owning one reference to `t`.
+  double add(Tensor t);
+  // The tensor `handle` names, or null when it names none (disposed, stale, or no handle).
+  const Tensor* find(double handle) const;
+  // Whether `handle` has the form of a handle (it may still be disposed).
+  static bool well_formed(double handle);
+  // Drops the reference; false when `handle` named no live tensor.
+  bool release(double handle);
+  // Live handles on the device of `live_slot` (see live_slot()).
+  int64_t live(int slot) const { return live_[static_cast<size_t>(slot)]; }
+  // Bytes of the tensors live handles name (for V8's external memory accounting).
+  int64_t bytes() const { return bytes_; }
 
  private:
-  int64_t accounted_ = 0;
-  int slot_ = 0;
-  std::shared_ptr<LiveCounts> counts_;
+  struct Slot {
+    Tensor tensor;
+    uint32_t generation = 0;
+    bool used = false;
+  };
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+  std::array<int64_t, kMaxCpuDevices + kMaxCudaDevices> live_{};
+  int64_t bytes_ = 0;
 };
 
 }  // namespace flock::js

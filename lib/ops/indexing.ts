@@ -22,7 +22,7 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
   return record(out, 'indexSelect', [x], (g) => {
     // Scatter-add rows back: the index broadcast along every other dim of the gradient.
     const shape = g.shape.map((_, i) => (i === d ? index.numel() : 1));
-    const idx = wrap(native.expand(native.reshape(index.handle, shape), [...g.shape]));
+    const idx = wrap(native.expand(wrap(native.reshape(index.handle, shape)).handle, [...g.shape]));
     const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
     return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, g.handle))];
   });
@@ -101,15 +101,13 @@ export function indexAdd(x: Tensor, dim: number, index: Tensor, source: Tensor, 
     return indexAdd(flat(x), 0, flat(index), flat(source), options).reshape([]);
   }
   // Scatter-add along dim with the index broadcast over every other dim of source.
-  const idx = wrap(
-    native.expand(
-      native.reshape(
-        index.handle,
-        lead.map((s, i) => (i === d ? s : 1)),
-      ),
-      lead,
+  const col = wrap(
+    native.reshape(
+      index.handle,
+      lead.map((s, i) => (i === d ? s : 1)),
     ),
   );
+  const idx = wrap(native.expand(col.handle, lead));
   const scaled = alpha === 1 ? source : mul(source, alpha);
   const out = wrap(native.scatterAdd(x.handle, d, idx.handle, scaled.detach().handle));
   return record(out, 'indexAdd', [x, source], (g) => [

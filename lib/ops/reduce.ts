@@ -155,7 +155,7 @@ function truthCount(op: 'all' | 'any', x: Tensor, dim: number | number[] | undef
   if (typeof keepdim !== 'boolean') throw typeError(op, `keepdim must be a boolean, got ${typeof keepdim}`);
   const dims = dimList(op, dim, x.ndim);
   const zero = wrap(native.full([], x.dtype, x.device, 0));
-  const truth = wrap(native.cast(native.binary('ne', x.handle, zero.handle), 'i64'));
+  const truth = wrap(native.cast(wrap(native.binary('ne', x.handle, zero.handle)).handle, 'i64'));
   const count = wrap(native.reduce('sum', truth.handle, dims, keepdim));
   const size = countOf(x, dims);
   const bound = wrap(native.full([], 'i64', x.device, op === 'all' ? size : 0));

@@ -8,7 +8,7 @@ import { type DType, checkValueFits, isFloating, toDType } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import { normalizeDevice } from '../device';
 import { nextDraw } from '../random';
-import { checkTensor, rangeError, typeError, wrap } from './util';
+import { checkTensor, rangeError, typeError, held, wrap } from './util';
 
 /**
  * A random permutation of 0..n-1 (i64 unless `dtype` says), as torch.randperm: the order of
@@ -30,7 +30,7 @@ export function randperm(n: number, options?: { dtype?: DType; device?: string }
   const hi = part(),
     lo = part();
   const scale = wrap(native.full([], 'i64', device, 2 ** 31));
-  const keys = wrap(native.binary('add', native.binary('mul', hi.handle, scale.handle), lo.handle));
+  const keys = wrap(native.binary('add', held(native.binary('mul', hi.handle, scale.handle)), lo.handle));
   const [v, order] = native.sort(keys.handle, 0, false);
   native.dispose(v);
   const out = wrap(order);
@@ -74,13 +74,18 @@ function checkWeights(p: Tensor, numSamples: number, replacement: boolean): void
   const stats = [
     native.reduce('min', f64.handle, [], false),
     native.reduce('sum', f64.handle, [], false), // inf or NaN anywhere shows here
-    native.reduce('min', native.reduce('sum', f64.handle, [1], false), [], false),
-    native.reduce('min', native.reduce('sum', native.cast(native.binary('gt', f64.handle, zero.handle), 'f64'), [1], false), [], false),
-  ];
+    native.reduce('min', held(native.reduce('sum', f64.handle, [1], false)), [], false),
+    native.reduce(
+      'min',
+      held(native.reduce('sum', held(native.cast(held(native.binary('gt', f64.handle, zero.handle)), 'f64')), [1], false)),
+      [],
+      false,
+    ),
+  ].map((h) => wrap(h));
   const [low, total, rowSum, positive] = Array.from(
     wrap(
       native.cat(
-        stats.map((s) => native.reshape(s, [1])),
+        stats.map((s) => held(native.reshape(s.handle, [1]))),
         0,
       ),
     ).dataSync() as Float64Array,

@@ -5,7 +5,7 @@ import { record } from '../autograd/node';
 import { checkValueFits } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import type { ScatterReduceName } from '../../types/native';
-import { castTo, checkTensor, normDim, typeError, wrap } from './util';
+import { castTo, checkTensor, normDim, typeError, held, wrap } from './util';
 import { div, eq, logicalAnd, mul, where } from './elementwise';
 
 function checkIndex(op: string, index: Tensor): void {
@@ -112,7 +112,7 @@ export function scatterReduce(
         const srcCut = cutTo(src, ix.shape);
         const srcZero = eq(srcCut, 0);
         const zerosAt = wrap(
-          native.gather(native.scatterAdd(zerosOf(x.shape, g).handle, d, ix.handle, castTo(srcZero, g.dtype).handle), d, ix.handle),
+          native.gather(held(native.scatterAdd(zerosOf(x.shape, g).handle, d, ix.handle, castTo(srcZero, g.dtype).handle)), d, ix.handle),
         );
         const single = logicalAnd(srcZero, eq(zerosAt, 1));
         const withoutIt = run(x, padTo(where(single, 1, srcCut), src.shape));

@@ -6,11 +6,11 @@ import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { record } from '../autograd/node';
 import { checkOptions, describe } from '../errors';
-import { checkTensor, rangeError, sumTo, typeError, wrap } from './util';
+import { checkTensor, rangeError, sumTo, typeError, held, wrap } from './util';
 
 function countTrue(mask: Tensor): number {
   if (mask.numel() === 0) return 0;
-  const n = wrap(native.reduce('sum', native.cast(mask.handle, 'i64'), [], false));
+  const n = wrap(native.reduce('sum', held(native.cast(mask.handle, 'i64')), [], false));
   return Number(n.itemSync());
 }
 
@@ -35,7 +35,7 @@ export function maskedSelect(x: Tensor, mask: Tensor): Tensor {
   return record(out, 'maskedSelect', [x], (g) => {
     // Scatter the gradient back to the flat positions of the true elements, then to x's shape.
     const n = out.numel();
-    const where = wrap(native.reshape(native.nonzero(native.reshape(m.handle, [m.numel()]), n), [n]));
+    const where = wrap(native.reshape(held(native.nonzero(held(native.reshape(m.handle, [m.numel()])), n)), [n]));
     const zeros = wrap(native.full([m.numel()], g.dtype, g.device, 0));
     const flat = wrap(native.scatterAdd(zeros.handle, 0, where.handle, g.handle));
     return [sumTo(wrap(native.reshape(flat.handle, shape)), x.shape)];
@@ -57,7 +57,7 @@ export function nonzero(x: Tensor, options?: { asTuple?: boolean }): Tensor | Te
   const out = wrap(native.nonzero(m.handle, countTrue(m)));
   if (!asTuple) return out;
   if (x.ndim === 0) return [wrap(native.full([out.shape[0]], 'i64', x.device, 0))]; // torch treats a 0-d input as 1-D
-  const cols = Array.from({ length: x.ndim }, (_, d) => wrap(native.narrow(native.permute(out.handle, [1, 0]), 0, d, 1)));
+  const cols = Array.from({ length: x.ndim }, (_, d) => wrap(native.narrow(held(native.permute(out.handle, [1, 0])), 0, d, 1)));
   return cols.map((c) => wrap(native.reshape(c.handle, [out.shape[0]])));
 }
 

@@ -1,11 +1,19 @@
 /** Helpers shared by the op modules: wrapping handles, scalars, gradient reduction, errors. */
-import { native, type NativeTensor } from '../native';
+import { native, type NativeTensor, type NewTensor } from '../native';
 import { flockError, type ErrorCode } from '../errors';
 import { Tensor, type TensorLike } from '../tensor';
 import { type CanonicalDType, checkValueFits, promoteTypes, promoteWithScalar } from '../dtype';
 
-export function wrap(h: NativeTensor): Tensor {
+export function wrap(h: NewTensor): Tensor {
   return new Tensor(h);
+}
+
+/**
+ * A fresh handle made a Tensor's, to pass straight on to another native call in the same
+ * statement: the Tensor (its tidy scope, or the garbage collector) frees it.
+ */
+export function held(h: NewTensor): NativeTensor {
+  return new Tensor(h).handle;
 }
 
 export function shapeStr(s: readonly number[]): string {

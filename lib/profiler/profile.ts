@@ -7,7 +7,7 @@
 import { flockError, checkOptions, argError, describe } from '../errors';
 import { native } from '../native';
 import { checkBool, checkInt } from '../validate';
-import type { NativeTensor } from '../../types/native';
+import type { HandleMeta, NativeTensor } from '../../types/native';
 import { type KeyAverages, keyAverages } from './key_averages';
 import { type ChromeTrace, type TraceEvent, TID_COMM, TID_HOST, metadataEvents, streamTid, writeTrace } from './trace';
 
@@ -48,7 +48,8 @@ const UNWRAPPED = new Set([
   'meta',
   'memory',
   'setErrorClasses',
-  'NativeTensor',
+  'returned',
+  'metas',
   'sync',
   'syncSync',
   'ready',
@@ -196,9 +197,8 @@ export class Profiler {
   #recordCollective(name: string, args: unknown[], t0: number, result: Promise<unknown>): void {
     let bytes = 0;
     for (const a of args) {
-      if (!(a instanceof native.NativeTensor)) continue;
-      const m = metaOf(a as NativeTensor);
-      bytes += m.shape.reduce((p, d) => p * d, 1) * (ITEM_BYTES[m.dtype] ?? 0);
+      const m = metaOf(a);
+      if (m !== null) bytes += m.shape.reduce((p, d) => p * d, 1) * (ITEM_BYTES[m.dtype] ?? 0);
     }
     const phase = this.#phase;
     result.then(
@@ -306,15 +306,20 @@ function syncAll(): void {
   for (const device of Object.keys(native.memory())) native.syncSync(device);
 }
 
-/** A handle's metadata: the frozen copy an op's handle carries, without a native call. */
-function metaOf(h: NativeTensor): { readonly shape: readonly number[]; readonly dtype: string } {
-  return h.meta ?? native.meta(h);
+/**
+ * The metadata of an argument that is a live tensor handle (a number of a handle's form: see
+ * cpp/bindings/tensor_handle.h), else null.
+ */
+function metaOf(a: unknown): HandleMeta | null {
+  if (typeof a !== 'number' || !Number.isInteger(a) || !(a >= 2 ** 48 && a < 2 ** 49) || native.isDisposed(a as NativeTensor)) return null;
+  return native.meta(a as NativeTensor);
 }
 
 function shapesOf(args: unknown[]): number[][] {
   const out: number[][] = [];
   const visit = (a: unknown) => {
-    if (a instanceof native.NativeTensor) out.push(metaOf(a as NativeTensor).shape as number[]);
+    const m = metaOf(a);
+    if (m !== null) out.push(m.shape as number[]);
     else if (Array.isArray(a)) for (const v of a) visit(v);
   };
   for (const a of args) visit(a);

@@ -1,6 +1,7 @@
 /** Plain-JS f64 references and comparison helpers for op tests. */
 import * as assert from 'uvu/assert';
 import type { Tensor } from '../../lib/index';
+import type { NativeTensor, NewTensor } from '../../lib/native';
 
 /**
  * The kept-dims group of each element of a row-major `shape` reduced over `dims`: the element at
@@ -71,4 +72,9 @@ export function expectError(fn: () => unknown, ctor: ErrorConstructor, code: str
     return;
   }
   assert.unreachable(`expected ${ctor.name} ${code}`);
+}
+
+/** A handle straight from the addon, used as an op's input by tests that call it directly. */
+export function raw(h: NewTensor): NativeTensor {
+  return h as unknown as NativeTensor;
 }

@@ -4,7 +4,7 @@
  * cuda/attention.cu.
  */
 import type { Tensor } from '../../tensor';
-import { native } from '../../native';
+import { native, type NewTensor } from '../../native';
 import { record } from '../../autograd/node';
 import { shapeStr, wrap } from '../../ops/util';
 import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
@@ -32,12 +32,24 @@ export interface ScaledDotProductAttentionOptions {
 }
 
 export interface MaskPlan {
-  handle: ReturnType<typeof native.reshape> | null;
+  mask: Tensor | null;
   div: number;
   mod: number;
 }
 
+/** The kernels' trailing arguments: the plan's mask, its batch arithmetic, and the rest. */
+export function maskArgs(plan: MaskPlan) {
+  return [plan.mask === null ? null : plan.mask.handle, plan.div, plan.mod] as const;
+}
+
 const prod = (xs: readonly number[]): number => xs.reduce((a, b) => a * b, 1);
+
+/** `h` as a Tensor, disposing `t`, the tensor it was made from. */
+function replaced(t: Tensor, h: NewTensor): Tensor {
+  const out = wrap(h);
+  t.dispose();
+  return out;
+}
 
 /**
  * The mask as a 3-D [period, 1 | tq, 1 | tk] tensor and the batch arithmetic that finds each
@@ -59,11 +71,11 @@ export function planMask(mask: Tensor, batch: number[], tq: number, tk: number):
   const mid = batch.slice(i0, i1);
   const mq = ms[nb];
   const mk = ms[nb + 1];
-  let h = native.reshape(mask.handle, ms);
+  let m = wrap(native.reshape(mask.handle, ms));
   const midMask = ms.slice(i0, i1);
-  if (midMask.some((s, i) => s !== mid[i])) h = native.expand(h, [...ms.slice(0, i0), ...mid, ...ms.slice(i1)]);
-  h = native.reshape(h, [prod(mid), mq, mk]);
-  return { handle: h, div: prod(batch.slice(i1)), mod: prod(mid) };
+  if (midMask.some((s, i) => s !== mid[i])) m = replaced(m, native.expand(m.handle, [...ms.slice(0, i0), ...mid, ...ms.slice(i1)]));
+  m = replaced(m, native.reshape(m.handle, [prod(mid), mq, mk]));
+  return { mask: m, div: prod(batch.slice(i1)), mod: prod(mid) };
 }
 
 /**
@@ -113,21 +125,26 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, optio
   const scale = o.scale === undefined || o.scale === null ? 1 / Math.sqrt(d) : checkNumber(OP, 'scale', o.scale);
   if (!Number.isFinite(scale)) throw flockError('ERR_RANGE', OP, `scale must be finite, got ${scale}`);
   const bh = prod(batch);
-  const plan: MaskPlan = mask ? planMask(mask, batch, tq, tk) : { handle: null, div: 1, mod: 1 };
+  const plan: MaskPlan = mask ? planMask(mask, batch, tq, tk) : { mask: null, div: 1, mod: 1 };
   const { seed, offset } = dropoutP > 0 ? nextDraw(bh * tq * tk) : { seed: 0, offset: 0 };
-  const q3 = native.reshape(q.handle, [bh, tq, d]);
-  const k3 = native.reshape(k.handle, [bh, tk, d]);
-  const v3 = native.reshape(v.handle, [bh, tk, dv]);
-  const tail = [plan.handle, plan.div, plan.mod, isCausal, scale, dropoutP, seed, offset] as const;
-  const [out3, lse] = native.attention(q3, k3, v3, ...tail);
-  const out = wrap(native.reshape(out3, [...batch, tq, dv]));
+  const q3 = wrap(native.reshape(q.handle, [bh, tq, d]));
+  const k3 = wrap(native.reshape(k.handle, [bh, tk, d]));
+  const v3 = wrap(native.reshape(v.handle, [bh, tk, dv]));
+  const tail = () => [...maskArgs(plan), isCausal, scale, dropoutP, seed, offset] as const;
+  const [out3H, lseH] = native.attention(q3.handle, k3.handle, v3.handle, ...tail());
+  const out3 = wrap(out3H);
+  const lse = wrap(lseH);
+  const out = wrap(native.reshape(out3.handle, [...batch, tq, dv]));
   return record(out, OP, [q, k, v], (g) => {
-    const g3 = native.reshape(g.handle, [bh, tq, dv]);
-    const [gq, gk, gv] = native.attentionBackward(q3, k3, v3, out3, lse, g3, ...tail);
+    const g3 = wrap(native.reshape(g.handle, [bh, tq, dv]));
+    const grads = native
+      .attentionBackward(q3.handle, k3.handle, v3.handle, out3.handle, lse.handle, g3.handle, ...tail())
+      .map((h) => wrap(h));
+    const [gq, gk, gv] = grads;
     return [
-      q.requiresGrad ? wrap(native.reshape(gq, [...q.shape])) : null,
-      k.requiresGrad ? wrap(native.reshape(gk, [...k.shape])) : null,
-      v.requiresGrad ? wrap(native.reshape(gv, [...v.shape])) : null,
+      q.requiresGrad ? wrap(native.reshape(gq.handle, [...q.shape])) : null,
+      k.requiresGrad ? wrap(native.reshape(gk.handle, [...k.shape])) : null,
+      v.requiresGrad ? wrap(native.reshape(gv.handle, [...v.shape])) : null,
     ];
   });
 }

@@ -10,7 +10,7 @@ import { native } from '../../native';
 import { record } from '../../autograd/node';
 import { wrap } from '../../ops/util';
 import { nextDraw } from '../../random';
-import { type MaskPlan, planMask } from './attention';
+import { type MaskPlan, maskArgs, planMask } from './attention';
 
 export interface PackedAttentionOptions {
   /** In fused attention's form (true or 0 where the query may attend), broadcastable to [n, heads, len, len]. */
@@ -32,12 +32,13 @@ export function packedSelfAttention(qkv: Tensor, heads: number, batchFirst: bool
   const [n, len] = batchFirst ? [qkv.shape[0], qkv.shape[1]] : [qkv.shape[1], qkv.shape[0]];
   const d = qkv.shape[2] / 3 / heads;
   const dropoutP = o.dropoutP ?? 0;
-  const plan: MaskPlan = o.attnMask ? planMask(o.attnMask, [n, heads], len, len) : { handle: null, div: 1, mod: 1 };
+  const plan: MaskPlan = o.attnMask ? planMask(o.attnMask, [n, heads], len, len) : { mask: null, div: 1, mod: 1 };
   const { seed, offset } = dropoutP > 0 ? nextDraw(n * heads * len * len) : { seed: 0, offset: 0 };
-  const tail = [plan.handle, plan.div, plan.mod, o.isCausal ?? false, 1 / Math.sqrt(d), dropoutP, seed, offset] as const;
-  const [outH, lse] = native.attentionPacked(qkv.handle, heads, batchFirst, ...tail);
+  const tail = () => [...maskArgs(plan), o.isCausal ?? false, 1 / Math.sqrt(d), dropoutP, seed, offset] as const;
+  const [outH, lseH] = native.attentionPacked(qkv.handle, heads, batchFirst, ...tail());
   const out = wrap(outH);
+  const lse = wrap(lseH);
   return record(out, 'scaledDotProductAttention', [qkv], (g) => [
-    wrap(native.attentionPackedBackward(qkv.handle, outH, lse, g.handle, heads, batchFirst, ...tail)),
+    wrap(native.attentionPackedBackward(qkv.handle, out.handle, lse.handle, g.handle, heads, batchFirst, ...tail())),
   ]);
 }

@@ -118,7 +118,8 @@ export function embedding(indices: Tensor, weight: Tensor): Tensor {
   // The native lookup names 'embedding' in its errors, including an index out of range found
   // while the kernel runs. Backward scatter-adds each gradient row into its source row.
   const rows = record(wrap(native.indexSelect(weight.handle, 0, flat.handle, 'embedding')), 'embedding', [weight], (g) => {
-    const idx = wrap(native.expand(native.reshape(flat.handle, [flat.shape[0], 1]), [...g.shape]));
+    const col = wrap(native.reshape(flat.handle, [flat.shape[0], 1]));
+    const idx = wrap(native.expand(col.handle, [...g.shape]));
     const zeros = wrap(native.full([...weight.shape], g.dtype, g.device, 0));
     return [wrap(native.scatterAdd(zeros.handle, 0, idx.handle, g.handle))];
   });
