@@ -85,9 +85,19 @@ function union(name: string, members: string[]): string {
   return [`export type ${name} =`, ...quoted.map((q, i) => `  | ${q}${i === quoted.length - 1 ? ';' : ''}`)].join('\n');
 }
 
+/** One name list as Biome prints it: on one line when it fits in 140 columns, else one name a line. */
+function nameList(name: string, type: string, members: string[]): string {
+  const quoted = members.map((m) => `'${m}'`);
+  const one = `export const ${name}: readonly ${type}[] = [${quoted.join(', ')}];`;
+  if (one.length <= 140) return one;
+  return [`export const ${name}: readonly ${type}[] = [`, ...quoted.map((q) => `  ${q},`), '];'].join('\n');
+}
+
 function tsFile(codes: Map<string, string[]>): string {
   const out = [`/** ${BANNER} */`, ''];
   for (const e of ENUMS) out.push(union(e.ts, codes.get(e.family) ?? []));
+  out.push('', "// Each family's names in the native enum's order: the addon takes a name or its index here.");
+  for (const e of ENUMS) out.push(nameList(`${e.ts[0].toLowerCase()}${e.ts.slice(1)}s`, e.ts, codes.get(e.family) ?? []));
   return `${out.join('\n')}\n`;
 }
 

@@ -103,9 +103,9 @@ export interface NativeAddon {
   allowTF32(): boolean;
   setAllowTF32(allow: boolean): void;
   // ops
-  unary(op: UnaryOpName, x: NativeTensor, a?: number, b?: number): NewTensor;
-  unaryBackward(op: UnaryOpName, x: NativeTensor, grad: NativeTensor, a?: number, b?: number): NewTensor;
-  binary(op: BinaryOpName, a: NativeTensor, b: NativeTensor): NewTensor;
+  unary(op: UnaryOpName | number, x: NativeTensor, a?: number, b?: number): NewTensor;
+  unaryBackward(op: UnaryOpName | number, x: NativeTensor, grad: NativeTensor, a?: number, b?: number): NewTensor;
+  binary(op: BinaryOpName | number, a: NativeTensor, b: NativeTensor): NewTensor;
   where(cond: NativeTensor, a: NativeTensor, b: NativeTensor): NewTensor;
   cast(x: NativeTensor, dtype: NativeDType): NewTensor;
   clone(x: NativeTensor): NewTensor;

@@ -53,3 +53,60 @@ export type BinaryOpName =
 export type ReduceOpName = 'sum' | 'mean' | 'max' | 'min' | 'argmax' | 'argmin' | 'var' | 'logsumexp' | 'prod';
 export type RandomKind = 'uniform' | 'normal' | 'randint' | 'bernoulli';
 export type BiasActivation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'tanh' | 'sigmoid';
+
+// Each family's names in the native enum's order: the addon takes a name or its index here.
+export const unaryOpNames: readonly UnaryOpName[] = [
+  'pow_scalar',
+  'isnan',
+  'isinf',
+  'isfinite',
+  'neg',
+  'exp',
+  'log',
+  'sqrt',
+  'rsqrt',
+  'abs',
+  'sign',
+  'tanh',
+  'sigmoid',
+  'relu',
+  'gelu',
+  'gelu_tanh',
+  'silu',
+  'clamp',
+  'leaky_relu',
+  'square',
+  'reciprocal',
+  'sin',
+  'cos',
+  'erf',
+  'floor',
+  'ceil',
+  'round',
+  'log1p',
+  'expm1',
+  'atan',
+  'log2',
+  'logical_not',
+];
+export const binaryOpNames: readonly BinaryOpName[] = [
+  'add',
+  'sub',
+  'mul',
+  'div',
+  'pow',
+  'maximum',
+  'minimum',
+  'hypot',
+  'eq',
+  'ne',
+  'lt',
+  'le',
+  'gt',
+  'ge',
+  'logical_and',
+  'logical_or',
+];
+export const reduceOpNames: readonly ReduceOpName[] = ['sum', 'mean', 'max', 'min', 'argmax', 'argmin', 'var', 'logsumexp', 'prod'];
+export const randomKinds: readonly RandomKind[] = ['uniform', 'normal', 'randint', 'bernoulli'];
+export const biasActivations: readonly BiasActivation[] = ['none', 'relu', 'gelu', 'gelu_tanh', 'silu', 'tanh', 'sigmoid'];

@@ -8,6 +8,7 @@
 
 namespace flock::js {
 
+
 // The JS error for a core error: an instance of the class lib/errors.ts registered for the code's
 // kind (FlockTypeError, FlockRangeError, FlockError), carrying `code`.
 Napi::Error make_js_error(Napi::Env env, Code code, const std::string& message);
@@ -31,6 +32,9 @@ Napi::Value guarded(const Napi::CallbackInfo& info) {
 // Exports `fn` as `name`, with core errors converted to JS errors.
 #define FLOCK_EXPORT(name, fn) exports.Set(name, Napi::Function::New(env, ::flock::js::guarded<fn>, name))
 
+// What `v` is, for error messages ("the number 3", "an array").
+std::string describe(Napi::Value v);
+
 struct Args {
   const Napi::CallbackInfo& info;
   const char* op;
@@ -46,7 +50,14 @@ struct Args {
   Shape shape(size_t i, const char* name) const { return ints(i, name, 0, int64_t(1) << 48); }
   DType dtype(size_t i) const;
   Device device(size_t i) const;
+  // A name from `names`, or its index (lib/ops/launch.ts passes the op codes' indices: no string to convert).
   template <class E> E enumeration(size_t i, const char* name, const char* const* names, int count) const {
+    if (info[i].IsNumber()) {
+      const double k = info[i].As<Napi::Number>().DoubleValue();
+      if (!(k >= 0 && k < count && k == static_cast<double>(static_cast<int>(k))))
+        fail(Code::Arg, op, ": unknown ", name, " ", describe(info[i]));
+      return static_cast<E>(static_cast<int>(k));
+    }
     const std::string s = string(i, name);
     for (int k = 0; k < count; ++k)
       if (s == names[k]) return static_cast<E>(k);
@@ -54,6 +65,5 @@ struct Args {
   }
 };
 
-std::string describe(Napi::Value v);
 
 }  // namespace flock::js

@@ -6,14 +6,20 @@
  */
 import { native } from '../native';
 import type { BinaryOpName, UnaryOpName } from '../../types/native';
+import { binaryOpNames, unaryOpNames } from '../../types/op_codes';
 import type { Tensor, TensorLike } from '../tensor';
 import { record, recording } from '../autograd/node';
 import { isFloating } from '../dtype';
 import { castTo, checkTensor, operands, sumTo, wrap } from './util';
 
+// Op codes go to the addon as their index in the native enum: no string to convert per call.
+const indexOf = <T extends string>(names: readonly T[]): Map<T, number> => new Map(names.map((n, i) => [n, i]));
+const BINARY = indexOf(binaryOpNames);
+const UNARY = indexOf(unaryOpNames);
+
 /** The binary kernel on two tensors of one dtype (broadcasting). */
 export function binaryKernel(code: BinaryOpName, a: Tensor, b: Tensor): Tensor {
-  return wrap(native.binary(code, a.handle, b.handle));
+  return wrap(native.binary(BINARY.get(code) ?? code, a.handle, b.handle));
 }
 
 /**
@@ -61,7 +67,7 @@ export function binaryOp(name: string, code: BinaryOpName, x: Tensor, other: Ten
 
 /** `g` times the unary op's derivative at `x`, from the native kernel. */
 export function unaryGrad(code: UnaryOpName, x: Tensor, g: Tensor, a = 0, b = 0): Tensor {
-  return wrap(native.unaryBackward(code, x.handle, g.handle, a, b));
+  return wrap(native.unaryBackward(UNARY.get(code) ?? code, x.handle, g.handle, a, b));
 }
 
 /**
@@ -71,7 +77,7 @@ export function unaryGrad(code: UnaryOpName, x: Tensor, g: Tensor, a = 0, b = 0)
 export function unaryOp(name: string, code: UnaryOpName, x: Tensor, a = 0, b = 0, keepInts = false): Tensor {
   checkTensor(name, 'input', x);
   const input = keepInts || isFloating(x.dtype) ? x : castTo(x, 'f32');
-  const out = wrap(native.unary(code, input.handle, a, b));
+  const out = wrap(native.unary(UNARY.get(code) ?? code, input.handle, a, b));
   if (!isFloating(input.dtype) || !recording(input)) return out;
   return record(out, name, [input], (g) => [unaryGrad(code, input, g, a, b)], { savesOutput: false });
 }
@@ -79,7 +85,7 @@ export function unaryOp(name: string, code: UnaryOpName, x: Tensor, a = 0, b = 0
 /** A bool-valued unary op (isnan, ...): any dtype, no gradient. */
 export function predicateOp(name: string, code: UnaryOpName, x: Tensor): Tensor {
   checkTensor(name, 'input', x);
-  return wrap(native.unary(code, x.handle));
+  return wrap(native.unary(UNARY.get(code) ?? code, x.handle));
 }
 
 /** A comparison: both operands promoted to one dtype, a bool result, no gradient. */

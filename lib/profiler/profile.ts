@@ -8,6 +8,7 @@ import { flockError, checkOptions, argError, describe } from '../errors';
 import { native } from '../native';
 import { checkBool, checkInt } from '../validate';
 import type { HandleMeta, NativeTensor } from '../../types/native';
+import { binaryOpNames, unaryOpNames } from '../../types/op_codes';
 import { type KeyAverages, keyAverages } from './key_averages';
 import { type ChromeTrace, type TraceEvent, TID_COMM, TID_HOST, metadataEvents, streamTid, writeTrace } from './trace';
 
@@ -328,7 +329,11 @@ function shapesOf(args: unknown[]): number[][] {
 
 // An op's name in the trace: the method, or the op it names (binary('add', ...) is "add").
 function callName(method: string, args: unknown[]): string {
-  const first = args[0];
+  let first = args[0];
+  if (typeof first === 'number') {
+    const names = method === 'binary' ? binaryOpNames : method === 'unary' || method === 'unaryBackward' ? unaryOpNames : null;
+    if (names !== null && names[first] !== undefined) first = names[first];
+  }
   if (typeof first === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(first)) {
     return method === 'binary' || method === 'unary' || method === 'reduce' ? first : `${method}.${first}`;
   }

@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { native } from '../../lib/native';
 import { raw } from '../helpers/reference';
+import { binaryOpNames, unaryOpNames } from '../../types/op_codes';
 
 const good = raw(native.full([2, 3], 'f32', 'cpu', 1));
 const other = native.full([4], 'f32', 'cpu', 1);
@@ -129,6 +130,10 @@ test('specific malformed calls raise the documented codes', () => {
   const cases: [string, unknown[], string][] = [
     ['binary', ['add', good, other], 'ERR_SHAPE'],
     ['binary', ['nope', good, good], 'ERR_ARG'],
+    ['binary', [-1, good, good], 'ERR_ARG'],
+    ['binary', [1e9, good, good], 'ERR_ARG'],
+    ['binary', [0.5, good, good], 'ERR_ARG'],
+    ['unary', [NaN, good], 'ERR_ARG'],
     ['binary', ['add', good, ints], 'ERR_DTYPE'],
     ['binary', ['add', good, disposed], 'ERR_DISPOSED'],
     ['binary', ['add', good, plainObject], 'ERR_ARG'],
@@ -172,6 +177,15 @@ test('specific malformed calls raise the documented codes', () => {
       assert.is((e as unknown as { code: string }).code, code, `${name}: ${(e as Error).message}`);
     }
   }
+});
+
+test('an op code may be given as its index in the generated name list', () => {
+  const byName = raw(native.binary('mul', good, good));
+  const byIndex = raw(native.binary(binaryOpNames.indexOf('mul'), good, good));
+  const negated = raw(native.unary(unaryOpNames.indexOf('neg'), byIndex));
+  assert.equal(Array.from(new Float32Array(native.readSync(byIndex))), Array.from(new Float32Array(native.readSync(byName))));
+  assert.equal(Array.from(new Float32Array(native.readSync(negated))), [-1, -1, -1, -1, -1, -1]);
+  native.dispose([byName, byIndex, negated]);
 });
 
 test('the process is still healthy afterwards', () => {
