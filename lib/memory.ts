@@ -12,7 +12,12 @@ interface Disposable {
   _unscoped?(): void;
   /** Marks it disposed and returns the native handle left to dispose (see Tensor._release). */
   _release?(): NativeTensor | null;
+  /** The tidy scope that will dispose it, if any: a scope holds only what names it here. */
+  _scope?: unknown[] | null;
 }
+
+/** A tidy scope: what was created in it, in order; members whose `_scope` names another scope (or none) left it. */
+type Scope = Disposable[];
 
 /** Disposes every one of `items` for which `keepIf` is false (or all), their handles in one native call. */
 function disposeAll(items: Iterable<Disposable>, keepIf?: (t: Disposable) => boolean): void {
@@ -31,7 +36,7 @@ function disposeAll(items: Iterable<Disposable>, keepIf?: (t: Disposable) => boo
   }
 }
 
-const scopes: Set<Disposable>[] = [];
+const scopes: Scope[] = [];
 
 /** Registers a new tensor with the innermost tidy scope, if any, and with the allocation trace when on. */
 export function track(t: Disposable & Traceable): void {
@@ -40,8 +45,14 @@ export function track(t: Disposable & Traceable): void {
 }
 
 function addToScope(t: Disposable): void {
-  if (scopes.length > 0) scopes[scopes.length - 1].add(t);
-  else t._unscoped?.();
+  if (scopes.length > 0) {
+    const scope = scopes[scopes.length - 1];
+    scope.push(t);
+    t._scope = scope;
+  } else {
+    t._scope = null;
+    t._unscoped?.();
+  }
 }
 
 /** Tells the allocation trace that `t` was disposed (not left to the garbage collector). */
@@ -51,7 +62,7 @@ export function untrack(t: Traceable): void {
 
 /** Removes `t` from every tidy scope so that no scope disposes it. Returns `t`. */
 export function keep<T extends Disposable>(t: T): T {
-  for (const s of scopes) s.delete(t);
+  t._scope = null;
   t._unscoped?.();
   return t;
 }
@@ -74,14 +85,14 @@ function collect(value: unknown, out: Set<unknown>, depth = 0): void {
  */
 export function tidy<T>(fn: () => T): T {
   if (typeof fn !== 'function') throw argError('tidy', `expected a function, got ${describe(fn)}`);
-  const scope = new Set<Disposable>();
+  const scope: Scope = [];
   scopes.push(scope);
   let result: T;
   try {
     result = fn();
   } catch (e) {
     scopes.pop();
-    disposeAll(scope);
+    disposeAll(scope, (t) => t._scope !== scope);
     throw e;
   }
   scopes.pop();
@@ -89,6 +100,7 @@ export function tidy<T>(fn: () => T): T {
   const survivors = new Set<unknown>();
   collect(result, survivors);
   disposeAll(scope, (t) => {
+    if (t._scope !== scope) return true; // kept
     if (!survivors.has(t)) return false;
     addToScope(t);
     return true;

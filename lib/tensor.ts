@@ -64,12 +64,14 @@ export class Tensor {
   _hooks: readonly GradHook[] = NO_HOOKS;
   #version: VersionCounter | null = null;
   #registered = false;
+  /** @internal the tidy scope that will dispose this tensor (lib/memory.ts). */
+  _scope: unknown[] | null = null;
 
   /** @internal use the creation functions (fl.tensor, fl.zeros, ...). */
   constructor(handle: NewTensor) {
     // The op that returned `handle` left its metadata in `returned`, so an op makes one native
     // call, not two; any other handle goes through native.meta, which checks it.
-    const m = returned[1] === handle ? metas[returned[0]] : native.meta(handle);
+    const m = returned[1] === handle ? metas[returned[0] | 0] : native.meta(handle);
     this.#h = handle as number as NativeTensor;
     this.shape = m.shape;
     this.dtype = m.dtype;

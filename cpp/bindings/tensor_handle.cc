@@ -7,10 +7,6 @@ namespace flock::js {
 
 int live_slot(Device d) { return d.is_cpu() ? d.index : kMaxCpuDevices + d.index; }
 
-bool HandleTable::well_formed(double handle) {
-  return handle >= kHandleBase && handle < kHandleBase * 2 && std::floor(handle) == handle;
-}
-
 double HandleTable::add(Tensor t) {
   uint32_t index;
   if (!free_.empty()) {

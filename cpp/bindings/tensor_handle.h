@@ -47,7 +47,9 @@ class HandleTable {
   // The tensor `handle` names, or null when it names none (disposed, stale, or no handle).
   const Tensor* find(double handle) const;
   // Whether `handle` has the form of a handle (it may still be disposed).
-  static bool well_formed(double handle);
+  static bool well_formed(double handle) {
+    return handle >= kHandleBase && handle < kHandleBase * 2 && handle == static_cast<double>(static_cast<int64_t>(handle));
+  }
   // Drops the reference; false when `handle` named no live tensor.
   bool release(double handle);
   // Live handles on the device of `live_slot` (see live_slot()).
