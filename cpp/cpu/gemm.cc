@@ -7,9 +7,11 @@
 #include "gemm.h"
 #include "gemm_kernel.h"
 #include "isa.h"
+#include "loops.h"
 #include <immintrin.h>
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 #include "../kernels.h"
 #include "scratch.h"
@@ -212,6 +214,97 @@ void gemm_serial(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
   }
 }
 
+// Products too small to repay packing (a narrow MLP's layers, an attention head's 16×16 scores):
+// C is computed in 4-row × one-vector blocks straight from op(A) and the rows of op(B), the four
+// accumulators in registers, with masked loads and stores at the right edge: no packing and no edge
+// tiles. op(B) = Bᵀ is first transposed into a per-thread buffer.
+constexpr int64_t kSmallGemm = int64_t(1) << 15;  // multiply-adds
+constexpr int64_t kSmallGemmMaxN = 256;
+
+template <class T>
+void small_rows(const GemmArgs<T>& g, const T* b, int64_t ldb) {
+  for (int64_t i = 0; i < g.m; ++i) {
+    T* c = g.c + i * g.ldc;
+    for (int64_t j = 0; j < g.n; ++j) {
+      T acc = g.accumulate ? c[j] : T(0);
+      for (int64_t p = 0; p < g.k; ++p) acc += (g.ta ? g.a[p * g.lda + i] : g.a[i * g.lda + p]) * b[p * ldb + j];
+      c[j] = acc;
+    }
+  }
+}
+
+// The vector kernels' body: V is the register type, W its width, then its zero, masked load and
+// store of the first w lanes, fused multiply-add and broadcast.
+#define FLOCK_SMALL_GEMM_BODY(V, W, ZERO, LOAD, STORE, FMA, SET1)                                   \
+  const auto at = [&](int64_t i, int64_t p) { return g.ta ? g.a[p * g.lda + i] : g.a[i * g.lda + p]; }; \
+  for (int64_t j0 = 0; j0 < g.n; j0 += W) {                                                         \
+    const int64_t w = std::min<int64_t>(W, g.n - j0);                                               \
+    int64_t i = 0;                                                                                  \
+    for (; i + 4 <= g.m; i += 4) {                                                                  \
+      float* c = g.c + i * g.ldc + j0;                                                              \
+      V c0 = g.accumulate ? LOAD(c, w) : ZERO, c1 = g.accumulate ? LOAD(c + g.ldc, w) : ZERO;       \
+      V c2 = g.accumulate ? LOAD(c + 2 * g.ldc, w) : ZERO, c3 = g.accumulate ? LOAD(c + 3 * g.ldc, w) : ZERO; \
+      for (int64_t p = 0; p < g.k; ++p) {                                                           \
+        const V bv = LOAD(b + p * ldb + j0, w);                                                     \
+        c0 = FMA(SET1(at(i, p)), bv, c0);                                                           \
+        c1 = FMA(SET1(at(i + 1, p)), bv, c1);                                                       \
+        c2 = FMA(SET1(at(i + 2, p)), bv, c2);                                                       \
+        c3 = FMA(SET1(at(i + 3, p)), bv, c3);                                                       \
+      }                                                                                             \
+      STORE(c, c0, w);                                                                              \
+      STORE(c + g.ldc, c1, w);                                                                      \
+      STORE(c + 2 * g.ldc, c2, w);                                                                  \
+      STORE(c + 3 * g.ldc, c3, w);                                                                  \
+    }                                                                                               \
+    for (; i < g.m; ++i) {                                                                          \
+      float* c = g.c + i * g.ldc + j0;                                                              \
+      V c0 = g.accumulate ? LOAD(c, w) : ZERO;                                                      \
+      for (int64_t p = 0; p < g.k; ++p) c0 = FMA(SET1(at(i, p)), LOAD(b + p * ldb + j0, w), c0);    \
+      STORE(c, c0, w);                                                                              \
+    }                                                                                               \
+  }
+
+#define FLOCK_LOAD512(p, w) _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (w)) - 1), p)
+#define FLOCK_STORE512(p, v, w) _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << (w)) - 1), v)
+FLOCK_TARGET_AVX512 void small_rows_avx512(const GemmArgs<float>& g, const float* b, int64_t ldb) {
+  FLOCK_SMALL_GEMM_BODY(__m512, 16, _mm512_setzero_ps(), FLOCK_LOAD512, FLOCK_STORE512, _mm512_fmadd_ps, _mm512_set1_ps)
+}
+
+#define FLOCK_MASK256(w) _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(w)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define FLOCK_LOAD256(p, w) ((w) == 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, FLOCK_MASK256(w)))
+#define FLOCK_STORE256(p, v, w) ((w) == 8 ? _mm256_storeu_ps(p, v) : _mm256_maskstore_ps(p, FLOCK_MASK256(w), v))
+__attribute__((target("avx2,fma"))) void small_rows_avx2(const GemmArgs<float>& g, const float* b, int64_t ldb) {
+  FLOCK_SMALL_GEMM_BODY(__m256, 8, _mm256_setzero_ps(), FLOCK_LOAD256, FLOCK_STORE256, _mm256_fmadd_ps, _mm256_set1_ps)
+}
+#undef FLOCK_SMALL_GEMM_BODY
+#undef FLOCK_LOAD512
+#undef FLOCK_STORE512
+#undef FLOCK_MASK256
+#undef FLOCK_LOAD256
+#undef FLOCK_STORE256
+
+template <class T>
+void gemm_small(const GemmArgs<T>& g) {
+  const T* b = g.b;
+  int64_t ldb = g.ldb;
+  if (g.tb) {
+    thread_local AlignedBuffer<T> bt;
+    bt.reserve(static_cast<size_t>(g.k * g.n));
+    for (int64_t j = 0; j < g.n; ++j)
+      for (int64_t p = 0; p < g.k; ++p) bt.data()[p * g.n + j] = g.b[j * g.ldb + p];
+    b = bt.data();
+    ldb = g.n;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    switch (cpu_isa()) {
+      case Isa::avx512: return small_rows_avx512(g, b, ldb);
+      case Isa::avx2: return small_rows_avx2(g, b, ldb);
+      case Isa::generic: break;
+    }
+  }
+  small_rows(g, b, ldb);
+}
+
 // Splits C into tn column ranges × tm row ranges, one independent serial GEMM each: no barrier
 // inside a call, and each thread packs only the A rows and B panels its block reads. The split
 // minimises the block's rows + columns (what a thread packs), within the panel and row counts.
@@ -224,6 +317,7 @@ void gemm_blocked(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
       for (int64_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, T(0));
     return;
   }
+  if (g.m * g.n * g.k <= kSmallGemm && g.n <= kSmallGemmMaxN) return gemm_small(g);
   const int64_t panels = (g.n + kNR - 1) / kNR, rows = (g.m + kMR - 1) / kMR;
   int64_t threads = g.m * g.n * g.k < (int64_t(1) << 20) ? 1 : num_threads();
   threads = std::min(threads, panels * rows);

@@ -48,6 +48,46 @@ for (const [m, n, k] of [
   });
 }
 
+// Products of at most 2^15 multiply-adds with n ≤ 256 skip packing (4-row blocks of one vector of
+// columns, masked at the right edge): every row and column remainder, n of 1, the size limits.
+for (const [m, n, k] of [
+  [16, 16, 16],
+  [1, 1, 1],
+  [5, 17, 3],
+  [4, 256, 32],
+  [3, 7, 1500],
+  [13, 250, 10],
+  [33, 1, 7],
+  [7, 9, 0],
+]) {
+  test(`small sgemm ${info.cpuIsa} ${m}x${k}·${k}x${n}, all four transpositions, matches f64`, () => {
+    for (const [ta, tb] of [
+      [false, false],
+      [false, true],
+      [true, false],
+      [true, true],
+    ]) {
+      const a = fl.randn(ta ? [k, m] : [m, k]),
+        b = fl.randn(tb ? [n, k] : [k, n]);
+      const c = (ta ? a.T : a).matmul(tb ? b.T : b);
+      assert.equal(c.shape, [m, n]);
+      close(arr(c), refMatmul(arr(a), arr(b), m, n, k, ta, tb), 2e-4 * Math.sqrt(k + 1), 1e-4, `C ta=${ta} tb=${tb}`);
+    }
+  });
+}
+
+test(`small batched sgemm ${info.cpuIsa}: 12 heads of [16,24]·[24,16] match f64`, () => {
+  const a = fl.randn([12, 16, 24]),
+    b = fl.randn([12, 24, 16]);
+  const c = arr(a.matmul(b)),
+    av = arr(a),
+    bv = arr(b);
+  for (let h = 0; h < 12; h++) {
+    const ref = refMatmul(av.slice(h * 384, (h + 1) * 384), bv.slice(h * 384, (h + 1) * 384), 16, 16, 24, false, false);
+    close(c.slice(h * 256, (h + 1) * 256), ref, 2e-4 * Math.sqrt(24), 1e-4, `head ${h}`);
+  }
+});
+
 const root = join(__dirname, '..', '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
 const run = (env: Record<string, string>, args: string[]) =>
