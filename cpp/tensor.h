@@ -7,10 +7,9 @@
 #include <vector>
 #include "device.h"
 #include "dtype.h"
+#include "shape.h"
 
 namespace flock {
-
-using Shape = std::vector<int64_t>;
 
 // Allocates and frees raw memory for one device type.
 struct Allocator {
