@@ -196,7 +196,7 @@ void set_thread_device(int device) { t_device = device >= 0 && device < kMaxCpuD
 SerialScope::SerialScope() : prev_(t_serial) { t_serial = true; }
 SerialScope::~SerialScope() { t_serial = prev_; }
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_for_impl(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   if (t_serial) {
     fn(0, n);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <utility>
 
 namespace flock::cpu {
 
@@ -29,8 +30,14 @@ class SerialScope {
   bool prev_;
 };
 
+void parallel_for_impl(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
 // Runs fn(begin, end) over [0, n) in chunks of at least `grain` items, in parallel when it pays.
-// Nested calls run inline on the calling thread.
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+// Nested calls run inline on the calling thread. `fn` is passed on by reference (a
+// std::function holding a reference_wrapper never allocates), so a kernel's lambda costs no malloc.
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& fn) {
+  parallel_for_impl(n, grain, std::function<void(int64_t, int64_t)>(std::ref(fn)));
+}
 
 }  // namespace flock::cpu
