@@ -59,7 +59,12 @@ class Stream {
   // few thousand elements). A stream may run it at once on the calling thread when nothing is
   // queued or running, with the order, error capture and profiler record of a queued task; the
   // default queues it.
-  virtual void enqueue_small(const char* op, std::function<void()> task) { enqueue(op, std::move(task)); }
+  void enqueue_small(const char* op, std::function<void()> task) {
+    if (!run_inline(op, task)) enqueue(op, std::move(task));
+  }
+  // The inline half of enqueue_small: runs `task` (borrowed) on the calling thread and returns
+  // true when the stream may, else returns false and the caller queues it. The default never does.
+  virtual bool run_inline(const char* /*op*/, const std::function<void()>& /*task*/) { return false; }
   // How many tasks enqueue_small has run on the calling thread so far (tests and benchmarks).
   virtual uint64_t inline_tasks() { return 0; }
   // Calls `done` (on a stream-owned thread) once everything queued before it has run, passing and

@@ -37,16 +37,12 @@ void CpuStream::enqueue(const char* op, std::function<void()> task) {
   if (wake) has_work_.notify_one();
 }
 
-void CpuStream::enqueue_small(const char* op, std::function<void()> task) {
+bool CpuStream::run_inline(const char* op, const std::function<void()>& task) {
   {
-    std::unique_lock<std::mutex> lk(m_);
+    std::lock_guard<std::mutex> lk(m_);
     // Parked with nothing queued: everything queued before has run, and the worker cannot start
     // what others queue meanwhile until running_inline_ clears, so stream order holds.
-    if (!worker_idle_ || !queue_.empty() || running_inline_ || stopping_) {
-      lk.unlock();
-      enqueue(op, std::move(task));
-      return;
-    }
+    if (!worker_idle_ || !queue_.empty() || running_inline_ || stopping_) return false;
     running_inline_ = true;
   }
   // A kernel on the worker fixes the CPU device count when it first asks its pool for threads; one
@@ -59,7 +55,7 @@ void CpuStream::enqueue_small(const char* op, std::function<void()> task) {
     }
     count_fixed_ = true;
   }
-  Task t{op, std::move(task), profiler::enabled() ? profiler::now_ns() : 0};
+  Task t{op, task, profiler::enabled() ? profiler::now_ns() : 0};
   std::optional<StreamError> err;
   {
     SerialScope serial;  // microseconds of work: never wait for an intra-op pool another stream holds
@@ -74,6 +70,7 @@ void CpuStream::enqueue_small(const char* op, std::function<void()> task) {
     wake = worker_idle_ && (!queue_.empty() || stopping_);
   }
   if (wake) has_work_.notify_one();
+  return true;
 }
 
 void CpuStream::notify(std::function<void(std::optional<StreamError>)> done) {

@@ -21,7 +21,7 @@ class CpuStream final : public Stream {
   explicit CpuStream(int device = 0, size_t capacity = 1024);
   ~CpuStream() override;
   void enqueue(const char* op, std::function<void()> task) override;
-  void enqueue_small(const char* op, std::function<void()> task) override;
+  bool run_inline(const char* op, const std::function<void()>& task) override;
   void notify(std::function<void(std::optional<StreamError>)> done) override;
   void when_ready(size_t low_watermark, std::function<void()> ready) override;
   uint64_t inline_tasks() override;

@@ -45,12 +45,8 @@ int64_t unary_work(UnaryOp op, int64_t n) {
 
 int64_t binary_work(BinaryOp op, int64_t n) { return op == BinaryOp::pow || op == BinaryOp::hypot ? n * kSlowElement : n; }
 
-void launch(const char* op, Device device, std::function<void()> work, int64_t work_elements) {
-  Stream& stream = Context::current().stream(device);
-  if (work_elements <= kSmallWork)
-    stream.enqueue_small(op, std::move(work));
-  else
-    stream.enqueue(op, std::move(work));
+bool launch_inline(const char* op, Device device, const std::function<void()>& work) {
+  return Context::current().stream(device).run_inline(op, work);
 }
 
 }  // namespace flock::ops

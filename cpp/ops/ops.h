@@ -2,8 +2,10 @@
 // the output shape, allocates the output and enqueues the device kernel on the device's stream.
 // They return at once; the work runs in stream order.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 #include "../kernels.h"
 
@@ -64,7 +66,15 @@ void launch(const char* op, Device device, std::function<void()> work);
 // kernels that never block (no events, collectives, host I/O).
 constexpr int64_t kSmallWork = 16384;
 constexpr int64_t kSlowElement = 64;  // tanh on [16384] took 200-300 µs on one core: ~150 adds
-void launch(const char* op, Device device, std::function<void()> work, int64_t work_elements);
+// Runs `work` (borrowed) on the calling thread when the stream may (Stream::run_inline).
+bool launch_inline(const char* op, Device device, const std::function<void()>& work);
+template <class F>
+void launch(const char* op, Device device, F&& work, int64_t work_elements) {
+  // Lent by reference to the inline attempt (a std::function holding a reference_wrapper makes no
+  // allocation); only a queued task is copied into an owning std::function.
+  if (work_elements <= kSmallWork && launch_inline(op, device, std::function<void()>(std::ref(work)))) return;
+  launch(op, device, std::function<void()>(std::forward<F>(work)));
+}
 // The work estimates of the element-wise families: n elements, times kSlowElement for an op that
 // calls a math function per element.
 int64_t unary_work(UnaryOp op, int64_t n);
