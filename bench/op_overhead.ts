@@ -10,12 +10,13 @@
  *   add        c = a.add(b)           mul     c = a.mul(b)       relu   c = a.relu()
  *   add-chain  x = x.add(b)           sum     c = a.sum()        matmul c = m.matmul(m)
  *   mlp        forward, crossEntropy, zeroGrad, backward, SGD step (µs per step)
- * Every round ends with `await fl.sync()`, so queued kernels are part of the time. One JSON line per
- * round per case with both figures and their ratio, then a summary line per case with both medians
- * over the rounds and the ratio of the medians (flockml's µs over PyTorch's; < 1 is faster), and
+ * Each case first runs `--warmup` untimed rounds (default 10). Every round ends with
+ * `await fl.sync()`, so queued kernels are part of the time. One JSON line per round per case
+ * with both figures and their ratio, then a summary line per case with both medians over the
+ * rounds and the ratio of the medians (flockml's µs over PyTorch's; < 1 is faster), and
  * `inline_per_call`: kernels the CPU stream ran on the JS thread per call in the last round (small
  * kernels run there when its worker is idle with nothing queued; see cpp/cpu/stream.h).
- *   npm run bench -- op-overhead [--ops N] [--steps S] [--rounds R] [--cases add,mlp] [--no-anchor]
+ *   npm run bench -- op-overhead [--ops N] [--steps S] [--rounds R] [--warmup W] [--cases add,mlp] [--no-anchor]
  */
 import { join } from 'node:path';
 import * as fl from '../lib';
@@ -30,6 +31,7 @@ const flag = (name: string, fallback: number) => {
 const ops = flag('ops', 10000);
 const steps = flag('steps', 1000);
 const rounds = flag('rounds', 5);
+const warmup = flag('warmup', 10);
 const ALL = ['add', 'add-chain', 'mul', 'relu', 'sum', 'matmul', 'mlp'] as const;
 type Case = (typeof ALL)[number];
 const chosen = argv.includes('--cases') ? argv[argv.indexOf('--cases') + 1].split(',') : [...ALL];
@@ -106,7 +108,9 @@ async function main(): Promise<void> {
       torchInfo = { torch: started.ready.torch, torch_threads: started.ready.threads };
     }
   }
-  for (const c of cases) await round(c); // warm-up: JIT, allocator cache, thread pool
+  // Warm-up: V8 tiers the op path up to optimized code over the first ~10 rounds (the first runs
+  // ~2x slower), and the handle table and allocator caches grow to the round's size.
+  for (const c of cases) for (let i = 0; i < warmup; i++) await round(c);
   for (const c of cases) {
     const ours: number[] = [],
       theirs: number[] = [];
