@@ -111,7 +111,7 @@ export interface NativeAddon {
   clone(x: NativeTensor): NewTensor;
   copy_(dst: NativeTensor, src: NativeTensor): void;
   to(x: NativeTensor, device: string): NewTensor;
-  reduce(op: ReduceOpName, x: NativeTensor, dims: number[], keepdim: boolean, correction?: number): NewTensor;
+  reduce(op: ReduceOpName | number, x: NativeTensor, dims: number[], keepdim: boolean, correction?: number): NewTensor;
   softmax(x: NativeTensor, dim: number, log: boolean): NewTensor;
   matmul(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean): NewTensor;
   reshape(x: NativeTensor, shape: number[]): NewTensor;

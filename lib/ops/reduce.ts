@@ -1,6 +1,7 @@
 /** Reductions over any dims (with keepdim), softmax and log-softmax, and their gradients. */
 import { native } from '../native';
 import type { ReduceOpName } from '../../types/native';
+import { reduceOpNames } from '../../types/op_codes';
 import type { Tensor } from '../tensor';
 import { record, recording } from '../autograd/node';
 import { type DType, isFloating, toDType } from '../dtype';
@@ -30,6 +31,9 @@ function keptShape(x: Tensor, out: Tensor, dims: number[], keepdim: boolean): Te
       );
 }
 
+// Reduce op codes go to the addon as their index (see lib/ops/launch.ts).
+const REDUCE = new Map(reduceOpNames.map((n, i) => [n, i]));
+
 function reduce(
   op: ReduceOpName,
   x: Tensor,
@@ -40,7 +44,7 @@ function reduce(
   checkTensor(op, 'input', x);
   if (typeof keepdim !== 'boolean') throw typeError(op, `keepdim must be a boolean, got ${typeof keepdim}`);
   const dims = dimList(op, dim, x.ndim);
-  return { out: wrap(native.reduce(op, x.handle, dims, keepdim, correction)), dims };
+  return { out: wrap(native.reduce(REDUCE.get(op) ?? op, x.handle, dims, keepdim, correction)), dims };
 }
 
 function countOf(x: Tensor, dims: number[]): number {

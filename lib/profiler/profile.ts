@@ -8,7 +8,7 @@ import { flockError, checkOptions, argError, describe } from '../errors';
 import { native } from '../native';
 import { checkBool, checkInt } from '../validate';
 import type { HandleMeta, NativeTensor } from '../../types/native';
-import { binaryOpNames, unaryOpNames } from '../../types/op_codes';
+import { binaryOpNames, reduceOpNames, unaryOpNames } from '../../types/op_codes';
 import { type KeyAverages, keyAverages } from './key_averages';
 import { type ChromeTrace, type TraceEvent, TID_COMM, TID_HOST, metadataEvents, streamTid, writeTrace } from './trace';
 
@@ -331,7 +331,14 @@ function shapesOf(args: unknown[]): number[][] {
 function callName(method: string, args: unknown[]): string {
   let first = args[0];
   if (typeof first === 'number') {
-    const names = method === 'binary' ? binaryOpNames : method === 'unary' || method === 'unaryBackward' ? unaryOpNames : null;
+    const names =
+      method === 'binary'
+        ? binaryOpNames
+        : method === 'unary' || method === 'unaryBackward'
+          ? unaryOpNames
+          : method === 'reduce'
+            ? reduceOpNames
+            : null;
     if (names !== null && names[first] !== undefined) first = names[first];
   }
   if (typeof first === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(first)) {
