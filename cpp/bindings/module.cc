@@ -72,10 +72,8 @@ Napi::Value Addon::wrap(Napi::Env env, Tensor t) {
 }
 
 bool Addon::dispose(Napi::Env env, double handle) {
-  const Tensor* t = handles.find(handle);
-  if (!t) return false;
-  const int64_t bytes = static_cast<int64_t>(t->nbytes());
-  handles.release(handle);
+  const int64_t bytes = handles.release(handle);
+  if (bytes < 0) return false;
   account_external(env, -bytes);
   return true;
 }

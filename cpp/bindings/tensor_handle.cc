@@ -35,18 +35,19 @@ const Tensor* HandleTable::find(double handle) const {
   return &s.tensor;
 }
 
-bool HandleTable::release(double handle) {
-  if (!find(handle)) return false;
+int64_t HandleTable::release(double handle) {
+  if (!find(handle)) return -1;
   const auto rel = static_cast<uint64_t>(handle - kHandleBase);
   const auto index = static_cast<uint32_t>(rel & (kMaxSlots - 1));
   Slot& s = slots_[index];
-  bytes_ -= static_cast<int64_t>(s.tensor.nbytes());
+  const auto bytes = static_cast<int64_t>(s.tensor.nbytes());
+  bytes_ -= bytes;
   --live_[static_cast<size_t>(live_slot(s.tensor.device()))];
   s.tensor = Tensor{};  // queued work still holds the storage; it is freed when that work is done
   s.used = false;
   s.generation = (s.generation + 1) % kGenerations;
   free_.push_back(index);
-  return true;
+  return bytes;
 }
 
 Napi::Array MetaCache::metas(Napi::Env env) {

@@ -50,8 +50,8 @@ class HandleTable {
   static bool well_formed(double handle) {
     return handle >= kHandleBase && handle < kHandleBase * 2 && handle == static_cast<double>(static_cast<int64_t>(handle));
   }
-  // Drops the reference; false when `handle` named no live tensor.
-  bool release(double handle);
+  // Drops the reference and returns the bytes its tensor held, or -1 when `handle` named no live tensor.
+  int64_t release(double handle);
   // Live handles on the device of `live_slot` (see live_slot()).
   int64_t live(int slot) const { return live_[static_cast<size_t>(slot)]; }
   // Bytes of the tensors live handles name (for V8's external memory accounting).

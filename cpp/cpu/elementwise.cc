@@ -24,6 +24,21 @@ void with_op(int op, Fn&& fn) { with_op(op, std::forward<Fn>(fn), std::make_inte
 
 constexpr int64_t kChunk = 512;
 
+// o[i] = f(a[i], b[i]) over [s, e) of two bf16 inputs, in f32 blocks of kChunk rounded once.
+// Always inlined, so it compiles under the instruction set of the FLOCK_ISA_PARALLEL_FOR body
+// that calls it.
+template <class F>
+inline __attribute__((always_inline)) void bf16_blocks2(const bf16* a, const bf16* b, bf16* o, int64_t s, int64_t e, bool cvtne, F f) {
+  float xa[kChunk], xb[kChunk];
+  for (int64_t c = s; c < e; c += kChunk) {
+    const int64_t m = std::min(kChunk, e - c);
+    bf16_widen(a + c, xa, m);
+    bf16_widen(b + c, xb, m);
+    for (int64_t i = 0; i < m; ++i) xa[i] = f(xa[i], xb[i]);
+    bf16_store(xa, o + c, m, cvtne);
+  }
+}
+
 // unary / derivative in f32: GELU from vec_math.h (vectorisable), the rest from scalar_math.h.
 template <UnaryOp kOp>
 inline __attribute__((always_inline)) float unary_f32(float x, float a, float b) {
@@ -156,14 +171,7 @@ void unary_backward_cpu(UnaryOp op, const Tensor& x, const Tensor& gy, Tensor& g
       } else if constexpr (std::is_same_v<T, bf16>) {
         const bool cvtne = cpu_bf16_convert();
         FLOCK_ISA_PARALLEL_FOR(x.numel(), kElementGrain, s, e, {
-          float xb[kChunk], gb[kChunk];
-          for (int64_t c = s; c < e; c += kChunk) {
-            const int64_t m = std::min(kChunk, e - c);
-            bf16_widen(xp + c, xb, m);
-            bf16_widen(gp + c, gb, m);
-            for (int64_t i = 0; i < m; ++i) gb[i] = gb[i] * derivative_f32<kOp>(xb[i], ca, cb);
-            bf16_store(gb, o + c, m, cvtne);
-          }
+          bf16_blocks2(gp, xp, o, s, e, cvtne, [&](float g, float xv) __attribute__((always_inline)) { return g * derivative_f32<kOp>(xv, ca, cb); });
         });
       } else if constexpr (std::is_same_v<C, float> && kOp == UnaryOp::gelu) {
         parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
@@ -232,14 +240,7 @@ void binary_cpu(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
             bf16* op_ = out.data<bf16>();
             const bool cvtne = cpu_bf16_convert();
             FLOCK_ISA_PARALLEL_FOR(out.numel(), kElementGrain, s, e, {
-              float xa[kChunk], xb[kChunk];
-              for (int64_t c = s; c < e; c += kChunk) {
-                const int64_t m = std::min(kChunk, e - c);
-                bf16_widen(ap + c, xa, m);
-                bf16_widen(bp + c, xb, m);
-                for (int64_t i = 0; i < m; ++i) xa[i] = math::binary<float>(kOp, xa[i], xb[i]);
-                bf16_store(xa, op_ + c, m, cvtne);
-              }
+              bf16_blocks2(ap, bp, op_, s, e, cvtne, [](float u, float v) __attribute__((always_inline)) { return math::binary<float>(kOp, u, v); });
             });
             return;
           }

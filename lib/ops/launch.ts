@@ -13,7 +13,7 @@ import { isFloating } from '../dtype';
 import { castTo, checkTensor, operands, sumTo, wrap } from './util';
 
 // Op codes go to the addon as their index in the native enum: no string to convert per call.
-const indexOf = <T extends string>(names: readonly T[]): Map<T, number> => new Map(names.map((n, i) => [n, i]));
+export const indexOf = <T extends string>(names: readonly T[]): Map<T, number> => new Map(names.map((n, i) => [n, i]));
 const BINARY = indexOf(binaryOpNames);
 const UNARY = indexOf(unaryOpNames);
 

@@ -9,6 +9,7 @@ import { checkOptions, describe } from '../errors';
 import { castTo, checkTensor, dimList, normDim, typeError, wrap } from './util';
 import { div, eq, exp, mul, sqrt, sub, where } from './elementwise';
 import { autocastArgs } from '../amp/autocast';
+import { indexOf } from './launch';
 
 /** `g` (reduced over `dims`) reshaped with those dims kept as 1, then expanded to `shape`. */
 function expandBack(g: Tensor, shape: readonly number[], dims: number[], keepdim: boolean): Tensor {
@@ -32,7 +33,7 @@ function keptShape(x: Tensor, out: Tensor, dims: number[], keepdim: boolean): Te
 }
 
 // Reduce op codes go to the addon as their index (see lib/ops/launch.ts).
-const REDUCE = new Map(reduceOpNames.map((n, i) => [n, i]));
+const REDUCE = indexOf(reduceOpNames);
 
 function reduce(
   op: ReduceOpName,
