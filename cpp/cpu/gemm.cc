@@ -6,6 +6,7 @@
 // thread, each an independent GEMM that packs only what it reads.
 #include "gemm.h"
 #include "gemm_kernel.h"
+#include "gemm_pack.h"
 #include "isa.h"
 #include "loops.h"
 #include <immintrin.h>
@@ -127,14 +128,21 @@ void pack_a(const GemmArgs<T>& g, const int64_t kMR, int64_t i0, int64_t mc, int
         for (int64_t i = 0; i < mr; ++i) d[p * kMR + i] = src[i];
         for (int64_t i = mr; i < kMR; ++i) d[p * kMR + i] = T(0);
       }
-    } else {  // read each of the MR rows along k, so memory is walked in order
-      for (int64_t i = 0; i < mr; ++i) {
-        const T* src = g.a + (i0 + ip + i) * g.lda + p0;
-        for (int64_t p = 0; p < kc; ++p) d[p * kMR + i] = src[p];
-      }
-      for (int64_t i = mr; i < kMR; ++i)
-        for (int64_t p = 0; p < kc; ++p) d[p * kMR + i] = T(0);
+      continue;
     }
+    if constexpr (std::is_same_v<T, float>) {
+      if (kMR <= 8) {  // the MR rows along k, transposed 8×8 in registers
+        pack_transposed(g.a + (i0 + ip) * g.lda + p0, g.lda, mr, kMR, kc, d, kMR);
+        continue;
+      }
+    }
+    // Read each of the MR rows along k, so memory is walked in order.
+    for (int64_t i = 0; i < mr; ++i) {
+      const T* src = g.a + (i0 + ip + i) * g.lda + p0;
+      for (int64_t p = 0; p < kc; ++p) d[p * kMR + i] = src[p];
+    }
+    for (int64_t i = mr; i < kMR; ++i)
+      for (int64_t p = 0; p < kc; ++p) d[p * kMR + i] = T(0);
   }
 }
 
@@ -154,6 +162,13 @@ void pack_b_panel(const GemmArgs<T>& g, const int64_t kNR, int64_t p0, int64_t k
     return;
   }
   // op(B) = Bᵀ: each panel column is a contiguous row of B, so walk it along k.
+  if constexpr (std::is_same_v<T, float>) {
+    if (kNR % 8 == 0) {  // eight columns at a time, transposed in registers
+      for (int64_t j = 0; j < kNR; j += 8)
+        pack_transposed(g.b + (j0 + j) * g.ldb + p0, g.ldb, std::clamp<int64_t>(nr - j, 0, 8), 8, kc, d + j, kNR);
+      return;
+    }
+  }
   for (int64_t j = 0; j < nr; ++j) {
     const T* src = g.b + (j0 + j) * g.ldb + p0;
     for (int64_t p = 0; p < kc; ++p) d[p * kNR + j] = src[p];

@@ -35,15 +35,19 @@ for (const [m, n, k] of [
   [100, 10, 784],
   [31, 300, 17],
 ]) {
-  test(`sgemm ${info.cpuIsa} ${m}x${k}·${k}x${n} (and transposed) matches f64`, () => {
+  // op(A) = A and op(B) = Bᵀ pack through 8×8 register transposes (gemm_pack.cc): ragged rows,
+  // columns and K tails included.
+  test(`sgemm ${info.cpuIsa} ${m}x${k}·${k}x${n}, all four transpositions, matches f64`, () => {
     for (const [ta, tb] of [
       [false, false],
+      [false, true],
+      [true, false],
       [true, true],
     ]) {
       const a = fl.randn(ta ? [k, m] : [m, k]),
         b = fl.randn(tb ? [n, k] : [k, n]);
       const c = (ta ? a.T : a).matmul(tb ? b.T : b);
-      close(arr(c), refMatmul(arr(a), arr(b), m, n, k, ta, tb), 2e-4 * Math.sqrt(k), 1e-4, `C ta=${ta}`);
+      close(arr(c), refMatmul(arr(a), arr(b), m, n, k, ta, tb), 2e-4 * Math.sqrt(k), 1e-4, `C ta=${ta} tb=${tb}`);
     }
   });
 }
