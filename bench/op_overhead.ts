@@ -16,14 +16,27 @@
  * rounds and the ratio of the medians (flockml's µs over PyTorch's; < 1 is faster), and
  * `inline_per_call`: kernels the CPU stream ran on the JS thread per call in the last round (small
  * kernels run there when its worker is idle with nothing queued; see cpp/cpu/stream.h).
- *   npm run bench -- op-overhead [--ops N] [--steps S] [--rounds R] [--warmup W] [--cases add,mlp] [--no-anchor]
+ * It measures what `require('flockml')` gives a user: the compiled package (dist/, brought up to
+ * date with tsc first). `--source lib` runs the TypeScript sources through tsx instead, whose
+ * CommonJS interop puts a getter call on every imported binding (~0.06 µs of an add).
+ *   npm run bench -- op-overhead [--ops N] [--steps S] [--rounds R] [--warmup W] [--cases add,mlp] [--no-anchor] [--source dist|lib]
  */
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import * as fl from '../lib';
-import { native } from '../lib/native';
 import { Anchor, median } from './anchors/serve';
 
 const argv = process.argv.slice(2);
+const source = argv.includes('--source') ? argv[argv.indexOf('--source') + 1] : 'dist';
+if (source !== 'dist' && source !== 'lib') throw new Error(`op-overhead: --source must be dist or lib, got ${source}`);
+const root = join(__dirname, '..');
+if (source === 'dist') {
+  const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.json')], {
+    stdio: 'inherit',
+  });
+  if (tsc.status !== 0) throw new Error('op-overhead: compiling dist/ with tsc failed');
+}
+const fl: typeof import('../lib') = require(join(root, source, 'lib'));
+const { native }: typeof import('../lib/native') = require(join(root, source, 'lib', 'native'));
 const flag = (name: string, fallback: number) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 ? Number(argv[i + 1]) : fallback;
@@ -142,6 +155,7 @@ async function main(): Promise<void> {
         case: c,
         device: 'cpu',
         impl: 'flockml',
+        source,
         calls_per_round: c === 'mlp' ? steps : ops,
         rounds,
         us_per_op: +us.toFixed(3),
