@@ -1,4 +1,5 @@
 #include "tensor.h"
+#include "spin_lock.h"
 #include <sys/mman.h>
 #include <unistd.h>
 #include <array>
@@ -27,7 +28,9 @@ size_t physical_memory() {
 // time of an element-wise op over a few megabytes. FLOCKML_CPU_CACHE_MB bounds what is kept
 // (default 1024; 0 turns the cache off); a failed allocation empties the cache and retries.
 // Each virtual CPU device keeps its own blocks (reported and emptied per device); the bound is
-// on all of them together.
+// on all of them together. Blocks of up to 4 KiB are kept too, up to 1 MiB of each 64-byte class
+// per device: a small op's output (a [16] add) otherwise pays a glibc aligned allocation and free,
+// with their consolidation, every call (and a step of small ops frees its temporaries together).
 class CpuAllocator final : public Allocator {
  public:
   CpuAllocator() {
@@ -37,14 +40,25 @@ class CpuAllocator final : public Allocator {
   void* allocate(size_t bytes, int device) override {
     if (bytes > physical_memory()) return nullptr;
     const size_t n = size_class(bytes);
-    if (n >= kMinCached) {
-      std::lock_guard<std::mutex> lk(m_);
+    if (is_small(n)) {
+      std::lock_guard<SpinLock> lk(m_);
+      auto& free = small_[slot(device)][n / 64 - 1];
+      if (!free.empty()) {
+        void* p = free.back();
+        free.pop_back();
+        cached_[slot(device)] -= n;
+        total_ -= n;
+        return p;
+      }
+    } else if (n >= kMinCached) {
+      std::lock_guard<SpinLock> lk(m_);
       auto& free = free_[slot(device)];
       auto it = free.find(n);
       if (it != free.end() && !it->second.empty()) {
         void* p = it->second.back();
         it->second.pop_back();
         cached_[slot(device)] -= n;
+        total_ -= n;
         return p;
       }
     }
@@ -54,15 +68,17 @@ class CpuAllocator final : public Allocator {
   }
   void release(void* p, size_t bytes, int device) noexcept override {
     const size_t n = size_class(bytes);
-    if (n >= kMinCached) {
-      std::lock_guard<std::mutex> lk(m_);
-      size_t total = 0;
-      for (size_t c : cached_) total += c;
-      if (total + n <= limit_) {
+    if (is_small(n) || n >= kMinCached) {
+      std::lock_guard<SpinLock> lk(m_);
+      if (total_ + n <= limit_) {
         try {
-          free_[slot(device)][n].push_back(p);
-          cached_[slot(device)] += n;
-          return;
+          auto& free = is_small(n) ? small_[slot(device)][n / 64 - 1] : free_[slot(device)][n];
+          if (!is_small(n) || (free.size() + 1) * n <= kSmallClassBytes) {
+            free.push_back(p);
+            cached_[slot(device)] += n;
+            total_ += n;
+            return;
+          }
         } catch (...) {  // no room to remember it: free it instead
         }
       }
@@ -70,15 +86,15 @@ class CpuAllocator final : public Allocator {
     std::free(p);
   }
   size_t cached_bytes(int device) override {
-    std::lock_guard<std::mutex> lk(m_);
+    std::lock_guard<SpinLock> lk(m_);
     return cached_[slot(device)];
   }
   size_t empty_cache(int device) noexcept override {
-    std::lock_guard<std::mutex> lk(m_);
+    std::lock_guard<SpinLock> lk(m_);
     return empty_locked(slot(device));
   }
   size_t empty_all() noexcept {
-    std::lock_guard<std::mutex> lk(m_);
+    std::lock_guard<SpinLock> lk(m_);
     size_t was = 0;
     for (int d = 0; d < kMaxCpuDevices; ++d) was += empty_locked(d);
     return was;
@@ -86,6 +102,8 @@ class CpuAllocator final : public Allocator {
 
  private:
   static constexpr size_t kMinCached = size_t(256) << 10;
+  static constexpr size_t kSmallMax = 4096, kSmallClassBytes = size_t(1) << 20;
+  static bool is_small(size_t n) { return n >= 64 && n <= kSmallMax; }
   static constexpr size_t kHugePage = size_t(2) << 20;
 
   // Blocks of 4 MiB and up start on a 2 MiB boundary and ask for transparent huge pages (where
@@ -114,12 +132,19 @@ class CpuAllocator final : public Allocator {
     for (auto& [n, blocks] : free_[d])
       for (void* p : blocks) std::free(p);
     free_[d].clear();
+    for (auto& blocks : small_[d]) {
+      for (void* p : blocks) std::free(p);
+      blocks.clear();
+    }
     cached_[d] = 0;
+    total_ -= was;
     return was;
   }
-  std::mutex m_;
+  SpinLock m_;
   std::array<std::unordered_map<size_t, std::vector<void*>>, kMaxCpuDevices> free_;
+  std::array<std::array<std::vector<void*>, kSmallMax / 64>, kMaxCpuDevices> small_;
   std::array<size_t, kMaxCpuDevices> cached_{};
+  size_t total_ = 0;  // the sum of cached_
   size_t limit_ = size_t(1024) << 20;
 };
 CpuAllocator g_cpu_allocator;
@@ -208,10 +233,77 @@ int64_t checked_numel(const Shape& shape, const char* op) {
   return n;
 }
 
+namespace {
+
+// Storages (each with its shared_ptr control block, one allocation) come from a free list: a step
+// of small ops frees its temporaries together, and glibc's frees of thousands of small chunks, with
+// the consolidation they set off, cost more than the ops' kernels. Up to 64 Ki blocks are kept;
+// the list is never destroyed, since storages may be released while the process exits.
+template <size_t Size>
+class BlockPool {
+ public:
+  static BlockPool& get() {
+    static BlockPool* pool = new BlockPool;
+    return *pool;
+  }
+  void* take() {
+    {
+      std::lock_guard<SpinLock> lk(m_);
+      if (!free_.empty()) {
+        void* p = free_.back();
+        free_.pop_back();
+        return p;
+      }
+    }
+    return ::operator new(Size);
+  }
+  void give(void* p) noexcept {
+    {
+      std::lock_guard<SpinLock> lk(m_);
+      if (free_.size() < kKept) {
+        try {
+          free_.push_back(p);
+          return;
+        } catch (...) {  // no room to remember it: free it instead
+        }
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  static constexpr size_t kKept = size_t(1) << 16;
+  SpinLock m_;
+  std::vector<void*> free_;
+};
+
+template <class T>
+struct PooledAllocator {
+  using value_type = T;
+  PooledAllocator() = default;
+  template <class U>
+  PooledAllocator(const PooledAllocator<U>&) noexcept {}
+  T* allocate(size_t n) {
+    if (n != 1) return std::allocator<T>().allocate(n);
+    static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "pooled blocks have operator new's alignment");
+    return static_cast<T*>(BlockPool<sizeof(T)>::get().take());
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n != 1) return std::allocator<T>().deallocate(p, n);
+    BlockPool<sizeof(T)>::get().give(p);
+  }
+  template <class U>
+  bool operator==(const PooledAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+}  // namespace
+
 Tensor empty(const Shape& shape, DType dtype, Device device, const char* op) {
   int64_t n = checked_numel(shape, op);
   Tensor t;
-  t.storage = std::make_shared<Storage>(device, static_cast<size_t>(n) * dtype_size(dtype));
+  t.storage = std::allocate_shared<Storage>(PooledAllocator<Storage>(), device, static_cast<size_t>(n) * dtype_size(dtype));
   t.dtype = dtype;
   t.shape = shape;
   return t;

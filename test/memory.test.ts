@@ -171,4 +171,22 @@ test('released large CPU blocks are kept for reuse, counted in memory(), and giv
   );
 });
 
+test('released small CPU blocks are kept per 64-byte class, counted, reused and given back by emptyCache()', async () => {
+  fl.emptyCache();
+  const first = Array.from({ length: 100 }, () => fl.zeros([16])); // 64 bytes each
+  await fl.sync();
+  for (const t of first) t.dispose();
+  await fl.sync();
+  const cached = fl.memory().cpu.cachedBytes;
+  assert.ok(cached >= 100 * 64, `cached ${cached}`);
+  const again = Array.from({ length: 100 }, () => fl.ones([16])); // the same class: served from the cache
+  await fl.sync();
+  assert.is(fl.memory().cpu.cachedBytes, cached - 100 * 64);
+  for (const t of again) assert.equal(Array.from((await t.data()) as Float32Array), new Array(16).fill(1));
+  for (const t of again) t.dispose();
+  await fl.sync();
+  assert.ok(fl.emptyCache() >= 100 * 64);
+  assert.is(fl.memory().cpu.cachedBytes, 0);
+});
+
 test.run();

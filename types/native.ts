@@ -78,6 +78,17 @@ export interface NativeAddon {
   ready(device: string | null, lowWatermark: number): Promise<void>;
   /** How many small kernels `device`'s stream has run on this thread because its worker was idle with nothing queued. */
   streamInlineTasks(device: string): number;
+  /**
+   * Diagnostic for tests: `threads` threads queue `tasks` tasks each on CPU `device`'s stream while
+   * this thread queues `tasks` and tries to run one inline after each (blocking until all ran).
+   * `overlaps`: tasks that ran while another did; `overtaken`: inline tasks that ran before one this
+   * thread queued earlier. Both must be 0.
+   */
+  streamGateStress(
+    device: string,
+    threads: number,
+    tasks: number,
+  ): { overlaps: number; overtaken: number; inlineRan: number; queuedRan: number };
   // runtime
   memory(): Record<string, DeviceMemoryStats>;
   emptyCache(device: string): number;

@@ -14,4 +14,5 @@ void register_device_exports(Napi::Env env, Napi::Object exports);
 void register_attention_exports(Napi::Env env, Napi::Object exports);
 void register_rearrange_exports(Napi::Env env, Napi::Object exports);
 void register_select_exports(Napi::Env env, Napi::Object exports);
+void register_stream_stress_exports(Napi::Env env, Napi::Object exports);
 }  // namespace flock::js

@@ -43,6 +43,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   register_nn_exports(env, exports);
   register_dist_exports(env, exports);
   register_ready_exports(env, exports);
+  register_stream_stress_exports(env, exports);
   register_io_exports(env, exports);
   register_profiler_exports(env, exports);
   register_device_exports(env, exports);

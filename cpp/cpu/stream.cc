@@ -17,6 +17,8 @@ CpuStream::~CpuStream() {
   {
     std::lock_guard<std::mutex> lk(m_);
     stopping_ = true;
+    int open = kOpen;
+    gate_.compare_exchange_strong(open, kClosed, std::memory_order_acq_rel);
   }
   has_work_.notify_all();
   has_space_.notify_all();
@@ -32,19 +34,22 @@ void CpuStream::enqueue(const char* op, std::function<void()> task) {
   }
   if (stopping_) fail(Code::Internal, op, ": the CPU stream is shutting down");
   queue_.push_back({op, std::move(task), profiler::enabled() ? profiler::now_ns() : 0});
+  // No inline run may start past this task now; one running already wakes the worker when it ends.
+  for (int g = gate_.load(std::memory_order_acquire);;) {
+    if (g == kOpen && gate_.compare_exchange_weak(g, kClosed, std::memory_order_acq_rel)) break;
+    if (g == kInline && gate_.compare_exchange_weak(g, kInlinePending, std::memory_order_acq_rel)) break;
+    if (g == kClosed || g == kInlinePending) break;
+  }
   const bool wake = worker_idle_;
   lk.unlock();
   if (wake) has_work_.notify_one();
 }
 
 bool CpuStream::run_inline(const char* op, const std::function<void()>& task) {
-  {
-    std::lock_guard<std::mutex> lk(m_);
-    // Parked with nothing queued: everything queued before has run, and the worker cannot start
-    // what others queue meanwhile until running_inline_ clears, so stream order holds.
-    if (!worker_idle_ || !queue_.empty() || running_inline_ || stopping_) return false;
-    running_inline_ = true;
-  }
+  // Open only while the worker is parked with nothing queued: everything queued before has run, and
+  // the worker starts nothing others queue meanwhile until the gate is handed back, so stream order holds.
+  int open = kOpen;
+  if (!gate_.compare_exchange_strong(open, kInline, std::memory_order_acq_rel)) return false;
   // A kernel on the worker fixes the CPU device count when it first asks its pool for threads; one
   // run here touches no pool, so it fixes the count itself (setCpuDeviceCount then refuses a change).
   if (!count_fixed_) {
@@ -61,15 +66,19 @@ bool CpuStream::run_inline(const char* op, const std::function<void()>& task) {
     SerialScope serial;  // microseconds of work: never wait for an intra-op pool another stream holds
     err = run(t);
   }
-  bool wake;
+  inline_tasks_.fetch_add(1, std::memory_order_relaxed);
+  if (err) {  // recorded before the gate opens, so the next sync point reports it
+    std::lock_guard<std::mutex> lk(m_);
+    if (!error_) error_ = std::move(err);
+  }
+  int held = kInline;
+  if (gate_.compare_exchange_strong(held, kOpen, std::memory_order_acq_rel)) return true;
+  // Work was queued while this ran (kInlinePending): the worker waits for it.
   {
     std::lock_guard<std::mutex> lk(m_);
-    running_inline_ = false;
-    ++inline_tasks_;
-    if (err && !error_) error_ = std::move(err);
-    wake = worker_idle_ && (!queue_.empty() || stopping_);
+    gate_.store(kClosed, std::memory_order_release);
   }
-  if (wake) has_work_.notify_one();
+  has_work_.notify_one();
   return true;
 }
 
@@ -109,10 +118,7 @@ std::vector<std::function<void()>> CpuStream::take_ready_locked() {
   return out;
 }
 
-uint64_t CpuStream::inline_tasks() {
-  std::lock_guard<std::mutex> lk(m_);
-  return inline_tasks_;
-}
+uint64_t CpuStream::inline_tasks() { return inline_tasks_.load(std::memory_order_relaxed); }
 
 size_t CpuStream::depth() {
   std::lock_guard<std::mutex> lk(m_);
@@ -143,7 +149,11 @@ void CpuStream::loop() {
     {
       std::unique_lock<std::mutex> lk(m_);
       worker_idle_ = true;
-      has_work_.wait(lk, [&] { return !running_inline_ && (stopping_ || !queue_.empty()); });
+      if (queue_.empty() && !stopping_) gate_.store(kOpen, std::memory_order_release);
+      has_work_.wait(lk, [&] {
+        const int g = gate_.load(std::memory_order_acquire);
+        return g != kInline && g != kInlinePending && (stopping_ || !queue_.empty());
+      });
       worker_idle_ = false;
       if (queue_.empty()) return;  // stopping and drained
       task = std::move(queue_.front());

@@ -3,8 +3,10 @@
 // async loop waits in when_ready (a callback, not a parked thread) until the worker drains.
 // A small task (enqueue_small) queued while the worker is parked with nothing queued runs at once on
 // the calling thread instead: waking the worker costs more than the kernel (a futex syscall and a
-// context switch), and nothing is ahead of it to wait for.
+// context switch), and nothing is ahead of it to wait for. Whether it may is one atomic, the gate:
+// taking and handing it back are a compare-exchange each, no lock, on every small op.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -52,9 +54,14 @@ class CpuStream final : public Stream {
   std::string name_;  // "cpu", "cpu:1": the stream's name in profiles
   bool stopping_ = false;
   bool worker_idle_ = false;    // only then does enqueue need to wake the worker
-  bool count_fixed_ = false;     // an inline task has fixed the CPU device count (the thread with running_inline_ set)
-  bool running_inline_ = false; // a caller is running a small task; the worker starts nothing until it ends
-  uint64_t inline_tasks_ = 0;   // run by enqueue_small on the calling thread
+  bool count_fixed_ = false;    // an inline task has fixed the CPU device count (touched only by the gate's holder)
+  // The inline gate. kOpen: the worker is parked with nothing queued and not stopping, so a caller
+  // may take the gate (kInline) and run a task itself; the worker starts nothing while a caller holds
+  // it. A task queued meanwhile marks it kInlinePending, and the holder then wakes the worker.
+  // The worker opens it (with m_ held) before it parks on an empty queue; enqueue closes it.
+  enum Gate : int { kClosed, kOpen, kInline, kInlinePending };
+  std::atomic<int> gate_{kClosed};
+  std::atomic<uint64_t> inline_tasks_{0};  // run by enqueue_small on the calling thread
   int producers_waiting_ = 0;   // only then does the worker need to signal free space
   std::optional<StreamError> error_;
   std::thread worker_;

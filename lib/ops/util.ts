@@ -79,8 +79,19 @@ export function normDim(op: string, dim: number, ndim: number): number {
   return dim < 0 ? dim + n : dim;
 }
 
+/** Per ndim, every dim in order: one frozen array each, since a full reduction is the common call. */
+const ALL_DIMS: number[][] = [];
+
+/** The dims `dim` names, normalised (every dim when undefined); callers only read the result. */
 export function dimList(op: string, dim: number | number[] | undefined, ndim: number): number[] {
-  if (dim === undefined) return Array.from({ length: ndim }, (_, i) => i);
+  if (dim === undefined) {
+    let all = ALL_DIMS[ndim];
+    if (!all) {
+      all = Object.freeze(Array.from({ length: ndim }, (_, i) => i)) as number[];
+      ALL_DIMS[ndim] = all;
+    }
+    return all;
+  }
   const list = Array.isArray(dim) ? dim : [dim];
   return list.map((d) => normDim(op, d, ndim));
 }
