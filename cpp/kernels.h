@@ -22,7 +22,9 @@ struct MatmulPlan {
   // f32 on CUDA may round operands to tf32 for tensor cores; read from the Context when the
   // matmul is queued, so changing the setting later leaves queued work as it was.
   bool allow_tf32 = false;
-  std::vector<int64_t> a_offsets, b_offsets;  // one per batch entry; out is dense [batch, m, n]
+  // One per batch entry (out is dense [batch, m, n]); Shape's small-vector storage, so a plan for up
+  // to 8 matrices allocates nothing.
+  Shape a_offsets, b_offsets;
 };
 
 // A strided element-wise copy: dst[dst_offset + Σ i_d·dst_strides_d] = src[src_offset + Σ i_d·src_strides_d].

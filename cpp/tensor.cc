@@ -28,7 +28,7 @@ size_t physical_memory() {
 // time of an element-wise op over a few megabytes. FLOCKML_CPU_CACHE_MB bounds what is kept
 // (default 1024; 0 turns the cache off); a failed allocation empties the cache and retries.
 // Each virtual CPU device keeps its own blocks (reported and emptied per device); the bound is
-// on all of them together. Blocks of up to 4 KiB are kept too, up to 1 MiB of each 64-byte class
+// on all of them together. Blocks of up to 4 KiB are kept too, up to 16384 of each 64-byte class
 // per device: a small op's output (a [16] add) otherwise pays a glibc aligned allocation and free,
 // with their consolidation, every call (and a step of small ops frees its temporaries together).
 class CpuAllocator final : public Allocator {
@@ -73,7 +73,7 @@ class CpuAllocator final : public Allocator {
       if (total_ + n <= limit_) {
         try {
           auto& free = is_small(n) ? small_[slot(device)][n / 64 - 1] : free_[slot(device)][n];
-          if (!is_small(n) || (free.size() + 1) * n <= kSmallClassBytes) {
+          if (!is_small(n) || free.size() < kSmallKept) {
             free.push_back(p);
             cached_[slot(device)] += n;
             total_ += n;
@@ -102,7 +102,7 @@ class CpuAllocator final : public Allocator {
 
  private:
   static constexpr size_t kMinCached = size_t(256) << 10;
-  static constexpr size_t kSmallMax = 4096, kSmallClassBytes = size_t(1) << 20;
+  static constexpr size_t kSmallMax = 4096, kSmallKept = 16384;
   static bool is_small(size_t n) { return n >= 64 && n <= kSmallMax; }
   static constexpr size_t kHugePage = size_t(2) << 20;
 

@@ -94,21 +94,38 @@ std::string Args::string(size_t i, const char* name) const {
   return s;
 }
 
-std::vector<int64_t> Args::ints(size_t i, const char* name, int64_t lo, int64_t hi, uint32_t max_len) const {
-  Napi::Value v = info[i];
-  if (!v.IsArray()) fail(Code::Arg, op, ": ", name, " must be an array of integers, got ", describe(v));
+namespace {
+
+// Appends the integers of array argument `i` to `out` (any container with push_back), checked.
+template <class Out>
+void read_ints(const Args& a, size_t i, const char* name, int64_t lo, int64_t hi, uint32_t max_len, Out& out) {
+  Napi::Value v = a.info[i];
+  if (!v.IsArray()) fail(Code::Arg, a.op, ": ", name, " must be an array of integers, got ", describe(v));
   Napi::Array arr = v.As<Napi::Array>();
-  if (arr.Length() > max_len) fail(Code::Shape, op, ": ", name, " has ", arr.Length(), " entries; at most ", max_len, " are supported");
-  std::vector<int64_t> out;
-  for (uint32_t k = 0; k < arr.Length(); ++k) {
+  const uint32_t n = arr.Length();
+  if (n > max_len) fail(Code::Shape, a.op, ": ", name, " has ", n, " entries; at most ", max_len, " are supported");
+  for (uint32_t k = 0; k < n; ++k) {
     Napi::Value e = arr.Get(k);
-    if (!e.IsNumber()) fail(Code::Arg, op, ": ", name, "[", k, "] must be an integer, got ", describe(e));
+    if (!e.IsNumber()) fail(Code::Arg, a.op, ": ", name, "[", k, "] must be an integer, got ", describe(e));
     const double d = e.As<Napi::Number>().DoubleValue();
-    if (!std::isfinite(d) || d != std::floor(d)) fail(Code::Shape, op, ": ", name, "[", k, "] must be an integer, got ", d);
+    if (!std::isfinite(d) || d != std::floor(d)) fail(Code::Shape, a.op, ": ", name, "[", k, "] must be an integer, got ", d);
     if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-      fail(Code::Shape, op, ": ", name, "[", k, "] = ", d, " is out of range [", lo, ", ", hi, "]");
+      fail(Code::Shape, a.op, ": ", name, "[", k, "] = ", d, " is out of range [", lo, ", ", hi, "]");
     out.push_back(static_cast<int64_t>(d));
   }
+}
+
+}  // namespace
+
+std::vector<int64_t> Args::ints(size_t i, const char* name, int64_t lo, int64_t hi, uint32_t max_len) const {
+  std::vector<int64_t> out;
+  read_ints(*this, i, name, lo, hi, max_len, out);
+  return out;
+}
+
+Shape Args::dims(size_t i, const char* name, int64_t lo, int64_t hi) const {
+  Shape out;
+  read_ints(*this, i, name, lo, hi, 16, out);
   return out;
 }
 

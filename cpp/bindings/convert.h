@@ -47,7 +47,9 @@ struct Args {
   std::string string(size_t i, const char* name) const;
   // At most `max_len` entries: 16 for shapes and dims; lists of ranks pass their own bound.
   std::vector<int64_t> ints(size_t i, const char* name, int64_t lo, int64_t hi, uint32_t max_len = 16) const;
-  Shape shape(size_t i, const char* name) const { return ints(i, name, 0, int64_t(1) << 48); }
+  // The same, into a Shape (no allocation for up to 8 entries): shapes, and dim lists.
+  Shape dims(size_t i, const char* name, int64_t lo, int64_t hi) const;
+  Shape shape(size_t i, const char* name) const { return dims(i, name, 0, int64_t(1) << 48); }
   DType dtype(size_t i) const;
   Device device(size_t i) const;
   // A name from `names`, or its index (lib/ops/launch.ts passes the op codes' indices: no string to convert).

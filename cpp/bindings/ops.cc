@@ -67,8 +67,8 @@ Napi::Value Reduce(const Napi::CallbackInfo& info) {
   Args a{info, "reduce"};
   auto op = a.enumeration<ReduceOp>(0, "op", kReduceOpNames, kReduceOps);
   const Tensor& x = a.tensor(1, "x");
-  auto dims = a.ints(2, "dims", -kMaxDim, kMaxDim);
-  return out(info, ops::reduce(op, x, dims, a.boolean(3, "keepdim"), optional_number(a, 4, "correction")));
+  Shape dims = a.dims(2, "dims", -kMaxDim, kMaxDim);
+  return out(info, ops::reduce(op, x, std::move(dims), a.boolean(3, "keepdim"), optional_number(a, 4, "correction")));
 }
 
 Napi::Value Softmax(const Napi::CallbackInfo& info) {

@@ -66,7 +66,8 @@ bool CpuStream::run_inline(const char* op, const std::function<void()>& task) {
     SerialScope serial;  // microseconds of work: never wait for an intra-op pool another stream holds
     err = run(t);
   }
-  inline_tasks_.fetch_add(1, std::memory_order_relaxed);
+  // Only the gate's holder writes the count: a plain store, not a locked add.
+  inline_tasks_.store(inline_tasks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (err) {  // recorded before the gate opens, so the next sync point reports it
     std::lock_guard<std::mutex> lk(m_);
     if (!error_) error_ = std::move(err);

@@ -35,7 +35,7 @@ Tensor copy_between_cpu_devices(const Tensor& x, Device to);
 void copy_(Tensor& dst, const Tensor& src);
 
 // Reductions and normalisation
-Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, double correction = 1);
+Tensor reduce(ReduceOp op, const Tensor& x, Shape dims, bool keepdim, double correction = 1);
 Tensor softmax(const Tensor& x, int64_t dim, bool log);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b);
 

@@ -10,7 +10,7 @@ namespace {
 
 // `wide`: sum, mean and prod of bf16/f16 write their f32 accumulator instead of rounding it, so a
 // reduction in stages rounds once, at the end.
-Tensor reduce_impl(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, double correction, bool wide) {
+Tensor reduce_impl(ReduceOp op, const Tensor& x, Shape dims, bool keepdim, double correction, bool wide) {
   if (op >= ReduceOp::count) fail(Code::Arg, "reduce: unknown op");
   if (x.dtype == DType::boolean) fail(Code::DType, "reduce: not defined for bool tensors; cast first");
   const bool needs_float = op == ReduceOp::mean || op == ReduceOp::var || op == ReduceOp::logsumexp;
@@ -19,11 +19,11 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool
   const int64_t nd = x.dim();
   if (dims.empty())
     for (int64_t d = 0; d < nd; ++d) dims.push_back(d);
-  std::vector<bool> reduced(static_cast<size_t>(std::max<int64_t>(nd, 1)), false);
+  Shape reduced(static_cast<size_t>(std::max<int64_t>(nd, 1)), 0);  // flags: 1 where reduced
   for (int64_t& d : dims) {
     d = normalize_dim(d, nd, "reduce");
     if (reduced[d]) fail(Code::Arg, "reduce: dim ", d, " appears more than once");
-    reduced[d] = true;
+    reduced[d] = 1;
   }
   Shape out_shape;
   for (int64_t d = 0; d < nd; ++d) {
@@ -46,7 +46,7 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool
     while (end > 0) {
       size_t begin = end - 1;
       while (begin > 0 && dims[begin - 1] + 1 == dims[begin]) --begin;
-      cur = reduce_impl(op, cur, std::vector<int64_t>(dims.begin() + begin, dims.begin() + end), true, correction, widens);
+      cur = reduce_impl(op, cur, Shape(dims.begin() + begin, dims.begin() + end), true, correction, widens);
       end = begin;
     }
     if (widens && !wide) cur = cast(cur, x.dtype);
@@ -82,7 +82,7 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool
 
 }  // namespace
 
-Tensor reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, double correction) {
+Tensor reduce(ReduceOp op, const Tensor& x, Shape dims, bool keepdim, double correction) {
   return reduce_impl(op, x, std::move(dims), keepdim, correction, false);
 }
 
@@ -128,13 +128,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   if (nb * p.m * p.n == 0) return out;
   // Offsets of each batch entry in a and b, broadcasting size-1 batch dims.
   auto offsets = [&](const Shape& own, int64_t mat) {
-    std::vector<int64_t> st(batch.size(), 0);
+    Shape st(batch.size(), 0);
     int64_t s = mat;
     for (int64_t i = static_cast<int64_t>(own.size()) - 1, j = static_cast<int64_t>(batch.size()) - 1; i >= 0; --i, --j) {
       st[j] = own[i] == 1 ? 0 : s;
       s *= own[i];
     }
-    std::vector<int64_t> offs(static_cast<size_t>(nb));
+    Shape offs(static_cast<size_t>(nb));
     for (int64_t e = 0; e < nb; ++e) {
       int64_t rem = e, off = 0;
       for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) { off += (rem % batch[d]) * st[d]; rem /= batch[d]; }
@@ -146,7 +146,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   p.b_offsets = offsets(bb, br * bc);
   p.allow_tf32 = Context::current().allow_tf32.load();
   auto kernel = matmul_table().get(a.device());
-  launch("matmul", a.device(), [a, b, out, p, kernel]() mutable { kernel(a, b, out, p); }, nb * p.m * p.n * p.k / 8);
+  launch("matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, nb * p.m * p.n * p.k / 8);
   return out;
 }
 
