@@ -255,6 +255,17 @@ void small_rows(const GemmArgs<T>& g, const T* b, int64_t ldb) {
   for (int64_t j0 = 0; j0 < g.n; j0 += W) {                                                         \
     const int64_t w = std::min<int64_t>(W, g.n - j0);                                               \
     int64_t i = 0;                                                                                  \
+    /* Eight rows at a time: eight independent FMA chains keep both FMA pipes busy. */              \
+    for (; i + 8 <= g.m; i += 8) {                                                                  \
+      float* c = g.c + i * g.ldc + j0;                                                              \
+      V acc[8];                                                                                     \
+      for (int r = 0; r < 8; ++r) acc[r] = g.accumulate ? LOAD(c + r * g.ldc, w) : ZERO;           \
+      for (int64_t p = 0; p < g.k; ++p) {                                                           \
+        const V bv = LOAD(b + p * ldb + j0, w);                                                     \
+        for (int r = 0; r < 8; ++r) acc[r] = FMA(SET1(at(i + r, p)), bv, acc[r]);                   \
+      }                                                                                             \
+      for (int r = 0; r < 8; ++r) STORE(c + r * g.ldc, acc[r], w);                                  \
+    }                                                                                               \
     for (; i + 4 <= g.m; i += 4) {                                                                  \
       float* c = g.c + i * g.ldc + j0;                                                              \
       V c0 = g.accumulate ? LOAD(c, w) : ZERO, c1 = g.accumulate ? LOAD(c + g.ldc, w) : ZERO;       \
