@@ -1,8 +1,8 @@
 // bf16 GEMM on CPUs with AVX512_BF16 (detected at run time): VDPBF16PS multiplies pairs of bf16
 // along K and accumulates in f32, so the operands are never widened in memory. B is packed once
-// into 16-column panels with K in pairs (32 bf16, one zmm, per pair); each pool thread packs the
-// 8-row A blocks it owns the same way (one 32-bit pair per row and K pair) and runs the 8×16
-// micro-kernel over every panel. The f32 sums are rounded to bf16 once, at the end (bf16_gemm), or
+// into 32-column panels with K in pairs (64 bf16, two zmm, per pair); each pool thread packs the
+// 8-row A blocks it owns the same way (one 32-bit pair per row and K pair) and runs the 8×32
+// micro-kernel (16 accumulators: each broadcast of A feeds two products) over every panel. The f32 sums are rounded to bf16 once, at the end (bf16_gemm), or
 // handed over in f32 (bf16_gemm_f32, for the bf16 convolution). Products under 2^20 multiply-adds
 // run on the calling thread, as the f32 GEMM's.
 #include <immintrin.h>
@@ -15,7 +15,7 @@
 namespace flock::cpu {
 namespace {
 
-constexpr int64_t kMR = 8, kNR = 16;
+constexpr int64_t kMR = 8, kNR = 32;
 
 bool detect() {
 #if defined(__x86_64__)
@@ -44,7 +44,7 @@ __attribute__((target("avx512f,avx512bw"))) void interleave_rows(const uint16_t*
   _mm512_storeu_si512(dst, _mm512_permutex2var_epi16(a, _mm512_load_si512(idx), b));
 }
 
-// Panel jp, K pair q: 16 columns × (k = 2q, 2q + 1), zero padded past n and k. Whole panels and
+// Panel jp, K pair q: 32 columns × (k = 2q, 2q + 1), zero padded past n and k. Whole panels and
 // pairs take the direct paths: a transposed B already holds each column's pair side by side.
 void pack_b(const Operand& b, int64_t k, int64_t n, int64_t pairs, uint16_t* out) {
   const int64_t panels = (n + kNR - 1) / kNR;
@@ -62,6 +62,7 @@ void pack_b(const Operand& b, int64_t k, int64_t n, int64_t pairs, uint16_t* out
             for (int64_t j = 0; j < kNR; ++j) std::memcpy(dst + j * 2, b.p + (c0 + j) * b.ld + k0, 4);
           } else {
             interleave_rows(b.p + k0 * b.ld + c0, b.p + (k0 + 1) * b.ld + c0, dst);
+            interleave_rows(b.p + k0 * b.ld + c0 + 16, b.p + (k0 + 1) * b.ld + c0 + 16, dst + 32);
           }
           continue;
         }
@@ -105,24 +106,32 @@ void pack_a(const Operand& a, int64_t i0, int64_t m, int64_t k, int64_t pairs, u
 }
 
 __attribute__((target("avx512f,avx512bf16"))) void micro(int64_t pairs, const uint16_t* a, const uint16_t* b, float* tile) {
-  __m512 acc[kMR];
-  for (int64_t i = 0; i < kMR; ++i) acc[i] = _mm512_setzero_ps();
+  __m512 lo[kMR], hi[kMR];
+  for (int64_t i = 0; i < kMR; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
   for (int64_t q = 0; q < pairs; ++q) {
-    const __m512bh bv = (__m512bh)_mm512_loadu_si512(b + q * kNR * 2);
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + q * kNR * 2);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + q * kNR * 2 + 32);
     const int32_t* ap = reinterpret_cast<const int32_t*>(a + q * kMR * 2);
-    for (int64_t i = 0; i < kMR; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)_mm512_set1_epi32(ap[i]), bv);
+    for (int64_t i = 0; i < kMR; ++i) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(ap[i]);
+      lo[i] = _mm512_dpbf16_ps(lo[i], av, b0);
+      hi[i] = _mm512_dpbf16_ps(hi[i], av, b1);
+    }
   }
-  for (int64_t i = 0; i < kMR; ++i) _mm512_storeu_ps(tile + i * kNR, acc[i]);
+  for (int64_t i = 0; i < kMR; ++i) {
+    _mm512_storeu_ps(tile + i * kNR, lo[i]);
+    _mm512_storeu_ps(tile + i * kNR + 16, hi[i]);
+  }
 }
 
 // Rounds a tile row to bf16 (VCVTNEPS2BF16: to nearest even, as the bf16 type).
 __attribute__((target("avx512f,avx512bf16"))) void round_row(const float* src, uint16_t* dst, int64_t cols) {
-  if (cols == kNR) {
-    const __m256bh r = _mm512_cvtneps_pbh(_mm512_loadu_ps(src));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), (__m256i)r);
-    return;
+  int64_t j = 0;
+  for (; j + 16 <= cols; j += 16) {
+    const __m256bh r = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + j));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), (__m256i)r);
   }
-  for (int64_t j = 0; j < cols; ++j) dst[j] = bf16(src[j]).bits;
+  for (; j < cols; ++j) dst[j] = bf16(src[j]).bits;
 }
 
 // Packs B once, then each pool thread packs its 8-row A blocks and hands every 8×16 f32 tile to

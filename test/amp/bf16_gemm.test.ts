@@ -42,28 +42,33 @@ for (const [sa, sb] of shapes) {
   });
 }
 
-test('bf16 matmul with transposed operands (the gradients of linear)', () => {
-  const x = fl.randn([19, 23]).to('bf16').requiresGrad_();
-  const w = fl.randn([11, 23]).to('bf16').requiresGrad_();
-  const y = fl.nn.functional.linear(x, w);
-  y.backward(fl.ones([19, 11]).to('bf16'));
-  const xf = x.detach().to('f32').requiresGrad_(),
-    wf = w.detach().to('f32').requiresGrad_();
-  fl.nn.functional.linear(xf, wf).backward(fl.ones([19, 11]));
-  for (const [g, r] of [
-    [x.grad, xf.grad],
-    [w.grad, wf.grad],
-  ] as const) {
-    const err = (g as fl.Tensor)
-      .to('f32')
-      .sub(r as fl.Tensor)
-      .abs()
-      .div((r as fl.Tensor).abs().add(1))
-      .max()
-      .itemSync();
-    assert.ok(err <= 2 ** -7, `relative error ${err}`);
-  }
-});
+// 11 outputs fill no 32-column panel of B; 45 fill one whole panel (both halves) and part of another.
+for (const [rows, outs, ins] of [
+  [19, 11, 23],
+  [37, 45, 71],
+])
+  test(`bf16 matmul with transposed operands (the gradients of linear ${rows}x${ins} -> ${outs})`, () => {
+    const x = fl.randn([rows, ins]).to('bf16').requiresGrad_();
+    const w = fl.randn([outs, ins]).to('bf16').requiresGrad_();
+    const y = fl.nn.functional.linear(x, w);
+    y.backward(fl.ones([rows, outs]).to('bf16'));
+    const xf = x.detach().to('f32').requiresGrad_(),
+      wf = w.detach().to('f32').requiresGrad_();
+    fl.nn.functional.linear(xf, wf).backward(fl.ones([rows, outs]));
+    for (const [g, r] of [
+      [x.grad, xf.grad],
+      [w.grad, wf.grad],
+    ] as const) {
+      const err = (g as fl.Tensor)
+        .to('f32')
+        .sub(r as fl.Tensor)
+        .abs()
+        .div((r as fl.Tensor).abs().add(1))
+        .max()
+        .itemSync();
+      assert.ok(err <= 2 ** -7, `relative error ${err}`);
+    }
+  });
 
 test('buildInfo says which bf16 matmul path runs', () => {
   assert.ok(['avx512_bf16', 'f32-widen'].includes(native.buildInfo().bf16gemm));
