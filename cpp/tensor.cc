@@ -40,23 +40,11 @@ class CpuAllocator final : public Allocator {
   void* allocate(size_t bytes, int device) override {
     if (bytes > physical_memory()) return nullptr;
     const size_t n = size_class(bytes);
-    if (is_small(n)) {
+    if (cacheable(n)) {
       std::lock_guard<SpinLock> lk(m_);
-      auto& free = small_[slot(device)][n / 64 - 1];
-      if (!free.empty()) {
-        void* p = free.back();
-        free.pop_back();
-        cached_[slot(device)] -= n;
-        total_ -= n;
-        return p;
-      }
-    } else if (n >= kMinCached) {
-      std::lock_guard<SpinLock> lk(m_);
-      auto& free = free_[slot(device)];
-      auto it = free.find(n);
-      if (it != free.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
+      if (std::vector<void*>* free = list_locked(slot(device), n, false); free && !free->empty()) {
+        void* p = free->back();
+        free->pop_back();
         cached_[slot(device)] -= n;
         total_ -= n;
         return p;
@@ -68,11 +56,11 @@ class CpuAllocator final : public Allocator {
   }
   void release(void* p, size_t bytes, int device) noexcept override {
     const size_t n = size_class(bytes);
-    if (is_small(n) || n >= kMinCached) {
+    if (cacheable(n)) {
       std::lock_guard<SpinLock> lk(m_);
       if (total_ + n <= limit_) {
         try {
-          auto& free = is_small(n) ? small_[slot(device)][n / 64 - 1] : free_[slot(device)][n];
+          std::vector<void*>& free = *list_locked(slot(device), n, true);
           if (!is_small(n) || free.size() < kSmallKept) {
             free.push_back(p);
             cached_[slot(device)] += n;
@@ -104,6 +92,15 @@ class CpuAllocator final : public Allocator {
   static constexpr size_t kMinCached = size_t(256) << 10;
   static constexpr size_t kSmallMax = 4096, kSmallKept = 16384;
   static bool is_small(size_t n) { return n >= 64 && n <= kSmallMax; }
+  static bool cacheable(size_t n) { return is_small(n) || n >= kMinCached; }
+  // The free list of size class `n` on device slot `d` (m_ held): a fixed one per small class, a
+  // map entry for large ones, made only when `make` (which may throw).
+  std::vector<void*>* list_locked(int d, size_t n, bool make) {
+    if (is_small(n)) return &small_[d][n / 64 - 1];
+    if (make) return &free_[d][n];
+    auto it = free_[d].find(n);
+    return it == free_[d].end() ? nullptr : &it->second;
+  }
   static constexpr size_t kHugePage = size_t(2) << 20;
 
   // Blocks of 4 MiB and up start on a 2 MiB boundary and ask for transparent huge pages (where

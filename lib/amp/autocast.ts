@@ -202,9 +202,6 @@ function castCached(t: Tensor, dtype: CanonicalDType, useCache: boolean): Tensor
  * manifest's policy for `op` asks, inside an enabled region for their device (unchanged
  * otherwise, at the cost of one check). Non-tensor and null arguments pass through.
  */
-/** Whether any autocast region is active (not suspended): ops skip autocastArgs entirely when not. */
-export const autocasting = (): boolean => regions.length > 0 && suspended === 0;
-
 export function autocastArgs<T extends readonly unknown[]>(op: string, ...args: T): T {
   if (regions.length === 0 || suspended > 0) return args;
   const first = args.find(eligible);

@@ -4,7 +4,7 @@ import type { Tensor } from '../tensor';
 import { record, recording } from '../autograd/node';
 import { checkTensor, rangeError, shapeStr, sumTo, wrap } from './util';
 import { flockError } from '../errors';
-import { autocastArgs, autocasting } from '../amp/autocast';
+import { autocastArgs } from '../amp/autocast';
 
 /**
  * op(a) · op(b) on ≥2-D operands, where op transposes the last two dims when asked. The kernels
@@ -32,7 +32,7 @@ export function matmul(x: Tensor, y: Tensor): Tensor {
   checkTensor('matmul', 'b', y);
   if (x.ndim === 0 || y.ndim === 0)
     throw rangeError('matmul', `both operands need at least 1 dim, got ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
-  if (autocasting()) [x, y] = autocastArgs('matmul', x, y);
+  [x, y] = autocastArgs('matmul', x, y);
   // As torch.matmul: operands of different dtypes are refused, not promoted (autocast casts them).
   if (x.dtype !== y.dtype)
     throw flockError('ERR_DTYPE', 'matmul', `expected both operands to have the same dtype, got ${x.dtype} and ${y.dtype}`);

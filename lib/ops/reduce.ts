@@ -8,7 +8,7 @@ import { type DType, isFloating, toDType } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import { castTo, checkTensor, dimList, normDim, typeError, wrap } from './util';
 import { div, eq, exp, mul, sqrt, sub, where } from './elementwise';
-import { autocastArgs, autocasting } from '../amp/autocast';
+import { autocastArgs } from '../amp/autocast';
 import { indexOf } from './launch';
 
 /** `g` (reduced over `dims`) reshaped with those dims kept as 1, then expanded to `shape`. */
@@ -53,7 +53,7 @@ function countOf(x: Tensor, dims: number[]): number {
 }
 
 export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
-  if (autocasting()) [x] = autocastArgs('sum', x);
+  [x] = autocastArgs('sum', x);
   const input = x.dtype === 'bool' ? castTo(x, 'i64') : x;
   const { out, dims } = reduce('sum', input, dim, keepdim);
   if (!recording(input)) return out;
@@ -61,7 +61,7 @@ export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor
 }
 
 export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
-  if (autocasting()) [x] = autocastArgs('mean', x);
+  [x] = autocastArgs('mean', x);
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('mean', input, dim, keepdim);
   if (!recording(input)) return out;

@@ -25,6 +25,23 @@ test('buildInfo reports the chosen and the detected ISA, and the GEMM follows th
 });
 
 fl.manualSeed(11);
+
+/** op(A)·op(B) for [m,k]·[k,n] in all four transpositions (as views, so the GEMM gets the flags) against f64. */
+function allTranspositions(m: number, n: number, k: number): void {
+  for (const [ta, tb] of [
+    [false, false],
+    [false, true],
+    [true, false],
+    [true, true],
+  ]) {
+    const a = fl.randn(ta ? [k, m] : [m, k]),
+      b = fl.randn(tb ? [n, k] : [k, n]);
+    const c = (ta ? a.T : a).matmul(tb ? b.T : b);
+    assert.equal(c.shape, [m, n]);
+    close(arr(c), refMatmul(arr(a), arr(b), m, n, k, ta, tb), 2e-4 * Math.sqrt(k + 1), 1e-4, `C ta=${ta} tb=${tb}`);
+  }
+}
+
 // Tiles are 6×16 (avx2, generic) and 8×32 (avx512); K slices of at most 256, M blocks of 96 or 128.
 for (const [m, n, k] of [
   [8, 32, 1],
@@ -37,19 +54,7 @@ for (const [m, n, k] of [
 ]) {
   // op(A) = A and op(B) = Bᵀ pack through 8×8 register transposes (gemm_pack.cc): ragged rows,
   // columns and K tails included.
-  test(`sgemm ${info.cpuIsa} ${m}x${k}·${k}x${n}, all four transpositions, matches f64`, () => {
-    for (const [ta, tb] of [
-      [false, false],
-      [false, true],
-      [true, false],
-      [true, true],
-    ]) {
-      const a = fl.randn(ta ? [k, m] : [m, k]),
-        b = fl.randn(tb ? [n, k] : [k, n]);
-      const c = (ta ? a.T : a).matmul(tb ? b.T : b);
-      close(arr(c), refMatmul(arr(a), arr(b), m, n, k, ta, tb), 2e-4 * Math.sqrt(k), 1e-4, `C ta=${ta} tb=${tb}`);
-    }
-  });
+  test(`sgemm ${info.cpuIsa} ${m}x${k}·${k}x${n}, all four transpositions, matches f64`, () => allTranspositions(m, n, k));
 }
 
 // Products of at most 2^15 multiply-adds with n ≤ 256 skip packing (4-row blocks of one vector of
@@ -64,20 +69,7 @@ for (const [m, n, k] of [
   [33, 1, 7],
   [7, 9, 0],
 ]) {
-  test(`small sgemm ${info.cpuIsa} ${m}x${k}·${k}x${n}, all four transpositions, matches f64`, () => {
-    for (const [ta, tb] of [
-      [false, false],
-      [false, true],
-      [true, false],
-      [true, true],
-    ]) {
-      const a = fl.randn(ta ? [k, m] : [m, k]),
-        b = fl.randn(tb ? [n, k] : [k, n]);
-      const c = (ta ? a.T : a).matmul(tb ? b.T : b);
-      assert.equal(c.shape, [m, n]);
-      close(arr(c), refMatmul(arr(a), arr(b), m, n, k, ta, tb), 2e-4 * Math.sqrt(k + 1), 1e-4, `C ta=${ta} tb=${tb}`);
-    }
-  });
+  test(`small sgemm ${info.cpuIsa} ${m}x${k}·${k}x${n}, all four transpositions, matches f64`, () => allTranspositions(m, n, k));
 }
 
 test(`small batched sgemm ${info.cpuIsa}: 12 heads of [16,24]·[24,16] match f64`, () => {
