@@ -22,15 +22,18 @@ size_t physical_memory() {
 }
 
 // CPU memory: 64-byte aligned blocks (AVX-512 loads; rows of packed GEMM panels on cache lines).
-// Blocks of 256 KiB and up are kept when released and handed to the next request of their size
-// class: glibc gives such blocks back to the kernel, so each new activation of a training step
-// would otherwise pay a page fault per 4 KiB on first touch — in a virtual machine most of the
-// time of an element-wise op over a few megabytes. FLOCKML_CPU_CACHE_MB bounds what is kept
-// (default 1024; 0 turns the cache off); a failed allocation empties the cache and retries.
-// Each virtual CPU device keeps its own blocks (reported and emptied per device); the bound is
-// on all of them together. Blocks of up to 4 KiB are kept too, up to 16384 of each 64-byte class
-// per device: a small op's output (a [16] add) otherwise pays a glibc aligned allocation and free,
-// with their consolidation, every call (and a step of small ops frees its temporaries together).
+// Every released block is kept and handed to the next request of its size class. Above 4 KiB,
+// glibc maps larger blocks fresh and unmaps them on free (its mmap threshold starts at 128 KiB and
+// moves, so which sizes do varies from run to run), and gives the top of its heap back to the
+// kernel: each new activation of a training step would otherwise pay a page fault per 4 KiB on
+// first touch — in a virtual machine most of the time of an element-wise op over a few hundred
+// kilobytes (a [128,784] bf16 cast took 8 or 210 us by the luck of the threshold).
+// Blocks of up to 4 KiB, up to 16384 of each 64-byte class per device, are kept too: a small op's
+// output (a [16] add) otherwise pays a glibc aligned allocation and free, with their
+// consolidation, every call (and a step of small ops frees its temporaries together).
+// FLOCKML_CPU_CACHE_MB bounds what is kept (default 1024; 0 turns the cache off); a failed
+// allocation empties the cache and retries. Each virtual CPU device keeps its own blocks (reported
+// and emptied per device); the bound is on all of them together.
 class CpuAllocator final : public Allocator {
  public:
   CpuAllocator() {
@@ -89,10 +92,9 @@ class CpuAllocator final : public Allocator {
   }
 
  private:
-  static constexpr size_t kMinCached = size_t(256) << 10;
   static constexpr size_t kSmallMax = 4096, kSmallKept = 16384;
-  static bool is_small(size_t n) { return n >= 64 && n <= kSmallMax; }
-  static bool cacheable(size_t n) { return is_small(n) || n >= kMinCached; }
+  static bool is_small(size_t n) { return n <= kSmallMax; }
+  static bool cacheable(size_t n) { return n >= 64; }
   // The free list of size class `n` on device slot `d` (m_ held): a fixed one per small class, a
   // map entry for large ones, made only when `make` (which may throw).
   std::vector<void*>* list_locked(int d, size_t n, bool make) {
@@ -113,12 +115,12 @@ class CpuAllocator final : public Allocator {
     madvise(p, n, MADV_HUGEPAGE);  // advice only: without THP it changes nothing
     return p;
   }
-  // Rounds to 64 bytes, and from kMinCached up to an eighth of the size's power of two, so at most
+  // Rounds to 64 bytes, and above kSmallMax up to an eighth of the size's power of two, so at most
   // 12.5% is wasted and repeated shapes land in one class.
   static size_t size_class(size_t bytes) {
     size_t n = (bytes + 63) / 64 * 64;
-    if (n < kMinCached) return n;
-    size_t e = kMinCached;
+    if (n <= kSmallMax) return n;
+    size_t e = kSmallMax;
     while (e * 2 <= n) e *= 2;
     const size_t step = e / 8;
     return (n + step - 1) / step * step;

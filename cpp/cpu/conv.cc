@@ -183,17 +183,9 @@ bool use_winograd(const Conv2dGeom& g) {
   return algo == Algo::winograd || (g.c >= 64 && g.oc >= 64);
 }
 
-template <class Body>
-void image_parts(int64_t n, Body body) {
-  const int64_t parts = std::min<int64_t>(n, num_threads());
-  parallel_for(parts, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) body(t, n * t / parts, n * (t + 1) / parts);
-  });
-}
-
 // The [kk, OHW] columns of image plane x (group channels): x itself for a 1×1 stride-1 unpadded kernel.
 const float* columns(const float* x, float* col, const Plan& p, const Conv2dGeom& g) {
-  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) return x;
+  if (pointwise(g)) return x;
   im2col(x, col, p.ohw, p.cg, g);
   return col;
 }
@@ -216,7 +208,7 @@ void forward_images(const float* x, const float* w, const float* bias, float* y,
 
 void backward_input_images(const float* gy, const float* w, float* gx, const Conv2dGeom& g) {
   const Plan p = Plan::of<float>(g);
-  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+  const bool direct = pointwise(g);
   image_parts(g.n, [&](int64_t, int64_t i0, int64_t i1) {
     thread_local AlignedBuffer<float> col_buf;
     float* col = col_buf.reserve(static_cast<size_t>(p.kk * p.ohw));
@@ -282,6 +274,8 @@ void conv2d_backward_weight_cpu(const Tensor& x, const Tensor& gy, Tensor& gw, c
 }
 
 }  // namespace
+
+bool conv_by_images(const Conv2dGeom& g) { return use_images(g); }
 
 FLOCK_REGISTER_KERNEL(conv2d_forward, CPU, conv2d_forward_cpu);
 FLOCK_REGISTER_KERNEL(conv2d_backward_input, CPU, conv2d_backward_input_cpu);

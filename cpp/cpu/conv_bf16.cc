@@ -1,9 +1,16 @@
-// bf16 2-D convolution on CPUs with AVX512_BF16: images are unfolded (im2col) into a bf16 column
-// matrix, a chunk of images side by side, and multiplied by the bf16 weight with VDPBF16PS
-// (bf16_gemm_f32: pairs of bf16 products summed in f32). Every sum stays in f32 until the result
-// is rounded to bf16 once: the forward adds the bias in f32; the input gradient folds the columns
-// back (col2im) into an f32 image; the weight gradient sums its chunks in f32. The operands are
-// never widened in memory, which is what the f32 fallback (cpp/ops/nn.cc `wide`) costs.
+// bf16 2-D convolution on CPUs with AVX512_BF16: images are unfolded (im2col) into bf16 columns
+// and multiplied by the bf16 weight with VDPBF16PS (pairs of bf16 products summed in f32). Every
+// sum stays in f32 until the result is rounded to bf16 once: the forward adds the bias in f32; the
+// input gradient folds the columns back (col2im) into an f32 image; the weight gradient sums its
+// images in f32. The operands are never widened in memory, which is what the f32 fallback
+// (cpp/ops/nn.cc `wide`) costs. Two ways, chosen as conv.cc chooses for f32 (conv_by_images):
+// - image by image: each pool thread takes a fixed range of images and unfolds one image of a
+//   group at a time into its own cache-resident columns, then runs a serial GEMM whose f32 tiles
+//   go straight into the output with the bias (bf16_gemm_tiles), through col2im into the input
+//   gradient, or into the thread's own f32 weight-gradient partial (partials summed in a fixed
+//   order);
+// - batched (fewer images than threads): a chunk of images side by side in one column matrix, one
+//   GEMM per chunk that splits itself over the pool.
 #include "conv_bf16.h"
 #include <algorithm>
 #include <cstring>
@@ -148,12 +155,113 @@ void backward_weight(const Tensor& xt, const Tensor& gyt, Tensor& gwt, const Con
   for (int64_t k = 0; k < total; ++k) gw[k] = bf16(acc[k]).bits;
 }
 
+// Image by image (conv_by_images). The K pairs of the weight gradient's operands (output pixels)
+// must be whole words for the word-transposing packs: columns and gy rows are laid out with an
+// even stride, the odd pixel zero.
+inline int64_t even(int64_t v) { return v + (v & 1); }
+
+void forward_images(const u16* x, const u16* w, const u16* bias, u16* y, const Conv2dGeom& g) {
+  const Plan p(g);
+  image_parts(g.n, [&](int64_t, int64_t i0, int64_t i1) {
+    thread_local AlignedBuffer<u16> col_buf;
+    u16* col = col_buf.reserve(static_cast<size_t>(p.kk * p.ohw));
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        const u16* xi = x + (i * g.c + gi * p.cg) * g.h * g.w;
+        if (!pointwise(g)) im2col(xi, col, p.ohw, p.cg, g);
+        u16* yi = y + (i * g.oc + gi * p.ocg) * p.ohw;
+        const u16* bg = bias ? bias + gi * p.ocg : nullptr;
+        bf16_gemm_tiles(p.ocg, p.ohw, p.kk, w + gi * p.ocg * p.kk, p.kk, false, pointwise(g) ? xi : col, p.ohw, false,
+                        [&](int64_t r0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
+                          for (int64_t r = 0; r < rows; ++r)
+                            bf16_round_row(tile + r * kBf16TileCols, bg ? widen(bg[r0 + r]) : 0.0f, yi + (r0 + r) * p.ohw + j0, cols);
+                        });
+      }
+  });
+}
+
+void backward_input_images(const u16* gy, const u16* w, u16* gx, const Conv2dGeom& g) {
+  const Plan p(g);
+  const int64_t plane = p.cg * g.h * g.w;
+  image_parts(g.n, [&](int64_t, int64_t i0, int64_t i1) {
+    thread_local AlignedBuffer<float> col_buf, img_buf;
+    float* col = col_buf.reserve(static_cast<size_t>(p.kk * p.ohw));
+    float* img = img_buf.reserve(static_cast<size_t>(plane));
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        // col = Wᵀ · gy ([kk, ocg] · [ocg, OHW]) in f32, folded back into the image (for 1×1 it is
+        // the image), rounded once.
+        const u16* gyi = gy + (i * g.oc + gi * p.ocg) * p.ohw;
+        bf16_gemm_f32(p.kk, p.ohw, p.ocg, w + gi * p.ocg * p.kk, p.kk, true, gyi, p.ohw, false, pointwise(g) ? img : col, p.ohw, false);
+        if (!pointwise(g)) col2im(col, p.ohw, img, p.cg, g);
+        bf16_round_row(img, 0.0f, gx + (i * g.c + gi * p.cg) * g.h * g.w, plane);
+      }
+  });
+}
+
+// gw = Σ_images gy · colᵀ, per part into its own f32 partial. When kk < ocg (a first layer: few
+// input channels) the partial is gwᵀ = col · gyᵀ, so the longer side runs along the panels.
+void backward_weight_images(const u16* x, const u16* gy, u16* gw, const Conv2dGeom& g) {
+  const Plan p(g);
+  const int64_t parts = std::min<int64_t>(g.n, num_threads()), size = g.groups * p.ocg * p.kk, ld = even(p.ohw);
+  const bool transposed = p.kk < p.ocg;
+  thread_local AlignedBuffer<float> part_buf;
+  float* partials = part_buf.reserve(static_cast<size_t>(parts * size));
+  image_parts(g.n, [&](int64_t t, int64_t i0, int64_t i1) {
+    thread_local AlignedBuffer<u16> col_buf, gy_buf;
+    u16* col = col_buf.reserve(static_cast<size_t>(p.kk * ld));
+    u16* gym = gy_buf.reserve(static_cast<size_t>(p.ocg * ld));
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        const u16* xi = x + (i * g.c + gi * p.cg) * g.h * g.w;
+        if (pointwise(g))
+          for (int64_t r = 0; r < p.kk; ++r) std::memcpy(col + r * ld, xi + r * p.ohw, sizeof(u16) * p.ohw);
+        else im2col(xi, col, ld, p.cg, g);
+        const u16* gyi = gy + (i * g.oc + gi * p.ocg) * p.ohw;
+        for (int64_t o = 0; o < p.ocg; ++o) std::memcpy(gym + o * ld, gyi + o * p.ohw, sizeof(u16) * p.ohw);
+        if (ld != p.ohw) {
+          for (int64_t r = 0; r < p.kk; ++r) col[r * ld + p.ohw] = 0;
+          for (int64_t o = 0; o < p.ocg; ++o) gym[o * ld + p.ohw] = 0;
+        }
+        float* dst = partials + t * size + gi * p.ocg * p.kk;
+        if (transposed) bf16_gemm_f32(p.kk, p.ocg, ld, col, ld, false, gym, ld, true, dst, p.ocg, i > i0);
+        else bf16_gemm_f32(p.ocg, p.kk, ld, gym, ld, false, col, ld, true, dst, p.kk, i > i0);
+      }
+  });
+  // Partials summed in part order, rounded once: the result does not depend on the pool's schedule.
+  parallel_for(size, 4096, [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      const int64_t gi = j / (p.ocg * p.kk), r = j % (p.ocg * p.kk), o = r / p.kk, k = r % p.kk;
+      const int64_t src = transposed ? gi * p.ocg * p.kk + k * p.ocg + o : j;
+      float acc = partials[src];
+      for (int64_t t = 1; t < parts; ++t) acc += partials[t * size + src];
+      gw[j] = bf16(acc).bits;
+    }
+  });
+}
+
+void forward_cpu(const Tensor& xt, const Tensor& wt, const Tensor* bt, Tensor& yt, const Conv2dGeom& g) {
+  if (!conv_by_images(g)) return forward(xt, wt, bt, yt, g);
+  forward_images(reinterpret_cast<const u16*>(xt.data<bf16>()), reinterpret_cast<const u16*>(wt.data<bf16>()),
+                 bt ? reinterpret_cast<const u16*>(bt->data<bf16>()) : nullptr, reinterpret_cast<u16*>(yt.data<bf16>()), g);
+}
+void backward_input_cpu(const Tensor& gyt, const Tensor& wt, Tensor& gxt, const Conv2dGeom& g) {
+  if (!conv_by_images(g)) return backward_input(gyt, wt, gxt, g);
+  backward_input_images(reinterpret_cast<const u16*>(gyt.data<bf16>()), reinterpret_cast<const u16*>(wt.data<bf16>()),
+                        reinterpret_cast<u16*>(gxt.data<bf16>()), g);
+}
+void backward_weight_cpu(const Tensor& xt, const Tensor& gyt, Tensor& gwt, const Conv2dGeom& g) {
+  if (!conv_by_images(g)) return backward_weight(xt, gyt, gwt, g);
+  backward_weight_images(reinterpret_cast<const u16*>(xt.data<bf16>()), reinterpret_cast<const u16*>(gyt.data<bf16>()),
+                         reinterpret_cast<u16*>(gwt.data<bf16>()), g);
+}
+
 }  // namespace
 
 bool conv2d_bf16_available() { return bf16_gemm_available(); }
 
-FLOCK_REGISTER_KERNEL(conv2d_forward_bf16, CPU, forward);
-FLOCK_REGISTER_KERNEL(conv2d_backward_input_bf16, CPU, backward_input);
-FLOCK_REGISTER_KERNEL(conv2d_backward_weight_bf16, CPU, backward_weight);
+FLOCK_REGISTER_KERNEL(conv2d_forward_bf16, CPU, forward_cpu);
+FLOCK_REGISTER_KERNEL(conv2d_backward_input_bf16, CPU, backward_input_cpu);
+FLOCK_REGISTER_KERNEL(conv2d_backward_weight_bf16, CPU, backward_weight_cpu);
 
 }  // namespace flock::cpu

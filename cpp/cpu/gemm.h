@@ -2,6 +2,7 @@
 // the packing routines, so transposed operands never need a copy.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include "../dtype.h"
 
 namespace flock::cpu {
@@ -29,5 +30,13 @@ void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, 
 // The same with C in f32 (written, or added to when `accumulate`), for callers that go on summing.
 void bf16_gemm_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
                    float* c, int64_t ldc, bool accumulate);
+// The same handing C over in f32 tiles: store(i0, j0, rows, cols, tile) gets C[i0 + i, j0 + j] at
+// tile[i · kBf16TileCols + j] for i < rows ≤ 8, j < cols ≤ kBf16TileCols, each element once.
+constexpr int64_t kBf16TileCols = 32;
+using Bf16TileStore = std::function<void(int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile)>;
+// dst[j] = bf16(src[j] + add) for j < cols, rounded to nearest even (AVX512_BF16).
+void bf16_round_row(const float* src, float add, uint16_t* dst, int64_t cols);
+void bf16_gemm_tiles(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb,
+                     bool trans_b, const Bf16TileStore& store);
 
 }  // namespace flock::cpu

@@ -7,14 +7,19 @@
 namespace flock::cpu {
 namespace {
 
-void pack_transposed_scalar(const float* src, int64_t ld, int64_t rows, int64_t width, int64_t p0, int64_t kc, float* d,
-                            int64_t dstride) {
+// T is float, or uint32_t for pairs of bf16 (moved as bits: the AVX2 loads and stores below may
+// alias any type).
+template <class T>
+void pack_transposed_scalar(const T* src, int64_t ld, int64_t rows, int64_t width, int64_t p0, int64_t kc, T* d, int64_t dstride) {
   for (int64_t r = 0; r < width; ++r)
-    for (int64_t p = p0; p < kc; ++p) d[p * dstride + r] = r < rows ? src[r * ld + p] : 0.f;
+    for (int64_t p = p0; p < kc; ++p) d[p * dstride + r] = r < rows ? src[r * ld + p] : T(0);
 }
 
+template <class T>
 __attribute__((target("avx2")))
-void pack_transposed_avx2(const float* src, int64_t ld, int64_t rows, int64_t width, int64_t kc, float* d, int64_t dstride) {
+void pack_transposed_avx2(const T* src_t, int64_t ld, int64_t rows, int64_t width, int64_t kc, T* d_t, int64_t dstride) {
+  const float* src = reinterpret_cast<const float*>(src_t);
+  float* d = reinterpret_cast<float*>(d_t);
   const __m256 zero = _mm256_setzero_ps();
   const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(width)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   int64_t p = 0;
@@ -43,14 +48,22 @@ void pack_transposed_avx2(const float* src, int64_t ld, int64_t rows, int64_t wi
     else
       for (int j = 0; j < 8; ++j) _mm256_maskstore_ps(out + j * dstride, keep, o[j]);
   }
-  pack_transposed_scalar(src, ld, rows, width, p, kc, d, dstride);
+  pack_transposed_scalar(src_t, ld, rows, width, p, kc, d_t, dstride);
+}
+
+template <class T>
+void pack_any(const T* src, int64_t ld, int64_t rows, int64_t width, int64_t kc, T* d, int64_t dstride) {
+  if (cpu_isa() != Isa::generic) return pack_transposed_avx2(src, ld, rows, width, kc, d, dstride);
+  pack_transposed_scalar(src, ld, rows, width, 0, kc, d, dstride);
 }
 
 }  // namespace
 
 void pack_transposed(const float* src, int64_t ld, int64_t rows, int64_t width, int64_t kc, float* d, int64_t dstride) {
-  if (cpu_isa() != Isa::generic) return pack_transposed_avx2(src, ld, rows, width, kc, d, dstride);
-  pack_transposed_scalar(src, ld, rows, width, 0, kc, d, dstride);
+  pack_any(src, ld, rows, width, kc, d, dstride);
+}
+void pack_transposed(const uint32_t* src, int64_t ld, int64_t rows, int64_t width, int64_t kc, uint32_t* d, int64_t dstride) {
+  pack_any(src, ld, rows, width, kc, d, dstride);
 }
 
 }  // namespace flock::cpu

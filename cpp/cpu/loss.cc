@@ -1,6 +1,7 @@
 // CPU fused cross-entropy: log-softmax and the negative log-likelihood in one pass per row, so
 // the [rows, classes] log-probabilities are never materialised. With label smoothing ε the target
 // distribution is (1−ε)·onehot + ε/C, giving loss = lse − (1−ε)·x_t − ε·mean(x).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include "../nn_kernels.h"
@@ -8,6 +9,10 @@
 
 namespace flock::cpu {
 namespace {
+
+// Rows per pool chunk: about 8192 logits each, so a classifier's [100, 10] runs on one thread (a
+// pool wake-up costs more than the whole loss) and a language model's vocabulary rows spread out.
+int64_t row_grain(int64_t cls) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(cls, 1)); }
 
 template <class T>
 int64_t target_at(const Tensor& t, int64_t r) {
@@ -25,7 +30,7 @@ void forward(const Tensor& lt, const Tensor& tt, Tensor& losst, Tensor& lset, in
     const int64_t t = target_at<T>(tt, r);
     if (t != ignore && (t < 0 || t >= cls)) fail(Code::Index, "crossEntropy: target ", t, " is out of range for ", cls, " classes");
   }
-  parallel_for(rows, 64, [&](int64_t b, int64_t e) {
+  parallel_for(rows, row_grain(cls), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* row = x + r * cls;
       T mx = -std::numeric_limits<T>::infinity(), sum = 0, total = 0;
@@ -47,7 +52,7 @@ void backward(const Tensor& lt, const Tensor& tt, const Tensor& lset, const Tens
   const T* lse = lset.data<T>();
   const T* g = gt.data<T>();
   T* gx = gxt.data<T>();
-  parallel_for(rows, 64, [&](int64_t b, int64_t e) {
+  parallel_for(rows, row_grain(cls), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       T* out = gx + r * cls;
       const int64_t t = target_at<T>(tt, r);

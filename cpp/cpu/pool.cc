@@ -1,11 +1,16 @@
 // CPU 2-D pooling. Max pooling records the flat argmax (within the H·W plane, as PyTorch) so
 // backward is a scatter; average pooling (fixed windows or adaptive ones) spreads the gradient
-// evenly over each window. Planes (n, c) run in parallel.
+// evenly over each window. Planes (n, c) run in parallel. bf16 and f16 planes are pooled in place,
+// compared and summed in f32: a maximum is the input's own value, a gradient plane is summed in f32
+// and rounded once, an average rounded once — what widening the tensor to f32 and back gives, with
+// none of its passes over memory.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <immintrin.h>
 #include <limits>
 #include <type_traits>
+#include <vector>
 #include "../nn_kernels.h"
 #include "isa.h"
 #include "threadpool.h"
@@ -30,25 +35,26 @@ inline T select_bits(int64_t mask, T a, T b) {
 // 0 for a run-time one). A NaN is taken and then kept (v > NaN is false), as in PyTorch; the first
 // element compared with itself changes nothing. Selected through masks: the comparison is unpredictable
 // on real activations, and written as ?: the compiler makes it a branch that mispredicts half
-// the time (5x slower here).
+// the time (5x slower here). The output is the input at the argmax, its own bits.
 template <class T, int KH_, int KW_>
 void max_plane_inside(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW, int64_t SH, int64_t SW, int64_t kh, int64_t kw) {
+  using A = acc_t<T>;
   const int64_t KH = KH_ ? KH_ : kh, KW = KW_ ? KW_ : kw;
   for (int64_t oy = 0; oy < OH; ++oy) {
     for (int64_t ox = 0; ox < OW; ++ox) {
       const int64_t start = oy * SH * W + ox * SW;
-      T best = plane[start];
+      A best = A(plane[start]);
       int64_t at = start;
       for (int64_t i = 0; i < KH; ++i) {
         for (int64_t j = 0; j < KW; ++j) {
           const int64_t pos = start + i * W + j;
-          const T v = plane[pos];
+          const A v = A(plane[pos]);
           const int64_t take = -static_cast<int64_t>((v > best) | (v != v));  // `|`, not `||`: no branch
           best = select_bits(take, v, best);
           at = (take & pos) | (~take & at);
         }
       }
-      yp[oy * OW + ox] = best;
+      yp[oy * OW + ox] = plane[at];
       ip[oy * OW + ox] = at;
     }
   }
@@ -97,8 +103,52 @@ void max2x2_generic(const float* plane, float* yp, int64_t* ip, int64_t W, int64
   max2x2_rows(plane, yp, ip, W, OH, OW);
 }
 
-using Max2x2 = void (*)(const float*, float*, int64_t*, int64_t, int64_t, int64_t);
-Max2x2 max2x2_kernel() {
+// The 2×2 stride-2 pool of a bf16 plane, 16 outputs at a time (a row's last ones under a mask):
+// each 32-bit word of a row holds an even and an odd input, widened to f32 by a shift and a mask;
+// the maximum's bits are the input's own. Offsets run in 32 bits (the caller checks the plane
+// fits). Same order and NaN rule as max_plane_inside.
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+void max2x2_bf16_avx512(const bf16* plane, bf16* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
+  const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(static_cast<int>(W)), diag = _mm512_set1_epi32(static_cast<int>(W + 1));
+  const __mmask16 all = 0xFFFF;  // the masked forms: GCC 12 warns on the unmasked ones' undefined source
+  for (int64_t oy = 0; oy < OH; ++oy) {
+    const bf16* r0 = plane + 2 * oy * W;
+    const bf16* r1 = r0 + W;
+    for (int64_t ox = 0; ox < OW; ox += 16) {
+      const int64_t count = std::min<int64_t>(16, OW - ox);
+      const __mmask16 keep = count == 16 ? all : static_cast<__mmask16>((1u << count) - 1);
+      const __m512i w0 = _mm512_maskz_loadu_epi32(keep, r0 + 2 * ox), w1 = _mm512_maskz_loadu_epi32(keep, r1 + 2 * ox);
+      const __m512 a = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, w0, 16)), b = _mm512_castsi512_ps(_mm512_and_si512(w0, high));
+      const __m512 c = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, w1, 16)), d = _mm512_castsi512_ps(_mm512_and_si512(w1, high));
+      const __m512i pos = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(2 * oy * W + 2 * ox)), lanes);
+      __m512 best = a;
+      __m512i at = pos;
+      __mmask16 take = _mm512_cmp_ps_mask(b, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
+      best = _mm512_mask_mov_ps(best, take, b);
+      at = _mm512_mask_add_epi32(at, take, pos, one);
+      take = _mm512_cmp_ps_mask(c, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
+      best = _mm512_mask_mov_ps(best, take, c);
+      at = _mm512_mask_add_epi32(at, take, pos, down);
+      take = _mm512_cmp_ps_mask(d, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q);
+      best = _mm512_mask_mov_ps(best, take, d);
+      at = _mm512_mask_add_epi32(at, take, pos, diag);
+      _mm512_mask_cvtepi32_storeu_epi16(yp + oy * OW + ox, keep, _mm512_maskz_srli_epi32(all, _mm512_castps_si512(best), 16));
+      alignas(64) int32_t at32[16];
+      _mm512_store_si512(at32, at);
+      int64_t* ir = ip + oy * OW + ox;
+      if (count == 16)
+        for (int k = 0; k < 16; ++k) ir[k] = at32[k];
+      else
+        for (int64_t k = 0; k < count; ++k) ir[k] = at32[k];
+    }
+  }
+}
+
+template <class T>
+using Max2x2 = void (*)(const T*, T*, int64_t*, int64_t, int64_t, int64_t);
+Max2x2<float> max2x2_kernel(float*) {
   switch (cpu_isa()) {
     case Isa::avx512: return max2x2_avx512;
     case Isa::avx2: return max2x2_avx2;
@@ -106,6 +156,7 @@ Max2x2 max2x2_kernel() {
   }
   return max2x2_generic;
 }
+Max2x2<bf16> max2x2_kernel(bf16*) { return cpu_isa() == Isa::avx512 ? max2x2_bf16_avx512 : nullptr; }
 
 template <class T>
 void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geom) {
@@ -118,13 +169,16 @@ void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geo
   // Every window inside the input (no padding, no dilation, no ceil-mode overhang: the usual
   // pooling layer): no bounds checks, and every window has a first element.
   const bool inside = PH == 0 && PW == 0 && DH == 1 && DW == 1 && (OH - 1) * SH + KH <= H && (OW - 1) * SW + KW <= W;
-  const Max2x2 max2x2 = std::is_same_v<T, float> && inside && KH == 2 && KW == 2 && SH == 2 && SW == 2 ? max2x2_kernel() : nullptr;
+  constexpr bool kFast = std::is_same_v<T, float> || std::is_same_v<T, bf16>;
+  Max2x2<T> max2x2 = nullptr;
+  if constexpr (kFast)
+    if (inside && KH == 2 && KW == 2 && SH == 2 && SW == 2 && H * W < (int64_t(1) << 31)) max2x2 = max2x2_kernel(static_cast<T*>(nullptr));
   parallel_for(geom.n * geom.c, 4, [=](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       const T* plane = x + p * H * W;
       T* yp = y + p * OH * OW;
       int64_t* ip = idx + p * OH * OW;
-      if constexpr (std::is_same_v<T, float>) {
+      if constexpr (kFast) {
         if (max2x2) {
           max2x2(plane, yp, ip, W, OH, OW);
           continue;
@@ -141,7 +195,7 @@ void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geo
         const int64_t y0 = oy * SH - PH;
         for (int64_t ox = 0; ox < OW; ++ox) {
           const int64_t x0 = ox * SW - PW;
-          T best = -std::numeric_limits<T>::infinity();
+          acc_t<T> best = -std::numeric_limits<acc_t<T>>::infinity();
           int64_t at = -1, first = -1;
           for (int64_t i = 0; i < KH; ++i) {
             const int64_t iy = y0 + i * DH;
@@ -150,7 +204,7 @@ void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geo
             for (int64_t j = 0; j < KW; ++j) {
               const int64_t ix = x0 + j * DW;
               if (ix < 0 || ix >= W) continue;
-              const T v = row[ix];
+              const acc_t<T> v = acc_t<T>(row[ix]);
               const int64_t pos = iy * W + ix;
               if (first < 0) first = pos;
               // Branch-free select (conditional moves): on real activations the comparison is
@@ -161,9 +215,28 @@ void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geo
             }
           }
           if (at < 0) at = first;  // a window of -inf values points at its first element
-          yp[oy * OW + ox] = best;
+          yp[oy * OW + ox] = plane[at];
           ip[oy * OW + ox] = at;
         }
+      }
+    }
+  });
+}
+
+// Gradient planes of 16-bit floats are summed in an f32 plane per thread and rounded once.
+template <class T, class Body>
+void per_grad_plane(T* gx, const Pool2dGeom& g, Body body) {
+  parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> wide;
+    for (int64_t p = b; p < e; ++p) {
+      T* plane = gx + p * g.h * g.w;
+      if constexpr (std::is_same_v<T, acc_t<T>>) {
+        std::fill(plane, plane + g.h * g.w, T(0));
+        body(p, plane);
+      } else {
+        wide.assign(static_cast<size_t>(g.h * g.w), 0.0f);
+        body(p, wide.data());
+        for (int64_t k = 0; k < g.h * g.w; ++k) plane[k] = T(wide[k]);
       }
     }
   });
@@ -173,15 +246,10 @@ template <class T>
 void max_backward(const Tensor& gyt, const Tensor& it, Tensor& gxt, const Pool2dGeom& g) {
   const T* gy = gyt.data<T>();
   const int64_t* idx = it.data<int64_t>();
-  T* gx = gxt.data<T>();
-  parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      T* plane = gx + p * g.h * g.w;
-      std::fill(plane, plane + g.h * g.w, T(0));
-      for (int64_t o = 0; o < g.oh * g.ow; ++o) {
-        const int64_t at = idx[p * g.oh * g.ow + o];
-        if (at >= 0) plane[at] += gy[p * g.oh * g.ow + o];
-      }
+  per_grad_plane(gxt.data<T>(), g, [&](int64_t p, acc_t<T>* plane) {
+    for (int64_t o = 0; o < g.oh * g.ow; ++o) {
+      const int64_t at = idx[p * g.oh * g.ow + o];
+      if (at >= 0) plane[at] += acc_t<T>(gy[p * g.oh * g.ow + o]);
     }
   });
 }
@@ -206,6 +274,7 @@ inline Window window(const Pool2dGeom& g, bool adaptive, int64_t oy, int64_t ox)
 
 template <class T>
 void avg_forward(const Tensor& xt, Tensor& yt, const Pool2dGeom& g, bool adaptive) {
+  using A = acc_t<T>;
   const T* x = xt.data<T>();
   T* y = yt.data<T>();
   parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
@@ -214,10 +283,10 @@ void avg_forward(const Tensor& xt, Tensor& yt, const Pool2dGeom& g, bool adaptiv
       for (int64_t oy = 0; oy < g.oh; ++oy)
         for (int64_t ox = 0; ox < g.ow; ++ox) {
           const Window wd = window(g, adaptive, oy, ox);
-          T s = 0;
+          A s = 0;
           for (int64_t iy = wd.y0; iy < wd.y1; ++iy)
-            for (int64_t ix = wd.x0; ix < wd.x1; ++ix) s += plane[iy * g.w + ix];
-          y[p * g.oh * g.ow + oy * g.ow + ox] = wd.count > 0 ? s / T(wd.count) : T(0);
+            for (int64_t ix = wd.x0; ix < wd.x1; ++ix) s += A(plane[iy * g.w + ix]);
+          y[p * g.oh * g.ow + oy * g.ow + ox] = T(wd.count > 0 ? s / A(wd.count) : A(0));
         }
     }
   });
@@ -225,35 +294,31 @@ void avg_forward(const Tensor& xt, Tensor& yt, const Pool2dGeom& g, bool adaptiv
 
 template <class T>
 void avg_backward(const Tensor& gyt, Tensor& gxt, const Pool2dGeom& g, bool adaptive) {
+  using A = acc_t<T>;
   const T* gy = gyt.data<T>();
-  T* gx = gxt.data<T>();
-  parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      T* plane = gx + p * g.h * g.w;
-      std::fill(plane, plane + g.h * g.w, T(0));
-      for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          const Window wd = window(g, adaptive, oy, ox);
-          if (wd.count <= 0) continue;
-          const T v = gy[p * g.oh * g.ow + oy * g.ow + ox] / T(wd.count);
-          for (int64_t iy = wd.y0; iy < wd.y1; ++iy)
-            for (int64_t ix = wd.x0; ix < wd.x1; ++ix) plane[iy * g.w + ix] += v;
-        }
-    }
+  per_grad_plane(gxt.data<T>(), g, [&](int64_t p, A* plane) {
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const Window wd = window(g, adaptive, oy, ox);
+        if (wd.count <= 0) continue;
+        const A v = A(gy[p * g.oh * g.ow + oy * g.ow + ox]) / A(wd.count);
+        for (int64_t iy = wd.y0; iy < wd.y1; ++iy)
+          for (int64_t ix = wd.x0; ix < wd.x1; ++ix) plane[iy * g.w + ix] += v;
+      }
   });
 }
 
 void max_forward_cpu(const Tensor& x, Tensor& y, Tensor& i, const Pool2dGeom& g) {
-  if (x.dtype == DType::f64) max_forward<double>(x, y, i, g); else max_forward<float>(x, y, i, g);
+  visit_float(x.dtype, "maxPool2d", [&](auto tag) { max_forward<typename decltype(tag)::type>(x, y, i, g); });
 }
 void max_backward_cpu(const Tensor& gy, const Tensor& i, Tensor& gx, const Pool2dGeom& g) {
-  if (gy.dtype == DType::f64) max_backward<double>(gy, i, gx, g); else max_backward<float>(gy, i, gx, g);
+  visit_float(gy.dtype, "maxPool2dBackward", [&](auto tag) { max_backward<typename decltype(tag)::type>(gy, i, gx, g); });
 }
 void avg_forward_cpu(const Tensor& x, Tensor& y, const Pool2dGeom& g, bool adaptive) {
-  if (x.dtype == DType::f64) avg_forward<double>(x, y, g, adaptive); else avg_forward<float>(x, y, g, adaptive);
+  visit_float(x.dtype, "avgPool2d", [&](auto tag) { avg_forward<typename decltype(tag)::type>(x, y, g, adaptive); });
 }
 void avg_backward_cpu(const Tensor& gy, Tensor& gx, const Pool2dGeom& g, bool adaptive) {
-  if (gy.dtype == DType::f64) avg_backward<double>(gy, gx, g, adaptive); else avg_backward<float>(gy, gx, g, adaptive);
+  visit_float(gy.dtype, "avgPool2dBackward", [&](auto tag) { avg_backward<typename decltype(tag)::type>(gy, gx, g, adaptive); });
 }
 
 }  // namespace

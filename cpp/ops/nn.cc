@@ -18,6 +18,10 @@ bool is_low(DType t) { return t == DType::bf16 || t == DType::f16; }
 Tensor wide(const Tensor& t) { return is_low(t.dtype) ? cast(t, DType::f32) : t; }
 Tensor narrow_to(const Tensor& t, DType d) { return t.dtype == d ? t : cast(t, d); }
 
+// The CPU pooling kernels take bf16/f16 planes themselves (compared and summed in f32, each result
+// rounded once: the values widening gives); other devices' are widened.
+bool low_off_cpu(const Tensor& t) { return is_low(t.dtype) && !t.device().is_cpu(); }
+
 // bf16 on a CPU with AVX512_BF16 convolves in bf16 directly (cpp/cpu/conv_bf16.cc, f32 sums).
 bool bf16_conv(const Tensor& t) { return t.dtype == DType::bf16 && t.device().is_cpu() && cpu::conv2d_bf16_available(); }
 
@@ -122,7 +126,7 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& gy, const Shape& we
 
 std::vector<Tensor> max_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
   check_float(x, "maxPool2d", "input");
-  if (is_low(x.dtype)) {
+  if (low_off_cpu(x)) {
     // Max pooling only selects: the rounded-back maxima are the inputs' own values.
     std::vector<Tensor> r = max_pool2d_forward(wide(x), a);
     return {narrow_to(r[0], x.dtype), r[1]};
@@ -137,7 +141,7 @@ std::vector<Tensor> max_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
 
 Tensor max_pool2d_backward(const Tensor& gy, const Tensor& indices, const Shape& input_shape, const Pool2dArgs& a) {
   check_float(gy, "maxPool2dBackward", "grad");
-  if (is_low(gy.dtype)) return narrow_to(max_pool2d_backward(wide(gy), indices, input_shape, a), gy.dtype);
+  if (low_off_cpu(gy)) return narrow_to(max_pool2d_backward(wide(gy), indices, input_shape, a), gy.dtype);
   check_same_device(gy, indices, "maxPool2dBackward");
   if (indices.dtype != DType::i64) fail(Code::DType, "maxPool2dBackward: indices must be i64, got ", dtype_name(indices.dtype));
   const Pool2dGeom g = pool_geom(input_shape, a, "maxPool2dBackward");
@@ -151,7 +155,7 @@ Tensor max_pool2d_backward(const Tensor& gy, const Tensor& indices, const Shape&
 
 Tensor avg_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
   check_float(x, "avgPool2d", "input");
-  if (is_low(x.dtype)) return narrow_to(avg_pool2d_forward(wide(x), a), x.dtype);
+  if (low_off_cpu(x)) return narrow_to(avg_pool2d_forward(wide(x), a), x.dtype);
   const Pool2dGeom g = pool_geom(x.shape, a, "avgPool2d");
   Tensor y = empty({g.n, g.c, g.oh, g.ow}, x.dtype, x.device(), "avgPool2d");
   auto kernel = avg_pool2d_forward_table().get(x.device());
@@ -161,7 +165,7 @@ Tensor avg_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
 
 Tensor avg_pool2d_backward(const Tensor& gy, const Shape& input_shape, const Pool2dArgs& a) {
   check_float(gy, "avgPool2dBackward", "grad");
-  if (is_low(gy.dtype)) return narrow_to(avg_pool2d_backward(wide(gy), input_shape, a), gy.dtype);
+  if (low_off_cpu(gy)) return narrow_to(avg_pool2d_backward(wide(gy), input_shape, a), gy.dtype);
   const Pool2dGeom g = pool_geom(input_shape, a, "avgPool2dBackward");
   check_shape(gy, {g.n, g.c, g.oh, g.ow}, "avgPool2dBackward", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "avgPool2dBackward");
@@ -180,7 +184,7 @@ Pool2dGeom adaptive_geom(const Shape& xs, int64_t oh, int64_t ow, const char* op
 
 Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t oh, int64_t ow) {
   check_float(x, "adaptiveAvgPool2d", "input");
-  if (is_low(x.dtype)) return narrow_to(adaptive_avg_pool2d_forward(wide(x), oh, ow), x.dtype);
+  if (low_off_cpu(x)) return narrow_to(adaptive_avg_pool2d_forward(wide(x), oh, ow), x.dtype);
   const Pool2dGeom g = adaptive_geom(x.shape, oh, ow, "adaptiveAvgPool2d");
   Tensor y = empty({g.n, g.c, oh, ow}, x.dtype, x.device(), "adaptiveAvgPool2d");
   auto kernel = avg_pool2d_forward_table().get(x.device());
@@ -190,7 +194,7 @@ Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t oh, int64_t ow) {
 
 Tensor adaptive_avg_pool2d_backward(const Tensor& gy, const Shape& input_shape) {
   check_float(gy, "adaptiveAvgPool2dBackward", "grad");
-  if (is_low(gy.dtype)) return narrow_to(adaptive_avg_pool2d_backward(wide(gy), input_shape), gy.dtype);
+  if (low_off_cpu(gy)) return narrow_to(adaptive_avg_pool2d_backward(wide(gy), input_shape), gy.dtype);
   if (gy.dim() != 4) fail(Code::Shape, "adaptiveAvgPool2dBackward: grad must be 4-D, got ", shape_str(gy.shape));
   const Pool2dGeom g = adaptive_geom(input_shape, gy.shape[2], gy.shape[3], "adaptiveAvgPool2dBackward");
   check_shape(gy, {g.n, g.c, g.oh, g.ow}, "adaptiveAvgPool2dBackward", "grad");
