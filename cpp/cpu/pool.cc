@@ -60,10 +60,10 @@ void max_plane_inside(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH,
   }
 }
 
-// The 2×2 stride-2 pool of one plane (f32), one output row at a time: the loop body is written
-// without branches so the compiler vectorises it, and it is compiled once per instruction set
-// (the wrappers below), inlined into each; cpu_isa() picks one at run time. Same order and NaN
-// rule as max_plane_inside.
+// The 2×2 stride-2 pool of one plane (f32, without AVX-512), one output row at a time: the loop
+// body is written without branches so the compiler vectorises it, and it is compiled once per
+// instruction set (the wrappers below), inlined into each; cpu_isa() picks one at run time. Same
+// order and NaN rule as max_plane_inside.
 inline void max2x2_rows(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
   for (int64_t oy = 0; oy < OH; ++oy) {
     const float* r0 = plane + 2 * oy * W;
@@ -91,10 +91,6 @@ inline void max2x2_rows(const float* plane, float* yp, int64_t* ip, int64_t W, i
   }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-void max2x2_avx512(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
-  max2x2_rows(plane, yp, ip, W, OH, OW);
-}
 __attribute__((target("avx2,fma")))
 void max2x2_avx2(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
   max2x2_rows(plane, yp, ip, W, OH, OW);
@@ -103,25 +99,47 @@ void max2x2_generic(const float* plane, float* yp, int64_t* ip, int64_t W, int64
   max2x2_rows(plane, yp, ip, W, OH, OW);
 }
 
-// The 2×2 stride-2 pool of a bf16 plane, 16 outputs at a time (a row's last ones under a mask):
-// each 32-bit word of a row holds an even and an odd input, widened to f32 by a shift and a mask;
-// the maximum's bits are the input's own. Offsets run in 32 bits (the caller checks the plane
-// fits). Same order and NaN rule as max_plane_inside.
+// The 2×2 stride-2 pool of an f32 or bf16 plane on AVX-512, 16 outputs at a time (a row's last ones
+// under a mask). f32: two loads of 16 inputs per row, split into even and odd columns by permutes;
+// bf16: one load per row, each 32-bit word an even and an odd input, widened to f32 by a shift and a
+// mask. The maximum's bits are the input's own. Offsets run in 32 bits (the caller checks the
+// plane fits). Same order and NaN rule as max_plane_inside.
+// Inputs 2·ox … 2·ox + 2·count − 1 of a row as its even and odd columns, in f32 (a function, not
+// a lambda: lambdas do not take the target attribute).
+template <class T>
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-void max2x2_bf16_avx512(const bf16* plane, bf16* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
+inline void split_columns(const T* row, int64_t count, __m512& even, __m512& odd) {
+  const __mmask16 all = 0xFFFF;
   const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  if constexpr (std::is_same_v<T, float>) {
+    const __mmask16 m0 = count >= 8 ? all : static_cast<__mmask16>((1u << (2 * count)) - 1);
+    const __mmask16 m1 = count >= 16 ? all : count <= 8 ? 0 : static_cast<__mmask16>((1u << (2 * count - 16)) - 1);
+    const __m512 lo = _mm512_maskz_loadu_ps(m0, row), hi = _mm512_maskz_loadu_ps(m1, row + 16);
+    even = _mm512_permutex2var_ps(lo, lanes, hi);
+    odd = _mm512_permutex2var_ps(lo, _mm512_add_epi32(lanes, _mm512_set1_epi32(1)), hi);
+  } else {
+    const __mmask16 keep = count >= 16 ? all : static_cast<__mmask16>((1u << count) - 1);
+    const __m512i words = _mm512_maskz_loadu_epi32(keep, row);
+    even = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, words, 16));
+    odd = _mm512_castsi512_ps(_mm512_and_si512(words, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+}
+
+template <class T>
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+void max2x2_masked(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
+  const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(static_cast<int>(W)), diag = _mm512_set1_epi32(static_cast<int>(W + 1));
   const __mmask16 all = 0xFFFF;  // the masked forms: GCC 12 warns on the unmasked ones' undefined source
   for (int64_t oy = 0; oy < OH; ++oy) {
-    const bf16* r0 = plane + 2 * oy * W;
-    const bf16* r1 = r0 + W;
+    const T* r0 = plane + 2 * oy * W;
+    const T* r1 = r0 + W;
     for (int64_t ox = 0; ox < OW; ox += 16) {
       const int64_t count = std::min<int64_t>(16, OW - ox);
       const __mmask16 keep = count == 16 ? all : static_cast<__mmask16>((1u << count) - 1);
-      const __m512i w0 = _mm512_maskz_loadu_epi32(keep, r0 + 2 * ox), w1 = _mm512_maskz_loadu_epi32(keep, r1 + 2 * ox);
-      const __m512 a = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, w0, 16)), b = _mm512_castsi512_ps(_mm512_and_si512(w0, high));
-      const __m512 c = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, w1, 16)), d = _mm512_castsi512_ps(_mm512_and_si512(w1, high));
+      __m512 a, b, c, d;
+      split_columns(r0 + 2 * ox, count, a, b);
+      split_columns(r1 + 2 * ox, count, c, d);
       const __m512i pos = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(2 * oy * W + 2 * ox)), lanes);
       __m512 best = a;
       __m512i at = pos;
@@ -134,7 +152,10 @@ void max2x2_bf16_avx512(const bf16* plane, bf16* yp, int64_t* ip, int64_t W, int
       take = _mm512_cmp_ps_mask(d, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q);
       best = _mm512_mask_mov_ps(best, take, d);
       at = _mm512_mask_add_epi32(at, take, pos, diag);
-      _mm512_mask_cvtepi32_storeu_epi16(yp + oy * OW + ox, keep, _mm512_maskz_srli_epi32(all, _mm512_castps_si512(best), 16));
+      if constexpr (std::is_same_v<T, float>)
+        _mm512_mask_storeu_ps(yp + oy * OW + ox, keep, best);
+      else
+        _mm512_mask_cvtepi32_storeu_epi16(yp + oy * OW + ox, keep, _mm512_maskz_srli_epi32(all, _mm512_castps_si512(best), 16));
       alignas(64) int32_t at32[16];
       _mm512_store_si512(at32, at);
       int64_t* ir = ip + oy * OW + ox;
@@ -150,13 +171,13 @@ template <class T>
 using Max2x2 = void (*)(const T*, T*, int64_t*, int64_t, int64_t, int64_t);
 Max2x2<float> max2x2_kernel(float*) {
   switch (cpu_isa()) {
-    case Isa::avx512: return max2x2_avx512;
+    case Isa::avx512: return max2x2_masked<float>;
     case Isa::avx2: return max2x2_avx2;
     case Isa::generic: break;
   }
   return max2x2_generic;
 }
-Max2x2<bf16> max2x2_kernel(bf16*) { return cpu_isa() == Isa::avx512 ? max2x2_bf16_avx512 : nullptr; }
+Max2x2<bf16> max2x2_kernel(bf16*) { return cpu_isa() == Isa::avx512 ? max2x2_masked<bf16> : nullptr; }
 
 template <class T>
 void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geom) {

@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
@@ -7,6 +9,8 @@ import { native } from '../../lib/native';
  * bf16 conv2d and its two gradients (bf16 im2col + the AVX512_BF16 GEMM where the CPU has it, else
  * widened to f32): every result must be the f64 convolution of the same bf16 values rounded once to
  * bf16 (relative error at most 2^-8 of the value, plus a little for the order of the f32 sums).
+ * The parent run takes the automatic choice of path (image by image when there are at least as many
+ * images as threads); it reruns this file with FLOCKML_CONV_ALGO=images and =batched.
  */
 const F = fl.nn.functional;
 type Opts = {
@@ -36,6 +40,12 @@ const cases: Case[] = [
   },
   { name: '1x1, stride [1,2]', x: [4, 8, 6, 6], w: [16, 8, 1, 1], bias: true, opts: { stride: [1, 2] } },
   { name: 'one image, one channel (the Fashion-MNIST CNN first layer)', x: [1, 1, 28, 28], w: [32, 1, 3, 3], bias: true, opts: {} },
+  // Image by image: a first layer (kk < oc: the transposed weight gradient), odd pixel counts (a
+  // zero pixel pads the weight gradient's K pairs), a 1×1 stride-1 kernel (images are their own
+  // columns), output channels off the 8-row blocks.
+  { name: 'first layer, 4 images', x: [4, 1, 28, 28], w: [32, 1, 3, 3], bias: true, opts: {} },
+  { name: 'odd pixel count, 13 output channels', x: [3, 5, 11, 13], w: [13, 5, 3, 3], bias: true, opts: {} },
+  { name: '1x1 stride 1, groups 2', x: [3, 8, 5, 7], w: [6, 4, 1, 1], bias: true, opts: { groups: 2 } },
   // ~2 MB of columns and products per image, chunks of 15 images: 20 images take two chunks.
   { name: 'chunked batch', x: [20, 16, 48, 48], w: [8, 16, 3, 3], bias: true, opts: { padding: 1 } },
 ];
@@ -95,5 +105,22 @@ test('bf16 conv2d of a zero-size batch, and mixed dtypes refused', () => {
     (e: Error & { code?: string }) => e.code === 'ERR_DTYPE',
   );
 });
+
+if (!process.env.FLOCKML_CONV_ALGO) {
+  const root = join(__dirname, '..', '..');
+  const tsx = join(root, 'node_modules', '.bin', 'tsx');
+  for (const value of ['images', 'batched'])
+    test(`FLOCKML_CONV_ALGO=${value}: the same checks pass`, () => {
+      const r = spawnSync(tsx, [__filename], {
+        cwd: root,
+        encoding: 'utf8',
+        env: { ...process.env, FORCE_COLOR: '0', FLOCKML_CONV_ALGO: value },
+      });
+      const out = `${r.stdout}${r.stderr}`;
+      const total = Number(/Total:\s+(\d+)/.exec(out)?.[1] ?? 0),
+        passed = Number(/Passed:\s+(\d+)/.exec(out)?.[1] ?? -1);
+      assert.ok(r.status === 0 && total > 0 && passed === total, out.slice(-3000));
+    });
+}
 
 test.run();
