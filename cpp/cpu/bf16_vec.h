@@ -36,6 +36,8 @@ FLOCK_BF16_INLINE void bf16_narrow(const float* src, bf16* dst, int64_t n) {
 // VCVTNEPS2BF16 rounds to nearest even and quiets NaN as bf16_narrow does, but flushes f32
 // subnormals to zero: blocks holding one are rounded again on the bits. Needs AVX512_BF16.
 void bf16_narrow_cvtne(const float* src, bf16* dst, int64_t n);
+// dst[i] = bf16(src[i] + add), the same way (the bf16 GEMM's and convolution's f32 tiles and bias).
+void bf16_narrow_add_cvtne(const float* src, float add, bf16* dst, int64_t n);
 
 // bf16_narrow, or bf16_narrow_cvtne when `cvtne` (cpu_bf16_convert(), read once by the caller).
 FLOCK_BF16_INLINE void bf16_store(const float* src, bf16* dst, int64_t n, bool cvtne) {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
+#include "bf16_vec.h"
 #include "gemm.h"
 #include "im2col.h"
 #include "scratch.h"
@@ -33,6 +34,8 @@ using u16 = uint16_t;
 
 // Bound on the bf16 column matrix and its f32 product per chunk of images.
 constexpr int64_t kChunkBytes = int64_t(32) << 20;
+
+inline bf16* as_bf16(u16* p) { return reinterpret_cast<bf16*>(p); }
 
 inline float widen(u16 b) {
   const uint32_t u = static_cast<uint32_t>(b) << 16;
@@ -174,7 +177,7 @@ void forward_images(const u16* x, const u16* w, const u16* bias, u16* y, const C
         bf16_gemm_tiles(p.ocg, p.ohw, p.kk, w + gi * p.ocg * p.kk, p.kk, false, pointwise(g) ? xi : col, p.ohw, false,
                         [&](int64_t r0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
                           for (int64_t r = 0; r < rows; ++r)
-                            bf16_round_row(tile + r * kBf16TileCols, bg ? widen(bg[r0 + r]) : 0.0f, yi + (r0 + r) * p.ohw + j0, cols);
+                            bf16_narrow_add_cvtne(tile + r * kBf16TileCols, bg ? widen(bg[r0 + r]) : 0.0f, as_bf16(yi + (r0 + r) * p.ohw + j0), cols);
                         });
       }
   });
@@ -194,7 +197,7 @@ void backward_input_images(const u16* gy, const u16* w, u16* gx, const Conv2dGeo
         const u16* gyi = gy + (i * g.oc + gi * p.ocg) * p.ohw;
         bf16_gemm_f32(p.kk, p.ohw, p.ocg, w + gi * p.ocg * p.kk, p.kk, true, gyi, p.ohw, false, pointwise(g) ? img : col, p.ohw, false);
         if (!pointwise(g)) col2im(col, p.ohw, img, p.cg, g);
-        bf16_round_row(img, 0.0f, gx + (i * g.c + gi * p.cg) * g.h * g.w, plane);
+        bf16_narrow_cvtne(img, as_bf16(gx + (i * g.c + gi * p.cg) * g.h * g.w), plane);
       }
   });
 }

@@ -34,8 +34,6 @@ void bf16_gemm_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t l
 // tile[i · kBf16TileCols + j] for i < rows ≤ 8, j < cols ≤ kBf16TileCols, each element once.
 constexpr int64_t kBf16TileCols = 32;
 using Bf16TileStore = std::function<void(int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile)>;
-// dst[j] = bf16(src[j] + add) for j < cols, rounded to nearest even (AVX512_BF16).
-void bf16_round_row(const float* src, float add, uint16_t* dst, int64_t cols);
 void bf16_gemm_tiles(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb,
                      bool trans_b, const Bf16TileStore& store);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include "gemm.h"
+#include "bf16_vec.h"
 #include "gemm_pack.h"
 #include "scratch.h"
 #include "threadpool.h"
@@ -177,24 +178,10 @@ void run(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool t
 
 bool bf16_gemm_available() { return g_has_bf16; }
 
-// VCVTNEPS2BF16 rounds to nearest even, as the bf16 type does. No add at all for add = 0, so a
-// -0 sum stays -0.
-__attribute__((target("avx512f,avx512bf16"))) void bf16_round_row(const float* src, float add, uint16_t* dst, int64_t cols) {
-  const bool plus = add != 0.0f;
-  const __m512 v = _mm512_set1_ps(add);
-  int64_t j = 0;
-  for (; j + 16 <= cols; j += 16) {
-    const __m512 x = _mm512_loadu_ps(src + j);
-    const __m256bh r = _mm512_cvtneps_pbh(plus ? _mm512_add_ps(x, v) : x);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), (__m256i)r);
-  }
-  for (; j < cols; ++j) dst[j] = bf16(plus ? src[j] + add : src[j]).bits;
-}
-
 void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
                uint16_t* c, int64_t ldc) {
   run(m, n, k, a, lda, trans_a, b, ldb, trans_b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
-    for (int64_t i = 0; i < rows; ++i) bf16_round_row(tile + i * kNR, 0.0f, c + (i0 + i) * ldc + j0, cols);
+    for (int64_t i = 0; i < rows; ++i) bf16_narrow_add_cvtne(tile + i * kNR, 0.0f, reinterpret_cast<bf16*>(c + (i0 + i) * ldc + j0), cols);
   });
 }
 

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 #include "../nn_kernels.h"
+#include "bf16_vec.h"
 #include "isa.h"
 #include "threadpool.h"
 
@@ -247,6 +248,7 @@ void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geo
 // Gradient planes of 16-bit floats are summed in an f32 plane per thread and rounded once.
 template <class T, class Body>
 void per_grad_plane(T* gx, const Pool2dGeom& g, Body body) {
+  const bool cvtne = cpu_bf16_convert();
   parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> wide;
     for (int64_t p = b; p < e; ++p) {
@@ -257,7 +259,9 @@ void per_grad_plane(T* gx, const Pool2dGeom& g, Body body) {
       } else {
         wide.assign(static_cast<size_t>(g.h * g.w), 0.0f);
         body(p, wide.data());
-        for (int64_t k = 0; k < g.h * g.w; ++k) plane[k] = T(wide[k]);
+        if constexpr (std::is_same_v<T, bf16>) bf16_store(wide.data(), plane, g.h * g.w, cvtne);
+        else
+          for (int64_t k = 0; k < g.h * g.w; ++k) plane[k] = T(wide[k]);
       }
     }
   });
@@ -267,6 +271,23 @@ template <class T>
 void max_backward(const Tensor& gyt, const Tensor& it, Tensor& gxt, const Pool2dGeom& g) {
   const T* gy = gyt.data<T>();
   const int64_t* idx = it.data<int64_t>();
+  if constexpr (!std::is_same_v<T, acc_t<T>>) {
+    // Windows that cannot overlap (stride ≥ the dilated window) give each input at most one
+    // gradient: written in place, as the f32 sum 0 + g rounds it (a -0 becomes +0).
+    if ((g.kh - 1) * g.dh + 1 <= g.sh && (g.kw - 1) * g.dw + 1 <= g.sw) {
+      parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) {
+          T* plane = gxt.data<T>() + p * g.h * g.w;
+          std::memset(static_cast<void*>(plane), 0, sizeof(T) * g.h * g.w);
+          for (int64_t o = 0; o < g.oh * g.ow; ++o) {
+            const int64_t at = idx[p * g.oh * g.ow + o];
+            if (at >= 0) plane[at] = T(0.0f + float(gy[p * g.oh * g.ow + o]));
+          }
+        }
+      });
+      return;
+    }
+  }
   per_grad_plane(gxt.data<T>(), g, [&](int64_t p, acc_t<T>* plane) {
     for (int64_t o = 0; o < g.oh * g.ow; ++o) {
       const int64_t at = idx[p * g.oh * g.ow + o];
