@@ -111,8 +111,8 @@ export function tidy<T>(fn: () => T): T {
 export type { DeviceMemoryStats };
 
 /**
- * Gives memory kept for reuse back to the system (the CPU allocator keeps released blocks of
- * 256 KiB and up, at most FLOCKML_CPU_CACHE_MB, default 1024, over all CPU devices together; each
+ * Gives memory kept for reuse back to the system (the CPU allocator keeps released blocks, at most
+ * FLOCKML_CPU_CACHE_MB, default 1024, over all CPU devices together; each
  * virtual CPU device keeps and gives back its own). Returns the bytes released.
  */
 export function emptyCache(device: string = 'cpu'): number {

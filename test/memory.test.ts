@@ -171,6 +171,26 @@ test('released large CPU blocks are kept for reuse, counted in memory(), and giv
   );
 });
 
+test('released mid-size CPU blocks (between 4 KiB and 256 KiB) are kept and reused too', async () => {
+  // glibc maps such blocks fresh and unmaps them on free, by a threshold that moves: kept here, a
+  // step's [128, 784] bf16 cast stops paying page faults some runs and not others.
+  fl.emptyCache();
+  const sizes = [1100, 16 * 1024, 50 * 1024]; // f32 elements: 4.4 KB, 64 KiB, 200 KiB
+  const first = sizes.map((n) => fl.zeros([n]));
+  await fl.sync();
+  for (const t of first) t.dispose();
+  await fl.sync();
+  const cached = fl.memory().cpu.cachedBytes;
+  assert.ok(cached >= 4 * (1100 + 16 * 1024 + 50 * 1024), `cached ${cached}`);
+  const again = sizes.map((n) => fl.ones([n])); // the same classes: served from the cache
+  await fl.sync();
+  assert.is(fl.memory().cpu.cachedBytes, 0);
+  for (const t of again) assert.equal(Array.from((await t.data()).slice(-2) as Float32Array), [1, 1]);
+  for (const t of again) t.dispose();
+  await fl.sync();
+  assert.is(fl.emptyCache(), cached);
+});
+
 test('released small CPU blocks are kept per 64-byte class, counted, reused and given back by emptyCache()', async () => {
   fl.emptyCache();
   const first = Array.from({ length: 100 }, () => fl.zeros([16])); // 64 bytes each
