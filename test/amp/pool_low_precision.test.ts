@@ -20,7 +20,11 @@ interface Case {
 const cases: Case[] = [
   { name: 'max 2x2 stride 2, odd sizes', shape: [3, 5, 9, 11], fn: (x) => F.maxPool2d(x, 2) },
   { name: 'max 2x2 stride 2, wide rows', shape: [2, 3, 8, 70], fn: (x) => F.maxPool2d(x, 2) },
-  { name: 'max 3x3 stride 1 padding 1 (overlapping windows)', shape: [2, 4, 7, 6], fn: (x) => F.maxPool2d(x, 3, { stride: 1, padding: 1 }) },
+  {
+    name: 'max 3x3 stride 1 padding 1 (overlapping windows)',
+    shape: [2, 4, 7, 6],
+    fn: (x) => F.maxPool2d(x, 3, { stride: 1, padding: 1 }),
+  },
   {
     name: 'max 3x2 stride 2, dilation 2, ceil mode',
     shape: [2, 3, 11, 10],
