@@ -243,16 +243,7 @@ void backward_weight_images(const float* x, const float* gy, float* gw, const Co
         else sgemm_serial(p.ocg, p.kk, p.ohw, gyi, p.ohw, false, b, p.ohw, true, dst, p.kk, i > i0);
       }
   });
-  // Partials summed in part order: the result does not depend on how the pool schedules the parts.
-  parallel_for(size, 4096, [&](int64_t b, int64_t e) {
-    for (int64_t j = b; j < e; ++j) {
-      const int64_t gi = j / (p.ocg * p.kk), r = j % (p.ocg * p.kk), o = r / p.kk, k = r % p.kk;
-      const int64_t src = transposed ? gi * p.ocg * p.kk + k * p.ocg + o : j;
-      float acc = partials[src];
-      for (int64_t t = 1; t < parts; ++t) acc += partials[t * size + src];
-      gw[j] = acc;
-    }
-  });
+  sum_partials(partials, parts, size, p.ocg, p.kk, transposed, [&](int64_t j, float acc) { gw[j] = acc; });
 }
 
 void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Conv2dGeom& g) {

@@ -231,16 +231,7 @@ void backward_weight_images(const u16* x, const u16* gy, u16* gw, const Conv2dGe
         else bf16_gemm_f32(p.ocg, p.kk, ld, gym, ld, false, col, ld, true, dst, p.kk, i > i0);
       }
   });
-  // Partials summed in part order, rounded once: the result does not depend on the pool's schedule.
-  parallel_for(size, 4096, [&](int64_t b, int64_t e) {
-    for (int64_t j = b; j < e; ++j) {
-      const int64_t gi = j / (p.ocg * p.kk), r = j % (p.ocg * p.kk), o = r / p.kk, k = r % p.kk;
-      const int64_t src = transposed ? gi * p.ocg * p.kk + k * p.ocg + o : j;
-      float acc = partials[src];
-      for (int64_t t = 1; t < parts; ++t) acc += partials[t * size + src];
-      gw[j] = bf16(acc).bits;
-    }
-  });
+  sum_partials(partials, parts, size, p.ocg, p.kk, transposed, [&](int64_t j, float acc) { gw[j] = bf16(acc).bits; });
 }
 
 void forward_cpu(const Tensor& xt, const Tensor& wt, const Tensor* bt, Tensor& yt, const Conv2dGeom& g) {

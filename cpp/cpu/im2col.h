@@ -25,6 +25,22 @@ void image_parts(int64_t n, Body body) {
   });
 }
 
+// The image path's weight gradient: per-part f32 partials ([parts][size], each group's block
+// [ocg, kk], or [kk, ocg] when `transposed`) summed in part order, store(j, sum) for each element j
+// of the [groups·ocg·kk] gradient. The result does not depend on how the pool scheduled the parts.
+template <class Store>
+void sum_partials(const float* partials, int64_t parts, int64_t size, int64_t ocg, int64_t kk, bool transposed, Store store) {
+  parallel_for(size, 4096, [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      const int64_t gi = j / (ocg * kk), r = j % (ocg * kk), o = r / kk, k = r % kk;
+      const int64_t src = transposed ? gi * ocg * kk + k * ocg + o : j;
+      float acc = partials[src];
+      for (int64_t t = 1; t < parts; ++t) acc += partials[t * size + src];
+      store(j, acc);
+    }
+  });
+}
+
 // A 1×1 stride-1 unpadded kernel: each image is its own column matrix.
 inline bool pointwise(const Conv2dGeom& g) { return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0; }
 
