@@ -88,7 +88,7 @@ void forward(const Tensor& xt, const Tensor& wt, const Tensor* bt, Tensor& yt, c
             const float v = bias ? widen(bias[gi * p.ocg + o]) : 0.0f;
             const float* src = out + o * ld + i * p.ohw;
             u16* dst = y + tensor_row(n0, i, gi, o, p, g);
-            for (int64_t k = 0; k < p.ohw; ++k) dst[k] = bf16(src[k] + v).bits;
+            bf16_narrow_add_cvtne(src, v, as_bf16(dst), p.ohw);
           }
       });
     }
@@ -126,7 +126,7 @@ void backward_input(const Tensor& gyt, const Tensor& wt, Tensor& gxt, const Conv
         for (int64_t i = b; i < e; ++i) {
           col2im(col + i * p.ohw, ld, img, p.cg, g);
           u16* dst = gx + ((n0 + i) * g.c + gi * p.cg) * g.h * g.w;
-          for (int64_t k = 0; k < plane; ++k) dst[k] = bf16(img[k]).bits;
+          bf16_narrow_cvtne(img, as_bf16(dst), plane);
         }
       });
     }
@@ -155,13 +155,24 @@ void backward_weight(const Tensor& xt, const Tensor& gyt, Tensor& gwt, const Con
       bf16_gemm_f32(p.ocg, p.kk, ld, gym, ld, false, col, ld, true, acc + gi * p.ocg * p.kk, p.kk, true);
     }
   }
-  for (int64_t k = 0; k < total; ++k) gw[k] = bf16(acc[k]).bits;
+  bf16_narrow_cvtne(acc, as_bf16(gw), total);
 }
 
 // Image by image (conv_by_images). The K pairs of the weight gradient's operands (output pixels)
 // must be whole words for the word-transposing packs: columns and gy rows are laid out with an
 // even stride, the odd pixel zero.
 inline int64_t even(int64_t v) { return v + (v & 1); }
+
+// A [rows, n] matrix with row stride ld ≥ n: `m` itself when ld = n, else copied into `buf` with
+// the pixel past n zero.
+const u16* with_stride(const u16* m, int64_t rows, int64_t n, int64_t ld, u16* buf) {
+  if (ld == n) return m;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(buf + r * ld, m + r * n, sizeof(u16) * n);
+    buf[r * ld + n] = 0;
+  }
+  return buf;
+}
 
 void forward_images(const u16* x, const u16* w, const u16* bias, u16* y, const Conv2dGeom& g) {
   const Plan p(g);
@@ -217,18 +228,16 @@ void backward_weight_images(const u16* x, const u16* gy, u16* gw, const Conv2dGe
     for (int64_t i = i0; i < i1; ++i)
       for (int64_t gi = 0; gi < g.groups; ++gi) {
         const u16* xi = x + (i * g.c + gi * p.cg) * g.h * g.w;
-        if (pointwise(g))
-          for (int64_t r = 0; r < p.kk; ++r) std::memcpy(col + r * ld, xi + r * p.ohw, sizeof(u16) * p.ohw);
-        else im2col(xi, col, ld, p.cg, g);
-        const u16* gyi = gy + (i * g.oc + gi * p.ocg) * p.ohw;
-        for (int64_t o = 0; o < p.ocg; ++o) std::memcpy(gym + o * ld, gyi + o * p.ohw, sizeof(u16) * p.ohw);
-        if (ld != p.ohw) {
-          for (int64_t r = 0; r < p.kk; ++r) col[r * ld + p.ohw] = 0;
-          for (int64_t o = 0; o < p.ocg; ++o) gym[o * ld + p.ohw] = 0;
+        const u16* cols = pointwise(g) ? with_stride(xi, p.kk, p.ohw, ld, col) : col;
+        if (!pointwise(g)) {
+          im2col(xi, col, ld, p.cg, g);
+          if (ld != p.ohw)
+            for (int64_t r = 0; r < p.kk; ++r) col[r * ld + p.ohw] = 0;
         }
+        const u16* gyi = with_stride(gy + (i * g.oc + gi * p.ocg) * p.ohw, p.ocg, p.ohw, ld, gym);
         float* dst = partials + t * size + gi * p.ocg * p.kk;
-        if (transposed) bf16_gemm_f32(p.kk, p.ocg, ld, col, ld, false, gym, ld, true, dst, p.ocg, i > i0);
-        else bf16_gemm_f32(p.ocg, p.kk, ld, gym, ld, false, col, ld, true, dst, p.kk, i > i0);
+        if (transposed) bf16_gemm_f32(p.kk, p.ocg, ld, cols, ld, false, gyi, ld, true, dst, p.ocg, i > i0);
+        else bf16_gemm_f32(p.ocg, p.kk, ld, gyi, ld, false, cols, ld, true, dst, p.kk, i > i0);
       }
   });
   sum_partials(partials, parts, size, p.ocg, p.kk, transposed, [&](int64_t j, float acc) { gw[j] = bf16(acc).bits; });

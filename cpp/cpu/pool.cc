@@ -100,11 +100,6 @@ void max2x2_generic(const float* plane, float* yp, int64_t* ip, int64_t W, int64
   max2x2_rows(plane, yp, ip, W, OH, OW);
 }
 
-// The 2×2 stride-2 pool of an f32 or bf16 plane on AVX-512, 16 outputs at a time (a row's last ones
-// under a mask). f32: two loads of 16 inputs per row, split into even and odd columns by permutes;
-// bf16: one load per row, each 32-bit word an even and an odd input, widened to f32 by a shift and a
-// mask. The maximum's bits are the input's own. Offsets run in 32 bits (the caller checks the
-// plane fits). Same order and NaN rule as max_plane_inside.
 // Inputs 2·ox … 2·ox + 2·count − 1 of a row as its even and odd columns, in f32 (a function, not
 // a lambda: lambdas do not take the target attribute).
 template <class T>
@@ -126,6 +121,11 @@ inline void split_columns(const T* row, int64_t count, __m512& even, __m512& odd
   }
 }
 
+// The 2×2 stride-2 pool of an f32 or bf16 plane on AVX-512, 16 outputs at a time (a row's last ones
+// under a mask). f32: two loads of 16 inputs per row, split into even and odd columns by permutes;
+// bf16: one load per row, each 32-bit word an even and an odd input, widened to f32 by a shift and a
+// mask. The maximum's bits are the input's own. Offsets run in 32 bits (the caller checks the
+// plane fits). Same order and NaN rule as max_plane_inside.
 template <class T>
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 void max2x2_masked(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
@@ -168,17 +168,23 @@ void max2x2_masked(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH, in
   }
 }
 
+// The 2×2 stride-2 kernel for this CPU: f32 on every instruction set, bf16 on AVX-512 only (null
+// elsewhere: the general loop runs).
 template <class T>
 using Max2x2 = void (*)(const T*, T*, int64_t*, int64_t, int64_t, int64_t);
-Max2x2<float> max2x2_kernel(float*) {
-  switch (cpu_isa()) {
-    case Isa::avx512: return max2x2_masked<float>;
-    case Isa::avx2: return max2x2_avx2;
-    case Isa::generic: break;
+template <class T>
+Max2x2<T> max2x2_kernel() {
+  if constexpr (std::is_same_v<T, bf16>) {
+    return cpu_isa() == Isa::avx512 ? max2x2_masked<bf16> : nullptr;
+  } else {
+    switch (cpu_isa()) {
+      case Isa::avx512: return max2x2_masked<float>;
+      case Isa::avx2: return max2x2_avx2;
+      case Isa::generic: break;
+    }
+    return max2x2_generic;
   }
-  return max2x2_generic;
 }
-Max2x2<bf16> max2x2_kernel(bf16*) { return cpu_isa() == Isa::avx512 ? max2x2_masked<bf16> : nullptr; }
 
 template <class T>
 void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geom) {
@@ -194,7 +200,7 @@ void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geo
   constexpr bool kFast = std::is_same_v<T, float> || std::is_same_v<T, bf16>;
   Max2x2<T> max2x2 = nullptr;
   if constexpr (kFast)
-    if (inside && KH == 2 && KW == 2 && SH == 2 && SW == 2 && H * W < (int64_t(1) << 31)) max2x2 = max2x2_kernel(static_cast<T*>(nullptr));
+    if (inside && KH == 2 && KW == 2 && SH == 2 && SW == 2 && H * W < (int64_t(1) << 31)) max2x2 = max2x2_kernel<T>();
   parallel_for(geom.n * geom.c, 4, [=](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       const T* plane = x + p * H * W;
