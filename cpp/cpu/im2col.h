@@ -44,6 +44,16 @@ void sum_partials(const float* partials, int64_t parts, int64_t size, int64_t oc
 // A 1×1 stride-1 unpadded kernel: each image is its own column matrix.
 inline bool pointwise(const Conv2dGeom& g) { return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0; }
 
+// n bytes, sizeof(U) ≤ n ≤ 2·sizeof(U), as a first and a last word (overlapping).
+template <class U>
+inline void copy_ends(char* d, const char* s, size_t n) {
+  U a, b;
+  std::memcpy(&a, s, sizeof(U));
+  std::memcpy(&b, s + n - sizeof(U), sizeof(U));
+  std::memcpy(d, &a, sizeof(U));
+  std::memcpy(d + n - sizeof(U), &b, sizeof(U));
+}
+
 // Copies n bytes: short runs (a 13-pixel image row) by 16-byte loads and stores, the last one
 // overlapping, rather than a libc call each — unfolding a small image makes thousands of them.
 inline void copy_run(void* dst, const void* src, size_t n) {
@@ -56,17 +66,9 @@ inline void copy_run(void* dst, const void* src, size_t n) {
     for (; k + 16 <= n; k += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
     if (k < n) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n - 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + n - 16)));
   } else if (n >= 8) {
-    uint64_t a, b;
-    std::memcpy(&a, s, 8);
-    std::memcpy(&b, s + n - 8, 8);
-    std::memcpy(d, &a, 8);
-    std::memcpy(d + n - 8, &b, 8);
+    copy_ends<uint64_t>(d, s, n);
   } else if (n >= 4) {
-    uint32_t a, b;
-    std::memcpy(&a, s, 4);
-    std::memcpy(&b, s + n - 4, 4);
-    std::memcpy(d, &a, 4);
-    std::memcpy(d + n - 4, &b, 4);
+    copy_ends<uint32_t>(d, s, n);
   } else {
     for (size_t k = 0; k < n; ++k) d[k] = s[k];
   }

@@ -1,9 +1,8 @@
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import { native } from '../../lib/native';
+import { assertFilePasses } from '../helpers/rerun';
 
 /**
  * bf16 conv2d and its two gradients (bf16 im2col + the AVX512_BF16 GEMM where the CPU has it, else
@@ -106,21 +105,8 @@ test('bf16 conv2d of a zero-size batch, and mixed dtypes refused', () => {
   );
 });
 
-if (!process.env.FLOCKML_CONV_ALGO) {
-  const root = join(__dirname, '..', '..');
-  const tsx = join(root, 'node_modules', '.bin', 'tsx');
+if (!process.env.FLOCKML_CONV_ALGO)
   for (const value of ['images', 'batched'])
-    test(`FLOCKML_CONV_ALGO=${value}: the same checks pass`, () => {
-      const r = spawnSync(tsx, [__filename], {
-        cwd: root,
-        encoding: 'utf8',
-        env: { ...process.env, FORCE_COLOR: '0', FLOCKML_CONV_ALGO: value },
-      });
-      const out = `${r.stdout}${r.stderr}`;
-      const total = Number(/Total:\s+(\d+)/.exec(out)?.[1] ?? 0),
-        passed = Number(/Passed:\s+(\d+)/.exec(out)?.[1] ?? -1);
-      assert.ok(r.status === 0 && total > 0 && passed === total, out.slice(-3000));
-    });
-}
+    test(`FLOCKML_CONV_ALGO=${value}: the same checks pass`, () => assertFilePasses(__filename, { FLOCKML_CONV_ALGO: value }));
 
 test.run();

@@ -5,14 +5,13 @@
  * cross attention and dropout (the same Philox mask as the f64 kernel). In the parent run the file
  * runs again under every narrower instruction set this CPU has (FLOCKML_CPU_ISA).
  */
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import type { Tensor } from '../../lib';
 import type { ScaledDotProductAttentionOptions as SdpaOptions } from '../../lib/nn/functional/attention';
 import { arr, close } from '../helpers/reference';
+import { assertFilePasses } from '../helpers/rerun';
 
 const F = fl.nn.functional;
 
@@ -220,19 +219,8 @@ const forced = process.env.FLOCKML_CPU_ISA;
 if (!forced) {
   const order = ['generic', 'avx2', 'avx512'];
   const detected = fl.buildInfo().cpuIsaDetected;
-  const root = join(__dirname, '..', '..');
   for (const isa of order.slice(0, order.indexOf(detected))) {
-    test(`FLOCKML_CPU_ISA=${isa}: this file passes`, () => {
-      const r = spawnSync(join(root, 'node_modules', '.bin', 'tsx'), [__filename], {
-        cwd: root,
-        encoding: 'utf8',
-        env: { ...process.env, FORCE_COLOR: '0', FLOCKML_CPU_ISA: isa },
-      });
-      const out = `${r.stdout}${r.stderr}`;
-      const total = Number(/Total:\s+(\d+)/.exec(out)?.[1] ?? 0),
-        passed = Number(/Passed:\s+(\d+)/.exec(out)?.[1] ?? -1);
-      assert.ok(r.status === 0 && total > 0 && passed === total, `under ${isa}:\n${out.slice(-3000)}`);
-    });
+    test(`FLOCKML_CPU_ISA=${isa}: this file passes`, () => assertFilePasses(__filename, { FLOCKML_CPU_ISA: isa }));
   }
 }
 

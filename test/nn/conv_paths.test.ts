@@ -7,12 +7,11 @@
  * =batched and =winograd (3×3 stride-1 layers, conv_winograd.cc) so every path meets the same
  * references, and checks an unknown value is refused.
  */
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import { close } from '../helpers/reference';
+import { assertFilePasses, runTsx } from '../helpers/rerun';
 
 const F = fl.nn.functional;
 const algo = process.env.FLOCKML_CONV_ALGO ?? 'auto';
@@ -86,18 +85,9 @@ for (const g of geoms) {
 }
 
 if (!process.env.FLOCKML_CONV_ALGO) {
-  const root = join(__dirname, '..', '..');
-  const tsx = join(root, 'node_modules', '.bin', 'tsx');
-  const child = (value: string, args: string[]) =>
-    spawnSync(tsx, args, { cwd: root, encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0', FLOCKML_CONV_ALGO: value } });
+  const child = (value: string, args: string[]) => runTsx({ FLOCKML_CONV_ALGO: value }, args);
   for (const value of ['images', 'batched', 'winograd'])
-    test(`FLOCKML_CONV_ALGO=${value}: the same checks pass`, () => {
-      const r = child(value, [__filename]);
-      const out = `${r.stdout}${r.stderr}`;
-      const total = Number(/Total:\s+(\d+)/.exec(out)?.[1] ?? 0),
-        passed = Number(/Passed:\s+(\d+)/.exec(out)?.[1] ?? -1);
-      assert.ok(r.status === 0 && total > 0 && passed === total, out.slice(-3000));
-    });
+    test(`FLOCKML_CONV_ALGO=${value}: the same checks pass`, () => assertFilePasses(__filename, { FLOCKML_CONV_ALGO: value }));
 
   test('an unknown FLOCKML_CONV_ALGO is refused with ERR_ARG', () => {
     const script = `const fl = require('./lib');

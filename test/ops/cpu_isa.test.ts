@@ -5,12 +5,11 @@
  * child processes under every narrower ISA this CPU supports (FLOCKML_CPU_ISA), so each path meets
  * the same references; and the error for an ISA that cannot be used.
  */
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import { arr, close, refMatmul } from '../helpers/reference';
+import { assertFilePasses, runTsx } from '../helpers/rerun';
 
 const ORDER = ['generic', 'avx2', 'avx512'];
 const info = fl.buildInfo();
@@ -84,10 +83,7 @@ test(`small batched sgemm ${info.cpuIsa}: 12 heads of [16,24]·[24,16] match f64
   }
 });
 
-const root = join(__dirname, '..', '..');
-const tsx = join(root, 'node_modules', '.bin', 'tsx');
-const run = (env: Record<string, string>, args: string[]) =>
-  spawnSync(tsx, args, { cwd: root, encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0', ...env }, maxBuffer: 16 << 20 });
+const run = runTsx;
 
 if (!forced) {
   const files = [
@@ -105,13 +101,7 @@ if (!forced) {
   ];
   for (const isa of ORDER.slice(0, ORDER.indexOf(info.cpuIsaDetected))) {
     for (const file of files) {
-      test(`FLOCKML_CPU_ISA=${isa}: ${file} passes`, () => {
-        const r = run({ FLOCKML_CPU_ISA: isa }, [file]);
-        const out = `${r.stdout}${r.stderr}`;
-        const total = Number(/Total:\s+(\d+)/.exec(out)?.[1] ?? 0),
-          passed = Number(/Passed:\s+(\d+)/.exec(out)?.[1] ?? -1);
-        assert.ok(r.status === 0 && total > 0 && passed === total, `${file} under ${isa}:\n${out.slice(-3000)}`);
-      });
+      test(`FLOCKML_CPU_ISA=${isa}: ${file} passes`, () => assertFilePasses(file, { FLOCKML_CPU_ISA: isa }));
     }
   }
 
