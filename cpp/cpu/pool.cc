@@ -279,15 +279,25 @@ void max_backward(const Tensor& gyt, const Tensor& it, Tensor& gxt, const Pool2d
   const int64_t* idx = it.data<int64_t>();
   if constexpr (!std::is_same_v<T, acc_t<T>>) {
     // Windows that cannot overlap (stride ≥ the dilated window) give each input at most one
-    // gradient: written in place, as the f32 sum 0 + g rounds it (a -0 becomes +0).
+    // gradient: written in place, as the f32 sum 0 + g rounds it (a -0 becomes +0; for bf16, a
+    // NaN is quieted, on the bits).
     if ((g.kh - 1) * g.dh + 1 <= g.sh && (g.kw - 1) * g.dw + 1 <= g.sw) {
+      const int64_t hw = g.h * g.w, ohw = g.oh * g.ow;
+      T* gx = gxt.data<T>();
       parallel_for(g.n * g.c, 4, [&](int64_t b, int64_t e) {
         for (int64_t p = b; p < e; ++p) {
-          T* plane = gxt.data<T>() + p * g.h * g.w;
-          std::memset(static_cast<void*>(plane), 0, sizeof(T) * g.h * g.w);
-          for (int64_t o = 0; o < g.oh * g.ow; ++o) {
-            const int64_t at = idx[p * g.oh * g.ow + o];
-            if (at >= 0) plane[at] = T(0.0f + float(gy[p * g.oh * g.ow + o]));
+          T* plane = gx + p * hw;
+          std::memset(static_cast<void*>(plane), 0, sizeof(T) * hw);
+          const int64_t* ip = idx + p * ohw;
+          const T* gp = gy + p * ohw;
+          for (int64_t o = 0; o < ohw; ++o) {
+            if (ip[o] < 0) continue;
+            if constexpr (std::is_same_v<T, bf16>) {
+              const uint16_t v = gp[o].bits;
+              plane[ip[o]].bits = v == 0x8000 ? 0 : (v & 0x7fff) > 0x7f80 ? static_cast<uint16_t>(v | 0x40) : v;
+            } else {
+              plane[ip[o]] = T(0.0f + float(gp[o]));
+            }
           }
         }
       });

@@ -76,4 +76,22 @@ for (const dtype of ['bf16', 'f16'] as const)
     assert.equal(bits(yLo), bits(yHi.to(dtype)));
   });
 
+for (const dtype of ['bf16', 'f16'] as const)
+  test(`max pooling gradient on ${dtype}: a -0 and a NaN in the output gradient land as f32's sum of them`, () => {
+    fl.manualSeed(9);
+    const x = fl.randn([1, 2, 6, 8]).to(dtype);
+    const gvals = Float32Array.from(fl.randn([1, 2, 3, 4]).dataSync() as Float32Array);
+    gvals[1] = -0;
+    gvals[6] = Number.NaN;
+    const gy = fl.tensor(gvals, { shape: [1, 2, 3, 4] }).to(dtype);
+    const lo = x.clone().requiresGrad_();
+    const hi = x.to('f32').requiresGrad_();
+    F.maxPool2d(lo, 2).backward(gy);
+    F.maxPool2d(hi, 2).backward(gy.to('f32'));
+    const got = bits(lo.grad as fl.Tensor),
+      want = bits((hi.grad as fl.Tensor).to(dtype));
+    assert.equal(got.map(Object.is.bind(null, -0)), want.map(Object.is.bind(null, -0)), 'signs of zero');
+    assert.equal(got, want);
+  });
+
 test.run();
