@@ -72,7 +72,7 @@ void pack_b_pair(const Operand& b, int64_t k, int64_t n, int64_t c0, int64_t q, 
 void pack_b(const Operand& b, int64_t k, int64_t n, int64_t pairs, uint16_t* out) {
   const int64_t panels = (n + kNR - 1) / kNR, whole = k / 2;
   // Small B packs on the calling thread: a pool barrier costs more than the copy.
-  const int64_t grain = k * n < (int64_t(1) << 16) ? panels : 1;
+  const int64_t grain = k * n < (int64_t(1) << 20) ? panels : 1;
   parallel_for(panels, grain, [&](int64_t pb, int64_t pe) {
     for (int64_t jp = pb; jp < pe; ++jp) {
       const int64_t c0 = jp * kNR;

@@ -67,6 +67,10 @@ class Pool {
     for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
   }
 
+  // The caller takes chunks alongside the workers. A worker joins the region before it takes any;
+  // once the caller has run out of chunks it closes the region and waits only for the workers that
+  // joined. One that was not running yet (a busy core: the JS thread, another stream) finds the
+  // region closed and goes back to waiting, instead of holding the caller until it is scheduled.
   void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
     grain = std::max<int64_t>(1, grain);
     if (t_in_parallel || threads_ == 1 || n <= grain) { fn(0, n); return; }
@@ -79,14 +83,18 @@ class Pool {
     error_ = nullptr;
     {
       std::lock_guard<std::mutex> lk(m_);
-      pending_.store(threads_ - 1, std::memory_order_relaxed);
+      finished_.store(0, std::memory_order_relaxed);
+      gate_.store(0, std::memory_order_release);
       generation_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
     work();
-    spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
-    std::unique_lock<std::mutex> lk(m_);
-    done_cv_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    const int64_t joined = gate_.fetch_or(kClosed, std::memory_order_acq_rel);
+    const auto all_done = [&] { return finished_.load(std::memory_order_acquire) == joined; };
+    if (!spin_until(all_done)) {
+      std::unique_lock<std::mutex> lk(m_);
+      done_cv_.wait(lk, all_done);
+    }
     fn_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
@@ -108,6 +116,14 @@ class Pool {
     t_in_parallel = prev;
   }
 
+  // Joins the open region (counted in gate_), or finds it closed.
+  bool join() {
+    int64_t v = gate_.load(std::memory_order_acquire);
+    while (!(v & kClosed))
+      if (gate_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) return true;
+    return false;
+  }
+
   void worker_loop() {
     uint64_t seen = 0;
     for (;;) {
@@ -118,11 +134,11 @@ class Pool {
         if (stopping_) return;
         seen = generation_.load();
       }
+      if (!join()) continue;
       work();
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lk(m_);  // the caller checks pending_ under m_: no lost wake-up
-        done_cv_.notify_one();
-      }
+      finished_.fetch_add(1, std::memory_order_acq_rel);
+      std::lock_guard<std::mutex> lk(m_);  // the caller checks finished_ under m_: no lost wake-up
+      done_cv_.notify_one();
     }
   }
 
@@ -142,7 +158,10 @@ class Pool {
   int threads_ = 1;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> generation_{0};  // written under m_, polled without it by spinning workers
-  std::atomic<int> pending_{0};
+  // Workers that joined the current region (low bits) and whether the caller has closed it.
+  static constexpr int64_t kClosed = int64_t(1) << 62;
+  std::atomic<int64_t> gate_{kClosed};
+  std::atomic<int64_t> finished_{0};  // joined workers done with the current region
   int64_t n_ = 0, chunk_ = 1;
   std::atomic<int64_t> next_{0};
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
