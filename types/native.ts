@@ -89,6 +89,12 @@ export interface NativeAddon {
     threads: number,
     tasks: number,
   ): { overlaps: number; overtaken: number; inlineRan: number; queuedRan: number };
+  /**
+   * Diagnostic for tests: runs `regions` parallel regions of the intra-op pool on this thread (one
+   * in five of `n` items, the rest of 1 to 7) while `busyThreads` threads spin. `missed`/`repeated`:
+   * items run no time or more than once; `stale`: items run outside their region. All must be 0.
+   */
+  poolRegionStress(regions: number, n: number, busyThreads: number): { missed: number; repeated: number; stale: number; threads: number };
   // runtime
   memory(): Record<string, DeviceMemoryStats>;
   emptyCache(device: string): number;

@@ -1,8 +1,13 @@
-// streamGateStress: a diagnostic for tests of the CPU stream's inline gate (cpp/cpu/stream.h).
-// Other threads queue tasks on one stream while the calling thread alternates queueing a task and
-// trying to run one inline; every task checks that no other task of the stream runs at the same
-// time, and an inline one that the calling thread's tasks queued before it have all run. It blocks
-// the calling thread until everything has run (tests only: seconds at most).
+// Diagnostics for tests of the CPU runtime's concurrency; each blocks the calling thread until it
+// is done (tests only: seconds at most).
+// - streamGateStress: the CPU stream's inline gate (cpp/cpu/stream.h). Other threads queue tasks on
+//   one stream while the calling thread alternates queueing a task and trying to run one inline;
+//   every task checks that no other task of the stream runs at the same time, and an inline one
+//   that the calling thread's tasks queued before it have all run.
+// - poolRegionStress: the intra-op pool's regions (cpp/cpu/threadpool.cc). The calling thread runs
+//   parallel regions of 1 to n items, most too short for a sleeping worker to join in time, while
+//   other threads keep the cores busy; every item must run exactly once, and only inside its own
+//   region (a worker joining late must not run a region that has returned).
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -11,6 +16,7 @@
 #include "addon.h"
 #include "convert.h"
 #include "exports.h"
+#include "../cpu/threadpool.h"
 
 namespace flock::js {
 namespace {
@@ -76,10 +82,56 @@ Napi::Value StreamGateStress(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value PoolRegionStress(const Napi::CallbackInfo& info) {
+  Args a{info, "poolRegionStress"};
+  const int64_t regions = a.integer(0, "regions", 1, int64_t(1) << 22);
+  const int64_t n = a.integer(1, "n", 1, int64_t(1) << 16);
+  const int busy = static_cast<int>(a.integer(2, "busyThreads", 0, 16));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> burners;
+  for (int t = 0; t < busy; ++t)
+    burners.emplace_back([&stop] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (volatile int i = 0; i < 1000; i = i + 1) {
+        }
+      }
+    });
+  std::atomic<int64_t> current{-1}, stale{0};
+  int64_t missed = 0, repeated = 0;
+  std::vector<std::atomic<int>> count(static_cast<size_t>(n));
+  for (int64_t r = 0; r < regions; ++r) {
+    const int64_t items = r % 5 == 0 ? n : 1 + r % 7;
+    for (int64_t i = 0; i < items; ++i) count[i].store(0, std::memory_order_relaxed);
+    current.store(r, std::memory_order_release);
+    cpu::parallel_for(items, 1, [&, r](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        if (current.load(std::memory_order_acquire) != r) stale.fetch_add(1);
+        count[i].fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+    current.store(-1, std::memory_order_release);
+    for (int64_t i = 0; i < items; ++i) {
+      const int c = count[i].load(std::memory_order_relaxed);
+      missed += c == 0;
+      repeated += c > 1;
+    }
+  }
+  stop.store(true);
+  for (auto& t : burners) t.join();
+  Napi::Env env = info.Env();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("missed", Napi::Number::New(env, static_cast<double>(missed)));
+  out.Set("repeated", Napi::Number::New(env, static_cast<double>(repeated)));
+  out.Set("stale", Napi::Number::New(env, static_cast<double>(stale.load())));
+  out.Set("threads", Napi::Number::New(env, cpu::num_threads()));
+  return out;
+}
+
 }  // namespace
 
 void register_stream_stress_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("streamGateStress", StreamGateStress);
+  FLOCK_EXPORT("poolRegionStress", PoolRegionStress);
 }
 
 }  // namespace flock::js
