@@ -22,6 +22,9 @@ struct MatmulPlan {
   // f32 on CUDA may round operands to tf32 for tensor cores; read from the Context when the
   // matmul is queued, so changing the setting later leaves queued work as it was.
   bool allow_tf32 = false;
+  // The operands and out are f32 or bf16, multiplied as bf16 (f32 ones rounded as cast() rounds),
+  // the result rounded to bf16 once (ops::matmul_lowered; CPU with AVX512_BF16 only).
+  bool round_bf16 = false;
   // One per batch entry (out is dense [batch, m, n]); Shape's small-vector storage, so a plan for up
   // to 8 matrices allocates nothing.
   Shape a_offsets, b_offsets;

@@ -67,6 +67,14 @@ export function keep<T extends Disposable>(t: T): T {
   return t;
 }
 
+/**
+ * @internal Hands `t` (kept earlier) to the innermost tidy scope open now, which disposes it when
+ * it ends; with no scope open, the garbage collector keeps freeing it.
+ */
+export function adopt(t: Disposable): void {
+  if (scopes.length > 0 && !t.isDisposed) addToScope(t);
+}
+
 function collect(value: unknown, out: Set<unknown>, depth = 0): void {
   if (value === null || typeof value !== 'object' || depth > 8) return;
   if ('dispose' in value && 'isDisposed' in value) {

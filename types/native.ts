@@ -131,6 +131,8 @@ export interface NativeAddon {
   reduce(op: ReduceOpName | number, x: NativeTensor, dims: number[], keepdim: boolean, correction?: number): NewTensor;
   softmax(x: NativeTensor, dim: number, log: boolean): NewTensor;
   matmul(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean): NewTensor;
+  /** op(a)·op(b) with the values of casting f32 operands to `compute`, multiplying and casting the result to `out`. */
+  matmulLowered(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean, compute: string, out: string): NewTensor;
   reshape(x: NativeTensor, shape: number[]): NewTensor;
   narrow(x: NativeTensor, dim: number, start: number, length: number): NewTensor;
   permute(x: NativeTensor, dims: number[]): NewTensor;

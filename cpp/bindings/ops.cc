@@ -82,6 +82,12 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   return out(info, ops::matmul(a.tensor(0, "a"), a.tensor(1, "b"), a.boolean(2, "transA"), a.boolean(3, "transB")));
 }
 
+Napi::Value MatmulLowered(const Napi::CallbackInfo& info) {
+  Args a{info, "matmul"};
+  return out(info, ops::matmul_lowered(a.tensor(0, "a"), a.tensor(1, "b"), a.boolean(2, "transA"), a.boolean(3, "transB"), a.dtype(4),
+                                       a.dtype(5)));
+}
+
 Napi::Value Reshape(const Napi::CallbackInfo& info) {
   Args a{info, "reshape"};
   const Tensor& x = a.tensor(0, "x");
@@ -153,6 +159,7 @@ void register_op_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("reduce", Reduce);
   FLOCK_EXPORT("softmax", Softmax);
   FLOCK_EXPORT("matmul", Matmul);
+  FLOCK_EXPORT("matmulLowered", MatmulLowered);
   FLOCK_EXPORT("reshape", Reshape);
   FLOCK_EXPORT("narrow", Narrow);
   FLOCK_EXPORT("permute", Permute);

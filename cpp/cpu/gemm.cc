@@ -331,9 +331,7 @@ void gemm_small(const GemmArgs<T>& g) {
   small_rows(g, b, ldb);
 }
 
-// Splits C into tn column ranges × tm row ranges, one independent serial GEMM each: no barrier
-// inside a call, and each thread packs only the A rows and B panels its block reads. The split
-// minimises the block's rows + columns (what a thread packs), within the panel and row counts.
+// One independent serial GEMM per block of the pool split (split_gemm).
 template <class T>
 void gemm_blocked(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
   const int64_t kMR = kern.mr, kNR = kern.nr;
@@ -344,23 +342,11 @@ void gemm_blocked(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
     return;
   }
   if (g.m * g.n * g.k <= kSmallGemm && g.n <= kSmallGemmMaxN) return gemm_small(g);
-  const int64_t panels = (g.n + kNR - 1) / kNR, rows = (g.m + kMR - 1) / kMR;
-  int64_t threads = g.m * g.n * g.k < (int64_t(1) << 20) ? 1 : num_threads();
-  threads = std::min(threads, panels * rows);
-  int64_t tn = 1, tm = threads;
-  double best = -1;
-  for (int64_t a = 1; a <= threads; ++a) {
-    if (threads % a || a > panels || threads / a > rows) continue;
-    const double cost = double(g.n) / a + double(g.m) / (threads / a);
-    if (best < 0 || cost < best) best = cost, tn = a, tm = threads / a;
-  }
-  if (best < 0) tn = 1, tm = 1;  // no exact factorisation fits: one block
-  parallel_for(tn * tm, 1, [&](int64_t t0, int64_t t1) {
+  const GemmSplit split = split_gemm(g.m, g.n, g.k, kMR, kNR);
+  parallel_for(split.blocks(), 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t tq = t % tn, tr = t / tn;
-      const int64_t q0 = panels * tq / tn, q1 = panels * (tq + 1) / tn;
-      const int64_t r0 = rows * tr / tm, r1 = rows * (tr + 1) / tm;
-      const int64_t j0 = q0 * kNR, j1 = std::min(g.n, q1 * kNR), i0 = r0 * kMR, i1 = std::min(g.m, r1 * kMR);
+      const GemmSplit::Part part = split.part(t);
+      const int64_t j0 = part.q0 * kNR, j1 = std::min(g.n, part.q1 * kNR), i0 = part.r0 * kMR, i1 = std::min(g.m, part.r1 * kMR);
       if (j0 >= j1 || i0 >= i1) continue;
       GemmArgs<T> sub = g;
       sub.m = i1 - i0;
@@ -374,6 +360,22 @@ void gemm_blocked(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
 }
 
 }  // namespace
+
+GemmSplit split_gemm(int64_t m, int64_t n, int64_t k, int64_t mr, int64_t nr) {
+  GemmSplit s;
+  s.panels = (n + nr - 1) / nr;
+  s.rows = (m + mr - 1) / mr;
+  int64_t threads = m * n * k < (int64_t(1) << 20) ? 1 : num_threads();
+  threads = std::min(threads, s.panels * s.rows);
+  double best = -1;
+  for (int64_t a = 1; a <= threads; ++a) {
+    if (threads % a || a > s.panels || threads / a > s.rows) continue;
+    const double cost = double(n) / a + double(m) / (threads / a);
+    if (best < 0 || cost < best) best = cost, s.tn = a, s.tm = threads / a;
+  }
+  if (best < 0) s.tn = 1, s.tm = 1;  // no exact factorisation fits: one block
+  return s;
+}
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
            const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc) {
@@ -403,6 +405,21 @@ namespace {
 void matmul_cpu(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan& p) {
   const int64_t lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n;
   const int64_t batch = static_cast<int64_t>(p.a_offsets.size());
+  if (p.round_bf16) {
+    if (!bf16_gemm_available()) fail(Code::Internal, "matmul: rounding to bf16 in the GEMM needs AVX512_BF16");
+    const auto operand = [](const Tensor& t, int64_t offset, int64_t ld, bool trans) {
+      const bool f32 = t.dtype == DType::f32;
+      const void* p0 = f32 ? static_cast<const void*>(t.data<float>() + offset) : static_cast<const void*>(t.data<bf16>() + offset);
+      return Bf16Operand{p0, ld, trans, f32};
+    };
+    const bool c_f32 = out.dtype == DType::f32;
+    for (int64_t i = 0; i < batch; ++i) {
+      void* c = c_f32 ? static_cast<void*>(out.data<float>() + i * p.m * p.n) : static_cast<void*>(out.data<bf16>() + i * p.m * p.n);
+      bf16_gemm_rounding(p.m, p.n, p.k, operand(a, p.a_offsets[i], lda, p.trans_a), operand(b, p.b_offsets[i], ldb, p.trans_b), c, p.n,
+                         c_f32);
+    }
+    return;
+  }
   switch (a.dtype) {
     case DType::f32:
       for (int64_t i = 0; i < batch; ++i)

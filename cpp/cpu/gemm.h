@@ -27,7 +27,19 @@ const char* sgemm_isa();
 bool bf16_gemm_available();
 void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
                uint16_t* c, int64_t ldc);
-// The same with C in f32 (written, or added to when `accumulate`), for callers that go on summing.
+// An operand of bf16_gemm_rounding: raw bf16 bits, or f32 values (`f32`) rounded to bf16 as cast()
+// rounds them when they are packed, laid out as sgemm's.
+struct Bf16Operand {
+  const void* p;
+  int64_t ld;
+  bool trans;
+  bool f32;
+};
+// C = op(A)·op(B) as if each f32 operand were first cast to bf16: f32 accumulation, C rounded to bf16
+// once, and stored as bf16, or (`c_f32`) widened back to f32 as casting the bf16 result would. The
+// autocast linear's product and gradients, with no cast tensors.
+void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, void* c, int64_t ldc, bool c_f32);
+// bf16 × bf16 with C in f32 (written, or added to when `accumulate`), for callers that go on summing.
 void bf16_gemm_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
                    float* c, int64_t ldc, bool accumulate);
 // The same handing C over in f32 tiles: store(i0, j0, rows, cols, tile) gets C[i0 + i, j0 + j] at

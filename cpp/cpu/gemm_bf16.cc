@@ -1,16 +1,19 @@
 // bf16 GEMM on CPUs with AVX512_BF16 (detected at run time): VDPBF16PS multiplies pairs of bf16
-// along K and accumulates in f32, so the operands are never widened in memory. B is packed once
-// into 32-column panels with K in pairs (64 bf16, two zmm, per pair); each pool thread packs the
-// 8-row A blocks it owns the same way (one 32-bit pair per row and K pair) and runs the 8×32
-// micro-kernel (16 accumulators: each broadcast of A feeds two products) over every panel. The f32
-// sums are rounded to bf16 once, at the end (bf16_gemm), handed over in f32 (bf16_gemm_f32), or
+// along K and accumulates in f32, so the operands are never widened in memory. C is cut over the
+// pool as the f32 GEMM's (split_gemm); each block's thread packs its B panels (32 columns, K in
+// pairs: 64 bf16, two zmm, per pair) and its 8-row A blocks (one 32-bit pair per row and K pair),
+// and runs the 8×32 micro-kernel (16 accumulators: each broadcast of A feeds two products). The f32
+// sums are rounded to bf16 once, at the end (bf16_gemm; bf16_gemm_rounding also takes f32 operands,
+// rounded as cast() rounds them, and gives the rounded C widened to f32), handed over in f32
+// (bf16_gemm_f32), or
 // tile by tile to the caller (bf16_gemm_tiles: the bf16 convolution adds its bias and rounds
-// straight into its output). Products under 2^20 multiply-adds run on the calling thread, as the
-// f32 GEMM's; inside a pool task (the convolution's image-by-image path) every call is serial.
+// straight into its output). Products under 2^20 multiply-adds, and every call inside a pool task
+// (the convolution's image-by-image path), are one block on the calling thread.
 #include <immintrin.h>
 #include <algorithm>
 #include <cstring>
 #include "gemm.h"
+#include "gemm_kernel.h"
 #include "bf16_vec.h"
 #include "gemm_pack.h"
 #include "scratch.h"
@@ -66,36 +69,33 @@ void pack_b_pair(const Operand& b, int64_t k, int64_t n, int64_t c0, int64_t q, 
   }
 }
 
-// Panel jp, K pair q: 32 columns × (k = 2q, 2q + 1), zero padded past n and k. A B that is not
-// transposed interleaves two K rows per pair; a transposed one already holds each column's pair as
-// one word, so its panels are 8×8 word transposes (gemm_pack.h).
+// The `n` columns of B as panels (panel jp at out + jp · pairs · 64), K pair q: 32 columns ×
+// (k = 2q, 2q + 1), zero padded past n and k. A B that is not transposed interleaves two K rows per
+// pair; a transposed one already holds each column's pair as one word, so its panels are 8×8 word
+// transposes (gemm_pack.h).
 void pack_b(const Operand& b, int64_t k, int64_t n, int64_t pairs, uint16_t* out) {
-  const int64_t panels = (n + kNR - 1) / kNR, whole = k / 2;
-  // Small B packs on the calling thread: a pool barrier costs more than the copy.
-  const int64_t grain = k * n < (int64_t(1) << 20) ? panels : 1;
-  parallel_for(panels, grain, [&](int64_t pb, int64_t pe) {
-    for (int64_t jp = pb; jp < pe; ++jp) {
-      const int64_t c0 = jp * kNR;
-      uint16_t* panel = out + jp * pairs * kNR * 2;
-      int64_t q = 0;
-      if (b.trans && b.words()) {
-        for (int64_t g = 0; g < kNR; g += 8)
-          pack_transposed(b.word(c0 + g), b.ld / 2, std::clamp<int64_t>(n - c0 - g, 0, 8), 8, whole,
-                          reinterpret_cast<uint32_t*>(panel) + g, kNR);
-        q = whole;
-      } else if (!b.trans) {
-        const int64_t cols = std::min(kNR, n - c0);
-        for (; q < pairs; ++q) {
-          const uint16_t* r0 = b.p + 2 * q * b.ld + c0;
-          const bool pair = 2 * q + 1 < k;
-          const uint16_t* r1 = pair ? r0 + b.ld : kZeros;
-          interleave_rows(r0, r1, cols, panel + q * kNR * 2);
-          interleave_rows(r0 + 16, pair ? r1 + 16 : kZeros, cols - 16, panel + q * kNR * 2 + 32);
-        }
+  const int64_t whole = k / 2, panels = (n + kNR - 1) / kNR;
+  for (int64_t jp = 0; jp < panels; ++jp) {
+    const int64_t c0 = jp * kNR;
+    uint16_t* panel = out + jp * pairs * kNR * 2;
+    int64_t q = 0;
+    if (b.trans && b.words()) {
+      for (int64_t g = 0; g < kNR; g += 8)
+        pack_transposed(b.word(c0 + g), b.ld / 2, std::clamp<int64_t>(n - c0 - g, 0, 8), 8, whole,
+                        reinterpret_cast<uint32_t*>(panel) + g, kNR);
+      q = whole;
+    } else if (!b.trans) {
+      const int64_t cols = std::min(kNR, n - c0);
+      for (; q < pairs; ++q) {
+        const uint16_t* r0 = b.p + 2 * q * b.ld + c0;
+        const bool pair = 2 * q + 1 < k;
+        const uint16_t* r1 = pair ? r0 + b.ld : kZeros;
+        interleave_rows(r0, r1, cols, panel + q * kNR * 2);
+        interleave_rows(r0 + 16, pair ? r1 + 16 : kZeros, cols - 16, panel + q * kNR * 2 + 32);
       }
-      for (; q < pairs; ++q) pack_b_pair(b, k, n, c0, q, panel + q * kNR * 2);
     }
-  });
+    for (; q < pairs; ++q) pack_b_pair(b, k, n, c0, q, panel + q * kNR * 2);
+  }
 }
 
 // Rows [i0, i0 + 8) of A as 32-bit pairs: word (q, i) = (A(i, 2q), A(i, 2q + 1)), zero past m and
@@ -147,32 +147,61 @@ __attribute__((target("avx512f,avx512bf16"))) void micro(int64_t pairs, const ui
   }
 }
 
-// Packs B once, then each pool thread packs its 8-row A blocks and hands every 8×32 f32 tile to
-// `store(i0, j0, rows, cols, tile)`. Packing buffers are kept per thread.
+// Rows [r0, r0 + rows) × columns [c0, c0 + cols) of a stored operand (row stride ld) as an Operand:
+// in place for bf16; f32 is rounded into `buf` as cast() rounds it, each row zero padded to an even
+// length (whole K pairs).
+Operand block(const Bf16Operand& x, int64_t r0, int64_t rows, int64_t c0, int64_t cols, AlignedBuffer<uint16_t>& buf) {
+  if (!x.f32) return {static_cast<const uint16_t*>(x.p) + r0 * x.ld + c0, x.ld, x.trans};
+  const float* src = static_cast<const float*>(x.p) + r0 * x.ld + c0;
+  const int64_t ld = (cols + 1) & ~int64_t(1);
+  uint16_t* d = buf.reserve(static_cast<size_t>(std::max<int64_t>(rows * ld, 1)));
+  for (int64_t r = 0; r < rows; ++r) {
+    bf16_narrow_cvtne(src + r * x.ld, reinterpret_cast<bf16*>(d + r * ld), cols);
+    if (ld > cols) d[r * ld + cols] = 0;
+  }
+  return {d, ld, x.trans};
+}
+
+// Rows [i0, i0 + rows) of op(A), and columns [j0, j0 + cols) of op(B), as Operands from their origin.
+Operand rows_of(const Bf16Operand& a, int64_t i0, int64_t rows, int64_t k, AlignedBuffer<uint16_t>& buf) {
+  return a.trans ? block(a, 0, k, i0, rows, buf) : block(a, i0, rows, 0, k, buf);
+}
+Operand cols_of(const Bf16Operand& b, int64_t j0, int64_t cols, int64_t k, AlignedBuffer<uint16_t>& buf) {
+  return b.trans ? block(b, j0, cols, 0, k, buf) : block(b, 0, k, j0, cols, buf);
+}
+
+// Cuts C over the pool as the f32 GEMM does (split_gemm): each block's thread takes its rows of A
+// and columns of B (rounding f32 ones to bf16 first), packs its B panels, then each of its 8-row A
+// blocks, and hands every 8×32 f32 tile to `store(i0, j0, rows, cols, tile)`. Buffers are kept per
+// thread.
 template <class Store>
-void run(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
-         Store&& store) {
-  const int64_t pairs = (k + 1) / 2, panels = (n + kNR - 1) / kNR, blocks = (m + kMR - 1) / kMR;
-  thread_local AlignedBuffer<uint16_t> b_buf;
-  uint16_t* bp = b_buf.reserve(static_cast<size_t>(panels * pairs * kNR * 2));
-  pack_b({b, ldb, trans_b}, k, n, pairs, bp);
-  const Operand ao{a, lda, trans_a};
-  // As the f32 GEMM: under 2^20 multiply-adds one thread does it all.
-  const int64_t grain = m * n * k < (int64_t(1) << 20) ? blocks : 1;
-  parallel_for(blocks, grain, [&](int64_t bb, int64_t be) {
-    thread_local AlignedBuffer<uint16_t> a_buf;
+void run(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, Store&& store) {
+  const int64_t pairs = (k + 1) / 2;
+  const GemmSplit split = split_gemm(m, n, k, kMR, kNR);
+  parallel_for(split.blocks(), 1, [&](int64_t t0, int64_t t1) {
+    thread_local AlignedBuffer<uint16_t> a_buf, b_buf, a_rounded, b_rounded;
     uint16_t* apk = a_buf.reserve(static_cast<size_t>(pairs * kMR * 2));
     alignas(64) float tile[kMR * kNR];
-    for (int64_t blk = bb; blk < be; ++blk) {
-      const int64_t i0 = blk * kMR;
-      pack_a(ao, i0, m, k, pairs, apk);
-      for (int64_t jp = 0; jp < panels; ++jp) {
-        micro(pairs, apk, bp + jp * pairs * kNR * 2, tile);
-        store(i0, jp * kNR, std::min(kMR, m - i0), std::min(kNR, n - jp * kNR), tile);
+    for (int64_t t = t0; t < t1; ++t) {
+      const GemmSplit::Part part = split.part(t);
+      const int64_t j0 = part.q0 * kNR, cols = std::min(n, part.q1 * kNR) - j0;
+      const int64_t i0 = part.r0 * kMR, rows = std::min(m, part.r1 * kMR) - i0;
+      if (cols <= 0 || rows <= 0) continue;
+      uint16_t* bp = b_buf.reserve(static_cast<size_t>((part.q1 - part.q0) * pairs * kNR * 2));
+      pack_b(cols_of(b, j0, cols, k, b_rounded), k, cols, pairs, bp);
+      const Operand ao = rows_of(a, i0, rows, k, a_rounded);
+      for (int64_t r = 0; r < rows; r += kMR) {
+        pack_a(ao, r, rows, k, pairs, apk);
+        for (int64_t c = 0; c < cols; c += kNR) {
+          micro(pairs, apk, bp + c / kNR * pairs * kNR * 2, tile);
+          store(i0 + r, j0 + c, std::min(kMR, rows - r), std::min(kNR, cols - c), tile);
+        }
       }
     }
   });
 }
+
+Bf16Operand bits(const uint16_t* p, int64_t ld, bool trans) { return {p, ld, trans, false}; }
 
 }  // namespace
 
@@ -180,19 +209,31 @@ bool bf16_gemm_available() { return g_has_bf16; }
 
 void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
                uint16_t* c, int64_t ldc) {
-  run(m, n, k, a, lda, trans_a, b, ldb, trans_b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
-    for (int64_t i = 0; i < rows; ++i) bf16_narrow_add_cvtne(tile + i * kNR, 0.0f, reinterpret_cast<bf16*>(c + (i0 + i) * ldc + j0), cols);
+  bf16_gemm_rounding(m, n, k, bits(a, lda, trans_a), bits(b, ldb, trans_b), c, ldc, false);
+}
+
+void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, void* c, int64_t ldc, bool c_f32) {
+  run(m, n, k, a, b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
+    for (int64_t i = 0; i < rows; ++i) {
+      if (!c_f32) {
+        bf16_narrow_add_cvtne(tile + i * kNR, 0.0f, static_cast<bf16*>(c) + (i0 + i) * ldc + j0, cols);
+        continue;
+      }
+      bf16 row[kNR];
+      bf16_narrow_cvtne(tile + i * kNR, row, cols);
+      bf16_widen(row, static_cast<float*>(c) + (i0 + i) * ldc + j0, cols);
+    }
   });
 }
 
 void bf16_gemm_tiles(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb,
                      bool trans_b, const Bf16TileStore& store) {
-  run(m, n, k, a, lda, trans_a, b, ldb, trans_b, store);
+  run(m, n, k, bits(a, lda, trans_a), bits(b, ldb, trans_b), store);
 }
 
 void bf16_gemm_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
                    float* c, int64_t ldc, bool accumulate) {
-  run(m, n, k, a, lda, trans_a, b, ldb, trans_b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
+  run(m, n, k, bits(a, lda, trans_a), bits(b, ldb, trans_b), [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
     for (int64_t i = 0; i < rows; ++i) {
       float* dst = c + (i0 + i) * ldc + j0;
       if (accumulate)

@@ -24,4 +24,22 @@ constexpr int64_t kMaxMR = 16, kMaxNR = 32;
 
 GemmKernel<float> sgemm_avx512_kernel();
 
+// How a GEMM's C is cut over the pool: tn ranges of its `panels` column panels × tm ranges of its
+// `rows` row blocks, one independent serial GEMM per block, so no call has a barrier inside and each
+// thread packs only the A rows and B panels its block reads. The split minimises a block's rows +
+// columns (what its thread packs). Under 2^20 multiply-adds, or inside a pool task, it is one block.
+struct GemmSplit {
+  int64_t tn = 1, tm = 1, panels = 0, rows = 0;
+  int64_t blocks() const { return tn * tm; }
+  // Block t: panels [q0, q1) and row blocks [r0, r1).
+  struct Part {
+    int64_t q0, q1, r0, r1;
+  };
+  Part part(int64_t t) const {
+    const int64_t tq = t % tn, tr = t / tn;
+    return {panels * tq / tn, panels * (tq + 1) / tn, rows * tr / tm, rows * (tr + 1) / tm};
+  }
+};
+GemmSplit split_gemm(int64_t m, int64_t n, int64_t k, int64_t mr, int64_t nr);
+
 }  // namespace flock::cpu

@@ -196,7 +196,7 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() { return t_serial ? 1 : pool().size(); }
+int num_threads() { return t_serial || t_in_parallel ? 1 : pool().size(); }
 
 int total_threads() {
   std::lock_guard<std::mutex> lk(g_pools_mutex);

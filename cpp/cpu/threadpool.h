@@ -8,7 +8,8 @@
 
 namespace flock::cpu {
 
-// Threads of the calling thread's device pool (what one kernel may use).
+// Threads of the calling thread's device pool (what one kernel may use); 1 inside a parallel
+// region or a SerialScope, where a kernel's parallel_for runs inline.
 int num_threads();
 // The intra-op threads of all CPU devices together (fl.getNumThreads / setNumThreads).
 int total_threads();

@@ -38,6 +38,10 @@ void copy_(Tensor& dst, const Tensor& src);
 Tensor reduce(ReduceOp op, const Tensor& x, Shape dims, bool keepdim, double correction = 1);
 Tensor softmax(const Tensor& x, int64_t dim, bool log);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b);
+// op(a) · op(b) with the values of casting each operand to `compute` (bf16 or f16), multiplying,
+// and casting the result to `out_dtype`; operands and result are f32 or `compute`. The CPU's bf16
+// GEMM rounds f32 operands while packing them; elsewhere the casts are kernels of their own.
+Tensor matmul_lowered(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, DType compute, DType out_dtype);
 
 // Shapes and indexing
 Tensor reshape(const Tensor& x, Shape shape);

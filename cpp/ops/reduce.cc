@@ -1,4 +1,4 @@
-// Reductions, softmax and matmul front ends: they reduce any set of dims to the kernels'
+// Reductions and softmax front ends: they reduce any set of dims to the kernels'
 // [outer, red, inner] form — in stages for scattered dims of a reduction that composes, else
 // moving the dims to the end with a strided copy.
 #include <algorithm>
@@ -96,57 +96,6 @@ Tensor softmax(const Tensor& x, int64_t dim, bool log) {
   if (x.numel() == 0) return out;
   auto kernel = softmax_table().get(x.device());
   launch(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); }, 16 * x.numel());
-  return out;
-}
-
-Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  check_same_device(a, b, "matmul");
-  if (a.dtype != b.dtype) fail(Code::DType, "matmul: dtypes ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
-  if (!is_floating(a.dtype)) fail(Code::DType, "matmul: expected a floating dtype, got ", dtype_name(a.dtype));
-  if (a.dim() < 2 || b.dim() < 2)
-    fail(Code::Shape, "matmul: operands need at least 2 dims here, got ", shape_str(a.shape), " and ", shape_str(b.shape));
-  MatmulPlan p;
-  p.trans_a = trans_a;
-  p.trans_b = trans_b;
-  const int64_t ar = a.shape[a.dim() - 2], ac = a.shape[a.dim() - 1];
-  const int64_t br = b.shape[b.dim() - 2], bc = b.shape[b.dim() - 1];
-  p.m = trans_a ? ac : ar;
-  p.k = trans_a ? ar : ac;
-  const int64_t kb = trans_b ? bc : br;
-  p.n = trans_b ? br : bc;
-  if (p.k != kb)
-    fail(Code::Shape, "matmul: inner dimensions differ: ", shape_str(a.shape), (trans_a ? "ᵀ" : ""), " @ ", shape_str(b.shape),
-         (trans_b ? "ᵀ" : ""), " (", p.k, " vs ", kb, ")");
-  Shape ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
-  Shape batch = broadcast_shapes(ab, bb, "matmul");
-  Shape out_shape = batch;
-  out_shape.push_back(p.m);
-  out_shape.push_back(p.n);
-  Tensor out = empty(out_shape, a.dtype, a.device(), "matmul");
-  int64_t nb = 1;
-  for (int64_t s : batch) nb *= s;
-  if (nb * p.m * p.n == 0) return out;
-  // Offsets of each batch entry in a and b, broadcasting size-1 batch dims.
-  auto offsets = [&](const Shape& own, int64_t mat) {
-    Shape st(batch.size(), 0);
-    int64_t s = mat;
-    for (int64_t i = static_cast<int64_t>(own.size()) - 1, j = static_cast<int64_t>(batch.size()) - 1; i >= 0; --i, --j) {
-      st[j] = own[i] == 1 ? 0 : s;
-      s *= own[i];
-    }
-    Shape offs(static_cast<size_t>(nb));
-    for (int64_t e = 0; e < nb; ++e) {
-      int64_t rem = e, off = 0;
-      for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) { off += (rem % batch[d]) * st[d]; rem /= batch[d]; }
-      offs[e] = off;
-    }
-    return offs;
-  };
-  p.a_offsets = offsets(ab, ar * ac);
-  p.b_offsets = offsets(bb, br * bc);
-  p.allow_tf32 = Context::current().allow_tf32.load();
-  auto kernel = matmul_table().get(a.device());
-  launch("matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, nb * p.m * p.n * p.k / 8);
   return out;
 }
 

@@ -6,7 +6,9 @@
  * dtype, 'none' ops are left alone. f64 tensors are never cast, as in PyTorch.
  *
  * The casts are ordinary differentiable `to()` ops, so backward runs each op's gradient in the
- * dtype its forward used and casts the gradient back to the input's dtype. Casts of leaves that
+ * dtype its forward used and casts the gradient back to the input's dtype. matmul and linear cast
+ * nothing (autocastLowering): their GEMMs round f32 operands while packing them and write each
+ * gradient in its operand's dtype, the same values with no cast tensors. Casts of leaves that
  * require grad (parameters) are cached for the outermost region, so a weight used by several ops
  * is cast once; a cached cast is redone when the parameter has been written since.
  */
@@ -15,7 +17,7 @@ import type { CanonicalDType } from '../dtype';
 import { canonicalDType } from '../dtype';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool } from '../validate';
-import { keep } from '../memory';
+import { adopt, keep } from '../memory';
 import { versionOf } from '../autograd/version';
 import type { AutocastPolicy } from '../ops/manifest/types';
 import { manifest } from '../ops/manifest';
@@ -48,9 +50,12 @@ interface CachedCast {
 }
 
 const regions: AutocastState[] = [];
-// Parameter casts of the current outermost region, by parameter and dtype; dropped (not disposed:
-// the graph may still hold them) when the outermost region exits.
+// Parameter casts of the current outermost region, by parameter and dtype; kept from inner tidy
+// scopes while the region lasts (the graph may still read them), then adopted by the scope open
+// where the outermost region exits (see leave).
 let cache = new Map<Tensor, Map<CanonicalDType, CachedCast>>();
+// Every cast the cache made in the current outermost region (also those a later version replaced).
+let made: Tensor[] = [];
 let suspended = 0;
 
 /** A region entered by {@link autocast}'s scope form: leave it with exit() or `using`. */
@@ -76,9 +81,14 @@ function enter(state: AutocastState): void {
   regions.push(state);
 }
 
+// Leaving the outermost region hands its cached casts to the tidy scope open there, as if made in
+// it: a training step's tidy frees them with its activations instead of leaving them to the GC.
 function leave(): void {
   regions.pop();
-  if (regions.length === 0) cache = new Map();
+  if (regions.length > 0) return;
+  for (const cast of made) adopt(cast);
+  made = [];
+  cache = new Map();
 }
 
 function parseOptions(op: string, options: unknown): AutocastState {
@@ -193,8 +203,36 @@ function castCached(t: Tensor, dtype: CanonicalDType, useCache: boolean): Tensor
   const hit = byDType.get(dtype);
   if (hit && hit.version === version && !hit.cast.isDisposed) return hit.cast;
   const cast = keep(t.to(dtype));
+  made.push(cast);
   byDType.set(dtype, { version, cast });
   return cast;
+}
+
+/**
+ * For 'lower' ops whose kernels round f32 operands themselves (the GEMMs of matmul and linear):
+ * inside an enabled region for their device, the low dtype and how to bring operands to it (casts
+ * cached as autocastArgs caches them) — f32 operands go to the kernel uncast, which multiplies
+ * them as if cast. null where autocastArgs would leave the arguments alone, or when one is f64
+ * (never cast, so the op sees the mix and refuses it as it would under autocastArgs).
+ */
+export function autocastLowering(op: string, ...args: readonly unknown[]): Lowering | null {
+  if (regions.length === 0 || suspended > 0 || autocastPolicy(op) !== 'lower') return null;
+  const first = args.find(eligible);
+  if (!first) return null;
+  const state = autocastState(deviceType(first));
+  if (!state?.enabled) return null;
+  for (const a of args) if (a instanceof Tensor && !eligible(a)) return null;
+  const dtype = state.dtype;
+  const cast = (t: Tensor) => castCached(t, dtype, state.cacheEnabled);
+  return { dtype, cast, operand: (t) => (t.dtype === 'f32' ? t : cast(t)) };
+}
+
+export interface Lowering {
+  readonly dtype: AutocastDType;
+  /** A GEMM operand as the kernel takes it: f32 as it is, anything else cast to `dtype`. */
+  operand(t: Tensor): Tensor;
+  /** `t` cast to `dtype` (an operand the kernel does not round itself, such as linear's bias). */
+  cast(t: Tensor): Tensor;
 }
 
 /**

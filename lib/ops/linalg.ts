@@ -4,14 +4,24 @@ import type { Tensor } from '../tensor';
 import { record, recording } from '../autograd/node';
 import { checkTensor, rangeError, shapeStr, sumTo, wrap } from './util';
 import { flockError } from '../errors';
-import { autocastArgs } from '../amp/autocast';
+import { type AutocastDType, autocastLowering } from '../amp/autocast';
 
 /**
  * op(a) · op(b) on ≥2-D operands, where op transposes the last two dims when asked. The kernels
- * read transposed operands in place, so no copy is made.
+ * read transposed operands in place, so no copy is made. With `lower` (autocast's low dtype, see
+ * autocastLowering), operands may also be f32: the product has the values of casting them to
+ * `lower` first, and is in `lower`; each gradient comes back in its operand's dtype, as the casts'
+ * backward would give it.
  */
-export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean): Tensor {
-  const out = wrap(native.matmul(a.handle, b.handle, transA, transB));
+export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean, lower?: AutocastDType): Tensor {
+  return product(a, b, transA, transB, lower, lower);
+}
+
+function product(a: Tensor, b: Tensor, transA: boolean, transB: boolean, lower: AutocastDType | undefined, to: string | undefined): Tensor {
+  const plain = lower === undefined || (a.dtype === lower && b.dtype === lower && to === lower);
+  const out = wrap(
+    plain ? native.matmul(a.handle, b.handle, transA, transB) : native.matmulLowered(a.handle, b.handle, transA, transB, lower, to ?? lower),
+  );
   if (!recording(a, b)) return out;
   return record(
     out,
@@ -19,8 +29,16 @@ export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean):
     [a, b],
     (g) => {
       // C = A'B' with A' = op(A), B' = op(B): dA' = g·B'ᵀ, dB' = A'ᵀ·g, transposed back when needed.
-      const ga = a.requiresGrad ? (transA ? matmulT(b, g, transB, true) : matmulT(g, b, false, !transB)) : null;
-      const gb = b.requiresGrad ? (transB ? matmulT(g, a, true, transA) : matmulT(a, g, !transA, false)) : null;
+      const ga = a.requiresGrad
+        ? transA
+          ? product(b, g, transB, true, lower, a.dtype)
+          : product(g, b, false, !transB, lower, a.dtype)
+        : null;
+      const gb = b.requiresGrad
+        ? transB
+          ? product(g, a, true, transA, lower, b.dtype)
+          : product(a, g, !transA, false, lower, b.dtype)
+        : null;
       return [ga && sumTo(ga, a.shape), gb && sumTo(gb, b.shape)];
     },
     { savesOutput: false },
@@ -32,9 +50,13 @@ export function matmul(x: Tensor, y: Tensor): Tensor {
   checkTensor('matmul', 'b', y);
   if (x.ndim === 0 || y.ndim === 0)
     throw rangeError('matmul', `both operands need at least 1 dim, got ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
-  [x, y] = autocastArgs('matmul', x, y);
+  const lowering = autocastLowering('matmul', x, y);
+  if (lowering) {
+    x = lowering.operand(x);
+    y = lowering.operand(y);
+  }
   // As torch.matmul: operands of different dtypes are refused, not promoted (autocast casts them).
-  if (x.dtype !== y.dtype)
+  if (x.dtype !== y.dtype && !lowering)
     throw flockError('ERR_DTYPE', 'matmul', `expected both operands to have the same dtype, got ${x.dtype} and ${y.dtype}`);
   let a = x,
     b = y;
@@ -42,7 +64,7 @@ export function matmul(x: Tensor, y: Tensor): Tensor {
     vecB = b.ndim === 1;
   if (vecA) a = a.reshape([1, a.shape[0]]);
   if (vecB) b = b.reshape([b.shape[0], 1]);
-  let out = matmulT(a, b, false, false);
+  let out = matmulT(a, b, false, false, lowering?.dtype);
   if (vecA && vecB) out = out.reshape([]);
   else if (vecA) out = out.squeeze(-2);
   else if (vecB) out = out.squeeze(-1);

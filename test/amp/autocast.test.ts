@@ -118,20 +118,84 @@ test('f64 tensors are never cast; integer ops are left alone', () => {
 });
 
 test('parameter casts are cached within a region and redone after an in-place update', () => {
-  const w = new fl.nn.Parameter(fl.randn([4, 4]));
-  const x = fl.randn([2, 4]);
+  const w = new fl.nn.Parameter(fl.randn([4, 2, 3, 3]));
+  const x = fl.randn([1, 2, 5, 5]);
   fl.autocast(cpu, () => {
-    const y1 = F.linear(x, w);
-    const y2 = F.linear(x, w);
-    // Both products read the same cached bf16 weight: the graph's cast node is shared.
-    const cast1 = (y1.gradFn?.inputs ?? []).find((t) => t.dtype === 'bf16' && t.shape[0] === 4);
-    const cast2 = (y2.gradFn?.inputs ?? []).find((t) => t.dtype === 'bf16' && t.shape[0] === 4);
-    assert.ok(cast1 && cast1 === cast2, 'cached cast reused');
+    const y1 = F.conv2d(x, w);
+    const y2 = F.conv2d(x, w);
+    // Both convolutions read the same cached bf16 weight: the graph's cast node is shared.
+    const castOf = (y: fl.Tensor) => (y.gradFn?.inputs ?? []).find((t) => t.dtype === 'bf16' && t.ndim === 4 && t.shape[0] === 4);
+    const cast1 = castOf(y1);
+    assert.ok(cast1 && cast1 === castOf(y2), 'cached cast reused');
     fl.noGrad(() => w.copy_(w.mul(2)));
-    const y3 = F.linear(x, w);
-    const cast3 = (y3.gradFn?.inputs ?? []).find((t) => t.dtype === 'bf16' && t.shape[0] === 4);
+    const cast3 = castOf(F.conv2d(x, w));
     assert.ok(cast3 && cast3 !== cast1, 'recast after the weight changed');
   });
+});
+
+test('linear and matmul under autocast round f32 operands in the GEMM: no cast nodes, the values and gradients of explicit casts bit for bit', () => {
+  const bits = (t: fl.Tensor) => Array.from(t.to('f32').dataSync() as Float32Array);
+  for (const dtype of ['bf16', 'f16'] as const) {
+    for (const lead of [[6], [2, 3]]) {
+      const w = new fl.nn.Parameter(fl.randn([5, 7]));
+      const b = new fl.nn.Parameter(fl.randn([5]));
+      const x = fl.randn([...lead, 7]).requiresGrad_();
+      const y = fl.autocast({ device: 'cpu', dtype }, () => F.linear(x, w, b, { activation: 'relu' }));
+      assert.is(y.dtype, dtype);
+      // 3-D input: the layer runs on its [rows, 7] view and reshapes the result back.
+      const act = lead.length === 1 ? y.gradFn : y.gradFn?.inputs[0].gradFn;
+      assert.ok(act?.inputs.every((t) => t.dtype === dtype), 'the bias add takes the product and the cast bias');
+      const mm = act?.inputs[0].gradFn;
+      assert.ok(mm && mm.name === 'matmul' && mm.inputs[1] === w, 'the GEMM reads the f32 weight itself');
+      const seed = fl.randn([...lead, 5]).to(dtype);
+      y.backward(seed);
+      // The reference: the same layer with every cast explicit.
+      const w2 = new fl.nn.Parameter(fl.tensor(w.toArray() as number[][]));
+      const b2 = new fl.nn.Parameter(fl.tensor(b.toArray() as number[]));
+      const x2 = x.detach().clone().requiresGrad_();
+      const y2 = F.linear(x2.to(dtype), w2.to(dtype), b2.to(dtype), { activation: 'relu' });
+      y2.backward(seed);
+      assert.equal(bits(y), bits(y2), `${dtype} ${lead} output`);
+      for (const [got, want, name] of [
+        [w, w2, 'weight'],
+        [b, b2, 'bias'],
+        [x, x2, 'input'],
+      ] as const) {
+        assert.is(got.grad?.dtype, 'f32', `${name} grad dtype`);
+        assert.equal(bits(got.grad as fl.Tensor), bits(want.grad as fl.Tensor), `${dtype} ${lead} ${name} grad`);
+      }
+    }
+  }
+  // fl.matmul: an f32 operand with a bf16 one, batch dims broadcast; gradients in each operand's dtype.
+  const a = fl.randn([3, 4, 6]).requiresGrad_();
+  const m = fl.randn([6, 2]).to('bf16').requiresGrad_();
+  const p = fl.autocast(cpu, () => fl.matmul(a, m));
+  assert.is(p.dtype, 'bf16');
+  p.sum().backward();
+  const a2 = a.detach().clone().requiresGrad_();
+  const m2 = m.detach().clone().requiresGrad_();
+  const p2 = fl.matmul(a2.to('bf16'), m2);
+  p2.sum().backward();
+  assert.equal(bits(p), bits(p2), 'matmul output');
+  assert.is(a.grad?.dtype, 'f32');
+  assert.is(m.grad?.dtype, 'bf16');
+  assert.equal(bits(a.grad as fl.Tensor), bits(a2.grad as fl.Tensor), 'matmul f32 operand grad');
+  assert.equal(bits(m.grad as fl.Tensor), bits(m2.grad as fl.Tensor), 'matmul bf16 operand grad');
+  // Outside autocast mixed dtypes are still refused.
+  assert.throws(
+    () => fl.matmul(a, m),
+    (e: { code?: string }) => e.code === 'ERR_DTYPE',
+  );
+});
+
+test('under autocast an f64 operand is never cast: matmul and linear refuse the mix', () => {
+  const a = fl.randn([2, 3]),
+    b = fl.randn([3, 2], { dtype: 'f64' });
+  for (const f of [() => fl.matmul(a, b), () => F.linear(a, b.transpose())])
+    assert.throws(
+      () => fl.autocast(cpu, f),
+      (e: { code?: string }) => e.code === 'ERR_DTYPE',
+    );
 });
 
 test('backward runs outside autocast and gives each input the gradient in its dtype', () => {

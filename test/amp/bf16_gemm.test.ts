@@ -2,6 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import { native } from '../../lib/native';
+import { wrap } from '../../lib/ops/util';
 
 /**
  * bf16 matmul (AVX512_BF16 where the CPU has it, else widened to f32): each result must be the
@@ -72,6 +73,50 @@ for (const [rows, outs, ins] of [
 
 test('buildInfo says which bf16 matmul path runs', () => {
   assert.ok(['avx512_bf16', 'f32-widen'].includes(native.buildInfo().bf16gemm));
+});
+
+// matmulLowered: f32 operands rounded to bf16 inside the GEMM (or by cast kernels where the CPU has
+// no AVX512_BF16) give exactly what casting them first gives, for every layout the GEMM packs; an
+// f32 result is the bf16 result widened.
+for (const [m, k, n] of [
+  [1, 1, 1],
+  [9, 7, 33],
+  [100, 784, 128],
+  [17, 64, 70],
+])
+  for (const ta of [false, true])
+    for (const tb of [false, true])
+      test(`matmulLowered ${m}x${k}x${n}${ta ? ' Aᵀ' : ''}${tb ? ' Bᵀ' : ''}: the values of cast, matmul, cast`, () => {
+        fl.manualSeed(m * 7 + n);
+        const a = fl.randn(ta ? [k, m] : [m, k]).mul(3),
+          b = fl.randn(tb ? [n, k] : [k, n]);
+        const want = wrap(native.matmul(a.to('bf16').handle, b.to('bf16').handle, ta, tb));
+        const bits = (t: fl.Tensor) => Array.from(t.to('f32').dataSync() as Float32Array);
+        for (const [x, y] of [
+          [a, b],
+          [a.to('bf16'), b],
+          [a, b.to('bf16')],
+        ])
+          for (const out of ['bf16', 'f32'] as const) {
+            const got = wrap(native.matmulLowered(x.handle, y.handle, ta, tb, 'bf16', out));
+            assert.is(got.dtype, out);
+            assert.equal(bits(got), bits(want), `${x.dtype} @ ${y.dtype} -> ${out}`);
+          }
+      });
+
+test('matmulLowered checks its dtypes', () => {
+  const a = fl.randn([2, 3]),
+    b = fl.randn([3, 2]);
+  for (const [x, y, compute, out] of [
+    [a, b.to('f64'), 'bf16', 'bf16'],
+    [a, b, 'f32', 'f32'],
+    [a, b, 'bf16', 'i64'],
+    [a.to('f16'), b, 'bf16', 'bf16'],
+  ] as const)
+    assert.throws(
+      () => native.matmulLowered(x.handle, y.handle, false, false, compute, out),
+      (e: { code?: string; message?: string }) => e.code === 'ERR_DTYPE' && /matmul/.test(e.message ?? ''),
+    );
 });
 
 test.run();

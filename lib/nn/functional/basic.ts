@@ -9,7 +9,7 @@ import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
 import { checkBool, checkChoice, checkNumber } from '../../validate';
 import { isFloating } from '../../dtype';
 import { tensorArg } from './args';
-import { autocastArgs } from '../../amp/autocast';
+import { autocastLowering } from '../../amp/autocast';
 
 /** The activations {@link linear} can fuse with its bias add. */
 export type LinearActivation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'tanh' | 'sigmoid';
@@ -57,11 +57,17 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
   tensorArg('linear', 'input', x);
   tensorArg('linear', 'weight', weight);
   if (bias !== undefined && bias !== null) tensorArg('linear', 'bias', bias);
-  [x, weight, bias] = autocastArgs('nn.functional.linear', x, weight, bias);
+  // Under autocast the GEMM rounds f32 input and weight itself; only the bias is cast.
+  const lowering = autocastLowering('nn.functional.linear', x, weight, bias);
+  if (lowering) {
+    x = lowering.operand(x);
+    weight = lowering.operand(weight);
+    if (bias) bias = lowering.cast(bias);
+  }
   const act = checkChoice('linear', 'activation', checkOptions('linear', options, ['activation']).activation ?? 'none', ACTIVATIONS);
   if (!isFloating(x.dtype) || !isFloating(weight.dtype))
     throw flockError('ERR_DTYPE', 'linear', `input and weight must be floating tensors, got ${x.dtype} and ${weight.dtype}`);
-  if (x.dtype !== weight.dtype) throw dtypeError('linear', `input is ${x.dtype}, weight is ${weight.dtype}`);
+  if (x.dtype !== weight.dtype && !lowering) throw dtypeError('linear', `input is ${x.dtype}, weight is ${weight.dtype}`);
   if (x.device !== weight.device || (bias && bias.device !== weight.device))
     throw flockError(
       'ERR_DEVICE',
@@ -79,10 +85,10 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
       'linear',
       `bias ${shapeStr(bias.shape)} does not match weight ${shapeStr(weight.shape)}: expected [${weight.shape[0]}]`,
     );
-  if (bias && bias.dtype !== weight.dtype) throw dtypeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`);
+  if (bias && bias.dtype !== (lowering?.dtype ?? weight.dtype)) throw dtypeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`);
   const lead = x.shape.slice(0, -1);
   const x2 = x.ndim === 2 ? x : x.reshape([-1, weight.shape[1]]);
-  const mm = matmulT(x2, weight, false, true);
+  const mm = matmulT(x2, weight, false, true, lowering?.dtype);
   const y = bias ? biasAct(mm, bias, act) : activate(mm, act);
   return x.ndim === 2 ? y : y.reshape([...lead, weight.shape[0]]);
 }
