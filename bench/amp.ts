@@ -2,12 +2,13 @@
  * Mixed precision and checkpointing on the CPU, each figure next to its f32 / no-checkpoint anchor
  * from the same command. Prints JSON lines.
  *   - Fashion-MNIST MLP (batch 100) and CNN (batch 64): training step time and test accuracy after
- *     `--steps` steps (default: one epoch), f32 vs fl.autocast bf16 (f32 weights, Adam).
+ *     `--steps` steps (default: one epoch), f32 vs fl.autocast bf16 (f32 weights, Adam), trained
+ *     side by side in alternating chunks of `--chunk` steps.
  *   - A 16-layer MLP (width 2048, batch 256): peak memory (fl.memory() peakBytes, each variant in a
  *     fresh process), split into weights, gradients and the rest (activations and temporaries), the
  *     memory the graph holds after forward, and step time, with and without checkpointing every 4
  *     layers; then one summary line of the ratios next to the goals.
- *   npm run bench -- amp [--steps N] [--deep-steps N] [--skip-fashion] [--skip-deep]
+ *   npm run bench -- amp [--steps N] [--chunk N] [--deep-steps N] [--skip-fashion] [--skip-deep]
  */
 import { spawnSync } from 'node:child_process';
 import * as fl from '../lib';
@@ -44,58 +45,67 @@ async function evaluate(model: Model, bf16: boolean): Promise<number> {
   return correct / test.length;
 }
 
-async function fashion(name: string, make: () => Model, batch: number, bf16: boolean): Promise<Run> {
-  fl.manualSeed(0);
-  const model = make();
-  const train = fl.datasets.fashionMNIST({ split: 'train' });
-  const loader = new fl.data.DataLoader(train, { batchSize: batch, shuffle: true, seed: 0 });
-  const steps = Math.min(arg('steps') ?? loader.length, loader.length);
-  const opt = new fl.optim.Adam(model.parameters(), { lr: 1e-3 });
-  model.train();
-  let done = 0;
-  let t0 = 0;
-  let prof: fl.profiler.Profiler | null = null;
-  for await (const [x, y] of loader) {
-    if (done === 10) {
-      await fl.sync();
-      t0 = performance.now(); // the first 10 steps warm up allocations and the thread pool
-      // Kernel time on the stream, apart from the JS thread's: on a loaded machine the steadier figure.
-      prof = fl.profiler.start({ activities: ['cpu'] });
-    }
-    fl.tidy(() => {
-      const fwd = () => fl.nn.functional.crossEntropy(model.forward(normalize(x)), y);
-      const loss = bf16 ? fl.autocast({ device: 'cpu', dtype: 'bf16' }, fwd) : fwd();
-      opt.zeroGrad();
-      loss.backward();
-      opt.step();
-    });
-    x.dispose();
-    y.dispose();
-    if (++done === steps) break;
+/**
+ * One variant's training run: its own model, optimizer and loader (same seeds for both variants,
+ * so both see the same batches), stepped a chunk at a time by {@link fashion}.
+ */
+class Trainer {
+  readonly model: Model;
+  readonly opt: fl.optim.Adam;
+  readonly batches: AsyncIterator<fl.Tensor[]>;
+  readonly chunkMs: number[] = [];
+  deviceMs = 0;
+  done = 0;
+
+  constructor(
+    make: () => Model,
+    batch: number,
+    readonly bf16: boolean,
+  ) {
+    fl.manualSeed(0);
+    this.model = make();
+    this.opt = new fl.optim.Adam(this.model.parameters(), { lr: 1e-3 });
+    const loader = new fl.data.DataLoader(fl.datasets.fashionMNIST({ split: 'train' }), { batchSize: batch, shuffle: true, seed: 0 });
+    this.batches = loader[Symbol.asyncIterator]();
+    this.model.train();
   }
-  await fl.sync();
-  const ms = (performance.now() - t0) / Math.max(1, done - 10);
-  prof?.stop();
-  const ops = prof ? prof.keyAverages() : [];
-  const deviceMs = ops.reduce((sum, r) => sum + r.selfDeviceUs, 0) / 1000 / Math.max(1, done - 10);
-  const top = [...ops].sort((a, b) => b.selfDeviceUs - a.selfDeviceUs).slice(0, 4);
-  const acc = await evaluate(model, bf16);
-  console.log(
-    JSON.stringify({
-      bench: name,
-      precision: bf16 ? 'autocast-bf16' : 'f32',
-      device: 'cpu',
-      threads: fl.getNumThreads(),
-      batch,
-      steps: done,
-      epoch_fraction: Number((done / loader.length).toFixed(3)),
-      ms_per_step: Number(ms.toFixed(3)),
-      device_ms_per_step: Number(deviceMs.toFixed(3)),
-      top_device_ms_per_step: Object.fromEntries(top.map((r) => [r.key, Number((r.selfDeviceUs / 1000 / (done - 10)).toFixed(3))])),
-      test_accuracy: Number(acc.toFixed(4)),
-    }),
-  );
-  return { ms, deviceMs, acc };
+
+  /** Runs `n` steps (fewer at the epoch's end) and returns how many ran. */
+  async steps(n: number): Promise<number> {
+    let ran = 0;
+    for (; ran < n; ran++) {
+      const next = await this.batches.next();
+      if (next.done) break;
+      const [x, y] = next.value;
+      fl.tidy(() => {
+        const fwd = () => fl.nn.functional.crossEntropy(this.model.forward(normalize(x)), y);
+        const loss = this.bf16 ? fl.autocast({ device: 'cpu', dtype: 'bf16' }, fwd) : fwd();
+        this.opt.zeroGrad();
+        loss.backward();
+        this.opt.step();
+      });
+      x.dispose();
+      y.dispose();
+    }
+    await fl.sync();
+    this.done += ran;
+    return ran;
+  }
+
+  /** A timed chunk: its ms per step joins chunkMs. */
+  async timed(n: number): Promise<void> {
+    const t0 = performance.now();
+    const ran = await this.steps(n);
+    if (ran > 0) this.chunkMs.push((performance.now() - t0) / ran);
+  }
+
+  /** A chunk under the profiler: the kernels' time on the stream per step, apart from the JS thread's. */
+  async profiled(n: number): Promise<void> {
+    const prof = fl.profiler.start({ activities: ['cpu'] });
+    const ran = await this.steps(n);
+    prof.stop();
+    this.deviceMs = prof.keyAverages().reduce((sum, r) => sum + r.selfDeviceUs, 0) / 1000 / Math.max(1, ran);
+  }
 }
 
 interface Run {
@@ -104,8 +114,45 @@ interface Run {
   acc: number;
 }
 
-/** The bf16 run next to its f32 anchor: step-time ratio and accuracy difference, with the goals. */
-function compare(name: string, f32: Run, bf16: Run): void {
+/**
+ * f32 and autocast bf16 trained side by side on the same batches: the two alternate in chunks of
+ * `--chunk` steps (default 25), so both see the same machine (a loaded 2-core VM swings by tens of
+ * percent over a minute). The first chunk of each warms up allocations and the thread pool, the
+ * second runs under the profiler (device time), and every later one is timed: ms_per_step is the
+ * median chunk's. Then the summary line of the ratios next to the goals.
+ */
+async function fashion(name: string, make: () => Model, batch: number): Promise<void> {
+  const runs = [new Trainer(make, batch, false), new Trainer(make, batch, true)];
+  const perEpoch = Math.ceil(60000 / batch);
+  const steps = Math.min(arg('steps') ?? perEpoch, perEpoch);
+  const chunk = Math.max(1, Math.min(arg('chunk') ?? 25, Math.floor(steps / 4)));
+  for (const r of runs) await r.steps(chunk);
+  for (const r of runs) await r.profiled(chunk);
+  while (runs.some((r) => r.done < steps)) for (const r of runs) if (r.done < steps) await r.timed(Math.min(chunk, steps - r.done));
+  const results: Run[] = [];
+  for (const r of runs) {
+    const acc = await evaluate(r.model, r.bf16);
+    const sorted = [...r.chunkMs].sort((a, b) => a - b);
+    const run = { ms: sorted[sorted.length >> 1], deviceMs: r.deviceMs, acc };
+    results.push(run);
+    console.log(
+      JSON.stringify({
+        bench: name,
+        precision: r.bf16 ? 'autocast-bf16' : 'f32',
+        device: 'cpu',
+        threads: fl.getNumThreads(),
+        batch,
+        steps: r.done,
+        epoch_fraction: Number((r.done / perEpoch).toFixed(3)),
+        ms_per_step: Number(run.ms.toFixed(3)),
+        ms_per_step_mean: Number((r.chunkMs.reduce((a, b) => a + b, 0) / r.chunkMs.length).toFixed(3)),
+        timed_chunks: r.chunkMs.length,
+        device_ms_per_step: Number(run.deviceMs.toFixed(3)),
+        test_accuracy: Number(acc.toFixed(4)),
+      }),
+    );
+  }
+  const [f32, bf16] = results;
   console.log(
     JSON.stringify({
       bench: name,
@@ -191,8 +238,8 @@ async function main(): Promise<void> {
   const variant = argv[argv.indexOf('--deep-variant') + 1];
   if (argv.includes('--deep-variant')) return deep(variant as 'plain' | 'checkpoint', arg('deep-steps') ?? 3);
   if (!argv.includes('--skip-fashion')) {
-    compare('fashion-mnist-mlp', await fashion('fashion-mnist-mlp', mlp, 100, false), await fashion('fashion-mnist-mlp', mlp, 100, true));
-    compare('fashion-mnist-cnn', await fashion('fashion-mnist-cnn', cnn, 64, false), await fashion('fashion-mnist-cnn', cnn, 64, true));
+    await fashion('fashion-mnist-mlp', mlp, 100);
+    await fashion('fashion-mnist-cnn', cnn, 64);
   }
   if (!argv.includes('--skip-deep')) {
     // A fresh process per variant, so each peak is its own; the summary sets them side by side.

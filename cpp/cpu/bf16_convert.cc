@@ -29,4 +29,20 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_narrow_add_cvtn
   for (; i < n; ++i) d[i] = bf16_round_bits(plus ? src[i] + add : src[i]);
 }
 
+// Integer rounding of the f32 bits to their upper 16 (nearest even; a NaN quieted), low bits
+// cleared: exact for subnormals too, so no fallback is needed.
+__attribute__((target("avx512f"))) void bf16_round_f32(const float* src, float* dst, int64_t n) {
+  const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), abs_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x00400000), high = _mm512_set1_epi32(int(0xffff0000u));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 live = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m512i u = _mm512_maskz_loadu_epi32(live, src + i);
+    const __m512i lsb = _mm512_and_si512(_mm512_maskz_srli_epi32(0xFFFF, u, 16), one);
+    const __m512i rounded = _mm512_add_epi32(_mm512_add_epi32(u, half), lsb);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+    const __m512i r = _mm512_and_si512(_mm512_mask_or_epi32(rounded, nan, u, quiet), high);
+    _mm512_mask_storeu_epi32(dst + i, live, r);
+  }
+}
+
 }  // namespace flock::cpu

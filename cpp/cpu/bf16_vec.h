@@ -39,6 +39,10 @@ void bf16_narrow_cvtne(const float* src, bf16* dst, int64_t n);
 // dst[i] = bf16(src[i] + add), the same way (the bf16 GEMM's and convolution's f32 tiles and bias).
 void bf16_narrow_add_cvtne(const float* src, float add, bf16* dst, int64_t n);
 
+// dst[i] = f32(bf16(src[i])): each value rounded to bf16 and kept in f32 (the bf16 GEMM's f32
+// results), bit for bit bf16_narrow then bf16_widen. Needs AVX-512F.
+void bf16_round_f32(const float* src, float* dst, int64_t n);
+
 // bf16_narrow, or bf16_narrow_cvtne when `cvtne` (cpu_bf16_convert(), read once by the caller).
 FLOCK_BF16_INLINE void bf16_store(const float* src, bf16* dst, int64_t n, bool cvtne) {
   if (cvtne) bf16_narrow_cvtne(src, dst, n);

@@ -215,13 +215,10 @@ void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, 
 void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, void* c, int64_t ldc, bool c_f32) {
   run(m, n, k, a, b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
     for (int64_t i = 0; i < rows; ++i) {
-      if (!c_f32) {
+      if (c_f32)
+        bf16_round_f32(tile + i * kNR, static_cast<float*>(c) + (i0 + i) * ldc + j0, cols);
+      else
         bf16_narrow_add_cvtne(tile + i * kNR, 0.0f, static_cast<bf16*>(c) + (i0 + i) * ldc + j0, cols);
-        continue;
-      }
-      bf16 row[kNR];
-      bf16_narrow_cvtne(tile + i * kNR, row, cols);
-      bf16_widen(row, static_cast<float*>(c) + (i0 + i) * ldc + j0, cols);
     }
   });
 }
