@@ -133,6 +133,24 @@ test('parameter casts are cached within a region and redone after an in-place up
   });
 });
 
+test('cached casts are freed with the tidy scope the region ends in, not left to the garbage collector', async () => {
+  const w = new fl.nn.Parameter(fl.randn([4, 2, 3, 3]));
+  const b = new fl.nn.Parameter(fl.randn([4]));
+  const x = fl.randn([1, 2, 5, 5]);
+  await fl.sync();
+  const before = fl.memory().cpu.tensors;
+  fl.tidy(() => {
+    const y = fl.autocast(cpu, () => F.conv2d(x, w, b).sum());
+    y.backward();
+  });
+  await fl.sync();
+  assert.is(fl.memory().cpu.tensors - before, 2, 'only the two gradients are left');
+  // With no tidy scope open where the region ends, the casts stay alive for the graph (and the GC).
+  const y = fl.autocast(cpu, () => F.conv2d(x, w, b).sum());
+  y.backward();
+  assert.is(w.grad?.dtype, 'f32');
+});
+
 test('linear and matmul under autocast round f32 operands in the GEMM: no cast nodes, the values and gradients of explicit casts bit for bit', () => {
   const bits = (t: fl.Tensor) => Array.from(t.to('f32').dataSync() as Float32Array);
   for (const dtype of ['bf16', 'f16'] as const) {
