@@ -20,7 +20,9 @@ export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean, 
 function product(a: Tensor, b: Tensor, transA: boolean, transB: boolean, lower: AutocastDType | undefined, to: string | undefined): Tensor {
   const plain = lower === undefined || (a.dtype === lower && b.dtype === lower && to === lower);
   const out = wrap(
-    plain ? native.matmul(a.handle, b.handle, transA, transB) : native.matmulLowered(a.handle, b.handle, transA, transB, lower, to ?? lower),
+    plain
+      ? native.matmul(a.handle, b.handle, transA, transB)
+      : native.matmulLowered(a.handle, b.handle, transA, transB, lower, to ?? lower),
   );
   if (!recording(a, b)) return out;
   return record(

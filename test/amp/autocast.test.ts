@@ -162,7 +162,10 @@ test('linear and matmul under autocast round f32 operands in the GEMM: no cast n
       assert.is(y.dtype, dtype);
       // 3-D input: the layer runs on its [rows, 7] view and reshapes the result back.
       const act = lead.length === 1 ? y.gradFn : y.gradFn?.inputs[0].gradFn;
-      assert.ok(act?.inputs.every((t) => t.dtype === dtype), 'the bias add takes the product and the cast bias');
+      assert.ok(
+        act?.inputs.every((t) => t.dtype === dtype),
+        'the bias add takes the product and the cast bias',
+      );
       const mm = act?.inputs[0].gradFn;
       assert.ok(mm && mm.name === 'matmul' && mm.inputs[1] === w, 'the GEMM reads the f32 weight itself');
       const seed = fl.randn([...lead, 5]).to(dtype);

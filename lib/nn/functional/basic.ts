@@ -85,7 +85,8 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
       'linear',
       `bias ${shapeStr(bias.shape)} does not match weight ${shapeStr(weight.shape)}: expected [${weight.shape[0]}]`,
     );
-  if (bias && bias.dtype !== (lowering?.dtype ?? weight.dtype)) throw dtypeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`);
+  if (bias && bias.dtype !== (lowering?.dtype ?? weight.dtype))
+    throw dtypeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`);
   const lead = x.shape.slice(0, -1);
   const x2 = x.ndim === 2 ? x : x.reshape([-1, weight.shape[1]]);
   const mm = matmulT(x2, weight, false, true, lowering?.dtype);
