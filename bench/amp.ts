@@ -54,7 +54,7 @@ class Trainer {
   readonly opt: fl.optim.Adam;
   readonly batches: AsyncIterator<fl.Tensor[]>;
   readonly chunkMs: number[] = [];
-  deviceMs = 0;
+  readonly deviceMs: number[] = [];
   done = 0;
 
   constructor(
@@ -99,12 +99,12 @@ class Trainer {
     if (ran > 0) this.chunkMs.push((performance.now() - t0) / ran);
   }
 
-  /** A chunk under the profiler: the kernels' time on the stream per step, apart from the JS thread's. */
+  /** A chunk under the profiler: the kernels' time on the stream per step (apart from the JS thread's) joins deviceMs. */
   async profiled(n: number): Promise<void> {
     const prof = fl.profiler.start({ activities: ['cpu'] });
     const ran = await this.steps(n);
     prof.stop();
-    this.deviceMs = prof.keyAverages().reduce((sum, r) => sum + r.selfDeviceUs, 0) / 1000 / Math.max(1, ran);
+    if (ran > 0) this.deviceMs.push(prof.keyAverages().reduce((sum, r) => sum + r.selfDeviceUs, 0) / 1000 / ran);
   }
 }
 
@@ -117,9 +117,10 @@ interface Run {
 /**
  * f32 and autocast bf16 trained side by side on the same batches: the two alternate in chunks of
  * `--chunk` steps (default 25), so both see the same machine (a loaded 2-core VM swings by tens of
- * percent over a minute). The first chunk of each warms up allocations and the thread pool, the
- * second runs under the profiler (device time), and every later one is timed: ms_per_step is the
- * median chunk's. Then the summary line of the ratios next to the goals.
+ * percent over a minute). The first chunk of each warms up allocations and the thread pool; after
+ * it, every fourth round runs under the profiler (device_ms_per_step: the median such chunk's
+ * kernel time on the stream) and the others are timed (ms_per_step: the median chunk's). Then the
+ * summary line of the ratios next to the goals.
  */
 async function fashion(name: string, make: () => Model, batch: number): Promise<void> {
   const runs = [new Trainer(make, batch, false), new Trainer(make, batch, true)];
@@ -127,13 +128,18 @@ async function fashion(name: string, make: () => Model, batch: number): Promise<
   const steps = Math.min(arg('steps') ?? perEpoch, perEpoch);
   const chunk = Math.max(1, Math.min(arg('chunk') ?? 25, Math.floor(steps / 4)));
   for (const r of runs) await r.steps(chunk);
-  for (const r of runs) await r.profiled(chunk);
-  while (runs.some((r) => r.done < steps)) for (const r of runs) if (r.done < steps) await r.timed(Math.min(chunk, steps - r.done));
+  for (let round = 0; runs.some((r) => r.done < steps); round++)
+    for (const r of runs) {
+      const n = Math.min(chunk, steps - r.done);
+      if (n <= 0) continue;
+      if (round % 4 === 0) await r.profiled(n);
+      else await r.timed(n);
+    }
+  const median = (v: number[]) => [...v].sort((a, b) => a - b)[v.length >> 1] ?? Number.NaN;
   const results: Run[] = [];
   for (const r of runs) {
     const acc = await evaluate(r.model, r.bf16);
-    const sorted = [...r.chunkMs].sort((a, b) => a - b);
-    const run = { ms: sorted[sorted.length >> 1], deviceMs: r.deviceMs, acc };
+    const run = { ms: median(r.chunkMs), deviceMs: median(r.deviceMs), acc };
     results.push(run);
     console.log(
       JSON.stringify({
@@ -147,6 +153,7 @@ async function fashion(name: string, make: () => Model, batch: number): Promise<
         ms_per_step: Number(run.ms.toFixed(3)),
         ms_per_step_mean: Number((r.chunkMs.reduce((a, b) => a + b, 0) / r.chunkMs.length).toFixed(3)),
         timed_chunks: r.chunkMs.length,
+        profiled_chunks: r.deviceMs.length,
         device_ms_per_step: Number(run.deviceMs.toFixed(3)),
         test_accuracy: Number(acc.toFixed(4)),
       }),
