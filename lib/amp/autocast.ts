@@ -222,17 +222,25 @@ export function autocastLowering(op: string, ...args: readonly unknown[]): Lower
   const state = autocastState(deviceType(first));
   if (!state?.enabled) return null;
   for (const a of args) if (a instanceof Tensor && !eligible(a)) return null;
-  const dtype = state.dtype;
-  const cast = (t: Tensor) => castCached(t, dtype, state.cacheEnabled);
-  return { dtype, cast, operand: (t) => (t.dtype === 'f32' ? t : cast(t)) };
+  return new Lowering(state.dtype, state.cacheEnabled);
 }
 
-export interface Lowering {
-  readonly dtype: AutocastDType;
+/** What {@link autocastLowering} returns: the region's low dtype and how operands reach it. */
+export class Lowering {
+  constructor(
+    readonly dtype: AutocastDType,
+    private readonly cacheEnabled: boolean,
+  ) {}
+
   /** A GEMM operand as the kernel takes it: f32 as it is, anything else cast to `dtype`. */
-  operand(t: Tensor): Tensor;
+  operand(t: Tensor): Tensor {
+    return t.dtype === 'f32' ? t : this.cast(t);
+  }
+
   /** `t` cast to `dtype` (an operand the kernel does not round itself, such as linear's bias). */
-  cast(t: Tensor): Tensor;
+  cast(t: Tensor): Tensor {
+    return castCached(t, this.dtype, this.cacheEnabled);
+  }
 }
 
 /**
