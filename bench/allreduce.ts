@@ -15,11 +15,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { launch } from '../lib/distributed/launch';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-}
+import { stringFlag } from './shared/args';
 
 interface Line {
   bench: string;
@@ -78,11 +74,11 @@ function gloo(n: number, minBytes: string, maxBytes: string): Line[] | null {
 }
 
 async function main(): Promise<void> {
-  const ranks = arg('ranks', '2,4').split(',').map(Number);
-  const minBytes = arg('min-bytes', '4096'),
-    maxBytes = arg('max-bytes', String(256 << 20));
-  const rounds = Number(arg('rounds', '3'));
-  const transports = arg('transports', 'shm,tcp,hier').split(',');
+  const ranks = stringFlag('ranks', '2,4').split(',').map(Number);
+  const minBytes = stringFlag('min-bytes', '4096'),
+    maxBytes = stringFlag('max-bytes', String(256 << 20));
+  const rounds = Number(stringFlag('rounds', '3'));
+  const transports = stringFlag('transports', 'shm,tcp,hier').split(',');
   for (const t of transports) if (!['shm', 'tcp', 'hier'].includes(t)) throw new Error(`--transports: '${t}' is not one of shm, tcp, hier`);
   let anchor = !process.argv.includes('--no-anchor');
   for (const n of ranks) {

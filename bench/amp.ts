@@ -13,12 +13,9 @@
 import { spawnSync } from 'node:child_process';
 import * as fl from '../lib';
 import { cnn, normalize } from '../examples/common';
+import { flag, numberFlag } from './shared/args';
 
 const argv = process.argv.slice(2);
-const arg = (name: string): number | undefined => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : undefined;
-};
 const { nn } = fl;
 type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
 
@@ -125,8 +122,8 @@ interface Run {
 async function fashion(name: string, make: () => Model, batch: number): Promise<void> {
   const runs = [new Trainer(make, batch, false), new Trainer(make, batch, true)];
   const perEpoch = Math.ceil(60000 / batch);
-  const steps = Math.min(arg('steps') ?? perEpoch, perEpoch);
-  const chunk = Math.max(1, Math.min(arg('chunk') ?? 25, Math.floor(steps / 4)));
+  const steps = Math.min(numberFlag('steps', perEpoch), perEpoch);
+  const chunk = Math.max(1, Math.min(numberFlag('chunk', 25), Math.floor(steps / 4)));
   for (const r of runs) await r.steps(chunk);
   for (let round = 0; runs.some((r) => r.done < steps); round++)
     for (const r of runs) {
@@ -242,8 +239,8 @@ interface DeepResult {
 }
 
 async function main(): Promise<void> {
-  const variant = argv[argv.indexOf('--deep-variant') + 1];
-  if (argv.includes('--deep-variant')) return deep(variant as 'plain' | 'checkpoint', arg('deep-steps') ?? 3);
+  const variant = flag('deep-variant');
+  if (variant !== undefined) return deep(variant as 'plain' | 'checkpoint', numberFlag('deep-steps', 3));
   if (!argv.includes('--skip-fashion')) {
     await fashion('fashion-mnist-mlp', mlp, 100);
     await fashion('fashion-mnist-cnn', cnn, 64);

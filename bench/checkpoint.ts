@@ -13,16 +13,12 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as fl from '../lib/index';
+import { stringFlag } from './shared/args';
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-}
-
-const mb = Number(arg('mb', '1024'));
-const count = Number(arg('tensors', '8'));
-const rounds = Number(arg('rounds', '3'));
-const dir = mkdtempSync(join(arg('dir', tmpdir()), 'flockml-bench-ckpt-'));
+const mb = Number(stringFlag('mb', '1024'));
+const count = Number(stringFlag('tensors', '8'));
+const rounds = Number(stringFlag('rounds', '3'));
+const dir = mkdtempSync(join(stringFlag('dir', tmpdir()), 'flockml-bench-ckpt-'));
 const shm = '/dev/shm';
 
 function status(field: 'VmRSS' | 'VmHWM'): number {

@@ -12,14 +12,11 @@
 import { spawnSync } from 'node:child_process';
 import * as fl from '../lib';
 import { median } from './anchors/serve';
+import { numberFlag } from './shared/args';
 
 const argv = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const rounds = flag('rounds', 5),
-  iters = flag('iters', 20);
+const rounds = numberFlag('rounds', 5),
+  iters = numberFlag('iters', 20);
 
 // [name, N, C, H, W, OC, K, padding]
 const layers: [string, number, number, number, number, number, number, number][] = [

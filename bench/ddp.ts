@@ -12,11 +12,7 @@
  */
 import { join } from 'node:path';
 import { launch } from '../lib/distributed/launch';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-}
+import { stringFlag } from './shared/args';
 
 async function main(): Promise<void> {
   for (const n of [1, 2]) {
@@ -24,7 +20,7 @@ async function main(): Promise<void> {
       script: join(__dirname, 'ddp_worker.ts'),
       nprocPerNode: n,
       masterPort: 20000 + Math.floor(Math.random() * 20000),
-      env: { BENCH_STEPS: arg('steps', '50'), BENCH_BUCKET_MB: arg('bucket-mb', '0.25') },
+      env: { BENCH_STEPS: stringFlag('steps', '50'), BENCH_BUCKET_MB: stringFlag('bucket-mb', '0.25') },
       stdout: { write: (s: string) => process.stdout.write(s.replace(/^\[0\] /, '')) } as NodeJS.WritableStream,
     });
     if (code !== 0) process.exit(code);

@@ -12,14 +12,11 @@ import { join } from 'node:path';
 import * as fl from '../lib';
 import { cnn } from '../examples/common';
 import { Anchor, median } from './anchors/serve';
+import { numberFlag } from './shared/args';
 
 const argv = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const steps = flag('steps', 100);
-const rounds = flag('rounds', 5);
+const steps = numberFlag('steps', 100);
+const rounds = numberFlag('rounds', 5);
 const { nn } = fl;
 type Model = fl.nn.Module & { forward(x: fl.Tensor): fl.Tensor };
 

@@ -10,12 +10,9 @@
 import { join } from 'node:path';
 import * as fl from '../lib/index';
 import { Anchor, median } from './anchors/serve';
+import { flag } from './shared/args';
 
 const argv = process.argv.slice(2);
-const flag = (name: string) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
 const rounds = Number(flag('rounds') ?? 5);
 const sizes = argv.filter((a, i) => /^\d+$/.test(a) && !argv[i - 1]?.startsWith('--')).map(Number);
 

@@ -9,15 +9,12 @@
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { numberFlag } from './shared/args';
 
 const argv = process.argv.slice(2);
-const opt = (name: string, fallback: number): number => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const steps = opt('steps', 200);
-const seeds = opt('seeds', 3);
-const batch = opt('batch', 32);
+const steps = numberFlag('steps', 200);
+const seeds = numberFlag('seeds', 3);
+const batch = numberFlag('batch', 32);
 const root = join(__dirname, '..');
 
 interface Result {

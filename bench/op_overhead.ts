@@ -24,9 +24,10 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Anchor, median } from './anchors/serve';
+import { flag, numberFlag, stringFlag } from './shared/args';
 
 const argv = process.argv.slice(2);
-const source = argv.includes('--source') ? argv[argv.indexOf('--source') + 1] : 'dist';
+const source = stringFlag('source', 'dist');
 if (source !== 'dist' && source !== 'lib') throw new Error(`op-overhead: --source must be dist or lib, got ${source}`);
 const root = join(__dirname, '..');
 if (source === 'dist') {
@@ -35,19 +36,17 @@ if (source === 'dist') {
   });
   if (tsc.status !== 0) throw new Error('op-overhead: compiling dist/ with tsc failed');
 }
-const fl: typeof import('../lib') = require(join(root, source, 'lib'));
-const { native }: typeof import('../lib/native') = require(join(root, source, 'lib', 'native'));
-const flag = (name: string, fallback: number) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const ops = flag('ops', 10000);
-const steps = flag('steps', 1000);
-const rounds = flag('rounds', 5);
-const warmup = flag('warmup', 10);
+// dist/lib (the compiled package) or lib/ (the sources).
+const libDir = source === 'dist' ? join(root, 'dist', 'lib') : join(root, 'lib');
+const fl: typeof import('../lib') = require(libDir);
+const { native }: typeof import('../lib/native') = require(join(libDir, 'native'));
+const ops = numberFlag('ops', 10000);
+const steps = numberFlag('steps', 1000);
+const rounds = numberFlag('rounds', 5);
+const warmup = numberFlag('warmup', 10);
 const ALL = ['add', 'add-chain', 'mul', 'relu', 'sum', 'matmul', 'mlp'] as const;
 type Case = (typeof ALL)[number];
-const chosen = argv.includes('--cases') ? argv[argv.indexOf('--cases') + 1].split(',') : [...ALL];
+const chosen = flag('cases')?.split(',') ?? [...ALL];
 const unknown = chosen.filter((c) => !(ALL as readonly string[]).includes(c));
 if (unknown.length) throw new Error(`op-overhead: unknown case(s) ${unknown.join(', ')}; available: ${ALL.join(', ')}`);
 const cases = chosen as Case[];

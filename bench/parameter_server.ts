@@ -26,11 +26,7 @@ import { join } from 'node:path';
 import { cpus } from 'node:os';
 import { launch } from '../lib/distributed/launch';
 import * as fl from '../lib';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-}
+import { stringFlag } from './shared/args';
 
 /** Idles this thread for `ms` (fractional; a futex wait, so neither rounded to whole ms as timers are nor spinning). */
 const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -96,13 +92,13 @@ async function rank(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const seconds = Number(arg('seconds', '6'));
-  const rounds = Number(arg('rounds', '3'));
-  const model = arg('model', 'mlp');
-  const deviceMs = Number(arg('device-ms', '0'));
+  const seconds = Number(stringFlag('seconds', '6'));
+  const rounds = Number(stringFlag('rounds', '3'));
+  const model = stringFlag('model', 'mlp');
+  const deviceMs = Number(stringFlag('device-ms', '0'));
   if (model !== 'mlp' && model !== 'wide') throw new Error(`--model must be mlp or wide, got ${model}`);
-  if (!(deviceMs >= 0 && deviceMs <= 1000)) throw new Error(`--device-ms must be 0 to 1000, got ${arg('device-ms', '0')}`);
-  for (const workers of arg('workers', '2,3').split(',').map(Number)) await compare({ workers, seconds, rounds, model, deviceMs });
+  if (!(deviceMs >= 0 && deviceMs <= 1000)) throw new Error(`--device-ms must be 0 to 1000, got ${stringFlag('device-ms', '0')}`);
+  for (const workers of stringFlag('workers', '2,3').split(',').map(Number)) await compare({ workers, seconds, rounds, model, deviceMs });
 }
 
 const MODES = [

@@ -16,13 +16,10 @@ import * as fl from '../lib';
 import { median, timeSteps } from './shared/timing';
 import { launch } from '../lib/distributed/launch';
 import { cnn } from '../examples/common';
+import { numberFlag } from './shared/args';
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
-const steps = arg('steps', 20);
-const batch = arg('batch', 128);
+const steps = numberFlag('steps', 20);
+const batch = numberFlag('batch', 128);
 const F = fl.nn.functional;
 const CUT = 7; // conv blocks and flatten | the two linear layers
 

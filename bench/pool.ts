@@ -7,14 +7,10 @@
  */
 import * as fl from '../lib';
 import { median } from './anchors/serve';
+import { numberFlag } from './shared/args';
 
-const argv = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-};
-const rounds = flag('rounds', 5),
-  iters = flag('iters', 50);
+const rounds = numberFlag('rounds', 5),
+  iters = numberFlag('iters', 50);
 const F = fl.nn.functional;
 const shapes = [
   [64, 32, 26, 26],

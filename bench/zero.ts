@@ -12,11 +12,7 @@
 import * as fl from '../lib';
 import { cnn } from '../examples/common';
 import { launch } from '../lib/distributed/launch';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-}
+import { stringFlag } from './shared/args';
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -71,8 +67,8 @@ async function rank(stage: number, steps: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const ranks = Number(arg('ranks', '2'));
-  const steps = arg('steps', '20');
+  const ranks = Number(stringFlag('ranks', '2'));
+  const steps = stringFlag('steps', '20');
   const rows: Array<{ stage: number; ms_per_step: number; resident_bytes: number; peak_bytes: number }> = [];
   for (const stage of [0, 1, 2, 3]) {
     let out = '';
