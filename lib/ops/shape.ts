@@ -67,7 +67,7 @@ export function expand(x: Tensor, shape: number[]): Tensor {
   checkInts('expand', 'shape', shape);
   const out = wrap(native.expand(x.handle, shape));
   if (out.shape.every((s, i) => s === x.shape[i]) && out.shape.length === x.shape.length) return x;
-  return record(out, 'expand', [x], (g) => [sumTo(g, x.shape)]);
+  return record(out, 'expand', [x], (g) => [sumTo(g, x.shape)], { savesOutput: false });
 }
 
 export function permute(x: Tensor, dims: number[]): Tensor {
@@ -75,6 +75,8 @@ export function permute(x: Tensor, dims: number[]): Tensor {
   checkInts('permute', 'dims', dims);
   const out = wrap(native.permute(x.handle, dims));
   const norm = dims.map((d) => normDim('permute', d, x.ndim));
+  // The native op returns a view of x's storage when no dim of size > 1 moves.
+  if (norm.every((d, i) => d === i || x.shape[d] === 1)) shareVersion(out, x);
   const inverse = new Array<number>(norm.length);
   norm.forEach((d, i) => (inverse[d] = i));
   return record(out, 'permute', [x], (g) => [permute(g, inverse)]);
@@ -97,33 +99,39 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   // A view of x's storage when the dims before `d` are all 1 (else the native op copies).
   if (x.shape.slice(0, d).every((s) => s === 1)) shareVersion(out, x);
   const begin = start < 0 ? start + x.shape[d] : start;
-  return record(out, 'narrow', [x], (g) => {
-    // Pad the gradient with zeros on both sides along `d`.
-    const parts: Tensor[] = [];
-    const zerosAlong = (n: number) =>
-      wrap(
-        native.full(
-          x.shape.map((s, i) => (i === d ? n : s)),
-          g.dtype,
-          g.device,
-          0,
-        ),
-      );
-    if (begin > 0) parts.push(zerosAlong(begin));
-    parts.push(g);
-    const after = x.shape[d] - begin - length;
-    if (after > 0) parts.push(zerosAlong(after));
-    return [
-      parts.length === 1
-        ? g
-        : wrap(
-            native.cat(
-              parts.map((p) => p.handle),
-              d,
-            ),
+  return record(
+    out,
+    'narrow',
+    [x],
+    (g) => {
+      // Pad the gradient with zeros on both sides along `d`.
+      const parts: Tensor[] = [];
+      const zerosAlong = (n: number) =>
+        wrap(
+          native.full(
+            x.shape.map((s, i) => (i === d ? n : s)),
+            g.dtype,
+            g.device,
+            0,
           ),
-    ];
-  });
+        );
+      if (begin > 0) parts.push(zerosAlong(begin));
+      parts.push(g);
+      const after = x.shape[d] - begin - length;
+      if (after > 0) parts.push(zerosAlong(after));
+      return [
+        parts.length === 1
+          ? g
+          : wrap(
+              native.cat(
+                parts.map((p) => p.handle),
+                d,
+              ),
+            ),
+      ];
+    },
+    { savesOutput: false },
+  );
 }
 
 /** Python-style slice along `dim`: [start, end), negative indices from the end, clamped. */
@@ -151,14 +159,20 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
       d,
     ),
   );
-  return record(out, 'cat', xs, (g) => {
-    let at = 0;
-    return xs.map((t) => {
-      const part = t.requiresGrad ? wrap(native.narrow(g.handle, d, at, t.shape[d])) : null;
-      at += t.shape[d];
-      return part;
-    });
-  });
+  return record(
+    out,
+    'cat',
+    xs,
+    (g) => {
+      let at = 0;
+      return xs.map((t) => {
+        const part = t.requiresGrad ? wrap(native.narrow(g.handle, d, at, t.shape[d])) : null;
+        at += t.shape[d];
+        return part;
+      });
+    },
+    { savesOutput: false },
+  );
 }
 
 export function stack(xs: Tensor[], dim = 0): Tensor {

@@ -152,4 +152,28 @@ test('autograd: writing a view while recording is refused clearly; under noGrad 
   assert.equal(arr(buf), [1, 2, 3, 4]);
 });
 
+test('a permute that moves only size-1 dims is a view: writes through it count against its base', () => {
+  const x = fl.tensor([[[1], [2], [3]]], { requiresGrad: true });
+  const h = x.mul(2);
+  const y = h.pow(2); // pow saves h
+  const p = h.permute([2, 1, 0]); // [1, 3, 1] -> [1, 3, 1] with the size-1 dims swapped: the same bytes
+  expectError(() => p.add_(1), Error, 'ERR_AUTOGRAD', /view/);
+  fl.noGrad(() => p.add_(1));
+  assert.equal(arr(h), [3, 5, 7], 'the write reached the base');
+  expectError(() => y.sum().backward(), Error, 'ERR_AUTOGRAD', /pow.*add_/);
+  // A permute that moves data is a copy: writing it leaves the base and its graph alone.
+  const z = fl.tensor(
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    { requiresGrad: true },
+  );
+  const hz = z.mul(1);
+  const yz = hz.pow(2);
+  fl.noGrad(() => hz.permute([1, 0]).add_(1));
+  yz.sum().backward();
+  assert.equal(arr(z.grad!), [2, 4, 6, 8]);
+});
+
 test.run();
