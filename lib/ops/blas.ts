@@ -46,14 +46,20 @@ function product(op: 'addmm' | 'baddbmm', input: Tensor, a: Tensor, b: Tensor, o
     if (beta === 0) return scaled;
     return add(beta === 1 ? input : mul(input, beta), scaled);
   });
-  return record(out, op, [input, a, b], (g) => {
-    const ga = alpha === 1 ? g : mul(g, alpha);
-    return [
-      input.requiresGrad ? sumTo(mul(g, beta), input.shape) : null,
-      a.requiresGrad ? matmulT(ga, b, false, true) : null,
-      b.requiresGrad ? matmulT(a, ga, true, false) : null,
-    ];
-  });
+  return record(
+    out,
+    op,
+    [input, a, b],
+    (g) => {
+      const ga = alpha === 1 ? g : mul(g, alpha);
+      return [
+        input.requiresGrad ? sumTo(mul(g, beta), input.shape) : null,
+        a.requiresGrad ? matmulT(ga, b, false, true) : null,
+        b.requiresGrad ? matmulT(a, ga, true, false) : null,
+      ];
+    },
+    { savesOutput: false },
+  );
 }
 
 /** `beta * input + alpha * (mat1 @ mat2)` for 2-D mat1 [n, m] and mat2 [m, p]; input broadcasts to [n, p]. */

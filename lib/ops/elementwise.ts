@@ -59,7 +59,7 @@ export function pow(x: Tensor, exponent: TensorLike): Tensor {
   if (typeof exponent === 'number') {
     const a = isFloating(x.dtype) ? x : castTo(x, 'f32');
     const out = wrap(native.unary('pow_scalar', a.handle, exponent));
-    return record(out, 'pow', [a], (g) => [unaryGrad('pow_scalar', a, g, exponent)]);
+    return record(out, 'pow', [a], (g) => [unaryGrad('pow_scalar', a, g, exponent)], { savesOutput: false });
   }
   let [a, b] = operands('pow', x, exponent);
   if (!isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
@@ -215,13 +215,19 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
   }
   const c = castTo(cond, 'bool');
   const out = wrap(native.where(c.handle, ta.handle, tb.handle));
-  return record(out, 'where', [ta, tb], (g) => {
-    const zero = scalar(0, g.dtype, g.device);
-    return [
-      ta.requiresGrad ? sumTo(wrap(native.where(c.handle, g.handle, zero.handle)), ta.shape) : null,
-      tb.requiresGrad ? sumTo(wrap(native.where(c.handle, zero.handle, g.handle)), tb.shape) : null,
-    ];
-  });
+  return record(
+    out,
+    'where',
+    [ta, tb],
+    (g) => {
+      const zero = scalar(0, g.dtype, g.device);
+      return [
+        ta.requiresGrad ? sumTo(wrap(native.where(c.handle, g.handle, zero.handle)), ta.shape) : null,
+        tb.requiresGrad ? sumTo(wrap(native.where(c.handle, zero.handle, g.handle)), tb.shape) : null,
+      ];
+    },
+    { savesOutput: false },
+  );
 }
 
 /** `x` with `value` wherever `mask` is true (mask broadcasts). */
@@ -245,7 +251,7 @@ function cast(x: Tensor, dtype: CanonicalDType): Tensor {
 function move(x: Tensor, device: string): Tensor {
   if (device === x.device) return x;
   const out = wrap(native.to(x.handle, device));
-  return record(out, 'to', [x], (g) => [move(g, x.device)]);
+  return record(out, 'to', [x], (g) => [move(g, x.device)], { savesOutput: false });
 }
 
 function isDevice(s: string): boolean {

@@ -19,13 +19,19 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
   checkIndex('indexSelect', index);
   const d = normDim('indexSelect', dim, x.ndim);
   const out = wrap(native.indexSelect(x.handle, d, index.handle));
-  return record(out, 'indexSelect', [x], (g) => {
-    // Scatter-add rows back: the index broadcast along every other dim of the gradient.
-    const shape = g.shape.map((_, i) => (i === d ? index.numel() : 1));
-    const idx = wrap(native.expand(wrap(native.reshape(index.handle, shape)).handle, [...g.shape]));
-    const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
-    return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, g.handle))];
-  });
+  return record(
+    out,
+    'indexSelect',
+    [x],
+    (g) => {
+      // Scatter-add rows back: the index broadcast along every other dim of the gradient.
+      const shape = g.shape.map((_, i) => (i === d ? index.numel() : 1));
+      const idx = wrap(native.expand(wrap(native.reshape(index.handle, shape)).handle, [...g.shape]));
+      const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
+      return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, g.handle))];
+    },
+    { savesOutput: false },
+  );
 }
 
 export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
@@ -33,10 +39,16 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
   checkIndex('gather', index);
   const d = normDim('gather', dim, x.ndim);
   const out = wrap(native.gather(x.handle, d, index.handle));
-  return record(out, 'gather', [x], (g) => {
-    const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
-    return [wrap(native.scatterAdd(zeros.handle, d, index.handle, g.handle))];
-  });
+  return record(
+    out,
+    'gather',
+    [x],
+    (g) => {
+      const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
+      return [wrap(native.scatterAdd(zeros.handle, d, index.handle, g.handle))];
+    },
+    { savesOutput: false },
+  );
 }
 
 export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
@@ -45,7 +57,9 @@ export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): 
   checkTensor('scatterAdd', 'src', src);
   const d = normDim('scatterAdd', dim, x.ndim);
   const out = wrap(native.scatterAdd(x.handle, d, index.handle, src.handle));
-  return record(out, 'scatterAdd', [x, src], (g) => [g, src.requiresGrad ? wrap(native.gather(g.handle, d, index.handle)) : null]);
+  return record(out, 'scatterAdd', [x, src], (g) => [g, src.requiresGrad ? wrap(native.gather(g.handle, d, index.handle)) : null], {
+    savesOutput: false,
+  });
 }
 
 /**
@@ -110,8 +124,11 @@ export function indexAdd(x: Tensor, dim: number, index: Tensor, source: Tensor, 
   const idx = wrap(native.expand(col.handle, lead));
   const scaled = alpha === 1 ? source : mul(source, alpha);
   const out = wrap(native.scatterAdd(x.handle, d, idx.handle, scaled.detach().handle));
-  return record(out, 'indexAdd', [x, source], (g) => [
-    g,
-    source.requiresGrad ? mul(wrap(native.indexSelect(g.handle, d, index.handle)), alpha) : null,
-  ]);
+  return record(
+    out,
+    'indexAdd',
+    [x, source],
+    (g) => [g, source.requiresGrad ? mul(wrap(native.indexSelect(g.handle, d, index.handle)), alpha) : null],
+    { savesOutput: false },
+  );
 }

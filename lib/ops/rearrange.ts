@@ -26,7 +26,7 @@ function triangular(op: 'tril' | 'triu', x: Tensor, diagonal: number): Tensor {
   checkInt(op, 'diagonal', diagonal);
   if (x.ndim < 2) throw rangeError(op, `expected a tensor of at least 2 dims, got shape ${shapeStr(x.shape)}`);
   const out = wrap(native.triangular(x.handle, diagonal, op === 'triu'));
-  return record(out, op, [x], (g) => [triangular(op, g, diagonal)]);
+  return record(out, op, [x], (g) => [triangular(op, g, diagonal)], { savesOutput: false });
 }
 
 /** The lower triangle of the last two dims: elements with `col - row <= diagonal`, zero elsewhere. */
@@ -40,7 +40,7 @@ export function flip(x: Tensor, dims: number | number[]): Tensor {
   const list = intList('flip', 'dims', dims).map((d) => normDim('flip', d, x.ndim));
   if (new Set(list).size !== list.length) throw typeError('flip', `dims ${JSON.stringify(dims)} name a dim more than once`);
   const out = wrap(native.flip(x.handle, list));
-  return record(out, 'flip', [x], (g) => [flip(g, list)]);
+  return record(out, 'flip', [x], (g) => [flip(g, list)], { savesOutput: false });
 }
 
 /**
@@ -58,13 +58,19 @@ export function roll(x: Tensor, shifts: number | number[], dims?: number | numbe
   if (d.length !== s.length)
     throw typeError('roll', `shifts ${JSON.stringify(shifts)} and dims ${JSON.stringify(dims)} must have the same length`);
   const out = wrap(native.roll(x.handle, s, d));
-  return record(out, 'roll', [x], (g) => [
-    roll(
-      g,
-      s.map((v) => -v),
-      d,
-    ),
-  ]);
+  return record(
+    out,
+    'roll',
+    [x],
+    (g) => [
+      roll(
+        g,
+        s.map((v) => -v),
+        d,
+      ),
+    ],
+    { savesOutput: false },
+  );
 }
 
 /**

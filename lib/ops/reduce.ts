@@ -57,7 +57,7 @@ export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor
   const input = x.dtype === 'bool' ? castTo(x, 'i64') : x;
   const { out, dims } = reduce('sum', input, dim, keepdim);
   if (!recording(input)) return out;
-  return record(out, 'sum', [input], (g) => [expandBack(g, input.shape, dims, keepdim)]);
+  return record(out, 'sum', [input], (g) => [expandBack(g, input.shape, dims, keepdim)], { savesOutput: false });
 }
 
 export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
@@ -65,7 +65,9 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('mean', input, dim, keepdim);
   if (!recording(input)) return out;
-  return record(out, 'mean', [input], (g) => [div(expandBack(g, input.shape, dims, keepdim), countOf(input, dims))]);
+  return record(out, 'mean', [input], (g) => [div(expandBack(g, input.shape, dims, keepdim), countOf(input, dims))], {
+    savesOutput: false,
+  });
 }
 
 function extreme(op: 'max' | 'min', x: Tensor, dim: number[] | undefined, keepdim: boolean): Tensor {
@@ -94,20 +96,26 @@ function extremeAlong(op: 'max' | 'min', x: Tensor, dim: number, keepdim: boolea
   const d = normDim(op, dim, x.ndim);
   const values = wrap(native.reduce(op, x.handle, [d], keepdim));
   const indices = wrap(native.reduce(op === 'max' ? 'argmax' : 'argmin', x.handle, [d], keepdim));
-  record(values, op, [x], (g) => {
-    if (x.ndim === 0) return [g];
-    const kept = keepdim
-      ? g
-      : wrap(
-          native.reshape(
-            g.handle,
-            x.shape.map((s, i) => (i === d ? 1 : s)),
-          ),
-        );
-    const idx = keepdim ? indices : wrap(native.reshape(indices.handle, kept.shape as number[]));
-    const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
-    return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, kept.handle))];
-  });
+  record(
+    values,
+    op,
+    [x],
+    (g) => {
+      if (x.ndim === 0) return [g];
+      const kept = keepdim
+        ? g
+        : wrap(
+            native.reshape(
+              g.handle,
+              x.shape.map((s, i) => (i === d ? 1 : s)),
+            ),
+          );
+      const idx = keepdim ? indices : wrap(native.reshape(indices.handle, kept.shape as number[]));
+      const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
+      return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, kept.handle))];
+    },
+    { savesOutput: false },
+  );
   return { values, indices };
 }
 
@@ -139,16 +147,22 @@ export function prod(x: Tensor, dim?: number, keepdim = false, options?: { dtype
   if (!isFloating(input.dtype) && input.dtype !== 'i64') input = castTo(input, 'i64');
   const { out, dims } = reduce('prod', input, dim === undefined ? undefined : [dim], keepdim);
   if (!isFloating(input.dtype)) return out;
-  return record(out, 'prod', [input], (g) => {
-    const zero = eq(input, 0);
-    const zeros = expandBack(sum(zero, dims, true), input.shape, dims, true); // zeros in each reduced group
-    const others = expandBack(prodNoGrad(where(zero, 1, input), dims), input.shape, dims, true); // product of the non-zeros
-    const gx = expandBack(g, input.shape, dims, keepdim);
-    // No zero: out / x. One zero: the others' product at the zero, 0 elsewhere. More: 0.
-    const atZero = where(eq(zeros, 1), others, 0);
-    const local = where(zero, atZero, where(eq(zeros, 0), div(others, where(zero, 1, input)), 0));
-    return [mul(gx, local)];
-  });
+  return record(
+    out,
+    'prod',
+    [input],
+    (g) => {
+      const zero = eq(input, 0);
+      const zeros = expandBack(sum(zero, dims, true), input.shape, dims, true); // zeros in each reduced group
+      const others = expandBack(prodNoGrad(where(zero, 1, input), dims), input.shape, dims, true); // product of the non-zeros
+      const gx = expandBack(g, input.shape, dims, keepdim);
+      // No zero: out / x. One zero: the others' product at the zero, 0 elsewhere. More: 0.
+      const atZero = where(eq(zeros, 1), others, 0);
+      const local = where(zero, atZero, where(eq(zeros, 0), div(others, where(zero, 1, input)), 0));
+      return [mul(gx, local)];
+    },
+    { savesOutput: false },
+  );
 }
 
 function prodNoGrad(x: Tensor, dims: number[]): Tensor {
@@ -200,7 +214,9 @@ export function variance(x: Tensor, dim?: number | number[], options: VarOptions
   const keepdim = options.keepdim ?? false;
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('var', input, dim, keepdim, correction);
-  return record(out, 'var', [input], (g) => [varianceGrad(input, dims, keepdim, correction, g)]);
+  return record(out, 'var', [input], (g) => [varianceGrad(input, dims, keepdim, correction, g)], {
+    savesOutput: false,
+  });
 }
 
 export function std(x: Tensor, dim?: number | number[], options: VarOptions = {}): Tensor {

@@ -27,7 +27,7 @@ export function cumsum(x: Tensor, dim: number, options?: ScanOptions): Tensor {
   const out = wrap(native.scan(input.handle, d, false, false));
   if (!isFloating(input.dtype)) return out;
   // The gradient of a running sum is the running sum of the gradient taken from the end.
-  return record(out, 'cumsum', [input], (g) => [wrap(native.scan(g.handle, d, false, true))]);
+  return record(out, 'cumsum', [input], (g) => [wrap(native.scan(g.handle, d, false, true))], { savesOutput: false });
 }
 
 /**
@@ -38,5 +38,5 @@ export function cumprod(x: Tensor, dim: number, options?: ScanOptions): Tensor {
   const { input, d } = scanInput('cumprod', x, dim, options);
   const out = wrap(native.scan(input.handle, d, true, false));
   if (!isFloating(input.dtype)) return out;
-  return record(out, 'cumprod', [input], (g) => [wrap(native.cumprodBackward(input.handle, g.handle, d))]);
+  return record(out, 'cumprod', [input], (g) => [wrap(native.cumprodBackward(input.handle, g.handle, d))], { savesOutput: false });
 }

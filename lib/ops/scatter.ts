@@ -42,11 +42,13 @@ export function scatter(x: Tensor, dim: number, index: Tensor, src: Tensor | num
     checkValueFits('scatter', src, x.dtype);
     const value = wrap(native.full([...index.shape], x.dtype, x.device, src));
     const out = wrap(native.scatter(x.handle, d, index.handle, value.handle));
-    return record(out, 'scatter', [x], (g) => [maskWritten(g, d, index)]);
+    return record(out, 'scatter', [x], (g) => [maskWritten(g, d, index)], { savesOutput: false });
   }
   if (!(src instanceof Tensor)) throw typeError('scatter', `src must be a Tensor or a number, got ${describe(src)}`);
   const out = wrap(native.scatter(x.handle, d, index.handle, src.handle));
-  return record(out, 'scatter', [x, src], (g) => [maskWritten(g, d, index), srcGrad(g, d, index, src)]);
+  return record(out, 'scatter', [x, src], (g) => [maskWritten(g, d, index), srcGrad(g, d, index, src)], {
+    savesOutput: false,
+  });
 }
 
 export type ScatterReduce = ScatterReduceName;
@@ -80,51 +82,58 @@ export function scatterReduce(
   const d = normDim('scatterReduce', dim, x.ndim);
   const run = (a: Tensor, s: Tensor) => wrap(native.scatterReduce(a.handle, d, index.handle, s.handle, reduce, includeSelf));
   const out = run(x, src);
-  return record(out, 'scatterReduce', [x, src], (g) => {
-    const ix = index;
-    const selfGrad = (t: Tensor) => (includeSelf ? t : maskWritten(t, d, ix));
-    switch (reduce) {
-      case 'sum':
-        return [selfGrad(g), srcGrad(g, d, ix, src)];
-      case 'mean': {
-        // Each target's count: itself (when included) plus the writes it received.
-        const ones = wrap(native.full([...ix.shape], g.dtype, g.device, 1));
-        const start = wrap(native.full([...x.shape], g.dtype, g.device, includeSelf ? 1 : 0));
-        const n = wrap(native.scatterAdd(start.handle, d, ix.handle, ones.handle));
-        const per = div(g, where(eq(n, 0), 1, n));
-        return [selfGrad(per), srcGrad(per, d, ix, src)];
+  // Of the gradients, only amax's, amin's and prod's read the output.
+  return record(
+    out,
+    'scatterReduce',
+    [x, src],
+    (g) => {
+      const ix = index;
+      const selfGrad = (t: Tensor) => (includeSelf ? t : maskWritten(t, d, ix));
+      switch (reduce) {
+        case 'sum':
+          return [selfGrad(g), srcGrad(g, d, ix, src)];
+        case 'mean': {
+          // Each target's count: itself (when included) plus the writes it received.
+          const ones = wrap(native.full([...ix.shape], g.dtype, g.device, 1));
+          const start = wrap(native.full([...x.shape], g.dtype, g.device, includeSelf ? 1 : 0));
+          const n = wrap(native.scatterAdd(start.handle, d, ix.handle, ones.handle));
+          const per = div(g, where(eq(n, 0), 1, n));
+          return [selfGrad(per), srcGrad(per, d, ix, src)];
+        }
+        case 'amax':
+        case 'amin': {
+          // The gradient is shared evenly among the values equal to the result (as torch).
+          const srcCut = cutTo(src, ix.shape);
+          const selfHit = castTo(eq(x, out), g.dtype);
+          const srcHit = castTo(eq(srcCut, wrap(native.gather(out.handle, d, ix.handle))), g.dtype);
+          const n = wrap(native.scatterAdd((includeSelf ? selfHit : zerosOf(x.shape, g)).handle, d, ix.handle, srcHit.handle));
+          const per = div(g, where(eq(n, 0), 1, n));
+          return [selfGrad(mul(selfHit, per)), padTo(mul(srcHit, wrap(native.gather(per.handle, d, ix.handle))), src.shape)];
+        }
+        default: {
+          // prod: divide by nothing that is zero. Self: the product with self's zeros made 1, over
+          // self. Src: where it is the only zero of its target, the product without it.
+          const selfMasked = where(eq(x, 0), 1, x);
+          const gSelf = div(mul(g, run(selfMasked, src)), selfMasked);
+          const srcCut = cutTo(src, ix.shape);
+          const srcZero = eq(srcCut, 0);
+          const zerosAt = wrap(
+            native.gather(held(native.scatterAdd(zerosOf(x.shape, g).handle, d, ix.handle, castTo(srcZero, g.dtype).handle)), d, ix.handle),
+          );
+          const single = logicalAnd(srcZero, eq(zerosAt, 1));
+          const withoutIt = run(x, padTo(where(single, 1, srcCut), src.shape));
+          const gSrc = where(
+            single,
+            wrap(native.gather(mul(g, withoutIt).handle, d, ix.handle)),
+            div(wrap(native.gather(mul(g, out).handle, d, ix.handle)), where(srcZero, 1, srcCut)),
+          );
+          return [selfGrad(gSelf), padTo(gSrc, src.shape)];
+        }
       }
-      case 'amax':
-      case 'amin': {
-        // The gradient is shared evenly among the values equal to the result (as torch).
-        const srcCut = cutTo(src, ix.shape);
-        const selfHit = castTo(eq(x, out), g.dtype);
-        const srcHit = castTo(eq(srcCut, wrap(native.gather(out.handle, d, ix.handle))), g.dtype);
-        const n = wrap(native.scatterAdd((includeSelf ? selfHit : zerosOf(x.shape, g)).handle, d, ix.handle, srcHit.handle));
-        const per = div(g, where(eq(n, 0), 1, n));
-        return [selfGrad(mul(selfHit, per)), padTo(mul(srcHit, wrap(native.gather(per.handle, d, ix.handle))), src.shape)];
-      }
-      default: {
-        // prod: divide by nothing that is zero. Self: the product with self's zeros made 1, over
-        // self. Src: where it is the only zero of its target, the product without it.
-        const selfMasked = where(eq(x, 0), 1, x);
-        const gSelf = div(mul(g, run(selfMasked, src)), selfMasked);
-        const srcCut = cutTo(src, ix.shape);
-        const srcZero = eq(srcCut, 0);
-        const zerosAt = wrap(
-          native.gather(held(native.scatterAdd(zerosOf(x.shape, g).handle, d, ix.handle, castTo(srcZero, g.dtype).handle)), d, ix.handle),
-        );
-        const single = logicalAnd(srcZero, eq(zerosAt, 1));
-        const withoutIt = run(x, padTo(where(single, 1, srcCut), src.shape));
-        const gSrc = where(
-          single,
-          wrap(native.gather(mul(g, withoutIt).handle, d, ix.handle)),
-          div(wrap(native.gather(mul(g, out).handle, d, ix.handle)), where(srcZero, 1, srcCut)),
-        );
-        return [selfGrad(gSelf), padTo(gSrc, src.shape)];
-      }
-    }
-  });
+    },
+    { savesOutput: reduce !== 'sum' && reduce !== 'mean' },
+  );
 }
 
 /** `t`'s leading block of `shape` (shapes as scatter allows: no larger in any dim). */

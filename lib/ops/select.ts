@@ -31,15 +31,21 @@ export function maskedSelect(x: Tensor, mask: Tensor): Tensor {
   if (mask.dtype !== 'bool') throw typeError('maskedSelect', `mask must be a bool tensor, got ${mask.dtype}`, 'ERR_DTYPE');
   const shape = broadcastShape(x.shape, mask.shape);
   const m = sameShape(mask.shape, shape) ? mask : wrap(native.expand(mask.handle, shape));
-  const out = wrap(native.maskedSelect(x.handle, m.handle, countTrue(m)));
-  return record(out, 'maskedSelect', [x], (g) => {
-    // Scatter the gradient back to the flat positions of the true elements, then to x's shape.
-    const n = out.numel();
-    const where = wrap(native.reshape(held(native.nonzero(held(native.reshape(m.handle, [m.numel()])), n)), [n]));
-    const zeros = wrap(native.full([m.numel()], g.dtype, g.device, 0));
-    const flat = wrap(native.scatterAdd(zeros.handle, 0, where.handle, g.handle));
-    return [sumTo(wrap(native.reshape(flat.handle, shape)), x.shape)];
-  });
+  const n = countTrue(m);
+  const out = wrap(native.maskedSelect(x.handle, m.handle, n));
+  return record(
+    out,
+    'maskedSelect',
+    [x],
+    (g) => {
+      // Scatter the gradient back to the flat positions of the true elements, then to x's shape.
+      const where = wrap(native.reshape(held(native.nonzero(held(native.reshape(m.handle, [m.numel()])), n)), [n]));
+      const zeros = wrap(native.full([m.numel()], g.dtype, g.device, 0));
+      const flat = wrap(native.scatterAdd(zeros.handle, 0, where.handle, g.handle));
+      return [sumTo(wrap(native.reshape(flat.handle, shape)), x.shape)];
+    },
+    { savesOutput: false },
+  );
 }
 
 /**

@@ -88,11 +88,17 @@ export function conv2d(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
   const y = wrap(native.conv2d(x.handle, weight.handle, ...args, bias ? castTo(bias, x.dtype).handle : null));
   const inputs = bias ? [x, weight, bias] : [x, weight];
   const b = bias;
-  return record(y, 'conv2d', inputs, (gy) => [
-    xx.requiresGrad ? wrap(native.conv2dBackwardInput(gy.handle, ww.handle, [...xx.shape], ...args)) : null,
-    ww.requiresGrad ? wrap(native.conv2dBackwardWeight(xx.handle, gy.handle, [...ww.shape], ...args)) : null,
-    b?.requiresGrad ? gy.sum([0, 2, 3]) : null,
-  ]);
+  return record(
+    y,
+    'conv2d',
+    inputs,
+    (gy) => [
+      xx.requiresGrad ? wrap(native.conv2dBackwardInput(gy.handle, ww.handle, [...xx.shape], ...args)) : null,
+      ww.requiresGrad ? wrap(native.conv2dBackwardWeight(xx.handle, gy.handle, [...ww.shape], ...args)) : null,
+      b?.requiresGrad ? gy.sum([0, 2, 3]) : null,
+    ],
+    { savesOutput: false },
+  );
 }
 
 /** Transposed 2-D convolution of x [N, C, H, W] with weight [C, OC/groups, KH, KW] (+ bias [OC]). */
@@ -125,9 +131,15 @@ export function convTranspose2d(x: Tensor, weight: Tensor, bias?: Tensor | null,
   const xx = x,
     ww = weight;
   const y = wrap(native.conv2dBackwardInput(x.handle, weight.handle, outShape, ...args));
-  const out = record(y, opName, [x, weight], (gy) => [
-    xx.requiresGrad ? wrap(native.conv2d(gy.handle, ww.handle, ...args)) : null,
-    ww.requiresGrad ? wrap(native.conv2dBackwardWeight(gy.handle, xx.handle, [...ww.shape], ...args)) : null,
-  ]);
+  const out = record(
+    y,
+    opName,
+    [x, weight],
+    (gy) => [
+      xx.requiresGrad ? wrap(native.conv2d(gy.handle, ww.handle, ...args)) : null,
+      ww.requiresGrad ? wrap(native.conv2dBackwardWeight(gy.handle, xx.handle, [...ww.shape], ...args)) : null,
+    ],
+    { savesOutput: false },
+  );
   return addBias(out, bias, oc);
 }

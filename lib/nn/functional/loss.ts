@@ -216,9 +216,13 @@ function weighted(x: Tensor, t: Tensor, weight: Tensor, ignoreIndex: number, eps
 function nllRows(x: Tensor, t: Tensor, ignoreIndex: number, eps: number): Tensor {
   const [lossH, lseH] = native.crossEntropy(x.handle, t.handle, ignoreIndex, eps);
   const lse = wrap(lseH);
-  return record(wrap(lossH), 'crossEntropy', [x], (g) => [
-    wrap(native.crossEntropyBackward(x.handle, t.handle, lse.handle, g.handle, ignoreIndex, eps)),
-  ]);
+  return record(
+    wrap(lossH),
+    'crossEntropy',
+    [x],
+    (g) => [wrap(native.crossEntropyBackward(x.handle, t.handle, lse.handle, g.handle, ignoreIndex, eps))],
+    { savesOutput: false },
+  );
 }
 
 /**
@@ -261,10 +265,16 @@ export function nllLossWith(op: string, input: unknown, target: unknown, o: Retu
 /** x[r, t[r]] for every row of x [rows, C], differentiable in x; a target out of range fails naming nllLoss. */
 function gatherRows(x: Tensor, t: Tensor): Tensor {
   const idx = wrap(native.reshape(t.handle, [t.shape[0], 1]));
-  const picked = record(wrap(native.gather(x.handle, 1, idx.handle, 'nllLoss')), 'nllLoss', [x], (g) => {
-    const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
-    return [wrap(native.scatterAdd(zeros.handle, 1, idx.handle, g.handle))];
-  });
+  const picked = record(
+    wrap(native.gather(x.handle, 1, idx.handle, 'nllLoss')),
+    'nllLoss',
+    [x],
+    (g) => {
+      const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
+      return [wrap(native.scatterAdd(zeros.handle, 1, idx.handle, g.handle))];
+    },
+    { savesOutput: false },
+  );
   return picked.reshape([t.shape[0]]);
 }
 

@@ -40,21 +40,27 @@ function layerNormRows(op: string, x: Tensor, w: Tensor | null, b: Tensor | null
   }
   const [y, mean, rstd] = native.layerNorm(x.handle, w?.handle ?? null, b?.handle ?? null, eps).map(wrap);
   const inputs = [x, ...(w ? [w] : []), ...(b ? [b] : [])];
-  return record(y, op, inputs, (g) => {
-    const [gx, gw, gb] = native.layerNormBackward(
-      x.handle,
-      mean.handle,
-      rstd.handle,
-      w?.handle ?? null,
-      g.handle,
-      !!w?.requiresGrad,
-      !!b?.requiresGrad,
-    );
-    const grads: (Tensor | null)[] = [wrap(gx)];
-    if (w) grads.push(gw ? wrap(gw) : null);
-    if (b) grads.push(gb ? wrap(gb) : null);
-    return grads;
-  });
+  return record(
+    y,
+    op,
+    inputs,
+    (g) => {
+      const [gx, gw, gb] = native.layerNormBackward(
+        x.handle,
+        mean.handle,
+        rstd.handle,
+        w?.handle ?? null,
+        g.handle,
+        !!w?.requiresGrad,
+        !!b?.requiresGrad,
+      );
+      const grads: (Tensor | null)[] = [wrap(gx)];
+      if (w) grads.push(gw ? wrap(gw) : null);
+      if (b) grads.push(gb ? wrap(gb) : null);
+      return grads;
+    },
+    { savesOutput: false },
+  );
 }
 
 function floatInput(op: string, x: unknown): Tensor {

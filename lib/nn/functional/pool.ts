@@ -75,7 +75,9 @@ export function maxPool2dWith(op: string, x: Tensor, a: Geometry): [Tensor, Tens
   const t = input(op, x, a);
   const [yh, ih] = native.maxPool2d(t.handle, ...a);
   const idx = wrap(ih);
-  const y = record(wrap(yh), 'maxPool2d', [t], (g) => [wrap(native.maxPool2dBackward(g.handle, idx.handle, [...t.shape], ...a))]);
+  const y = record(wrap(yh), 'maxPool2d', [t], (g) => [wrap(native.maxPool2dBackward(g.handle, idx.handle, [...t.shape], ...a))], {
+    savesOutput: false,
+  });
   return [y, idx];
 }
 
@@ -87,7 +89,7 @@ export function avgPool2d(x: Tensor, kernelSize: Pair, options: AvgPool2dOptions
 export function avgPool2dWith(op: string, x: Tensor, a: Geometry): Tensor {
   const t = input(op, x, a);
   const y = wrap(native.avgPool2d(t.handle, ...a));
-  return record(y, 'avgPool2d', [t], (g) => [wrap(native.avgPool2dBackward(g.handle, [...t.shape], ...a))]);
+  return record(y, 'avgPool2d', [t], (g) => [wrap(native.avgPool2dBackward(g.handle, [...t.shape], ...a))], { savesOutput: false });
 }
 
 /** Average pooling to a fixed output size with PyTorch's bin boundaries. */
@@ -102,5 +104,7 @@ export function adaptiveAvgPool2dWith(op: string, x: Tensor, size: [number, numb
   check4d(op, t);
   checkFloat(op, t);
   const y = wrap(native.adaptiveAvgPool2d(t.handle, size));
-  return record(y, 'adaptiveAvgPool2d', [t], (g) => [wrap(native.adaptiveAvgPool2dBackward(g.handle, [...t.shape]))]);
+  return record(y, 'adaptiveAvgPool2d', [t], (g) => [wrap(native.adaptiveAvgPool2dBackward(g.handle, [...t.shape]))], {
+    savesOutput: false,
+  });
 }
