@@ -7,13 +7,16 @@
  *   - A 16-layer MLP (width 2048, batch 256): peak memory (fl.memory() peakBytes, each variant in a
  *     fresh process), split into weights, gradients and the rest (activations and temporaries), the
  *     memory the graph holds after forward, and step time, with and without checkpointing every 4
- *     layers; then one summary line of the ratios next to the goals.
- *   npm run bench -- amp [--steps N] [--chunk N] [--deep-steps N] [--skip-fashion] [--skip-deep]
+ *     layers, next to PyTorch's (bench/anchors/torch_checkpoint_memory.py, torch.utils.checkpoint);
+ *     then one summary line of both sets of ratios next to the goals.
+ *   npm run bench -- amp [--steps N] [--chunk N] [--deep-steps N] [--skip-fashion] [--skip-deep] [--no-anchor]
  */
-import { spawnSync } from 'node:child_process';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import * as fl from '../lib';
 import { cnn, normalize } from '../examples/common';
 import { flag, numberFlag } from './shared/args';
+import { anchorEnv } from './anchors/serve';
 
 const argv = process.argv.slice(2);
 const { nn } = fl;
@@ -233,7 +236,8 @@ async function deep(variant: 'plain' | 'checkpoint', steps: number): Promise<voi
 
 interface DeepResult {
   ms_per_step: number;
-  peak_mb: number;
+  weights_mb: number;
+  held_after_forward_mb: number;
   peak_above_weights_mb: number;
   peak_above_model_state_mb: number;
 }
@@ -245,34 +249,70 @@ async function main(): Promise<void> {
     await fashion('fashion-mnist-mlp', mlp, 100);
     await fashion('fashion-mnist-cnn', cnn, 64);
   }
-  if (!argv.includes('--skip-deep')) {
-    // A fresh process per variant, so each peak is its own; the summary sets them side by side.
-    const res: Record<string, DeepResult> = {};
-    for (const v of ['plain', 'checkpoint']) {
-      const r = spawnSync(process.execPath, [...process.execArgv, __filename, '--deep-variant', v, ...argv], {
+  if (!argv.includes('--skip-deep')) deepSideBySide();
+}
+
+/**
+ * Each deep-MLP variant in a fresh process, so each peak is its own, then PyTorch's
+ * (bench/anchors/torch_checkpoint_memory.py, torch.utils.checkpoint) in the same command; the summary
+ * sets the ratios side by side with the goals.
+ */
+function deepSideBySide(): void {
+  const ours: Record<string, DeepResult> = {};
+  const torch: Record<string, DeepResult> = {};
+  let anchorSkipped: string | undefined;
+  for (const v of ['plain', 'checkpoint']) {
+    ours[v] = lastJsonLine(
+      `deep-mlp ${v}`,
+      spawnSync(process.execPath, [...process.execArgv, __filename, '--deep-variant', v, ...argv], {
         stdio: ['ignore', 'pipe', 'inherit'],
         encoding: 'utf8',
-      });
-      if (r.status !== 0) throw new Error(`deep-mlp ${v} exited with ${r.status}`);
-      const line = r.stdout.trim().split('\n').pop() as string;
-      console.log(line);
-      res[v] = JSON.parse(line) as DeepResult;
-    }
-    const { plain, checkpoint } = res;
-    const ratio = (a: number, b: number) => Number((a / b).toFixed(3));
-    console.log(
-      JSON.stringify({
-        bench: 'deep-mlp-16x2048',
-        summary: 'checkpoint vs plain',
-        peak_ratio: ratio(checkpoint.peak_mb, plain.peak_mb),
-        peak_above_weights_ratio: ratio(checkpoint.peak_above_weights_mb, plain.peak_above_weights_mb),
-        activation_peak_ratio: ratio(checkpoint.peak_above_model_state_mb, plain.peak_above_model_state_mb),
-        step_time_ratio: ratio(checkpoint.ms_per_step, plain.ms_per_step),
-        goal_peak_ratio: 0.4,
-        goal_step_time_ratio: 1.4,
       }),
     );
+    if (argv.includes('--no-anchor') || anchorSkipped) continue;
+    const r = spawnSync('/usr/bin/python3', [ANCHOR, v, '--steps', String(numberFlag('deep-steps', 3))], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      encoding: 'utf8',
+      env: anchorEnv(),
+    });
+    if (r.status === 0) torch[v] = lastJsonLine(`torch deep-mlp ${v}`, r);
+    else anchorSkipped = (r.stderr || String(r.error)).trim().split('\n').pop();
   }
+  if (anchorSkipped) console.log(JSON.stringify({ bench: 'deep-mlp-16x2048', impl: 'torch', skipped: anchorSkipped }));
+  const ratios = (res: Record<string, DeepResult>, prefix: string) => {
+    const { plain, checkpoint } = res;
+    if (!plain || !checkpoint) return {};
+    const ratio = (a: number, b: number) => Number((a / b).toFixed(3));
+    // Peak with the weights: the anchor reports no whole-process peak (its heap holds the
+    // interpreter), so both count weights + the peak above them.
+    const peak = (d: DeepResult) => d.weights_mb + d.peak_above_weights_mb;
+    return {
+      [`${prefix}peak_ratio`]: ratio(peak(checkpoint), peak(plain)),
+      [`${prefix}activation_peak_ratio`]: ratio(checkpoint.peak_above_model_state_mb, plain.peak_above_model_state_mb),
+      [`${prefix}held_after_forward_ratio`]: ratio(checkpoint.held_after_forward_mb, plain.held_after_forward_mb),
+      [`${prefix}step_time_ratio`]: ratio(checkpoint.ms_per_step, plain.ms_per_step),
+    };
+  };
+  console.log(
+    JSON.stringify({
+      bench: 'deep-mlp-16x2048',
+      summary: 'checkpoint vs plain',
+      ...ratios(ours, ''),
+      ...ratios(torch, 'torch_'),
+      goal_peak_ratio: 0.4,
+      goal_step_time_ratio: 1.4,
+    }),
+  );
+}
+
+const ANCHOR = join(__dirname, 'anchors', 'torch_checkpoint_memory.py');
+
+/** The last line a variant's process printed, echoed and parsed; throws when the process failed. */
+function lastJsonLine(what: string, r: SpawnSyncReturns<string>): DeepResult {
+  if (r.status !== 0) throw new Error(`${what} exited with ${r.status}: ${r.stderr ?? ''}`);
+  const line = r.stdout.trim().split('\n').pop() as string;
+  console.log(line);
+  return JSON.parse(line) as DeepResult;
 }
 
 main().catch((e) => {

@@ -234,8 +234,8 @@ export interface NativeAddon {
     weightGrad: boolean,
     biasGrad: boolean,
   ): [NewTensor, NewTensor | null, NewTensor | null];
-  /** act(x + bias) over x [rows, n] and bias [n]: the fused epilogue of linear. */
-  biasAct(x: NativeTensor, bias: NativeTensor, activation: BiasActivation): NewTensor;
+  /** act(x + bias) over x [rows, n] and bias [n]: the fused epilogue of linear; with `inPlace`, written into x (the result aliases x). */
+  biasAct(x: NativeTensor, bias: NativeTensor, activation: BiasActivation, inPlace?: boolean): NewTensor;
   /** grad · act'(saved + bias), or act'(saved) without bias (relu may pass its output as saved). */
   biasActBackward(grad: NativeTensor, saved: NativeTensor, bias: NativeTensor | null, activation: BiasActivation): NewTensor;
   /** In-place fused Adam/AdamW over many tensors, queued on their device's stream; maxExpAvgSq is empty unless amsgrad. */

@@ -25,10 +25,7 @@ export class Anchor {
 
   /** Starts `script --serve ...args`; resolves with the anchor and its ready line, or null (and why) when it cannot run. */
   static async start(script: string, args: string[] = []): Promise<{ anchor: Anchor; ready: AnchorLine } | { skipped: string }> {
-    const env = { ...process.env };
-    const openblas = openblasDir();
-    if (openblas) env.LD_LIBRARY_PATH = [openblas, env.LD_LIBRARY_PATH].filter(Boolean).join(':');
-    const child = spawn('/usr/bin/python3', [script, '--serve', ...args], { env });
+    const child = spawn('/usr/bin/python3', [script, '--serve', ...args], { env: anchorEnv() });
     let err = '';
     child.stderr.on('data', (d) => {
       err += d;
@@ -94,6 +91,14 @@ export class Anchor {
   close(): void {
     this.child.stdin.end();
   }
+}
+
+/** The environment an anchor runs in: this one, with `--openblas DIR` first on LD_LIBRARY_PATH. */
+export function anchorEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  const openblas = openblasDir();
+  if (openblas) env.LD_LIBRARY_PATH = [openblas, env.LD_LIBRARY_PATH].filter(Boolean).join(':');
+  return env;
 }
 
 function openblasDir(): string | undefined {

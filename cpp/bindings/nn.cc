@@ -163,7 +163,8 @@ BiasAct bias_activation(const Args& a, size_t i) {
 Napi::Value BiasActivation(const Napi::CallbackInfo& info) {
   Args a{info, "biasAct"};
   Tensor x = a.tensor(0, "input"), b = a.tensor(1, "bias");
-  return out(info, ops::bias_act(x, b, bias_activation(a, 2)));
+  const bool in_place = present(a, 3) && a.boolean(3, "inPlace");
+  return out(info, ops::bias_act(x, b, bias_activation(a, 2), in_place));
 }
 
 Napi::Value BiasActivationBackward(const Napi::CallbackInfo& info) {

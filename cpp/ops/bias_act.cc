@@ -28,10 +28,11 @@ int64_t act_work(BiasAct act, int64_t n) { return act == BiasAct::none || act ==
 
 }  // namespace
 
-Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act) {
+Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act, bool in_place) {
   check_input(x, act, "biasAct");
   check_bias(x, bias, "biasAct");
-  Tensor y = empty(x.shape, x.dtype, x.device(), "biasAct");
+  // In place, each element is read and then written by the same thread: the kernels allow it.
+  Tensor y = in_place ? x : empty(x.shape, x.dtype, x.device(), "biasAct");
   auto kernel = bias_act_table().get(x.device());
   if (y.numel() > 0) launch("biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); }, act_work(act, y.numel()));
   return y;

@@ -44,7 +44,8 @@ LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Te
                                    bool want_weight, bool want_bias);
 
 // y = act(x + bias) for x [rows, n] and bias [n].
-Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act);
+// act(x + bias) by rows; with `in_place`, written into x's storage (the result aliases x).
+Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act, bool in_place = false);
 // grad · act'(pre): pre = saved + bias, or saved itself when bias is null (see bias_act.h).
 Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bias, BiasAct act);
 

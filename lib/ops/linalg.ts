@@ -18,33 +18,54 @@ export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean, 
 }
 
 function product(a: Tensor, b: Tensor, transA: boolean, transB: boolean, lower: AutocastDType | undefined, to: string | undefined): Tensor {
-  const plain = lower === undefined || (a.dtype === lower && b.dtype === lower && to === lower);
-  const out = wrap(
-    plain
-      ? native.matmul(a.handle, b.handle, transA, transB)
-      : native.matmulLowered(a.handle, b.handle, transA, transB, lower, to ?? lower),
-  );
+  const out = productUntracked(a, b, transA, transB, lower, to);
   if (!recording(a, b)) return out;
   return record(
     out,
     'matmul',
     [a, b],
     (g) => {
-      // C = A'B' with A' = op(A), B' = op(B): dA' = g·B'ᵀ, dB' = A'ᵀ·g, transposed back when needed.
-      const ga = a.requiresGrad
-        ? transA
-          ? product(b, g, transB, true, lower, a.dtype)
-          : product(g, b, false, !transB, lower, a.dtype)
-        : null;
-      const gb = b.requiresGrad
-        ? transB
-          ? product(g, a, true, transA, lower, b.dtype)
-          : product(a, g, !transA, false, lower, b.dtype)
-        : null;
+      const [ga, gb] = productGrads(a, b, transA, transB, lower, g);
       return [ga && sumTo(ga, a.shape), gb && sumTo(gb, b.shape)];
     },
     { savesOutput: false },
   );
+}
+
+/** op(a) · op(b) as {@link matmulT} computes it, recording nothing (for ops that record one node of their own). */
+export function productUntracked(
+  a: Tensor,
+  b: Tensor,
+  transA: boolean,
+  transB: boolean,
+  lower: AutocastDType | undefined,
+  to: string | undefined = lower,
+): Tensor {
+  const plain = lower === undefined || (a.dtype === lower && b.dtype === lower && to === lower);
+  return wrap(
+    plain
+      ? native.matmul(a.handle, b.handle, transA, transB)
+      : native.matmulLowered(a.handle, b.handle, transA, transB, lower, to ?? lower),
+  );
+}
+
+/**
+ * The gradients of op(a) · op(b) (as {@link productUntracked} computed it) for the operands that
+ * require grad, given the product's gradient `g`, each in its operand's dtype and not yet reduced
+ * over broadcast batch dims.
+ */
+export function productGrads(
+  a: Tensor,
+  b: Tensor,
+  transA: boolean,
+  transB: boolean,
+  lower: AutocastDType | undefined,
+  g: Tensor,
+): [Tensor | null, Tensor | null] {
+  // C = A'B' with A' = op(A), B' = op(B): dA' = g·B'ᵀ, dB' = A'ᵀ·g, transposed back when needed.
+  const ga = a.requiresGrad ? (transA ? product(b, g, transB, true, lower, a.dtype) : product(g, b, false, !transB, lower, a.dtype)) : null;
+  const gb = b.requiresGrad ? (transB ? product(g, a, true, transA, lower, b.dtype) : product(a, g, !transA, false, lower, b.dtype)) : null;
+  return [ga, gb];
 }
 
 export function matmul(x: Tensor, y: Tensor): Tensor {

@@ -131,4 +131,37 @@ test('the native kernel checks its arguments again', () => {
   expectError(() => native.biasActBackward(x.handle, fl.randn([2, 3]).handle, null, 'gelu'), RangeError, 'ERR_SHAPE', /\[2,3\].*\[2,4\]/);
 });
 
+test('linear with a bias keeps one [rows, out] tensor for none and relu (the bias add writes over the product), two for the smooth activations', async () => {
+  const x = fl.randn([64, 32]).requiresGrad_(),
+    w = fl.randn([48, 32]).requiresGrad_(),
+    b = fl.randn([48]).requiresGrad_();
+  const outBytes = 64 * 48 * 4;
+  for (const [act, tensors] of [
+    ['none', 1],
+    ['relu', 1],
+    ['gelu', 2],
+    ['tanh', 2],
+  ] as const) {
+    for (const grad of [true, false]) {
+      await fl.sync();
+      const before = fl.memory().cpu.bytes;
+      let held = 0;
+      fl.tidy(() => {
+        const y = grad ? F.linear(x, w, b, { activation: act }) : fl.noGrad(() => F.linear(x, w, b, { activation: act }));
+        fl.syncSync(); // storages are allocated when their kernels run
+        held = fl.memory().cpu.bytes - before;
+        // Without grad nothing keeps the product: only the output stays.
+        assert.is(held, (grad ? tensors : 1) * outBytes, `${act} grad ${grad}: ${held} bytes held`);
+        if (grad) {
+          y.square().sum().backward();
+          const again = x.matmul(w.T).add(b);
+          const ref = act === 'none' ? again : act === 'gelu' ? again.gelu() : again[act]();
+          close(arr(y), arr(ref), 1e-5, 1e-5, `${act} values`);
+        }
+      });
+      for (const t of [x, w, b]) t.grad = null;
+    }
+  }
+});
+
 test.run();

@@ -2,14 +2,14 @@
 import type { Tensor } from '../../tensor';
 import { native } from '../../native';
 import { record } from '../../autograd/node';
-import { matmulT } from '../../ops/linalg';
+import { matmulT, productGrads, productUntracked } from '../../ops/linalg';
 import { bernoulli } from '../../ops/creation';
 import { shapeStr, wrap } from '../../ops/util';
 import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
 import { checkBool, checkChoice, checkNumber } from '../../validate';
 import { isFloating } from '../../dtype';
 import { tensorArg } from './args';
-import { autocastLowering } from '../../amp/autocast';
+import { type AutocastDType, autocastLowering } from '../../amp/autocast';
 
 /** The activations {@link linear} can fuse with its bias add. */
 export type LinearActivation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'tanh' | 'sigmoid';
@@ -21,21 +21,36 @@ export interface LinearOptions {
 }
 
 /**
- * act(x + bias) for x [rows, n], bias [n] in one kernel. Backward: relu reads its derivative off
- * the output (positive exactly where x + bias is); the smooth activations recompute x + bias from
- * the saved input rather than keep a pre-activation copy. The bias gradient sums over rows.
+ * act(x2 · weightᵀ + bias) for x2 [rows, in], recorded as one graph node. The product is computed
+ * untracked and, for 'none' and 'relu' (whose backward needs no pre-activation), the bias add and
+ * activation write over it, so the layer holds one [rows, out] tensor, as PyTorch's addmm does.
+ * Backward: relu reads its derivative off the output (positive exactly where the pre-activation
+ * is); the smooth activations recompute it from the kept product plus the bias. The bias gradient
+ * sums over rows; the product's gradients are matmul's, autocast lowering included.
  */
-function biasAct(x: Tensor, bias: Tensor, act: LinearActivation): Tensor {
-  const out = wrap(native.biasAct(x.handle, bias.handle, act));
-  return record(out, 'linear', [x, bias], (g) => {
-    const gpre =
-      act === 'none'
-        ? g
-        : act === 'relu'
-          ? wrap(native.biasActBackward(g.handle, out.handle, null, act))
-          : wrap(native.biasActBackward(g.handle, x.handle, bias.handle, act));
-    return [x.requiresGrad ? gpre : null, bias.requiresGrad ? wrap(native.reduce('sum', gpre.handle, [0], false)) : null];
-  });
+function linearBiasAct(x2: Tensor, weight: Tensor, bias: Tensor, act: LinearActivation, lower: AutocastDType | undefined): Tensor {
+  const mm = productUntracked(x2, weight, false, true, lower);
+  const inPlace = act === 'none' || act === 'relu';
+  const out = wrap(native.biasAct(mm.handle, bias.handle, act, inPlace));
+  if (inPlace) mm.dispose(); // out now owns the storage
+  const y = record(
+    out,
+    'linear',
+    [x2, weight, bias],
+    (g) => {
+      const gpre =
+        act === 'none'
+          ? g
+          : act === 'relu'
+            ? wrap(native.biasActBackward(g.handle, out.handle, null, act))
+            : wrap(native.biasActBackward(g.handle, mm.handle, bias.handle, act));
+      const [gx, gw] = productGrads(x2, weight, false, true, lower, gpre);
+      return [gx, gw, bias.requiresGrad ? wrap(native.reduce('sum', gpre.handle, [0], false)) : null];
+    },
+    { savesOutput: act === 'relu' },
+  );
+  if (!inPlace && !y.requiresGrad) mm.dispose(); // not recorded: no backward will read it
+  return y;
 }
 
 function activate(y: Tensor, act: LinearActivation): Tensor {
@@ -89,8 +104,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
     throw dtypeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`);
   const lead = x.shape.slice(0, -1);
   const x2 = x.ndim === 2 ? x : x.reshape([-1, weight.shape[1]]);
-  const mm = matmulT(x2, weight, false, true, lowering?.dtype);
-  const y = bias ? biasAct(mm, bias, act) : activate(mm, act);
+  const y = bias ? linearBiasAct(x2, weight, bias, act, lowering?.dtype) : activate(matmulT(x2, weight, false, true, lowering?.dtype), act);
   return x.ndim === 2 ? y : y.reshape([...lead, weight.shape[0]]);
 }
 
@@ -124,11 +138,17 @@ export function embedding(indices: Tensor, weight: Tensor): Tensor {
   const flat = wrap(native.reshape(indices.handle, [-1]));
   // The native lookup names 'embedding' in its errors, including an index out of range found
   // while the kernel runs. Backward scatter-adds each gradient row into its source row.
-  const rows = record(wrap(native.indexSelect(weight.handle, 0, flat.handle, 'embedding')), 'embedding', [weight], (g) => {
-    const col = wrap(native.reshape(flat.handle, [flat.shape[0], 1]));
-    const idx = wrap(native.expand(col.handle, [...g.shape]));
-    const zeros = wrap(native.full([...weight.shape], g.dtype, g.device, 0));
-    return [wrap(native.scatterAdd(zeros.handle, 0, idx.handle, g.handle))];
-  });
+  const rows = record(
+    wrap(native.indexSelect(weight.handle, 0, flat.handle, 'embedding')),
+    'embedding',
+    [weight],
+    (g) => {
+      const col = wrap(native.reshape(flat.handle, [flat.shape[0], 1]));
+      const idx = wrap(native.expand(col.handle, [...g.shape]));
+      const zeros = wrap(native.full([...weight.shape], g.dtype, g.device, 0));
+      return [wrap(native.scatterAdd(zeros.handle, 0, idx.handle, g.handle))];
+    },
+    { savesOutput: false },
+  );
   return rows.reshape([...indices.shape, weight.shape[1]]);
 }
