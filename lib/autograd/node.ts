@@ -32,11 +32,13 @@ export class Node {
     inputs: Tensor[],
     backward: BackwardFn,
     output?: Tensor,
+    also?: readonly Tensor[],
   ) {
     this.#inputs = inputs;
     this.#backward = backward;
     const saved = inputs.map((t, i) => savedOf(t, `input ${i}`));
     if (output) saved.push(savedOf(output, 'output'));
+    if (also) for (const t of also) saved.push(savedOf(t, 'index'));
     this.#saved = saved;
   }
 
@@ -94,7 +96,7 @@ export class Node {
 export function record(out: Tensor, name: string, inputs: Tensor[], backward: BackwardFn, options?: RecordOptions): Tensor {
   if (!isGradEnabled() || !anyRequiresGrad(inputs)) return out;
   out.requiresGrad = true;
-  out.gradFn = new Node(name, inputs, backward, options?.savesOutput === false ? undefined : out);
+  out.gradFn = new Node(name, inputs, backward, options?.savesOutput === false ? undefined : out, options?.saves);
   return out;
 }
 
@@ -118,4 +120,9 @@ export interface RecordOptions {
    * place (add_, mul_, ...) without invalidating this node (default true).
    */
   savesOutput?: boolean;
+  /**
+   * Tensors outside `inputs` that the closure reads (index tensors: the op's own index or an
+   * indices output), checked as saved: writing one in place before backward makes it throw.
+   */
+  saves?: readonly Tensor[];
 }

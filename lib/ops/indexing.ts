@@ -30,7 +30,7 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
       const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
       return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, g.handle))];
     },
-    { savesOutput: false },
+    { savesOutput: false, saves: [index] },
   );
 }
 
@@ -47,7 +47,7 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
       const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
       return [wrap(native.scatterAdd(zeros.handle, d, index.handle, g.handle))];
     },
-    { savesOutput: false },
+    { savesOutput: false, saves: [index] },
   );
 }
 
@@ -59,6 +59,7 @@ export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): 
   const out = wrap(native.scatterAdd(x.handle, d, index.handle, src.handle));
   return record(out, 'scatterAdd', [x, src], (g) => [g, src.requiresGrad ? wrap(native.gather(g.handle, d, index.handle)) : null], {
     savesOutput: false,
+    saves: [index],
   });
 }
 
@@ -129,6 +130,6 @@ export function indexAdd(x: Tensor, dim: number, index: Tensor, source: Tensor, 
     'indexAdd',
     [x, source],
     (g) => [g, source.requiresGrad ? mul(wrap(native.indexSelect(g.handle, d, index.handle)), alpha) : null],
-    { savesOutput: false },
+    { savesOutput: false, saves: [index] },
   );
 }

@@ -114,7 +114,7 @@ function extremeAlong(op: 'max' | 'min', x: Tensor, dim: number, keepdim: boolea
       const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
       return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, kept.handle))];
     },
-    { savesOutput: false },
+    { savesOutput: false, saves: [indices] },
   );
   return { values, indices };
 }

@@ -42,12 +42,13 @@ export function scatter(x: Tensor, dim: number, index: Tensor, src: Tensor | num
     checkValueFits('scatter', src, x.dtype);
     const value = wrap(native.full([...index.shape], x.dtype, x.device, src));
     const out = wrap(native.scatter(x.handle, d, index.handle, value.handle));
-    return record(out, 'scatter', [x], (g) => [maskWritten(g, d, index)], { savesOutput: false });
+    return record(out, 'scatter', [x], (g) => [maskWritten(g, d, index)], { savesOutput: false, saves: [index] });
   }
   if (!(src instanceof Tensor)) throw typeError('scatter', `src must be a Tensor or a number, got ${describe(src)}`);
   const out = wrap(native.scatter(x.handle, d, index.handle, src.handle));
   return record(out, 'scatter', [x, src], (g) => [maskWritten(g, d, index), srcGrad(g, d, index, src)], {
     savesOutput: false,
+    saves: [index],
   });
 }
 
@@ -132,7 +133,7 @@ export function scatterReduce(
         }
       }
     },
-    { savesOutput: reduce !== 'sum' && reduce !== 'mean' },
+    { savesOutput: reduce !== 'sum' && reduce !== 'mean', saves: [index] },
   );
 }
 

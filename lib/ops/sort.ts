@@ -19,7 +19,7 @@ function pickedGrad(x: Tensor, d: number, indices: Tensor, g: Tensor): Tensor {
 }
 
 function sorted(op: string, x: Tensor, values: Tensor, indices: Tensor, d: number): ValuesIndices {
-  return { values: record(values, op, [x], (g) => [pickedGrad(x, d, indices, g)], { savesOutput: false }), indices };
+  return { values: record(values, op, [x], (g) => [pickedGrad(x, d, indices, g)], { savesOutput: false, saves: [indices] }), indices };
 }
 
 /**

@@ -338,4 +338,39 @@ test('a write through a view of an op output still counts against the op: views 
   expectError(() => w.mul_(2), Error, 'ERR_AUTOGRAD', /writing in place into a view/);
 });
 
+test('index tensors an op reads in backward are saved: writing one in place makes backward throw, naming the op', () => {
+  const cases: { op: string; run: (x: Tensor, index: Tensor) => Tensor; index: () => Tensor }[] = [
+    { op: 'indexSelect', run: (x, i) => fl.indexSelect(x, 0, i), index: () => i64([2, 0]) },
+    { op: 'gather', run: (x, i) => fl.gather(x, 1, i), index: () => i64([[0], [1], [2]]) },
+    { op: 'scatterAdd', run: (x, i) => fl.scatterAdd(x, 1, i, x.narrow(1, 0, 1)), index: () => i64([[0], [1], [2]]) },
+    { op: 'indexAdd', run: (x, i) => fl.indexAdd(x, 0, i, x.narrow(0, 0, 2)), index: () => i64([1, 0]) },
+    { op: 'scatter', run: (x, i) => fl.scatter(x, 1, i, 0.5), index: () => i64([[0], [1], [2]]) },
+    { op: 'scatterReduce', run: (x, i) => fl.scatterReduce(x, 1, i, x.narrow(1, 0, 1), 'sum'), index: () => i64([[0], [1], [2]]) },
+    { op: 'embedding', run: (x, i) => F.embedding(i, x), index: () => i64([2, 0, 1]) },
+    { op: 'crossEntropy', run: (x, i) => F.crossEntropy(x, i), index: () => i64([3, 0, 1]) },
+  ];
+  for (const { op, run, index } of cases) {
+    const x = rnd32([3, 4]).requiresGrad_();
+    const i = index();
+    const y = run(x, i);
+    i.mul_(0);
+    expectError(() => y.sum().backward(), Error, 'ERR_AUTOGRAD', new RegExp(`${op} .*modified in place by mul_ \\(index`));
+    // Left alone, the same graph runs.
+    const x2 = rnd32([3, 4]).requiresGrad_();
+    run(x2, index()).sum().backward();
+    assert.ok(x2.grad, `${op}: gradient without the write`);
+  }
+  // Indices an op returns are what its values' backward reads (max along a dim, sort, topk).
+  for (const [op, pick] of [
+    ['max', (x: Tensor) => fl.max(x, 1)],
+    ['sort', (x: Tensor) => fl.sort(x, 1)],
+    ['topk', (x: Tensor) => fl.topk(x, 2, 1)],
+  ] as const) {
+    const x = rnd32([3, 4]).requiresGrad_();
+    const { values, indices } = pick(x);
+    indices.add_(1);
+    expectError(() => values.sum().backward(), Error, 'ERR_AUTOGRAD', new RegExp(`${op} .*modified in place by add_`));
+  }
+});
+
 test.run();

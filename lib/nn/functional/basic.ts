@@ -148,7 +148,7 @@ export function embedding(indices: Tensor, weight: Tensor): Tensor {
       const zeros = wrap(native.full([...weight.shape], g.dtype, g.device, 0));
       return [wrap(native.scatterAdd(zeros.handle, 0, idx.handle, g.handle))];
     },
-    { savesOutput: false },
+    { savesOutput: false, saves: [indices] },
   );
   return rows.reshape([...indices.shape, weight.shape[1]]);
 }

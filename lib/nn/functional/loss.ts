@@ -221,7 +221,7 @@ function nllRows(x: Tensor, t: Tensor, ignoreIndex: number, eps: number): Tensor
     'crossEntropy',
     [x],
     (g) => [wrap(native.crossEntropyBackward(x.handle, t.handle, lse.handle, g.handle, ignoreIndex, eps))],
-    { savesOutput: false },
+    { savesOutput: false, saves: [t] },
   );
 }
 
