@@ -5,6 +5,7 @@
 // and GELU uses the vectorisable erf and exp of vec_math.h instead of libm.
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 #include "../bias_act.h"
 #include "../scalar_math.h"
 #include "vec_math.h"
@@ -60,7 +61,17 @@ void bias_act_cpu(const Tensor& x, const Tensor& bias, Tensor& y, BiasAct act) {
     using T = typename decltype(tag)::type;
     using C = acc_t<T>;
     const T* xp = x.data<T>();
-    const T* bp = bias.data<T>();
+    // An f32 bias with a bf16/f16 input (autocast's linear) is rounded to the input's dtype first,
+    // exactly as casting it would, so the values are those of the cast graph.
+    std::vector<T> rounded;
+    const T* bp;
+    if (bias.dtype == x.dtype) {
+      bp = bias.data<T>();
+    } else {
+      const float* bf = bias.data<float>();
+      rounded.assign(bf, bf + n);
+      bp = rounded.data();
+    }
     T* yp = y.data<T>();
     with_act(act, [&](auto a) {
       constexpr BiasAct kAct = decltype(a)::value;

@@ -11,8 +11,9 @@ void check_operand(const Tensor& x, const Tensor& t, const char* op, const char*
   if (t.dtype != x.dtype) fail(Code::DType, op, ": ", name, " is ", dtype_name(t.dtype), ", input is ", dtype_name(x.dtype));
 }
 
-void check_bias(const Tensor& x, const Tensor& bias, const char* op) {
-  check_operand(x, bias, op, "bias");
+void check_bias(const Tensor& x, const Tensor& bias, const char* op, bool any_dtype = false) {
+  if (any_dtype) check_same_device(x, bias, op);
+  else check_operand(x, bias, op, "bias");
   if (bias.dim() != 1 || bias.shape[0] != x.shape[1])
     fail(Code::Shape, op, ": bias ", shape_str(bias.shape), " does not match input ", shape_str(x.shape), " (expected [", x.shape[1], "])");
 }
@@ -30,7 +31,11 @@ int64_t act_work(BiasAct act, int64_t n) { return act == BiasAct::none || act ==
 
 Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act, bool in_place) {
   check_input(x, act, "biasAct");
-  check_bias(x, bias, "biasAct");
+  // An f32 bias may go with a bf16/f16 input on the CPU (rounded there as a cast would round it).
+  const bool f32_bias = bias.dtype == DType::f32 && (x.dtype == DType::bf16 || x.dtype == DType::f16);
+  if (f32_bias && !x.device().is_cpu())
+    fail(Code::DType, "biasAct: an f32 bias with a ", dtype_name(x.dtype), " input runs on the CPU only, got ", x.device().str());
+  check_bias(x, bias, "biasAct", f32_bias);
   // In place, each element is read and then written by the same thread: the kernels allow it.
   Tensor y = in_place ? x : empty(x.shape, x.dtype, x.device(), "biasAct");
   auto kernel = bias_act_table().get(x.device());

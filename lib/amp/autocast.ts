@@ -186,7 +186,7 @@ export function autocastPolicy(op: string): AutocastPolicy {
 }
 
 function deviceType(t: Tensor): AutocastDevice {
-  return t.device === 'cpu' ? 'cpu' : 'cuda';
+  return t.device.startsWith('cpu') ? 'cpu' : 'cuda';
 }
 
 // f32, bf16 and f16 take part; f64 (and every integer dtype) is left as it is, as in PyTorch.

@@ -154,38 +154,46 @@ test('cached casts are freed with the tidy scope the region ends in, not left to
 test('linear and matmul under autocast round f32 operands in the GEMM: no cast nodes, the values and gradients of explicit casts bit for bit', () => {
   const bits = (t: fl.Tensor) => Array.from(t.to('f32').dataSync() as Float32Array);
   for (const dtype of ['bf16', 'f16'] as const) {
-    for (const lead of [[6], [2, 3]]) {
+    for (const [lead, activation] of [
+      [[6], 'relu'],
+      [[2, 3], 'relu'],
+      [[6], 'none'],
+      [[6], 'gelu'],
+    ] as const) {
       const w = new fl.nn.Parameter(fl.randn([5, 7]));
       const b = new fl.nn.Parameter(fl.randn([5]));
       const x = fl.randn([...lead, 7]).requiresGrad_();
-      const y = fl.autocast({ device: 'cpu', dtype }, () => F.linear(x, w, b, { activation: 'relu' }));
+      const y = fl.autocast({ device: 'cpu', dtype }, () => F.linear(x, w, b, { activation }));
       assert.is(y.dtype, dtype);
       // 3-D input: the layer runs on its [rows, 7] view and reshapes the result back.
       const act = lead.length === 1 ? y.gradFn : y.gradFn?.inputs[0].gradFn;
-      // One linear node: the GEMM reads the f32 input and weight themselves; only the bias is cast.
+      // One linear node: the GEMM reads the f32 input and weight themselves; with none and relu the
+      // bias kernel rounds the f32 bias itself, the smooth activations take it cast.
       assert.is(act?.name, 'linear');
       assert.equal(
         act?.inputs.map((t) => t.dtype),
-        ['f32', 'f32', dtype],
-        'the layer takes the f32 input and weight and the cast bias',
+        ['f32', 'f32', activation === 'gelu' ? dtype : 'f32'],
+        `${activation}: the dtypes the layer takes`,
       );
       assert.ok(act?.inputs[1] === w, 'the GEMM reads the f32 weight itself');
+      if (activation !== 'gelu') assert.ok(act?.inputs[2] === b, 'the bias kernel reads the f32 bias itself');
       const seed = fl.randn([...lead, 5]).to(dtype);
       y.backward(seed);
       // The reference: the same layer with every cast explicit.
       const w2 = new fl.nn.Parameter(fl.tensor(w.toArray() as number[][]));
       const b2 = new fl.nn.Parameter(fl.tensor(b.toArray() as number[]));
       const x2 = x.detach().clone().requiresGrad_();
-      const y2 = F.linear(x2.to(dtype), w2.to(dtype), b2.to(dtype), { activation: 'relu' });
+      const y2 = F.linear(x2.to(dtype), w2.to(dtype), b2.to(dtype), { activation });
       y2.backward(seed);
-      assert.equal(bits(y), bits(y2), `${dtype} ${lead} output`);
+      const what = `${dtype} ${lead} ${activation}`;
+      assert.equal(bits(y), bits(y2), `${what} output`);
       for (const [got, want, name] of [
         [w, w2, 'weight'],
         [b, b2, 'bias'],
         [x, x2, 'input'],
       ] as const) {
         assert.is(got.grad?.dtype, 'f32', `${name} grad dtype`);
-        assert.equal(bits(got.grad as fl.Tensor), bits(want.grad as fl.Tensor), `${dtype} ${lead} ${name} grad`);
+        assert.equal(bits(got.grad as fl.Tensor), bits(want.grad as fl.Tensor), `${what} ${name} grad`);
       }
     }
   }

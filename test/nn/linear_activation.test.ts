@@ -129,6 +129,13 @@ test('the native kernel checks its arguments again', () => {
     'ERR_DTYPE',
   );
   expectError(() => native.biasActBackward(x.handle, fl.randn([2, 3]).handle, null, 'gelu'), RangeError, 'ERR_SHAPE', /\[2,3\].*\[2,4\]/);
+  // Only a bf16/f16 input may take an f32 bias (rounded in the kernel as a cast would round it).
+  const xb = x.to('bf16');
+  expectError(() => native.biasAct(xb.handle, fl.randn([4], { dtype: 'f64' }).handle, 'none'), TypeError, 'ERR_DTYPE');
+  expectError(() => native.biasAct(x.to('f64').handle, fl.randn([4]).handle, 'none'), TypeError, 'ERR_DTYPE');
+  const b = fl.randn([4]);
+  const fused = new fl.Tensor(native.biasAct(xb.handle, b.handle, 'relu'));
+  assert.equal(arr(fused.to('f32')), arr(xb.add(b.to('bf16')).relu().to('f32')));
 });
 
 test('linear with a bias keeps one [rows, out] tensor for none and relu (the bias add writes over the product), two for the smooth activations', async () => {

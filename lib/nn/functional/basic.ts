@@ -45,7 +45,10 @@ function linearBiasAct(x2: Tensor, weight: Tensor, bias: Tensor, act: LinearActi
             ? wrap(native.biasActBackward(g.handle, out.handle, null, act))
             : wrap(native.biasActBackward(g.handle, mm.handle, bias.handle, act));
       const [gx, gw] = productGrads(x2, weight, false, true, lower, gpre);
-      return [gx, gw, bias.requiresGrad ? wrap(native.reduce('sum', gpre.handle, [0], false)) : null];
+      if (!bias.requiresGrad) return [gx, gw, null];
+      // An f32 bias the kernel rounded (autocast): its gradient as the cast's backward gives it.
+      const gb = wrap(native.reduce('sum', gpre.handle, [0], false));
+      return [gx, gw, bias.dtype === gb.dtype ? gb : wrap(native.cast(gb.handle, bias.dtype))];
     },
     { savesOutput: act === 'relu' },
   );
@@ -72,14 +75,18 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
   tensorArg('linear', 'input', x);
   tensorArg('linear', 'weight', weight);
   if (bias !== undefined && bias !== null) tensorArg('linear', 'bias', bias);
-  // Under autocast the GEMM rounds f32 input and weight itself; only the bias is cast.
+  const act = checkChoice('linear', 'activation', checkOptions('linear', options, ['activation']).activation ?? 'none', ACTIVATIONS);
+  // Under autocast the GEMM rounds f32 input and weight itself. On the CPU the bias kernel rounds an
+  // f32 bias itself too (activations none and relu, which write over the product); else it is cast.
   const lowering = autocastLowering('nn.functional.linear', x, weight, bias);
+  let roundsBias = false;
   if (lowering) {
     x = lowering.operand(x);
     weight = lowering.operand(weight);
-    if (bias) bias = lowering.cast(bias);
+    roundsBias =
+      bias?.dtype === 'f32' && (act === 'none' || act === 'relu') && weight.device.startsWith('cpu') && bias.device === weight.device;
+    if (bias && !roundsBias) bias = lowering.cast(bias);
   }
-  const act = checkChoice('linear', 'activation', checkOptions('linear', options, ['activation']).activation ?? 'none', ACTIVATIONS);
   if (!isFloating(x.dtype) || !isFloating(weight.dtype))
     throw flockError('ERR_DTYPE', 'linear', `input and weight must be floating tensors, got ${x.dtype} and ${weight.dtype}`);
   if (x.dtype !== weight.dtype && !lowering) throw dtypeError('linear', `input is ${x.dtype}, weight is ${weight.dtype}`);
@@ -100,7 +107,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null, options:
       'linear',
       `bias ${shapeStr(bias.shape)} does not match weight ${shapeStr(weight.shape)}: expected [${weight.shape[0]}]`,
     );
-  if (bias && bias.dtype !== (lowering?.dtype ?? weight.dtype))
+  if (bias && !roundsBias && bias.dtype !== (lowering?.dtype ?? weight.dtype))
     throw dtypeError('linear', `bias is ${bias.dtype}, weight is ${weight.dtype}`);
   const lead = x.shape.slice(0, -1);
   const x2 = x.ndim === 2 ? x : x.reshape([-1, weight.shape[1]]);
