@@ -4,7 +4,7 @@ import { record } from '../autograd/node';
 import { noGrad } from '../autograd/grad_mode';
 import { checkOptions, describe } from '../errors';
 import { checkTensor, rangeError, shapeStr, sumTo, typeError } from './util';
-import { matmulT } from './linalg';
+import { matmulT, productGrads } from './linalg';
 import { add, mul } from './elementwise';
 import { autocastArgs } from '../amp/autocast';
 
@@ -51,12 +51,8 @@ function product(op: 'addmm' | 'baddbmm', input: Tensor, a: Tensor, b: Tensor, o
     op,
     [input, a, b],
     (g) => {
-      const ga = alpha === 1 ? g : mul(g, alpha);
-      return [
-        input.requiresGrad ? sumTo(mul(g, beta), input.shape) : null,
-        a.requiresGrad ? matmulT(ga, b, false, true) : null,
-        b.requiresGrad ? matmulT(a, ga, true, false) : null,
-      ];
+      const [ga, gb] = productGrads(a, b, false, false, undefined, alpha === 1 ? g : mul(g, alpha));
+      return [input.requiresGrad ? sumTo(mul(g, beta), input.shape) : null, ga, gb];
     },
     { savesOutput: false },
   );

@@ -39,14 +39,13 @@ export function productUntracked(
   transA: boolean,
   transB: boolean,
   lower: AutocastDType | undefined,
-  to: string | undefined = lower,
+  to?: string,
 ): Tensor {
-  const plain = lower === undefined || (a.dtype === lower && b.dtype === lower && to === lower);
-  return wrap(
-    plain
-      ? native.matmul(a.handle, b.handle, transA, transB)
-      : native.matmulLowered(a.handle, b.handle, transA, transB, lower, to ?? lower),
-  );
+  // `to`, the product's dtype, defaults to `lower`.
+  const out = to ?? lower;
+  if (lower === undefined || (a.dtype === lower && b.dtype === lower && out === lower))
+    return wrap(native.matmul(a.handle, b.handle, transA, transB));
+  return wrap(native.matmulLowered(a.handle, b.handle, transA, transB, lower, out ?? lower));
 }
 
 /**
