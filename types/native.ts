@@ -123,6 +123,8 @@ export interface NativeAddon {
   unary(op: UnaryOpName | number, x: NativeTensor, a?: number, b?: number): NewTensor;
   unaryBackward(op: UnaryOpName | number, x: NativeTensor, grad: NativeTensor, a?: number, b?: number): NewTensor;
   binary(op: BinaryOpName | number, a: NativeTensor, b: NativeTensor): NewTensor;
+  /** self = self op b in place (arithmetic, same dtype, b broadcasting to self); false when b overlaps self other than element for element. */
+  binary_(op: BinaryOpName | number, self: NativeTensor, b: NativeTensor): boolean;
   where(cond: NativeTensor, a: NativeTensor, b: NativeTensor): NewTensor;
   cast(x: NativeTensor, dtype: NativeDType): NewTensor;
   clone(x: NativeTensor): NewTensor;

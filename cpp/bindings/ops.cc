@@ -36,6 +36,13 @@ Napi::Value Binary(const Napi::CallbackInfo& info) {
   return out(info, ops::binary(op, a.tensor(1, "a"), a.tensor(2, "b")));
 }
 
+Napi::Value BinaryInPlace(const Napi::CallbackInfo& info) {
+  Args a{info, "binary_"};
+  auto op = a.enumeration<BinaryOp>(0, "op", kBinaryOpNames, kBinaryOps);
+  Tensor self = a.tensor(1, "self");
+  return Napi::Boolean::New(info.Env(), ops::binary_(op, self, a.tensor(2, "b")));
+}
+
 Napi::Value Where(const Napi::CallbackInfo& info) {
   Args a{info, "where"};
   return out(info, ops::where(a.tensor(0, "condition"), a.tensor(1, "a"), a.tensor(2, "b")));
@@ -151,6 +158,7 @@ void register_op_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("unary", Unary);
   FLOCK_EXPORT("unaryBackward", UnaryBackward);
   FLOCK_EXPORT("binary", Binary);
+  FLOCK_EXPORT("binary_", BinaryInPlace);
   FLOCK_EXPORT("where", Where);
   FLOCK_EXPORT("cast", Cast);
   FLOCK_EXPORT("clone", Clone);

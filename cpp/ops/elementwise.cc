@@ -56,6 +56,23 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+bool binary_(BinaryOp op, Tensor& self, const Tensor& b) {
+  if (op >= BinaryOp::count) fail(Code::Arg, "binary_: unknown op");
+  if (binary_is_comparison(op)) fail(Code::Arg, "binary_: a comparison's bool result cannot be written into its input");
+  check_same_device(self, b, "binary_");
+  if (self.dtype != b.dtype)
+    fail(Code::DType, "binary_: dtypes ", dtype_name(self.dtype), " and ", dtype_name(b.dtype), " differ (shapes ",
+         shape_str(self.shape), " and ", shape_str(b.shape), ")");
+  if (self.dtype == DType::boolean) fail(Code::DType, "binary_: arithmetic is not defined for bool tensors");
+  if (broadcast_shapes(self.shape, b.shape, "binary_") != self.shape)
+    fail(Code::Shape, "binary_: shape ", shape_str(b.shape), " does not broadcast to self's shape ", shape_str(self.shape));
+  if (self.storage == b.storage && (self.offset != b.offset || self.shape != b.shape)) return false;
+  Tensor out = self;
+  auto kernel = binary_table().get(self.device());
+  launch("binary_", self.device(), [op, self, b, out, kernel]() mutable { kernel(op, self, b, out); }, binary_work(op, out.numel()));
+  return true;
+}
+
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_same_device(cond, a, "where");
   check_same_device(a, b, "where");

@@ -25,6 +25,10 @@ Tensor one_hot(const Tensor& index, int64_t num_classes);
 Tensor unary(UnaryOp op, const Tensor& x, double a = 0, double b = 0);
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& gy, double a = 0, double b = 0);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+// self = self op b, written into self by the binary kernel (arithmetic; b of self's dtype and device,
+// broadcasting to self's shape). False, with nothing launched, when b overlaps self other than
+// element for element (a view of part of self's storage): the caller computes into a new tensor.
+bool binary_(BinaryOp op, Tensor& self, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor cast(const Tensor& x, DType dtype);
 Tensor clone(const Tensor& x);

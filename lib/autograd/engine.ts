@@ -224,22 +224,38 @@ function onesLike(t: Tensor): Tensor {
 }
 
 /**
- * Adds `g` into a leaf's `.grad`; the stored gradient outlives the backward pass. `adopt`: `g` is
- * the engine's to give, so a leaf without a gradient takes it as it is. Returns whether it did.
+ * The gradients the engine itself stored in a leaf's `.grad`. Only these are added into in place:
+ * one a strategy or the user assigned may share its storage with something else, so it is
+ * replaced by the sum instead.
+ */
+const engineGrads = new WeakSet<Tensor>();
+
+/**
+ * Adds `g` into a leaf's `.grad`; the stored gradient outlives the backward pass. A gradient the
+ * engine stored is added into in place (as PyTorch's AccumulateGrad does), so accumulating holds
+ * no second copy of it. `adopt`: `g` is the engine's to give, so a leaf without a gradient takes it
+ * as it is. Returns whether it did.
  */
 function accumulate(leaf: Tensor, g: Tensor, adopt: boolean): boolean {
+  const cur = leaf.grad && !leaf.grad.isDisposed ? leaf.grad : null;
+  if (cur && engineGrads.has(cur) && g.dtype === cur.dtype && g.device === cur.device && sameShape(g.shape, cur.shape)) {
+    cur.add_(g);
+    return false;
+  }
   let next: Tensor;
-  if (leaf.grad && !leaf.grad.isDisposed) {
-    next = leaf.grad.add(g);
-    leaf.grad.dispose();
+  if (cur) {
+    next = cur.add(g);
+    cur.dispose();
   } else if (adopt && g.dtype === leaf.dtype && g.device === leaf.device && sameShape(g.shape, leaf.shape)) {
     leaf.grad = keep(g);
+    engineGrads.add(g);
     return true;
   } else {
     // Own storage, so later in-place optimizer updates never alias an intermediate.
     next = g.shape.length === leaf.shape.length && g.dtype === leaf.dtype ? g.clone() : g.to(leaf.dtype).reshape([...leaf.shape]);
   }
   leaf.grad = keep(next);
+  engineGrads.add(next);
   return false;
 }
 

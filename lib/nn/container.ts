@@ -1,5 +1,9 @@
 /** Containers: Sequential (chained forward), ModuleList and ModuleDict (registered holders). */
 import { Module } from './module';
+import { Linear } from './linear';
+import { ReLU } from './activation';
+import { linear } from './functional/basic';
+import type { Tensor } from '../tensor';
 import { argError, describe, flockError } from '../errors';
 
 type Callable = { forward(x: unknown): unknown };
@@ -29,10 +33,32 @@ export class Sequential extends Module {
   }
 
   forward<T>(x: T): T {
-    let y: unknown = x;
-    for (const m of this.children()) y = (m as unknown as Callable).forward(y);
-    return y as T;
+    return runChain([...this.children()], x) as T;
   }
+}
+
+/** Whether `m` is exactly a `cls` whose forward is the class's own (not a subclass, nor replaced). */
+function plain<C extends abstract new (...args: never[]) => Module>(m: Module, cls: C): m is InstanceType<C> {
+  return m.constructor === cls && (m as unknown as Callable).forward === (cls.prototype as Callable).forward;
+}
+
+/**
+ * Runs `mods` in order, each on the previous one's output (Sequential's forward, and
+ * checkpointSequential's segments). A Linear followed at once by a ReLU runs as one linear with the
+ * ReLU fused into its bias pass: the same values and gradients, one kernel less each way, and the
+ * pre-activation, which nothing outside the chain can see, is never kept.
+ */
+export function runChain(mods: readonly Module[], x: unknown): unknown {
+  let y = x;
+  for (let i = 0; i < mods.length; i++) {
+    const m = mods[i];
+    const next = mods[i + 1];
+    if (next && plain(m, Linear) && plain(next, ReLU)) {
+      y = linear(y as Tensor, m.weight, m.bias, { activation: 'relu' });
+      i++;
+    } else y = (m as unknown as Callable).forward(y);
+  }
+  return y;
 }
 
 /** A list of modules whose parameters belong to the parent; forward is yours to write. */

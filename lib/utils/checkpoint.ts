@@ -19,7 +19,7 @@ import { autocastState, withAutocastStates } from '../amp/autocast';
 import { argError, describe } from '../errors';
 import { tidy } from '../memory';
 import { Module } from '../nn/module';
-import type { Sequential } from '../nn/container';
+import { type Sequential, runChain } from '../nn/container';
 import { checkNumber } from '../validate';
 
 type Fn = (...args: unknown[]) => unknown;
@@ -101,7 +101,7 @@ export function checkpointSequential(seq: Sequential, segments: number, x: Tenso
   for (let s = 0; s < segments; s++) {
     const end = s === segments - 1 ? mods.length : start + size;
     const part = mods.slice(start, end);
-    const call = (xs: unknown[]) => part.reduce((h, m) => m.forward(h), xs[0]);
+    const call = (xs: unknown[]) => runChain(part, xs[0]);
     y =
       s === segments - 1
         ? asTensor(op, call([y]))

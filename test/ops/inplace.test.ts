@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
+import { native } from '../../lib/native';
 import { arr, close, expectError } from '../helpers/reference';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 
@@ -174,6 +175,50 @@ test('a permute that moves only size-1 dims is a view: writes through it count a
   fl.noGrad(() => hz.permute([1, 0]).add_(1));
   yz.sum().backward();
   assert.equal(arr(z.grad!), [2, 4, 6, 8]);
+});
+
+test("add_, sub_, mul_, div_ by a tensor of self's dtype write into self: no temporary, same values", async () => {
+  for (const dtype of ['f32', 'f64', 'bf16', 'f16'] as const) {
+    const base = fl.randn([64, 256]).to(dtype);
+    const row = fl.randn([256]).to(dtype);
+    const full = fl.randn([64, 256]).to(dtype).abs().add(0.5);
+    const cases: [string, (t: fl.Tensor) => fl.Tensor, (t: fl.Tensor) => fl.Tensor][] = [
+      ['add_', (t) => t.add_(row), (t) => t.add(row)],
+      ['sub_', (t) => t.sub_(full), (t) => t.sub(full)],
+      ['mul_', (t) => t.mul_(row), (t) => t.mul(row)],
+      ['div_', (t) => t.div_(full), (t) => t.div(full)],
+    ];
+    for (const [name, inPlace, outOfPlace] of cases) {
+      const x = base.clone();
+      const expected = arr(outOfPlace(base));
+      await fl.sync();
+      fl.resetPeakMemory();
+      const before = fl.memory().cpu.bytes;
+      assert.is(inPlace(x), x);
+      fl.syncSync();
+      assert.is(fl.memory().cpu.peakBytes, before, `${dtype} ${name}: no temporary`);
+      assert.equal(arr(x), expected, `${dtype} ${name}`);
+    }
+  }
+});
+
+test("in place by a view of part of self's own storage reads the old values (no write-before-read)", () => {
+  const x = fl.arange(0, 8).to('f32').reshape([2, 4]);
+  const expected = arr(x.add(x.narrow(0, 0, 1)));
+  x.add_(x.narrow(0, 0, 1)); // row 0 is also what is added to row 1
+  assert.equal(arr(x), expected);
+  const y = fl.arange(0, 8).to('f32').reshape([2, 4]);
+  y.mul_(y); // element for element: written in place
+  assert.equal(arr(y), [0, 1, 4, 9, 16, 25, 36, 49]);
+});
+
+test('native binary_ re-validates its operands', () => {
+  const x = fl.zeros([2, 3]);
+  const n = native as unknown as { binary_(op: string, a: unknown, b: unknown): boolean };
+  expectError(() => n.binary_('add', x.handle, fl.zeros([2, 3], { dtype: 'f64' }).handle), TypeError, 'ERR_DTYPE', /binary_.*f32 and f64/);
+  expectError(() => n.binary_('add', x.handle, fl.zeros([3, 3]).handle), RangeError, 'ERR_SHAPE', /binary_/);
+  expectError(() => n.binary_('eq', x.handle, fl.zeros([2, 3]).handle), TypeError, 'ERR_ARG', /comparison/);
+  expectError(() => n.binary_('add', fl.zeros([1, 3]).handle, x.handle), RangeError, 'ERR_SHAPE', /self's shape \[1,3\]/);
 });
 
 test.run();
