@@ -25,11 +25,12 @@ import { abs, eq, ge, gt, le, log, lt, neg } from './generated/elementwise';
 // The ops of a uniform call shape are generated from the manifest (lib/ops/generated/).
 export * from './generated/elementwise';
 
-// The gradients of the arithmetic ops, made once (recordBinary passes the operands).
+// The gradients of the arithmetic ops, made once (recordBinary passes the operands). An operand
+// that does not require grad gets none computed (a constant's, such as a mask or a mean's count).
 const addGrad: BinaryGrad = (g) => [g, g];
-const subGrad: BinaryGrad = (g) => [g, neg(g)];
-const mulGrad: BinaryGrad = (g, a, b) => [mul(g, b), mul(g, a)];
-const divGrad: BinaryGrad = (g, a, b) => [div(g, b), neg(div(mul(g, a), mul(b, b)))];
+const subGrad: BinaryGrad = (g, _a, b) => [g, b.requiresGrad ? neg(g) : null];
+const mulGrad: BinaryGrad = (g, a, b) => [a.requiresGrad ? mul(g, b) : null, b.requiresGrad ? mul(g, a) : null];
+const divGrad: BinaryGrad = (g, a, b) => [a.requiresGrad ? div(g, b) : null, b.requiresGrad ? neg(div(mul(g, a), mul(b, b))) : null];
 
 export function add(x: Tensor, other: TensorLike, alpha = 1): Tensor {
   const [a, b0] = operands('add', x, other);
@@ -86,9 +87,10 @@ function minmax(op: 'maximum' | 'minimum', x: Tensor, other: TensorLike): Tensor
     const win = op === 'maximum' ? gt(a, b) : lt(a, b);
     const tie = castTo(eq(a, b), g.dtype);
     const half = mul(tie, 0.5);
-    const wa = add(castTo(win, g.dtype), half);
-    const wb = sub(sub(scalar(1, g.dtype, g.device), castTo(win, g.dtype)), half);
-    return [mul(g, wa), mul(g, wb)];
+    return [
+      a.requiresGrad ? mul(g, add(castTo(win, g.dtype), half)) : null,
+      b.requiresGrad ? mul(g, sub(sub(scalar(1, g.dtype, g.device), castTo(win, g.dtype)), half)) : null,
+    ];
   });
 }
 export const maximum = (a: Tensor, b: TensorLike): Tensor => minmax('maximum', a, b);
