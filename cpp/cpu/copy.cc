@@ -1,7 +1,9 @@
 // CPU data movement: strided copies (permute, expand, narrow, cat), index_select, gather,
 // scatter_add and one_hot. Indices are checked as they are read; a bad one fails the op with ERR_INDEX.
+#include <algorithm>
 #include <cstring>
 #include "../kernels.h"
+#include "gemm_pack.h"
 #include "index_plan.h"
 #include "loops.h"
 
@@ -25,6 +27,71 @@ void copy_strided_run(const char* s, int64_t ss, char* d, int64_t ds, int64_t n,
   }
 }
 
+// The offsets in src and dst of index `r` over dims [0, nd) of the copy (row-major).
+inline void offsets_of(const StridedCopy& p, int64_t nd, int64_t r, int64_t& so, int64_t& dof) {
+  so = p.src_offset;
+  dof = p.dst_offset;
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    const int64_t i = r % p.shape[d];
+    r /= p.shape[d];
+    so += i * p.src_strides[d];
+    dof += i * p.dst_strides[d];
+  }
+}
+
+// dst rows of `cols` elements (stride 1, rows `ld_dst` apart) from src columns (src element
+// (i, j) at i + j * ld_src): one tile of `t`×`t` at a time, so reads and writes both stay within
+// a few cache lines instead of one of them touching a new line per element.
+template <class U>
+void transpose_tiles(const char* s, int64_t ld_src, char* d, int64_t ld_dst, int64_t rows, int64_t cols, int64_t t) {
+  const U* src = reinterpret_cast<const U*>(s);
+  U* dst = reinterpret_cast<U*>(d);
+  for (int64_t j0 = 0; j0 < cols; j0 += t) {
+    const int64_t j1 = std::min(cols, j0 + t);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = j0; j < j1; ++j) dst[i * ld_dst + j] = src[i + j * ld_src];
+  }
+}
+
+// dst rows of `cols` 32-bit elements from src columns, as transpose_tiles, by 8×8 register
+// transposes (pack_transposed: 8 columns of src, read along their contiguous rows, become an
+// 8-wide strip of each dst row).
+void transpose_words(const char* s, int64_t ld_src, char* d, int64_t ld_dst, int64_t rows, int64_t cols) {
+  const uint32_t* src = reinterpret_cast<const uint32_t*>(s);
+  uint32_t* dst = reinterpret_cast<uint32_t*>(d);
+  for (int64_t j0 = 0; j0 < cols; j0 += 8) {
+    const int64_t w = std::min<int64_t>(8, cols - j0);
+    pack_transposed(src + j0 * ld_src, ld_src, w, w, rows, dst + j0, ld_dst);
+  }
+}
+
+// A copy whose innermost dim reads with a stride and whose next dim reads contiguously: a
+// transpose of the last two dims (x.transpose(-2, -1), x.t()). Cut into bands of dst rows (a band
+// per task) short enough that the dst lines a band writes stay in L1 while its columns go by.
+void transpose_copy(const char* sp, char* dp, const StridedCopy& p, int64_t nd, int64_t total, size_t es) {
+  const int64_t rows = p.shape[nd - 2], cols = p.shape[nd - 1];
+  const int64_t ld_src = p.src_strides[nd - 1], ld_dst = p.dst_strides[nd - 2];
+  const int64_t t = es == 4 ? 64 : std::max<int64_t>(8, 64 / static_cast<int64_t>(es));
+  const int64_t bands = (rows + t - 1) / t, planes = total / (rows * cols);
+  parallel_for(planes * bands, std::max<int64_t>(1, kElementGrain / (t * cols)), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t plane = b / bands, i0 = (b % bands) * t, n = std::min(t, rows - i0);
+      int64_t so = 0, dof = 0;
+      offsets_of(p, nd - 2, plane, so, dof);
+      so += i0 * p.src_strides[nd - 2];
+      dof += i0 * ld_dst;
+      const char* s = sp + so * static_cast<int64_t>(es);
+      char* d = dp + dof * static_cast<int64_t>(es);
+      switch (es) {
+        case 1: transpose_tiles<uint8_t>(s, ld_src, d, ld_dst, n, cols, t); break;
+        case 2: transpose_tiles<uint16_t>(s, ld_src, d, ld_dst, n, cols, t); break;
+        case 4: transpose_words(s, ld_src, d, ld_dst, n, cols); break;
+        default: transpose_tiles<uint64_t>(s, ld_src, d, ld_dst, n, cols, t); break;
+      }
+    }
+  });
+}
+
 void strided_copy_cpu(const Tensor& src, Tensor& dst, const StridedCopy& p) {
   int64_t total = 1;
   for (int64_t s : p.shape) total *= s;
@@ -35,16 +102,15 @@ void strided_copy_cpu(const Tensor& src, Tensor& dst, const StridedCopy& p) {
   const int64_t nd = static_cast<int64_t>(p.shape.size());
   const int64_t inner = nd ? p.shape[nd - 1] : 1;
   const int64_t ss = nd ? p.src_strides[nd - 1] : 1, ds = nd ? p.dst_strides[nd - 1] : 1;
+  if (nd >= 2 && ds == 1 && ss != 1 && p.src_strides[nd - 2] == 1 && p.shape[nd - 2] > 1 && inner > 1) {
+    transpose_copy(sp, dp, p, nd, total, es);
+    return;
+  }
   const int64_t rows = total / inner;
   parallel_for(rows, std::max<int64_t>(1, kElementGrain / inner), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      int64_t so = p.src_offset, dof = p.dst_offset, rem = r;
-      for (int64_t d = nd - 2; d >= 0; --d) {
-        int64_t i = rem % p.shape[d];
-        rem /= p.shape[d];
-        so += i * p.src_strides[d];
-        dof += i * p.dst_strides[d];
-      }
+      int64_t so = 0, dof = 0;
+      offsets_of(p, nd - 1, r, so, dof);
       if (ss == 1 && ds == 1) {
         std::memcpy(dp + dof * es, sp + so * es, static_cast<size_t>(inner) * es);
       } else {

@@ -36,6 +36,34 @@ test('transpose and permute copy with the right element order', () => {
   expectError(() => x().permute(0, 0, 1), TypeError, 'ERR_ARG');
 });
 
+test('transposes of the last two dims (tiled copy): every dtype, odd sizes, batched, from an offset view', () => {
+  // A host reference: out[..., i, j] = in[..., j, i].
+  const ref = (data: number[], planes: number, r: number, c: number) => {
+    const out: number[] = [];
+    for (let p = 0; p < planes; p++) for (let j = 0; j < c; j++) for (let i = 0; i < r; i++) out.push(data[p * r * c + i * c + j]);
+    return out;
+  };
+  for (const dtype of ['f32', 'f64', 'bf16', 'f16', 'i64', 'i32', 'u8', 'bool'] as const) {
+    for (const [planes, r, c] of [
+      [1, 37, 53],
+      [3, 70, 9],
+      [2, 1, 40],
+      [1, 129, 66],
+    ]) {
+      const n = planes * r * c;
+      const values = Array.from({ length: n }, (_, k) => (dtype === 'bool' ? k % 3 === 0 : (k * 7) % 101)) as number[];
+      const t = fl.tensor(values, { dtype }).reshape([planes, r, c]);
+      const got = arr(t.transpose(1, 2));
+      assert.equal(got, ref(arr(t), planes, r, c), `${dtype} [${planes},${r},${c}]`);
+    }
+  }
+  // From a view at an offset (rows 1..2 of a [4, 33, 17] tensor).
+  const base = fl.arange(0, 4 * 33 * 17, 1, { dtype: 'f32' }).reshape([4, 33, 17]);
+  const view = base.narrow(0, 1, 2);
+  assert.equal(arr(view.transpose(1, 2)), ref(arr(view), 2, 33, 17));
+  assert.equal(arr(base.transpose(0, 1).transpose(1, 2)), arr(base.permute([1, 2, 0])), 'permute through two transposes');
+});
+
 test('expand broadcasts', () => {
   const e = fl.tensor([[1], [2]], { dtype: 'f32' }).expand(2, 3);
   assert.equal(arr(e), [1, 1, 1, 2, 2, 2]);
