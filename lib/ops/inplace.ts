@@ -5,7 +5,7 @@
  * bool), then copied into self's storage, which self shares with its views; the storage's version
  * counter is bumped, so a node that saved self refuses to run backward afterwards. add_, sub_, mul_
  * and div_ of a floating tensor by one of its dtype, outside autograd, skip the copy: the kernel
- * writes into self ({@link binaryInto}).
+ * writes into self ({@link writesDirectly}).
  *
  * Autograd: a leaf that requires grad cannot be written outside noGrad. A non-leaf's history is
  * rebased as PyTorch does: the op is recorded with an edge to a stand-in for self's old value (a
@@ -35,6 +35,27 @@ function canCast(from: CanonicalDType, to: CanonicalDType): boolean {
   return to !== 'bool' || from === 'bool';
 }
 
+/** The binary kernels that can write `self op= other` straight into self. */
+type DirectOp = 'add' | 'sub' | 'mul' | 'div';
+
+/** Whether a tensor of shape `from` broadcasts to `to` without changing it. */
+function broadcastsTo(from: readonly number[], to: readonly number[]): boolean {
+  if (from.length > to.length) return false;
+  const lead = to.length - from.length;
+  return from.every((s, i) => s === 1 || s === to[lead + i]);
+}
+
+/**
+ * Runs `self op= other` with the binary kernel writing into self (one pass, no temporary) when
+ * other is a tensor of self's floating dtype and device that broadcasts to self's shape; false
+ * when the general path must run (also when the native side finds other a view of part of self's
+ * storage).
+ */
+function writesDirectly(code: DirectOp, self: Tensor, other: Tensor | null): boolean {
+  if (!other || other.dtype !== self.dtype || other.device !== self.device || !isFloating(self.dtype)) return false;
+  return broadcastsTo(other.shape, self.shape) && native.binary_(code, self.handle, other.handle);
+}
+
 /**
  * Runs `compute(before)` and writes its result into `self`. `before` stands for self's value
  * before the write; `readsBefore` says whether the recorded gradient reads its values (then it is
@@ -47,9 +68,14 @@ function inPlace(
   readsBefore: boolean,
   compute: (before: Tensor) => Tensor,
   anyCast = false,
+  direct?: DirectOp,
 ): Tensor {
   checkTensor(op, 'self', self);
   const tracked = isGradEnabled() && (self.requiresGrad || inputs.some((t) => t?.requiresGrad));
+  if (!tracked && direct && writesDirectly(direct, self, inputs[0])) {
+    bumpVersions(op, [self]);
+    return self;
+  }
   if (tracked && self.isLeaf && self.requiresGrad)
     throw flockError(
       'ERR_AUTOGRAD',
@@ -99,54 +125,26 @@ function replaces(op: string, before: Tensor, fresh: Tensor): Tensor {
   return record(fresh, op, [before], () => [zeroGrad(before)], { savesOutput: false });
 }
 
-/** Whether a tensor of shape `from` broadcasts to `to` without changing it. */
-function broadcastsTo(from: readonly number[], to: readonly number[]): boolean {
-  if (from.length > to.length) return false;
-  const lead = to.length - from.length;
-  return from.every((s, i) => s === 1 || s === to[lead + i]);
-}
-
-/**
- * `self op= other` written into self by the binary kernel: one pass and no temporary, where
- * nothing records the write and other is a tensor of self's floating dtype and device that
- * broadcasts to self's shape. False when the general path must run (it also does when other is
- * a view of part of self's storage).
- */
-function binaryInto(op: string, code: 'add' | 'sub' | 'mul' | 'div', self: Tensor, other: TensorLike): boolean {
-  const o = tensorOf(other);
-  if (!o || (isGradEnabled() && (self.requiresGrad || o.requiresGrad))) return false;
-  checkTensor(op, 'self', self);
-  checkTensor(op, 'other', o);
-  if (o.dtype !== self.dtype || o.device !== self.device || !isFloating(self.dtype) || !broadcastsTo(o.shape, self.shape)) return false;
-  if (!native.binary_(code, self.handle, o.handle)) return false;
-  bumpVersions(op, [self]);
-  return true;
-}
-
 /** `self += alpha * other` in place (other broadcasts to self's shape). */
 export function add_(self: Tensor, other: TensorLike, alpha = 1): Tensor {
-  if (alpha === 1 && binaryInto('add_', 'add', self, other)) return self;
-  return inPlace('add_', self, [tensorOf(other)], false, (b) => ew.add(b, other, alpha));
+  return inPlace('add_', self, [tensorOf(other)], false, (b) => ew.add(b, other, alpha), false, alpha === 1 ? 'add' : undefined);
 }
 
 /** `self -= alpha * other` in place. */
 export function sub_(self: Tensor, other: TensorLike, alpha = 1): Tensor {
-  if (alpha === 1 && binaryInto('sub_', 'sub', self, other)) return self;
-  return inPlace('sub_', self, [tensorOf(other)], false, (b) => ew.sub(b, other, alpha));
+  return inPlace('sub_', self, [tensorOf(other)], false, (b) => ew.sub(b, other, alpha), false, alpha === 1 ? 'sub' : undefined);
 }
 
 /** `self *= other` in place. */
 export function mul_(self: Tensor, other: TensorLike): Tensor {
-  if (binaryInto('mul_', 'mul', self, other)) return self;
   const needs = tensorOf(other)?.requiresGrad ?? false;
-  return inPlace('mul_', self, [tensorOf(other)], needs, (b) => ew.mul(b, other));
+  return inPlace('mul_', self, [tensorOf(other)], needs, (b) => ew.mul(b, other), false, 'mul');
 }
 
 /** `self /= other` in place (true division: an integer self refuses, as its result is floating). */
 export function div_(self: Tensor, other: TensorLike): Tensor {
-  if (binaryInto('div_', 'div', self, other)) return self;
   const needs = tensorOf(other)?.requiresGrad ?? false;
-  return inPlace('div_', self, [tensorOf(other)], needs, (b) => ew.div(b, other));
+  return inPlace('div_', self, [tensorOf(other)], needs, (b) => ew.div(b, other), false, 'div');
 }
 
 /** Limits self to [min, max] in place (number or tensor bounds, as {@link ew.clamp}). */
