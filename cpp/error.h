@@ -1,6 +1,7 @@
 // flock::Error — the one way the core reports failure. Bindings turn it into a JS TypeError or
 // RangeError carrying the code; nothing in the core aborts on a user-reachable path.
 #pragma once
+#include <charconv>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -55,6 +56,13 @@ inline std::string shape_str(const std::vector<int64_t>& s) {
   for (size_t i = 0; i < s.size(); ++i) o << (i ? "," : "") << s[i];
   o << ']';
   return o.str();
+}
+
+// A double as its shortest exact decimal (2147483648, not 2.14748e+09), for messages.
+inline std::string num_str(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 template <class... Parts>

@@ -125,6 +125,8 @@ export interface NativeAddon {
   binary(op: BinaryOpName | number, a: NativeTensor, b: NativeTensor): NewTensor;
   /** self = self op b in place (arithmetic, same dtype, b broadcasting to self); false when b overlaps self other than element for element. */
   binary_(op: BinaryOpName | number, self: NativeTensor, b: NativeTensor): boolean;
+  /** Every element of self set to value, in place (ERR_RANGE when an integer dtype cannot hold it). */
+  fill_(self: NativeTensor, value: number): void;
   where(cond: NativeTensor, a: NativeTensor, b: NativeTensor): NewTensor;
   cast(x: NativeTensor, dtype: NativeDType): NewTensor;
   clone(x: NativeTensor): NewTensor;

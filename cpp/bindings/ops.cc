@@ -43,6 +43,13 @@ Napi::Value BinaryInPlace(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), ops::binary_(op, self, a.tensor(2, "b")));
 }
 
+Napi::Value FillInPlace(const Napi::CallbackInfo& info) {
+  Args a{info, "fill_"};
+  Tensor self = a.tensor(0, "self");
+  ops::fill_(self, a.number(1, "value"));
+  return info.Env().Undefined();
+}
+
 Napi::Value Where(const Napi::CallbackInfo& info) {
   Args a{info, "where"};
   return out(info, ops::where(a.tensor(0, "condition"), a.tensor(1, "a"), a.tensor(2, "b")));
@@ -159,6 +166,7 @@ void register_op_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("unaryBackward", UnaryBackward);
   FLOCK_EXPORT("binary", Binary);
   FLOCK_EXPORT("binary_", BinaryInPlace);
+  FLOCK_EXPORT("fill_", FillInPlace);
   FLOCK_EXPORT("where", Where);
   FLOCK_EXPORT("cast", Cast);
   FLOCK_EXPORT("clone", Clone);

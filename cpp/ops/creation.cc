@@ -5,12 +5,35 @@
 
 namespace flock::ops {
 
+namespace {
+
+void check_fill_value(DType dtype, double value, const char* op) {
+  double lo = 0, hi = 0;
+  switch (dtype) {
+    case DType::i32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case DType::i64: lo = -9223372036854775808.0, hi = 9223372036854774784.0; break;  // the last double below 2^63
+    case DType::u8: lo = 0, hi = 255; break;
+    default: return;
+  }
+  const double t = std::trunc(value);
+  if (!(t >= lo && t <= hi)) fail(Code::Range, op, ": value ", num_str(value), " is out of range for ", dtype_name(dtype));
+}
+
+void launch_fill(const char* op, Tensor out, double value) {
+  check_fill_value(out.dtype, value, op);
+  auto kernel = fill_table().get(out.device());
+  launch(op, out.device(), [out, value, kernel]() mutable { kernel(out, value); }, out.numel());
+}
+
+}  // namespace
+
 Tensor full(const Shape& shape, DType dtype, Device device, double value) {
   Tensor out = empty(shape, dtype, device, "full");
-  auto kernel = fill_table().get(out.device());
-  launch("full", device, [out, value, kernel]() mutable { kernel(out, value); }, out.numel());
+  launch_fill("full", out, value);
   return out;
 }
+
+void fill_(Tensor& self, double value) { launch_fill("fill_", self, value); }
 
 Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype, Device device) {
   const int64_t n = checked_numel(shape, "tensor");

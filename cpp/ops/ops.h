@@ -12,7 +12,11 @@
 namespace flock::ops {
 
 // Creation
+// Refuses (ERR_RANGE) a value an integer dtype cannot hold (NaN, an infinity, outside its range);
+// fractions truncate toward zero. Every value fits a floating or bool dtype.
 Tensor full(const Shape& shape, DType dtype, Device device, double value);
+// Every element of self set to `value` (checked as full checks it), written in place.
+void fill_(Tensor& self, double value);
 Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype, Device device);
 Tensor arange(double start, double end, double step, DType dtype, Device device);
 Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device);

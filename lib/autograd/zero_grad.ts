@@ -1,10 +1,13 @@
 /** Clearing gradients, shared by Module.zeroGrad and Optimizer.zeroGrad. */
 import type { Tensor } from '../tensor';
-import { tidy } from '../memory';
 import { noGrad } from './grad_mode';
-import { copy_ } from '../ops/elementwise';
+import { zero_ } from '../ops/inplace';
 
-/** Clears (setToNone, the default) or zeroes in place the `.grad` of each tensor. */
+/**
+ * Clears (setToNone, the default) or zeroes in place the `.grad` of each tensor. Zeroing writes
+ * zeros over whatever was there (an inf or NaN gradient of a step GradScaler skipped included) with
+ * no temporary; a `.grad` assigned with a history (a gradFn) is detached first, as PyTorch does.
+ */
 export function zeroGrads(params: Iterable<Tensor>, setToNone = true): void {
   for (const p of params) {
     const g = p.grad;
@@ -13,7 +16,11 @@ export function zeroGrads(params: Iterable<Tensor>, setToNone = true): void {
       g.dispose();
       p.grad = null;
     } else {
-      tidy(() => noGrad(() => copy_(g, g.mul(0))));
+      if (g.gradFn) {
+        g.gradFn = null;
+        g.requiresGrad = false;
+      }
+      noGrad(() => zero_(g));
     }
   }
 }

@@ -5,7 +5,7 @@
  * bool), then copied into self's storage, which self shares with its views; the storage's version
  * counter is bumped, so a node that saved self refuses to run backward afterwards. add_, sub_, mul_
  * and div_ of a floating tensor by one of its dtype, outside autograd, skip the copy: the kernel
- * writes into self ({@link writesDirectly}).
+ * writes into self ({@link writesDirectly}), and so does fill_ (zero_) outside autograd.
  *
  * Autograd: a leaf that requires grad cannot be written outside noGrad. A non-leaf's history is
  * rebased as PyTorch does: the op is recorded with an edge to a stand-in for self's old value (a
@@ -51,15 +51,18 @@ function broadcastsTo(from: readonly number[], to: readonly number[]): boolean {
  * when the general path must run (also when the native side finds other a view of part of self's
  * storage).
  */
-function writesDirectly(code: DirectOp, self: Tensor, other: Tensor | null): boolean {
-  if (!other || other.dtype !== self.dtype || other.device !== self.device || !isFloating(self.dtype)) return false;
+function writesDirectly(code: DirectOp, self: Tensor, other: TensorLike): boolean {
+  if (typeof other !== 'object' || other === null) return false;
+  if (other.dtype !== self.dtype || other.device !== self.device || !isFloating(self.dtype)) return false;
   return broadcastsTo(other.shape, self.shape) && native.binary_(code, self.handle, other.handle);
 }
 
 /**
  * Runs `compute(before)` and writes its result into `self`. `before` stands for self's value
  * before the write; `readsBefore` says whether the recorded gradient reads its values (then it is
- * a copy, else an alias). `inputs` are the other tensors the result depends on.
+ * a copy, else an alias). `inputs` are the other tensors the result depends on. `direct`, tried
+ * first when autograd does not record the write, writes the result into self itself and says
+ * whether it did.
  */
 function inPlace(
   op: string,
@@ -68,11 +71,11 @@ function inPlace(
   readsBefore: boolean,
   compute: (before: Tensor) => Tensor,
   anyCast = false,
-  direct?: DirectOp,
+  direct?: () => boolean,
 ): Tensor {
   checkTensor(op, 'self', self);
   const tracked = isGradEnabled() && (self.requiresGrad || inputs.some((t) => t?.requiresGrad));
-  if (!tracked && direct && writesDirectly(direct, self, inputs[0])) {
+  if (!tracked && direct?.()) {
     bumpVersions(op, [self]);
     return self;
   }
@@ -127,24 +130,42 @@ function replaces(op: string, before: Tensor, fresh: Tensor): Tensor {
 
 /** `self += alpha * other` in place (other broadcasts to self's shape). */
 export function add_(self: Tensor, other: TensorLike, alpha = 1): Tensor {
-  return inPlace('add_', self, [tensorOf(other)], false, (b) => ew.add(b, other, alpha), false, alpha === 1 ? 'add' : undefined);
+  const direct = alpha === 1 ? () => writesDirectly('add', self, other) : undefined;
+  return inPlace('add_', self, [tensorOf(other)], false, (b) => ew.add(b, other, alpha), false, direct);
 }
 
 /** `self -= alpha * other` in place. */
 export function sub_(self: Tensor, other: TensorLike, alpha = 1): Tensor {
-  return inPlace('sub_', self, [tensorOf(other)], false, (b) => ew.sub(b, other, alpha), false, alpha === 1 ? 'sub' : undefined);
+  const direct = alpha === 1 ? () => writesDirectly('sub', self, other) : undefined;
+  return inPlace('sub_', self, [tensorOf(other)], false, (b) => ew.sub(b, other, alpha), false, direct);
 }
 
 /** `self *= other` in place. */
 export function mul_(self: Tensor, other: TensorLike): Tensor {
   const needs = tensorOf(other)?.requiresGrad ?? false;
-  return inPlace('mul_', self, [tensorOf(other)], needs, (b) => ew.mul(b, other), false, 'mul');
+  return inPlace(
+    'mul_',
+    self,
+    [tensorOf(other)],
+    needs,
+    (b) => ew.mul(b, other),
+    false,
+    () => writesDirectly('mul', self, other),
+  );
 }
 
 /** `self /= other` in place (true division: an integer self refuses, as its result is floating). */
 export function div_(self: Tensor, other: TensorLike): Tensor {
   const needs = tensorOf(other)?.requiresGrad ?? false;
-  return inPlace('div_', self, [tensorOf(other)], needs, (b) => ew.div(b, other), false, 'div');
+  return inPlace(
+    'div_',
+    self,
+    [tensorOf(other)],
+    needs,
+    (b) => ew.div(b, other),
+    false,
+    () => writesDirectly('div', self, other),
+  );
 }
 
 /** Limits self to [min, max] in place (number or tensor bounds, as {@link ew.clamp}). */
@@ -174,8 +195,17 @@ export function fill_(self: Tensor, value: number | boolean | Tensor): Tensor {
   if (typeof value !== 'number' && typeof value !== 'boolean')
     throw typeError('fill_', `value must be a number, a boolean or a 0-d tensor, got ${describe(value)}`);
   checkValueFits('fill_', Number(value), self.dtype);
-  return inPlace('fill_', self, [], false, (b) =>
-    replaces('fill_', b, wrap(native.full([...self.shape], self.dtype, self.device, Number(value)))),
+  return inPlace(
+    'fill_',
+    self,
+    [],
+    false,
+    (b) => replaces('fill_', b, wrap(native.full([...self.shape], self.dtype, self.device, Number(value)))),
+    false,
+    () => {
+      native.fill_(self.handle, Number(value));
+      return true;
+    },
   );
 }
 

@@ -26,33 +26,41 @@ function setup(dtype: 'f32' | 'f16' = 'f32') {
   return { p, opt };
 }
 
-test('the scale sequence follows the reference: growth after N clean steps, backoff and a skipped step on inf', async () => {
-  const o = { init: 2 ** 10, growth: 2, backoff: 0.5, interval: 3 };
-  const scaler = new fl.amp.GradScaler({ initScale: o.init, growthFactor: o.growth, backoffFactor: o.backoff, growthInterval: o.interval });
-  const pattern = [false, false, false, false, true, false, false, false, true, true, false];
-  const want = reference(pattern, o);
-  const { p, opt } = setup();
-  for (let i = 0; i < pattern.length; i++) {
-    opt.zeroGrad();
-    const before = p.toArray() as number[];
-    const x = fl.tensor([1, 2, 3, pattern[i] ? Number.POSITIVE_INFINITY : 4]);
-    scaler.scale(p.mul(x).sum()).backward();
-    const stepped = await scaler.step(opt);
-    assert.is(stepped, !pattern[i], `step ${i} taken`);
-    if (pattern[i]) assert.equal(p.toArray(), before, `step ${i} skipped: params unchanged`);
-    else {
-      // The unscaled gradient is x itself: p ← p − 0.5·x.
-      const after = p.toArray() as number[];
-      assert.equal(
-        after,
-        before.map((v, k) => v - 0.5 * [1, 2, 3, 4][k]),
-        `step ${i} update`,
-      );
+// Gradients cleared (setToNone) or zeroed in place: zeroing must also clear the inf a skipped step
+// left, or every later step sees inf and is skipped.
+for (const setToNone of [true, false])
+  test(`the scale sequence follows the reference: growth after N clean steps, backoff and a skipped step on inf (zeroGrad(${setToNone}))`, async () => {
+    const o = { init: 2 ** 10, growth: 2, backoff: 0.5, interval: 3 };
+    const scaler = new fl.amp.GradScaler({
+      initScale: o.init,
+      growthFactor: o.growth,
+      backoffFactor: o.backoff,
+      growthInterval: o.interval,
+    });
+    const pattern = [false, false, false, false, true, false, false, false, true, true, false];
+    const want = reference(pattern, o);
+    const { p, opt } = setup();
+    for (let i = 0; i < pattern.length; i++) {
+      opt.zeroGrad(setToNone);
+      const before = p.toArray() as number[];
+      const x = fl.tensor([1, 2, 3, pattern[i] ? Number.POSITIVE_INFINITY : 4]);
+      scaler.scale(p.mul(x).sum()).backward();
+      const stepped = await scaler.step(opt);
+      assert.is(stepped, !pattern[i], `step ${i} taken`);
+      if (pattern[i]) assert.equal(p.toArray(), before, `step ${i} skipped: params unchanged`);
+      else {
+        // The unscaled gradient is x itself: p ← p − 0.5·x.
+        const after = p.toArray() as number[];
+        assert.equal(
+          after,
+          before.map((v, k) => v - 0.5 * [1, 2, 3, 4][k]),
+          `step ${i} update`,
+        );
+      }
+      scaler.update();
+      assert.is(scaler.getScale(), want[i], `scale after step ${i}`);
     }
-    scaler.update();
-    assert.is(scaler.getScale(), want[i], `scale after step ${i}`);
-  }
-});
+  });
 
 test('unscale_ then clipGradNorm_ sees the true gradients; gradient accumulation unscales once', async () => {
   const scaler = new fl.amp.GradScaler({ initScale: 1024 });

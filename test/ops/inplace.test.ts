@@ -212,6 +212,40 @@ test("in place by a view of part of self's own storage reads the old values (no 
   assert.equal(arr(y), [0, 1, 4, 9, 16, 25, 36, 49]);
 });
 
+test('fill_ and zero_ outside autograd write into self: no temporary, every dtype, infs and NaNs overwritten', async () => {
+  for (const dtype of ['f32', 'f64', 'bf16', 'f16', 'i32', 'i64', 'u8', 'bool'] as const) {
+    const x = fl.tensor([1, 0, 3, 4, 5, 6]).reshape([2, 3]).to(dtype);
+    if (dtype === 'f32') x.copy_(fl.tensor([Number.POSITIVE_INFINITY, Number.NaN, -1, 2, 3, 4]).reshape([2, 3]));
+    await fl.sync();
+    fl.resetPeakMemory();
+    const before = fl.memory().cpu.bytes;
+    assert.is(x.zero_(), x);
+    fl.syncSync();
+    assert.is(fl.memory().cpu.peakBytes, before, `${dtype} zero_: no temporary`);
+    assert.equal(arr(x), [0, 0, 0, 0, 0, 0], dtype);
+    x.fill_(dtype === 'bool' ? true : 7);
+    assert.equal(arr(x), Array(6).fill(dtype === 'bool' ? 1 : 7), `${dtype} fill_`);
+  }
+  // A view's fill touches only its own part of the storage.
+  const base = fl.arange(0, 6).to('f32');
+  base.narrow(0, 2, 3).fill_(-1);
+  assert.equal(arr(base), [0, 1, -1, -1, -1, 5]);
+});
+
+test('native fill_ and full re-validate the value against an integer dtype', () => {
+  const n = native as unknown as {
+    fill_(self: unknown, v: number): void;
+    full(shape: number[], dtype: string, device: string, v: number): unknown;
+  };
+  const x = fl.zeros([2], { dtype: 'i32' });
+  expectError(() => n.fill_(x.handle, 2 ** 31), RangeError, 'ERR_RANGE', /fill_: value 2147483648 is out of range for i32/);
+  expectError(() => n.fill_(fl.zeros([2], { dtype: 'u8' }).handle, Number.NaN), RangeError, 'ERR_RANGE', /fill_.*u8/);
+  expectError(() => n.full([2], 'i64', 'cpu', Number.POSITIVE_INFINITY), RangeError, 'ERR_RANGE', /full.*i64/);
+  assert.equal(arr(x), [0, 0], 'nothing was written');
+  n.fill_(x.handle, -2.7); // fractions truncate toward zero, as fill_ and torch do
+  assert.equal(arr(x), [-2, -2]);
+});
+
 test('native binary_ re-validates its operands', () => {
   const x = fl.zeros([2, 3]);
   const n = native as unknown as { binary_(op: string, a: unknown, b: unknown): boolean };
