@@ -25,6 +25,8 @@ struct MatmulPlan {
   // The operands and out are f32 or bf16, multiplied as bf16 (f32 ones rounded as cast() rounds),
   // the result rounded to bf16 once (ops::matmul_lowered; CPU with AVX512_BF16 only).
   bool round_bf16 = false;
+  // out += the product instead of out = it (ops::matmul_into; CPU only, out 2-D).
+  bool accumulate = false;
   // One per batch entry (out is dense [batch, m, n]); Shape's small-vector storage, so a plan for up
   // to 8 matrices allocates nothing.
   Shape a_offsets, b_offsets;

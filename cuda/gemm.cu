@@ -217,6 +217,7 @@ void matmul_cuda(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan
   const int64_t batch = static_cast<int64_t>(p.a_offsets.size());
   if (batch == 0 || p.m == 0 || p.n == 0) return;
   if (p.b_offsets.size() != p.a_offsets.size()) fail(Code::Internal, "matmul: batch offset tables differ in length");
+  if (p.accumulate) fail(Code::Internal, "matmul: accumulating into out runs on the CPU only (ops::matmul_into)");
   if (ceil_div(p.m, kTile) > 0x7fffffff) fail(Code::Shape, "matmul: ", p.m, " rows exceed the CUDA grid limit");
   cudaStream_t s = current_stream();
   const GemmShape base{p.m, p.n, p.k, p.trans_a ? p.m : p.k, p.trans_b ? p.k : p.n, p.trans_a, p.trans_b, 0};

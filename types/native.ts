@@ -137,6 +137,11 @@ export interface NativeAddon {
   matmul(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean): NewTensor;
   /** op(a)·op(b) with the values of casting f32 operands to `compute`, multiplying and casting the result to `out`. */
   matmulLowered(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean, compute: string, out: string): NewTensor;
+  /**
+   * out += op(a)·op(b) (2-D), computed as matmul, or matmulLowered with `compute`, computes it, bit for
+   * bit as adding the product afterwards; false, with nothing queued, where that takes two passes.
+   */
+  matmulInto(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean, out: NativeTensor, compute: string | null): boolean;
   reshape(x: NativeTensor, shape: number[]): NewTensor;
   narrow(x: NativeTensor, dim: number, start: number, length: number): NewTensor;
   permute(x: NativeTensor, dims: number[]): NewTensor;

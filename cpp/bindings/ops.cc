@@ -102,6 +102,16 @@ Napi::Value MatmulLowered(const Napi::CallbackInfo& info) {
                                        a.dtype(5)));
 }
 
+// matmulInto(a, b, transA, transB, out, compute | null): whether out += op(a)·op(b) was queued.
+Napi::Value MatmulInto(const Napi::CallbackInfo& info) {
+  Args a{info, "matmul"};
+  Tensor out = a.tensor(4, "out");
+  const bool lowered = !a.at(5).IsNull() && !a.at(5).IsUndefined();
+  const DType compute = lowered ? a.dtype(5) : DType::f32;
+  return Napi::Boolean::New(info.Env(), ops::matmul_into(a.tensor(0, "a"), a.tensor(1, "b"), a.boolean(2, "transA"), a.boolean(3, "transB"),
+                                                         lowered ? &compute : nullptr, out));
+}
+
 Napi::Value Reshape(const Napi::CallbackInfo& info) {
   Args a{info, "reshape"};
   const Tensor& x = a.tensor(0, "x");
@@ -176,6 +186,7 @@ void register_op_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("softmax", Softmax);
   FLOCK_EXPORT("matmul", Matmul);
   FLOCK_EXPORT("matmulLowered", MatmulLowered);
+  FLOCK_EXPORT("matmulInto", MatmulInto);
   FLOCK_EXPORT("reshape", Reshape);
   FLOCK_EXPORT("narrow", Narrow);
   FLOCK_EXPORT("permute", Permute);

@@ -241,16 +241,17 @@ void small_rows(const GemmArgs<T>& g, const T* b, int64_t ldb) {
   for (int64_t i = 0; i < g.m; ++i) {
     T* c = g.c + i * g.ldc;
     for (int64_t j = 0; j < g.n; ++j) {
-      T acc = g.accumulate ? c[j] : T(0);
+      T acc = T(0);
       for (int64_t p = 0; p < g.k; ++p) acc += (g.ta ? g.a[p * g.lda + i] : g.a[i * g.lda + p]) * b[p * ldb + j];
-      c[j] = acc;
+      c[j] = g.accumulate ? c[j] + acc : acc;
     }
   }
 }
 
 // The vector kernels' body: V is the register type, W its width, then its zero, masked load and
-// store of the first w lanes, fused multiply-add and broadcast.
-#define FLOCK_SMALL_GEMM_BODY(V, W, ZERO, LOAD, STORE, FMA, SET1)                                   \
+// store of the first w lanes, fused multiply-add, broadcast and add. Accumulating adds each finished
+// sum to C, as adding the product afterwards would, rather than starting the sum from C.
+#define FLOCK_SMALL_GEMM_BODY(V, W, ZERO, LOAD, STORE, FMA, SET1, ADD)                              \
   const auto at = [&](int64_t i, int64_t p) { return g.ta ? g.a[p * g.lda + i] : g.a[i * g.lda + p]; }; \
   for (int64_t j0 = 0; j0 < g.n; j0 += W) {                                                         \
     const int64_t w = std::min<int64_t>(W, g.n - j0);                                               \
@@ -259,17 +260,16 @@ void small_rows(const GemmArgs<T>& g, const T* b, int64_t ldb) {
     for (; i + 8 <= g.m; i += 8) {                                                                  \
       float* c = g.c + i * g.ldc + j0;                                                              \
       V acc[8];                                                                                     \
-      for (int r = 0; r < 8; ++r) acc[r] = g.accumulate ? LOAD(c + r * g.ldc, w) : ZERO;           \
+      for (int r = 0; r < 8; ++r) acc[r] = ZERO;                                                   \
       for (int64_t p = 0; p < g.k; ++p) {                                                           \
         const V bv = LOAD(b + p * ldb + j0, w);                                                     \
         for (int r = 0; r < 8; ++r) acc[r] = FMA(SET1(at(i + r, p)), bv, acc[r]);                   \
       }                                                                                             \
-      for (int r = 0; r < 8; ++r) STORE(c + r * g.ldc, acc[r], w);                                  \
+      for (int r = 0; r < 8; ++r) STORE(c + r * g.ldc, g.accumulate ? ADD(LOAD(c + r * g.ldc, w), acc[r]) : acc[r], w); \
     }                                                                                               \
     for (; i + 4 <= g.m; i += 4) {                                                                  \
       float* c = g.c + i * g.ldc + j0;                                                              \
-      V c0 = g.accumulate ? LOAD(c, w) : ZERO, c1 = g.accumulate ? LOAD(c + g.ldc, w) : ZERO;       \
-      V c2 = g.accumulate ? LOAD(c + 2 * g.ldc, w) : ZERO, c3 = g.accumulate ? LOAD(c + 3 * g.ldc, w) : ZERO; \
+      V c0 = ZERO, c1 = ZERO, c2 = ZERO, c3 = ZERO;                                                 \
       for (int64_t p = 0; p < g.k; ++p) {                                                           \
         const V bv = LOAD(b + p * ldb + j0, w);                                                     \
         c0 = FMA(SET1(at(i, p)), bv, c0);                                                           \
@@ -277,30 +277,30 @@ void small_rows(const GemmArgs<T>& g, const T* b, int64_t ldb) {
         c2 = FMA(SET1(at(i + 2, p)), bv, c2);                                                       \
         c3 = FMA(SET1(at(i + 3, p)), bv, c3);                                                       \
       }                                                                                             \
-      STORE(c, c0, w);                                                                              \
-      STORE(c + g.ldc, c1, w);                                                                      \
-      STORE(c + 2 * g.ldc, c2, w);                                                                  \
-      STORE(c + 3 * g.ldc, c3, w);                                                                  \
+      STORE(c, g.accumulate ? ADD(LOAD(c, w), c0) : c0, w); \
+      STORE(c + g.ldc, g.accumulate ? ADD(LOAD(c + g.ldc, w), c1) : c1, w); \
+      STORE(c + 2 * g.ldc, g.accumulate ? ADD(LOAD(c + 2 * g.ldc, w), c2) : c2, w); \
+      STORE(c + 3 * g.ldc, g.accumulate ? ADD(LOAD(c + 3 * g.ldc, w), c3) : c3, w); \
     }                                                                                               \
     for (; i < g.m; ++i) {                                                                          \
       float* c = g.c + i * g.ldc + j0;                                                              \
-      V c0 = g.accumulate ? LOAD(c, w) : ZERO;                                                      \
+      V c0 = ZERO;                                                                                  \
       for (int64_t p = 0; p < g.k; ++p) c0 = FMA(SET1(at(i, p)), LOAD(b + p * ldb + j0, w), c0);    \
-      STORE(c, c0, w);                                                                              \
+      STORE(c, g.accumulate ? ADD(LOAD(c, w), c0) : c0, w); \
     }                                                                                               \
   }
 
 #define FLOCK_LOAD512(p, w) _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (w)) - 1), p)
 #define FLOCK_STORE512(p, v, w) _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << (w)) - 1), v)
 FLOCK_TARGET_AVX512 void small_rows_avx512(const GemmArgs<float>& g, const float* b, int64_t ldb) {
-  FLOCK_SMALL_GEMM_BODY(__m512, 16, _mm512_setzero_ps(), FLOCK_LOAD512, FLOCK_STORE512, _mm512_fmadd_ps, _mm512_set1_ps)
+  FLOCK_SMALL_GEMM_BODY(__m512, 16, _mm512_setzero_ps(), FLOCK_LOAD512, FLOCK_STORE512, _mm512_fmadd_ps, _mm512_set1_ps, _mm512_add_ps)
 }
 
 #define FLOCK_MASK256(w) _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(w)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 #define FLOCK_LOAD256(p, w) ((w) == 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, FLOCK_MASK256(w)))
 #define FLOCK_STORE256(p, v, w) ((w) == 8 ? _mm256_storeu_ps(p, v) : _mm256_maskstore_ps(p, FLOCK_MASK256(w), v))
 __attribute__((target("avx2,fma"))) void small_rows_avx2(const GemmArgs<float>& g, const float* b, int64_t ldb) {
-  FLOCK_SMALL_GEMM_BODY(__m256, 8, _mm256_setzero_ps(), FLOCK_LOAD256, FLOCK_STORE256, _mm256_fmadd_ps, _mm256_set1_ps)
+  FLOCK_SMALL_GEMM_BODY(__m256, 8, _mm256_setzero_ps(), FLOCK_LOAD256, FLOCK_STORE256, _mm256_fmadd_ps, _mm256_set1_ps, _mm256_add_ps)
 }
 #undef FLOCK_SMALL_GEMM_BODY
 #undef FLOCK_LOAD512
@@ -378,9 +378,11 @@ GemmSplit split_gemm(int64_t m, int64_t n, int64_t k, int64_t mr, int64_t nr) {
 }
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
-           const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc) {
-  gemm_blocked<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, false}, sgemm_kernel());
+           const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, bool accumulate) {
+  gemm_blocked<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, accumulate}, sgemm_kernel());
 }
+
+int64_t gemm_k_slice(DType dtype) { return dtype == DType::f64 ? kGenericDgemm.kc : sgemm_kernel().kc; }
 
 void sgemm_serial(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb,
                   bool trans_b, float* c, int64_t ldc, bool accumulate) {
@@ -394,8 +396,8 @@ void sgemm_serial(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
 }
 
 void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
-           const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc) {
-  gemm_blocked<double>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, false}, kGenericDgemm);
+           const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc, bool accumulate) {
+  gemm_blocked<double>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, accumulate}, kGenericDgemm);
 }
 
 const char* sgemm_isa() { return sgemm_kernel().isa; }
@@ -416,7 +418,7 @@ void matmul_cpu(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan&
     for (int64_t i = 0; i < batch; ++i) {
       void* c = c_f32 ? static_cast<void*>(out.data<float>() + i * p.m * p.n) : static_cast<void*>(out.data<bf16>() + i * p.m * p.n);
       bf16_gemm_rounding(p.m, p.n, p.k, operand(a, p.a_offsets[i], lda, p.trans_a), operand(b, p.b_offsets[i], ldb, p.trans_b), c, p.n,
-                         c_f32);
+                         c_f32, p.accumulate);
     }
     return;
   }
@@ -424,13 +426,18 @@ void matmul_cpu(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan&
     case DType::f32:
       for (int64_t i = 0; i < batch; ++i)
         sgemm(p.m, p.n, p.k, a.data<float>() + p.a_offsets[i], lda, p.trans_a, b.data<float>() + p.b_offsets[i], ldb,
-              p.trans_b, out.data<float>() + i * p.m * p.n, p.n);
+              p.trans_b, out.data<float>() + i * p.m * p.n, p.n, p.accumulate);
       return;
     case DType::f64:
       for (int64_t i = 0; i < batch; ++i)
         dgemm(p.m, p.n, p.k, a.data<double>() + p.a_offsets[i], lda, p.trans_a, b.data<double>() + p.b_offsets[i], ldb,
-              p.trans_b, out.data<double>() + i * p.m * p.n, p.n);
+              p.trans_b, out.data<double>() + i * p.m * p.n, p.n, p.accumulate);
       return;
+    default:
+      break;
+  }
+  if (p.accumulate) fail(Code::Internal, "matmul: accumulating into ", dtype_name(out.dtype), " is not supported");
+  switch (a.dtype) {
     case DType::bf16:
       if (bf16_gemm_available()) {
         for (int64_t i = 0; i < batch; ++i)

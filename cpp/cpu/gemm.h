@@ -9,10 +9,14 @@ namespace flock::cpu {
 
 // C[m, n] (ldc) = Σ_k A(i, k) · B(k, j). A(i, k) = a[i*lda + k], or a[k*lda + i] when trans_a;
 // B(k, j) = b[k*ldb + j], or b[j*ldb + k] when trans_b.
+// With `accumulate`, C += the product: each K slice's sums are added to C as the slice ends, so for
+// K ≤ gemm_k_slice(dtype) the result is that of adding the finished product to C.
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
-           const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc);
+           const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, bool accumulate = false);
 void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
-           const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc);
+           const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc, bool accumulate = false);
+// The K slice of sgemm (f32) and dgemm (f64).
+int64_t gemm_k_slice(DType dtype);
 
 // sgemm on the calling thread only, adding to C when `accumulate`: for callers that split work
 // over the pool themselves (convolution, image by image).
@@ -38,7 +42,9 @@ struct Bf16Operand {
 // C = op(A)·op(B) as if each f32 operand were first cast to bf16: f32 accumulation, C rounded to bf16
 // once, and stored as bf16, or (`c_f32`) widened back to f32 as casting the bf16 result would. The
 // autocast linear's product and gradients, with no cast tensors.
-void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, void* c, int64_t ldc, bool c_f32);
+// With `accumulate` (c_f32 only), the widened result is added to C.
+void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, void* c, int64_t ldc, bool c_f32,
+                        bool accumulate = false);
 // bf16 × bf16 with C in f32 (written, or added to when `accumulate`), for callers that go on summing.
 void bf16_gemm_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
                    float* c, int64_t ldc, bool accumulate);

@@ -212,13 +212,23 @@ void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, 
   bf16_gemm_rounding(m, n, k, bits(a, lda, trans_a), bits(b, ldb, trans_b), c, ldc, false);
 }
 
-void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, void* c, int64_t ldc, bool c_f32) {
+void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, void* c, int64_t ldc, bool c_f32,
+                        bool accumulate) {
+  if (accumulate && !c_f32) fail(Code::Internal, "matmul: accumulating into a bf16 C is not supported");
   run(m, n, k, a, b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
     for (int64_t i = 0; i < rows; ++i) {
-      if (c_f32)
-        bf16_round_f32(tile + i * kNR, static_cast<float*>(c) + (i0 + i) * ldc + j0, cols);
-      else
+      if (!c_f32) {
         bf16_narrow_add_cvtne(tile + i * kNR, 0.0f, static_cast<bf16*>(c) + (i0 + i) * ldc + j0, cols);
+        continue;
+      }
+      float* dst = static_cast<float*>(c) + (i0 + i) * ldc + j0;
+      if (!accumulate) {
+        bf16_round_f32(tile + i * kNR, dst, cols);
+        continue;
+      }
+      alignas(64) float rounded[kNR];
+      bf16_round_f32(tile + i * kNR, rounded, cols);
+      for (int64_t j = 0; j < cols; ++j) dst[j] += rounded[j];
     }
   });
 }

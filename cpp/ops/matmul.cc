@@ -95,4 +95,45 @@ Tensor matmul_lowered(const Tensor& a, const Tensor& b, bool trans_a, bool trans
   return out_dtype == compute ? c : cast(c, out_dtype);
 }
 
+bool matmul_into(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const DType* compute, Tensor& out) {
+  check_same_device(a, b, "matmul");
+  check_same_device(a, out, "matmul");
+  if (a.dim() != 2 || b.dim() != 2 || out.dim() != 2)
+    fail(Code::Shape, "matmul: accumulating needs 2-D operands and out, got ", shape_str(a.shape), " @ ", shape_str(b.shape), " into ",
+         shape_str(out.shape));
+  Shape out_shape;
+  MatmulPlan p = plan(a, b, trans_a, trans_b, out_shape);
+  if (out.shape != out_shape)
+    fail(Code::Shape, "matmul: the product ", shape_str(out_shape), " cannot be added into ", shape_str(out.shape));
+  if (compute == nullptr) {
+    if (a.dtype != b.dtype || out.dtype != a.dtype)
+      fail(Code::DType, "matmul: dtypes ", dtype_name(a.dtype), " @ ", dtype_name(b.dtype), " into ", dtype_name(out.dtype), " differ");
+    if (!is_floating(a.dtype)) fail(Code::DType, "matmul: expected a floating dtype, got ", dtype_name(a.dtype));
+  } else {
+    if (*compute != DType::bf16 && *compute != DType::f16)
+      fail(Code::DType, "matmul: the compute dtype must be bf16 or f16, got ", dtype_name(*compute));
+    for (const DType d : {a.dtype, b.dtype, out.dtype})
+      if (d != *compute && d != DType::f32)
+        fail(Code::DType, "matmul: computing in ", dtype_name(*compute), ", operands and result must be ", dtype_name(*compute),
+             " or f32, got ", dtype_name(a.dtype), " @ ", dtype_name(b.dtype), " into ", dtype_name(out.dtype));
+  }
+  if (!out.device().is_cpu() || out.storage == a.storage || out.storage == b.storage) return false;
+  if (compute != nullptr) {
+    // The rounding GEMM sums all of K before it rounds and adds: f32 out only.
+    if (*compute != DType::bf16 || out.dtype != DType::f32 || !cpu::bf16_gemm_available()) return false;
+    p.round_bf16 = true;
+  } else if (a.dtype == DType::f32 || a.dtype == DType::f64) {
+    // The blocked GEMM adds each K slice to C as it goes: one slice, or the sums would round apart.
+    if (p.k > cpu::gemm_k_slice(a.dtype)) return false;
+  } else {
+    return false;
+  }
+  p.accumulate = true;
+  if (out.numel() == 0) return true;
+  const int64_t work = p.m * p.n * p.k;
+  auto kernel = matmul_table().get(a.device());
+  launch("matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, work / 8);
+  return true;
+}
+
 }  // namespace flock::ops

@@ -50,6 +50,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b);
 // and casting the result to `out_dtype`; operands and result are f32 or `compute`. The CPU's bf16
 // GEMM rounds f32 operands while packing them; elsewhere the casts are kernels of their own.
 Tensor matmul_lowered(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, DType compute, DType out_dtype);
+// out += op(a) · op(b), the product as matmul (compute: none) or matmul_lowered (compute bf16, out's
+// dtype the result's) computes it, for 2-D operands and a 2-D out of the product's shape. The
+// result is bit for bit that of computing the product and then adding it to out. False, with
+// nothing launched, where that cannot be done in one pass (not the CPU, an out that shares storage
+// with an operand, a dtype or a K the accumulating GEMM does not cover): the caller adds itself.
+bool matmul_into(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, const DType* compute, Tensor& out);
 
 // Shapes and indexing
 Tensor reshape(const Tensor& x, Shape shape);

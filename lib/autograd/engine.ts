@@ -8,7 +8,7 @@ import { native } from '../native';
 import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from './grad_mode';
-import { baseOf } from './version';
+import { baseOf, bumpVersions } from './version';
 import { withoutAutocast } from '../amp/autocast';
 import { argError, checkOptions, describe, flockError } from '../errors';
 
@@ -122,21 +122,25 @@ export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknow
             continue;
           }
           const node = t.gradFn;
+          const into = accumulationTargets(node.inputs, consumers);
           // Its own scope, so what the node's backward makes on the way (not its results) goes at once.
-          const inputGrads = tidy(() => node.backward(g as Tensor));
-          for (const gi of inputGrads) {
+          const inputGrads = tidy(() => node.backward(g as Tensor, into));
+          // Gradients the node added into a leaf's .grad itself are done: nothing holds them.
+          const pending = inputGrads.map((gi, i) => (gi && gi === into?.[i] ? null : gi));
+          for (const gi of pending) {
             if (!gi) continue;
             if (gi !== g) grads.own(gi);
             grads.hold(gi);
           }
           node.inputs.forEach((inp, i) => {
-            const gi = inputGrads[i];
+            const gi = pending[i];
             if (gi && inp.requiresGrad) grads.add(inp, gi);
+            else if (!gi && inputGrads[i]) bumpVersions('backward', [inputGrads[i] as Tensor]);
           });
           // The incoming gradient is consumed (unless the node passed it on), and so are the
           // results no input takes; then the node's saved tensors go.
           grads.release(g);
-          for (const gi of inputGrads) if (gi) grads.release(gi);
+          for (const gi of pending) if (gi) grads.release(gi);
           if (!retainGraph) node.release();
         }
       }),
@@ -257,6 +261,27 @@ function accumulate(leaf: Tensor, g: Tensor, adopt: boolean): boolean {
   leaf.grad = keep(next);
   engineGrads.add(next);
   return false;
+}
+
+/**
+ * The `.grad` each input's gradient may be added into by the node itself (see BackwardFn), or
+ * undefined when none may: a leaf this node alone consumes in this backward, with no hooks (they
+ * see the gradient before it is accumulated), whose `.grad` is one the engine stored (so nothing
+ * else shares it) of the leaf's dtype, device and shape. The result is the value adding afterwards
+ * gives; the node only saves the pass and the temporary.
+ */
+function accumulationTargets(inputs: readonly Tensor[], consumers: ReadonlyMap<Tensor, number>): (Tensor | null)[] | undefined {
+  let into: (Tensor | null)[] | undefined;
+  for (let i = 0; i < inputs.length; i++) {
+    const t = inputs[i];
+    if (t.gradFn || !t.requiresGrad || t._hooks.length > 0 || consumers.get(t) !== 1) continue;
+    const cur = t.grad;
+    if (!cur || cur.isDisposed || !engineGrads.has(cur)) continue;
+    if (cur.dtype !== t.dtype || cur.device !== t.device || !sameShape(cur.shape, t.shape)) continue;
+    into ??= inputs.map(() => null);
+    into[i] = cur;
+  }
+  return into;
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {

@@ -4,7 +4,12 @@ import { isGradEnabled } from './grad_mode';
 import { flockError } from '../errors';
 import { type VersionCounter, versionOf } from './version';
 
-export type BackwardFn = (grad: Tensor) => (Tensor | null)[];
+/**
+ * The gradients of a node's inputs given its output's. `into`, when the engine passes it, holds for
+ * some inputs (leaves) the `.grad` their gradient will be added to: a backward may add input i's
+ * gradient into `into[i]` itself, in place, and return `into[i]` for it to say so.
+ */
+export type BackwardFn = (grad: Tensor, into?: readonly (Tensor | null)[]) => (Tensor | null)[];
 
 /** A tensor a node may read in backward, and the version of its storage when it was recorded. */
 interface Saved {
@@ -75,10 +80,10 @@ export class Node {
     }
   }
 
-  /** The gradients of the inputs, given the output's; see {@link check}. */
-  backward(grad: Tensor): (Tensor | null)[] {
+  /** The gradients of the inputs, given the output's; see {@link check} and {@link BackwardFn}. */
+  backward(grad: Tensor, into?: readonly (Tensor | null)[]): (Tensor | null)[] {
     this.check();
-    return this.#backward!(grad);
+    return this.#backward!(grad, into);
   }
 
   /** Drops the backward closure and the inputs, so what only this graph held can be freed. */

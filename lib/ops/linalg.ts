@@ -24,8 +24,8 @@ function product(a: Tensor, b: Tensor, transA: boolean, transB: boolean, lower: 
     out,
     'matmul',
     [a, b],
-    (g) => {
-      const [ga, gb] = productGrads(a, b, transA, transB, lower, g);
+    (g, into) => {
+      const [ga, gb] = productGrads(a, b, transA, transB, lower, g, into);
       return [ga && sumTo(ga, a.shape), gb && sumTo(gb, b.shape)];
     },
     { savesOutput: false },
@@ -51,7 +51,9 @@ export function productUntracked(
 /**
  * The gradients of op(a) · op(b) (as {@link productUntracked} computed it) for the operands that
  * require grad, given the product's gradient `g`, each in its operand's dtype and not yet reduced
- * over broadcast batch dims.
+ * over broadcast batch dims. With `into` (the engine's accumulation targets, see BackwardFn), an
+ * operand's gradient of 2-D factors is added by the GEMM straight into `into[0]` (a) or `into[1]`
+ * (b), which then stands for it.
  */
 export function productGrads(
   a: Tensor,
@@ -60,11 +62,38 @@ export function productGrads(
   transB: boolean,
   lower: AutocastDType | undefined,
   g: Tensor,
+  into?: readonly (Tensor | null)[],
 ): [Tensor | null, Tensor | null] {
   // C = A'B' with A' = op(A), B' = op(B): dA' = g·B'ᵀ, dB' = A'ᵀ·g, transposed back when needed.
-  const ga = a.requiresGrad ? (transA ? product(b, g, transB, true, lower, a.dtype) : product(g, b, false, !transB, lower, a.dtype)) : null;
-  const gb = b.requiresGrad ? (transB ? product(g, a, true, transA, lower, b.dtype) : product(a, g, !transA, false, lower, b.dtype)) : null;
+  const ga = a.requiresGrad
+    ? transA
+      ? factorGrad(b, g, transB, true, lower, a, into?.[0])
+      : factorGrad(g, b, false, !transB, lower, a, into?.[0])
+    : null;
+  const gb = b.requiresGrad
+    ? transB
+      ? factorGrad(g, a, true, transA, lower, b, into?.[1])
+      : factorGrad(a, g, !transA, false, lower, b, into?.[1])
+    : null;
   return [ga, gb];
+}
+
+/** op(x) · op(y) in `operand`'s dtype: added into `target` in one pass where the GEMM can, else a new tensor. */
+function factorGrad(
+  x: Tensor,
+  y: Tensor,
+  tx: boolean,
+  ty: boolean,
+  lower: AutocastDType | undefined,
+  operand: Tensor,
+  target: Tensor | null | undefined,
+): Tensor {
+  if (target && x.ndim === 2 && y.ndim === 2) {
+    // As productUntracked: operands and result all in the low dtype are a plain product.
+    const plain = lower === undefined || (x.dtype === lower && y.dtype === lower && target.dtype === lower);
+    if (native.matmulInto(x.handle, y.handle, tx, ty, target.handle, plain ? null : lower)) return target;
+  }
+  return product(x, y, tx, ty, lower, operand.dtype);
 }
 
 export function matmul(x: Tensor, y: Tensor): Tensor {

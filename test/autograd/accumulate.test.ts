@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, close } from '../helpers/reference';
+import { native } from '../../lib/native';
+import { arr, close, expectError } from '../helpers/reference';
 
 /** d/dw of sum((x·w)²) for x [n, k], w [k, m], in f64 on the host. */
 function refGrad(x: number[], w: number[], n: number, k: number, m: number): number[] {
@@ -64,6 +65,126 @@ test('a .grad the caller assigned is never written in place: backward replaces i
   assert.is.not(w.grad, view);
   assert.equal(arr(w.grad as fl.Tensor), [12, 22, 32]);
   assert.equal(arr(mine), [10, 20, 30], 'the storage the caller handed over is unchanged');
+});
+
+/** The weight gradient of `fwd` computed alone (a fresh .grad), as a host array. */
+function alone(w: fl.Tensor, fwd: () => fl.Tensor): number[] {
+  const saved = w.grad;
+  w.grad = null;
+  fl.tidy(() => fwd().backward());
+  const g = arr(w.grad as unknown as fl.Tensor);
+  (w.grad as unknown as fl.Tensor).dispose();
+  w.grad = saved;
+  return g;
+}
+
+test("a linear layer's second backward adds its weight gradient into .grad in the GEMM: the bits of adding afterwards, no temporary", async () => {
+  // [what, dtype, autocast, in, out]: the small one takes the GEMM's unpacked path for tiny products.
+  const cases: [string, fl.DType, boolean, number, number][] = [
+    ['f32', 'f32', false, 512, 256],
+    ['f64', 'f64', false, 512, 256],
+    ['autocast bf16', 'f32', true, 512, 256],
+    ['f32 small', 'f32', false, 24, 10],
+  ];
+  for (const [what, dtype, autocast, nIn, nOut] of cases) {
+    fl.manualSeed(3);
+    const layer = new fl.nn.Linear(nIn, nOut).to(dtype);
+    const x1 = fl.randn([16, nIn]).to(dtype);
+    const x2 = fl.randn([16, nIn]).to(dtype);
+    const run = (x: fl.Tensor) => () => {
+      const f = () => layer.forward(x).relu().square().sum();
+      return autocast ? fl.autocast({ device: 'cpu', dtype: 'bf16' }, f).to('f32') : f();
+    };
+    const g2 = alone(layer.weight, run(x2));
+    fl.tidy(() => run(x1)().backward());
+    const first = layer.weight.grad as fl.Tensor;
+    const expected = arr(first.add(fl.tensor(g2, { dtype }).reshape([nOut, nIn])));
+    await fl.sync();
+    const before = fl.memory().cpu.bytes;
+    fl.resetPeakMemory();
+    fl.tidy(() => run(x2)().backward());
+    await fl.sync();
+    assert.is(layer.weight.grad, first, `${what}: the same tensor`);
+    assert.equal(arr(first), expected, `${what}: bit for bit the stored gradient plus the new one`);
+    const gradBytes = nOut * nIn * (dtype === 'f64' ? 8 : 4);
+    const above = fl.memory().cpu.peakBytes - before;
+    if (nIn > 100)
+      assert.ok(above < gradBytes / 4, `${what}: ${above} bytes above the state at the peak (a temporary gradient is ${gradBytes})`);
+  }
+});
+
+test('where the GEMM cannot add in one pass (K over its slice, a hook, a second consumer) backward adds afterwards: the same sums', () => {
+  fl.manualSeed(4);
+  const w = fl.randn([64, 300]).requiresGrad_();
+  const xs = [fl.randn([300, 64]), fl.randn([300, 64])];
+  // K = 300 rows of x: the weight gradient's GEMM sums over more than one slice of K.
+  const long = (x: fl.Tensor) => () => w.matmul(x).square().sum();
+  const g2 = alone(w, long(xs[1]));
+  fl.tidy(() => long(xs[0])().backward());
+  const expected = arr((w.grad as fl.Tensor).add(fl.tensor(g2).reshape([64, 300])));
+  fl.tidy(() => long(xs[1])().backward());
+  assert.equal(arr(w.grad as fl.Tensor), expected, 'K over one slice');
+
+  // A hook sees the new gradient alone, before it is accumulated.
+  const v = fl.randn([16, 8]).requiresGrad_();
+  const x = fl.randn([4, 16]);
+  const seen: number[][] = [];
+  v.registerHook((g) => {
+    seen.push(arr(g));
+  });
+  fl.tidy(() => x.matmul(v).sum().backward());
+  fl.tidy(() => x.matmul(v).sum().backward());
+  assert.equal(seen[1], seen[0], 'the hook saw the step gradient, not the sum');
+  close(
+    arr(v.grad as fl.Tensor),
+    seen[0].map((s) => 2 * s),
+    0,
+    0,
+  );
+
+  // Two consumers of one leaf: their gradients are summed first, then added.
+  const u = fl.randn([16, 8]).requiresGrad_();
+  const twice = () => x.matmul(u).sum().add(x.mul(2).matmul(u).sum());
+  const gu = alone(u, twice);
+  fl.tidy(() => twice().backward());
+  fl.tidy(() => twice().backward());
+  assert.equal(arr(u.grad as fl.Tensor), arr(fl.tensor(gu).add(fl.tensor(gu))));
+});
+
+test('native matmulInto re-validates its operands and refuses an out that shares their storage', () => {
+  const a = fl.randn([4, 3]),
+    b = fl.randn([3, 5]),
+    out = fl.zeros([4, 5]);
+  assert.ok(native.matmulInto(a.handle, b.handle, false, false, out.handle, null));
+  close(arr(out), arr(a.matmul(b)), 0, 0);
+  expectError(
+    () => native.matmulInto(a.handle, b.handle, false, false, fl.zeros([5, 4]).handle, null),
+    RangeError,
+    'ERR_SHAPE',
+    /\[4,5\] cannot be added into \[5,4\]/,
+  );
+  expectError(
+    () => native.matmulInto(a.handle, b.handle, false, false, fl.zeros([4, 5], { dtype: 'f64' }).handle, null),
+    TypeError,
+    'ERR_DTYPE',
+    /into f64/,
+  );
+  expectError(
+    () => native.matmulInto(a.reshape([1, 4, 3]).handle, b.handle, false, false, out.handle, null),
+    RangeError,
+    'ERR_SHAPE',
+    /2-D/,
+  );
+  expectError(
+    () => native.matmulInto(a.handle, b.handle, false, false, out.handle, 'i32'),
+    TypeError,
+    'ERR_DTYPE',
+    /compute dtype must be bf16 or f16, got i32/,
+  );
+  const square = fl.randn([4, 4]);
+  const before = arr(square);
+  assert.is(native.matmulInto(square.handle, square.handle, false, false, square.handle, null), false, 'out is an operand');
+  assert.equal(arr(square), before);
 });
 
 test.run();

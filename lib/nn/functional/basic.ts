@@ -37,14 +37,14 @@ function linearBiasAct(x2: Tensor, weight: Tensor, bias: Tensor, act: LinearActi
     out,
     'linear',
     [x2, weight, bias],
-    (g) => {
+    (g, into) => {
       const gpre =
         act === 'none'
           ? g
           : act === 'relu'
             ? wrap(native.biasActBackward(g.handle, out.handle, null, act))
             : wrap(native.biasActBackward(g.handle, mm.handle, bias.handle, act));
-      const [gx, gw] = productGrads(x2, weight, false, true, lower, gpre);
+      const [gx, gw] = productGrads(x2, weight, false, true, lower, gpre, into);
       if (!bias.requiresGrad) return [gx, gw, null];
       // An f32 bias the kernel rounded (autocast): its gradient as the cast's backward gives it.
       const gb = wrap(native.reduce('sum', gpre.handle, [0], false));
