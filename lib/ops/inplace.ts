@@ -142,30 +142,19 @@ export function sub_(self: Tensor, other: TensorLike, alpha = 1): Tensor {
 
 /** `self *= other` in place. */
 export function mul_(self: Tensor, other: TensorLike): Tensor {
-  const needs = tensorOf(other)?.requiresGrad ?? false;
-  return inPlace(
-    'mul_',
-    self,
-    [tensorOf(other)],
-    needs,
-    (b) => ew.mul(b, other),
-    false,
-    () => writesDirectly('mul', self, other),
-  );
+  return scale_('mul', self, other);
 }
 
 /** `self /= other` in place (true division: an integer self refuses, as its result is floating). */
 export function div_(self: Tensor, other: TensorLike): Tensor {
+  return scale_('div', self, other);
+}
+
+/** mul_ and div_: their gradient for other reads self's old value, so it is kept when other requires grad. */
+function scale_(code: 'mul' | 'div', self: Tensor, other: TensorLike): Tensor {
   const needs = tensorOf(other)?.requiresGrad ?? false;
-  return inPlace(
-    'div_',
-    self,
-    [tensorOf(other)],
-    needs,
-    (b) => ew.div(b, other),
-    false,
-    () => writesDirectly('div', self, other),
-  );
+  const compute = code === 'mul' ? (b: Tensor) => ew.mul(b, other) : (b: Tensor) => ew.div(b, other);
+  return inPlace(`${code}_`, self, [tensorOf(other)], needs, compute, false, () => writesDirectly(code, self, other));
 }
 
 /** Limits self to [min, max] in place (number or tensor bounds, as {@link ew.clamp}). */
