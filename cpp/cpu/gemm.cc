@@ -407,6 +407,8 @@ namespace {
 void matmul_cpu(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan& p) {
   const int64_t lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n;
   const int64_t batch = static_cast<int64_t>(p.a_offsets.size());
+  if (p.accumulate && !p.round_bf16 && a.dtype != DType::f32 && a.dtype != DType::f64)
+    fail(Code::Internal, "matmul: accumulating into ", dtype_name(out.dtype), " is not supported");
   if (p.round_bf16) {
     if (!bf16_gemm_available()) fail(Code::Internal, "matmul: rounding to bf16 in the GEMM needs AVX512_BF16");
     const auto operand = [](const Tensor& t, int64_t offset, int64_t ld, bool trans) {
@@ -433,11 +435,6 @@ void matmul_cpu(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan&
         dgemm(p.m, p.n, p.k, a.data<double>() + p.a_offsets[i], lda, p.trans_a, b.data<double>() + p.b_offsets[i], ldb,
               p.trans_b, out.data<double>() + i * p.m * p.n, p.n, p.accumulate);
       return;
-    default:
-      break;
-  }
-  if (p.accumulate) fail(Code::Internal, "matmul: accumulating into ", dtype_name(out.dtype), " is not supported");
-  switch (a.dtype) {
     case DType::bf16:
       if (bf16_gemm_available()) {
         for (int64_t i = 0; i < batch; ++i)

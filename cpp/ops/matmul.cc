@@ -63,12 +63,27 @@ Tensor run(const Tensor& a, const Tensor& b, MatmulPlan p, const Shape& out_shap
   return out;
 }
 
+// A plain product's dtypes: one floating dtype for both operands.
+void check_plain_dtypes(const Tensor& a, const Tensor& b) {
+  if (a.dtype != b.dtype) fail(Code::DType, "matmul: dtypes ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
+  if (!is_floating(a.dtype)) fail(Code::DType, "matmul: expected a floating dtype, got ", dtype_name(a.dtype));
+}
+
+// A lowered product's dtypes: computing in bf16 or f16, operands and result in it or in f32.
+void check_lowered_dtypes(DType compute, DType a, DType b, DType out) {
+  if (compute != DType::bf16 && compute != DType::f16)
+    fail(Code::DType, "matmul: the compute dtype must be bf16 or f16, got ", dtype_name(compute));
+  for (const DType d : {a, b, out})
+    if (d != compute && d != DType::f32)
+      fail(Code::DType, "matmul: computing in ", dtype_name(compute), ", operands and result must be ", dtype_name(compute),
+           " or f32, got ", dtype_name(a), " @ ", dtype_name(b), " -> ", dtype_name(out));
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   check_same_device(a, b, "matmul");
-  if (a.dtype != b.dtype) fail(Code::DType, "matmul: dtypes ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ");
-  if (!is_floating(a.dtype)) fail(Code::DType, "matmul: expected a floating dtype, got ", dtype_name(a.dtype));
+  check_plain_dtypes(a, b);
   Shape out_shape;
   MatmulPlan p = plan(a, b, trans_a, trans_b, out_shape);
   p.allow_tf32 = Context::current().allow_tf32.load();
@@ -77,12 +92,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
 
 Tensor matmul_lowered(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, DType compute, DType out_dtype) {
   check_same_device(a, b, "matmul");
-  if (compute != DType::bf16 && compute != DType::f16)
-    fail(Code::DType, "matmul: the compute dtype must be bf16 or f16, got ", dtype_name(compute));
-  for (const DType d : {a.dtype, b.dtype, out_dtype})
-    if (d != compute && d != DType::f32)
-      fail(Code::DType, "matmul: computing in ", dtype_name(compute), ", operands and result must be ", dtype_name(compute),
-           " or f32, got ", dtype_name(a.dtype), " @ ", dtype_name(b.dtype), " -> ", dtype_name(out_dtype));
+  check_lowered_dtypes(compute, a.dtype, b.dtype, out_dtype);
   Shape out_shape;
   MatmulPlan p = plan(a, b, trans_a, trans_b, out_shape);
   if (compute == DType::bf16 && a.device().is_cpu() && cpu::bf16_gemm_available()) {
@@ -106,16 +116,10 @@ bool matmul_into(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, c
   if (out.shape != out_shape)
     fail(Code::Shape, "matmul: the product ", shape_str(out_shape), " cannot be added into ", shape_str(out.shape));
   if (compute == nullptr) {
-    if (a.dtype != b.dtype || out.dtype != a.dtype)
-      fail(Code::DType, "matmul: dtypes ", dtype_name(a.dtype), " @ ", dtype_name(b.dtype), " into ", dtype_name(out.dtype), " differ");
-    if (!is_floating(a.dtype)) fail(Code::DType, "matmul: expected a floating dtype, got ", dtype_name(a.dtype));
+    check_plain_dtypes(a, b);
+    if (out.dtype != a.dtype) fail(Code::DType, "matmul: a product of ", dtype_name(a.dtype), " cannot be added into ", dtype_name(out.dtype));
   } else {
-    if (*compute != DType::bf16 && *compute != DType::f16)
-      fail(Code::DType, "matmul: the compute dtype must be bf16 or f16, got ", dtype_name(*compute));
-    for (const DType d : {a.dtype, b.dtype, out.dtype})
-      if (d != *compute && d != DType::f32)
-        fail(Code::DType, "matmul: computing in ", dtype_name(*compute), ", operands and result must be ", dtype_name(*compute),
-             " or f32, got ", dtype_name(a.dtype), " @ ", dtype_name(b.dtype), " into ", dtype_name(out.dtype));
+    check_lowered_dtypes(*compute, a.dtype, b.dtype, out.dtype);
   }
   if (!out.device().is_cpu() || out.storage == a.storage || out.storage == b.storage) return false;
   if (compute != nullptr) {

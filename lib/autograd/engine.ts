@@ -126,7 +126,7 @@ export function backward(root: Tensor, gradOrOptions?: unknown, options?: unknow
           // Its own scope, so what the node's backward makes on the way (not its results) goes at once.
           const inputGrads = tidy(() => node.backward(g as Tensor, into));
           // Gradients the node added into a leaf's .grad itself are done: nothing holds them.
-          const pending = inputGrads.map((gi, i) => (gi && gi === into?.[i] ? null : gi));
+          const pending = into ? inputGrads.map((gi, i) => (gi && gi === into[i] ? null : gi)) : inputGrads;
           for (const gi of pending) {
             if (!gi) continue;
             if (gi !== g) grads.own(gi);

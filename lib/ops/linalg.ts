@@ -43,9 +43,14 @@ export function productUntracked(
 ): Tensor {
   // `to`, the product's dtype, defaults to `lower`.
   const out = to ?? lower;
-  if (lower === undefined || (a.dtype === lower && b.dtype === lower && out === lower))
-    return wrap(native.matmul(a.handle, b.handle, transA, transB));
-  return wrap(native.matmulLowered(a.handle, b.handle, transA, transB, lower, out ?? lower));
+  const compute = lowering(a, b, lower, out);
+  if (compute === null) return wrap(native.matmul(a.handle, b.handle, transA, transB));
+  return wrap(native.matmulLowered(a.handle, b.handle, transA, transB, compute, out ?? compute));
+}
+
+/** The dtype a product of `a` and `b` into `out` computes in: null for a plain product (no autocast, or all in the low dtype already). */
+function lowering(a: Tensor, b: Tensor, lower: AutocastDType | undefined, out: string | undefined): AutocastDType | null {
+  return lower === undefined || (a.dtype === lower && b.dtype === lower && out === lower) ? null : lower;
 }
 
 /**
@@ -88,11 +93,13 @@ function factorGrad(
   operand: Tensor,
   target: Tensor | null | undefined,
 ): Tensor {
-  if (target && x.ndim === 2 && y.ndim === 2) {
-    // As productUntracked: operands and result all in the low dtype are a plain product.
-    const plain = lower === undefined || (x.dtype === lower && y.dtype === lower && target.dtype === lower);
-    if (native.matmulInto(x.handle, y.handle, tx, ty, target.handle, plain ? null : lower)) return target;
-  }
+  if (
+    target &&
+    x.ndim === 2 &&
+    y.ndim === 2 &&
+    native.matmulInto(x.handle, y.handle, tx, ty, target.handle, lowering(x, y, lower, target.dtype))
+  )
+    return target;
   return product(x, y, tx, ty, lower, operand.dtype);
 }
 
