@@ -4,12 +4,14 @@
  * model, and the reverse, with no renaming. Tensor bytes move between the file and device memory
  * in native code (cpp/io/); the async forms never hold the event loop while the disk works.
  */
+import { basename, dirname } from 'node:path';
 import { native } from '../native';
 import type { NativeReadResult, NativeTensor } from '../../types/native';
 import { Tensor } from '../tensor';
 import { type CanonicalDType, type DType, isDType, isFloating } from '../dtype';
 import { normalizeDevice } from '../device';
 import { argError, checkOptions, describe, dtypeError } from '../errors';
+import { removeDeadTemps, removeDeadTempsSync } from './atomic';
 
 /** What save() takes: names to tensors (a Module's stateDict(), or any record or Map). */
 export type StateDict = Record<string, Tensor> | Map<string, Tensor>;
@@ -75,22 +77,27 @@ function saveArgs(
 
 /**
  * Writes `state` to `path` as safetensors, atomically (a temporary file in the same directory,
- * fsync, rename, fsync of the directory): a crash leaves the old file or the new one. Resolves
- * once the file is durable. The bytes written are the tensors' values after all work queued on
- * them so far; work queued later (an optimizer step) waits for the write, so the file is a
- * consistent snapshot.
+ * fsync, rename, fsync of the directory): a crash leaves the old file or the new one, and the
+ * next save to `path` removes the temporary file a killed save left. Resolves once the file is
+ * durable. The bytes written are the tensors' values after all work queued on them so far; work
+ * queued later (an optimizer step) waits for the write, so the file is a consistent snapshot.
  */
 export function save(state: StateDict, path: string, options?: SaveOptions): Promise<void> {
+  let writing: Promise<void>;
   try {
-    return native.ioSave(...saveArgs('save', state, path, options));
+    // Queued before anything is awaited: that is what makes the file a snapshot of now.
+    writing = native.ioSave(...saveArgs('save', state, path, options));
   } catch (e) {
     return Promise.reject(e);
   }
+  return Promise.all([writing, removeDeadTemps(dirname(path), basename(path))]).then(() => undefined);
 }
 
 /** Blocking twin of {@link save}, for scripts and tests. */
 export function saveSync(state: StateDict, path: string, options?: SaveOptions): void {
-  native.ioSaveSync(...saveArgs('saveSync', state, path, options));
+  const args = saveArgs('saveSync', state, path, options);
+  removeDeadTempsSync(dirname(path), basename(path));
+  native.ioSaveSync(...args);
 }
 
 function loadArgs(op: string, path: string, options: LoadOptions | undefined): [string, string, DType | undefined] {

@@ -26,6 +26,7 @@ import { argError, checkOptions, describe, flockError } from '../errors';
 import { getRank, getWorldSize, isInitialized, barrier, getStore } from '../distributed/process_group';
 import { inspect, loadNamed, save, type SafetensorsHeader } from './safetensors';
 import { ioError, writeFileAtomic } from './atomic';
+import { pathInside } from './confine';
 import { normalizeDevice } from '../device';
 
 /** Elements [start, start + tensor's element count) of the row-major flattening of a tensor of `shape`. */
@@ -234,23 +235,42 @@ export interface ShardLoadOptions {
   device?: string;
 }
 
-/** Reads and checks `<prefix>.safetensors.index.json`. */
+/**
+ * Reads and checks `<prefix>.safetensors.index.json`, including that every file it names (in
+ * `shards` and `weight_map`) is inside `dir`: an absolute path, a `..` or a symlink out of it is
+ * ERR_FORMAT naming the path.
+ */
 export async function readShardIndex(dir: string, prefix = 'model'): Promise<ShardIndex> {
-  const path = join(dir, `${checkPrefix('readShardIndex', prefix)}.safetensors.index.json`);
+  const op = 'readShardIndex';
+  const path = join(dir, `${checkPrefix(op, prefix)}.safetensors.index.json`);
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (e) {
-    throw ioError('readShardIndex', path, e);
+    throw ioError(op, path, e);
   }
   let index: ShardIndex;
   try {
     index = JSON.parse(text);
   } catch (e) {
-    throw flockError('ERR_FORMAT', 'readShardIndex', `${path}: not JSON (${(e as Error).message})`);
+    throw flockError('ERR_FORMAT', op, `${path}: not JSON (${(e as Error).message})`);
   }
   if (!index || typeof index !== 'object' || !index.shards || typeof index.shards !== 'object')
-    throw flockError('ERR_FORMAT', 'readShardIndex', `${path}: no 'shards' table (written by a tool other than flockml?)`);
+    throw flockError('ERR_FORMAT', op, `${path}: no 'shards' table (written by a tool other than flockml?)`);
+  const named = new Map<unknown, string>();
+  for (const [key, entry] of Object.entries(index.shards)) {
+    if (!entry || typeof entry !== 'object' || !Array.isArray(entry.pieces))
+      throw flockError('ERR_FORMAT', op, `${path}: shards['${key}'] has no 'pieces' list`);
+    entry.pieces.forEach((p, i) => {
+      if (!named.has(p?.file)) named.set(p?.file, `${path}: shards['${key}'].pieces[${i}].file`);
+    });
+  }
+  if (index.weight_map !== undefined) {
+    if (!index.weight_map || typeof index.weight_map !== 'object')
+      throw flockError('ERR_FORMAT', op, `${path}: 'weight_map' must be an object`);
+    for (const [key, file] of Object.entries(index.weight_map)) if (!named.has(file)) named.set(file, `${path}: weight_map['${key}']`);
+  }
+  for (const [file, entry] of named) await pathInside(op, dir, file, entry);
   return index;
 }
 

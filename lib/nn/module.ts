@@ -10,7 +10,7 @@ import { copy_ } from '../ops/elementwise';
 import { Parameter } from './parameter';
 import { zeroGrads } from '../autograd/zero_grad';
 import { isDType, isFloating } from '../dtype';
-import { argError, checkOptions, describe, flockError } from '../errors';
+import { argError, checkOptions, describe, type ErrorCode, flockError } from '../errors';
 import { checkBool } from '../validate';
 
 /** Moves or casts `t` to `target` (a device or dtype) keeping the object; no-op when it is there. */
@@ -166,8 +166,9 @@ export abstract class Module {
   /**
    * Copies values from `state` (an object or Map of tensors) into this module's parameters and
    * buffers. With `strict` (the default) missing and unexpected keys are errors; a shape mismatch
-   * or a floating/integer mismatch is always an error. Everything is checked before anything is
-   * written, so a load that fails leaves the module exactly as it was.
+   * or a floating/integer mismatch is always an error. Everything is checked (with
+   * {@link checkStateDict}) before anything is written, so a load that fails leaves the module
+   * exactly as it was.
    */
   loadStateDict(
     state: Record<string, Tensor> | Map<string, Tensor>,
@@ -178,32 +179,10 @@ export abstract class Module {
     if (state === null || typeof state !== 'object' || Array.isArray(state) || state instanceof Tensor)
       throw argError(op, `state must be an object or a Map of tensors by name, got ${describe(state)}`);
     const src = state instanceof Map ? state : new Map(Object.entries(state));
-    const own = this.stateDict();
-    const missingKeys = Object.keys(own).filter((k) => !src.has(k));
-    const unexpectedKeys = [...src.keys()].filter((k) => !(k in own));
-    if (strict && (missingKeys.length || unexpectedKeys.length)) {
-      const parts = [];
-      if (missingKeys.length) parts.push(`missing keys: ${missingKeys.join(', ')}`);
-      if (unexpectedKeys.length) parts.push(`unexpected keys: ${unexpectedKeys.join(', ')}`);
-      throw flockError('ERR_STATE_DICT', op, parts.join('; '));
-    }
     // 1. Check every entry.
-    const pairs: Array<[Tensor, Tensor]> = [];
-    for (const [k, dst] of Object.entries(own)) {
-      if (!src.has(k)) continue;
-      const v: unknown = src.get(k);
-      if (!(v instanceof Tensor)) throw argError(op, `'${k}' must be a Tensor, got ${describe(v)}`);
-      if (v.isDisposed) throw flockError('ERR_DISPOSED', op, `'${k}' has been disposed`);
-      if (v.shape.length !== dst.shape.length || v.shape.some((s, i) => s !== dst.shape[i]))
-        throw flockError(
-          'ERR_SHAPE',
-          op,
-          `size mismatch for '${k}': checkpoint has [${v.shape.join(',')}], module has [${dst.shape.join(',')}]`,
-        );
-      if (isFloating(v.dtype) !== isFloating(dst.dtype))
-        throw flockError('ERR_DTYPE', op, `dtype mismatch for '${k}': checkpoint has ${v.dtype}, module has ${dst.dtype}`);
-      pairs.push([dst, v]);
-    }
+    const { pairs, missingKeys, unexpectedKeys } = checkStateDict(this.stateDict(), src, strict, (code, detail) =>
+      flockError(code, op, detail),
+    );
     // 2. Convert (the only step that allocates), then write everything.
     noGrad(() =>
       tidy(() => {
@@ -229,4 +208,49 @@ export abstract class Module {
   extraRepr(): string {
     return '';
   }
+}
+
+/** What {@link checkStateDict} found: the copies a load makes (module tensor, value), and the keys it skips. */
+export interface StateDictPlan {
+  pairs: Array<[Tensor, Tensor]>;
+  missingKeys: string[];
+  unexpectedKeys: string[];
+}
+
+/**
+ * Checks `state` against a module's own state dict `own` (its stateDict()) and changes nothing:
+ * the keys (missing or unexpected ones are errors with `strict`), and for every entry that both
+ * hold: a live tensor on each side, the same shape, and the same floating/integer kind. The
+ * first problem is thrown as `fail(code, detail)`, the detail naming the entry.
+ * Module.loadStateDict checks with it before writing; checkpoint.load before loading anything.
+ */
+export function checkStateDict(
+  own: Record<string, Tensor>,
+  state: Map<string, unknown>,
+  strict: boolean,
+  fail: (code: ErrorCode, detail: string) => Error,
+): StateDictPlan {
+  const missingKeys = Object.keys(own).filter((k) => !state.has(k));
+  const unexpectedKeys = [...state.keys()].filter((k) => !Object.hasOwn(own, k));
+  if (strict && (missingKeys.length || unexpectedKeys.length)) {
+    const parts = [];
+    if (missingKeys.length) parts.push(`missing keys: ${missingKeys.join(', ')}`);
+    if (unexpectedKeys.length) parts.push(`unexpected keys: ${unexpectedKeys.join(', ')}`);
+    throw fail('ERR_STATE_DICT', parts.join('; '));
+  }
+  const pairs: Array<[Tensor, Tensor]> = [];
+  for (const [k, dst] of Object.entries(own)) {
+    if (!state.has(k)) continue;
+    const v = state.get(k);
+    if (!(v instanceof Tensor)) throw fail('ERR_ARG', `'${k}' must be a Tensor, got ${describe(v)}`);
+    if (v.isDisposed) throw fail('ERR_DISPOSED', `'${k}' has been disposed`);
+    // A disposed tensor of the module's own would fail the write half-way through.
+    if (dst.isDisposed) throw fail('ERR_DISPOSED', `the module's '${k}' has been disposed`);
+    if (v.shape.length !== dst.shape.length || v.shape.some((s, i) => s !== dst.shape[i]))
+      throw fail('ERR_SHAPE', `size mismatch for '${k}': checkpoint has [${v.shape.join(',')}], module has [${dst.shape.join(',')}]`);
+    if (isFloating(v.dtype) !== isFloating(dst.dtype))
+      throw fail('ERR_DTYPE', `dtype mismatch for '${k}': checkpoint has ${v.dtype}, module has ${dst.dtype}`);
+    pairs.push([dst, v]);
+  }
+  return { pairs, missingKeys, unexpectedKeys };
 }
