@@ -81,7 +81,10 @@ void Stream::synchronize() {
   });
   std::unique_lock<std::mutex> lk(m);
   cv.wait(lk, [&] { return finished; });
-  if (err) throw Error(err->code, err->message);
+  if (err) {
+    if (err->acknowledge) err->acknowledge();  // thrown to the JS thread that called this
+    throw Error(err->code, err->message);
+  }
 }
 
 }  // namespace flock

@@ -38,10 +38,15 @@ void set_cpu_device_count(int n);
 // index at or above cpu_device_count().
 Device parse_device(const std::string& s);
 
-// An error captured while work ran: it rejects the next sync point with the op's name.
+// An error captured while work ran: it rejects the next sync point with the op's name. A stream's
+// failure (stream_failure.h) hands it out with `acknowledge`, which the JS thread calls once the
+// rejection has been delivered, so the stream runs new work again.
 struct StreamError {
-  Code code;
+  Code code = Code::Internal;
   std::string message;
+  std::function<void()> acknowledge;
+  StreamError() = default;
+  StreamError(Code c, std::string m, std::function<void()> ack = {}) : code(c), message(std::move(m)), acknowledge(std::move(ack)) {}
 };
 
 // `op: what` for an error a task threw, naming the op once when the kernel's message already does.
@@ -53,8 +58,11 @@ inline std::string op_message(const char* op, const char* what) {
 class Stream {
  public:
   virtual ~Stream() = default;
-  // Queues `task`; blocks only while the queue is full. `op` names the work in errors.
-  virtual void enqueue(const char* op, std::function<void()> task) = 0;
+  // Queues `task`; blocks only while the queue is full. `op` names the work in errors. While the
+  // stream is failed (stream_failure.h) a task is dropped instead and the storages made by the op
+  // call that queued it are marked failed; a `control` task (sync points, events, collectives)
+  // always runs, under current_task_failure().
+  virtual void enqueue(const char* op, std::function<void()> task, bool control = false) = 0;
   // enqueue for a task the caller knows to take microseconds and never to block (a kernel on a
   // few thousand elements). A stream may run it at once on the calling thread when nothing is
   // queued or running, with the order, error capture and profiler record of a queued task; the
@@ -67,11 +75,13 @@ class Stream {
   virtual bool run_inline(const char* /*op*/, const std::function<void()>& /*task*/) { return false; }
   // How many tasks enqueue_small has run on the calling thread so far (tests and benchmarks).
   virtual uint64_t inline_tasks() { return 0; }
-  // Calls `done` (on a stream-owned thread) once everything queued before it has run, passing and
-  // clearing the first error captured since the last sync point.
+  // Calls `done` (on a stream-owned thread) once everything queued before it has run, passing the
+  // stream's failure unless the JS thread had acknowledged it before this call.
   virtual void notify(std::function<void(std::optional<StreamError>)> done) = 0;
-  // Blocks until everything queued has run; throws the captured error, if any.
+  // Blocks until everything queued has run; throws (and acknowledges) the failure, if any.
   void synchronize();
+  // The failure a sync point queued now would report, as far as the stream knows it now.
+  virtual std::optional<StreamError> failure() = 0;
   // Calls `ready` once the host may queue more without running far ahead of the device: at once
   // (on the caller's thread) when it may already, else later on a stream-owned thread. Never
   // blocks and leaves captured errors to the next sync point. Each stream defines "far ahead":

@@ -9,7 +9,7 @@
 
 namespace flock {
 
-enum class Code { Shape, DType, Device, Disposed, OOM, Cuda, Nccl, Timeout, PeerLost, Arg, Index, Range, CollectiveMismatch, IO, Internal, Format };
+enum class Code { Shape, DType, Device, Disposed, OOM, Cuda, Nccl, Timeout, PeerLost, Arg, Index, Range, CollectiveMismatch, IO, Internal, Format, PeerFailed };
 
 inline const char* code_name(Code c) {
   switch (c) {
@@ -29,6 +29,7 @@ inline const char* code_name(Code c) {
     case Code::IO: return "ERR_IO";
     case Code::Internal: return "ERR_INTERNAL";
     case Code::Format: return "ERR_FORMAT";
+    case Code::PeerFailed: return "ERR_PEER_FAILED";
   }
   return "ERR_INTERNAL";
 }

@@ -1,14 +1,16 @@
 #include "event.h"
 #include "context.h"
+#include "stream_failure.h"
 
 namespace flock {
 
-void Event::set() {
+void Event::set(const StreamError* failure) {
   std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard<std::mutex> lk(m_);
     if (set_) return;
     set_ = true;
+    if (failure) failure_ = StreamError{failure->code, failure->message};
     callbacks.swap(callbacks_);
   }
   cv_.notify_all();
@@ -20,9 +22,15 @@ bool Event::query() {
   return set_;
 }
 
+std::optional<StreamError> Event::failure() {
+  std::lock_guard<std::mutex> lk(m_);
+  return failure_;
+}
+
 void Event::wait() {
   std::unique_lock<std::mutex> lk(m_);
   cv_.wait(lk, [&] { return set_; });
+  if (failure_) throw Error(failure_->code, failure_->message);
 }
 
 void Event::on_set(std::function<void()> fn) {
@@ -45,14 +53,15 @@ void require_cpu_stream(Device d, const char* op) {
 std::shared_ptr<Event> record_event(Device d, const char* op) {
   require_cpu_stream(d, op);
   auto e = std::make_shared<Event>();
-  Context::current().stream(d).enqueue(op, [e] { e->set(); });
+  // A control task: it runs on a failed stream too, and hands the failure on.
+  Context::current().stream(d).enqueue(op, [e] { e->set(current_task_failure()); }, true);
   return e;
 }
 
 void wait_event(Device d, std::shared_ptr<Event> e, const char* op) {
   require_cpu_stream(d, op);
-  if (e->query()) return;
-  Context::current().stream(d).enqueue(op, [e] { e->wait(); });
+  if (e->query() && !e->failure()) return;
+  Context::current().stream(d).enqueue(op, [e] { e->wait(); }, true);
 }
 
 }  // namespace flock

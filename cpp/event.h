@@ -8,17 +8,22 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 #include "device.h"
+#include "tensor.h"
 
 namespace flock {
 
 class Event {
  public:
-  // Marks the event reached and runs the callbacks added so far (on the calling thread).
-  void set();
+  // Marks the event reached and runs the callbacks added so far (on the calling thread). With
+  // `failure`, the work it marks failed (stream_failure.h): a stream waiting on it fails too.
+  void set(const StreamError* failure = nullptr);
   bool query();
-  // Blocks the calling (stream) thread until set.
+  // The failure it was set with (none while unset).
+  std::optional<StreamError> failure();
+  // Blocks the calling (stream) thread until set; throws the failure it was set with, if any.
   void wait();
   // Calls `fn` once set: at once on the caller's thread when it already is.
   void on_set(std::function<void()> fn);
@@ -27,13 +32,17 @@ class Event {
   std::mutex m_;
   std::condition_variable cv_;
   bool set_ = false;
+  std::optional<StreamError> failure_;
   std::vector<std::function<void()>> callbacks_;
 };
 
-// Sets `e` when it goes out of scope, so a task that throws still releases its waiters.
+// Sets `e` when the task that holds it is destroyed: after it ran, or when its stream dropped it
+// or it threw. Then `written`'s failure mark (set before a dropped or failed task's closure goes)
+// travels with the event, so the waiting stream fails too instead of reading what was never written.
 struct EventSetter {
   std::shared_ptr<Event> e;
-  ~EventSetter() { e->set(); }
+  std::shared_ptr<Storage> written;
+  ~EventSetter() { e->set(written ? written->failure() : nullptr); }
 };
 
 // A new event, set once everything queued on `d`'s stream before the call has run.

@@ -1,5 +1,6 @@
 #include "tensor.h"
 #include "spin_lock.h"
+#include "stream_failure.h"
 #include <sys/mman.h>
 #include <unistd.h>
 #include <array>
@@ -174,8 +175,29 @@ DeviceMemory& memory_of(Device d) {
 
 namespace {
 
+// Fault injection for tests: the allocation after this many more fails (-1: never).
+// FLOCKML_FAIL_ALLOC_AFTER=N sets it at start-up, fail_alloc_after() at run time.
+std::atomic<int64_t>& alloc_countdown() {
+  static std::atomic<int64_t> n{[] {
+    const char* env = std::getenv("FLOCKML_FAIL_ALLOC_AFTER");
+    return env && *env ? static_cast<int64_t>(std::strtoll(env, nullptr, 10)) : int64_t(-1);
+  }()};
+  return n;
+}
+
+bool injected_failure() {
+  std::atomic<int64_t>& n = alloc_countdown();
+  int64_t left = n.load(std::memory_order_relaxed);
+  while (left >= 0) {
+    if (n.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) return left == 0;
+  }
+  return false;
+}
+
 // Takes `n` bytes for a storage on `d` and counts them (bytes in use and the peak).
 void* take(Device d, size_t n) {
+  if (injected_failure())
+    fail(Code::OOM, "out of memory on ", d.str(), ": could not allocate ", n, " bytes (injected by FLOCKML_FAIL_ALLOC_AFTER)");
   void* p = g_allocators[static_cast<int>(d.type)]->allocate(n, d.index);
   if (!p) fail(Code::OOM, "out of memory on ", d.str(), ": could not allocate ", n, " bytes");
   DeviceMemory& m = memory_of(d);
@@ -186,6 +208,8 @@ void* take(Device d, size_t n) {
 }
 
 }  // namespace
+
+void fail_alloc_after(int64_t n) { alloc_countdown().store(n < 0 ? -1 : n, std::memory_order_relaxed); }
 
 Storage::Storage(Device d, size_t n) : device(d), bytes(n) {
   if (!g_allocators[static_cast<int>(d.type)]) fail(Code::Device, "device ", d.str(), " is not available in this build");
@@ -206,7 +230,20 @@ void* Storage::materialize() const {
   return expected;
 }
 
+void Storage::mark_failed(const StreamError& e) {
+  if (failed_.load(std::memory_order_acquire)) return;
+  if (!failure_.load(std::memory_order_acquire)) {
+    auto* mine = new StreamError{e.code, e.message, e.acknowledge};
+    StreamError* expected = nullptr;
+    if (!failure_.compare_exchange_strong(expected, mine, std::memory_order_acq_rel)) delete mine;
+  }
+  failed_.store(true, std::memory_order_release);
+}
+
+void Storage::clear_failure() { failed_.store(false, std::memory_order_release); }
+
 Storage::~Storage() {
+  delete failure_.load(std::memory_order_acquire);
   DeviceMemory& m = memory_of(device);
   if (void* p = data_.load(std::memory_order_acquire)) {
     g_allocators[static_cast<int>(device.type)]->release(p, bytes, device.index);
@@ -305,6 +342,7 @@ Tensor empty(const Shape& shape, DType dtype, Device device, const char* op) {
   t.storage = std::allocate_shared<Storage>(PooledAllocator<Storage>(), device, static_cast<size_t>(n) * dtype_size(dtype));
   t.dtype = dtype;
   t.shape = shape;
+  OpScope::record(t.storage);
   return t;
 }
 

@@ -44,10 +44,21 @@ struct Storage {
     void* p = data_.load(std::memory_order_acquire);
     return p || bytes == 0 ? p : materialize();
   }
+  // Set when the task that was to write this storage failed or was dropped (stream_failure.h):
+  // what reading it throws. Null while the storage is good.
+  const StreamError* failure() const { return failed_.load(std::memory_order_acquire) ? failure_.load(std::memory_order_acquire) : nullptr; }
+  // The first mark wins; thread-safe.
+  void mark_failed(const StreamError& e);
+  // A write that covers the whole storage (fill_) makes it good again.
+  void clear_failure();
 
  private:
   void* materialize() const;
   mutable std::atomic<void*> data_{nullptr};
+  // Kept until the storage dies once set (a reader on another thread may hold it); failed_ says
+  // whether it applies.
+  std::atomic<StreamError*> failure_{nullptr};
+  std::atomic<bool> failed_{false};
 };
 
 struct Tensor {
@@ -75,6 +86,8 @@ struct DeviceMemory {
   std::atomic<int64_t> storages{0};
 };
 DeviceMemory& memory_of(Device d);
+// Test hook: the (n+1)-th storage allocation from now fails with ERR_OOM; -1 turns it off.
+void fail_alloc_after(int64_t n);
 constexpr int kMaxCudaDevices = 16;
 
 }  // namespace flock

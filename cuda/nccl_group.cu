@@ -249,7 +249,7 @@ void Nccl::submit(Launch l, Done done) {
     } catch (const Error& e) {
       *err = StreamError{e.code, std::string(op) + ": " + e.what()};
     }
-  });
+  }, true);  // a control task: a failed stream still posts it, so the ranks stay in step
   if (!start || *err) {
     gate_.open(seq);  // its wait may be queued; nothing will ever launch it
     if (start) cudaEventDestroy(start);

@@ -17,6 +17,7 @@
 #include "device.cuh"
 #include "device_guard.cuh"
 #include "profiler.h"
+#include "stream_failure.h"
 
 namespace flock::cuda {
 namespace {
@@ -95,7 +96,20 @@ class CudaStream final : public Stream {
     return {static_cast<char*>(staging_.get()), staging_bytes_};
   }
 
-  void enqueue(const char* op, std::function<void()> task) override {
+  void enqueue(const char* op, std::function<void()> task, bool control = false) override {
+    std::shared_ptr<OpOutputs> outputs = control ? nullptr : OpScope::current();
+    std::optional<StreamError> under;  // the failure a control task runs under
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (failure_.active()) {
+        // Failed: a task is dropped (its outputs marked) until the JS thread has been told.
+        if (!control) {
+          mark_failed(outputs.get(), failure_.mark());
+          return;
+        }
+        under = StreamError{failure_.mark().code, failure_.mark().message};
+      }
+    }
     DeviceGuard g(device_);
     CudaStream* prev = t_stream;
     t_stream = this;
@@ -112,6 +126,7 @@ class CudaStream final : public Stream {
       }
     }
     try {
+      ControlTaskScope scope(under ? &*under : nullptr);
       task();
     } catch (const Error& e) {
       err = StreamError{e.code, op_message(op, e.what())};
@@ -124,7 +139,7 @@ class CudaStream final : public Stream {
     if (t0) record_interval(op, enqueued_ns, t0);
     if (err) {
       std::lock_guard<std::mutex> lk(m_);
-      if (!error_) error_ = std::move(err);
+      mark_failed(outputs.get(), failure_.begin(op, *err));
     }
     retain(std::move(task));
     t_stream = prev;
@@ -135,6 +150,7 @@ class CudaStream final : public Stream {
     Job job;
     job.done = std::move(done);
     job.op = last_op_;
+    job.acked = failure_.acked();
     std::unique_lock<std::mutex> lk(m_);
     // A fault slot is read once its notification's event completes; bound the outstanding ones.
     has_slot_.wait(lk, [&] { return outstanding_ < kFaultSlots; });
@@ -151,6 +167,11 @@ class CudaStream final : public Stream {
     jobs_.push_back(std::move(job));
     lk.unlock();
     has_job_.notify_one();
+  }
+
+  std::optional<StreamError> failure() override {
+    std::lock_guard<std::mutex> lk(m_);
+    return failure_.for_sync(failure_.acked());
   }
 
   // There is no host queue to measure here (enqueue only launches), so the watermark does not
@@ -249,6 +270,7 @@ class CudaStream final : public Stream {
     int slot = 0;
     const char* op = "sync";
     std::string launch_error;
+    uint64_t acked = 0;  // failures the JS thread had acknowledged when the sync point was queued
   };
 
   cudaEvent_t take_event() {
@@ -339,13 +361,15 @@ class CudaStream final : public Stream {
       }
       if (job.event) cudaEventDestroy(job.event);
       cudaGetLastError();
+      // A fault found here is found after the kernels queued behind it were launched: they have
+      // run (a GPU has no way to drop them), but from now on the stream drops new work until the
+      // JS thread has been told, as on the CPU.
       std::optional<StreamError> err;
       std::vector<std::function<void()>> finished;
       {
         std::lock_guard<std::mutex> lk(m_);
-        err.swap(error_);
         const IndexFault f = fault_host_[job.slot];
-        if (!err && async_err) err = std::move(async_err);
+        if (async_err) err = std::move(async_err);
         if (!err && f.flag && f.op == kOneHot) {
           err = StreamError{Code::Index, "oneHot: class index " + std::to_string(f.value) + " is out of range for numClasses " +
                                              std::to_string(f.limit)};
@@ -356,6 +380,8 @@ class CudaStream final : public Stream {
           err = StreamError{Code::Index, std::string(name) + ": index " + std::to_string(f.value) +
                                              " is out of range for a dimension of size " + std::to_string(f.limit)};
         }
+        if (err) failure_.begin(job.op, *err);
+        err = failure_.for_sync(job.acked);
         --outstanding_;
         reap_locked(&finished);
       }
@@ -379,7 +405,7 @@ class CudaStream final : public Stream {
   std::deque<Job> jobs_;
   std::deque<Pending> pending_;
   std::vector<cudaEvent_t> free_events_;
-  std::optional<StreamError> error_;
+  StreamFailure failure_;  // m_ guards all but its lock-free reads
   cudaEvent_t ready_point_ = nullptr;  // see when_ready
   int outstanding_ = 0;
   unsigned next_slot_ = 0;

@@ -32,6 +32,7 @@ export type ErrorCode =
   | 'ERR_NCCL'
   | 'ERR_TIMEOUT'
   | 'ERR_PEER_LOST'
+  | 'ERR_PEER_FAILED'
   | 'ERR_AUTH'
   | 'ERR_STORE'
   | 'ERR_COLLECTIVE_MISMATCH'

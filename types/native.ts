@@ -73,9 +73,22 @@ export interface NativeAddon {
   /**
    * Resolves once `device`'s stream (null: every stream created so far) lets the host queue more:
    * a CPU queue at or below `lowWatermark` tasks; a CUDA stream once the work before the previous
-   * ready call has finished. Resolved at once when already so; never consumes a captured error.
+   * ready call has finished. Resolved at once when already so; rejects with a failed stream's error.
    */
   ready(device: string | null, lowWatermark: number): Promise<void>;
+  /**
+   * A ticket queued on `device`'s stream behind everything queued so far: 'ran' once it ran,
+   * 'dropped' when a failed stream dropped it (so was everything queued with it), 'queued' before.
+   */
+  streamTicket(device: string): NativeTicket;
+  ticketState(t: NativeTicket): 'queued' | 'ran' | 'dropped';
+  /**
+   * The error of the op whose failure left `t` never computed, or null. With `acknowledge`, the
+   * caller throws it to the user: the stream that failed then runs new work again.
+   */
+  tensorFailure(t: NativeTensor, acknowledge?: boolean): { code: string; message: string } | null;
+  /** Test hook: the (n+1)-th storage allocation from now fails with ERR_OOM; -1 turns it off. */
+  failAllocAfter(n: number): void;
   /** How many small kernels `device`'s stream has run on this thread because its worker was idle with nothing queued. */
   streamInlineTasks(device: string): number;
   /**
@@ -396,6 +409,10 @@ export interface NativeAddon {
 
 // ---- devices and events (cpp/bindings/devices.cc); local CPU groups (cpp/bindings/distributed.cc) ----
 /** An event on a CPU device's stream (an External). */
+export interface NativeTicket {
+  readonly __brand: 'NativeTicket';
+}
+
 export interface NativeEvent {
   readonly __brand: 'NativeEvent';
 }

@@ -52,7 +52,22 @@ const Tensor& handle_tensor(Napi::Env env, Napi::Value v, const char* op, const 
   return *t;
 }
 
-Tensor Args::tensor(size_t i, const char* name) const { return handle_tensor(info.Env(), info[i], op, name, -1); }
+// Fail-stop (stream_failure.h): a tensor whose producing task failed or was dropped is refused by
+// every op that reads it, with the original error's code.
+const Tensor& readable(const Tensor& t, const char* op, const char* name, int64_t index) {
+  if (const StreamError* f = t.storage->failure()) {
+    if (f->acknowledge) f->acknowledge();  // the JS thread learns of the failure from this throw
+    if (index < 0) fail(f->code, op, ": ", name, " was never computed: ", f->message);
+    fail(f->code, op, ": ", name, "[", index, "] was never computed: ", f->message);
+  }
+  return t;
+}
+
+Tensor Args::tensor(size_t i, const char* name) const {
+  return readable(handle_tensor(info.Env(), info[i], op, name, -1), op, name, -1);
+}
+
+Tensor Args::tensor_even_failed(size_t i, const char* name) const { return handle_tensor(info.Env(), info[i], op, name, -1); }
 
 std::vector<Tensor> Args::tensors(size_t i, const char* name) const {
   Napi::Value v = info[i];
@@ -61,7 +76,7 @@ std::vector<Tensor> Args::tensors(size_t i, const char* name) const {
   if (arr.Length() > 100000) fail(Code::Arg, op, ": ", name, " holds too many tensors (", arr.Length(), ")");
   std::vector<Tensor> out;
   for (uint32_t k = 0; k < arr.Length(); ++k) {
-    out.push_back(handle_tensor(info.Env(), arr.Get(k), op, name, k));
+    out.push_back(readable(handle_tensor(info.Env(), arr.Get(k), op, name, k), op, name, k));
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 #include "../kernels.h"
+#include "../stream_failure.h"
 
 namespace flock::js {
 
@@ -17,6 +18,7 @@ Napi::Error make_js_error(Napi::Env env, Code code, const std::string& message);
 template <Napi::Value (*F)(const Napi::CallbackInfo&)>
 Napi::Value guarded(const Napi::CallbackInfo& info) {
   try {
+    OpScope scope;  // the storages this call makes fail with the tasks it queues (stream_failure.h)
     return F(info);
   } catch (const Error& e) {
     throw_js(info.Env(), e.code, e.what());
@@ -39,7 +41,12 @@ struct Args {
   const Napi::CallbackInfo& info;
   const char* op;
   Napi::Value at(size_t i) const { return info[i]; }
-  Tensor tensor(size_t i, const char* name) const;  // a copy: later conversions may run JS
+  // A copy (later conversions may run JS); ERR_* of the original error for a failed tensor
+  // (stream_failure.h).
+  Tensor tensor(size_t i, const char* name) const;
+  // The same, failed or not: for an op that overwrites all of it (fill_) or hands the failure on
+  // (collectives post it to their peers).
+  Tensor tensor_even_failed(size_t i, const char* name) const;
   std::vector<Tensor> tensors(size_t i, const char* name) const;
   double number(size_t i, const char* name) const;
   int64_t integer(size_t i, const char* name, int64_t lo, int64_t hi) const;

@@ -57,7 +57,7 @@ Napi::Value EventSync(const Napi::CallbackInfo& info) {
   Args a{info, "Event.synchronize"};
   auto e = event_arg(a, 0);
   return Addon::of(info.Env()).promise_from(info.Env(), [e](Addon::Settle settle) {
-    e->on_set([settle = std::move(settle)] { settle(std::nullopt); });
+    e->on_set([e, settle = std::move(settle)] { settle(e->failure()); });
   });
 }
 

@@ -79,19 +79,31 @@ Addon::Settle opening(std::shared_ptr<Gate> gate, Addon::Settle settle) {
   };
 }
 
-// Runs `issue(done)` on a stream thread once everything queued on `device` before now has run;
-// an error from that earlier work fails the collective instead of reaching the next sync point.
-Napi::Value after_compute(const Napi::CallbackInfo& info, const char* op, Device device, bool ordered,
+// Runs `issue(done)` on a stream thread once everything queued on `device` before now has run.
+// When that earlier work failed (stream_failure.h), the collective is still issued, under the
+// failure: its header says so, and it fails on every rank (ERR_PEER_FAILED on the others), so
+// the ranks stay in step and none applies the step.
+// The failure a collective is posted under: its stream's (`err`, from notify), else that of an
+// input whose producing task failed or was dropped.
+std::optional<StreamError> posted_failure(std::optional<StreamError> err, const std::vector<Tensor>& inputs) {
+  if (err) return StreamError{err->code, err->message};
+  for (const Tensor& t : inputs)
+    if (const StreamError* f = t.storage->failure()) return StreamError{f->code, f->message};
+  return std::nullopt;
+}
+
+Napi::Value after_compute(const Napi::CallbackInfo& info, const char* op, Device device, bool ordered, std::vector<Tensor> inputs,
                           std::function<void(dist::Done)> issue) {
   Addon& addon = Addon::of(info.Env());
   Stream& stream = addon.context.stream(device);
   auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
   auto gate = ordered ? std::make_shared<Gate>() : nullptr;
-  Napi::Value promise = addon.promise_from(info.Env(), [&stream, stamp, gate, issue = std::move(issue)](Addon::Settle settle) {
+  Napi::Value promise = addon.promise_from(info.Env(), [&stream, stamp, gate, inputs, issue = std::move(issue)](Addon::Settle settle) {
     settle = stamped(std::move(settle), stamp);
     if (gate) settle = opening(gate, std::move(settle));
-    stream.notify([issue, settle](std::optional<StreamError> err) {
-      if (err) return settle(std::move(err));
+    stream.notify([issue, settle, inputs](std::optional<StreamError> err) {
+      const std::optional<StreamError> failure = posted_failure(std::move(err), inputs);
+      ControlTaskScope scope(failure ? &*failure : nullptr);
       try {
         issue(settle);
       } catch (const Error& e) {
@@ -99,12 +111,12 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, const char* op, Device
       }
     });
   }, stamp);
-  if (gate)
+  if (gate)  // a control task: later work waits for the collective even on a failed stream
     stream.enqueue(op, [gate]() {
       std::unique_lock<std::mutex> lk(gate->m);
       gate->cv.wait(lk, [&] { return gate->done; });
       if (gate->error) throw Error(gate->error->code, gate->error->message);
-    });
+    }, true);
   return promise;
 }
 
@@ -112,9 +124,9 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, const char* op, Device
 // throw here; later work on the device is ordered after it anyway), else after the compute queued
 // on `device`. The collective's optional last argument is `ordered` (see after_compute).
 Napi::Value collective(const Napi::CallbackInfo& info, const Args& a, size_t ordered_at, const dist::ProcessGroup& g,
-                       Device device, std::function<void(dist::Done)> issue) {
+                       Device device, std::vector<Tensor> inputs, std::function<void(dist::Done)> issue) {
   const bool ordered = info.Length() > ordered_at && !info[ordered_at].IsUndefined() && a.boolean(ordered_at, "ordered");
-  if (!g.orders_on_device()) return after_compute(info, a.op, device, ordered, std::move(issue));
+  if (!g.orders_on_device()) return after_compute(info, a.op, device, ordered, std::move(inputs), std::move(issue));
   auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
   return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { issue(stamped(std::move(settle), stamp)); }, stamp);
 }
@@ -172,54 +184,54 @@ Napi::Value RingTransport(const Napi::CallbackInfo& info) {
 Napi::Value AllReduce(const Napi::CallbackInfo& info) {
   Args a{info, "allReduce"};
   auto g = group_arg(a, 0);
-  Tensor t = a.tensor(1, "tensor");
+  Tensor t = a.tensor_even_failed(1, "tensor");
   auto op = reduce_op(a, 2);
-  return collective(info, a, 3, *g, t.device(), [g, t, op](dist::Done d) { g->allreduce(t, op, std::move(d)); });
+  return collective(info, a, 3, *g, t.device(), {t}, [g, t, op](dist::Done d) { g->allreduce(t, op, std::move(d)); });
 }
 
 Napi::Value Broadcast(const Napi::CallbackInfo& info) {
   Args a{info, "broadcast"};
   auto g = group_arg(a, 0);
-  Tensor t = a.tensor(1, "tensor");
+  Tensor t = a.tensor_even_failed(1, "tensor");
   const int root = static_cast<int>(a.integer(2, "root", 0, g->size() - 1));
-  return collective(info, a, 3, *g, t.device(), [g, t, root](dist::Done d) { g->broadcast(t, root, std::move(d)); });
+  return collective(info, a, 3, *g, t.device(), {t}, [g, t, root](dist::Done d) { g->broadcast(t, root, std::move(d)); });
 }
 
 Napi::Value AllGather(const Napi::CallbackInfo& info) {
   Args a{info, "allGather"};
   auto g = group_arg(a, 0);
-  Tensor in = a.tensor(1, "input"), out = a.tensor(2, "output");
-  return collective(info, a, 3, *g, in.device(), [g, in, out](dist::Done d) { g->allgather(in, out, std::move(d)); });
+  Tensor in = a.tensor_even_failed(1, "input"), out = a.tensor_even_failed(2, "output");
+  return collective(info, a, 3, *g, in.device(), {in}, [g, in, out](dist::Done d) { g->allgather(in, out, std::move(d)); });
 }
 
 Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   Args a{info, "reduceScatter"};
   auto g = group_arg(a, 0);
-  Tensor in = a.tensor(1, "input"), out = a.tensor(2, "output");
+  Tensor in = a.tensor_even_failed(1, "input"), out = a.tensor_even_failed(2, "output");
   auto op = reduce_op(a, 3);
-  return collective(info, a, 4, *g, in.device(), [g, in, out, op](dist::Done d) { g->reduce_scatter(in, out, op, std::move(d)); });
+  return collective(info, a, 4, *g, in.device(), {in}, [g, in, out, op](dist::Done d) { g->reduce_scatter(in, out, op, std::move(d)); });
 }
 
 Napi::Value Send(const Napi::CallbackInfo& info) {
   Args a{info, "send"};
   auto g = group_arg(a, 0);
-  Tensor t = a.tensor(1, "tensor");
+  Tensor t = a.tensor_even_failed(1, "tensor");
   const int peer = static_cast<int>(a.integer(2, "dst", 0, g->size() - 1));
-  return collective(info, a, 3, *g, t.device(), [g, t, peer](dist::Done d) { g->send(t, peer, std::move(d)); });
+  return collective(info, a, 3, *g, t.device(), {t}, [g, t, peer](dist::Done d) { g->send(t, peer, std::move(d)); });
 }
 
 Napi::Value Recv(const Napi::CallbackInfo& info) {
   Args a{info, "recv"};
   auto g = group_arg(a, 0);
-  Tensor t = a.tensor(1, "tensor");
+  Tensor t = a.tensor_even_failed(1, "tensor");
   const int peer = static_cast<int>(a.integer(2, "src", 0, g->size() - 1));
-  return collective(info, a, 3, *g, t.device(), [g, t, peer](dist::Done d) { g->recv(t, peer, std::move(d)); });
+  return collective(info, a, 3, *g, t.device(), {}, [g, t, peer](dist::Done d) { g->recv(t, peer, std::move(d)); });
 }
 
 Napi::Value Barrier(const Napi::CallbackInfo& info) {
   Args a{info, "barrier"};
   auto g = group_arg(a, 0);
-  return collective(info, a, 1, *g, Device{}, [g](dist::Done d) { g->barrier(std::move(d)); });
+  return collective(info, a, 1, *g, Device{}, {}, [g](dist::Done d) { g->barrier(std::move(d)); });
 }
 
 Napi::Value SetTimeout(const Napi::CallbackInfo& info) {
@@ -338,10 +350,10 @@ Napi::Value Reduce(const Napi::CallbackInfo& info) {
   Args a{info, "reduce"};
   auto g = std::dynamic_pointer_cast<dist::LocalCpuGroup>(group_arg(a, 0));
   if (!g) fail(Code::Arg, "reduce: only local CPU groups reduce to one rank natively; use allReduce");
-  Tensor t = a.tensor(1, "tensor");
+  Tensor t = a.tensor_even_failed(1, "tensor");
   const int root = static_cast<int>(a.integer(2, "root", 0, g->size() - 1));
   auto op = reduce_op(a, 3);
-  return collective(info, a, 4, *g, t.device(), [g, t, root, op](dist::Done d) { g->reduce(t, root, op, std::move(d)); });
+  return collective(info, a, 4, *g, t.device(), {t}, [g, t, root, op](dist::Done d) { g->reduce(t, root, op, std::move(d)); });
 }
 
 // ---- a parameter server's shared-memory buffers (lib/parallel/parameter_server/shm.ts) ----

@@ -9,6 +9,8 @@ void resolve_completion(Napi::Env env, Napi::Function, std::nullptr_t*, Completi
   std::unique_ptr<Completion> done(c);
   if (!env) return;  // the environment is shutting down
   if (c->error) {
+    // Delivered: the stream that failed runs new work again (stream_failure.h).
+    if (c->error->acknowledge) c->error->acknowledge();
     c->deferred.Reject(make_js_error(env, c->error->code, c->error->message).Value());
   } else if (c->bytes) {
     Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(env, c->bytes->size());
@@ -44,6 +46,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   register_dist_exports(env, exports);
   register_ready_exports(env, exports);
   register_stream_stress_exports(env, exports);
+  register_failure_exports(env, exports);
   register_io_exports(env, exports);
   register_profiler_exports(env, exports);
   register_device_exports(env, exports);

@@ -45,8 +45,18 @@ Napi::Value BinaryInPlace(const Napi::CallbackInfo& info) {
 
 Napi::Value FillInPlace(const Napi::CallbackInfo& info) {
   Args a{info, "fill_"};
-  Tensor self = a.tensor(0, "self");
-  ops::fill_(self, a.number(1, "value"));
+  Tensor self = a.tensor_even_failed(0, "self");
+  const double value = a.number(1, "value");
+  // Writing every element makes a failed tensor good again (zeroGrad(false) after a failed step);
+  // a fill of part of it leaves the rest never computed.
+  const bool whole = self.offset == 0 && self.nbytes() == self.storage->bytes;
+  if (self.storage->failure()) {
+    if (!whole) a.tensor(0, "self");  // throws the failure
+    // Good again from here; should the fill itself be dropped, its task marks it failed anew.
+    OpScope::record(self.storage);
+    self.storage->clear_failure();
+  }
+  ops::fill_(self, value);
   return info.Env().Undefined();
 }
 

@@ -11,11 +11,18 @@ namespace {
 
 // Counts down the streams still to report ready; the last one settles the promise, on whichever
 // thread it reports from. `settle` is installed only once the caller knows a promise is needed.
+// A failed stream (stream_failure.h) rejects it with its error, as the other sync points do.
 struct ReadyWait {
   std::mutex m;
   int left;
   Addon::Settle settle;
-  explicit ReadyWait(int n) : left(n) {}
+  std::vector<Stream*> streams;
+  explicit ReadyWait(std::vector<Stream*> s) : left(static_cast<int>(s.size()) + 1), streams(std::move(s)) {}
+  std::optional<StreamError> failure() const {
+    for (Stream* s : streams)
+      if (auto f = s->failure()) return f;
+    return std::nullopt;
+  }
   void count_down() {
     Addon::Settle s;
     {
@@ -23,7 +30,7 @@ struct ReadyWait {
       if (--left > 0 || !settle) return;
       s = std::move(settle);
     }
-    s(std::nullopt);
+    s(failure());
   }
 };
 
@@ -39,11 +46,11 @@ Napi::Value Ready(const Napi::CallbackInfo& info) {
   const auto low = static_cast<size_t>(a.integer(1, "lowWatermark", 0, int64_t(1) << 30));
 
   // One count for this call itself, so a stream reporting at once cannot settle early.
-  auto wait = std::make_shared<ReadyWait>(static_cast<int>(streams.size()) + 1);
+  auto wait = std::make_shared<ReadyWait>(streams);
   for (Stream* s : streams) s->when_ready(low, [wait] { wait->count_down(); });
   {
     std::lock_guard<std::mutex> lk(wait->m);
-    if (--wait->left == 0) {
+    if (--wait->left == 0 && !wait->failure()) {
       // Already ready: no trip through the thread-safe function.
       auto deferred = Napi::Promise::Deferred::New(env);
       deferred.Resolve(env.Undefined());
@@ -58,7 +65,7 @@ Napi::Value Ready(const Napi::CallbackInfo& info) {
         return;
       }
     }
-    settle(std::nullopt);  // the last stream reported between the check above and now
+    settle(wait->failure());  // failed, or the last stream reported between the check above and now
   });
 }
 

@@ -77,7 +77,7 @@ Napi::Value OneHot(const Napi::CallbackInfo& info) {
 Napi::Value Meta(const Napi::CallbackInfo& info) {
   Args a{info, "meta"};
   Addon& addon = Addon::of(info.Env());
-  const uint32_t m = addon.meta.index_of(info.Env(), a.tensor(0, "tensor"));
+  const uint32_t m = addon.meta.index_of(info.Env(), a.tensor_even_failed(0, "tensor"));  // metadata only
   // The cache slot may be the one holding the metadata of the handle returned last: a call that
   // returns several handles (a state-dict read) has them wrapped in order, and the earlier ones ask
   // here. That handle then asks here too, instead of reading a slot this call may have rewritten.

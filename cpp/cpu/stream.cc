@@ -25,7 +25,8 @@ CpuStream::~CpuStream() {
   worker_.join();  // drains the queue first: queued notifications still fire
 }
 
-void CpuStream::enqueue(const char* op, std::function<void()> task) {
+void CpuStream::enqueue(const char* op, std::function<void()> task, bool control) {
+  std::shared_ptr<OpOutputs> outputs = control ? nullptr : OpScope::current();
   std::unique_lock<std::mutex> lk(m_);
   if (queue_.size() >= capacity_ && !stopping_) {
     ++producers_waiting_;
@@ -33,7 +34,13 @@ void CpuStream::enqueue(const char* op, std::function<void()> task) {
     --producers_waiting_;
   }
   if (stopping_) fail(Code::Internal, op, ": the CPU stream is shutting down");
-  queue_.push_back({op, std::move(task), profiler::enabled() ? profiler::now_ns() : 0});
+  if (!control && failure_.active()) {
+    mark_failed(outputs.get(), failure_.mark());
+    lk.unlock();
+    task = nullptr;  // its storages are released outside the lock
+    return;
+  }
+  queue_.push_back({op, std::move(task), profiler::enabled() ? profiler::now_ns() : 0, std::move(outputs), control});
   // No inline run may start past this task now; one running already wakes the worker when it ends.
   for (int g = gate_.load(std::memory_order_acquire);;) {
     if (g == kOpen && gate_.compare_exchange_weak(g, kClosed, std::memory_order_acq_rel)) break;
@@ -50,48 +57,53 @@ bool CpuStream::run_inline(const char* op, const std::function<void()>& task) {
   // the worker starts nothing others queue meanwhile until the gate is handed back, so stream order holds.
   int open = kOpen;
   if (!gate_.compare_exchange_strong(open, kInline, std::memory_order_acq_rel)) return false;
-  // A kernel on the worker fixes the CPU device count when it first asks its pool for threads; one
-  // run here touches no pool, so it fixes the count itself (setCpuDeviceCount then refuses a change).
-  if (!count_fixed_) {
-    try {
-      cpu_device_count();
-    } catch (const Error&) {
-      // a bad FLOCKML_CPU_DEVICES is reported where devices are named (as threadpool.cc does)
+  // A failed stream drops the task: enqueue does that, with its marks.
+  const bool ran = !failure_.active();
+  if (ran) {
+    // A kernel on the worker fixes the CPU device count when it first asks its pool for threads; one
+    // run here touches no pool, so it fixes the count itself (setCpuDeviceCount then refuses a change).
+    if (!count_fixed_) {
+      try {
+        cpu_device_count();
+      } catch (const Error&) {
+        // a bad FLOCKML_CPU_DEVICES is reported where devices are named (as threadpool.cc does)
+      }
+      count_fixed_ = true;
     }
-    count_fixed_ = true;
-  }
-  Task t{op, task, profiler::enabled() ? profiler::now_ns() : 0};
-  std::optional<StreamError> err;
-  {
-    SerialScope serial;  // microseconds of work: never wait for an intra-op pool another stream holds
-    err = run(t);
-  }
-  // Only the gate's holder writes the count: a plain store, not a locked add.
-  inline_tasks_.store(inline_tasks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (err) {  // recorded before the gate opens, so the next sync point reports it
-    std::lock_guard<std::mutex> lk(m_);
-    if (!error_) error_ = std::move(err);
+    Task t{op, task, profiler::enabled() ? profiler::now_ns() : 0, OpScope::current(), false};
+    {
+      SerialScope serial;  // microseconds of work: never wait for an intra-op pool another stream holds
+      run(t);  // a failure is recorded before the gate opens, so the next sync point reports it
+    }
+    // Only the gate's holder writes the count: a plain store, not a locked add.
+    inline_tasks_.store(inline_tasks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   int held = kInline;
-  if (gate_.compare_exchange_strong(held, kOpen, std::memory_order_acq_rel)) return true;
+  if (gate_.compare_exchange_strong(held, kOpen, std::memory_order_acq_rel)) return ran;
   // Work was queued while this ran (kInlinePending): the worker waits for it.
   {
     std::lock_guard<std::mutex> lk(m_);
     gate_.store(kClosed, std::memory_order_release);
   }
   has_work_.notify_one();
-  return true;
+  return ran;
 }
 
 void CpuStream::notify(std::function<void(std::optional<StreamError>)> done) {
-  enqueue("sync", [this, done = std::move(done)] {
+  const uint64_t acked = failure_.acked();
+  enqueue("sync", [this, acked, done = std::move(done)] {
     std::optional<StreamError> err;
     {
       std::lock_guard<std::mutex> lk(m_);
-      err.swap(error_);
+      err = failure_.for_sync(acked);
     }
     done(std::move(err));
-  });
+  }, true);
+}
+
+std::optional<StreamError> CpuStream::failure() {
+  std::lock_guard<std::mutex> lk(m_);
+  return failure_.for_sync(failure_.acked());
 }
 
 void CpuStream::when_ready(size_t low_watermark, std::function<void()> ready) {
@@ -126,10 +138,30 @@ size_t CpuStream::depth() {
   return queue_.size();
 }
 
-std::optional<StreamError> CpuStream::run(Task& task) {
+void CpuStream::drop_queued_locked(std::vector<Task>& dropped) {
+  std::deque<Task> kept;
+  for (Task& t : queue_) {
+    if (t.control) {
+      kept.push_back(std::move(t));
+    } else {
+      mark_failed(t.outputs.get(), failure_.mark());
+      dropped.push_back(std::move(t));
+    }
+  }
+  queue_.swap(kept);
+  if (producers_waiting_ > 0) has_space_.notify_all();
+}
+
+void CpuStream::run(Task& task) {
   std::optional<StreamError> err;
   const int64_t start_ns = task.enqueued_ns != 0 ? profiler::now_ns() : 0;
+  std::optional<StreamError> under;  // the failure a control task runs under
+  if (task.control && failure_.active()) {
+    std::lock_guard<std::mutex> lk(m_);
+    if (failure_.active()) under = StreamError{failure_.mark().code, failure_.mark().message};
+  }
   try {
+    ControlTaskScope scope(under ? &*under : nullptr);
     task.fn();
   } catch (const Error& e) {
     err = StreamError{e.code, op_message(task.op, e.what())};
@@ -139,14 +171,27 @@ std::optional<StreamError> CpuStream::run(Task& task) {
     err = StreamError{Code::Internal, op_message(task.op, e.what())};
   }
   if (start_ns != 0) profiler::record({task.op, name_, task.enqueued_ns, start_ns, profiler::now_ns()});
-  task.fn = nullptr;  // drop captured storages now, not when the next task arrives
-  return err;
+  std::vector<Task> dropped;
+  std::vector<std::function<void()>> ready;
+  if (err) {
+    std::lock_guard<std::mutex> lk(m_);
+    mark_failed(task.outputs.get(), failure_.begin(task.op, *err));
+    drop_queued_locked(dropped);
+    if (!waiters_.empty()) ready = take_ready_locked();
+  }
+  // Drop captured storages now, not when the next task arrives; marks are set before any closure
+  // goes, so a guard in one (peer_copy.cc) sees them.
+  task.fn = nullptr;
+  task.outputs.reset();
+  dropped.clear();
+  for (auto& r : ready) r();
 }
 
 void CpuStream::loop() {
   for (;;) {
     Task task;
     std::vector<std::function<void()>> ready;
+    bool drop = false;
     {
       std::unique_lock<std::mutex> lk(m_);
       worker_idle_ = true;
@@ -161,14 +206,13 @@ void CpuStream::loop() {
       queue_.pop_front();
       if (producers_waiting_ > 0) has_space_.notify_one();
       if (!waiters_.empty()) ready = take_ready_locked();
+      // Queued before a failure an inline run began (drop_queued_locked took the rest).
+      drop = !task.control && failure_.active();
+      if (drop) mark_failed(task.outputs.get(), failure_.mark());
     }
     // Before the task, so the host refills the queue while the worker is still busy.
     for (auto& r : ready) r();
-    std::optional<StreamError> err = run(task);
-    if (err) {
-      std::lock_guard<std::mutex> lk(m_);
-      if (!error_) error_ = std::move(err);
-    }
+    if (!drop) run(task);
   }
 }
 

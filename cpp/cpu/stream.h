@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 #include "../device.h"
+#include "../stream_failure.h"
 
 namespace flock::cpu {
 
@@ -22,10 +23,11 @@ class CpuStream final : public Stream {
   // The stream of virtual CPU device `device` (its worker runs kernels on that device's pool).
   explicit CpuStream(int device = 0, size_t capacity = 1024);
   ~CpuStream() override;
-  void enqueue(const char* op, std::function<void()> task) override;
+  void enqueue(const char* op, std::function<void()> task, bool control = false) override;
   bool run_inline(const char* op, const std::function<void()>& task) override;
   void notify(std::function<void(std::optional<StreamError>)> done) override;
   void when_ready(size_t low_watermark, std::function<void()> ready) override;
+  std::optional<StreamError> failure() override;
   uint64_t inline_tasks() override;
   size_t depth();
 
@@ -34,14 +36,20 @@ class CpuStream final : public Stream {
     const char* op;
     std::function<void()> fn;
     int64_t enqueued_ns = 0;  // nonzero only when queued while profiling
+    std::shared_ptr<OpOutputs> outputs;  // what the op call that queued it made
+    bool control = false;
   };
   struct Waiter {
     size_t low_watermark;
     std::function<void()> ready;
   };
   void loop();
-  // Runs one task, returning the error it threw as a sync point reports it, and records it.
-  std::optional<StreamError> run(Task& task);
+  // Runs one task; when it throws, begins (or joins) the stream's failure, marks the task's
+  // outputs and drops what is queued. A control task runs under the current failure, if any.
+  void run(Task& task);
+  // Moves the queued tasks that are not control tasks into `dropped`, marking their outputs with
+  // the failure's mark; called with m_ held.
+  void drop_queued_locked(std::vector<Task>& dropped);
   // Moves out the waiters whose watermark the queue is at or below; called with m_ held.
   std::vector<std::function<void()>> take_ready_locked();
 
@@ -63,7 +71,7 @@ class CpuStream final : public Stream {
   std::atomic<int> gate_{kClosed};
   std::atomic<uint64_t> inline_tasks_{0};  // run by enqueue_small on the calling thread
   int producers_waiting_ = 0;   // only then does the worker need to signal free space
-  std::optional<StreamError> error_;
+  StreamFailure failure_;  // m_ guards all but its lock-free reads
   std::thread worker_;
 };
 

@@ -19,9 +19,12 @@ struct CallHeader {
   Call call{};
   uint8_t dtype = 0;
   uint8_t reduce = 0;
-  uint8_t pad = 0;
+  // Posted by a rank whose stream had failed (stream_failure.h): its data is garbage, so no rank
+  // may use the result. Not part of same_call: every rank still runs the collective to its end,
+  // keeping the byte streams in step, and then fails it (ERR_PEER_FAILED on the others).
+  uint8_t failed = 0;
   int32_t root = 0;    // broadcast
-  int32_t pad2 = 0;
+  int32_t failed_code = 0;  // that rank's error code (flock::Code) when `failed`
   int64_t count = 0;   // elements; per rank for allGather and reduceScatter
   int64_t seq = 0;     // collectives: number in the group, from 1; send: number on this pair, from 1
 };

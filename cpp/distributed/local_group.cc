@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include "../context.h"
+#include "../stream_failure.h"
 #include "../cpu/threadpool.h"
 #include "reduce.h"
 
@@ -26,6 +27,7 @@ struct Post {
   ReduceOp op = ReduceOp::Sum;
   int root = 0;
   Tensor in, out;  // in-place collectives use `in` only
+  std::optional<StreamError> failure;  // posted by a failed stream (stream_failure.h)
 };
 
 // One collective: the n-th call on every group.
@@ -38,6 +40,7 @@ struct Round {
   std::optional<StreamError> error;  // fails every member (mismatch, out of memory, timeout)
   std::unique_ptr<char[]> scratch;   // the reduction, for allReduce and reduce
   int handed_out = 0;                // members that took this round from the clique
+  int failed_member = -1;            // the lowest member whose post came from a failed stream
 };
 
 // Near-equal slices of n elements, the first n % k one longer: member m reduces slice m.
@@ -114,6 +117,15 @@ class Clique {
       round.posts[m] = std::move(post);
       if (auto err = arrive(lk, round, m, 0, op, timeout_ms)) return err;
     }
+    // A member posted from a failed stream: no member moves any data (every target keeps what it
+    // held), and every member fails, its own error or ERR_PEER_FAILED; the clique stays usable.
+    if (round.failed_member >= 0) {
+      const Post& mine = round.posts[m];
+      if (mine.failure) return StreamError{mine.failure->code, std::string(op) + " on " + devices_[m].str() + ": not applied: " + mine.failure->message};
+      const Post& theirs = round.posts[round.failed_member];
+      return StreamError{Code::PeerFailed, std::string(op) + " on " + name_ + ": " + devices_[round.failed_member].str() + " failed earlier: " +
+                                               theirs.failure->message + "; no device applies collective #" + std::to_string(round.seq)};
+    }
     std::optional<StreamError> err = work(m, round);
     std::unique_lock<std::mutex> lk(m_);
     if (err) {
@@ -166,6 +178,8 @@ class Clique {
 
   // With m_ held, once every member has posted: the posts must describe one collective.
   void prepare(Round& round) {
+    for (int k = 0; k < size() && round.failed_member < 0; ++k)
+      if (round.posts[k].failure) round.failed_member = k;
     const Post& p0 = round.posts[0];
     for (int k = 1; k < size(); ++k) {
       const Post& p = round.posts[k];
@@ -272,18 +286,18 @@ class Member final : public LocalCpuGroup {
   void allreduce(Tensor t, ReduceOp op, Done done) override {
     check(t, "allReduce");
     check_op(t, op, "allReduce");
-    post({Kind::AllReduce, op, 0, t, {}}, std::move(done));
+    post({Kind::AllReduce, op, 0, t, {}, std::nullopt}, std::move(done));
   }
   void reduce(Tensor t, int root, ReduceOp op, Done done) override {
     check(t, "reduce");
     check_op(t, op, "reduce");
     check_root(root, "reduce");
-    post({Kind::Reduce, op, root, t, {}}, std::move(done));
+    post({Kind::Reduce, op, root, t, {}, std::nullopt}, std::move(done));
   }
   void broadcast(Tensor t, int root, Done done) override {
     check(t, "broadcast");
     check_root(root, "broadcast");
-    post({Kind::Broadcast, ReduceOp::Sum, root, t, {}}, std::move(done));
+    post({Kind::Broadcast, ReduceOp::Sum, root, t, {}, std::nullopt}, std::move(done));
   }
   void allgather(Tensor in, Tensor out, Done done) override {
     check(in, "allGather");
@@ -291,7 +305,7 @@ class Member final : public LocalCpuGroup {
     FLOCK_CHECK(in.dtype == out.dtype, DType, "allGather: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
     FLOCK_CHECK(out.numel() == in.numel() * size(), Shape, "allGather: output has ", out.numel(), " elements; a group of ", size(),
                 " needs ", size(), " x ", in.numel(), " = ", in.numel() * size());
-    post({Kind::AllGather, ReduceOp::Sum, 0, in, out}, std::move(done));
+    post({Kind::AllGather, ReduceOp::Sum, 0, in, out, std::nullopt}, std::move(done));
   }
   void reduce_scatter(Tensor in, Tensor out, ReduceOp op, Done done) override {
     check(in, "reduceScatter");
@@ -300,7 +314,7 @@ class Member final : public LocalCpuGroup {
     FLOCK_CHECK(in.dtype == out.dtype, DType, "reduceScatter: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
     FLOCK_CHECK(in.numel() == out.numel() * size(), Shape, "reduceScatter: input has ", in.numel(), " elements; a group of ", size(),
                 " needs ", size(), " x ", out.numel(), " = ", out.numel() * size());
-    post({Kind::ReduceScatter, op, 0, in, out}, std::move(done));
+    post({Kind::ReduceScatter, op, 0, in, out, std::nullopt}, std::move(done));
   }
   void send(Tensor, int, Done) override {
     fail(Code::Arg, "send: ", clique_->name(), " has no point-to-point messages; copy with tensor.to('", device().str(), "')");
@@ -308,7 +322,7 @@ class Member final : public LocalCpuGroup {
   void recv(Tensor, int, Done) override {
     fail(Code::Arg, "recv: ", clique_->name(), " has no point-to-point messages; copy with tensor.to('", device().str(), "')");
   }
-  void barrier(Done done) override { post({Kind::Barrier, ReduceOp::Sum, 0, {}, {}}, std::move(done)); }
+  void barrier(Done done) override { post({Kind::Barrier, ReduceOp::Sum, 0, {}, {}, std::nullopt}, std::move(done)); }
   void abort(const std::string& why) override { clique_->abort(why); }
   void set_timeout(int timeout_ms) override { timeout_ms_.store(timeout_ms); }
 
@@ -335,7 +349,10 @@ class Member final : public LocalCpuGroup {
     auto c = clique_;
     const int m = rank_, timeout = timeout_ms_.load();
     const char* op = kKindNames[static_cast<int>(p.kind)];
+    // A control task: it runs on a failed stream too, so the other members learn of the failure.
     Context::current().stream(device()).enqueue(op, [c, round, m, timeout, p = std::move(p), done = std::move(done)]() mutable {
+      if (const StreamError* f = current_task_failure()) p.failure = StreamError{f->code, f->message};
+      else if (const StreamError* g = p.in.storage ? p.in.storage->failure() : nullptr) p.failure = StreamError{g->code, g->message};
       std::optional<StreamError> err;
       try {
         err = c->run(m, *round, std::move(p), timeout);
@@ -344,8 +361,13 @@ class Member final : public LocalCpuGroup {
       } catch (const std::exception& e) {
         err = StreamError{Code::Internal, e.what()};
       }
+      const bool peer_failed = err && err->code == Code::PeerFailed;
+      const std::optional<StreamError> failed = err;
       done(std::move(err));
-    });
+      // A peer failed: the work queued after this on the device (the step that would use the
+      // result) is dropped, as on the failed device itself.
+      if (peer_failed) throw Error(failed->code, failed->message);
+    }, true);
   }
 
   std::shared_ptr<Clique> clique_;

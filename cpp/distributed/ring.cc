@@ -25,6 +25,7 @@
 #include "call_header.h"
 #include "comm_thread.h"
 #include "control.h"
+#include "../stream_failure.h"
 #include "hier_group.h"
 #include "process_group.h"
 #include "reduce.h"
@@ -196,6 +197,8 @@ class Ring final : public RingGroup, private TcpRing {
     run("send", std::move(done), [this, t, dst] {
       CallHeader h = header(Call::Send, t.dtype, t.numel());
       h.seq = ++sends_[dst];
+      h.failed = own_ ? 1 : 0;  // the receiver fails too (run())
+      h.failed_code = own_ ? static_cast<int32_t>(own_->code) : 0;
       int at = 0;
       if (ShmGroup* s = pipe_to(dst, &at)) {
         s->pipe_write(at, &h, sizeof h);
@@ -227,6 +230,10 @@ class Ring final : public RingGroup, private TcpRing {
       }
       if (s) s->pipe_read(at, t.raw(), t.nbytes());
       else exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_);
+      if (got.failed) {  // read to the end, so the link stays in step; run() fails the recv
+        peer_failed_ = src;
+        peer_code_ = got.failed_code;
+      }
     });
   }
 
@@ -281,9 +288,13 @@ class Ring final : public RingGroup, private TcpRing {
 
   // The header `from` sent (the predecessor's, or a doubling partner's) against this rank's:
   // ERR_COLLECTIVE_MISMATCH naming both calls, lower rank first.
-  void check_call(int from) const override {
+  void check_call(int from) override {
     const CallHeader &mine = mine_, &theirs = theirs_;
     const Link& prev = links_[from];
+    if (theirs.failed && (peer_failed_ < 0 || from < peer_failed_)) {
+      peer_failed_ = from;
+      peer_code_ = theirs.failed_code;
+    }
     if (same_call(mine, theirs)) return;
     const bool reduce = is_call(theirs) && theirs.reduce != mine.reduce;
     auto text = [&](int r, const CallHeader& h, bool numbered) {
@@ -317,8 +328,14 @@ class Ring final : public RingGroup, private TcpRing {
   // instead of waiting out their timeouts) and all later work fails with the first error.
   // A collective passes its call header (`call`): it is numbered and checked against the
   // neighbours' before `body` runs. Send, recv and connect pass none (they check their own).
+  //
+  // A collective posted by a stream that had failed (current_task_failure(), stream_failure.h)
+  // says so in its header. Every rank still runs it to its end, so the group stays in step and
+  // usable, and then fails it: this rank with its own error, the others with ERR_PEER_FAILED.
   void run(const char* op, Done done, std::function<void()> body, std::optional<CallHeader> call = std::nullopt) {
-    comm_.push([this, op, call, done = std::move(done), body = std::move(body)] {
+    std::optional<StreamError> own;
+    if (const StreamError* f = current_task_failure()) own = StreamError{f->code, f->message};
+    comm_.push([this, op, call, own, done = std::move(done), body = std::move(body)] {
       std::optional<StreamError> err;
       {
         std::lock_guard<std::mutex> lk(m_);
@@ -327,14 +344,22 @@ class Ring final : public RingGroup, private TcpRing {
       if (!err) {
         const int64_t seq = call ? ++seq_ : 0;
         if (seq) ctrl_.started(seq);
+        peer_failed_ = -1;
+        own_ = own;
         try {
           if (call && size_ > 1) {
             mine_ = *call;
             mine_.seq = seq;
+            mine_.failed = own ? 1 : 0;
+            mine_.failed_code = own ? static_cast<int32_t>(own->code) : 0;
             unsent_ = true;
+            // Across hosts the hierarchy's phases see only some headers: there a failed post fails
+            // the group as a mismatch would (every rank fails; the group is unusable after).
+            if (own && hier_) throw Error(own->code, own->message);
           }
           body();
           agree();  // a collective that moved no data (empty tensors) still checks its call
+          if (call && size_ > 2 && !shm_ && !hier_) share_failures();
         } catch (const Error& e) {
           err = StreamError{e.code, e.what()};
         } catch (const std::exception& e) {
@@ -342,9 +367,37 @@ class Ring final : public RingGroup, private TcpRing {
         }
         unsent_ = false;
         if (err) fail_group(op, seq, &*err);
+        else if (own)
+          err = StreamError{own->code, std::string(op) + " on rank " + std::to_string(rank_) + ": not applied: " + own->message};
+        else if (peer_failed_ >= 0)
+          err = StreamError{Code::PeerFailed, std::string(op) + " on rank " + std::to_string(rank_) +
+                                                  (seq ? " (collective #" + std::to_string(seq) + ")" : std::string()) + ": rank " +
+                                                  std::to_string(peer_failed_) + " failed earlier (" +
+                                                  code_name(static_cast<Code>(peer_code_)) + "); its data is not applied here"};
       }
       done(std::move(err));
     });
+  }
+
+  // The ring sees only its neighbours' headers: after a collective on three or more ranks over
+  // TCP, a one-int-per-rank allreduce (max) tells every rank which posted theirs failed. Only
+  // there; the shared-memory group reads every header, and two ranks read each other's.
+  void share_failures() {
+    const int v = vsize();
+    std::vector<int32_t> codes(v, 0);
+    for (int k = 0; k < v; ++k) {
+      if (view_rank(k) == rank_ && mine_.failed) codes[k] = mine_.failed_code + 1;
+      if (view_rank(k) == peer_failed_) codes[k] = peer_code_ + 1;
+    }
+    std::vector<size_t> off(v), len(v, 1);
+    for (int k = 0; k < v; ++k) off[k] = k;
+    reduce_scatter_steps(reinterpret_cast<char*>(codes.data()), DType::i32, ReduceOp::Max, off, len);
+    all_gather_steps(reinterpret_cast<char*>(codes.data()), 4, off, len);
+    for (int k = 0; k < v; ++k)
+      if (codes[k] > 0 && view_rank(k) != rank_ && (peer_failed_ < 0 || view_rank(k) < peer_failed_)) {
+        peer_failed_ = view_rank(k);
+        peer_code_ = codes[k] - 1;
+      }
   }
 
   // After a failure here the byte streams between ranks are out of step. Unless the group was
@@ -387,6 +440,10 @@ class Ring final : public RingGroup, private TcpRing {
   std::optional<StreamError> failed_;
   bool aborted_ = false;
   int64_t seq_ = 0;  // group-wide collectives started; comm thread only
+  // The lowest rank whose header said its post had failed (-1: none), and its error code; comm thread only.
+  int peer_failed_ = -1;
+  int32_t peer_code_ = 0;
+  std::optional<StreamError> own_;  // the running job's own failure (run()); comm thread only
   std::vector<int64_t> sends_, recvs_;  // messages sent to / received from each rank; comm thread only
   ControlPlane ctrl_;
   std::unique_ptr<ShmGroup> shm_;  // set by connect when every rank is on this host

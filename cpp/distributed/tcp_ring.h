@@ -25,11 +25,13 @@ class TcpRing : public TcpSteps {
   }
 
   // ERR_COLLECTIVE_MISMATCH when theirs_, the header group rank `from` sent, differs from mine_.
-  virtual void check_call(int from) const = 0;
+  // Also notes a header that says its rank's post had failed (ring.cc).
+  virtual void check_call(int from) = 0;
 
   // The ranks the steps run over: every rank, or (a phase of hier_group.h) one per host.
   int vsize() const { return static_cast<int>(view_.size()); }
   int vrank(int k) const { return view_[mod(vpos_ + k, vsize())]; }  // k places on from this rank
+  int view_rank(int k) const { return view_[k]; }                   // the k-th rank of the view
   const Link& vlink(int k) const { return links_[vrank(k)]; }
   void reset_view();
   // Runs `steps` over `ring` with the running call's header leading them.

@@ -76,61 +76,63 @@ export class Adam extends Optimizer<AdamOptions> {
   }
 
   step(): void {
-    const op = `${this.constructor.name}.step`;
-    this.paramGroups.forEach((g, gi) => {
-      const ps = this.stepParams(op, gi);
-      // Parameters share one native call per step count (they differ only if some had no grad)
-      // and device (a model placed across devices steps each device's parameters there), and per
-      // kind: f32/f64 parameters update in place, bf16/f16 ones through f32 masters.
-      const batches = new Map<string, Batch & { step: number }>();
-      for (const p of ps) {
-        let s = this.state.get(p);
-        if (!s) {
-          s = { step: 0, expAvg: zeroState(p), expAvgSq: zeroState(p) };
-          this.state.set(p, s);
+    this.transaction(`${this.constructor.name}.step`, () => {
+      const op = `${this.constructor.name}.step`;
+      this.paramGroups.forEach((g, gi) => {
+        const ps = this.stepParams(op, gi);
+        // Parameters share one native call per step count (they differ only if some had no grad)
+        // and device (a model placed across devices steps each device's parameters there), and per
+        // kind: f32/f64 parameters update in place, bf16/f16 ones through f32 masters.
+        const batches = new Map<string, Batch & { step: number }>();
+        for (const p of ps) {
+          let s = this.state.get(p);
+          if (!s) {
+            s = { step: 0, expAvg: zeroState(p), expAvgSq: zeroState(p) };
+            this.state.set(p, s);
+          }
+          // Zeros when amsgrad is turned on later or the state came from a run without it: the
+          // first maximum is then v itself, as on a fresh start.
+          if (g.amsgrad && !s.maxExpAvgSq) s.maxExpAvgSq = zeroState(p);
+          const step = (s.step as number) + 1;
+          s.step = step;
+          const key = `${step}/${p.device}/${hasMaster(p)}`;
+          let b = batches.get(key);
+          if (!b) batches.set(key, (b = { step, ps: [], gs: [], m: [], v: [], mv: [], masters: [], numel: 0 }));
+          b.ps.push(p);
+          b.gs.push(p.grad as Tensor);
+          b.m.push(s.expAvg as Tensor);
+          b.v.push(s.expAvgSq as Tensor);
+          if (g.amsgrad) b.mv.push(s.maxExpAvgSq as Tensor);
+          if (hasMaster(p)) b.masters.push(masterOf(p, s));
+          b.numel += p.numel();
         }
-        // Zeros when amsgrad is turned on later or the state came from a run without it: the
-        // first maximum is then v itself, as on a fresh start.
-        if (g.amsgrad && !s.maxExpAvgSq) s.maxExpAvgSq = zeroState(p);
-        const step = (s.step as number) + 1;
-        s.step = step;
-        const key = `${step}/${p.device}/${hasMaster(p)}`;
-        let b = batches.get(key);
-        if (!b) batches.set(key, (b = { step, ps: [], gs: [], m: [], v: [], mv: [], masters: [], numel: 0 }));
-        b.ps.push(p);
-        b.gs.push(p.grad as Tensor);
-        b.m.push(s.expAvg as Tensor);
-        b.v.push(s.expAvgSq as Tensor);
-        if (g.amsgrad) b.mv.push(s.maxExpAvgSq as Tensor);
-        if (hasMaster(p)) b.masters.push(masterOf(p, s));
-        b.numel += p.numel();
-      }
-      const h = (ts: Tensor[]) => ts.map((t) => t.handle);
-      for (const b of batches.values()) {
-        const sr = g.stochasticRounding && b.masters.length > 0;
-        const draw = sr ? nextDraw(b.numel) : { seed: 0, offset: 0 };
-        native.adamStep(
-          h(b.ps),
-          h(b.gs),
-          h(b.m),
-          h(b.v),
-          h(b.mv),
-          g.lr,
-          g.betas[0],
-          g.betas[1],
-          g.eps,
-          g.weightDecay,
-          b.step,
-          this.decoupled,
-          g.amsgrad,
-          g.maximize,
-          h(b.masters),
-          sr,
-          draw.seed,
-          draw.offset,
-        );
-        bumpVersions(`${this.constructor.name}.step`, b.ps);
-      }
+        const h = (ts: Tensor[]) => ts.map((t) => t.handle);
+        for (const b of batches.values()) {
+          const sr = g.stochasticRounding && b.masters.length > 0;
+          const draw = sr ? nextDraw(b.numel) : { seed: 0, offset: 0 };
+          native.adamStep(
+            h(b.ps),
+            h(b.gs),
+            h(b.m),
+            h(b.v),
+            h(b.mv),
+            g.lr,
+            g.betas[0],
+            g.betas[1],
+            g.eps,
+            g.weightDecay,
+            b.step,
+            this.decoupled,
+            g.amsgrad,
+            g.maximize,
+            h(b.masters),
+            sr,
+            draw.seed,
+            draw.offset,
+          );
+          bumpVersions(`${this.constructor.name}.step`, b.ps);
+        }
+      });
     });
   }
 }

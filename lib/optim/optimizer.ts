@@ -7,7 +7,9 @@
 import { Tensor } from '../tensor';
 import { keep } from '../memory';
 import { zeroGrads } from '../autograd/zero_grad';
-import { argError, checkOptions, describe, flockError } from '../errors';
+import { argError, checkOptions, describe, type ErrorCode, flockError } from '../errors';
+import { native } from '../native';
+import type { NativeTicket } from '../../types/native';
 import { checkNumber } from '../validate';
 import { isFloating } from '../dtype';
 import { noGrad } from '../autograd/grad_mode';
@@ -138,6 +140,62 @@ export abstract class Optimizer<H extends { lr: number }> {
 
   abstract step(): void;
 
+  /** Steps queued but not yet known to have run: the state before each, and a ticket per device. */
+  #pending: { before: Map<Tensor, Record<string, Tensor | number>>; tickets: NativeTicket[] }[] = [];
+
+  /**
+   * Runs `body`, the queueing of one step, as a unit (fail-stop, see README "Execution"): a step
+   * whose gradients were never computed throws before anything changes, and a step its stream
+   * dropped (the loss or backward queued before it failed) leaves no trace: the state it created
+   * or counted (moments, step counts, masters) is put back as it was before the step, found by
+   * tickets queued behind it and settled at the next step or stateDict(). The library's optimizers
+   * call it from step(); a subclass of Optimizer may too.
+   */
+  protected transaction(op: string, body: () => void): void {
+    this.settleSteps();
+    const devices = new Set<string>();
+    this.paramGroups.forEach((g, gi) =>
+      g.params.forEach((p, i) => {
+        const grad = p.grad;
+        if (!grad || grad.isDisposed) return;
+        const f = native.tensorFailure(grad.handle, true);
+        if (f) throw flockError(f.code as ErrorCode, op, `the gradient of parameter ${i} of group ${gi} was never computed: ${f.message}`);
+        devices.add(p.device);
+      }),
+    );
+    const before = new Map<Tensor, Record<string, Tensor | number>>();
+    for (const [p, st] of this.state) before.set(p, { ...st });
+    try {
+      body();
+    } catch (e) {
+      this.#restore(before);
+      throw e;
+    }
+    if (devices.size > 0) this.#pending.push({ before, tickets: [...devices].map((d) => native.streamTicket(d)) });
+  }
+
+  /**
+   * Forgets the steps known to have run and rolls back the first one its stream dropped (with it,
+   * every later one: they were queued behind it before the failure was reported).
+   */
+  protected settleSteps(): void {
+    for (let i = 0; i < this.#pending.length; ) {
+      const states = this.#pending[i].tickets.map((t) => native.ticketState(t));
+      if (states.includes('dropped')) {
+        this.#restore(this.#pending[i].before);
+        this.#pending.length = i;
+        return;
+      }
+      if (states.every((s) => s === 'ran')) this.#pending.splice(i, 1);
+      else i++;
+    }
+  }
+
+  #restore(before: Map<Tensor, Record<string, Tensor | number>>): void {
+    this.state.clear();
+    for (const [p, st] of before) this.state.set(p, st);
+  }
+
   /**
    * The parameters of `group` that have a gradient, after checking (as `op`) the group's
    * hyper-parameters — they may have been edited since construction — and that every gradient
@@ -166,6 +224,7 @@ export abstract class Optimizer<H extends { lr: number }> {
 
   /** Parameters are referred to by their index across all groups, as in PyTorch. */
   stateDict(): OptimizerStateDict {
+    this.settleSteps();
     const index = new Map<Tensor, number>();
     const paramGroups = this.paramGroups.map((g) => {
       const { params, ...hyper } = g;

@@ -59,52 +59,54 @@ export class SGD extends Optimizer<SGDOptions> {
   }
 
   step(): void {
-    this.paramGroups.forEach((g, gi) => {
-      const ps = this.stepParams('SGD.step', gi);
-      // A momentum buffer's first step copies the gradient, later ones blend; f32/f64 parameters
-      // update in place, bf16/f16 ones through f32 masters: one call for each kind and device (a
-      // model placed across devices steps each device's parameters there).
-      const batches = new Map<string, { first: boolean; ps: Tensor[]; gs: Tensor[]; bufs: Tensor[]; masters: Tensor[]; numel: number }>();
-      for (const p of ps) {
-        let first = true;
-        let buf: Tensor | null = null;
-        let s = this.state.get(p);
-        if ((g.momentum !== 0 || hasMaster(p)) && !s) this.state.set(p, (s = {}));
-        if (g.momentum !== 0 && s) {
-          first = !s.momentumBuffer;
-          if (first) s.momentumBuffer = zeroState(p);
-          buf = s.momentumBuffer as Tensor;
+    this.transaction('SGD.step', () => {
+      this.paramGroups.forEach((g, gi) => {
+        const ps = this.stepParams('SGD.step', gi);
+        // A momentum buffer's first step copies the gradient, later ones blend; f32/f64 parameters
+        // update in place, bf16/f16 ones through f32 masters: one call for each kind and device (a
+        // model placed across devices steps each device's parameters there).
+        const batches = new Map<string, { first: boolean; ps: Tensor[]; gs: Tensor[]; bufs: Tensor[]; masters: Tensor[]; numel: number }>();
+        for (const p of ps) {
+          let first = true;
+          let buf: Tensor | null = null;
+          let s = this.state.get(p);
+          if ((g.momentum !== 0 || hasMaster(p)) && !s) this.state.set(p, (s = {}));
+          if (g.momentum !== 0 && s) {
+            first = !s.momentumBuffer;
+            if (first) s.momentumBuffer = zeroState(p);
+            buf = s.momentumBuffer as Tensor;
+          }
+          const key = `${first}/${p.device}/${hasMaster(p)}`;
+          let b = batches.get(key);
+          if (!b) batches.set(key, (b = { first, ps: [], gs: [], bufs: [], masters: [], numel: 0 }));
+          b.ps.push(p);
+          b.gs.push(p.grad as Tensor);
+          if (buf) b.bufs.push(buf);
+          if (hasMaster(p) && s) b.masters.push(masterOf(p, s));
+          b.numel += p.numel();
         }
-        const key = `${first}/${p.device}/${hasMaster(p)}`;
-        let b = batches.get(key);
-        if (!b) batches.set(key, (b = { first, ps: [], gs: [], bufs: [], masters: [], numel: 0 }));
-        b.ps.push(p);
-        b.gs.push(p.grad as Tensor);
-        if (buf) b.bufs.push(buf);
-        if (hasMaster(p) && s) b.masters.push(masterOf(p, s));
-        b.numel += p.numel();
-      }
-      for (const b of batches.values()) {
-        const sr = g.stochasticRounding && b.masters.length > 0;
-        const draw = sr ? nextDraw(b.numel) : { seed: 0, offset: 0 };
-        native.sgdStep(
-          b.ps.map((t) => t.handle),
-          b.gs.map((t) => t.handle),
-          b.bufs.map((t) => t.handle),
-          g.lr,
-          g.momentum,
-          g.dampening,
-          g.weightDecay,
-          g.nesterov,
-          b.first,
-          g.maximize,
-          b.masters.map((t) => t.handle),
-          sr,
-          draw.seed,
-          draw.offset,
-        );
-        bumpVersions(`${this.constructor.name}.step`, b.ps);
-      }
+        for (const b of batches.values()) {
+          const sr = g.stochasticRounding && b.masters.length > 0;
+          const draw = sr ? nextDraw(b.numel) : { seed: 0, offset: 0 };
+          native.sgdStep(
+            b.ps.map((t) => t.handle),
+            b.gs.map((t) => t.handle),
+            b.bufs.map((t) => t.handle),
+            g.lr,
+            g.momentum,
+            g.dampening,
+            g.weightDecay,
+            g.nesterov,
+            b.first,
+            g.maximize,
+            b.masters.map((t) => t.handle),
+            sr,
+            draw.seed,
+            draw.offset,
+          );
+          bumpVersions(`${this.constructor.name}.step`, b.ps);
+        }
+      });
     });
   }
 }
