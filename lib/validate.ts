@@ -62,10 +62,31 @@ export function checkChoice<T extends string>(op: string, name: string, v: unkno
   return v as T;
 }
 
-/** A live tensor (ERR_ARG when not a tensor, ERR_DISPOSED when disposed). */
+/**
+ * `v` for a message, never throwing: an array of up to 16 numbers as written (`[2,-1]`), any other
+ * array by its length and first element that is not a number, anything else as `describe` puts it.
+ * (JSON.stringify cannot print a tensor made inside a tidy scope: it refers to its scope.)
+ */
+export function valueText(v: unknown): string {
+  if (!Array.isArray(v)) return describe(v);
+  const odd = v.findIndex((x) => typeof x !== 'number');
+  if (odd >= 0) return `an array whose element ${odd} is ${describe(v[odd])}`;
+  return v.length <= 16 ? `[${v.join(',')}]` : `an array of ${v.length} numbers`;
+}
+
+/**
+ * A live tensor (ERR_ARG when not a tensor, ERR_DISPOSED when disposed): the one check of a tensor
+ * argument, shared by the ops (lib/ops/util.ts), the functional API and the layers.
+ */
 export function checkTensorArg(op: string, name: string, v: unknown): Tensor {
   if (!(v instanceof Tensor)) throw argError(op, `${name} must be a Tensor, got ${describe(v)}`);
   if (v.isDisposed) throw flockError('ERR_DISPOSED', op, `${name} has been disposed`);
+  return v;
+}
+
+/** A file or directory path: a non-empty string (ERR_ARG otherwise). */
+export function checkPath(op: string, name: string, v: unknown): string {
+  if (typeof v !== 'string' || v.length === 0) throw argError(op, `${name} must be a non-empty string, got ${describe(v)}`);
   return v;
 }
 

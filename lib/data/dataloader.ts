@@ -10,7 +10,7 @@ import { Tensor } from '../tensor';
 import { stack } from '../ops/shape';
 import { tensor } from '../ops/creation';
 import { TensorDataset, type Dataset } from './dataset';
-import { argError, checkOptions, describe, outOfRange } from '../errors';
+import { argError, checkOptions, describe, flockError, outOfRange } from '../errors';
 import { ready } from '../device';
 
 export interface DataLoaderOptions<T, B> {
@@ -36,15 +36,76 @@ export type Collated<T> = T extends Tensor | number
 /**
  * Stacks tensors, recurses into arrays and objects, and turns numbers into a tensor. Plain numbers
  * that are all integers (a dataset's class labels, by nature) become i64, as PyTorch's collate
- * makes them; any fraction makes the batch f32.
+ * makes them; any fraction makes the batch f32. Samples of different structure (a missing field,
+ * a number where others hold a tensor, tensors of different shapes) are ERR_DATA naming the sample.
  */
 export function defaultCollate(items: unknown[]): unknown {
+  if (!Array.isArray(items) || items.length === 0)
+    throw argError('defaultCollate', `expected a non-empty array of samples, got ${describe(items)}`);
+  return collateSamples(items, { op: 'defaultCollate', name: (i) => `samples[${i}]`, verb: 'is' });
+}
+
+/** How messages name a batch's samples: the user's op, sample i, and the verb for a missing one. */
+interface SampleNames {
+  op: string;
+  name: (i: number) => string;
+  verb: 'is' | 'returned';
+}
+
+/** A sample value for messages: a tensor by its shape and dtype, anything else as `describe` puts it. */
+const sampleText = (v: unknown): string => (v instanceof Tensor ? `a ${v.dtype} tensor of shape [${v.shape}]` : describe(v));
+
+function sampleKind(v: unknown): string {
+  if (v instanceof Tensor) return 'Tensor';
+  if (Array.isArray(v)) return 'array';
+  return v === null ? 'null' : typeof v;
+}
+
+/** defaultCollate of `items`, the values at `path` (`''`, `[1]`, `.label`, ...) of each sample. */
+function collateSamples(items: unknown[], names: SampleNames, path = ''): unknown {
   const first = items[0];
+  const kind = sampleKind(first);
+  items.forEach((it, i) => {
+    if (it === undefined || it === null)
+      throw flockError(
+        'ERR_DATA',
+        names.op,
+        `${names.name(i)}${path} ${path ? 'is' : names.verb} ${describe(it)}, which cannot be batched`,
+      );
+    if (sampleKind(it) !== kind)
+      throw flockError(
+        'ERR_DATA',
+        names.op,
+        `${names.name(i)}${path} is ${sampleText(it)}, but ${names.name(0)}${path} is ${sampleText(first)}`,
+      );
+    if (it instanceof Tensor && (it.ndim !== (first as Tensor).ndim || it.shape.some((s, d) => s !== (first as Tensor).shape[d])))
+      throw flockError(
+        'ERR_SHAPE',
+        names.op,
+        `${names.name(i)}${path} has shape [${it.shape}], but ${names.name(0)}${path} has shape [${(first as Tensor).shape}]`,
+      );
+  });
   if (first instanceof Tensor) return stack(items as Tensor[]);
   if (typeof first === 'number') return tensor(items as number[], { dtype: (items as number[]).every(Number.isInteger) ? 'i64' : 'f32' });
-  if (Array.isArray(first)) return first.map((_, i) => defaultCollate(items.map((it) => (it as unknown[])[i])));
-  if (first && typeof first === 'object')
-    return Object.fromEntries(Object.keys(first).map((k) => [k, defaultCollate(items.map((it) => (it as Record<string, unknown>)[k]))]));
+  if (Array.isArray(first))
+    return first.map((_, i) =>
+      collateSamples(
+        items.map((it) => (it as unknown[])[i]),
+        names,
+        `${path}[${i}]`,
+      ),
+    );
+  if (typeof first === 'object')
+    return Object.fromEntries(
+      Object.keys(first as object).map((k) => [
+        k,
+        collateSamples(
+          items.map((it) => (it as Record<string, unknown>)[k]),
+          names,
+          `${path}.${k}`,
+        ),
+      ]),
+    );
   return items;
 }
 
@@ -238,11 +299,28 @@ export class DataLoader<T = unknown, B = Collated<T>> {
     this.epochInProgress = null;
   }
 
+  /**
+   * One batch: the samples of `indices`, collated. A sample of undefined (a get() that returned
+   * nothing) is ERR_DATA naming its index; the default collate also refuses null and samples of
+   * different structure, naming the indices, while a custom collate receives null as it is.
+   */
   private makeBatch(indices: number[]): B | Promise<B> {
-    if (this.dataset instanceof TensorDataset && this.collate === (defaultCollate as unknown)) return this.dataset.getBatch(indices) as B;
+    const byDefault = this.collate === (defaultCollate as unknown);
+    if (this.dataset instanceof TensorDataset && byDefault) return this.dataset.getBatch(indices) as B;
+    const names: SampleNames = { op: 'DataLoader', name: (i) => `dataset.get(${indices[i]})`, verb: 'returned' };
+    const collate = (xs: unknown[]): B => {
+      const missing = xs.indexOf(undefined);
+      if (missing >= 0)
+        throw flockError(
+          'ERR_DATA',
+          'DataLoader',
+          `${names.name(missing)} returned undefined; get() must return a sample for every index below length`,
+        );
+      return byDefault ? (collateSamples(xs, names) as B) : this.collate(xs as T[]);
+    };
     const items = indices.map((i) => this.dataset.get(i));
-    if (items.some((it) => it instanceof Promise)) return Promise.all(items).then((xs) => this.collate(xs));
-    return this.collate(items as T[]);
+    if (items.some((it) => it instanceof Promise)) return Promise.all(items).then(collate);
+    return collate(items);
   }
 
   /**

@@ -5,6 +5,7 @@ import { argError, describe, flockError } from '../errors';
 
 export interface Dataset<T = unknown> {
   readonly length: number;
+  /** The sample at `index` in [0, length); never undefined (the DataLoader refuses that with ERR_DATA naming the index). */
   get(index: number): T | Promise<T>;
 }
 

@@ -4,8 +4,8 @@
  * count and takes the same number of steps, or trimmed with dropLast. With shuffle, the order
  * is a seeded permutation that changes with setEpoch() and is identical on every rank.
  */
-import { distError } from '../distributed/errors';
-import { flockError } from '../errors';
+import { argError, checkOptions, describe, flockError } from '../errors';
+import { checkBool, checkInt, checkNumber } from '../validate';
 import { getRank, getWorldSize, isInitialized } from '../distributed/process_group';
 
 export interface DistributedSamplerOptions {
@@ -53,24 +53,20 @@ export class DistributedSampler implements Iterable<number> {
   #start = 0;
   #position = 0;
 
-  constructor(dataset: number | { length: number }, options: DistributedSamplerOptions = {}) {
-    const n = typeof dataset === 'number' ? dataset : dataset?.length;
-    if (!Number.isInteger(n) || n < 0) throw new TypeError(`DistributedSampler: dataset length must be a non-negative integer, got ${n}`);
+  constructor(dataset: number | { length: number }, options?: DistributedSamplerOptions) {
+    const op = 'DistributedSampler';
+    if (typeof dataset !== 'number' && (typeof dataset !== 'object' || dataset === null || typeof dataset.length !== 'number'))
+      throw argError(op, `dataset must be a length or have a numeric length, got ${describe(dataset)}`);
+    const n = checkInt(op, 'dataset length', typeof dataset === 'number' ? dataset : dataset.length);
     this.#datasetLength = n;
+    const o = checkOptions(op, options, ['numReplicas', 'rank', 'shuffle', 'seed', 'dropLast']);
     const init = isInitialized();
-    this.numReplicas = options.numReplicas ?? (init ? getWorldSize() : 1);
-    this.rank = options.rank ?? (init ? getRank() : 0);
-    if (
-      !Number.isInteger(this.numReplicas) ||
-      this.numReplicas < 1 ||
-      !Number.isInteger(this.rank) ||
-      this.rank < 0 ||
-      this.rank >= this.numReplicas
-    )
-      throw distError('ERR_ARG', `DistributedSampler: rank ${this.rank} is outside numReplicas ${this.numReplicas}`);
-    this.shuffle = options.shuffle ?? true;
-    this.seed = options.seed ?? 0;
-    this.dropLast = options.dropLast ?? false;
+    this.numReplicas = o.numReplicas === undefined ? (init ? getWorldSize() : 1) : checkInt(op, 'numReplicas', o.numReplicas, 1);
+    this.rank = o.rank === undefined ? (init ? getRank() : 0) : checkInt(op, 'rank', o.rank);
+    if (this.rank >= this.numReplicas) throw argError(op, `rank ${this.rank} is outside numReplicas ${this.numReplicas}`);
+    this.shuffle = o.shuffle === undefined ? true : checkBool(op, 'shuffle', o.shuffle);
+    this.seed = o.seed === undefined ? 0 : checkNumber(op, 'seed', o.seed, { integer: true });
+    this.dropLast = o.dropLast === undefined ? false : checkBool(op, 'dropLast', o.dropLast);
     this.#epochLength = this.dropLast ? Math.floor(n / this.numReplicas) : Math.ceil(n / this.numReplicas);
   }
 
@@ -90,7 +86,7 @@ export class DistributedSampler implements Iterable<number> {
 
   /** Changes the shuffle for the next pass; call it with the epoch number before each epoch. */
   setEpoch(epoch: number): void {
-    this.#epoch = epoch;
+    this.#epoch = checkInt('DistributedSampler.setEpoch', 'epoch', epoch);
     this.#start = 0;
     this.#position = 0;
   }
@@ -121,10 +117,15 @@ export class DistributedSampler implements Iterable<number> {
     const op = 'DistributedSampler.loadStateDict';
     if (!state || typeof state !== 'object') throw flockError('ERR_STATE_DICT', op, 'expected a state object');
     if (!Number.isSafeInteger(state.epoch) || state.epoch < 0 || !Number.isSafeInteger(state.position) || state.position < 0)
-      throw flockError('ERR_STATE_DICT', op, `epoch and position must be non-negative integers, got ${state.epoch} and ${state.position}`);
+      throw flockError(
+        'ERR_STATE_DICT',
+        op,
+        `epoch and position must be non-negative integers, got ${describe(state.epoch)} and ${describe(state.position)}`,
+      );
     for (const k of ['seed', 'shuffle', 'dropLast', 'datasetLength'] as const) {
       const mine = k === 'datasetLength' ? this.#datasetLength : this[k];
-      if (state[k] !== mine) throw flockError('ERR_STATE_DICT', op, `the state was saved with ${k} ${state[k]}, this sampler has ${mine}`);
+      if (state[k] !== mine)
+        throw flockError('ERR_STATE_DICT', op, `the state was saved with ${k} ${describe(state[k])}, this sampler has ${mine}`);
     }
     const position =
       state.numReplicas === this.numReplicas ? state.position : Math.floor((state.position * state.numReplicas) / this.numReplicas);

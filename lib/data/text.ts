@@ -4,11 +4,11 @@
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Tensor } from '../tensor';
+import { Tensor } from '../tensor';
 import { tensor } from '../ops/creation';
 import type { Dataset } from './dataset';
-import { argError, describe, flockError } from '../errors';
-import { checkInt } from '../validate';
+import { argError, checkOptions, describe, flockError } from '../errors';
+import { checkInt, checkPath } from '../validate';
 
 /** Maps each distinct character (Unicode code point) of a corpus to an id, in sorted order. */
 export class CharTokenizer {
@@ -49,6 +49,8 @@ export class CharTokenizer {
 
   /** The text of `ids` (numbers, a typed array or a 1-D integer tensor read synchronously). */
   decode(ids: ArrayLike<number | bigint> | Tensor): string {
+    if (typeof ids !== 'object' || ids === null || !(ids instanceof Tensor || typeof ids.length === 'number'))
+      throw argError('CharTokenizer.decode', `ids must be an array, a typed array or a tensor of ids, got ${describe(ids)}`);
     const list: ArrayLike<number | bigint> = 'dataSync' in ids ? (ids.dataSync() as ArrayLike<number | bigint>) : ids;
     let s = '';
     for (let i = 0; i < list.length; i++) {
@@ -77,10 +79,11 @@ export class CharTokenizer {
 
   /** Writes the vocabulary as JSON. */
   save(path: string): void {
-    writeFileSync(path, JSON.stringify(this.toJSON()));
+    writeFileSync(checkPath('CharTokenizer.save', 'path', path), JSON.stringify(this.toJSON()));
   }
 
   static load(path: string): CharTokenizer {
+    checkPath('CharTokenizer.load', 'path', path);
     let text: string;
     try {
       text = readFileSync(path, 'utf8');
@@ -126,6 +129,13 @@ export function fortunesCorpus(dir = process.env.FLOCKML_FORTUNES_DIR ?? FORTUNE
     .join('\n\n');
 }
 
+const INT_ARRAYS = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array];
+
+/** An array of integer token ids, plain or typed. */
+function isTokenList(v: unknown): v is ArrayLike<number> {
+  return INT_ARRAYS.some((c) => v instanceof c) || (Array.isArray(v) && v.every((t) => typeof t === 'number' && Number.isInteger(t)));
+}
+
 /**
  * Fixed-length windows of a token sequence: item i is [x, y], both i64 [blockSize], with x the
  * tokens at i·stride … and y the same shifted by one (each position's next token).
@@ -135,10 +145,11 @@ export class TokenWindows implements Dataset<Tensor[]> {
   readonly blockSize: number;
   readonly stride: number;
 
-  constructor(tokens: ArrayLike<number>, blockSize: number, options: { stride?: number } = {}) {
+  constructor(tokens: ArrayLike<number>, blockSize: number, options?: { stride?: number }) {
     const op = 'TokenWindows';
+    if (!isTokenList(tokens)) throw argError(op, `tokens must be an array of integers or an integer typed array, got ${describe(tokens)}`);
     this.blockSize = checkInt(op, 'blockSize', blockSize, 1);
-    this.stride = checkInt(op, 'stride', options.stride ?? 1, 1);
+    this.stride = checkInt(op, 'stride', checkOptions(op, options, ['stride']).stride ?? 1, 1);
     this.tokens = Int32Array.from(tokens);
     if (this.tokens.length < blockSize + 1)
       throw flockError('ERR_SHAPE', op, `${this.tokens.length} tokens are too few for one window of ${blockSize} (+1 for the target)`);
@@ -180,6 +191,9 @@ export function textWindows(
   blockSize: number,
   tokenizer?: CharTokenizer,
 ): { dataset: TokenWindows; tokenizer: CharTokenizer } {
+  checkPath('textWindows', 'path', path);
+  if (tokenizer !== undefined && !(tokenizer instanceof CharTokenizer))
+    throw argError('textWindows', `tokenizer must be a CharTokenizer, got ${describe(tokenizer)}`);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

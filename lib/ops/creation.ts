@@ -5,6 +5,7 @@ import { type CanonicalDType, type DType, checkValueFits, isFloating, toDType } 
 import { checkOptions, describe } from '../errors';
 import { normalizeDevice } from '../device';
 import { nextDraw } from '../random';
+import { checkInt, checkNumber, valueText } from '../validate';
 import { checkTensor, rangeError, typeError, wrap } from './util';
 
 export interface TensorOptions {
@@ -44,8 +45,8 @@ function finish(t: Tensor, requiresGrad: boolean): Tensor {
 function checkShape(op: string, shape: unknown): number[] {
   if (!Array.isArray(shape)) throw typeError(op, `shape must be an array of integers, got ${describe(shape)}`);
   for (const s of shape) {
-    if (typeof s !== 'number' || !Number.isInteger(s)) throw typeError(op, `shape must hold integers, got ${JSON.stringify(shape)}`);
-    if (s < 0) throw rangeError(op, `shape must be non-negative, got ${JSON.stringify(shape)}`);
+    if (typeof s !== 'number' || !Number.isInteger(s)) throw typeError(op, `shape must hold integers, got ${valueText(shape)}`);
+    if (s < 0) throw rangeError(op, `shape must be non-negative, got ${valueText(shape)}`);
   }
   return shape as number[];
 }
@@ -192,13 +193,16 @@ function likeOptions(op: string, t: Tensor, options: TensorOptions | undefined):
   return { ...options, dtype: options?.dtype ?? t.dtype, device: options?.device ?? t.device };
 }
 export function zerosLike(t: Tensor, options?: TensorOptions): Tensor {
-  return fill('zerosLike', [...t.shape], 0, likeOptions('zerosLike', t, options));
+  const o = likeOptions('zerosLike', t, options);
+  return fill('zerosLike', [...t.shape], 0, o);
 }
 export function onesLike(t: Tensor, options?: TensorOptions): Tensor {
-  return fill('onesLike', [...t.shape], 1, likeOptions('onesLike', t, options));
+  const o = likeOptions('onesLike', t, options);
+  return fill('onesLike', [...t.shape], 1, o);
 }
 export function fullLike(t: Tensor, value: number | boolean, options?: TensorOptions): Tensor {
-  return fill('fullLike', [...t.shape], value, likeOptions('fullLike', t, options));
+  const o = likeOptions('fullLike', t, options);
+  return fill('fullLike', [...t.shape], value, o);
 }
 
 /**
@@ -226,8 +230,9 @@ export function arange(start: number, end?: number, step = 1, options?: TensorOp
 /** `steps` values evenly spaced from start to end inclusive (f32 unless `dtype` says). */
 export function linspace(start: number, end: number, steps: number, options?: TensorOptions): Tensor {
   const o = opts('linspace', options, 'f32');
-  if (!Number.isInteger(steps) || steps < 0)
-    throw rangeError('linspace', `steps must be a non-negative integer, got ${steps}`, 'ERR_RANGE');
+  checkNumber('linspace', 'start', start, { infinite: true });
+  checkNumber('linspace', 'end', end, { infinite: true });
+  checkInt('linspace', 'steps', steps);
   if (steps > 0) {
     checkValueFits('linspace', start, o.dtype);
     checkValueFits('linspace', end, o.dtype);
@@ -278,7 +283,7 @@ export function randn(shape: number[], options?: TensorOptions & { mean?: number
 export function randint(low: number, high: number, shape: number[], options?: TensorOptions): Tensor {
   const o = opts('randint', options, 'i64');
   if (!Number.isInteger(low) || !Number.isInteger(high))
-    throw typeError('randint', `low and high must be integers, got ${low} and ${high}`);
+    throw typeError('randint', `low and high must be integers, got ${describe(low)} and ${describe(high)}`);
   if (high <= low) throw rangeError('randint', `need low < high, got ${low} and ${high}`, 'ERR_RANGE');
   checkValueFits('randint', low, o.dtype);
   checkValueFits('randint', high - 1, o.dtype);
@@ -301,10 +306,12 @@ function randomLike(op: string, t: Tensor, options: TensorOptions | undefined): 
 
 /** Uniform samples in [0, 1) with the shape of `t`, and its dtype and device unless `options` say. */
 export function randLike(t: Tensor, options?: TensorOptions): Tensor {
-  return rand([...t.shape], randomLike('randLike', t, options));
+  const o = randomLike('randLike', t, options);
+  return rand([...t.shape], o);
 }
 
 /** Standard normal samples with the shape of `t`, and its dtype and device unless `options` say. */
 export function randnLike(t: Tensor, options?: TensorOptions): Tensor {
-  return randn([...t.shape], randomLike('randnLike', t, options));
+  const o = randomLike('randnLike', t, options);
+  return randn([...t.shape], o);
 }

@@ -19,6 +19,7 @@ import { bumpVersions, checkInPlace } from '../autograd/version';
 import { normalizeDevice } from '../device';
 import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
 import { autocastArgs } from '../amp/autocast';
+import { checkNumber } from '../validate';
 import { type BinaryGrad, binaryKernel, recordBinary, unaryGrad, unaryOp } from './launch';
 import { abs, eq, ge, gt, le, log, lt, neg } from './generated/elementwise';
 
@@ -34,12 +35,14 @@ const divGrad: BinaryGrad = (g, a, b) => [a.requiresGrad ? div(g, b) : null, b.r
 
 export function add(x: Tensor, other: TensorLike, alpha = 1): Tensor {
   const [a, b0] = operands('add', x, other);
+  checkNumber('add', 'alpha', alpha, { infinite: true });
   const b = alpha === 1 ? b0 : mul(b0, alpha);
   return recordBinary(binaryKernel('add', a, b), 'add', a, b, addGrad);
 }
 
 export function sub(x: Tensor, other: TensorLike, alpha = 1): Tensor {
   const [a, b0] = operands('sub', x, other);
+  checkNumber('sub', 'alpha', alpha, { infinite: true });
   const b = alpha === 1 ? b0 : mul(b0, alpha);
   return recordBinary(binaryKernel('sub', a, b), 'sub', a, b, subGrad);
 }
@@ -56,6 +59,7 @@ export function div(x: Tensor, other: TensorLike): Tensor {
 }
 
 export function pow(x: Tensor, exponent: TensorLike): Tensor {
+  checkTensor('pow', 'input', x);
   [x, exponent] = autocastArgs('pow', x, exponent);
   if (typeof exponent === 'number') {
     const a = isFloating(x.dtype) ? x : castTo(x, 'f32');
@@ -234,6 +238,7 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
 
 /** `x` with `value` wherever `mask` is true (mask broadcasts). */
 export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
+  checkTensor('maskedFill', 'input', x);
   checkTensor('maskedFill', 'mask', mask);
   if (mask.dtype !== 'bool') throw typeError('maskedFill', `mask must be a bool tensor, got ${mask.dtype}`, 'ERR_DTYPE');
   checkValueFits('maskedFill', value, x.dtype);

@@ -71,7 +71,7 @@ export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): 
  */
 export function oneHot(index: Tensor | number[] | Int32Array | BigInt64Array, numClasses = -1): Tensor {
   if (!Number.isInteger(numClasses) || numClasses < -1)
-    throw rangeError('oneHot', `numClasses must be a non-negative integer (or -1 to infer it), got ${numClasses}`, 'ERR_RANGE');
+    throw rangeError('oneHot', `numClasses must be a non-negative integer (or -1 to infer it), got ${describe(numClasses)}`, 'ERR_RANGE');
   if (!(index instanceof Tensor)) return oneHotOfValues(index, numClasses);
   checkIndex('oneHot', index);
   let n = numClasses;

@@ -20,6 +20,7 @@ import { record } from '../autograd/node';
 import { baseOf, bumpVersions } from '../autograd/version';
 import { type CanonicalDType, checkValueFits, isFloating } from '../dtype';
 import { describe, flockError } from '../errors';
+import { checkNumber } from '../validate';
 import { castTo, checkTensor, rangeError, shapeStr, sumTo, typeError, wrap } from './util';
 import * as ew from './elementwise';
 import { expand } from './shape';
@@ -130,12 +131,14 @@ function replaces(op: string, before: Tensor, fresh: Tensor): Tensor {
 
 /** `self += alpha * other` in place (other broadcasts to self's shape). */
 export function add_(self: Tensor, other: TensorLike, alpha = 1): Tensor {
+  checkNumber('add_', 'alpha', alpha, { infinite: true });
   const direct = alpha === 1 ? () => writesDirectly('add', self, other) : undefined;
   return inPlace('add_', self, [tensorOf(other)], false, (b) => ew.add(b, other, alpha), false, direct);
 }
 
 /** `self -= alpha * other` in place. */
 export function sub_(self: Tensor, other: TensorLike, alpha = 1): Tensor {
+  checkNumber('sub_', 'alpha', alpha, { infinite: true });
   const direct = alpha === 1 ? () => writesDirectly('sub', self, other) : undefined;
   return inPlace('sub_', self, [tensorOf(other)], false, (b) => ew.sub(b, other, alpha), false, direct);
 }

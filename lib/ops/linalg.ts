@@ -131,12 +131,16 @@ export function matmul(x: Tensor, y: Tensor): Tensor {
 
 /** Matrix product of 2-D tensors, like torch.mm. */
 export function mm(a: Tensor, b: Tensor): Tensor {
+  checkTensor('mm', 'a', a);
+  checkTensor('mm', 'b', b);
   if (a.ndim !== 2 || b.ndim !== 2) throw rangeError('mm', `expected 2-D operands, got ${shapeStr(a.shape)} and ${shapeStr(b.shape)}`);
   return matmul(a, b);
 }
 
 /** Batched matrix product of 3-D tensors, like torch.bmm. */
 export function bmm(a: Tensor, b: Tensor): Tensor {
+  checkTensor('bmm', 'a', a);
+  checkTensor('bmm', 'b', b);
   if (a.ndim !== 3 || b.ndim !== 3) throw rangeError('bmm', `expected 3-D operands, got ${shapeStr(a.shape)} and ${shapeStr(b.shape)}`);
   return matmul(a, b);
 }

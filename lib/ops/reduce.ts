@@ -6,6 +6,7 @@ import type { Tensor } from '../tensor';
 import { record, recording } from '../autograd/node';
 import { type DType, isFloating, toDType } from '../dtype';
 import { checkOptions, describe } from '../errors';
+import { checkBool, checkNumber } from '../validate';
 import { castTo, checkTensor, dimList, normDim, typeError, wrap } from './util';
 import { div, eq, exp, mul, sqrt, sub, where } from './elementwise';
 import { autocastArgs } from '../amp/autocast';
@@ -43,7 +44,7 @@ function reduce(
   correction = 0,
 ): { out: Tensor; dims: number[] } {
   checkTensor(op, 'input', x);
-  if (typeof keepdim !== 'boolean') throw typeError(op, `keepdim must be a boolean, got ${typeof keepdim}`);
+  checkBool(op, 'keepdim', keepdim);
   const dims = dimList(op, dim, x.ndim);
   return { out: wrap(native.reduce(REDUCE.get(op) ?? op, x.handle, dims, keepdim, correction)), dims };
 }
@@ -53,6 +54,7 @@ function countOf(x: Tensor, dims: number[]): number {
 }
 
 export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
+  checkTensor('sum', 'input', x);
   [x] = autocastArgs('sum', x);
   const input = x.dtype === 'bool' ? castTo(x, 'i64') : x;
   const { out, dims } = reduce('sum', input, dim, keepdim);
@@ -61,6 +63,7 @@ export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor
 }
 
 export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
+  checkTensor('mean', 'input', x);
   [x] = autocastArgs('mean', x);
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('mean', input, dim, keepdim);
@@ -71,6 +74,7 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
 }
 
 function extreme(op: 'max' | 'min', x: Tensor, dim: number[] | undefined, keepdim: boolean): Tensor {
+  checkTensor(op, 'input', x);
   const { out, dims } = reduce(op, x, dim, keepdim);
   return record(out, op, [x], (g) => {
     // The gradient goes to every position that attains the extreme, shared evenly (as amax).
@@ -92,7 +96,7 @@ export interface ValuesIndices {
  */
 function extremeAlong(op: 'max' | 'min', x: Tensor, dim: number, keepdim: boolean): ValuesIndices {
   checkTensor(op, 'input', x);
-  if (typeof keepdim !== 'boolean') throw typeError(op, `keepdim must be a boolean, got ${typeof keepdim}`);
+  checkBool(op, 'keepdim', keepdim);
   const d = normDim(op, dim, x.ndim);
   const values = wrap(native.reduce(op, x.handle, [d], keepdim));
   const indices = wrap(native.reduce(op === 'max' ? 'argmax' : 'argmin', x.handle, [d], keepdim));
@@ -171,7 +175,7 @@ function prodNoGrad(x: Tensor, dims: number[]): Tensor {
 
 function truthCount(op: 'all' | 'any', x: Tensor, dim: number | number[] | undefined, keepdim: boolean): Tensor {
   checkTensor(op, 'input', x);
-  if (typeof keepdim !== 'boolean') throw typeError(op, `keepdim must be a boolean, got ${typeof keepdim}`);
+  checkBool(op, 'keepdim', keepdim);
   const dims = dimList(op, dim, x.ndim);
   const zero = wrap(native.full([], x.dtype, x.device, 0));
   const truth = wrap(native.cast(wrap(native.binary('ne', x.handle, zero.handle)).handle, 'i64'));
@@ -188,6 +192,7 @@ export const any = (x: Tensor, dim?: number | number[], keepdim = false): Tensor
 
 function argExtreme(op: 'argmax' | 'argmin', x: Tensor, dim: number | undefined, keepdim: boolean): Tensor {
   checkTensor(op, 'input', x);
+  checkBool(op, 'keepdim', keepdim);
   if (dim === undefined) {
     const flat = wrap(native.reshape(x.handle, [x.numel()]));
     return wrap(native.reduce(op, flat.handle, [0], false));
@@ -209,20 +214,25 @@ function varianceGrad(input: Tensor, dims: number[], keepdim: boolean, correctio
   return mul(expandBack(g, input.shape, dims, keepdim), mul(centered, 2 / Math.max(n - correction, 0)));
 }
 
-export function variance(x: Tensor, dim?: number | number[], options: VarOptions = {}): Tensor {
-  const correction = options.correction ?? 1;
-  const keepdim = options.keepdim ?? false;
-  const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
+/** The input and options of var and std, checked as `op`. */
+function varArgs(op: 'var' | 'std', x: Tensor, options: VarOptions | undefined): { input: Tensor; correction: number; keepdim: boolean } {
+  checkTensor(op, 'input', x);
+  const o = checkOptions(op, options, ['correction', 'keepdim']);
+  const correction = o.correction === undefined ? 1 : checkNumber(op, 'correction', o.correction);
+  const keepdim = o.keepdim === undefined ? false : checkBool(op, 'keepdim', o.keepdim);
+  return { input: isFloating(x.dtype) ? x : castTo(x, 'f32'), correction, keepdim };
+}
+
+export function variance(x: Tensor, dim?: number | number[], options?: VarOptions): Tensor {
+  const { input, correction, keepdim } = varArgs('var', x, options);
   const { out, dims } = reduce('var', input, dim, keepdim, correction);
   return record(out, 'var', [input], (g) => [varianceGrad(input, dims, keepdim, correction, g)], {
     savesOutput: false,
   });
 }
 
-export function std(x: Tensor, dim?: number | number[], options: VarOptions = {}): Tensor {
-  const correction = options.correction ?? 1;
-  const keepdim = options.keepdim ?? false;
-  const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
+export function std(x: Tensor, dim?: number | number[], options?: VarOptions): Tensor {
+  const { input, correction, keepdim } = varArgs('std', x, options);
   const { out: v, dims } = reduce('var', input, dim, keepdim, correction);
   const out = sqrt(v); // v has no graph, so this records nothing
   v.dispose();
@@ -234,6 +244,7 @@ export function std(x: Tensor, dim?: number | number[], options: VarOptions = {}
 }
 
 export function logsumexp(x: Tensor, dim: number | number[], keepdim = false): Tensor {
+  checkTensor('logsumexp', 'input', x);
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('logsumexp', input, dim, keepdim);
   return record(out, 'logsumexp', [input], (g) => [

@@ -4,6 +4,7 @@ import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { record } from '../autograd/node';
 import { shareVersion } from '../autograd/version';
+import { checkInt, checkNumber, valueText } from '../validate';
 import { checkTensor, normDim, rangeError, shapeStr, sumTo, typeError, wrap } from './util';
 
 /** Accepts `f(2, 3)` and `f([2, 3])`. */
@@ -13,7 +14,7 @@ export function shapeArgs(args: number[] | [number[]]): number[] {
 
 function checkInts(op: string, name: string, v: unknown): number[] {
   if (!Array.isArray(v) || !v.every((d) => typeof d === 'number' && Number.isInteger(d)))
-    throw typeError(op, `${name} must be an array of integers, got ${JSON.stringify(v)}`);
+    throw typeError(op, `${name} must be an array of integers, got ${valueText(v)}`);
   return v as number[];
 }
 
@@ -25,6 +26,7 @@ export function reshape(x: Tensor, shape: number[]): Tensor {
 }
 
 export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
+  checkTensor('flatten', 'input', x);
   if (x.ndim === 0) return reshape(x, [1]);
   const s = normDim('flatten', startDim, x.ndim),
     e = normDim('flatten', endDim, x.ndim);
@@ -137,6 +139,8 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
 /** Python-style slice along `dim`: [start, end), negative indices from the end, clamped. */
 export function slice(x: Tensor, dim: number, start = 0, end?: number): Tensor {
   checkTensor('slice', 'input', x);
+  checkNumber('slice', 'start', start, { integer: true, infinite: true });
+  if (end !== undefined) checkNumber('slice', 'end', end, { integer: true, infinite: true });
   const d = normDim('slice', dim, x.ndim);
   const n = x.shape[d];
   const clampIdx = (i: number) => Math.min(Math.max(i < 0 ? i + n : i, 0), n);
@@ -196,8 +200,7 @@ export function split(x: Tensor, sizeOrSections: number | number[], dim = 0): Te
   const n = x.shape[d];
   let sizes: number[];
   if (typeof sizeOrSections === 'number') {
-    if (!Number.isInteger(sizeOrSections) || sizeOrSections <= 0)
-      throw rangeError('split', `split size must be a positive integer, got ${sizeOrSections}`);
+    checkInt('split', 'split size', sizeOrSections, 1);
     sizes = [];
     for (let at = 0; at < n; at += sizeOrSections) sizes.push(Math.min(sizeOrSections, n - at));
     if (n === 0) sizes = [0];
@@ -216,7 +219,7 @@ export function split(x: Tensor, sizeOrSections: number | number[], dim = 0): Te
 
 export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
   checkTensor('chunk', 'input', x);
-  if (!Number.isInteger(chunks) || chunks <= 0) throw rangeError('chunk', `chunks must be a positive integer, got ${chunks}`);
+  checkInt('chunk', 'chunks', chunks, 1);
   const d = normDim('chunk', dim, x.ndim);
   return split(x, Math.max(1, Math.ceil(x.shape[d] / chunks)), d);
 }

@@ -1,7 +1,8 @@
 /** Helpers shared by the op modules: wrapping handles, scalars, gradient reduction, errors. */
 import { native, type NativeTensor, type NewTensor } from '../native';
-import { flockError, type ErrorCode } from '../errors';
+import { describe, flockError, type ErrorCode } from '../errors';
 import { Tensor, type TensorLike } from '../tensor';
+import { checkTensorArg } from '../validate';
 import { type CanonicalDType, checkValueFits, promoteTypes, promoteWithScalar } from '../dtype';
 
 export function wrap(h: NewTensor): Tensor {
@@ -30,10 +31,8 @@ export function typeError(op: string, message: string, code: ErrorCode = 'ERR_AR
   return flockError(code, op, message);
 }
 
-export function checkTensor(op: string, name: string, v: unknown): Tensor {
-  if (!(v instanceof Tensor)) throw typeError(op, `${name} must be a Tensor, got ${v === null ? 'null' : typeof v}`);
-  return v;
-}
+/** A live tensor argument of `op` (ERR_ARG / ERR_DISPOSED): the shared check, lib/validate.ts's. */
+export const checkTensor: (op: string, name: string, v: unknown) => Tensor = checkTensorArg;
 
 /** A 0-d tensor holding `value` (already known to fit `dtype`) on `device`. */
 export function scalar(value: number, dtype: CanonicalDType, device: string): Tensor {
@@ -74,7 +73,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
 
 export function normDim(op: string, dim: number, ndim: number): number {
   const n = Math.max(ndim, 1);
-  if (!Number.isInteger(dim)) throw typeError(op, `dim must be an integer, got ${dim}`);
+  if (typeof dim !== 'number' || !Number.isInteger(dim)) throw typeError(op, `dim must be an integer, got ${describe(dim)}`);
   if (dim < -n || dim >= n) throw rangeError(op, `dim ${dim} is out of range for a tensor of ${ndim} dimensions`, 'ERR_INDEX');
   return dim < 0 ? dim + n : dim;
 }

@@ -12,15 +12,22 @@ import { Linear } from '../nn/linear';
 import type { Module } from '../nn/module';
 import type { Tensor } from '../tensor';
 import { argError, describe } from '../errors';
+import { checkNumber, checkSizes, valueText } from '../validate';
 
 /** 2·M·N·K: a `[m, k] @ [k, n]` product. */
 export function matmulFlops(m: number, n: number, k: number): number {
-  return 2 * m * n * k;
+  const op = 'matmulFlops';
+  return 2 * checkNumber(op, 'm', m, { min: 0 }) * checkNumber(op, 'n', n, { min: 0 }) * checkNumber(op, 'k', k, { min: 0 });
 }
 
 /** Forward FLOPs of a Conv2d producing `outputNumel` values from `inChannels / groups × kh × kw` inputs each. */
 export function conv2dFlops(outputNumel: number, inChannelsPerGroup: number, kernelSize: readonly [number, number]): number {
-  return 2 * outputNumel * inChannelsPerGroup * kernelSize[0] * kernelSize[1];
+  const op = 'conv2dFlops';
+  checkNumber(op, 'outputNumel', outputNumel, { min: 0 });
+  checkNumber(op, 'inChannelsPerGroup', inChannelsPerGroup, { min: 0 });
+  const [kh, kw] = checkSizes(op, 'kernelSize', kernelSize);
+  if (kernelSize.length !== 2) throw argError(op, `kernelSize must be [kh, kw], got ${valueText(kernelSize)}`);
+  return 2 * outputNumel * inChannelsPerGroup * kh * kw;
 }
 
 const numel = (t: Tensor) => t.shape.reduce((a, b) => a * b, 1);
@@ -40,7 +47,8 @@ function layerFlops(m: Module, x: Tensor, y: Tensor): number {
  * its tensors freed) and adding up every Linear, Conv2d and ConvTranspose2d call it makes.
  */
 export function forwardFlops(model: Module & { forward(x: Tensor): Tensor }, input: Tensor): number {
-  if (typeof model?.forward !== 'function') throw argError('forwardFlops', `model must be a Module with forward(), got ${describe(model)}`);
+  if (typeof model?.forward !== 'function' || typeof model.modules !== 'function')
+    throw argError('forwardFlops', `model must be a Module with forward(), got ${describe(model)}`);
   let total = 0;
   const patched: [Module, unknown][] = [];
   for (const m of model.modules()) {

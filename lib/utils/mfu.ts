@@ -5,7 +5,7 @@
  * comes to this library's own best matmul on this machine.
  */
 import { cuda, normalizeDevice, syncSync } from '../device';
-import { argError, checkOptions, flockError } from '../errors';
+import { argError, checkOptions, describe, flockError } from '../errors';
 import { randn } from '../ops/creation';
 import { matmul } from '../ops/linalg';
 import { checkChoice, checkNumber } from '../validate';
@@ -31,6 +31,8 @@ export const GPU_PEAKS: readonly GpuPeak[] = [
 
 /** The data-sheet peak for a GPU name and dtype, or undefined for a GPU not in {@link GPU_PEAKS}. */
 export function gpuPeakFlops(deviceName: string, dtype: PeakDType): number | undefined {
+  if (typeof deviceName !== 'string') throw argError('gpuPeakFlops', `deviceName must be a string, got ${describe(deviceName)}`);
+  checkChoice('gpuPeakFlops', 'dtype', dtype, PEAK_DTYPES);
   const gpu = GPU_PEAKS.find((g) => g.match.test(deviceName));
   return gpu?.peak[dtype === 'f16' ? 'bf16' : dtype];
 }

@@ -312,4 +312,75 @@ test('defaultCollate: all-integer plain numbers become i64 labels, any fraction 
   assert.equal(Array.from(values.dataSync() as Float32Array), [1, 0.5]);
 });
 
+/** The error `fn` throws, or rejects with when it returns a promise. */
+async function failure(fn: () => unknown): Promise<Error & { code?: string }> {
+  try {
+    await fn();
+  } catch (e) {
+    return e as Error & { code?: string };
+  }
+  throw new Error('expected an error');
+}
+
+test('a dataset whose get() returns undefined: ERR_DATA naming the dataset index, sync and async (was a TypeError)', async () => {
+  const samples: Array<(i: number) => unknown> = [
+    (i: number) => (i === 2 ? undefined : fl.ones([2])),
+    (i: number) => (i === 2 ? undefined : [fl.ones([2]), i]),
+    (i: number) => (i === 2 ? undefined : { x: fl.ones([2]), label: i }),
+  ];
+  for (const get of samples) {
+    const sync = new fl.data.DataLoader({ length: 4, get }, { batchSize: 4 });
+    const e = await failure(() => [...sync]);
+    assert.is(e.code, 'ERR_DATA', e.message);
+    assert.match(e.message, /^DataLoader: dataset\.get\(2\) returned undefined/);
+    const async_ = new fl.data.DataLoader({ length: 4, get: async (i: number) => get(i) }, { batchSize: 4 });
+    const a = await failure(async () => {
+      for await (const _ of async_);
+    });
+    assert.is(a.code, 'ERR_DATA', a.message);
+    assert.match(a.message, /^DataLoader: dataset\.get\(2\) returned undefined/);
+  }
+  // The index named is the dataset's, not the position in a shuffled batch.
+  const shuffled = new fl.data.DataLoader({ length: 6, get: (i: number) => (i === 5 ? undefined : i) }, { batchSize: 6, shuffle: true });
+  assert.match((await failure(() => [...shuffled])).message, /dataset\.get\(5\) returned undefined/);
+  assert.equal(await escaped(), []);
+});
+
+test('the default collate names the sample whose structure differs; a custom collate receives null as it is', async () => {
+  const ds = (get: (i: number) => unknown) => new fl.data.DataLoader({ length: 3, get }, { batchSize: 3 });
+  const cases: Array<[(i: number) => unknown, string, RegExp]> = [
+    [(i) => (i === 1 ? null : fl.ones([2])), 'ERR_DATA', /^DataLoader: dataset\.get\(1\) returned null, which cannot be batched/],
+    [
+      (i) => (i === 2 ? 3 : fl.ones([2])),
+      'ERR_DATA',
+      /^DataLoader: dataset\.get\(2\) is number 3, but dataset\.get\(0\) is a f32 tensor of shape \[2\]/,
+    ],
+    [(i) => ({ x: i, label: i === 1 ? undefined : i }), 'ERR_DATA', /^DataLoader: dataset\.get\(1\)\.label is undefined/],
+    [
+      (i) => [i, i === 2 ? 'a' : i],
+      'ERR_DATA',
+      /^DataLoader: dataset\.get\(2\)\[1\] is the string "a", but dataset\.get\(0\)\[1\] is number 0/,
+    ],
+    [(i) => fl.ones([i + 1]), 'ERR_SHAPE', /^DataLoader: dataset\.get\(1\) has shape \[2\], but dataset\.get\(0\) has shape \[1\]/],
+  ];
+  for (const [get, code, message] of cases) {
+    const e = await failure(() => [...ds(get)]);
+    assert.is(e.code, code, e.message);
+    assert.match(e.message, message);
+  }
+  const kept = new fl.data.DataLoader({ length: 2, get: (i: number) => (i === 0 ? null : i) }, { batchSize: 2, collate: (xs) => xs });
+  assert.equal([...kept], [[null, 1]]);
+});
+
+test('defaultCollate of junk: ERR_ARG for a non-array, ERR_DATA naming samples[i]', () => {
+  for (const junk of [undefined, null, [], 'ab', 3]) throwsCode(() => fl.data.defaultCollate(junk as never), 'ERR_ARG');
+  throwsCode(() => fl.data.defaultCollate([1, undefined]), 'ERR_DATA');
+  try {
+    fl.data.defaultCollate([{ a: [1, 2] }, { a: [1] }]);
+    assert.unreachable('expected an error');
+  } catch (e) {
+    assert.match((e as Error).message, /^defaultCollate: samples\[1\]\.a\[1\] is undefined, which cannot be batched/);
+  }
+});
+
 test.run();

@@ -72,4 +72,20 @@ test('fortunesCorpus reads the fortunes package, and its error names the package
   assert.ok(tok.vocabSize > 60 && tok.vocabSize < 400, `vocabulary of ${tok.vocabSize}`);
 });
 
+test('junk arguments to the text datasets are coded errors naming the op', () => {
+  for (const junk of [undefined, null, Symbol('p'), 3, '']) {
+    throwsCode(() => CharTokenizer.load(junk as never), 'ERR_ARG');
+    throwsCode(() => textWindows(junk as never, 4), 'ERR_ARG');
+  }
+  const tok = CharTokenizer.fit('abc');
+  throwsCode(() => tok.decode(undefined as never), 'ERR_ARG');
+  throwsCode(() => tok.decode(3 as never), 'ERR_ARG');
+  throwsCode(() => tok.save(Symbol('p') as never), 'ERR_ARG');
+  for (const junk of [undefined, null, 'abcdef', [1, 'a', 2], new Float32Array(8), {}])
+    throwsCode(() => new TokenWindows(junk as never, 2), 'ERR_ARG');
+  throwsCode(() => new TokenWindows([1, 2, 3, 4], 2, null as never), 'ERR_ARG');
+  throwsCode(() => new TokenWindows([1, 2, 3, 4], 2, { strides: 2 } as never), 'ERR_ARG');
+  assert.is(new TokenWindows(new Uint16Array([1, 2, 3, 4]), 2).length, 2);
+});
+
 test.run();

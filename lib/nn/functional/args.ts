@@ -1,8 +1,8 @@
 /** Argument helpers shared by the functional ops and layers: [h, w] pairs, input checks, layer tensor options. */
 import type { Tensor } from '../../tensor';
 import { type DType, isFloating } from '../../dtype';
-import { argError, describe, flockError } from '../../errors';
-import { checkDevice, checkFloatDType, checkTensorArg } from '../../validate';
+import { argError, flockError } from '../../errors';
+import { checkDevice, checkFloatDType, checkTensorArg, valueText } from '../../validate';
 import { shapeStr } from '../../ops/util';
 
 export type Pair = number | [number, number];
@@ -10,8 +10,8 @@ export type Pair = number | [number, number];
 export function pair(op: string, name: string, v: Pair, min: number): [number, number] {
   const p = typeof v === 'number' ? [v, v] : v;
   if (!Array.isArray(p) || p.length !== 2 || !p.every((x) => Number.isInteger(x)))
-    throw argError(op, `${name} must be an integer or a pair of integers, got ${Array.isArray(v) ? JSON.stringify(v) : describe(v)}`);
-  if (p.some((x) => x < min)) throw flockError('ERR_RANGE', op, `${name} must be ≥ ${min}, got ${JSON.stringify(v)}`);
+    throw argError(op, `${name} must be an integer or a pair of integers, got ${valueText(v)}`);
+  if (p.some((x) => x < min)) throw flockError('ERR_RANGE', op, `${name} must be ≥ ${min}, got ${Array.isArray(v) ? valueText(v) : v}`);
   return [p[0], p[1]];
 }
 
