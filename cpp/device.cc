@@ -82,7 +82,7 @@ void Stream::synchronize() {
   std::unique_lock<std::mutex> lk(m);
   cv.wait(lk, [&] { return finished; });
   if (err) {
-    if (err->acknowledge) err->acknowledge();  // thrown to the JS thread that called this
+    err->acknowledge();  // thrown to the JS thread that called this
     throw Error(err->code, err->message);
   }
 }

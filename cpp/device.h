@@ -1,6 +1,7 @@
 // Devices and streams. A stream is an in-order work queue for one device: the CPU's is a worker
 // thread, a CUDA device's a cudaStream_t. Ops enqueue and return; sync points wait on a stream.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,15 +39,30 @@ void set_cpu_device_count(int n);
 // index at or above cpu_device_count().
 Device parse_device(const std::string& s);
 
-// An error captured while work ran: it rejects the next sync point with the op's name. A stream's
-// failure (stream_failure.h) hands it out with `acknowledge`, which the JS thread calls once the
-// rejection has been delivered, so the stream runs new work again.
+// Which failure of which stream an error reports (stream_failure.h): acknowledged on the JS
+// thread once the error has reached it, after which that stream runs new work again.
+struct FailureAck {
+  std::shared_ptr<std::atomic<uint64_t>> acked;  // the stream's count of acknowledged failures
+  uint64_t id = 0;
+  void acknowledge() const {
+    uint64_t seen = acked->load(std::memory_order_acquire);
+    while (seen < id && !acked->compare_exchange_weak(seen, id, std::memory_order_acq_rel)) {}
+  }
+  bool acknowledged() const { return acked->load(std::memory_order_acquire) >= id; }
+};
+
+// An error captured while work ran: it rejects the next sync point with the op's name.
 struct StreamError {
   Code code = Code::Internal;
   std::string message;
-  std::function<void()> acknowledge;
+  std::shared_ptr<const FailureAck> ack;  // set when it reports a stream's failure
   StreamError() = default;
-  StreamError(Code c, std::string m, std::function<void()> ack = {}) : code(c), message(std::move(m)), acknowledge(std::move(ack)) {}
+  StreamError(Code c, std::string m, std::shared_ptr<const FailureAck> a = nullptr) : code(c), message(std::move(m)), ack(std::move(a)) {}
+  void acknowledge() const {
+    if (ack) ack->acknowledge();
+  }
+  // Whether the JS thread has been told (an error of no stream failure counts as told).
+  bool acknowledged() const { return !ack || ack->acknowledged(); }
 };
 
 // `op: what` for an error a task threw, naming the op once when the kernel's message already does.

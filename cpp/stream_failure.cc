@@ -38,16 +38,13 @@ const StreamError* current_task_failure() { return t_task_failure; }
 ControlTaskScope::ControlTaskScope(const StreamError* failure) : previous(t_task_failure) { t_task_failure = failure; }
 ControlTaskScope::~ControlTaskScope() { t_task_failure = previous; }
 
-StreamFailure::StreamFailure() : cell_(std::make_shared<Cell>()) {}
+StreamFailure::StreamFailure() : acked_(std::make_shared<std::atomic<uint64_t>>(0)) {}
 
-std::function<void()> StreamFailure::acknowledgement(uint64_t id) const {
-  // Called on the JS thread once the error has reached it (a rejected sync point, or an op that
-  // read a failed tensor): from then on the stream runs what the JS thread queues, which cannot
-  // read a failed storage without throwing.
-  return [cell = cell_, id] {
-    uint64_t seen = cell->acked.load(std::memory_order_acquire);
-    while (seen < id && !cell->acked.compare_exchange_weak(seen, id, std::memory_order_acq_rel)) {}
-  };
+// Acknowledged on the JS thread once the error has reached it (a rejected sync point, or an op
+// that read a failed tensor): from then on the stream runs what the JS thread queues, which cannot
+// read a failed storage without throwing.
+std::shared_ptr<const FailureAck> StreamFailure::acknowledgement(uint64_t id) const {
+  return std::make_shared<FailureAck>(FailureAck{acked_, id});
 }
 
 const StreamError& StreamFailure::begin(const char* op, const StreamError& e) {

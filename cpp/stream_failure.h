@@ -58,23 +58,20 @@ class StreamFailure {
   // error is the one reported). Returns the mark for the storages that failed or were dropped.
   const StreamError& begin(const char* op, const StreamError& e);
   // A failure has begun and has not been acknowledged: tasks are dropped.
-  bool active() const { return last_id_.load(std::memory_order_acquire) > cell_->acked.load(std::memory_order_acquire); }
+  bool active() const { return last_id_.load(std::memory_order_acquire) > acked_->load(std::memory_order_acquire); }
   // What storages of a dropped task are marked with (valid while active()); its acknowledge
   // acknowledges this failure, for an op that throws it to the JS thread.
   const StreamError& mark() const { return mark_; }
   // Taken when a sync point is queued: the failures acknowledged by then.
-  uint64_t acked() const { return cell_->acked.load(std::memory_order_acquire); }
+  uint64_t acked() const { return acked_->load(std::memory_order_acquire); }
   // What a sync point queued when acked() was `acked_then` reports once it runs: the latest
   // failure, unless the JS thread had already acknowledged it when it queued the sync point.
   // The error carries its acknowledgement.
   std::optional<StreamError> for_sync(uint64_t acked_then) const;
 
  private:
-  std::function<void()> acknowledgement(uint64_t id) const;
-  struct Cell {
-    std::atomic<uint64_t> acked{0};
-  };
-  std::shared_ptr<Cell> cell_;  // shared with the errors handed out, which may outlive the stream
+  std::shared_ptr<const FailureAck> acknowledgement(uint64_t id) const;
+  std::shared_ptr<std::atomic<uint64_t>> acked_;  // shared with the errors handed out, which may outlive the stream
   std::atomic<uint64_t> last_id_{0};
   StreamError error_;  // the latest failure's error, as sync points report it
   StreamError mark_;   // "<op> failed earlier: <code> <message>", for its storages

@@ -233,7 +233,7 @@ void* Storage::materialize() const {
 void Storage::mark_failed(const StreamError& e) {
   if (failed_.load(std::memory_order_acquire)) return;
   if (!failure_.load(std::memory_order_acquire)) {
-    auto* mine = new StreamError{e.code, e.message, e.acknowledge};
+    auto* mine = new StreamError{e.code, e.message, e.ack};
     StreamError* expected = nullptr;
     if (!failure_.compare_exchange_strong(expected, mine, std::memory_order_acq_rel)) delete mine;
   }

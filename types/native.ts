@@ -83,10 +83,10 @@ export interface NativeAddon {
   streamTicket(device: string): NativeTicket;
   ticketState(t: NativeTicket): 'queued' | 'ran' | 'dropped';
   /**
-   * The error of the op whose failure left `t` never computed, or null. With `acknowledge`, the
-   * caller throws it to the user: the stream that failed then runs new work again.
+   * The error of the op whose failure left `t` never computed, or null; `known` once the JS
+   * thread has been told (a rejected sync point): ops reading `t` then throw it.
    */
-  tensorFailure(t: NativeTensor, acknowledge?: boolean): { code: string; message: string } | null;
+  tensorFailure(t: NativeTensor): { code: string; message: string; known: boolean } | null;
   /** Test hook: the (n+1)-th storage allocation from now fails with ERR_OOM; -1 turns it off. */
   failAllocAfter(n: number): void;
   /** How many small kernels `device`'s stream has run on this thread because its worker was idle with nothing queued. */

@@ -53,10 +53,13 @@ const Tensor& handle_tensor(Napi::Env env, Napi::Value v, const char* op, const 
 }
 
 // Fail-stop (stream_failure.h): a tensor whose producing task failed or was dropped is refused by
-// every op that reads it, with the original error's code.
+// every op that reads it, with the original error's code, once the JS thread has been told of the
+// failure. Until then the op is queued like any other, and its stream (failed, or failing when it
+// meets the failed work's event) drops it: so a failure always surfaces first at a sync point,
+// never half-way through queueing a step (where, under DDP, one rank would stop posting its
+// collectives and the ranks would fall out of step).
 const Tensor& readable(const Tensor& t, const char* op, const char* name, int64_t index) {
-  if (const StreamError* f = t.storage->failure()) {
-    if (f->acknowledge) f->acknowledge();  // the JS thread learns of the failure from this throw
+  if (const StreamError* f = t.storage->failure(); f && f->acknowledged()) {
     if (index < 0) fail(f->code, op, ": ", name, " was never computed: ", f->message);
     fail(f->code, op, ": ", name, "[", index, "] was never computed: ", f->message);
   }

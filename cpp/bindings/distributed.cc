@@ -85,10 +85,11 @@ Addon::Settle opening(std::shared_ptr<Gate> gate, Addon::Settle settle) {
 // the ranks stay in step and none applies the step.
 // The failure a collective is posted under: its stream's (`err`, from notify), else that of an
 // input whose producing task failed or was dropped.
+// Either carries its acknowledgement: the collective's rejection on this rank tells the JS thread.
 std::optional<StreamError> posted_failure(std::optional<StreamError> err, const std::vector<Tensor>& inputs) {
-  if (err) return StreamError{err->code, err->message};
+  if (err) return err;
   for (const Tensor& t : inputs)
-    if (const StreamError* f = t.storage->failure()) return StreamError{f->code, f->message};
+    if (const StreamError* f = t.storage->failure()) return *f;
   return std::nullopt;
 }
 

@@ -47,17 +47,17 @@ Napi::Value TicketState(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), s == 0 ? "queued" : s == 1 ? "ran" : "dropped");
 }
 
-// tensorFailure(t, acknowledge?): {code, message} when t's producing task failed or was dropped,
-// else null; `acknowledge` when the caller throws it to the user (as Args::tensor does).
+// tensorFailure(t): {code, message, known} when t's producing task failed or was dropped, else
+// null; `known` once the JS thread has been told of that failure.
 Napi::Value TensorFailure(const Napi::CallbackInfo& info) {
   Args a{info, "tensorFailure"};
   const Tensor t = a.tensor_even_failed(0, "tensor");
   const StreamError* f = t.storage->failure();
   if (!f) return info.Env().Null();
-  if (info.Length() > 1 && !info[1].IsUndefined() && a.boolean(1, "acknowledge") && f->acknowledge) f->acknowledge();
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("code", code_name(f->code));
   o.Set("message", f->message);
+  o.Set("known", f->acknowledged());  // the JS thread has been told: ops reading it throw
   return o;
 }
 

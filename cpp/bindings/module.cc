@@ -10,7 +10,7 @@ void resolve_completion(Napi::Env env, Napi::Function, std::nullptr_t*, Completi
   if (!env) return;  // the environment is shutting down
   if (c->error) {
     // Delivered: the stream that failed runs new work again (stream_failure.h).
-    if (c->error->acknowledge) c->error->acknowledge();
+    c->error->acknowledge();
     c->deferred.Reject(make_js_error(env, c->error->code, c->error->message).Value());
   } else if (c->bytes) {
     Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(env, c->bytes->size());

@@ -158,7 +158,7 @@ void CpuStream::run(Task& task) {
   std::optional<StreamError> under;  // the failure a control task runs under
   if (task.control && failure_.active()) {
     std::lock_guard<std::mutex> lk(m_);
-    if (failure_.active()) under = StreamError{failure_.mark().code, failure_.mark().message};
+    if (failure_.active()) under = failure_.mark();
   }
   try {
     ControlTaskScope scope(under ? &*under : nullptr);

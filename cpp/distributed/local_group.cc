@@ -121,7 +121,9 @@ class Clique {
     // held), and every member fails, its own error or ERR_PEER_FAILED; the clique stays usable.
     if (round.failed_member >= 0) {
       const Post& mine = round.posts[m];
-      if (mine.failure) return StreamError{mine.failure->code, std::string(op) + " on " + devices_[m].str() + ": not applied: " + mine.failure->message};
+      if (mine.failure)
+        return StreamError{mine.failure->code, std::string(op) + " on " + devices_[m].str() + ": not applied: " + mine.failure->message,
+                           mine.failure->ack};
       const Post& theirs = round.posts[round.failed_member];
       return StreamError{Code::PeerFailed, std::string(op) + " on " + name_ + ": " + devices_[round.failed_member].str() + " failed earlier: " +
                                                theirs.failure->message + "; no device applies collective #" + std::to_string(round.seq)};
@@ -351,8 +353,8 @@ class Member final : public LocalCpuGroup {
     const char* op = kKindNames[static_cast<int>(p.kind)];
     // A control task: it runs on a failed stream too, so the other members learn of the failure.
     Context::current().stream(device()).enqueue(op, [c, round, m, timeout, p = std::move(p), done = std::move(done)]() mutable {
-      if (const StreamError* f = current_task_failure()) p.failure = StreamError{f->code, f->message};
-      else if (const StreamError* g = p.in.storage ? p.in.storage->failure() : nullptr) p.failure = StreamError{g->code, g->message};
+      if (const StreamError* f = current_task_failure()) p.failure = *f;
+      else if (const StreamError* g = p.in.storage ? p.in.storage->failure() : nullptr) p.failure = *g;
       std::optional<StreamError> err;
       try {
         err = c->run(m, *round, std::move(p), timeout);

@@ -334,7 +334,7 @@ class Ring final : public RingGroup, private TcpRing {
   // usable, and then fails it: this rank with its own error, the others with ERR_PEER_FAILED.
   void run(const char* op, Done done, std::function<void()> body, std::optional<CallHeader> call = std::nullopt) {
     std::optional<StreamError> own;
-    if (const StreamError* f = current_task_failure()) own = StreamError{f->code, f->message};
+    if (const StreamError* f = current_task_failure()) own = *f;
     comm_.push([this, op, call, own, done = std::move(done), body = std::move(body)] {
       std::optional<StreamError> err;
       {
@@ -368,7 +368,8 @@ class Ring final : public RingGroup, private TcpRing {
         unsent_ = false;
         if (err) fail_group(op, seq, &*err);
         else if (own)
-          err = StreamError{own->code, std::string(op) + " on rank " + std::to_string(rank_) + ": not applied: " + own->message};
+          err = StreamError{own->code, std::string(op) + " on rank " + std::to_string(rank_) + ": not applied: " + own->message,
+                            own->ack};
         else if (peer_failed_ >= 0)
           err = StreamError{Code::PeerFailed, std::string(op) + " on rank " + std::to_string(rank_) +
                                                   (seq ? " (collective #" + std::to_string(seq) + ")" : std::string()) + ": rank " +

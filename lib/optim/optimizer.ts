@@ -77,8 +77,15 @@ function copyHyper(h: Record<string, unknown>): Record<string, unknown> {
 
 export abstract class Optimizer<H extends { lr: number }> {
   readonly paramGroups: ParamGroup<H>[] = [];
-  /** Per-parameter state (momentum buffers, moments, step counts). */
-  readonly state = new Map<Tensor, Record<string, Tensor | number>>();
+  readonly #state = new Map<Tensor, Record<string, Tensor | number>>();
+  /**
+   * Per-parameter state (momentum buffers, moments, step counts), without what steps dropped by a
+   * failed stream did to it (see transaction()).
+   */
+  get state(): Map<Tensor, Record<string, Tensor | number>> {
+    if (this.#pending.length > 0 && !this.#inStep) this.settleSteps();
+    return this.#state;
+  }
   readonly #spec: OptimizerSpec<H>;
 
   constructor(
@@ -142,10 +149,11 @@ export abstract class Optimizer<H extends { lr: number }> {
 
   /** Steps queued but not yet known to have run: the state before each, and a ticket per device. */
   #pending: { before: Map<Tensor, Record<string, Tensor | number>>; tickets: NativeTicket[] }[] = [];
+  #inStep = false;  // queueing a step: its own changes are not rolled back half-way
 
   /**
    * Runs `body`, the queueing of one step, as a unit (fail-stop, see README "Execution"): a step
-   * whose gradients were never computed throws before anything changes, and a step its stream
+   * whose gradients are known to be never computed throws before anything changes, and a step its stream
    * dropped (the loss or backward queued before it failed) leaves no trace: the state it created
    * or counted (moments, step counts, masters) is put back as it was before the step, found by
    * tickets queued behind it and settled at the next step or stateDict(). The library's optimizers
@@ -158,18 +166,22 @@ export abstract class Optimizer<H extends { lr: number }> {
       g.params.forEach((p, i) => {
         const grad = p.grad;
         if (!grad || grad.isDisposed) return;
-        const f = native.tensorFailure(grad.handle, true);
-        if (f) throw flockError(f.code as ErrorCode, op, `the gradient of parameter ${i} of group ${gi} was never computed: ${f.message}`);
+        const f = native.tensorFailure(grad.handle);
+        // Not yet reported: the step is queued, its stream drops it, and settleSteps rolls it back.
+        if (f?.known) throw flockError(f.code as ErrorCode, op, `the gradient of parameter ${i} of group ${gi} was never computed: ${f.message}`);
         devices.add(p.device);
       }),
     );
     const before = new Map<Tensor, Record<string, Tensor | number>>();
-    for (const [p, st] of this.state) before.set(p, { ...st });
+    for (const [p, st] of this.#state) before.set(p, { ...st });
+    this.#inStep = true;
     try {
       body();
     } catch (e) {
       this.#restore(before);
       throw e;
+    } finally {
+      this.#inStep = false;
     }
     if (devices.size > 0) this.#pending.push({ before, tickets: [...devices].map((d) => native.streamTicket(d)) });
   }
@@ -192,8 +204,8 @@ export abstract class Optimizer<H extends { lr: number }> {
   }
 
   #restore(before: Map<Tensor, Record<string, Tensor | number>>): void {
-    this.state.clear();
-    for (const [p, st] of before) this.state.set(p, st);
+    this.#state.clear();
+    for (const [p, st] of before) this.#state.set(p, st);
   }
 
   /**

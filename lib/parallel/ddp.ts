@@ -282,11 +282,14 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
       const computeDone = native.syncTime(normalizeDevice(this.#params[0]?.device ?? 'cpu', 'syncGradients'));
       // Forward has updated the buffers by now; every rank queues this after the same allreduces.
       const buffersSynced = this.#broadcastBuffers ? this.#syncBuffers() : Promise.resolve();
-      const lastEpoch = await this.#reducer.wait();
-      await buffersSynced;
+      // All three settle before any error is thrown (none is left to reject unobserved); when a
+      // step failed (fail-stop: on this rank, or ERR_PEER_FAILED from another), the allreduces'
+      // error is the one reported, and no gradient is written back.
+      const [reduced, synced, computed] = await Promise.allSettled([this.#reducer.wait(), buffersSynced, computeDone]);
+      for (const r of [reduced, synced, computed]) if (r.status === 'rejected') throw r.reason;
       const toNow = (epochMs: number) => epochMs - performance.timeOrigin;
-      const last = toNow(lastEpoch);
-      const done = toNow(new Float64Array(await computeDone, 0, 1)[0]);
+      const last = toNow((reduced as PromiseFulfilledResult<number>).value);
+      const done = toNow(new Float64Array((computed as PromiseFulfilledResult<ArrayBuffer>).value, 0, 1)[0]);
       this.lastStep = { exposedMs: Math.max(0, last - done), computeDoneAt: done, commDoneAt: last };
       if (this.#zeroStage === 2) {
         // Only this rank's block is kept: the full local gradients go.
