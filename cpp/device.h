@@ -98,6 +98,8 @@ class Stream {
   void synchronize();
   // The failure a sync point queued now would report, as far as the stream knows it now.
   virtual std::optional<StreamError> failure() = 0;
+  // Acknowledges every failure begun so far (the JS thread was told that the step failed).
+  virtual void acknowledge_failures() = 0;
   // Calls `ready` once the host may queue more without running far ahead of the device: at once
   // (on the caller's thread) when it may already, else later on a stream-owned thread. Never
   // blocks and leaves captured errors to the next sync point. Each stream defines "far ahead":

@@ -1,4 +1,5 @@
 #include "stream_failure.h"
+#include <utility>
 #include "tensor.h"
 
 namespace flock {
@@ -7,6 +8,7 @@ namespace {
 thread_local int t_scope_depth = 0;
 thread_local std::shared_ptr<OpOutputs> t_outputs;
 thread_local const StreamError* t_task_failure = nullptr;
+thread_local std::function<void(const StreamError&)> t_failure_hook;
 
 }  // namespace
 
@@ -34,6 +36,10 @@ void mark_failed(const OpOutputs* outs, const StreamError& e) {
 }
 
 const StreamError* current_task_failure() { return t_task_failure; }
+
+void on_task_failure(std::function<void(const StreamError& mark)> fn) { t_failure_hook = std::move(fn); }
+
+std::function<void(const StreamError& mark)> take_task_failure_hook() { return std::exchange(t_failure_hook, nullptr); }
 
 ControlTaskScope::ControlTaskScope(const StreamError* failure) : previous(t_task_failure) { t_task_failure = failure; }
 ControlTaskScope::~ControlTaskScope() { t_task_failure = previous; }

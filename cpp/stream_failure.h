@@ -68,6 +68,8 @@ class StreamFailure {
   // failure, unless the JS thread had already acknowledged it when it queued the sync point.
   // The error carries its acknowledgement.
   std::optional<StreamError> for_sync(uint64_t acked_then) const;
+  // Every failure begun so far is acknowledged.
+  void acknowledge_all() const { acknowledgement(last_id_.load(std::memory_order_acquire))->acknowledge(); }
 
  private:
   std::shared_ptr<const FailureAck> acknowledgement(uint64_t id) const;
@@ -76,6 +78,13 @@ class StreamFailure {
   StreamError error_;  // the latest failure's error, as sync points report it
   StreamError mark_;   // "<op> failed earlier: <code> <message>", for its storages
 };
+
+// For a task about to throw: `fn` is called with the mark of the failure its throw begins (or
+// joins), once the stream has begun it. A collective whose failure fails its stream settles its
+// Work from here, so the Work's rejection acknowledges that failure too.
+void on_task_failure(std::function<void(const StreamError& mark)> fn);
+// The streams call it after a task threw: the hook the task set, if any (cleared).
+std::function<void(const StreamError& mark)> take_task_failure_hook();
 
 // Runs a control task: with current_task_failure() set to `failure` (may be null) meanwhile.
 struct ControlTaskScope {

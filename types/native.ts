@@ -87,6 +87,8 @@ export interface NativeAddon {
    * thread has been told (a rejected sync point): ops reading `t` then throw it.
    */
   tensorFailure(t: NativeTensor): { code: string; message: string; known: boolean } | null;
+  /** Every stream's failures so far are known to the user (a strategy reporting a failed step). */
+  acknowledgeFailures(): void;
   /** Test hook: the (n+1)-th storage allocation from now fails with ERR_OOM; -1 turns it off. */
   failAllocAfter(n: number): void;
   /** How many small kernels `device`'s stream has run on this thread because its worker was idle with nothing queued. */

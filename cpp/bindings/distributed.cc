@@ -65,17 +65,21 @@ struct Gate {
   std::condition_variable cv;
   bool done = false;
   std::optional<StreamError> error;
+  Addon::Settle settle;  // of a failed collective: settled by the gate task (below)
 };
 
+// A failed ordered collective fails its stream when the gate task meets it, and its Work rejects
+// only then, carrying that failure's acknowledgement: the rejection is the JS thread's word of both.
 Addon::Settle opening(std::shared_ptr<Gate> gate, Addon::Settle settle) {
   return [gate = std::move(gate), settle = std::move(settle)](std::optional<StreamError> err) {
     {
       std::lock_guard<std::mutex> lk(gate->m);
       gate->done = true;
       gate->error = err;
+      if (err) gate->settle = settle;
     }
     gate->cv.notify_all();
-    settle(std::move(err));
+    if (!err) settle(std::nullopt);
   };
 }
 
@@ -116,7 +120,10 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, const char* op, Device
     stream.enqueue(op, [gate]() {
       std::unique_lock<std::mutex> lk(gate->m);
       gate->cv.wait(lk, [&] { return gate->done; });
-      if (gate->error) throw Error(gate->error->code, gate->error->message);
+      if (!gate->error) return;
+      const StreamError e = *gate->error;
+      on_task_failure([settle = std::move(gate->settle), e](const StreamError& mark) { settle(StreamError{e.code, e.message, mark.ack}); });
+      throw Error(e.code, e.message);
     }, true);
   return promise;
 }

@@ -61,6 +61,14 @@ Napi::Value TensorFailure(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// acknowledgeFailures(): every stream's failures so far are known to the JS thread. A strategy
+// calls it when it reports a failed step, once the step's collectives have all settled: the
+// failures they caused here (an ordered collective's gate) are part of what it reports.
+Napi::Value AcknowledgeFailures(const Napi::CallbackInfo& info) {
+  for (Stream* s : Addon::of(info.Env()).context.streams()) s->acknowledge_failures();
+  return info.Env().Undefined();
+}
+
 // failAllocAfter(n): the (n+1)-th storage allocation from now fails with ERR_OOM; -1 turns it off.
 Napi::Value FailAllocAfter(const Napi::CallbackInfo& info) {
   Args a{info, "failAllocAfter"};
@@ -75,6 +83,7 @@ void register_failure_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("ticketState", TicketState);
   FLOCK_EXPORT("tensorFailure", TensorFailure);
   FLOCK_EXPORT("failAllocAfter", FailAllocAfter);
+  FLOCK_EXPORT("acknowledgeFailures", AcknowledgeFailures);
 }
 
 }  // namespace flock::js

@@ -173,12 +173,16 @@ void CpuStream::run(Task& task) {
   if (start_ns != 0) profiler::record({task.op, name_, task.enqueued_ns, start_ns, profiler::now_ns()});
   std::vector<Task> dropped;
   std::vector<std::function<void()>> ready;
+  std::function<void(const StreamError&)> hook = take_task_failure_hook();
+  std::optional<StreamError> mark;
   if (err) {
     std::lock_guard<std::mutex> lk(m_);
-    mark_failed(task.outputs.get(), failure_.begin(task.op, *err));
+    mark = failure_.begin(task.op, *err);
+    mark_failed(task.outputs.get(), *mark);
     drop_queued_locked(dropped);
     if (!waiters_.empty()) ready = take_ready_locked();
   }
+  if (hook && mark) hook(*mark);
   // Drop captured storages now, not when the next task arrives; marks are set before any closure
   // goes, so a guard in one (peer_copy.cc) sees them.
   task.fn = nullptr;

@@ -28,6 +28,7 @@ class CpuStream final : public Stream {
   void notify(std::function<void(std::optional<StreamError>)> done) override;
   void when_ready(size_t low_watermark, std::function<void()> ready) override;
   std::optional<StreamError> failure() override;
+  void acknowledge_failures() override { failure_.acknowledge_all(); }
   uint64_t inline_tasks() override;
   size_t depth();
 

@@ -363,12 +363,15 @@ class Member final : public LocalCpuGroup {
       } catch (const std::exception& e) {
         err = StreamError{Code::Internal, e.what()};
       }
-      const bool peer_failed = err && err->code == Code::PeerFailed;
-      const std::optional<StreamError> failed = err;
-      done(std::move(err));
       // A peer failed: the work queued after this on the device (the step that would use the
-      // result) is dropped, as on the failed device itself.
-      if (peer_failed) throw Error(failed->code, failed->message);
+      // result) is dropped, as on the failed device itself; the Work rejects once that failure has
+      // begun, carrying its acknowledgement.
+      if (err && err->code == Code::PeerFailed) {
+        const StreamError e = *err;
+        on_task_failure([done = std::move(done), e](const StreamError& mark) { done(StreamError{e.code, e.message, mark.ack}); });
+        throw Error(e.code, e.message);
+      }
+      done(std::move(err));
     }, true);
   }
 

@@ -1,3 +1,6 @@
+import { native } from '../native';
+import { distError } from './errors';
+
 /** Work: the handle of one queued collective. `await work.wait()` before reading its outputs. */
 export class Work {
   readonly op: string;
@@ -12,6 +15,8 @@ export class Work {
   /** @internal `promise` resolves with the completion time as one float64. */
   // biome-ignore lint/suspicious/noConfusingVoidType: native completions resolve with a timestamp or nothing
   constructor(op: string, promise: Promise<ArrayBuffer | void>) {
+    if (typeof op !== 'string' || !(promise instanceof Promise))
+      throw distError('ERR_ARG', 'Work: a Work is returned by the collectives (allReduce, broadcast, ...), not made with new');
     this.op = op;
     this.#promise = promise.then((stamp) => {
       if (stamp instanceof ArrayBuffer && stamp.byteLength >= 8) this.completedAt = new Float64Array(stamp, 0, 1)[0];
@@ -32,4 +37,18 @@ export class Work {
   isCompleted(): boolean {
     return this.#done;
   }
+}
+
+/**
+ * Waits for every Work. When one fails (fail-stop: a rank's step failed, so every rank's
+ * collectives of that step fail), it still waits for all the others, so nothing of the failed step
+ * is left in flight, then tells the streams the step failed (their failures are reported by this
+ * error) and throws the first error. Strategies report a failed step through it.
+ */
+export async function waitAll(works: Iterable<Work | Promise<unknown>>): Promise<void> {
+  const settled = await Promise.allSettled(Array.from(works, (w) => (w instanceof Work ? w.wait() : w)));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (!failed) return;
+  native.acknowledgeFailures();
+  throw failed.reason;
 }

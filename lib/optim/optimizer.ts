@@ -95,6 +95,8 @@ export abstract class Optimizer<H extends { lr: number }> {
   ) {
     this.#spec = spec;
     const op = this.constructor.name;
+    if (spec === null || typeof spec !== 'object' || typeof spec.check !== 'function')
+      throw argError(op, `spec must be an optimizer spec (Optimizer is a base class: construct SGD, Adam or AdamW), got ${describe(spec)}`);
     spec.check(op, defaults, '');
     for (const g of paramGroupList(op, params)) this.addParamGroup(g as Partial<H> & { params: Iterable<Tensor> });
   }
@@ -149,7 +151,7 @@ export abstract class Optimizer<H extends { lr: number }> {
 
   /** Steps queued but not yet known to have run: the state before each, and a ticket per device. */
   #pending: { before: Map<Tensor, Record<string, Tensor | number>>; tickets: NativeTicket[] }[] = [];
-  #inStep = false;  // queueing a step: its own changes are not rolled back half-way
+  #inStep = false; // queueing a step: its own changes are not rolled back half-way
 
   /**
    * Runs `body`, the queueing of one step, as a unit (fail-stop, see README "Execution"): a step
@@ -168,7 +170,8 @@ export abstract class Optimizer<H extends { lr: number }> {
         if (!grad || grad.isDisposed) return;
         const f = native.tensorFailure(grad.handle);
         // Not yet reported: the step is queued, its stream drops it, and settleSteps rolls it back.
-        if (f?.known) throw flockError(f.code as ErrorCode, op, `the gradient of parameter ${i} of group ${gi} was never computed: ${f.message}`);
+        if (f?.known)
+          throw flockError(f.code as ErrorCode, op, `the gradient of parameter ${i} of group ${gi} was never computed: ${f.message}`);
         devices.add(p.device);
       }),
     );

@@ -14,7 +14,7 @@ import { keep, tidy } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
 import { cat } from '../ops/shape';
 import { zerosLike } from '../ops/creation';
-import type { Work } from '../distributed/work';
+import { type Work, waitAll } from '../distributed/work';
 
 const bytesOf: Record<string, number> = { f32: 4, f64: 8, i32: 4, i64: 8, bf16: 2, f16: 2, u8: 1, bool: 1 };
 
@@ -137,7 +137,7 @@ export class BucketReducer {
 
   /** Waits for every bucket's collective; resolves with the latest completion time (epoch ms, when known). */
   async wait(): Promise<number> {
-    await Promise.all(this.#states.map((s) => s.work!.wait()));
+    await waitAll(this.#states.map((s) => s.work!));
     return Math.max(...this.#states.map((s) => s.work!.completedAt ?? Date.now()));
   }
 

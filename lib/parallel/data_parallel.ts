@@ -24,7 +24,7 @@ import { noGrad } from '../autograd/grad_mode';
 import { cat } from '../ops/shape';
 import { copy_ } from '../ops/elementwise';
 import type { Module } from '../nn/module';
-import type { Work } from '../distributed/work';
+import { type Work, waitAll } from '../distributed/work';
 import { initLocalGroups } from '../distributed/local_groups';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool, checkNumber } from '../validate';
@@ -184,7 +184,7 @@ export class DataParallel<M extends Module & Forward> {
       }),
     );
     try {
-      await Promise.all(this.#reducers.map((r) => r.wait()));
+      await waitAll(this.#reducers.map((r) => r.wait()));
       for (const r of this.#reducers) r.writeBack();
     } finally {
       for (const r of this.#reducers) r.reset();

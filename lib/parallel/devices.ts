@@ -54,7 +54,9 @@ export function scatter(op: string, inputs: unknown[], devices: string[]): unkno
  * and are shared with the original rather than copied, since their private fields cannot be.
  */
 export function replicate<M extends Module>(m: M, device: string): M {
-  return noGrad(() => cloneModule(m, device, new Map())) as M;
+  if (!(m instanceof Module)) throw argError('replicate', `m must be a Module, got ${describe(m)}`);
+  const d = normalizeDevice(device, 'replicate');
+  return noGrad(() => cloneModule(m, d, new Map())) as M;
 }
 
 function cloneTensor(t: Tensor, device: string): Tensor {

@@ -9,7 +9,25 @@
  * have the same bubble, (p − 1)/(m + p − 1) of each stage's time when F and B costs are uniform.
  */
 
+import { flockError, outOfRange } from '../errors';
+import { checkChoice, checkInt } from '../validate';
+
 export type Schedule = 'gpipe' | '1f1b';
+
+const SCHEDULES: readonly Schedule[] = ['gpipe', '1f1b'];
+/**
+ * A schedule is JS objects, two actions per micro-batch and stage, with a Set of their keys: a
+ * bound far above real pipelines (hundreds of stages, thousands of micro-batches) and below V8's
+ * Set limit (2^24 entries) and the heap.
+ */
+const MAX_STAGE_MICRO = 2 ** 21;
+
+/** The stage and micro-batch counts of `op`: integers ≥ 1 whose product is a schedule JS can hold. */
+function checkCounts(op: string, stages: unknown, micro: unknown): void {
+  const p = checkInt(op, 'stages', stages, 1);
+  const m = checkInt(op, 'micro', micro, 1);
+  if (p * m > MAX_STAGE_MICRO) throw outOfRange(op, `stages·micro must be at most 2^21, got ${p}·${m}`);
+}
 
 export interface Action {
   stage: number;
@@ -19,6 +37,10 @@ export interface Action {
 
 /** The actions of `stage` in the order it runs them. */
 export function stageOrder(schedule: Schedule, stages: number, micro: number, stage: number): Action[] {
+  const op = 'stageOrder';
+  checkChoice(op, 'schedule', schedule, SCHEDULES);
+  checkCounts(op, stages, micro);
+  if (checkInt(op, 'stage', stage) >= stages) throw outOfRange(op, `stage must be an integer < stages (${stages}), got ${stage}`);
   const F = (k: number): Action => ({ stage, kind: 'F', micro: k });
   const B = (k: number): Action => ({ stage, kind: 'B', micro: k });
   const ks = Array.from({ length: micro }, (_, k) => k);
@@ -40,6 +62,9 @@ export function stageOrder(schedule: Schedule, stages: number, micro: number, st
  * an earlier tick runs it. Issued tick by tick, each device's queue gets its stage's order.
  */
 export function ticks(schedule: Schedule, stages: number, micro: number): Action[][] {
+  const op = 'pipelineTicks';
+  checkChoice(op, 'schedule', schedule, SCHEDULES);
+  checkCounts(op, stages, micro);
   const orders = Array.from({ length: stages }, (_, s) => stageOrder(schedule, stages, micro, s));
   const next = orders.map(() => 0);
   const done = new Set<string>();
@@ -60,7 +85,7 @@ export function ticks(schedule: Schedule, stages: number, micro: number): Action
             : done.has(key('B', s + 1, a.micro));
       if (ready) tick.push(a);
     }
-    if (tick.length === 0) throw new Error(`pipeline schedule ${schedule} deadlocked (p=${stages}, m=${micro})`);
+    if (tick.length === 0) throw flockError('ERR_INTERNAL', op, `the ${schedule} schedule deadlocked (p=${stages}, m=${micro})`);
     for (const a of tick) {
       done.add(key(a.kind, a.stage, a.micro));
       next[a.stage]++;
@@ -73,5 +98,8 @@ export function ticks(schedule: Schedule, stages: number, micro: number): Action
 
 /** The bubble of a synchronous schedule with uniform stage costs: (p − 1)/(m + p − 1). */
 export function theoreticalBubble(stages: number, micro: number): number {
+  const op = 'theoreticalBubble';
+  checkInt(op, 'stages', stages, 1);
+  checkInt(op, 'micro', micro, 1);
   return (stages - 1) / (micro + stages - 1);
 }

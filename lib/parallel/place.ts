@@ -65,5 +65,6 @@ export function placeModule<M extends Module>(model: M, placement: Record<string
 
 /** The device `placeModule` put `m` on, or undefined. */
 export function placement(m: Module): string | undefined {
+  if (!(m instanceof Module)) throw argError('placement', `m must be a Module, got ${describe(m)}`);
   return (m as Placed)[PLACED]?.device;
 }

@@ -14,15 +14,19 @@ interface Result {
   sameAsRank0: boolean;
 }
 
-for (const [transport, n, mode, failRank] of [
-  ['shm', 2, 'index', 1],
-  ['shm', 3, 'oom', 2],
-  ['tcp', 2, 'oom', 0],
-  ['tcp', 3, 'index', 1],
+for (const [strategy, transport, n, mode, failRank] of [
+  ['ddp', 'shm', 2, 'index', 1],
+  ['ddp', 'shm', 3, 'oom', 2],
+  ['ddp', 'tcp', 2, 'oom', 0],
+  ['ddp', 'tcp', 3, 'index', 1],
+  ['zero1', 'shm', 2, 'index', 0],
+  ['zero2', 'tcp', 3, 'oom', 1],
+  ['fsdp', 'shm', 3, 'index', 2],
+  ['fsdp', 'tcp', 2, 'oom', 1],
 ] as const) {
-  test(`${transport}, ${n} ranks: rank ${failRank}'s ${mode === 'index' ? 'out-of-range target' : 'failed allocation'} fails step 2 on every rank; training goes on`, async () => {
+  test(`${strategy}, ${transport}, ${n} ranks: rank ${failRank}'s ${mode === 'index' ? 'out-of-range target' : 'failed allocation'} fails step 2 on every rank; training goes on`, async () => {
     const results = await runRanks('fail_stop.ts', n, {
-      env: { FLOCKML_TRANSPORT: transport, MODE: mode, FAIL_RANK: String(failRank), FAIL_STEP: '2' },
+      env: { STRATEGY: strategy, FLOCKML_TRANSPORT: transport, MODE: mode, FAIL_RANK: String(failRank), FAIL_STEP: '2' },
     }).done;
     expectAllOk(results);
     for (const r of results) {
@@ -34,7 +38,8 @@ for (const [transport, n, mode, failRank] of [
         assert.is(e.code, mode === 'index' ? 'ERR_INDEX' : 'ERR_OOM', e.message);
       } else {
         assert.is(e.code, 'ERR_PEER_FAILED', e.message);
-        assert.is(e.where, 'syncGradients');
+        // Where the step's first collective is awaited.
+        assert.is(e.where, strategy === 'zero1' ? 'step' : 'syncGradients');
         assert.match(e.message, new RegExp(`rank ${failRank} failed earlier \\(${mode === 'index' ? 'ERR_INDEX' : 'ERR_OOM'}\\)`));
       }
       assert.ok(res.unchanged, `rank ${r.rank}: the failed step changed parameters or optimizer state`);

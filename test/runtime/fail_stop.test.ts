@@ -34,11 +34,12 @@ async function snapshot(m: fl.nn.Module, opt: fl.optim.Optimizer<{ lr: number }>
   const out: string[] = [];
   for (const p of m.parameters()) out.push(Buffer.from((await p.data()).buffer).toString('base64'));
   for (const [, s] of opt.state)
-    for (const [k, v] of Object.entries(s)) out.push(v instanceof fl.Tensor ? `${k}:${Buffer.from((await v.data()).buffer).toString('base64')}` : `${k}=${v}`);
+    for (const [k, v] of Object.entries(s))
+      out.push(v instanceof fl.Tensor ? `${k}:${Buffer.from((await v.data()).buffer).toString('base64')}` : `${k}=${v}`);
   return out;
 }
 
-async function trainStep(m: fl.nn.Module, opt: fl.optim.Optimizer<{ lr: number }>, b: { x: fl.Tensor; y: fl.Tensor }): Promise<number> {
+async function trainStep(m: fl.nn.Sequential, opt: fl.optim.Optimizer<{ lr: number }>, b: { x: fl.Tensor; y: fl.Tensor }): Promise<number> {
   opt.zeroGrad();
   const loss = fl.nn.functional.crossEntropy(m.forward(b.x) as fl.Tensor, b.y);
   loss.backward();
@@ -100,7 +101,7 @@ test("a failure on the optimizer's first step leaves no state behind (moments ma
   assert.is(err.code, 'ERR_INDEX');
   assert.equal(await snapshot(m, opt), before);
   assert.is(opt.state.size, 0, 'state created by the dropped step');
-  assert.is(opt.stateDict().state.length ?? Object.keys(opt.stateDict().state).length, 0);
+  assert.is(Object.keys(opt.stateDict().state).length, 0);
   await trainStep(m, opt, batch(5));
   assert.equal(await snapshot(m, opt), want);
 });

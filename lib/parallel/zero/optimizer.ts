@@ -40,7 +40,7 @@ import {
   ProcessGroup,
   reduceScatter as defaultReduceScatter,
 } from '../../distributed/process_group';
-import type { Work } from '../../distributed/work';
+import { type Work, waitAll } from '../../distributed/work';
 import { type FlatSpace, flatten, shardValues, spacesByDtype, unflattenInto } from './layout';
 import { isUnshardedSource, isZeroGradientSource, type ZeroGradientSource } from './source';
 
@@ -184,7 +184,7 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     if (this.#source?.zeroShards) return this.#source.zeroReshard?.();
     const fulls = this.spaces.map((s) => keep(zeros([s.per * s.worldSize], { dtype: s.dtype as 'f32', device: s.device })));
     try {
-      await Promise.all(fulls.map((f, i) => this.#allGather(f, this.shards[i]).wait()));
+      await waitAll(fulls.map((f, i) => this.#allGather(f, this.shards[i])));
       this.spaces.forEach((s, i) => unflattenInto(s, fulls[i]));
     } finally {
       for (const f of fulls) f.dispose();
@@ -220,7 +220,7 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
     const inputs = this.spaces.map((s) => keep(tidy(() => flatten(s, (p) => (p.grad && !p.grad.isDisposed ? p.grad : null)))));
     const outs = this.spaces.map((s) => keep(zeros([s.per], { dtype: s.dtype as 'f32', device: s.device })));
     try {
-      await Promise.all(outs.map((o, i) => this.#reduceScatter(o, inputs[i]).wait()));
+      await waitAll(outs.map((o, i) => this.#reduceScatter(o, inputs[i])));
     } catch (e) {
       for (const o of outs) o.dispose();
       throw e;
@@ -242,7 +242,7 @@ export class ZeroRedundancyOptimizer<H extends { lr: number }> {
       ),
     );
     try {
-      await (this.#group ? this.#group.allReduce(sq) : defaultAllReduce(sq)).wait();
+      await waitAll([this.#group ? this.#group.allReduce(sq) : defaultAllReduce(sq)]);
       const total = Math.sqrt(Number((await sq.data())[0]));
       this.lastGradNorm = total;
       const coef = maxNorm / (total + 1e-6);

@@ -28,7 +28,7 @@ import { cat } from '../../ops/shape';
 import { argError, describe, flockError } from '../../errors';
 import { type ProcessGroup, getRank, getWorldSize } from '../../distributed/process_group';
 import * as dist from '../../distributed/process_group';
-import type { Work } from '../../distributed/work';
+import { type Work, waitAll } from '../../distributed/work';
 import { type FlatSpace, flatten, makeSpace, shardValues } from './layout';
 
 /** Anything with parameters; how it runs is the caller's. */
@@ -73,6 +73,8 @@ export class ShardedUnits {
   readonly shards: Tensor[] = [];
   readonly #units: UnitState[];
   readonly #group: ProcessGroup | undefined;
+  /** The all-gathers issued since the last sync (ordered: nobody awaits them unless a step fails). */
+  #gathers: Work[] = [];
   readonly #prefetch: boolean;
   readonly #shardOf = new Map<FlatSpace, Tensor>();
   readonly #empty = new Map<string, Tensor>();
@@ -269,8 +271,19 @@ export class ShardedUnits {
     }
     const scatters = this.#scatters;
     this.#scatters = [];
+    const gathers = this.#gathers;
+    this.#gathers = [];
     try {
-      await Promise.all(scatters.map((r) => r.work.wait()));
+      try {
+        await waitAll(scatters.map((r) => r.work));
+      } catch (e) {
+        // A failed step (fail-stop): its gathers fail too, prefetched ones included. Let them all
+        // settle, report them with this error, and drop what was prefetched: the next forward
+        // gathers anew.
+        await waitAll(gathers).catch(() => {});
+        for (const s of this.#units) if (!s.materialized) this.#dropGather(s);
+        throw e;
+      }
       noGrad(() => {
         for (const r of scatters)
           r.bundle.spaces.forEach((sp, i) => {
@@ -421,8 +434,11 @@ export class ShardedUnits {
           ),
         ),
       );
-      if (this.#group) this.#group.allGather(full, mine, { ordered: true });
-      else dist.allGather(full, mine, { ordered: true });
+      // Finished ones are forgotten (a forward-only loop never syncs).
+      this.#gathers = this.#gathers.filter((w) => !w.isCompleted());
+      this.#gathers.push(
+        this.#group ? this.#group.allGather(full, mine, { ordered: true }) : dist.allGather(full, mine, { ordered: true }),
+      );
       // An ordered collective keeps what it reads alive until it has run.
       mine.dispose();
       return full;
