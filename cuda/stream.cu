@@ -107,7 +107,7 @@ class CudaStream final : public Stream {
           mark_failed(outputs.get(), failure_.mark());
           return;
         }
-        under = StreamError{failure_.mark().code, failure_.mark().message};
+        under = failure_.mark();
       }
     }
     DeviceGuard g(device_);
@@ -137,10 +137,14 @@ class CudaStream final : public Stream {
     }
     last_op_ = op;
     if (t0) record_interval(op, enqueued_ns, t0);
+    std::function<void(const StreamError&)> hook = take_task_failure_hook();
+    std::optional<StreamError> mark;
     if (err) {
       std::lock_guard<std::mutex> lk(m_);
-      mark_failed(outputs.get(), failure_.begin(op, *err));
+      mark = failure_.begin(op, *err);
+      mark_failed(outputs.get(), *mark);
     }
+    if (hook && mark) hook(*mark);
     retain(std::move(task));
     t_stream = prev;
   }
@@ -168,6 +172,8 @@ class CudaStream final : public Stream {
     lk.unlock();
     has_job_.notify_one();
   }
+
+  void acknowledge_failures() override { failure_.acknowledge_all(); }
 
   std::optional<StreamError> failure() override {
     std::lock_guard<std::mutex> lk(m_);
