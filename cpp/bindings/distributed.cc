@@ -131,10 +131,21 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, const char* op, Device
 // Issues a collective: straight away for a group that orders itself on the device (argument errors
 // throw here; later work on the device is ordered after it anyway), else after the compute queued
 // on `device`. The collective's optional last argument is `ordered` (see after_compute).
-Napi::Value collective(const Napi::CallbackInfo& info, const Args& a, size_t ordered_at, const dist::ProcessGroup& g,
+//
+// NCCL has no call header to say that a rank's step failed: a collective posted by a failed
+// stream (or from a failed tensor) aborts the communicator instead, so every rank's collective
+// fails (the watcher reports it within the group's timeout) and none applies the step; the group
+// must be made anew. In-process groups say it themselves (local_group.cc).
+Napi::Value collective(const Napi::CallbackInfo& info, const Args& a, size_t ordered_at, dist::ProcessGroup& g,
                        Device device, std::vector<Tensor> inputs, std::function<void(dist::Done)> issue) {
   const bool ordered = info.Length() > ordered_at && !info[ordered_at].IsUndefined() && a.boolean(ordered_at, "ordered");
   if (!g.orders_on_device()) return after_compute(info, a.op, device, ordered, std::move(inputs), std::move(issue));
+  if (std::string(g.backend()) == "nccl") {
+    if (auto f = posted_failure(Addon::of(info.Env()).context.stream(device).failure(), inputs)) {
+      g.abort(std::string(a.op) + " on rank " + std::to_string(g.rank()) + " was posted after a failure: " + f->message);
+      return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { settle(std::move(f)); });
+    }
+  }
   auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
   return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { issue(stamped(std::move(settle), stamp)); }, stamp);
 }

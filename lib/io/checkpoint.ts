@@ -502,6 +502,17 @@ export async function load(dir: string, options: CheckpointLoadOptions = {}): Pr
       const tensors = await loadTensors(optimizerFile, { device });
       read.push(tensors);
       optimState = optimizerState(op, manifestFile, optimizerFile, m.optimizer, tensors);
+      // An optimizer that can check its state without loading it does so now (the library's
+      // optimizers can); any other is put back if it refuses below.
+      const checker = o.optimizer as { checkStateDict?: (sd: unknown) => unknown };
+      if (typeof checker.checkStateDict === 'function') {
+        try {
+          checker.checkStateDict(optimState);
+        } catch (e) {
+          if (isFlockError(e) && !STATE_CODES.has(e.code)) throw e;
+          throw flockError('ERR_STATE_DICT', op, `${path}: the optimizer state does not load: ${(e as Error)?.message ?? String(e)}`);
+        }
+      }
     }
     // 2. Load. The scheduler's and scaler's states are small and come back exactly from their
     // stateDict(), so they go first; a sampler's stateDict() does not give back a pass in

@@ -261,11 +261,11 @@ export abstract class Optimizer<H extends { lr: number }> {
   }
 
   /**
-   * Loads hyper-parameters and state saved by {@link stateDict}. Everything is checked first
-   * (group counts and sizes, parameter indices, hyper-parameter values, state entries' kinds,
-   * shapes and dtypes); a state dict that fails leaves the optimizer exactly as it was.
+   * Checks a state dict as {@link loadStateDict} does, changing nothing: what it would load (the
+   * merged hyper-parameters per group and each parameter's state). checkpoint.load checks every
+   * part of a checkpoint this way before it changes any.
    */
-  loadStateDict(sd: OptimizerStateDict): void {
+  checkStateDict(sd: OptimizerStateDict): { newHyper: H[]; entries: Array<[Tensor, Record<string, Tensor | number>]> } {
     const op = `${this.constructor.name}.loadStateDict`;
     if (sd === null || typeof sd !== 'object' || Array.isArray(sd))
       throw argError(op, `expected a state dict { state, paramGroups }, got ${describe(sd)}`);
@@ -332,6 +332,17 @@ export abstract class Optimizer<H extends { lr: number }> {
       }
       entries.push([p, s]);
     }
+    return { newHyper, entries };
+  }
+
+  /**
+   * Loads hyper-parameters and state saved by {@link stateDict}. Everything is checked first
+   * (group counts and sizes, parameter indices, hyper-parameter values, state entries' kinds,
+   * shapes and dtypes); a state dict that fails leaves the optimizer exactly as it was.
+   */
+  loadStateDict(sd: OptimizerStateDict): void {
+    const op = `${this.constructor.name}.loadStateDict`;
+    const { newHyper, entries } = this.checkStateDict(sd);
 
     // 3. Copy the state (the only step that allocates); on failure free what was made and stop.
     const made: Tensor[] = [];
