@@ -341,7 +341,6 @@ export abstract class Optimizer<H extends { lr: number }> {
    * shapes and dtypes); a state dict that fails leaves the optimizer exactly as it was.
    */
   loadStateDict(sd: OptimizerStateDict): void {
-    const op = `${this.constructor.name}.loadStateDict`;
     const { newHyper, entries } = this.checkStateDict(sd);
 
     // 3. Copy the state (the only step that allocates); on failure free what was made and stop.
