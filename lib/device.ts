@@ -5,20 +5,20 @@
  * 'cpu' is cpu:0, and that is how tensors on it report their device.
  */
 import { native } from './native';
+import { argError, describe, errorOf, flockError, outOfRange } from './errors';
 
 export type Device = 'cpu' | `cpu:${number}` | `cuda:${number}` | 'cuda';
-
-const deviceError = (message: string) => Object.assign(new TypeError(message), { code: 'ERR_DEVICE' });
 
 // A typo in FLOCKML_CPU_DEVICES fails the import, not the first kernel that asks for the count.
 const envDevices = process.env.FLOCKML_CPU_DEVICES;
 if (envDevices !== undefined && envDevices !== '' && !/^(?:[1-9]|1[0-6])$/.test(envDevices))
-  throw deviceError(`FLOCKML_CPU_DEVICES must be an integer from 1 to 16, got '${envDevices}'`);
+  throw errorOf('ERR_DEVICE', `FLOCKML_CPU_DEVICES must be an integer from 1 to 16, got '${envDevices}'`);
 
 /** The canonical spelling of a device: 'cpu' for 'cpu' and 'cpu:0', 'cuda:0' for 'cuda'; ERR_DEVICE otherwise. */
 export function normalizeDevice(d: unknown, op = 'device'): string {
   if (d === undefined) return 'cpu';
-  if (typeof d !== 'string') throw deviceError(`${op}: device must be a string like 'cpu', 'cpu:1' or 'cuda:0'`);
+  if (typeof d !== 'string')
+    throw flockError('ERR_DEVICE', op, `device must be a string like 'cpu', 'cpu:1' or 'cuda:0', got ${describe(d)}`);
   if (d === 'cuda') return 'cuda:0';
   if (d === 'cpu' || /^cuda:\d{1,3}$/.test(d)) return d;
   const cpu = /^cpu:(\d{1,3})$/.exec(d);
@@ -27,13 +27,15 @@ export function normalizeDevice(d: unknown, op = 'device'): string {
     if (index === 0) return 'cpu';
     const n = native.cpuDeviceCount();
     if (index >= n)
-      throw deviceError(
-        `${op}: device '${d}' is out of range: this process has ${n} CPU device${n === 1 ? '' : 's'} ` +
+      throw flockError(
+        'ERR_DEVICE',
+        op,
+        `device '${d}' is out of range: this process has ${n} CPU device${n === 1 ? '' : 's'} ` +
           `(cpu:0 to cpu:${n - 1}; set FLOCKML_CPU_DEVICES or fl.setCpuDeviceCount for more)`,
       );
     return `cpu:${index}`;
   }
-  throw deviceError(`${op}: invalid device '${d}': expected 'cpu', 'cpu:N' or 'cuda:N'`);
+  throw flockError('ERR_DEVICE', op, `invalid device '${d}': expected 'cpu', 'cpu:N' or 'cuda:N'`);
 }
 
 /** Whether two device strings name the same device ('cpu' and 'cpu:0' do). */
@@ -60,7 +62,7 @@ export function cpuDeviceCount(): number {
  */
 export function setCpuDeviceCount(n: number): void {
   if (!Number.isInteger(n) || n < 1 || n > 16)
-    throw deviceError(`setCpuDeviceCount: the count must be an integer from 1 to 16, got ${String(n)}`);
+    throw flockError('ERR_DEVICE', 'setCpuDeviceCount', `the count must be an integer from 1 to 16, got ${describe(n)}`);
   native.setCpuDeviceCount(n);
 }
 
@@ -85,8 +87,11 @@ export const cuda = {
   },
   /** flockml's own accounting for `cuda:index`: live tensors, bytes held, peak bytes. */
   memoryStats(index = 0): { tensors: number; bytes: number; peakBytes: number; storages: number } {
+    // Not validate's checkInt: validate imports this file.
+    if (typeof index !== 'number') throw argError('memoryStats', `index must be an integer ≥ 0, got ${describe(index)}`);
+    if (!Number.isInteger(index) || index < 0) throw outOfRange('memoryStats', `index must be an integer ≥ 0, got ${index}`);
     const stats = native.memory()[`cuda:${index}`];
-    if (!stats) throw Object.assign(new TypeError(`memoryStats: no CUDA device ${index}`), { code: 'ERR_DEVICE' });
+    if (!stats) throw flockError('ERR_DEVICE', 'memoryStats', `no CUDA device ${index}`);
     return stats;
   },
 };

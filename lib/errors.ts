@@ -46,11 +46,16 @@ export function errorKind(code: ErrorCode): 'type' | 'range' | 'error' {
   return TYPE_CODES.has(code) ? 'type' : RANGE_CODES.has(code) ? 'range' : 'error';
 }
 
+/** A message as text, as Error makes it, but a Symbol spelled out rather than thrown on. */
+function messageText(v: unknown): string {
+  return typeof v === 'string' ? v : v === undefined ? '' : String(v);
+}
+
 /** A wrong kind of argument: type, dtype, device, disposed tensor, unknown or ill-typed option. */
 export class FlockTypeError extends TypeError {
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string) {
-    super(message);
+    super(messageText(message));
     this.code = code;
   }
   override get name(): string {
@@ -62,7 +67,7 @@ export class FlockTypeError extends TypeError {
 export class FlockRangeError extends RangeError {
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string) {
-    super(message);
+    super(messageText(message));
     this.code = code;
   }
   override get name(): string {
@@ -74,7 +79,7 @@ export class FlockRangeError extends RangeError {
 export class FlockError extends Error {
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string) {
-    super(message);
+    super(messageText(message));
     this.code = code;
   }
 }
@@ -91,8 +96,9 @@ export function errorOf(code: ErrorCode, message: string): AnyFlockError {
 
 /** `op: detail` as an error of the class `code` decides; `op` is named once even if `detail` repeats it. */
 export function flockError(code: ErrorCode, op: string, detail: string): AnyFlockError {
-  const prefix = `${op}: `;
-  return errorOf(code, detail.startsWith(prefix) ? detail : prefix + detail);
+  const prefix = `${messageText(op)}: `;
+  const text = messageText(detail);
+  return errorOf(code, text.startsWith(prefix) ? text : prefix + text);
 }
 
 /** Shorthands for the common codes. */
@@ -121,6 +127,8 @@ export function describe(v: unknown): string {
       return 'undefined';
     case 'function':
       return 'a function';
+    case 'symbol':
+      return 'a Symbol';
     default:
       return `an object${(v as object).constructor?.name && (v as object).constructor !== Object ? ` (${(v as object).constructor.name})` : ''}`;
   }
@@ -140,8 +148,18 @@ function editDistance(a: string, b: string): number {
   return prev[b.length];
 }
 
+/** `accepted` of `op`: an array of names (ERR_ARG otherwise). */
+function checkNames(op: string, accepted: unknown): readonly string[] {
+  if (!Array.isArray(accepted)) throw argError(op, `accepted must be an array of names, got ${describe(accepted)}`);
+  const odd = accepted.findIndex((a) => typeof a !== 'string');
+  if (odd >= 0) throw argError(op, `accepted[${odd}] must be a name (a string), got ${describe(accepted[odd])}`);
+  return accepted;
+}
+
 /** The accepted name closest to `name`, when close enough to be a likely typo. */
 export function didYouMean(name: string, accepted: readonly string[]): string | undefined {
+  if (typeof name !== 'string') throw argError('didYouMean', `name must be a string, got ${describe(name)}`);
+  checkNames('didYouMean', accepted);
   let best: string | undefined;
   let bestD = Infinity;
   for (const a of accepted) {
@@ -157,6 +175,7 @@ export function didYouMean(name: string, accepted: readonly string[]): string | 
  * (an empty object for undefined) so callers can destructure.
  */
 export function checkOptions<T extends object>(op: string, options: T | undefined | null, accepted: readonly string[]): T {
+  checkNames('checkOptions', accepted);
   if (options === undefined) return {} as T;
   if (options === null || typeof options !== 'object' || Array.isArray(options))
     throw argError(op, `options must be an object, got ${describe(options)}`);

@@ -62,6 +62,8 @@ export function untrack(t: Traceable): void {
 
 /** Removes `t` from every tidy scope so that no scope disposes it. Returns `t`. */
 export function keep<T extends Disposable>(t: T): T {
+  if (t === null || typeof t !== 'object' || !('dispose' in t && 'isDisposed' in t))
+    throw argError('keep', `expected a tensor, got ${describe(t)}`);
   t._scope = null;
   t._unscoped?.();
   return t;

@@ -105,12 +105,7 @@ export function checkFloatDType(op: string, v: unknown): DType {
 
 /** A device name, normalised; undefined stays undefined (the default device). */
 export function checkDevice(op: string, v: unknown): string | undefined {
-  if (v === undefined) return undefined;
-  try {
-    return normalizeDevice(v, op);
-  } catch (e) {
-    throw flockError('ERR_DEVICE', op, (e as Error).message);
-  }
+  return v === undefined ? undefined : normalizeDevice(v, op);
 }
 
 /** A positive-integer size or list of sizes, as layer shapes take them. */

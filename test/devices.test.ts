@@ -49,6 +49,38 @@ test('the count is fixed at first use; cpu:N up to the count, cpu means cpu:0', 
   assert.is(fl.deviceIndex('cpu'), 0);
 });
 
+test('device errors are flockml errors, named by the op', () => {
+  for (const call of [
+    () => fl.zeros([2], { device: 'tpu' }),
+    () => fl.zeros([2], { device: 2 as never }),
+    () => fl.setCpuDeviceCount(0),
+    () => fl.syncSync('cpu:9'),
+    () => fl.cuda.memoryStats(99),
+  ]) {
+    try {
+      call();
+      assert.unreachable('expected ERR_DEVICE');
+    } catch (e) {
+      assert.ok(fl.errors.isFlockError(e), String(e));
+      assert.instance(e, fl.FlockTypeError);
+      assert.is((e as fl.FlockTypeError).code, 'ERR_DEVICE');
+    }
+  }
+  expectError(
+    () => fl.syncSync(Symbol('d') as never),
+    TypeError,
+    'ERR_DEVICE',
+    /^syncSync: device must be a string like .*, got a Symbol$/,
+  );
+  expectError(
+    () => fl.cuda.memoryStats(Symbol('i') as never),
+    TypeError,
+    'ERR_ARG',
+    /^memoryStats: index must be an integer ≥ 0, got a Symbol$/,
+  );
+  expectError(() => fl.cuda.memoryStats(-1), RangeError, 'ERR_RANGE', /^memoryStats: index must be an integer ≥ 0, got -1$/);
+});
+
 test('ops run on every device and give the same results as on cpu', () => {
   const a = fl.randn([37, 29]);
   const b = fl.randn([29, 11]);

@@ -52,4 +52,23 @@ test('checkOptions names the unknown key, a likely intended one and the accepted
   assert.is(didYouMean('zzzzzz', ['momentum', 'lr']), undefined);
 });
 
+test('the accepted names must be an array of strings (ERR_ARG naming the helper)', () => {
+  const e = caught(() => checkOptions('op', {}, 'lr' as never));
+  assert.is(e.code, 'ERR_ARG');
+  assert.match(e.message, /^checkOptions: accepted must be an array of names, got the string "lr"$/);
+  assert.match(
+    caught(() => didYouMean('lr', ['lr', Symbol('x')] as never)).message,
+    /^didYouMean: accepted\[1\] must be a name \(a string\), got a Symbol$/,
+  );
+  assert.match(caught(() => didYouMean(undefined as never, ['lr'])).message, /^didYouMean: name must be a string, got undefined$/);
+});
+
+test('a Symbol op, detail or message is spelled out, not a TypeError from a template', () => {
+  const s = Symbol('x') as never;
+  assert.is(flockError('ERR_ARG', s, 'bad').message, 'Symbol(x): bad');
+  assert.is(flockError('ERR_ARG', 'op', s).message, 'op: Symbol(x)');
+  assert.is(new fl.FlockError('ERR_IO', s).message, 'Symbol(x)');
+  assert.is(new fl.FlockTypeError('ERR_ARG', undefined as never).message, '');
+});
+
 test.run();

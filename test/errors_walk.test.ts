@@ -39,48 +39,7 @@ const SKIP: Record<string, string> = {
  * walk leaves them out, and the last walk test fails once one of them passes, so its entry goes
  * with the fix.
  */
-const PENDING: Record<string, string> = {
-  FlockError: 'lib/errors.ts: the constructors take a Symbol message (String(message))',
-  FlockRangeError: 'lib/errors.ts: as FlockError',
-  FlockTypeError: 'lib/errors.ts: as FlockError',
-  'errors.FlockError': 'lib/errors.ts: as FlockError',
-  'errors.FlockRangeError': 'lib/errors.ts: as FlockError',
-  'errors.FlockTypeError': 'lib/errors.ts: as FlockError',
-  'errors.errorOf': 'lib/errors.ts: as FlockError',
-  'errors.flockError': 'lib/errors.ts: op and detail that are not strings (detail.startsWith)',
-  'errors.argError': 'lib/errors.ts: as flockError',
-  'errors.shapeError': 'lib/errors.ts: as flockError',
-  'errors.dtypeError': 'lib/errors.ts: as flockError',
-  'errors.outOfRange': 'lib/errors.ts: as flockError',
-  'errors.checkOptions': 'lib/errors.ts: accepted must be an array of strings',
-  'errors.didYouMean': 'lib/errors.ts: name must be a string, accepted an array',
-  keep: 'lib/memory.ts: keep() of a non-tensor (sets _scope on it)',
-  'cuda.memoryStats': 'lib/device.ts: index must be a non-negative integer (a Symbol in the message)',
-  'nn.Parameter': 'lib/nn/parameter.ts: data must be a live tensor (checkTensorArg before super), requiresGrad a boolean',
-  'nn.causalMask': 'lib/nn/transformer.ts: checkInt(t); build the mask with arange (t·t JS array: Invalid array length)',
-  'nn.rotaryTables': 'lib/nn/rotary.ts: checkInt(t), d a positive even integer, base > 0, offset an integer',
-  'optim.Optimizer': 'lib/optim/optimizer.ts: the base constructor needs a spec with check() (an internal constructor)',
-  'distributed.DeviceMesh': 'lib/distributed/mesh.ts: internal constructor; refuse anything but deviceMesh()',
-  'distributed.ProcessGroup': 'lib/distributed/process_group.ts: internal constructor; refuse a handle it did not make',
-  'distributed.Work': 'lib/distributed/work.ts: internal constructor; op must be a string, promise a Promise',
-  'distributed.readEnv': 'lib/distributed/env.ts: env must be an object',
-  'parallel.replicate': 'lib/parallel/devices.ts: m must be a Module, device a device name',
-  'parallel.placement': 'lib/parallel/place.ts: m must be a Module',
-  'parallel.pipelineTicks': 'lib/parallel/pipeline_schedule.ts: stages and micro checked with checkInt',
-  'parallel.stageOrder': 'lib/parallel/pipeline_schedule.ts: schedule a choice, stages, micro and stage checked with checkInt',
-  'parallel.theoreticalBubble': 'lib/parallel/pipeline_schedule.ts: stages and micro checked with checkInt',
-  'profiler.KeyAverages': 'lib/profiler/key_averages.ts: Array subclass; new KeyAverages(NaN) is Array(NaN)',
-  'profiler.keyAverages': 'lib/profiler/key_averages.ts: events must be an array',
-  'profiler.mergeTraces': 'lib/profiler/trace.ts: traces must be an array of traces with a traceEvents array',
-  'profiler.readTrace': 'lib/profiler/trace.ts: path must be a string (checkPath) before the message uses it',
-  'io.saveShard': 'lib/io/sharded.ts: state must be an object (Object.entries of undefined)',
-  'io.saveSharded': 'lib/io/sharded.ts: as saveShard',
-  'io.shardFileName': 'lib/io/sharded.ts: prefix a string, rank and worldSize integers',
-  'io.shardRange': 'lib/io/sharded.ts: count an integer; describe() rank and worldSize in the message',
-  'io.loadSharded': "lib/io/sharded.ts: dir must be a string (node:path's ERR_INVALID_ARG_TYPE escapes)",
-  'io.readShardIndex': 'lib/io/sharded.ts: as loadSharded',
-  'io.writeShardIndex': 'lib/io/sharded.ts: as loadSharded',
-};
+const PENDING: Record<string, string> = {};
 
 /**
  * flockml's codes, each once (the type keeps this in step with ErrorCode). Node's own codes

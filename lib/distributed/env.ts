@@ -23,6 +23,7 @@
  * anyone who can see the job id can join the store.
  */
 import { createHash } from 'node:crypto';
+import { describe } from '../errors';
 import { distError } from './errors';
 
 export type Engine = 'torchrun' | 'pytorchjob' | 'openmpi' | 'mpich' | 'slurm' | 'indexed-job';
@@ -266,6 +267,8 @@ export function tokenFor(
  * naming the variable and the engine.
  */
 export function readEnv(env: Env = process.env): DistEnv {
+  if (env === null || typeof env !== 'object')
+    throw distError('ERR_ARG', `distributed.readEnv: env must be an object of environment variables, got ${describe(env)}`);
   const engine = detectEngine(env);
   if (engine === null)
     throw distError(

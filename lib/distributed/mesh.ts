@@ -10,7 +10,7 @@
  * Every rank creates every group, dimension by dimension in the same order (newGroup's contract),
  * and keeps the one group per dimension that holds it.
  */
-import { checkOptions, flockError } from '../errors';
+import { argError, checkOptions, flockError } from '../errors';
 import { intOption } from './errors';
 import { type ProcessGroup, getRank, getWorldSize, isInitialized, newGroup } from './process_group';
 
@@ -37,6 +37,15 @@ export class DeviceMesh {
 
   /** @internal use {@link deviceMesh}. */
   constructor(shape: number[], dimNames: string[] | null, rank: number, groups: ProcessGroup[], lines: number[][]) {
+    if (
+      !Array.isArray(shape) ||
+      !shape.every((s) => Number.isInteger(s) && s > 0) ||
+      !(dimNames === null || Array.isArray(dimNames)) ||
+      !Number.isInteger(rank) ||
+      !Array.isArray(groups) ||
+      !Array.isArray(lines)
+    )
+      throw argError('DeviceMesh', 'a mesh is made by fl.distributed.deviceMesh(), not with new');
     this.shape = Object.freeze([...shape]);
     this.dimNames = dimNames ? Object.freeze([...dimNames]) : null;
     this.rank = rank;

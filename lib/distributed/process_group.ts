@@ -26,6 +26,7 @@ import { Work } from './work';
 
 export type ReduceOp = NativeReduceOp;
 export type Backend = 'ring' | 'nccl' | 'local';
+const BACKENDS: readonly unknown[] = ['ring', 'nccl', 'local'] satisfies Backend[];
 
 export interface InitOptions {
   backend?: Backend;
@@ -79,6 +80,8 @@ export class ProcessGroup {
 
   /** @internal use initProcessGroup / newGroup / initLocalGroups. */
   constructor(handle: NativeGroup, rank: number, ranks: number[], backend: Backend, device: string | null = null) {
+    if (!Array.isArray(ranks) || !ranks.every(Number.isInteger) || !Number.isInteger(rank) || !BACKENDS.includes(backend))
+      throw distError('ERR_ARG', 'ProcessGroup: a group is made by initProcessGroup(), newGroup() or initLocalGroups(), not with new');
     this.#h = handle;
     this.rank = rank;
     this.size = ranks.length;

@@ -28,6 +28,7 @@ import { inspect, loadNamed, save, type SafetensorsHeader } from './safetensors'
 import { ioError, writeFileAtomic } from './atomic';
 import { pathInside } from './confine';
 import { normalizeDevice } from '../device';
+import { checkInt, checkPath } from '../validate';
 
 /** Elements [start, start + tensor's element count) of the row-major flattening of a tensor of `shape`. */
 export interface Shard {
@@ -55,14 +56,16 @@ const numel = (shape: readonly number[]): number => shape.reduce((a, b) => a * b
 
 /** The contiguous, near-even flat range [start, end) of `numel` elements that `rank` of `worldSize` holds. */
 export function shardRange(count: number, rank: number, worldSize: number): [number, number] {
-  if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(rank) || rank < 0 || rank >= worldSize)
-    throw argError('shardRange', `rank ${rank} is outside world size ${worldSize}`);
+  checkInt('shardRange', 'count', count);
+  checkRank('shardRange', rank, worldSize);
   const per = Math.ceil(count / worldSize);
   return [Math.min(count, rank * per), Math.min(count, (rank + 1) * per)];
 }
 
 /** `model-00001-of-00002.safetensors`: Hugging Face's shard names (1-based). */
 export function shardFileName(prefix: string, rank: number, worldSize: number): string {
+  checkPrefix('shardFileName', prefix);
+  checkRank('shardFileName', rank, worldSize);
   const pad = (n: number) => String(n).padStart(5, '0');
   return `${prefix}-${pad(rank + 1)}-of-${pad(worldSize)}.safetensors`;
 }
@@ -80,9 +83,26 @@ function rankAndWorld(op: string, o: { rank?: number; worldSize?: number }): [nu
   const init = isInitialized();
   const worldSize = o.worldSize ?? (init ? getWorldSize() : 1);
   const rank = o.rank ?? (init ? getRank() : 0);
-  if (!Number.isInteger(worldSize) || worldSize < 1 || !Number.isInteger(rank) || rank < 0 || rank >= worldSize)
-    throw argError(op, `rank ${describe(rank)} is outside world size ${describe(worldSize)}`);
+  checkRank(op, rank, worldSize);
   return [rank, worldSize];
+}
+
+/** ERR_ARG naming `op` unless rank and worldSize are integers with 0 ≤ rank < worldSize. */
+function checkRank(op: string, rank: unknown, worldSize: unknown): void {
+  if (
+    !Number.isInteger(worldSize) ||
+    (worldSize as number) < 1 ||
+    !Number.isInteger(rank) ||
+    (rank as number) < 0 ||
+    (rank as number) >= (worldSize as number)
+  )
+    throw argError(op, `rank ${describe(rank)} is outside world size ${describe(worldSize)}`);
+}
+
+/** The state to save: an object of tensors and shards by key. */
+function checkState(op: string, state: unknown): void {
+  if (state === null || typeof state !== 'object' || Array.isArray(state) || state instanceof Tensor)
+    throw argError(op, `state must be an object of tensors and shards by key, got ${describe(state)}`);
 }
 
 function checkPrefix(op: string, prefix: unknown): string {
@@ -94,6 +114,8 @@ function checkPrefix(op: string, prefix: unknown): string {
 /** Writes this rank's file of a sharded state: whole tensors and {@link Shard} pieces. Returns its path. */
 export async function saveShard(dir: string, state: Record<string, Tensor | Shard>, options?: ShardSaveOptions): Promise<string> {
   const op = 'saveShard';
+  checkPath(op, 'dir', dir);
+  checkState(op, state);
   const o = checkOptions(op, options, ['rank', 'worldSize', 'prefix', 'metadata']);
   const [rank, worldSize] = rankAndWorld(op, o);
   const prefix = checkPrefix(op, o.prefix ?? 'model');
@@ -130,6 +152,7 @@ export async function saveShard(dir: string, state: Record<string, Tensor | Shar
 /** Builds the index from the shard files' headers (no tensor data is read) and writes it atomically. */
 export async function writeShardIndex(dir: string, options?: { worldSize?: number; prefix?: string }): Promise<ShardIndex> {
   const op = 'writeShardIndex';
+  checkPath(op, 'dir', dir);
   const o = checkOptions(op, options, ['worldSize', 'prefix']);
   const [, worldSize] = rankAndWorld(op, { rank: 0, worldSize: o.worldSize });
   const prefix = checkPrefix(op, o.prefix ?? 'model');
@@ -192,6 +215,8 @@ export async function saveSharded(
   options?: Omit<ShardSaveOptions, 'rank' | 'worldSize'>,
 ): Promise<void> {
   const op = 'saveSharded';
+  checkPath(op, 'dir', dir);
+  checkState(op, state);
   const o = checkOptions(op, options, ['prefix', 'metadata']);
   if (!isInitialized()) {
     await saveShard(dir, state, { ...o, rank: 0, worldSize: 1 });
@@ -242,7 +267,7 @@ export interface ShardLoadOptions {
  */
 export async function readShardIndex(dir: string, prefix = 'model'): Promise<ShardIndex> {
   const op = 'readShardIndex';
-  const path = join(dir, `${checkPrefix(op, prefix)}.safetensors.index.json`);
+  const path = join(checkPath(op, 'dir', dir), `${checkPrefix(op, prefix)}.safetensors.index.json`);
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -282,6 +307,7 @@ export async function readShardIndex(dir: string, prefix = 'model'): Promise<Sha
  */
 export async function loadSharded(dir: string, options?: ShardLoadOptions): Promise<Record<string, Tensor | Shard>> {
   const op = 'loadSharded';
+  checkPath(op, 'dir', dir);
   const o = checkOptions(op, options, ['rank', 'worldSize', 'prefix', 'device']);
   const rank = o.rank ?? 0,
     worldSize = o.worldSize ?? 1;

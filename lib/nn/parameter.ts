@@ -2,6 +2,7 @@
 import { native } from '../native';
 import { Tensor } from '../tensor';
 import { keep } from '../memory';
+import { checkBool, checkTensorArg } from '../validate';
 
 export class Parameter extends Tensor {
   /**
@@ -9,6 +10,8 @@ export class Parameter extends Tensor {
    * data can require grad (ERR_DTYPE otherwise).
    */
   constructor(data: Tensor, requiresGrad = true) {
+    checkTensorArg('Parameter', 'data', data);
+    checkBool('Parameter', 'requiresGrad', requiresGrad);
     super(native.reshape(data.handle, [...data.shape]));
     keep(this);
     this.requiresGrad_(requiresGrad);

@@ -8,7 +8,7 @@ import { tensor } from '../ops/creation';
 import { cat } from '../ops/shape';
 import { Module } from './module';
 import { tensorArg } from './functional/args';
-import { checkOptions, flockError, shapeError } from '../errors';
+import { checkOptions, flockError, outOfRange, shapeError } from '../errors';
 import { checkInt, checkNumber } from '../validate';
 import { shapeStr } from '../ops/util';
 
@@ -19,6 +19,13 @@ export interface RotaryOptions {
 
 /** cos and sin tables [t, d] for positions offset..offset+t-1 (each frequency repeated for both halves). */
 export function rotaryTables(t: number, d: number, base = 10000, offset = 0): { cos: number[]; sin: number[] } {
+  const op = 'rotaryTables';
+  checkInt(op, 't', t);
+  if (checkInt(op, 'd', d) % 2 !== 0) throw outOfRange(op, `d must be even (features turn in pairs), got ${d}`);
+  checkNumber(op, 'base', base, { min: 0 });
+  checkInt(op, 'offset', offset);
+  // Two JS arrays of 8-byte numbers: 1 GiB at the bound, within Node's default heap.
+  if (t * d > 2 ** 26) throw outOfRange(op, `t·d = ${t}·${d} is more than the 2^26 values a table holds`);
   const cos: number[] = new Array(t * d);
   const sin: number[] = new Array(t * d);
   const half = d / 2;

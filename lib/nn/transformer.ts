@@ -5,7 +5,8 @@
  */
 import type { Tensor } from '../tensor';
 import type { DType } from '../dtype';
-import { tensor } from '../ops/creation';
+import { arange } from '../ops/creation';
+import { tidy } from '../memory';
 import { Module } from './module';
 import { ModuleList } from './container';
 import { Linear } from './linear';
@@ -14,7 +15,7 @@ import { LayerNorm } from './norm';
 import { MultiheadAttention } from './attention';
 import { linear } from './functional/basic';
 import { argError, checkOptions, describe } from '../errors';
-import { checkBool, checkChoice, checkInt, checkNumber } from '../validate';
+import { checkBool, checkChoice, checkDevice, checkInt, checkNumber } from '../validate';
 
 export type TransformerActivation = 'relu' | 'gelu' | ((x: Tensor) => Tensor);
 
@@ -231,8 +232,11 @@ export class TransformerDecoderLayer extends Module {
 
 /** A bool [T, T] mask, true above the diagonal (blocked): PyTorch's generate_square_subsequent_mask as bool. */
 export function causalMask(t: number, device?: string): Tensor {
-  const vals = Array.from({ length: t * t }, (_, e) => e % t > Math.floor(e / t));
-  return tensor(Uint8Array.from(vals, Number), { dtype: 'bool', shape: [t, t], device });
+  const op = 'causalMask';
+  return tidy(() => {
+    const pos = arange(checkInt(op, 't', t), undefined, 1, { device: checkDevice(op, device) });
+    return pos.unsqueeze(1).lt(pos); // row i blocks the columns j > i
+  });
 }
 
 function stackOf<L extends TransformerEncoderLayer | TransformerDecoderLayer>(op: string, layer: L, numLayers: number): L[] {

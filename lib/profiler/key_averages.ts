@@ -1,5 +1,6 @@
 /** Per-op totals of a profile, like torch.profiler's key_averages(). Times in µs. */
 import type { TraceEvent } from './trace';
+import { argError, describe, outOfRange } from '../errors';
 
 export interface KeyAverageRow {
   /** The op (a kernel's name on its stream, a user range, or a collective). */
@@ -18,6 +19,16 @@ export interface KeyAverageRow {
 
 /** Rows sorted by total device time, largest first; `.table()` formats them. */
 export class KeyAverages extends Array<KeyAverageRow> {
+  /** Rows, or a length (as Array's own methods, slice and map, make their results). */
+  constructor(...rows: KeyAverageRow[] | [number]) {
+    const [n] = rows;
+    if (rows.length === 1 && typeof n === 'number') {
+      if (!Number.isInteger(n) || n < 0 || n > 2 ** 32 - 1)
+        throw outOfRange('KeyAverages', `length must be an integer in [0, 2^32 - 1], got ${n}`);
+      super(n);
+    } else super(...(rows as KeyAverageRow[]));
+  }
+
   /** A fixed-width text table; `rowLimit` rows at most (all by default). */
   table(rowLimit = Number.POSITIVE_INFINITY): string {
     const rows = this.slice(0, rowLimit);
@@ -43,6 +54,9 @@ export class KeyAverages extends Array<KeyAverageRow> {
 
 /** Groups the trace's events by name: kernels (cat 'kernel'), collectives ('comm') and user ranges ('range'). */
 export function keyAverages(events: readonly TraceEvent[]): KeyAverages {
+  if (!Array.isArray(events)) throw argError('keyAverages', `events must be a trace's traceEvents array, got ${describe(events)}`);
+  const odd = events.findIndex((e) => e === null || typeof e !== 'object');
+  if (odd >= 0) throw argError('keyAverages', `events[${odd}] must be a trace event, got ${describe(events[odd])}`);
   const rows = new Map<string, KeyAverageRow & { queueTotal: number }>();
   const row = (key: string) => {
     let r = rows.get(key);

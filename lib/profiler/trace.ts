@@ -1,6 +1,6 @@
 /** Chrome trace-event JSON: the format Perfetto and chrome://tracing open. Times are µs since the Unix epoch. */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { flockError } from '../errors';
+import { argError, describe, flockError } from '../errors';
 
 /** One trace event: "X" complete, "C" counter, "M" metadata, "i" instant. */
 export interface TraceEvent {
@@ -62,6 +62,8 @@ export function metadataEvents(pid: number, tids: Iterable<number>): TraceEvent[
 
 /** Reads a trace written by exportChromeTrace (or any JSON with a traceEvents array, or a bare event array). */
 export function readTrace(path: string): ChromeTrace {
+  // Not validate's checkPath: `flockml trace merge` runs without loading the addon, which validate imports.
+  if (typeof path !== 'string' || path === '') throw argError('readTrace', `path must be a non-empty string, got ${describe(path)}`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
@@ -80,6 +82,18 @@ export function readTrace(path: string): ChromeTrace {
  * apart. Times are already on one clock (µs since the epoch), so nothing is shifted.
  */
 export function mergeTraces(traces: ChromeTrace[]): ChromeTrace {
+  if (!Array.isArray(traces)) throw argError('mergeTraces', `traces must be an array of traces, got ${describe(traces)}`);
+  traces.forEach((t, i) => {
+    if (t === null || typeof t !== 'object' || !Array.isArray(t.traceEvents))
+      throw argError('mergeTraces', `traces[${i}] must be a trace with a traceEvents array, got ${describe(t)}`);
+    // An integer pid each: the pids are what the merge moves apart.
+    const odd = t.traceEvents.findIndex((e) => e === null || typeof e !== 'object' || !Number.isInteger(e.pid));
+    if (odd >= 0)
+      throw argError(
+        'mergeTraces',
+        `traces[${i}].traceEvents[${odd}] must be an event with an integer pid, got ${describe(t.traceEvents[odd])}`,
+      );
+  });
   const used = new Set<number>();
   const events: TraceEvent[] = [];
   const ranks: unknown[] = [];

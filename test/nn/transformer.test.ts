@@ -121,6 +121,19 @@ test('isCausal on an encoder layer equals the explicit causal mask', () => {
   close(a, { shape: [...b.shape], data: Array.from(b.dataSync() as Float64Array) }, 1e-12, 'causal');
 });
 
+test('causalMask: bool [T, T], true above the diagonal; t and device checked', () => {
+  const m = nn.causalMask(4);
+  assert.is(m.dtype, 'bool');
+  assert.equal(m.shape, [4, 4]);
+  assert.equal(Array.from(m.dataSync() as Uint8Array), [0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0]);
+  assert.equal(nn.causalMask(0).shape, [0, 0]);
+  throwsCode(() => nn.causalMask(-1), 'ERR_RANGE');
+  throwsCode(() => nn.causalMask('4' as never), 'ERR_ARG');
+  throwsCode(() => nn.causalMask(2, 'tpu'), 'ERR_DEVICE');
+  // t·t values were a JS array first: a large t was "Invalid array length".
+  throwsCode(() => nn.causalMask(Number.MAX_SAFE_INTEGER), 'ERR_OOM');
+});
+
 test('TransformerEncoder and Decoder stack copies with PyTorch state-dict names and an optional final norm', () => {
   const layer = new nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 16, dropout: 0 });
   const enc = new nn.TransformerEncoder(layer, 3, new nn.LayerNorm(8));
