@@ -79,4 +79,34 @@ test('a stage whose process dies mid-step fails the other with ERR_PEER_LOST, no
   assert.ok(first.ms! < 10_000, `stage 0 took ${first.ms} ms to fail`);
 });
 
+for (const [n, schedule, failStage] of [
+  [2, 'gpipe', 0],
+  [3, '1f1b', 1],
+] as const) {
+  test(`fail-stop, ${n} stages, ${schedule}: stage ${failStage}'s allocation fails in step 2; every stage's step rejects and none applies it`, async () => {
+    const results = await runRanks('pipeline.ts', n, {
+      args: ['failstop', schedule],
+      env: { FAIL_STAGE: String(failStage) },
+      timeoutMs: 60_000,
+    }).done;
+    expectAllOk(results);
+    for (const r of results) {
+      const l = JSON.parse(r.out.split('\n').find((s) => s.includes('"failstop"')) ?? 'null') as {
+        errors: { step: number; code?: string; message: string }[];
+        unchanged: boolean;
+      } | null;
+      assert.ok(l, r.out);
+      assert.equal(
+        l.errors.map((e) => e.step),
+        [2],
+        JSON.stringify(l.errors),
+      );
+      const code = l.errors[0].code ?? '';
+      if (r.rank === failStage) assert.is(code, 'ERR_OOM', l.errors[0].message);
+      else assert.ok(['ERR_PEER_FAILED', 'ERR_PEER_LOST', 'ERR_OOM'].includes(code), `${code}: ${l.errors[0].message}`);
+      assert.ok(l.unchanged, `stage ${r.rank} applied the failed step`);
+    }
+  });
+}
+
 test.run();

@@ -10,9 +10,12 @@
  *   pipeline.ts mismatch               2 ranks: stage 1 declares an input its neighbour does not send;
  *                                      then (a new group) runs 2 micro-batches where stage 0 runs 4
  *   pipeline.ts dead                   2 ranks: stage 1's process exits in the middle of step 2
+ *   pipeline.ts failstop <schedule>    stages = world size: stage FAIL_STAGE's allocation fails in step 2
+ *                                      (fail-stop): every stage's step 2 rejects and none applies it
  * Prints one JSON line per phase: {"rank", "phase", "ok"} or {"rank", "phase", "code", "message"}.
  */
 import * as fl from '../../../lib/index';
+import { native } from '../../../lib/native';
 import { destroyProcessGroup, initProcessGroup, newGroup } from '../../../lib/distributed/index';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { DistributedPipeline, type DistributedPipelineOptions } from '../../../lib/parallel/pipeline_ranks';
@@ -214,10 +217,43 @@ async function failing(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
   if (mode === 'mismatch') await attempt('mismatch-micro', (await newGroup([0, 1]))!, second ? { microBatches: 2 } : {});
 }
 
+/** Fail-stop (README "Execution"): step 2 fails on one stage; no stage applies it. */
+async function failStop(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
+  const failStage = Number(process.env.FAIL_STAGE ?? 0),
+    failStep = 2;
+  const schedule = (schedules[0] ?? 'gpipe') as 'gpipe' | '1f1b';
+  const cut = CUTS[pg.size];
+  const module = new fl.nn.Sequential(...layers().slice(cut[pg.rank], cut[pg.rank + 1]));
+  const pipe = new DistributedPipeline(module, { group: pg, microBatches: MICRO, schedule });
+  const opt = new fl.optim.SGD(module.parameters(), { lr: LR });
+  const errors: { step: number; code?: string; message: string }[] = [];
+  let unchanged = true;
+  for (let s = 0; s <= failStep; s++) {
+    const before = s === failStep ? await values(module.parameters()) : [];
+    try {
+      if (s === failStep && pg.rank === failStage) native.failAllocAfter(3);
+      const at = s * BATCH;
+      const loss = await pipe.step(pipe.isFirst ? x.narrow(0, at, BATCH) : null, pipe.isLast ? y.narrow(0, at, BATCH) : null, mse);
+      await loss.item();
+      loss.dispose();
+      fl.tidy(() => opt.step());
+      await fl.sync();
+    } catch (e) {
+      const err = e as Error & { code?: string };
+      errors.push({ step: s, code: err.code, message: err.message.split('\n')[0] });
+    }
+    native.failAllocAfter(-1);
+    opt.zeroGrad();
+    if (s === failStep) unchanged = JSON.stringify(before) === JSON.stringify(await values(module.parameters()));
+  }
+  console.log(JSON.stringify({ rank: pg.rank, phase: 'failstop', errors, unchanged }));
+}
+
 async function main() {
   const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
   const { x, y } = data();
-  if (mode === 'equal') await equal(pg, x, y);
+  if (mode === 'failstop') await failStop(pg, x, y);
+  else if (mode === 'equal') await equal(pg, x, y);
   else if (mode === 'dp') await dataParallel(pg, x, y);
   else if (mode === 'large') await large(pg, x, y);
   else await failing(pg, x, y);
