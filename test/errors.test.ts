@@ -3,15 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../lib/index';
 import { checkOptions, didYouMean, errorKind, flockError } from '../lib/errors';
-
-function caught(fn: () => unknown): Error & { code?: string } {
-  try {
-    fn();
-  } catch (e) {
-    return e as Error & { code?: string };
-  }
-  throw new Error('expected a throw');
-}
+import { caught } from './helpers/errors';
 
 test('the code decides the class, in TypeScript', () => {
   assert.instance(flockError('ERR_ARG', 'op', 'x'), fl.FlockTypeError);

@@ -18,6 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as fl from '../lib/index';
+import { caught } from './helpers/errors';
 
 /** What the walk does not call, and why. */
 const SKIP: Record<string, string> = {
@@ -269,15 +270,6 @@ test('each PENDING function still fails the walk (remove its entry with the fix)
 });
 
 // ---- the measured defects, by name ----------------------------------------------------------
-
-function caught(fn: () => unknown): Error & { code?: string } {
-  try {
-    fn();
-  } catch (e) {
-    return e as Error & { code?: string };
-  }
-  throw new Error('expected a throw');
-}
 
 function expectArgError(fn: () => unknown, message: RegExp): void {
   const e = caught(fn);

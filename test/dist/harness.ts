@@ -82,15 +82,7 @@ export function expectAllOk(results: RankResult[]): void {
   if (bad.length) throw new Error(bad.map((r) => `rank ${r.rank} exited ${r.code ?? r.signal}:\n${r.out}`).join('\n'));
 }
 
-/** The error a promise rejects with; throws if it resolves. */
-export async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error & { code?: string };
-  }
-  throw new Error('expected a rejection');
-}
+export { rejection } from '../helpers/errors';
 
 /** The first line of `r`'s output that starts with `start`, parsed as JSON (throws with the output when none). */
 export function line<T>(r: RankResult, start: string): T {

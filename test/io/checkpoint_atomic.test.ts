@@ -12,18 +12,10 @@ import * as fl from '../../lib';
 import { throwsCode } from '../fixtures/load';
 import { tsNode } from '../dist/harness';
 import { tempDir } from './helpers';
+import { rejection } from '../helpers/errors';
 
 const { dir, cleanup } = tempDir('checkpoint-atomic');
 test.after(cleanup);
-
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  return p.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (e) => e,
-  );
-}
 
 async function hex(t: fl.Tensor): Promise<string> {
   const d = await t.data();

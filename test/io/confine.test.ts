@@ -9,18 +9,10 @@ import { cpSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, write
 import { join } from 'node:path';
 import * as fl from '../../lib';
 import { tempDir } from './helpers';
+import { rejection } from '../helpers/errors';
 
 const { dir, cleanup } = tempDir('confine');
 test.after(cleanup);
-
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  return p.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (e) => e,
-  );
-}
 
 const filled = (v: number) => {
   const m = new fl.nn.Linear(3, 2);

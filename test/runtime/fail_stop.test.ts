@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import { native } from '../../lib/native';
+import { caught, rejection } from '../helpers/errors';
 
 fl.setCpuDeviceCount(2);
 
@@ -48,14 +49,7 @@ async function trainStep(m: fl.nn.Sequential, opt: fl.optim.Optimizer<{ lr: numb
 }
 
 /** The error of a step that must fail; fails the test when it does not. */
-async function failingStep(run: () => Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await run();
-  } catch (e) {
-    return e as Error & { code?: string };
-  }
-  throw new Error('the step did not fail');
-}
+const failingStep = (run: () => Promise<unknown>) => rejection(run());
 
 for (const [name, make] of [
   ['Adam', (p: Iterable<fl.Tensor>) => new fl.optim.Adam(p, { lr: 1e-3 })],
@@ -161,15 +155,7 @@ test('every sync point rejects with the original error, and an op reading a fail
     assert.is(e.code, 'ERR_INDEX', String(sync));
     // Now known: reading either throws synchronously with the original code and op.
     for (const t of [loss, queued]) {
-      const r = (() => {
-        try {
-          t.add(1);
-        } catch (err) {
-          return err as Error & { code?: string };
-        }
-        return null;
-      })();
-      assert.ok(r, 'reading a failed tensor did not throw');
+      const r = caught(() => t.add(1));
       assert.is(r.code, 'ERR_INDEX');
       assert.match(r.message, /crossEntropy failed earlier: ERR_INDEX/);
     }
@@ -187,7 +173,7 @@ test('a copy to another device from a failed tensor fails there too, and that st
   const e = await failingStep(() => after.data());
   assert.is(e.code, 'ERR_INDEX');
   assert.ok(native.tensorFailure(there.handle));
-  await failingStep(() => fl.sync('cpu:0')).catch(() => {}); // cpu:0 may already have been told through cpu:1's event
+  await fl.sync('cpu:0').catch(() => {}); // cpu:0 may already have been told through cpu:1's event
   assert.is(fl.ones([4], { device: 'cpu:1' }).sum().itemSync(), 4);
   assert.is(fl.ones([4]).sum().itemSync(), 4);
 });
@@ -208,15 +194,7 @@ test('fill_ over a whole failed tensor makes it good again (zeroGrad(false) afte
   const logits = fl.randn([BATCH * 4, 64]).matmul(fl.randn([64, CLASSES]));
   const bad = fl.nn.functional.crossEntropy(logits, fl.full([BATCH * 4], 42, { dtype: 'i64' }), { reduction: 'none' });
   await failingStep(() => fl.sync());
-  const e = (() => {
-    try {
-      bad.narrow(0, 0, 4).fill_(1);
-    } catch (err) {
-      return err as Error & { code?: string };
-    }
-    return null;
-  })();
-  assert.is(e?.code, 'ERR_INDEX');
+  assert.is(caught(() => bad.narrow(0, 0, 4).fill_(1)).code, 'ERR_INDEX');
   bad.fill_(2);
   assert.is(await bad.sum().item(), 2 * BATCH * 4);
 });
