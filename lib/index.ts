@@ -10,7 +10,7 @@ import './ops/methods_select';
 export { Tensor } from './tensor';
 export * as errors from './errors';
 export { FlockError, FlockTypeError, FlockRangeError, type ErrorCode } from './errors';
-export type { TensorData, TensorLike, GradHook } from './tensor';
+export type { TensorData, TensorLike, TensorList, NestedList, GradHook } from './tensor';
 export type { DType, CanonicalDType, DTypeAlias } from './dtype';
 export { promoteTypes, isFloating, isDType, canonicalDType } from './dtype';
 export { cuda, sync, syncSync, ready, type Device } from './device';
@@ -48,7 +48,22 @@ export { indexAdd } from './ops/indexing';
 export { maskedSelect, nonzero } from './ops/select';
 export { randperm, multinomial } from './ops/sample';
 export { matmul, mm, bmm } from './ops/linalg';
-export { reshape, flatten, squeeze, unsqueeze, expand, permute, transpose, narrow, slice, cat, stack, split, chunk } from './ops/shape';
+export {
+  reshape,
+  flatten,
+  squeeze,
+  unsqueeze,
+  expand,
+  permute,
+  transpose,
+  narrow,
+  slice,
+  select,
+  cat,
+  stack,
+  split,
+  chunk,
+} from './ops/shape';
 export { indexSelect, gather, scatterAdd, oneHot } from './ops/indexing';
 export { tril, triu, flip, roll, repeat, tile, unbind } from './ops/rearrange';
 export { isclose, allclose, type CloseOptions } from './ops/predicates';

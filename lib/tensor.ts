@@ -48,12 +48,16 @@ const undisposed = new FinalizationRegistry<NativeTensor>((h) => native.dispose(
 
 export type TensorData = Float32Array | Float64Array | Int32Array | BigInt64Array | Uint8Array;
 
+/** Values nested as a tensor's dims are, as `tolist()` returns them. */
+export type NestedList<T> = Array<T | NestedList<T>>;
+/** What `tolist()` returns: a number or boolean for a 0-d tensor, nested arrays of them otherwise. */
+export type TensorList = number | boolean | NestedList<number | boolean>;
+
 export class Tensor {
   #h: NativeTensor | null;
-  readonly shape: readonly number[];
-  /** The element type's short name ('f32', 'i64', ...), whatever name created it. */
-  readonly dtype: CanonicalDType;
-  readonly device: string;
+  #shape: readonly number[];
+  #dtype: CanonicalDType;
+  #device: string;
   /** Whether gradients flow to this tensor. Set on leaves with {@link requiresGrad_}. */
   requiresGrad = false;
   /** The accumulated gradient of a leaf after backward(). */
@@ -73,10 +77,25 @@ export class Tensor {
     // call, not two; any other handle goes through native.meta, which checks it.
     const m = returned[1] === handle ? metas[returned[0] | 0] : native.meta(handle);
     this.#h = handle as number as NativeTensor;
-    this.shape = m.shape;
-    this.dtype = m.dtype;
-    this.device = m.device;
+    this.#shape = m.shape;
+    this.#dtype = m.dtype;
+    this.#device = m.device;
     track(this);
+  }
+
+  // Read-only: a write throws (READ_ONLY below), as a write to a PyTorch tensor's shape does; a
+  // TypeScript `readonly` alone would let plain JavaScript change the shape and lie about the storage.
+  get shape(): readonly number[] {
+    return this.#shape;
+  }
+
+  /** The element type's short name ('f32', 'i64', ...), whatever name created it. */
+  get dtype(): CanonicalDType {
+    return this.#dtype;
+  }
+
+  get device(): string {
+    return this.#device;
   }
 
   /** @internal called once no tidy scope holds this tensor: the garbage collector frees it if never disposed. */
@@ -174,10 +193,9 @@ export class Tensor {
       undisposed.unregister(this);
       undisposed.register(this, h, this);
     }
-    const self = this as { shape: readonly number[]; dtype: CanonicalDType; device: string };
-    self.shape = source.shape;
-    self.dtype = source.dtype;
-    self.device = source.device;
+    this.#shape = source.shape;
+    this.#dtype = source.dtype;
+    this.#device = source.device;
   }
 
   // ---- sync points ----
@@ -216,8 +234,38 @@ export class Tensor {
 
   /** The values as nested arrays (blocking). */
   toArray(): unknown {
-    const flat = Array.from(this.dataSync() as ArrayLike<number | bigint>, (v) => Number(v));
-    const build = (dim: number, off: number): unknown => {
+    return this.#nest(Array.from(this.dataSync() as ArrayLike<number | bigint>, (v) => Number(v)));
+  }
+
+  /**
+   * The values as nested arrays, as PyTorch's `tolist()`: a 0-d tensor gives its value, a 1-d tensor
+   * an array, an n-d tensor arrays of arrays. Floating and integer values are numbers, bool values
+   * booleans; an i64 value beyond ±2^53 cannot be a number exactly, so it throws ERR_RANGE (read
+   * those with data(), a BigInt64Array).
+   */
+  async tolist(): Promise<TensorList> {
+    const dtype = this.dtype;
+    return this.#nest(Tensor.#listValues(await this.data(), dtype));
+  }
+
+  /** Blocking twin of {@link tolist}. */
+  tolistSync(): TensorList {
+    return this.#nest(Tensor.#listValues(this.dataSync(), this.dtype));
+  }
+
+  static #listValues(data: TensorData, dtype: CanonicalDType): Array<number | boolean> {
+    if (dtype === 'bool') return Array.from(data as Uint8Array, (v) => v !== 0);
+    if (!(data instanceof BigInt64Array)) return Array.from(data as ArrayLike<number>);
+    return Array.from(data, (v) => {
+      const n = Number(v);
+      if (!Number.isSafeInteger(n))
+        throw flockError('ERR_RANGE', 'tolist', `the i64 value ${v} is beyond ±2^53 and has no exact number; read it with data()`);
+      return n;
+    });
+  }
+
+  #nest<T>(flat: T[]): T | NestedList<T> {
+    const build = (dim: number, off: number): T | NestedList<T> => {
       if (dim === this.shape.length) return flat[off];
       const stride = this.shape.slice(dim + 1).reduce((a, b) => a * b, 1);
       return Array.from({ length: this.shape[dim] }, (_, i) => build(dim + 1, off + i * stride));
@@ -297,4 +345,26 @@ export class Tensor {
   contiguous(): Tensor {
     return this;
   }
+}
+
+/** What a write to each read-only property should use instead. */
+const READ_ONLY: Readonly<Record<string, string>> = {
+  shape: 'reshape() or view() make a tensor of another shape',
+  dtype: 'to(dtype) makes a converted copy',
+  device: 'to(device) makes a moved copy',
+  ndim: 'reshape() makes a tensor of another shape',
+  isLeaf: 'detach() makes a leaf',
+  isDisposed: 'dispose() frees the tensor',
+  handle: 'the handle belongs to the tensor',
+};
+for (const [name, instead] of Object.entries(READ_ONLY)) {
+  const get = Object.getOwnPropertyDescriptor(Tensor.prototype, name)?.get;
+  Object.defineProperty(Tensor.prototype, name, {
+    get,
+    set() {
+      throw flockError('ERR_ARG', 'Tensor', `${name} is read-only; ${instead}`);
+    },
+    configurable: true,
+    enumerable: false,
+  });
 }

@@ -231,6 +231,70 @@ test('t.to() takes a dtype, a device or { dtype, device }; anything else is ERR_
   if (!fl.cuda.isAvailable()) expectError(() => t.to('cuda:0'), TypeError, 'ERR_DEVICE');
 });
 
+test('float(), double(), half(), bfloat16(), long(), int(), bool() are to(dtype) as in PyTorch', () => {
+  const t = fl.tensor([1.5, 0, -2]);
+  const cases: Array<[fl.Tensor, string]> = [
+    [t.double(), 'f64'],
+    [t.half(), 'f16'],
+    [t.bfloat16(), 'bf16'],
+    [t.long(), 'i64'],
+    [t.int(), 'i32'],
+    [t.bool(), 'bool'],
+    [t.long().float(), 'f32'],
+  ];
+  for (const [u, dtype] of cases) assert.is(u.dtype, dtype);
+  assert.is(t.float(), t, 'float() of an f32 tensor is itself, as to() is');
+  assert.equal(t.long().tolistSync(), [1, 0, -2]);
+  assert.equal(t.bool().tolistSync(), [true, false, true]);
+  const w = fl.tensor([1, 2]).requiresGrad_();
+  w.double().sum().backward();
+  assert.equal(w.grad?.tolistSync(), [1, 1]);
+});
+
+test('tolist() and tolistSync() nest as torch: 0-d a value, 1-d an array, n-d arrays of arrays', async () => {
+  assert.is(fl.tensor(2.5).tolistSync(), 2.5);
+  assert.is(await fl.tensor(2.5).tolist(), 2.5);
+  assert.equal(fl.tensor([1, 2]).tolistSync(), [1, 2]);
+  const m = fl.arange(6, undefined, 1, { dtype: 'f64' }).reshape(1, 2, 3);
+  assert.equal(await m.tolist(), [
+    [
+      [0, 1, 2],
+      [3, 4, 5],
+    ],
+  ]);
+  assert.equal(fl.zeros([2, 0]).tolistSync(), [[], []]);
+  assert.is(fl.tensor(true).tolistSync(), true);
+  assert.equal(await fl.tensor([true, false]).tolist(), [true, false]);
+  assert.equal(fl.tensor([2 ** 53 - 1, -3], { dtype: 'i64' }).tolistSync(), [2 ** 53 - 1, -3]);
+  const big = fl.tensor(new BigInt64Array([2n ** 60n]), { dtype: 'i64' });
+  expectError(() => big.tolistSync(), RangeError, 'ERR_RANGE', /2\^53/);
+  await big.tolist().then(
+    () => assert.unreachable('expected a rejection'),
+    (e) => assert.is(e.code, 'ERR_RANGE'),
+  );
+});
+
+test('writes to shape, dtype, device and the other read-only properties throw ERR_ARG', () => {
+  const t = fl.zeros([2, 3]);
+  const loose = t as unknown as Record<string, unknown>;
+  for (const name of ['shape', 'dtype', 'device', 'ndim', 'isLeaf', 'isDisposed', 'handle'])
+    expectError(
+      () => {
+        loose[name] = name === 'shape' ? [3, 2] : 'x';
+      },
+      TypeError,
+      'ERR_ARG',
+      new RegExp(`${name} is read-only`),
+    );
+  assert.equal(t.shape, [2, 3]);
+  assert.is(t.dtype, 'f32');
+  // A sloppy-mode script (no 'use strict') would otherwise ignore the write silently.
+  const sloppy = new Function('t', 't.shape = [6]; return t.shape;');
+  expectError(() => sloppy(t), TypeError, 'ERR_ARG');
+  t.requiresGrad = true;
+  assert.is(t.requiresGrad, true, 'requiresGrad and grad stay writable');
+});
+
 test('console.log / util.inspect and toString show dtype, shape, device and the values of small tensors', () => {
   const t = fl.tensor([
     [1.5, 2],

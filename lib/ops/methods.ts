@@ -49,6 +49,20 @@ declare module '../tensor' {
      */
     to(target: ew.ToTarget): Tensor;
     clone(): Tensor;
+    /** `to('f32')`, as PyTorch's `t.float()`. */
+    float(): Tensor;
+    /** `to('f64')`. */
+    double(): Tensor;
+    /** `to('f16')`. */
+    half(): Tensor;
+    /** `to('bf16')`. */
+    bfloat16(): Tensor;
+    /** `to('i64')`. */
+    long(): Tensor;
+    /** `to('i32')`. */
+    int(): Tensor;
+    /** `to('bool')`. */
+    bool(): Tensor;
     /** Copies `src` into this tensor in place: src broadcasts, is cast and moved; recorded by autograd (lib/ops/inplace.ts). */
     copy_(src: Tensor): this;
 
@@ -89,6 +103,8 @@ declare module '../tensor' {
     narrow(dim: number, start: number, length: number): Tensor;
     /** Python-style slice along `dim`: [start, end), negative indices from the end, clamped. */
     slice(dim: number, start?: number, end?: number): Tensor;
+    /** The slice at `index` along `dim`, that dim removed (torch.select); negative dim and index count from the end. */
+    select(dim: number, index: number): Tensor;
     split(sizeOrSections: number | number[], dim?: number): Tensor[];
     chunk(chunks: number, dim?: number): Tensor[];
 
@@ -145,6 +161,27 @@ install({
   },
   clone() {
     return ew.clone(this);
+  },
+  float() {
+    return ew.to(this, 'f32');
+  },
+  double() {
+    return ew.to(this, 'f64');
+  },
+  half() {
+    return ew.to(this, 'f16');
+  },
+  bfloat16() {
+    return ew.to(this, 'bf16');
+  },
+  long() {
+    return ew.to(this, 'i64');
+  },
+  int() {
+    return ew.to(this, 'i32');
+  },
+  bool() {
+    return ew.to(this, 'bool');
   },
   copy_(src) {
     copyInPlace(this, src);
@@ -220,6 +257,9 @@ install({
   },
   slice(dim, start, end) {
     return shp.slice(this, dim, start, end);
+  },
+  select(dim, index) {
+    return shp.select(this, dim, index);
   },
   split(sizeOrSections, dim = 0) {
     return shp.split(this, sizeOrSections, dim);

@@ -149,6 +149,20 @@ export function slice(x: Tensor, dim: number, start = 0, end?: number): Tensor {
   return narrow(x, d, s, Math.max(0, e - s));
 }
 
+/**
+ * The slice at `index` along `dim`, with that dim removed, as torch.select (`x.select(0, -1)` is
+ * the last row). Negative dims and indices count from the end; the gradient flows back through it.
+ */
+export function select(x: Tensor, dim: number, index: number): Tensor {
+  checkTensor('select', 'input', x);
+  if (x.ndim === 0) throw rangeError('select', 'cannot select from a 0-d tensor', 'ERR_INDEX');
+  const d = normDim('select', dim, x.ndim);
+  const n = x.shape[d];
+  if (typeof index !== 'number' || !Number.isInteger(index)) throw typeError('select', `index must be an integer, got ${valueText(index)}`);
+  if (index < -n || index >= n) throw rangeError('select', `index ${index} is out of range for dim ${dim} of size ${n}`, 'ERR_INDEX');
+  return squeeze(narrow(x, d, index < 0 ? index + n : index, 1), d);
+}
+
 export function cat(xs: Tensor[], dim = 0): Tensor {
   if (!Array.isArray(xs) || xs.length === 0) throw typeError('cat', 'expected a non-empty array of tensors');
   xs.forEach((t, i) => checkTensor('cat', `tensors[${i}]`, t));

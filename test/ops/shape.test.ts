@@ -79,6 +79,38 @@ test('narrow along dim 0 is a view; along other dims a copy', () => {
   expectError(() => a.narrow(1, 2, 5), RangeError, 'ERR_INDEX');
 });
 
+test('select(dim, i) drops the dim as torch.select; negative dim and index; gradient scatters back', () => {
+  const a = x();
+  assert.equal(a.select(1, 2).toArray(), [
+    [8, 9, 10, 11],
+    [20, 21, 22, 23],
+  ]);
+  assert.equal(a.select(-1, -1).toArray(), [
+    [3, 7, 11],
+    [15, 19, 23],
+  ]);
+  assert.equal(a.select(0, 1).shape, [3, 4]);
+  assert.equal(fl.select(fl.tensor([5, 6, 7]), 0, -3).shape, []);
+  assert.is(fl.tensor([5, 6, 7]).select(0, 2).itemSync(), 7);
+  const w = x().requiresGrad_();
+  w.select(-2, 1)
+    .mul(fl.tensor([1, 2, 3, 4]))
+    .sum()
+    .backward();
+  const g = w.grad?.toArray() as number[][][];
+  assert.equal(g[0], [
+    [0, 0, 0, 0],
+    [1, 2, 3, 4],
+    [0, 0, 0, 0],
+  ]);
+  assert.equal(g[1], g[0]);
+  expectError(() => a.select(1, 3), RangeError, 'ERR_INDEX', /index 3/);
+  expectError(() => a.select(1, -4), RangeError, 'ERR_INDEX');
+  expectError(() => a.select(3, 0), RangeError, 'ERR_INDEX');
+  expectError(() => a.select(0, 0.5), TypeError, 'ERR_ARG');
+  expectError(() => fl.tensor(3).select(0, 0), RangeError, 'ERR_INDEX');
+});
+
 test('cat, stack, split, chunk', () => {
   const a = fl.tensor([[1, 2]], { dtype: 'f32' }),
     b = fl.tensor(
