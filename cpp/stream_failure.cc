@@ -12,14 +12,15 @@ thread_local std::function<void(const StreamError&)> t_failure_hook;
 
 }  // namespace
 
+// The list of the last call is reused when no task holds it any more (its kernels ran inline, or
+// it made no storage): a small op then costs no allocation for it.
 OpScope::OpScope() : outer_(t_scope_depth++ == 0) {
-  if (outer_) t_outputs.reset();
+  if (!outer_ || !t_outputs) return;
+  if (t_outputs.use_count() == 1) t_outputs->storages.clear();
+  else t_outputs.reset();
 }
 
-OpScope::~OpScope() {
-  --t_scope_depth;
-  if (outer_) t_outputs.reset();
-}
+OpScope::~OpScope() { --t_scope_depth; }
 
 void OpScope::record(const std::shared_ptr<Storage>& s) {
   if (t_scope_depth == 0) return;  // a temporary made inside a running task: its task owns it
@@ -27,7 +28,9 @@ void OpScope::record(const std::shared_ptr<Storage>& s) {
   t_outputs->storages.push_back(s);
 }
 
-std::shared_ptr<OpOutputs> OpScope::current() { return t_scope_depth > 0 ? t_outputs : nullptr; }
+std::shared_ptr<OpOutputs> OpScope::current() {
+  return t_scope_depth > 0 && t_outputs && !t_outputs->storages.empty() ? t_outputs : nullptr;
+}
 
 void mark_failed(const OpOutputs* outs, const StreamError& e) {
   if (!outs) return;

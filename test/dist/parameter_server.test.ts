@@ -185,4 +185,15 @@ test('a rank that connects again supersedes its old connection, which fails with
   assert.equal(server.server!.dropped, [{ rank: 1, reason: 'superseded' }]);
 });
 
+test('fail-stop: a worker whose loss fails pushes nothing (its push rejects with the error); the next batch trains as if the bad one were skipped', async () => {
+  const results = await runRanks('parameter_server.ts', 2, { env: { MODE: 'failstop' } }).done;
+  expectAllOk(results);
+  const w = JSON.parse(results[1].out.split('\n').find((l) => l.startsWith('{"ps"')) ?? 'null');
+  assert.ok(w, results[1].out);
+  assert.equal(w.errors, ['2:ERR_INDEX']);
+  assert.equal(w.good, [0, 1, 3]);
+  assert.is(w.clock, 3);
+  assert.ok(w.gap < 1e-6, `gap ${w.gap} from single-process SGD on batches 0, 1 and 3`);
+});
+
 test.run();

@@ -13,6 +13,9 @@
  *             is alive: the first is superseded, the second trains.
  *   noshm     1 server that cannot map shared memory + 2 workers: rank 1 with FLOCKML_TRANSPORT=shm
  *             reports its error, rank 2 (auto) trains over TCP.
+ *   failstop  1 server + 1 worker, staleness 0: the worker's third batch has an out-of-range target
+ *             (fail-stop): its push rejects and sends nothing; it goes on with the next batch, and the
+ *             parameters equal single-process SGD on the good batches.
  */
 import * as fl from '../../../lib/index';
 import { Store } from '../../../lib/distributed/store';
@@ -303,7 +306,51 @@ async function noShm(): Promise<void> {
   report({ transport: ps.transport, worker: ps.stats });
 }
 
-const modes: Record<string, () => Promise<void>> = { sync, stale, kill, serverdie: serverDie, misfit, twice, noshm: noShm };
+async function failStop(): Promise<void> {
+  const model = makeModel();
+  const optimizerOptions = { lr: 0.1, momentum: 0.9 };
+  const ps = await fl.parallel.ParameterServer.create(model, { staleness: 0, optimizer: fl.optim.SGD, optimizerOptions });
+  if (ps.isServer) return report({ server: await ps.serve() });
+  const errors: string[] = [];
+  const good: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    await ps.pull();
+    const [x, y] = batch(0, i);
+    model.zeroGrad();
+    try {
+      fl.nn.functional.crossEntropy(model.forward(x), i === 2 ? y.add(3) : y).backward();
+      await ps.push();
+      good.push(i);
+    } catch (e) {
+      errors.push(`${i}:${(e as { code?: string }).code}`);
+    }
+  }
+  await ps.pull();
+  const got = await flat(model);
+  const clock = ps.clock;
+  await ps.close();
+  const ref = makeModel();
+  const opt = new fl.optim.SGD(ref.parameters(), optimizerOptions);
+  for (const i of good) {
+    opt.zeroGrad();
+    const [x, y] = batch(0, i);
+    fl.nn.functional.crossEntropy(ref.forward(x), y).backward();
+    opt.step();
+  }
+  const want = await flat(ref);
+  report({ errors, good, clock, gap: Math.max(...want.map((v, j) => Math.abs(v - got[j]))) });
+}
+
+const modes: Record<string, () => Promise<void>> = {
+  sync,
+  stale,
+  kill,
+  serverdie: serverDie,
+  misfit,
+  twice,
+  noshm: noShm,
+  failstop: failStop,
+};
 modes[mode]().then(
   () => process.exit(0),
   (e) => {
