@@ -1,7 +1,7 @@
 /** Activation layers and shape helpers without parameters; their arguments are checked at construction. */
 import type { Tensor } from '../tensor';
 import { gelu, leakyRelu, logSoftmax, relu, sigmoid, silu, softmax, tanh } from './functional/activation';
-import { Module } from './module';
+import { Module, pyRepr } from './module';
 import { checkChoice, checkNumber } from '../validate';
 import { tensorArg } from './functional/args';
 
@@ -22,7 +22,7 @@ export class LeakyReLU extends Module {
     return leakyRelu(x, this.negativeSlope);
   }
   override extraRepr(): string {
-    return `negativeSlope=${this.negativeSlope}`;
+    return `negative_slope=${pyRepr(this.negativeSlope, true)}`;
   }
 }
 
@@ -33,6 +33,9 @@ export class GELU extends Module {
   }
   forward(x: Tensor): Tensor {
     return gelu(x, this.approximate);
+  }
+  override extraRepr(): string {
+    return `approximate=${pyRepr(this.approximate)}`;
   }
 }
 
@@ -62,6 +65,9 @@ export class Softmax extends Module {
   forward(x: Tensor): Tensor {
     return softmax(x, this.dim);
   }
+  override extraRepr(): string {
+    return `dim=${this.dim}`;
+  }
 }
 
 export class LogSoftmax extends Module {
@@ -71,6 +77,9 @@ export class LogSoftmax extends Module {
   }
   forward(x: Tensor): Tensor {
     return logSoftmax(x, this.dim);
+  }
+  override extraRepr(): string {
+    return `dim=${this.dim}`;
   }
 }
 
@@ -86,6 +95,9 @@ export class Flatten extends Module {
   }
   forward(x: Tensor): Tensor {
     return tensorArg('Flatten', 'input', x).flatten(this.startDim, this.endDim);
+  }
+  override extraRepr(): string {
+    return `start_dim=${this.startDim}, end_dim=${this.endDim}`;
   }
 }
 

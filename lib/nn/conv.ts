@@ -2,7 +2,7 @@
 import type { Tensor } from '../tensor';
 import { tensor, zeros } from '../ops/creation';
 import type { DType } from '../dtype';
-import { Module } from './module';
+import { Module, pyRepr } from './module';
 import { type Parameter, ownParameter } from './parameter';
 import { defaultLayerInit_ } from './init';
 import { conv2d, convGeometry, convTranspose2d } from './functional/conv';
@@ -75,6 +75,26 @@ function padFromInput(op: string, x: Tensor, padding: [number, number], mode: Ex
   return y;
 }
 
+/** A convolution layer's settings as PyTorch's `_ConvNd.extra_repr` writes them: defaults left out. */
+function convRepr(
+  inChannels: number,
+  outChannels: number,
+  kernelSize: [number, number],
+  o: Conv2dLayerOptions & { outputPadding?: Pair },
+  bias: boolean,
+): string {
+  const p = (v: Pair | undefined, d: number): [number, number] => pair('repr', 'v', v ?? d, 0);
+  const isAll = (v: [number, number], d: number) => v[0] === d && v[1] === d;
+  let s = `${inChannels}, ${outChannels}, kernel_size=${pyRepr(kernelSize)}, stride=${pyRepr(p(o.stride, 1))}`;
+  if (!isAll(p(o.padding, 0), 0)) s += `, padding=${pyRepr(p(o.padding, 0))}`;
+  if (!isAll(p(o.dilation, 1), 1)) s += `, dilation=${pyRepr(p(o.dilation, 1))}`;
+  if (!isAll(p(o.outputPadding, 0), 0)) s += `, output_padding=${pyRepr(p(o.outputPadding, 0))}`;
+  if ((o.groups ?? 1) !== 1) s += `, groups=${o.groups}`;
+  if (!bias) s += ', bias=False';
+  if ((o.paddingMode ?? 'zeros') !== 'zeros') s += `, padding_mode=${o.paddingMode}`;
+  return s;
+}
+
 export class Conv2d extends Module {
   weight: Parameter;
   bias: Parameter | null;
@@ -109,7 +129,7 @@ export class Conv2d extends Module {
   }
 
   override extraRepr(): string {
-    return `${this.inChannels}, ${this.outChannels}, kernelSize=[${this.kernelSize}]${this.paddingMode === 'zeros' ? '' : `, paddingMode=${this.paddingMode}`}`;
+    return convRepr(this.inChannels, this.outChannels, this.kernelSize, this.options, this.bias !== null);
   }
 }
 
@@ -149,6 +169,6 @@ export class ConvTranspose2d extends Module {
   }
 
   override extraRepr(): string {
-    return `${this.inChannels}, ${this.outChannels}, kernelSize=[${this.kernelSize}]`;
+    return convRepr(this.inChannels, this.outChannels, this.kernelSize, this.options, this.bias !== null);
   }
 }

@@ -1,6 +1,6 @@
 /** Dropout: active in training mode only (see Module.train/eval). */
 import type { Tensor } from '../tensor';
-import { Module } from './module';
+import { Module, pyRepr } from './module';
 import { dropout } from './functional/basic';
 import { checkNumber } from '../validate';
 
@@ -13,6 +13,6 @@ export class Dropout extends Module {
     return dropout(x, this.p, this.training);
   }
   override extraRepr(): string {
-    return `p=${this.p}`;
+    return `p=${pyRepr(this.p, true)}, inplace=False`;
   }
 }

@@ -5,7 +5,7 @@ import { copy_ } from '../ops/elementwise';
 import { keep } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
 import type { DType } from '../dtype';
-import { Module } from './module';
+import { Module, pyRepr } from './module';
 import { type Parameter, ownParameter } from './parameter';
 import { normal_ } from './init';
 import { embedding } from './functional/basic';
@@ -56,6 +56,6 @@ export class Embedding extends Module {
   }
 
   override extraRepr(): string {
-    return `${this.numEmbeddings}, ${this.embeddingDim}`;
+    return `${this.numEmbeddings}, ${this.embeddingDim}${this.paddingIdx === null ? '' : `, padding_idx=${this.paddingIdx}`}`;
   }
 }

@@ -2,7 +2,7 @@
 import type { Tensor } from '../tensor';
 import { zeros } from '../ops/creation';
 import type { DType } from '../dtype';
-import { Module } from './module';
+import { Module, pyRepr } from './module';
 import { type Parameter, ownParameter } from './parameter';
 import { defaultLayerInit_ } from './init';
 import { linear } from './functional/basic';
@@ -41,6 +41,6 @@ export class Linear extends Module {
   }
 
   override extraRepr(): string {
-    return `inFeatures=${this.inFeatures}, outFeatures=${this.outFeatures}, bias=${this.bias !== null}`;
+    return `in_features=${this.inFeatures}, out_features=${this.outFeatures}, bias=${pyRepr(this.bias !== null)}`;
   }
 }

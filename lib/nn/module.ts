@@ -3,6 +3,7 @@
  * finds them — by walking the module's own fields in definition order — so a layer only assigns
  * `this.weight = new Parameter(...)` or `this.fc = new Linear(...)`.
  */
+import { inspect } from 'node:util';
 import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
@@ -195,7 +196,11 @@ export abstract class Module {
     return { missingKeys, unexpectedKeys };
   }
 
-  /** One line per module with its extra representation, like PyTorch's print(model). */
+  /**
+   * The module tree as PyTorch prints a model: `Sequential(\n  (0): Linear(in_features=4, ...)\n)`,
+   * each layer's settings from its {@link extraRepr}, in PyTorch's words so a printout can be
+   * compared with PyTorch's. console.log and util.inspect print this too, not the fields.
+   */
   toString(): string {
     const kids = [...this.namedChildren()];
     const head = `${this.constructor.name}(${this.extraRepr()}`;
@@ -204,10 +209,29 @@ export abstract class Module {
     return `${head}\n${body}\n)`;
   }
 
-  /** Layer settings shown by toString(). */
+  [inspect.custom](): string {
+    return this.toString();
+  }
+
+  /** Layer settings shown by toString(), as PyTorch's `extra_repr` writes them (see {@link pyRepr}). */
   extraRepr(): string {
     return '';
   }
+}
+
+/**
+ * `v` as Python writes it in a module's repr: True/False, None, 'text', (3, 3) for a pair, (4,)
+ * for one size; with `float`, a number as a Python float (1.0, 1e-05).
+ */
+export function pyRepr(v: unknown, float = false): string {
+  if (typeof v === 'boolean') return v ? 'True' : 'False';
+  if (v === null || v === undefined) return 'None';
+  if (typeof v === 'string') return `'${v}'`;
+  if (Array.isArray(v)) return v.length === 1 ? `(${pyRepr(v[0], float)},)` : `(${v.map((x) => pyRepr(x, float)).join(', ')})`;
+  if (typeof v !== 'number' || !float || !Number.isFinite(v)) return String(v);
+  if (Number.isInteger(v) && Math.abs(v) < 1e16) return `${v}.0`;
+  if (v !== 0 && (Math.abs(v) < 1e-4 || Math.abs(v) >= 1e16)) return v.toExponential().replace(/e([+-])(\d)$/, 'e$10$2');
+  return String(v);
 }
 
 /** What {@link checkStateDict} found: the copies a load makes (module tensor, value), and the keys it skips. */

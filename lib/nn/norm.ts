@@ -3,7 +3,7 @@ import type { Tensor } from '../tensor';
 import { full, zeros, ones } from '../ops/creation';
 import { reciprocal } from '../ops/elementwise';
 import type { DType } from '../dtype';
-import { Module } from './module';
+import { Module, pyRepr } from './module';
 import { type Parameter, ownParameter } from './parameter';
 import { batchNormWith, groupNormWith, layerNormWith } from './functional/norm';
 import { tensorArg, tensorOptions } from './functional/args';
@@ -102,7 +102,7 @@ class BatchNorm extends Module {
   }
 
   override extraRepr(): string {
-    return `${this.numFeatures}, eps=${this.eps}, momentum=${this.momentum}`;
+    return `${this.numFeatures}, eps=${pyRepr(this.eps, true)}, momentum=${pyRepr(this.momentum, true)}, affine=${pyRepr(this.weight !== null)}, track_running_stats=${pyRepr(this.trackRunningStats)}`;
   }
 }
 
@@ -143,6 +143,10 @@ export class LayerNorm extends Module {
   forward(x: Tensor): Tensor {
     return layerNormWith('LayerNorm', x, this.normalizedShape, this.weight, this.bias, this.eps);
   }
+
+  override extraRepr(): string {
+    return `${pyRepr(this.normalizedShape)}, eps=${pyRepr(this.eps, true)}, elementwise_affine=${pyRepr(this.weight !== null)}`;
+  }
 }
 
 export class GroupNorm extends Module {
@@ -170,5 +174,9 @@ export class GroupNorm extends Module {
 
   forward(x: Tensor): Tensor {
     return groupNormWith('GroupNorm', x, this.numGroups, this.weight, this.bias, this.eps);
+  }
+
+  override extraRepr(): string {
+    return `${this.numGroups}, ${this.numChannels}, eps=${pyRepr(this.eps, true)}, affine=${pyRepr(this.weight !== null)}`;
   }
 }

@@ -1,6 +1,6 @@
 /** Pooling layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d; their options are checked at construction. */
 import type { Tensor } from '../tensor';
-import { Module } from './module';
+import { Module, pyRepr } from './module';
 import {
   AVG_POOL_KEYS,
   MAX_POOL_KEYS,
@@ -26,7 +26,8 @@ export class MaxPool2d extends Module {
     return maxPool2dWith('MaxPool2d', x, this.#geometry)[0];
   }
   override extraRepr(): string {
-    return `kernelSize=${JSON.stringify(this.kernelSize)}`;
+    const o = this.options;
+    return `kernel_size=${pyRepr(this.kernelSize)}, stride=${pyRepr(o.stride ?? this.kernelSize)}, padding=${pyRepr(o.padding ?? 0)}, dilation=${pyRepr(o.dilation ?? 1)}, ceil_mode=${pyRepr(o.ceilMode ?? false)}`;
   }
 }
 
@@ -43,7 +44,7 @@ export class AvgPool2d extends Module {
     return avgPool2dWith('AvgPool2d', x, this.#geometry);
   }
   override extraRepr(): string {
-    return `kernelSize=${JSON.stringify(this.kernelSize)}`;
+    return `kernel_size=${pyRepr(this.kernelSize)}, stride=${pyRepr(this.options.stride ?? this.kernelSize)}, padding=${pyRepr(this.options.padding ?? 0)}`;
   }
 }
 
@@ -57,6 +58,6 @@ export class AdaptiveAvgPool2d extends Module {
     return adaptiveAvgPool2dWith('AdaptiveAvgPool2d', x, this.#size);
   }
   override extraRepr(): string {
-    return `outputSize=${JSON.stringify(this.outputSize)}`;
+    return `output_size=${pyRepr(this.outputSize)}`;
   }
 }

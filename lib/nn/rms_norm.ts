@@ -2,7 +2,7 @@
 import type { Tensor } from '../tensor';
 import type { DType } from '../dtype';
 import { ones } from '../ops/creation';
-import { Module } from './module';
+import { Module, pyRepr } from './module';
 import { type Parameter, ownParameter } from './parameter';
 import { tensorArg, tensorOptions } from './functional/args';
 import { checkOptions, flockError, shapeError } from '../errors';
@@ -55,6 +55,6 @@ export class RMSNorm extends Module {
   }
 
   override extraRepr(): string {
-    return `${shapeStr(this.normalizedShape)}, eps=${this.eps}, elementwiseAffine=${this.weight !== null}`;
+    return `${pyRepr(this.normalizedShape)}, eps=${pyRepr(this.eps, true)}, elementwise_affine=${pyRepr(this.weight !== null)}`;
   }
 }

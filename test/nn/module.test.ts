@@ -1,5 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { inspect } from 'node:util';
 import * as fl from '../../lib';
 import { throwsCode } from '../fixtures/load';
 
@@ -167,6 +168,47 @@ test('loadStateDict is atomic: a late bad entry leaves every parameter and buffe
   throwsCode(() => m.loadStateDict({}, { strikt: false } as never), 'ERR_ARG');
   m.loadStateDict(other.stateDict());
   assert.equal(snapshot()['0.weight'], JSON.stringify(other.stateDict()['0.weight'].toArray()));
+});
+
+test("console.log(model) / util.inspect print the module tree in PyTorch's words, not fields and weights", () => {
+  const model = new fl.nn.Sequential(
+    new fl.nn.Conv2d(1, 8, 3, { padding: 1, bias: false }),
+    new fl.nn.BatchNorm2d(8),
+    new fl.nn.ReLU(),
+    new fl.nn.MaxPool2d(2),
+    new fl.nn.Flatten(),
+    new fl.nn.Linear(4, 3),
+    new fl.nn.LayerNorm(3),
+    new fl.nn.Dropout(0.1),
+    new fl.nn.GELU('tanh'),
+    new fl.nn.Embedding(10, 3, { paddingIdx: 0 }),
+    new fl.nn.GroupNorm(2, 8),
+    new fl.nn.AdaptiveAvgPool2d([1, 1]),
+    new fl.nn.ConvTranspose2d(8, 4, 2, { stride: 2 }),
+  );
+  const expected = [
+    'Sequential(',
+    '  (0): Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)',
+    '  (1): BatchNorm2d(8, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)',
+    '  (2): ReLU()',
+    '  (3): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)',
+    '  (4): Flatten(start_dim=1, end_dim=-1)',
+    '  (5): Linear(in_features=4, out_features=3, bias=True)',
+    '  (6): LayerNorm((3,), eps=1e-05, elementwise_affine=True)',
+    '  (7): Dropout(p=0.1, inplace=False)',
+    "  (8): GELU(approximate='tanh')",
+    '  (9): Embedding(10, 3, padding_idx=0)',
+    '  (10): GroupNorm(2, 8, eps=1e-05, affine=True)',
+    '  (11): AdaptiveAvgPool2d(output_size=(1, 1))',
+    '  (12): ConvTranspose2d(8, 4, kernel_size=(2, 2), stride=(2, 2))',
+    ')',
+  ].join('\n');
+  assert.is(inspect(model), expected);
+  assert.is(String(model), expected);
+  const nested = inspect({ model: new fl.nn.Sequential(new fl.nn.Linear(2, 2)) });
+  assert.not.match(nested, /_buffers|weight|Float32Array/);
+  assert.is(inspect(new fl.nn.Dropout(0)), 'Dropout(p=0.0, inplace=False)');
+  assert.is(inspect(new fl.nn.LeakyReLU(1.5e-7)), 'LeakyReLU(negative_slope=1.5e-07)');
 });
 
 test.run();
