@@ -113,8 +113,14 @@ function residual(normFirst: boolean, norm: LayerNorm, x: Tensor, f: (x: Tensor)
   return normFirst ? x.add(f(norm.forward(x))) : norm.forward(x.add(f(x)));
 }
 
+/**
+ * The options of an encoder's forward, named as PyTorch's keyword arguments: the layer's
+ * `src_mask` is `srcMask`, the stack's `mask` is `mask`; either name works on both.
+ */
 export interface EncoderForwardOptions {
-  /** Self-attention mask ([L, L] or [N·heads, L, L]; true or -inf where blocked). */
+  /** Self-attention mask ([L, L] or [N·heads, L, L]; true or -inf where blocked); PyTorch's `src_mask`. */
+  srcMask?: Tensor | null;
+  /** The same as srcMask, as PyTorch's TransformerEncoder.forward names it. */
   mask?: Tensor | null;
   /** [N, L]: true where a position is padding. */
   srcKeyPaddingMask?: Tensor | null;
@@ -152,8 +158,11 @@ export class TransformerEncoderLayer extends Module {
   }
 
   forward(src: Tensor, options: EncoderForwardOptions = {}): Tensor {
-    const o = checkOptions('TransformerEncoderLayer', options, ['mask', 'srcKeyPaddingMask', 'isCausal']);
-    const sa = (x: Tensor) => attend(this.self_attn, this.dropout1, x, x, o.mask, o.srcKeyPaddingMask, o.isCausal);
+    const o = checkOptions('TransformerEncoderLayer', options, ['srcMask', 'mask', 'srcKeyPaddingMask', 'isCausal']);
+    if (o.srcMask != null && o.mask != null)
+      throw argError('TransformerEncoderLayer', 'srcMask and mask are the same option (PyTorch names it either way); give one');
+    const mask = o.srcMask ?? o.mask;
+    const sa = (x: Tensor) => attend(this.self_attn, this.dropout1, x, x, mask, o.srcKeyPaddingMask, o.isCausal);
     const ff = (x: Tensor) => feedForward(this, this.dropout2, x);
     const nf = this.config.normFirst;
     return residual(nf, this.norm2, residual(nf, this.norm1, src, sa), ff);
@@ -174,9 +183,11 @@ export interface DecoderForwardOptions {
   memoryKeyPaddingMask?: Tensor | null;
   /** Shorthand for a causal tgtMask. */
   tgtIsCausal?: boolean;
+  /** Shorthand for a causal memoryMask (target position i sees memory positions ≤ i). */
+  memoryIsCausal?: boolean;
 }
 
-const DECODER_KEYS = ['tgtMask', 'memoryMask', 'tgtKeyPaddingMask', 'memoryKeyPaddingMask', 'tgtIsCausal'];
+const DECODER_KEYS = ['tgtMask', 'memoryMask', 'tgtKeyPaddingMask', 'memoryKeyPaddingMask', 'tgtIsCausal', 'memoryIsCausal'];
 
 export class TransformerDecoderLayer extends Module {
   self_attn: MultiheadAttention;
@@ -216,7 +227,8 @@ export class TransformerDecoderLayer extends Module {
   forward(tgt: Tensor, memory: Tensor, options: DecoderForwardOptions = {}): Tensor {
     const o = checkOptions('TransformerDecoderLayer', options, DECODER_KEYS);
     const sa = (x: Tensor) => attend(this.self_attn, this.dropout1, x, x, o.tgtMask, o.tgtKeyPaddingMask, o.tgtIsCausal);
-    const mha = (x: Tensor) => attend(this.multihead_attn, this.dropout2, x, memory, o.memoryMask, o.memoryKeyPaddingMask);
+    const mha = (x: Tensor) =>
+      attend(this.multihead_attn, this.dropout2, x, memory, o.memoryMask, o.memoryKeyPaddingMask, o.memoryIsCausal);
     const ff = (x: Tensor) => feedForward(this, this.dropout3, x);
     const nf = this.config.normFirst;
     const x = residual(nf, this.norm2, residual(nf, this.norm1, tgt, sa), mha);

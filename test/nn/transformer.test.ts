@@ -121,6 +121,53 @@ test('isCausal on an encoder layer equals the explicit causal mask', () => {
   close(a, { shape: [...b.shape], data: Array.from(b.dataSync() as Float64Array) }, 1e-12, 'causal');
 });
 
+test("forward options take PyTorch's names: srcMask (or mask) on encoders, memoryIsCausal on decoders", () => {
+  const same = (a: Tensor, b: Tensor, what: string) =>
+    close(a, { shape: [...b.shape], data: Array.from(b.dataSync() as Float64Array) }, 1e-12, what);
+  const layer = new nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 16, dropout: 0, batchFirst: true, dtype: 'f64' });
+  const x = fl.randn([2, 5, 8], { dtype: 'f64' });
+  const pad = fl.tensor([
+    [false, false, false, true, true],
+    [false, false, false, false, false],
+  ]);
+  const m = nn.causalMask(5);
+  const ref = layer.forward(x, { mask: m, srcKeyPaddingMask: pad });
+  same(layer.forward(x, { srcMask: m, srcKeyPaddingMask: pad }), ref, 'layer srcMask');
+  same(layer.forward(x, { srcKeyPaddingMask: pad, isCausal: true }), ref, 'layer isCausal');
+  const stack = new nn.TransformerEncoder(layer, 2);
+  same(stack.forward(x, { srcMask: m }), stack.forward(x, { mask: m }), 'stack srcMask');
+  throwsCode(() => layer.forward(x, { srcMask: m, mask: m }), 'ERR_ARG');
+  const e = fl.errors;
+  try {
+    layer.forward(x, { src_mask: m } as never);
+    assert.unreachable('src_mask is refused');
+  } catch (err) {
+    assert.instance(err, e.FlockTypeError);
+    assert.match((err as Error).message, /did you mean 'srcMask'/);
+  }
+
+  const dec = new nn.TransformerDecoderLayer(8, 2, { dimFeedforward: 16, dropout: 0, batchFirst: true, dtype: 'f64' });
+  const tgt = fl.randn([2, 4, 8], { dtype: 'f64' });
+  const mem = fl.randn([2, 6, 8], { dtype: 'f64' });
+  const memCausal = fl.tensor(Array.from({ length: 4 }, (_, i) => Array.from({ length: 6 }, (_, j) => j > i)));
+  same(
+    dec.forward(tgt, mem, { tgtIsCausal: true, memoryIsCausal: true }),
+    dec.forward(tgt, mem, { tgtMask: nn.causalMask(4), memoryMask: memCausal }),
+    'decoder isCausal flags',
+  );
+  const memPad = fl.tensor([
+    [false, false, false, false, true, true],
+    [false, false, false, false, false, false],
+  ]);
+  const tgtPad = fl.tensor([
+    [false, false, false, true],
+    [false, false, false, false],
+  ]);
+  const full = dec.forward(tgt, mem, { tgtMask: nn.causalMask(4), tgtKeyPaddingMask: tgtPad, memoryKeyPaddingMask: memPad });
+  const unmasked = dec.forward(tgt, mem);
+  assert.ok(Math.abs(full.sub(unmasked).abs().sum().itemSync()) > 1e-6, 'the masks change the output');
+});
+
 test('causalMask: bool [T, T], true above the diagonal; t and device checked', () => {
   const m = nn.causalMask(4);
   assert.is(m.dtype, 'bool');
