@@ -43,6 +43,8 @@ interface PerOptimizer {
   /** One 0-d f32 flag per device the gradients live on (1 when any was inf/NaN). */
   flags: Tensor[];
   foundInf?: boolean;
+  /** While step() reads the flags: an update() now would not know whether to back off. */
+  pending?: boolean;
 }
 
 export class GradScaler {
@@ -139,11 +141,16 @@ export class GradScaler {
     if (!this.#per.has(optimizer)) this.unscale_(optimizer);
     const st = this.#per.get(optimizer) as PerOptimizer;
     st.stage = 'stepped';
+    st.pending = true;
     let found = false;
-    for (const f of st.flags) {
-      if (isInitialized() && getWorldSize() > 1) await allReduce(f, { op: 'max' }).wait();
-      found = found || (await f.item()) !== 0;
-      f.dispose();
+    try {
+      for (const f of st.flags) {
+        if (isInitialized() && getWorldSize() > 1) await allReduce(f, { op: 'max' }).wait();
+        found = found || (await f.item()) !== 0;
+        f.dispose();
+      }
+    } finally {
+      st.pending = false;
     }
     st.flags = [];
     st.foundInf = found;
@@ -159,6 +166,10 @@ export class GradScaler {
   update(newScale?: number): void {
     if (!this.#enabled) return;
     const op = 'GradScaler.update';
+    // PyTorch's `scaler.step(opt); scaler.update()` ported as written would update before the step
+    // knew about an inf, and keep the scale where it must back off.
+    if ([...this.#per.values()].some((s) => s.pending))
+      throw flockError('ERR_ARG', op, 'a step() is still running: await scaler.step(optimizer) before update()');
     if (newScale !== undefined) {
       this.#scale = checkNumber(op, 'newScale', newScale, { above: 0 });
     } else {

@@ -62,6 +62,25 @@ for (const setToNone of [true, false])
     }
   });
 
+test('scaler.step(opt); scaler.update() unawaited, as PyTorch code is written: update() throws ERR_ARG telling to await step()', async () => {
+  const scaler = new fl.amp.GradScaler({ initScale: 1024 });
+  const { p, opt } = setup();
+  scaler.scale(p.mul(fl.tensor([1, 2, 3, Number.POSITIVE_INFINITY])).sum()).backward();
+  const pending = scaler.step(opt);
+  let err: (Error & { code?: string }) | undefined;
+  try {
+    scaler.update();
+  } catch (e) {
+    err = e as Error & { code?: string };
+  }
+  assert.instance(err, TypeError);
+  assert.is(err?.code, 'ERR_ARG');
+  assert.match(err?.message ?? '', /await scaler\.step\(optimizer\) before update\(\)/);
+  assert.is(await pending, false, 'the step saw the inf and was skipped');
+  scaler.update();
+  assert.is(scaler.getScale(), 512, 'the backoff the unawaited update would have missed');
+});
+
 test('unscale_ then clipGradNorm_ sees the true gradients; gradient accumulation unscales once', async () => {
   const scaler = new fl.amp.GradScaler({ initScale: 1024 });
   const { p, opt } = setup();
