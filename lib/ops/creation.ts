@@ -206,10 +206,32 @@ export function fullLike(t: Tensor, value: number | boolean, options?: TensorOpt
 }
 
 /**
- * Values in [start, end) spaced by step; `arange(n)` counts 0..n-1. As in PyTorch, the dtype is
- * i64 when start, end and step are all integers and f32 otherwise, unless `dtype` says.
+ * `f(a, b, { dtype })` as PyTorch's keyword arguments: the first plain object among the trailing
+ * positional arguments is the options, and nothing may follow it. Returns the positional part
+ * (padded with undefined to `count`) and the options.
  */
-export function arange(start: number, end?: number, step = 1, options?: TensorOptions): Tensor {
+function trailingOptions(op: string, args: readonly unknown[], count: number): [unknown[], TensorOptions | undefined] {
+  const plain = (a: unknown) => a !== null && typeof a === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(a));
+  const at = args.findIndex((a, i) => i < count && plain(a));
+  if (at < 0 || at >= count) return [args.slice(0, count), args[count] as TensorOptions | undefined];
+  const after = args.findIndex((a, i) => i > at && a !== undefined);
+  if (after >= 0) throw typeError(op, `the options object must come last, got ${describe(args[after])} after it`);
+  return [[...args.slice(0, at), ...Array(count - at).fill(undefined)], args[at] as TensorOptions];
+}
+
+/**
+ * Values in [start, end) spaced by step; `arange(n)` counts 0..n-1. As in PyTorch, the dtype is
+ * i64 when start, end and step are all integers and f32 otherwise, unless `dtype` says. The
+ * options come last wherever the numbers end: `arange(0, 6, { dtype: 'f64' })`, as PyTorch's
+ * keyword arguments.
+ */
+export function arange(end: number, options?: TensorOptions): Tensor;
+export function arange(start: number, end: number, options?: TensorOptions): Tensor;
+export function arange(start: number, end?: number, step?: number, options?: TensorOptions): Tensor;
+export function arange(...args: unknown[]): Tensor {
+  const [nums, options] = trailingOptions('arange', args, 3);
+  let [start, end, step] = nums as [number, number | undefined, number | undefined];
+  step ??= 1;
   if (end === undefined) [start, end] = [0, start];
   for (const [name, v] of [
     ['start', start],
@@ -240,8 +262,13 @@ export function linspace(start: number, end: number, steps: number, options?: Te
   return finish(wrap(native.linspace(start, end, steps, o.dtype, o.device)), o.requiresGrad);
 }
 
-/** The n×m identity matrix (m = n by default), f32 unless `dtype` says. */
-export function eye(n: number, m = n, options?: TensorOptions): Tensor {
+/** The n×m identity matrix (m = n by default), f32 unless `dtype` says; `eye(3, { dtype })` works too. */
+export function eye(n: number, options?: TensorOptions): Tensor;
+export function eye(n: number, m?: number, options?: TensorOptions): Tensor;
+export function eye(...args: unknown[]): Tensor {
+  const [nums, options] = trailingOptions('eye', args, 2);
+  const n = nums[0] as number;
+  const m = (nums[1] ?? n) as number;
   const o = opts('eye', options, 'f32');
   for (const [name, v] of [
     ['n', n],

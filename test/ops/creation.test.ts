@@ -58,6 +58,27 @@ test('creation ops follow PyTorch dtype rules: arange of integers and randint gi
   assert.is(fl.onesLike(fl.arange(3), { dtype: 'double' }).dtype, 'f64');
 });
 
+test("options as the last argument wherever the numbers end, as PyTorch's keyword arguments: arange(0, 6, { dtype }), eye(3, { dtype })", () => {
+  const a = fl.arange(0, 6, { dtype: 'f64' });
+  assert.is(a.dtype, 'f64');
+  assert.equal(a.tolistSync(), [0, 1, 2, 3, 4, 5]);
+  assert.is(fl.arange(4, { dtype: 'f32' }).dtype, 'f32');
+  assert.equal(fl.arange(4, { dtype: 'f32' }).tolistSync(), [0, 1, 2, 3]);
+  assert.equal(fl.arange(1, 7, 2, { dtype: 'i32' }).tolistSync(), [1, 3, 5]);
+  assert.equal(fl.arange(1, 7, 2).tolistSync(), [1, 3, 5]);
+  assert.is(fl.arange(1, 7, undefined, { dtype: 'f64' }).dtype, 'f64');
+  const e = fl.eye(2, { dtype: 'f64' });
+  assert.is(e.dtype, 'f64');
+  assert.equal(e.tolistSync(), [
+    [1, 0],
+    [0, 1],
+  ]);
+  assert.equal(fl.eye(2, 3).shape, [2, 3]);
+  expectError(() => fl.arange(0, { dtype: 'f64' } as never, 2), TypeError, 'ERR_ARG', /must come last/);
+  expectError(() => fl.arange(0, 6, { dtpye: 'f64' } as never), TypeError, 'ERR_ARG', /did you mean 'dtype'/);
+  expectError(() => fl.arange(fl.ones([1]) as never), TypeError, 'ERR_ARG', /end must be a finite number, got an object \(Tensor\)/);
+});
+
 test('eye rejects negative or fractional sizes with ERR_RANGE', () => {
   expectError(() => fl.eye(-3), RangeError, 'ERR_RANGE', /^eye: n must be a non-negative integer, got number -3$/);
   expectError(() => fl.eye(2, -1), RangeError, 'ERR_RANGE', /eye: m must/);
