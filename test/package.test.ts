@@ -1,6 +1,7 @@
 /**
- * The published package, as a user gets it: `npm pack`, installed into a fresh project (its install
- * builds the addon, CPU-only here to keep the test short), then a strict TypeScript program with
+ * The published package's source-build fallback, as a user without the prebuilt gets it: `npm pack`,
+ * installed into a fresh project with cmake-js and node-addon-api (its install script finds no
+ * prebuilt and builds the addon, CPU-only here to keep the test short), then a strict TypeScript program with
  * skipLibCheck false compiles against it, a wrong dtype name fails to compile, and the package
  * loads with require() and import().
  */
@@ -73,16 +74,25 @@ const tsconfig = {
 
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 
-test('npm pack, install into a fresh project: the install says what it builds and leaves only the addon in build/', () => {
+const devVersion = (name: string) => require(join(repo, 'node_modules', name, 'package.json')).version as string;
+
+test('npm pack, install into a fresh project without the prebuilt: the install says what it builds and leaves only the addon in build/', () => {
   const pack = run('npm', ['pack', '--pack-destination', dir, '--silent'], repo);
   assert.is(pack.status, 0, pack.out);
   const tgz = readdirSync(dir).find((f) => f.endsWith('.tgz'));
   assert.ok(tgz, `npm pack wrote no tarball: ${pack.out}`);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-  const install = run('npm', ['install', join(dir, tgz!), '--foreground-scripts', '--no-audit', '--no-fund', '--prefer-offline'], dir, {
-    FLOCKML_CUDA: 'OFF',
-  });
+  const buildTools = [`cmake-js@${devVersion('cmake-js')}`, `node-addon-api@${devVersion('node-addon-api')}`];
+  const install = run(
+    'npm',
+    ['install', join(dir, tgz!), ...buildTools, '--foreground-scripts', '--no-audit', '--no-fund', '--prefer-offline'],
+    dir,
+    {
+      FLOCKML_CUDA: 'OFF',
+    },
+  );
   assert.is(install.status, 0, install.out);
+  assert.match(install.out, /flockml: no prebuilt addon fits this machine, building from source/);
   assert.match(install.out, /flockml: building the native addon for CPU only \(FLOCKML_CUDA=OFF\)/);
   assert.match(install.out, /flockml: built build\/Release\/flockml\.node/);
   const build = join(dir, 'node_modules', 'flockml', 'build');

@@ -57,7 +57,7 @@ function parseLaunch(argv: string[]): Parameters<typeof launch>[0] {
 
 async function info(): Promise<number> {
   // Loaded lazily: `flockml launch` must work even where the addon is mid-rebuild.
-  const { native } = await import('../native');
+  const { native, addonSource } = await import('../native');
   const build = native.buildInfo();
   const nccl = native.ncclInfo();
   const { detectEngine, readEnv } = await import('../distributed/env');
@@ -83,6 +83,8 @@ async function info(): Promise<number> {
     JSON.stringify(
       {
         devices,
+        // Which addon was loaded: the prebuilt platform package or a local (source) build.
+        addon: addonSource,
         cuda: build.cuda ? { compiled: true, version: build.cudaVersion } : { compiled: false },
         // found: the backend can run here; version: the library's, whenever it loads (even without a GPU).
         nccl: nccl.available
