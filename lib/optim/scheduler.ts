@@ -3,7 +3,7 @@
  * its current value, so several schedulers can drive one optimizer (see ChainedScheduler).
  */
 import { Optimizer } from './optimizer';
-import { argError, describe, flockError } from '../errors';
+import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkInt, checkNumber } from '../validate';
 
 type AnyOptimizer = Optimizer<{ lr: number }>;
@@ -36,6 +36,28 @@ function restore(op: string, target: object, state: Record<string, unknown>, gro
       throw flockError('ERR_STATE_DICT', op, `'${k}' must be ${kind(own[k])}, got ${describe(v)}`);
   }
   for (const [k, v] of entries) own[k] = Array.isArray(v) ? [...v] : v;
+}
+
+/**
+ * A scheduler's settings given as PyTorch's keyword arguments: positional values, then optionally
+ * an options object (`(opt, 10, { gamma: 0.5 })`, `(opt, { stepSize: 10, gamma: 0.5 })`). Returns
+ * every setting by name (undefined where not given); a setting given both ways is ERR_ARG, as is
+ * an unknown option.
+ */
+function settings(op: string, args: readonly unknown[], names: readonly string[]): Record<string, unknown> {
+  const plain = (a: unknown) => a !== null && typeof a === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(a));
+  const at = args.findIndex(plain);
+  const positional = at < 0 ? args : args.slice(0, at);
+  if (at >= 0 && args.slice(at + 1).some((a) => a !== undefined)) throw argError(op, 'the options object must come last');
+  if (positional.length > names.length)
+    throw argError(op, `takes at most ${names.length} settings after the optimizer (${names.join(', ')}), got ${positional.length}`);
+  const out: Record<string, unknown> = Object.fromEntries(names.map((n, i) => [n, positional[i]]));
+  if (at < 0) return out;
+  for (const [k, v] of Object.entries(checkOptions(op, args[at] as object, names))) {
+    if (out[k] !== undefined) throw argError(op, `${k} is given twice, as an argument and as an option`);
+    out[k] = v;
+  }
+  return out;
 }
 
 export abstract class LRScheduler {
@@ -85,14 +107,16 @@ export abstract class LRScheduler {
 
 /** Multiplies the lr by gamma every stepSize steps. */
 export class StepLR extends LRScheduler {
-  constructor(
-    optimizer: AnyOptimizer,
-    readonly stepSize: number,
-    readonly gamma = 0.1,
-  ) {
+  readonly stepSize: number;
+  readonly gamma: number;
+  /** `new StepLR(opt, 10, 0.5)` or, as PyTorch's keyword arguments, `new StepLR(opt, { stepSize: 10, gamma: 0.5 })`. */
+  constructor(optimizer: AnyOptimizer, options: { stepSize: number; gamma?: number });
+  constructor(optimizer: AnyOptimizer, stepSize: number, gamma?: number | { gamma?: number });
+  constructor(optimizer: AnyOptimizer, ...args: unknown[]) {
     super(optimizer);
-    checkInt('StepLR', 'stepSize', stepSize, 1);
-    checkNumber('StepLR', 'gamma', gamma, { min: 0 });
+    const a = settings('StepLR', args, ['stepSize', 'gamma']);
+    this.stepSize = checkInt('StepLR', 'stepSize', a.stepSize, 1);
+    this.gamma = checkNumber('StepLR', 'gamma', a.gamma ?? 0.1, { min: 0 });
     this.start();
   }
   protected nextLr(lr: number): number {
@@ -102,16 +126,20 @@ export class StepLR extends LRScheduler {
 
 /** Multiplies the lr by gamma at each milestone step. */
 export class MultiStepLR extends LRScheduler {
-  constructor(
-    optimizer: AnyOptimizer,
-    readonly milestones: number[],
-    readonly gamma = 0.1,
-  ) {
+  readonly milestones: number[];
+  readonly gamma: number;
+  /** `new MultiStepLR(opt, [30, 80], 0.1)` or `new MultiStepLR(opt, { milestones: [30, 80], gamma: 0.1 })`. */
+  constructor(optimizer: AnyOptimizer, options: { milestones: number[]; gamma?: number });
+  constructor(optimizer: AnyOptimizer, milestones: number[], gamma?: number | { gamma?: number });
+  constructor(optimizer: AnyOptimizer, ...args: unknown[]) {
     super(optimizer);
+    const a = settings('MultiStepLR', args, ['milestones', 'gamma']);
+    const milestones = a.milestones;
     if (!Array.isArray(milestones))
       throw argError('MultiStepLR', `milestones must be an array of step numbers, got ${describe(milestones)}`);
     milestones.forEach((m, i) => checkInt('MultiStepLR', `milestones[${i}]`, m, 1));
-    checkNumber('MultiStepLR', 'gamma', gamma, { min: 0 });
+    this.milestones = milestones;
+    this.gamma = checkNumber('MultiStepLR', 'gamma', a.gamma ?? 0.1, { min: 0 });
     this.start();
   }
   protected nextLr(lr: number): number {
@@ -121,12 +149,13 @@ export class MultiStepLR extends LRScheduler {
 }
 
 export class ExponentialLR extends LRScheduler {
-  constructor(
-    optimizer: AnyOptimizer,
-    readonly gamma: number,
-  ) {
+  readonly gamma: number;
+  /** `new ExponentialLR(opt, 0.9)` or `new ExponentialLR(opt, { gamma: 0.9 })`. */
+  constructor(optimizer: AnyOptimizer, gamma: number | { gamma: number });
+  constructor(optimizer: AnyOptimizer, ...args: unknown[]) {
     super(optimizer);
-    checkNumber('ExponentialLR', 'gamma', gamma, { min: 0 });
+    const a = settings('ExponentialLR', args, ['gamma']);
+    this.gamma = checkNumber('ExponentialLR', 'gamma', a.gamma, { min: 0 });
     this.start();
   }
   protected nextLr(lr: number): number {
@@ -136,14 +165,16 @@ export class ExponentialLR extends LRScheduler {
 
 /** Cosine from the base lr down to etaMin over tMax steps (PyTorch's recursive form). */
 export class CosineAnnealingLR extends LRScheduler {
-  constructor(
-    optimizer: AnyOptimizer,
-    readonly tMax: number,
-    readonly etaMin = 0,
-  ) {
+  readonly tMax: number;
+  readonly etaMin: number;
+  /** `new CosineAnnealingLR(opt, 100, 1e-5)` or `new CosineAnnealingLR(opt, { tMax: 100, etaMin: 1e-5 })` (PyTorch's T_max, eta_min). */
+  constructor(optimizer: AnyOptimizer, options: { tMax: number; etaMin?: number });
+  constructor(optimizer: AnyOptimizer, tMax: number, etaMin?: number | { etaMin?: number });
+  constructor(optimizer: AnyOptimizer, ...args: unknown[]) {
     super(optimizer);
-    checkInt('CosineAnnealingLR', 'tMax', tMax, 1);
-    checkNumber('CosineAnnealingLR', 'etaMin', etaMin, { min: 0 });
+    const a = settings('CosineAnnealingLR', args, ['tMax', 'etaMin']);
+    this.tMax = checkInt('CosineAnnealingLR', 'tMax', a.tMax, 1);
+    this.etaMin = checkNumber('CosineAnnealingLR', 'etaMin', a.etaMin ?? 0, { min: 0 });
     this.start();
   }
   protected nextLr(lr: number, i: number): number {
@@ -158,16 +189,23 @@ export class CosineAnnealingLR extends LRScheduler {
 
 /** Linear warm-up: the lr factor grows from startFactor to endFactor over totalIters steps. */
 export class LinearWarmup extends LRScheduler {
+  readonly totalIters: number;
+  readonly startFactor: number;
+  readonly endFactor: number;
+  /** `new LinearWarmup(opt, 5, 1 / 3, 1)` or `new LinearWarmup(opt, { totalIters: 5, startFactor: 0.1 })` (PyTorch LinearLR's names). */
+  constructor(optimizer: AnyOptimizer, options?: { totalIters?: number; startFactor?: number; endFactor?: number });
   constructor(
     optimizer: AnyOptimizer,
-    readonly totalIters = 5,
-    readonly startFactor = 1 / 3,
-    readonly endFactor = 1,
-  ) {
+    totalIters?: number,
+    startFactor?: number | { startFactor?: number; endFactor?: number },
+    endFactor?: number | { endFactor?: number },
+  );
+  constructor(optimizer: AnyOptimizer, ...args: unknown[]) {
     super(optimizer);
-    checkInt('LinearWarmup', 'totalIters', totalIters, 1);
-    checkNumber('LinearWarmup', 'startFactor', startFactor, { above: 0, max: 1 });
-    checkNumber('LinearWarmup', 'endFactor', endFactor, { min: 0, max: 1 });
+    const a = settings('LinearWarmup', args, ['totalIters', 'startFactor', 'endFactor']);
+    this.totalIters = checkInt('LinearWarmup', 'totalIters', a.totalIters ?? 5, 1);
+    this.startFactor = checkNumber('LinearWarmup', 'startFactor', a.startFactor ?? 1 / 3, { above: 0, max: 1 });
+    this.endFactor = checkNumber('LinearWarmup', 'endFactor', a.endFactor ?? 1, { min: 0, max: 1 });
     this.start();
   }
   protected nextLr(lr: number): number {

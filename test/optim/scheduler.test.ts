@@ -2,6 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import { throwsCode } from '../fixtures/load';
+import { caught } from '../helpers/errors';
 
 function opt(lr = 1): fl.optim.SGD {
   return new fl.optim.SGD([new fl.nn.Parameter(fl.zeros([1]))], { lr });
@@ -41,6 +42,28 @@ test('LinearWarmup and ChainedScheduler', () => {
   const o = opt();
   const chain = new fl.optim.ChainedScheduler([new fl.optim.LinearWarmup(o, 2, 0.5), new fl.optim.ExponentialLR(o, 0.5)]);
   near(run(chain, 2), [0.5, 0.375, 0.25]);
+});
+
+test("schedulers take an options object as PyTorch's keyword arguments, and the positional form still works", () => {
+  near(run(new fl.optim.StepLR(opt(), { stepSize: 2, gamma: 0.5 }), 4), [1, 1, 0.5, 0.5, 0.25]);
+  near(run(new fl.optim.StepLR(opt(), 2, { gamma: 0.5 }), 4), [1, 1, 0.5, 0.5, 0.25]);
+  near(run(new fl.optim.StepLR(opt(), { stepSize: 2 }), 2), [1, 1, 0.1]);
+  near(run(new fl.optim.MultiStepLR(opt(), { milestones: [1, 3], gamma: 0.1 }), 3), [1, 0.1, 0.1, 0.01]);
+  near(run(new fl.optim.ExponentialLR(opt(), { gamma: 0.9 }), 2), [1, 0.9, 0.81]);
+  const cos = (s: fl.optim.CosineAnnealingLR) => run(s, 4);
+  near(cos(new fl.optim.CosineAnnealingLR(opt(), { tMax: 4, etaMin: 0.1 })), cos(new fl.optim.CosineAnnealingLR(opt(), 4, 0.1)));
+  near(run(new fl.optim.LinearWarmup(opt(), { totalIters: 2, startFactor: 0.5 }), 3), run(new fl.optim.LinearWarmup(opt(), 2, 0.5), 3));
+  assert.is(new fl.optim.StepLR(opt(), { stepSize: 3, gamma: 0.5 }).stateDict().stepSize, 3);
+  const refused = (fn: () => unknown, pattern: RegExp) => {
+    const e = caught(fn);
+    assert.is(e.code, 'ERR_ARG', e.message);
+    assert.match(e.message, pattern);
+  };
+  refused(() => new fl.optim.StepLR(opt(), { step_size: 10 } as never), /unknown option 'step_size' \(did you mean 'stepSize'\?\)/);
+  refused(() => new fl.optim.StepLR(opt(), 2, { stepSize: 3 } as never), /stepSize is given twice/);
+  refused(() => new fl.optim.StepLR(opt(), { gamma: 0.5 } as never), /stepSize must be/);
+  refused(() => new (fl.optim.StepLR as unknown as new (...a: unknown[]) => unknown)(opt(), { stepSize: 2 }, 0.5), /must come last/);
+  throwsCode(() => new fl.optim.StepLR(opt(), { stepSize: 0 }), 'ERR_RANGE');
 });
 
 test('scheduler arguments and state dicts are checked', () => {
