@@ -76,12 +76,17 @@ export * from './ops/generated/elementwise';
 export * from './ops/generated/binary';
 
 import { native } from './native';
+import { checkNumber } from './validate';
 /** Intra-op threads used by CPU kernels. */
 export function getNumThreads(): number {
   return native.numThreads();
 }
+/**
+ * Sets the intra-op threads of CPU kernels: an integer from 1 to 1024 (the addon's pool limit);
+ * anything else is ERR_RANGE (ERR_ARG when not a number), as PyTorch refuses 0.
+ */
 export function setNumThreads(n: number): void {
-  native.setNumThreads(n);
+  native.setNumThreads(checkNumber('setNumThreads', 'n', n, { integer: true, min: 1, max: 1024 }));
 }
 /**
  * How the addon was built and what it chose here: CUDA compiled in, the CPU instruction set kernels

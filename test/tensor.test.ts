@@ -93,6 +93,14 @@ test('setNumThreads changes the intra-op pool', () => {
   assert.is(fl.getNumThreads(), n);
 });
 
+test('setNumThreads(0), negative or too many threads: ERR_RANGE (was ERR_INDEX); a non-number ERR_ARG', () => {
+  const n = fl.getNumThreads();
+  for (const bad of [0, -1, 1.5, 2000, Number.NaN])
+    expectError(() => fl.setNumThreads(bad), RangeError, 'ERR_RANGE', /^setNumThreads: n must be an integer ≥ 1 and ≤ 1024/);
+  expectError(() => fl.setNumThreads('4' as never), TypeError, 'ERR_ARG');
+  assert.is(fl.getNumThreads(), n, 'a refused call leaves the pool as it was');
+});
+
 test('size() and numel() as in PyTorch', () => {
   const t = fl.zeros([2, 3, 4]);
   assert.equal(t.size(), [2, 3, 4]);
