@@ -81,7 +81,10 @@ export interface CheckpointLoadOptions extends CheckpointObjects {
 export interface CheckpointInfo {
   /** The checkpoint folder loaded. */
   path: string;
+  /** The step saved: the last one run before the save. */
   step: number;
+  /** The step a resumed run starts with (step + 1): starting at `step` would run the saved step twice. */
+  nextStep: number;
   extra: unknown;
 }
 
@@ -460,7 +463,8 @@ function restoreAll(op: string, path: string, restores: Restore[]): void {
  * model and RNG state are loaded in that order, and if one refuses its state (each checks its own
  * in full before changing), those loaded before it get their previous state back. A failure
  * rejects with ERR_FORMAT (a damaged checkpoint) or ERR_STATE_DICT (a state that does not fit
- * the objects) naming the file and entry. Resolves with the step and `extra`.
+ * the objects) naming the file and entry. Resolves with the step saved, the step to run next
+ * (`nextStep`, where the resumed loop starts) and `extra`.
  */
 export async function load(dir: string, options: CheckpointLoadOptions = {}): Promise<CheckpointInfo> {
   const op = 'checkpoint.load';
@@ -536,5 +540,5 @@ export async function load(dir: string, options: CheckpointLoadOptions = {}): Pr
     // loadStateDict copies values in, so what was read is no longer needed.
     for (const s of read) for (const t of Object.values(s)) t.dispose();
   }
-  return { path, step: m.step, extra: m.extra };
+  return { path, step: m.step, nextStep: m.step + 1, extra: m.extra };
 }

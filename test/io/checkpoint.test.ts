@@ -28,7 +28,7 @@ async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }
   );
 }
 
-test('train 2N steps in one process = train N, checkpoint, new process, load, train N (bit for bit)', async () => {
+test('train 2N steps in one process = train N, checkpoint, new process, load, train from nextStep (bit for bit; the README loop)', async () => {
   const N = '12'; // 8 batches per epoch: the checkpoint falls mid-epoch, after an lr step
   worker('full', dir, N);
   worker('first', dir, N);
@@ -38,7 +38,11 @@ test('train 2N steps in one process = train N, checkpoint, new process, load, tr
   assert.equal(Object.keys(resumed), Object.keys(full));
   for (const k of Object.keys(full)) sameTensor(resumed[k], full[k], k);
   assert.ok(readFileSync(join(dir, 'final-full.safetensors')).equals(readFileSync(join(dir, 'final-resumed.safetensors'))));
-  const manifest = JSON.parse(readFileSync(join(dir, 'ckpt', 'step-000000012', 'checkpoint.json'), 'utf8'));
+  // The checkpoint holds step 11 (steps 0 … 11 ran); load() says step 12 runs next.
+  const manifest = JSON.parse(readFileSync(join(dir, 'ckpt', 'step-000000011', 'checkpoint.json'), 'utf8'));
+  assert.is(manifest.step, 11);
+  const info = await fl.checkpoint.load(join(dir, 'ckpt'));
+  assert.equal([info.step, info.nextStep], [11, 12]);
   assert.equal(manifest.sampler, { epoch: 1, position: 32, numReplicas: 1, seed: 7, shuffle: true, dropLast: false, datasetLength: 64 });
   assert.is(manifest.scheduler.lastEpoch, 12);
   assert.equal(manifest.extra, { note: 'resume test' });
@@ -46,7 +50,7 @@ test('train 2N steps in one process = train N, checkpoint, new process, load, tr
 });
 
 test('the checkpoint layout: model and optimizer tensors in safetensors, PyTorch names', async () => {
-  const path = join(dir, 'ckpt', 'step-000000012');
+  const path = join(dir, 'ckpt', 'step-000000011');
   const model = await fl.io.inspect(join(path, 'model.safetensors'));
   assert.equal(model.tensors.map((t) => t.name).sort(), ['0.bias', '0.weight', '3.bias', '3.weight']);
   assert.is(model.metadata.format, 'pt');
@@ -65,7 +69,7 @@ test('keepLast rotation, latest, re-saving a step, and rejected arguments', asyn
   await fl.checkpoint.save(d, { model, step: 4, extra: { again: true } });
   const fresh = new fl.nn.Linear(3, 2);
   const info = await fl.checkpoint.load(d, { model: fresh });
-  assert.equal([info.step, info.extra], [4, { again: true }]);
+  assert.equal([info.step, info.nextStep, info.extra], [4, 5, { again: true }]);
   sameTensor(fresh.weight, model.weight);
   const other = await fl.checkpoint.load(join(d, 'step-000000003'), { model: fresh });
   assert.is(other.step, 3);

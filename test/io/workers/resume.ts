@@ -1,8 +1,10 @@
 /**
  * Trains a small MLP (dropout, Adam, StepLR, a shuffling DistributedSampler) on synthetic data.
  *   resume.ts full <dir> <N>     trains 2N steps, writes <dir>/final-full.safetensors
- *   resume.ts first <dir> <N>    trains N steps, saves a checkpoint to <dir>/ckpt
- *   resume.ts second <dir> <N>   a new process: loads <dir>/ckpt, trains to step 2N, writes <dir>/final-resumed.safetensors
+ *   resume.ts first <dir> <N>    trains steps 0 … N−1, saves a checkpoint of step N−1 to <dir>/ckpt
+ *   resume.ts second <dir> <N>   a new process: loads <dir>/ckpt, trains from its nextStep to 2N, writes <dir>/final-resumed.safetensors
+ * The loop is the README's ("Saving and resuming"): step counts from the loaded nextStep, and the
+ * checkpoint saves the index of the step just run.
  */
 import { join } from 'node:path';
 import * as fl from '../../../lib';
@@ -21,9 +23,8 @@ async function main(): Promise<void> {
   const sampler = new fl.DistributedSampler(64, { numReplicas: 1, rank: 0, shuffle: true, seed: 7 });
   const lossFn = new fl.nn.CrossEntropyLoss();
 
-  let step = 0;
-  if (mode === 'second') step = (await fl.checkpoint.load(join(dir, 'ckpt'), { model, optimizer, scheduler, sampler })).step;
-  const end = mode === 'first' ? n : 2 * n;
+  const start = mode === 'second' ? (await fl.checkpoint.load(join(dir, 'ckpt'), { model, optimizer, scheduler, sampler })).nextStep : 0;
+  const total = 2 * n;
 
   const trainStep = (batch: number[]) => {
     fl.tidy(() => {
@@ -35,23 +36,29 @@ async function main(): Promise<void> {
       scheduler.step();
     });
   };
-  model.train();
-  while (step < end) {
-    let batch: number[] = [];
-    for (const i of sampler) {
-      batch.push(i);
-      if (batch.length < BATCH) continue;
-      trainStep(batch);
-      batch = [];
-      if (++step === end) break;
+  // The batches of the sampler's order, epoch after epoch (64 samples: 8 whole batches each).
+  function* batches(): Generator<number[]> {
+    for (;;) {
+      let batch: number[] = [];
+      for (const i of sampler) {
+        batch.push(i);
+        if (batch.length < BATCH) continue;
+        yield batch;
+        batch = [];
+      }
+      sampler.setEpoch(sampler.epoch + 1);
     }
-    if (step < end) sampler.setEpoch(sampler.epoch + 1);
   }
-  if (mode === 'first') {
-    await fl.checkpoint.save(join(dir, 'ckpt'), { model, optimizer, scheduler, sampler, step, extra: { note: 'resume test' } });
-  } else {
-    await fl.save(model.stateDict(), join(dir, mode === 'full' ? 'final-full.safetensors' : 'final-resumed.safetensors'));
+  const next = batches();
+  model.train();
+  for (let step = start; step < total; step++) {
+    trainStep(next.next().value as number[]);
+    if (mode === 'first' && step === n - 1) {
+      await fl.checkpoint.save(join(dir, 'ckpt'), { model, optimizer, scheduler, sampler, step, extra: { note: 'resume test' } });
+      return;
+    }
   }
+  await fl.save(model.stateDict(), join(dir, mode === 'full' ? 'final-full.safetensors' : 'final-resumed.safetensors'));
 }
 
 main().catch((e) => {
