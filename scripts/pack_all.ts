@@ -1,6 +1,7 @@
 /**
  * Writes the two packages a release publishes into packages/out/:
- *   flockml-<v>.tgz                 the TypeScript library (compiled) and the sources for a fallback build
+ *   flockml-<v>.tgz                 the TypeScript library (compiled), the sources for a fallback build,
+ *                                   and optionalDependencies: { "@flockml/linux-x64-gnu": "<v>" }
  *   flockml-linux-x64-gnu-<v>.tgz   the prebuilt addon (stripped), from packages/linux-x64-gnu's template
  * and checks the platform tarball holds an addon that loads, printing its CUDA version and the
  * newest glibc/libstdc++ symbol versions it needs (objdump -T).
@@ -68,9 +69,19 @@ if (template.version !== version)
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
-// The main package: dist/ compiled fresh; --ignore-scripts so `prepare` does not run again.
+// The main package: dist/ compiled fresh; --ignore-scripts so `prepare` does not run again. Its
+// package.json gains the platform package as an optional dependency at the same version here, not
+// in the checkout: there it would make `npm ci` fail until the platform package is published, and
+// would let an install from the registry shadow the contributor's own build.
 run(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.json')], root);
 const mainTgz = run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', out], root).trim().split('\n').pop() as string;
+const mainStage = temp('flockml-main-');
+run('tar', ['xzf', join(out, mainTgz), '-C', mainStage], mainStage);
+const mainJson = join(mainStage, 'package', 'package.json');
+const manifest = JSON.parse(readFileSync(mainJson, 'utf8')) as Record<string, unknown>;
+manifest.optionalDependencies = { [template.name]: version };
+writeFileSync(mainJson, `${JSON.stringify(manifest, null, 2)}\n`);
+run('tar', ['czf', join(out, mainTgz), '--owner=0', '--group=0', '--numeric-owner', '--sort=name', '-C', mainStage, 'package'], mainStage);
 
 // The platform package: template + stripped addon + LICENSE (symbols are not needed to load or to
 // read a stack trace's library name; stripping saves ~7 MB of 43).

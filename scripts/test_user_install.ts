@@ -17,6 +17,7 @@ import { delimiter, dirname, join } from 'node:path';
 
 const repo = join(__dirname, '..');
 const out = join(repo, 'packages', 'out');
+const pkgVersion = (JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { version: string }).version;
 const work = mkdtempSync(join(tmpdir(), 'flockml-user-'));
 let failures = 0;
 
@@ -71,6 +72,13 @@ try {
     addon: { cuda: string | false; glibc: string; glibcxx: string };
   };
   const mainTgz = join(out, packed.main.file);
+  const packedJson = run('tar', ['xzOf', mainTgz, 'package/package.json'], out);
+  const optional = (JSON.parse(packedJson.out) as { optionalDependencies?: Record<string, string> }).optionalDependencies;
+  check(
+    optional?.[packed.platform.name] === pkgVersion,
+    `the main tarball lists ${packed.platform.name}@${pkgVersion} as an optional dependency`,
+    packedJson.out,
+  );
   const platformTgz = join(out, packed.platform.file);
 
   // 2. A fresh project: the tools first (from the registry or npm's cache), then flockml, timed,

@@ -1,0 +1,115 @@
+/**
+ * lib/native_loader.ts: which addon loads (local build, then the prebuilt platform package), the
+ * ERR_NOT_FOUND error when none does, and that the platform package's template agrees with the loader
+ * and with package.json. The loader runs against fakes; nothing here builds or installs.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FlockError } from '../lib/errors';
+import { type LoaderEnv, loadAddon, prebuiltPackage } from '../lib/native_loader';
+import { caught } from './helpers/errors';
+
+const repo = join(__dirname, '..');
+const root = '/app/node_modules/flockml';
+const local = `${root}/build/Release/flockml.node`;
+const prebuiltDir = '/app/node_modules/@flockml/linux-x64-gnu';
+const linux = { os: 'linux', arch: 'x64', libc: 'glibc' };
+
+function fakeEnv(o: { local?: boolean; prebuilt?: string | null; broken?: string[]; platform?: LoaderEnv['platform'] }): LoaderEnv {
+  return {
+    root,
+    platform: o.platform ?? linux,
+    exists: (p) => p === local && !!o.local,
+    resolvePackage: (name) => (name === '@flockml/linux-x64-gnu' && o.prebuilt ? { dir: prebuiltDir, version: o.prebuilt } : null),
+    load: (p) => {
+      if (o.broken?.includes(p)) throw new Error(`${p}: version \`GLIBC_2.35' not found`);
+      return { from: p };
+    },
+  };
+}
+
+function notFound(env: LoaderEnv): FlockError {
+  const e = caught(() => loadAddon(env, '0.1.0'));
+  assert.instance(e, FlockError);
+  assert.is((e as FlockError).code, 'ERR_NOT_FOUND');
+  return e as FlockError;
+}
+
+test('a local build wins; the prebuilt is used when there is none', () => {
+  assert.equal(loadAddon(fakeEnv({ local: true, prebuilt: '0.1.0' }), '0.1.0').source, { kind: 'local', path: local });
+  const r = loadAddon(fakeEnv({ prebuilt: '0.1.0' }), '0.1.0');
+  assert.equal(r.source, { kind: 'prebuilt', path: `${prebuiltDir}/flockml.node`, package: '@flockml/linux-x64-gnu@0.1.0' });
+  assert.equal(r.addon, { from: `${prebuiltDir}/flockml.node` });
+});
+
+test('a local build that fails to load falls through to the prebuilt', () => {
+  assert.is(loadAddon(fakeEnv({ local: true, prebuilt: '0.1.0', broken: [local] }), '0.1.0').source.kind, 'prebuilt');
+});
+
+test('nothing found: ERR_NOT_FOUND names each place looked at, the platform and both ways out', () => {
+  const e = notFound(fakeEnv({}));
+  assert.match(e.message, 'no native addon could be loaded on linux-x64 (glibc)');
+  assert.match(e.message, `a local build at ${local}: not built`);
+  assert.match(e.message, 'the prebuilt package @flockml/linux-x64-gnu: not installed');
+  assert.match(e.message, 'npm install @flockml/linux-x64-gnu@0.1.0');
+  assert.match(e.message, 'FLOCKML_BUILD_FROM_SOURCE=1 npm rebuild flockml');
+  assert.not.match(e.message, 'Could not locate the bindings file');
+});
+
+test('a prebuilt of another version is passed over, and said so', () => {
+  assert.match(
+    notFound(fakeEnv({ prebuilt: '0.0.9' })).message,
+    'the prebuilt package @flockml/linux-x64-gnu: version 0.0.9, flockml is 0.1.0',
+  );
+});
+
+test('a prebuilt that fails to load (an older glibc) reports the loader error', () => {
+  const e = notFound(fakeEnv({ prebuilt: '0.1.0', broken: [`${prebuiltDir}/flockml.node`] }));
+  assert.match(e.message, "failed to load: /app/node_modules/@flockml/linux-x64-gnu/flockml.node: version `GLIBC_2.35' not found");
+});
+
+test('platforms without a prebuilt: none is looked for, and the message says which exist', () => {
+  assert.is(prebuiltPackage({ os: 'linux', arch: 'x64', libc: 'musl' }), null);
+  assert.is(prebuiltPackage({ os: 'linux', arch: 'arm64', libc: 'glibc' }), null);
+  const e = notFound(fakeEnv({ prebuilt: '0.1.0', platform: { os: 'darwin', arch: 'arm64', libc: '' } }));
+  assert.match(e.message, 'no native addon could be loaded on darwin-arm64,');
+  assert.match(e.message, 'none is published for darwin-arm64; prebuilts exist for linux-x64 (glibc)');
+  assert.not.match(e.message, 'npm install @flockml');
+});
+
+test('the platform package template matches the loader and package.json (name, version, os, cpu, libc)', () => {
+  const main = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
+  const platform = JSON.parse(readFileSync(join(repo, 'packages', 'linux-x64-gnu', 'package.json'), 'utf8'));
+  assert.is(platform.name, prebuiltPackage(linux));
+  assert.is(platform.version, main.version);
+  assert.equal([platform.os, platform.cpu, platform.libc], [['linux'], ['x64'], ['glibc']]);
+  // pack:all adds it to the packed package.json only (in the checkout it would break `npm ci`).
+  assert.is(main.optionalDependencies, undefined);
+  assert.match(readFileSync(join(repo, 'scripts', 'pack_all.ts'), 'utf8'), 'manifest.optionalDependencies = { [template.name]: version }');
+  assert.equal(main.binary, { napi_versions: [8] });
+  for (const dep of ['cmake-js', 'node-addon-api', 'bindings']) assert.not.ok(main.dependencies[dep], `${dep} is a runtime dependency`);
+});
+
+test('this checkout loads its local build, and says so', async () => {
+  const { addonSource } = await import('../lib/native');
+  assert.is(addonSource.kind, 'local');
+  assert.is(addonSource.path, join(repo, 'build', 'Release', 'flockml.node'));
+});
+
+test('the source build refuses other platforms with a reason, before doing anything', () => {
+  const script = join(repo, 'scripts', 'build_addon.cjs');
+  const r = spawnSync(
+    process.execPath,
+    ['-e', `Object.defineProperty(process, 'platform', { value: 'darwin' }); require(${JSON.stringify(script)})`],
+    {
+      encoding: 'utf8',
+    },
+  );
+  assert.is(r.status, 1);
+  assert.match(r.stderr, 'flockml: flockml builds from source on Linux x64 only (the CPU kernels use x86 intrinsics); this is darwin-x64.');
+});
+
+test.run();
