@@ -5,7 +5,7 @@ import { copy_ } from '../ops/elementwise';
 import { keep } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
 import type { DType } from '../dtype';
-import { Module, pyRepr } from './module';
+import { Module } from './module';
 import { type Parameter, ownParameter } from './parameter';
 import { normal_ } from './init';
 import { embedding } from './functional/basic';
