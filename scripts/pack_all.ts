@@ -80,6 +80,8 @@ run('tar', ['xzf', join(out, mainTgz), '-C', mainStage], mainStage);
 const mainJson = join(mainStage, 'package', 'package.json');
 const manifest = JSON.parse(readFileSync(mainJson, 'utf8')) as Record<string, unknown>;
 manifest.optionalDependencies = { [template.name]: version };
+// dist/ ships compiled: `prepare` (tsc) is for a checkout, and npm 11 lists it as an install script.
+delete (manifest.scripts as Record<string, string>).prepare;
 writeFileSync(mainJson, `${JSON.stringify(manifest, null, 2)}\n`);
 run('tar', ['czf', join(out, mainTgz), '--owner=0', '--group=0', '--numeric-owner', '--sort=name', '-C', mainStage, 'package'], mainStage);
 
