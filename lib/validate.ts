@@ -84,6 +84,15 @@ export function checkTensorArg(op: string, name: string, v: unknown): Tensor {
   return v;
 }
 
+/**
+ * The constructor check of a class built by an async `create`: `create` passes `expected`, a
+ * symbol private to the class's file, so a user's `new` (as PyTorch code writes it) is refused
+ * with ERR_ARG naming the call to make instead (`usage`), rather than failing half-built.
+ */
+export function checkCreateKey(op: string, key: unknown, expected: symbol, usage: string): void {
+  if (key !== expected) throw argError(op, `use ${usage}; the constructor is not public (setting up ${op} is asynchronous)`);
+}
+
 /** A file or directory path: a non-empty string (ERR_ARG otherwise). */
 export function checkPath(op: string, name: string, v: unknown): string {
   if (typeof v !== 'string' || v.length === 0) throw argError(op, `${name} must be a non-empty string, got ${describe(v)}`);

@@ -27,10 +27,6 @@ const SKIP: Record<string, string> = {
   'distributed.launch': 'starts processes',
   'distributed.Store': 'listens on or connects to a socket',
   'distributed.Store.connect': 'connects to a socket',
-  'parallel.DataParallel': 'needs async create (DataParallel.create)',
-  'parallel.DistributedDataParallel': 'needs async create (DistributedDataParallel.create)',
-  'parallel.FullyShardedDataParallel': 'needs async create (FullyShardedDataParallel.create)',
-  'parallel.ParameterServer': 'needs async create (ParameterServer.create)',
   'datasets.fashionMNIST': 'reads the dataset directory, outside the temp dir',
   'data.fortunesCorpus': 'reads the corpus directory, outside the temp dir',
 };
@@ -339,6 +335,22 @@ test('a tensor argument is checked by one shared check: a disposed tensor is ERR
     const e = caught(call);
     assert.is(e.code, 'ERR_DISPOSED', `${name}: ${e.message}`);
     assert.match(e.message, new RegExp(`^${name}: `));
+  }
+});
+
+test('new on a class built by an async create (new DataParallel(model, { devices }) as PyTorch writes it): ERR_ARG naming create', () => {
+  const model = new fl.nn.Linear(2, 2);
+  const cases: Array<[string, () => unknown]> = [
+    ['DataParallel', () => Reflect.construct(fl.parallel.DataParallel, [model, { devices: ['cpu:0', 'cpu:1'] }])],
+    ['DistributedDataParallel', () => Reflect.construct(fl.parallel.DistributedDataParallel, [model, (x: fl.Tensor) => model.forward(x)])],
+    ['FullyShardedDataParallel', () => Reflect.construct(fl.parallel.FullyShardedDataParallel, [model, {}])],
+    ['ParameterServer', () => Reflect.construct(fl.parallel.ParameterServer, [model, {}])],
+  ];
+  for (const [name, call] of cases) {
+    const e = caught(call);
+    assert.instance(e, TypeError);
+    assert.is(e.code, 'ERR_ARG', `${name}: ${e.message}`);
+    assert.match(e.message, new RegExp(`^${name}: use await fl\\.parallel\\.${name}\\.create\\(`));
   }
 });
 

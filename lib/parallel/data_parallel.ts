@@ -27,7 +27,7 @@ import type { Module } from '../nn/module';
 import { type Work, waitAll } from '../distributed/work';
 import { initLocalGroups } from '../distributed/local_groups';
 import { argError, checkOptions, describe, flockError } from '../errors';
-import { checkBool, checkNumber } from '../validate';
+import { checkBool, checkCreateKey, checkNumber } from '../validate';
 import { BucketReducer, localGrad } from './buckets';
 import { runWithoutSync } from './no_sync';
 import { checkDevices, copyTrainingMode, replicate, scatter } from './devices';
@@ -64,6 +64,9 @@ export class ReplicatedOptimizer<O extends { step(): void; zeroGrad(setToNone?: 
   }
 }
 
+/** What DataParallel.create passes its constructor: a user's `new` has no such key and is refused. */
+const CREATE: unique symbol = Symbol('DataParallel.create');
+
 export class DataParallel<M extends Module & Forward> {
   readonly devices: string[];
   /** The replicas; `replicas[0]` is the model that was passed in. */
@@ -75,7 +78,15 @@ export class DataParallel<M extends Module & Forward> {
   #syncing = true;
   #optimizer: ReplicatedOptimizer<{ step(): void; zeroGrad(setToNone?: boolean): void }> | null = null;
 
-  private constructor(model: M, devices: string[], groups: ReplicaGroup[], capBytes: number, broadcastBuffers: boolean) {
+  private constructor(
+    key: typeof CREATE,
+    model: M,
+    devices: string[],
+    groups: ReplicaGroup[],
+    capBytes: number,
+    broadcastBuffers: boolean,
+  ) {
+    checkCreateKey('DataParallel', key, CREATE, 'await fl.parallel.DataParallel.create(model, { devices })');
     this.devices = devices;
     this.#groups = groups;
     this.#broadcastBuffers = broadcastBuffers;
@@ -115,7 +126,7 @@ export class DataParallel<M extends Module & Forward> {
     } else {
       groups = await initLocalGroups(devices);
     }
-    return new DataParallel(model, devices, groups, capMB * 1024 * 1024, broadcastBuffers);
+    return new DataParallel(CREATE, model, devices, groups, capMB * 1024 * 1024, broadcastBuffers);
   }
 
   /** Buckets of the first replica whose reduction backward has already started (before {@link syncGradients}). */

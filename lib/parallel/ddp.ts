@@ -35,7 +35,7 @@ import { BucketReducer, localGrad } from './buckets';
 import { WrappedUnits } from './zero/wrap';
 import { runWithoutSync } from './no_sync';
 import { argError, checkOptions, describe, flockError } from '../errors';
-import { checkBool, checkChoice, checkNumber } from '../validate';
+import { checkBool, checkChoice, checkCreateKey, checkNumber } from '../validate';
 
 export interface ParameterSource {
   parameters(): Tensor[];
@@ -99,6 +99,9 @@ export interface DDPStepStats {
   commDoneAt: number;
 }
 
+/** What DistributedDataParallel.create passes its constructor: a user's `new` has no such key and is refused. */
+const CREATE: unique symbol = Symbol('DistributedDataParallel.create');
+
 export class DistributedDataParallel<Args extends unknown[], Out> {
   readonly module: ParameterSource;
   readonly #forward: (...args: Args) => Out;
@@ -126,7 +129,8 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
   /** Timing of the last syncGradients(); see {@link DDPStepStats}. */
   lastStep: DDPStepStats | null = null;
 
-  private constructor(module: ParameterSource, forward: (...args: Args) => Out, options: DDPOptions) {
+  private constructor(key: typeof CREATE, module: ParameterSource, forward: (...args: Args) => Out, options: DDPOptions) {
+    checkCreateKey('DistributedDataParallel', key, CREATE, 'await fl.parallel.DistributedDataParallel.create(model, forward, options)');
     const op = 'DistributedDataParallel';
     if (!module || typeof module.parameters !== 'function')
       throw argError(op, `the model must have a parameters(): Tensor[] method, got ${describe(module)}`);
@@ -185,7 +189,7 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     forward: (...args: Args) => Out,
     options: DDPOptions = {},
   ): Promise<DistributedDataParallel<Args, Out>> {
-    const ddp = new DistributedDataParallel(module, forward, options);
+    const ddp = new DistributedDataParallel(CREATE, module, forward, options);
     if (ddp.#zeroStage === 3)
       ddp.#sharded = await WrappedUnits.create('DistributedDataParallel', module, ddp.#params, ddp.#units, ddp.#group, ddp.#prefetch);
     else await Promise.all(ddp.#params.map((p) => ddp.#broadcast(p).wait()));

@@ -47,6 +47,7 @@ import { type ParamSpec, assignShards, describeShard, paramSpecs, shardBytes } f
 import { readFlat, tensorsOf } from './flat';
 import { createShared, sharedBytes, unlinkShared, writeShared } from './shm';
 import { type ParameterServerOptions, checkPsOptions } from './options';
+import { checkCreateKey } from '../../validate';
 
 export type { ServerStats } from './server';
 export type { ParameterServerOptions } from './options';
@@ -69,6 +70,9 @@ export interface WorkerStats {
 }
 
 const OP = 'ParameterServer';
+
+/** What ParameterServer.create passes its constructor: a user's `new` has no such key and is refused. */
+const CREATE: unique symbol = Symbol('ParameterServer.create');
 
 export class ParameterServer {
   readonly rank: number;
@@ -94,7 +98,14 @@ export class ParameterServer {
   readonly #stats: WorkerStats = { clock: 0, pushes: 0, staleness: {}, maxStaleness: 0 };
   readonly #timeoutMs: number;
 
-  private constructor(params: Tensor[], specs: ParamSpec[][], o: ReturnType<typeof checkPsOptions>, store: Store | null) {
+  private constructor(
+    key: typeof CREATE,
+    params: Tensor[],
+    specs: ParamSpec[][],
+    o: ReturnType<typeof checkPsOptions>,
+    store: Store | null,
+  ) {
+    checkCreateKey('ParameterServer', key, CREATE, 'await fl.parallel.ParameterServer.create(model, options)');
     this.#params = params;
     this.#specs = specs;
     this.#store = store;
@@ -132,7 +143,7 @@ export class ParameterServer {
           timeoutMs: o.timeoutMs,
         })
       : getStore();
-    const ps = new ParameterServer(params, specs, o, own ? store : null);
+    const ps = new ParameterServer(CREATE, params, specs, o, own ? store : null);
     const loop = isLoopback(o.env.masterAddr);
     if (ps.isServer) {
       const shard = specs[o.rank];

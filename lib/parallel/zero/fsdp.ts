@@ -22,7 +22,7 @@ import { keep, tidy } from '../../memory';
 import { noGrad } from '../../autograd/grad_mode';
 import { zeros } from '../../ops/creation';
 import { argError, checkOptions, describe, flockError } from '../../errors';
-import { checkBool, checkNumber } from '../../validate';
+import { checkBool, checkCreateKey, checkNumber } from '../../validate';
 import { gradNorm } from '../../optim/clip';
 import { copy_ } from '../../ops/elementwise';
 import { type ProcessGroup, isInitialized } from '../../distributed/process_group';
@@ -44,6 +44,9 @@ export interface FSDPOptions {
   prefetch?: boolean;
 }
 
+/** What FullyShardedDataParallel.create passes its constructor: a user's `new` has no such key and is refused. */
+const CREATE: unique symbol = Symbol('FullyShardedDataParallel.create');
+
 export class FullyShardedDataParallel {
   readonly #core: ShardedUnits;
   readonly #units: ShardedUnit[];
@@ -51,7 +54,8 @@ export class FullyShardedDataParallel {
   readonly rank: number;
   readonly worldSize: number;
 
-  private constructor(core: ShardedUnits, units: ShardedUnit[], group: ProcessGroup | undefined) {
+  private constructor(key: typeof CREATE, core: ShardedUnits, units: ShardedUnit[], group: ProcessGroup | undefined) {
+    checkCreateKey('FullyShardedDataParallel', key, CREATE, 'await fl.parallel.FullyShardedDataParallel.create(model, options)');
     this.#core = core;
     this.#units = units;
     this.#group = group;
@@ -102,7 +106,7 @@ export class FullyShardedDataParallel {
         );
     }
     const core = await ShardedUnits.create(op, units as ShardedUnit[], o.group, prefetch);
-    return new FullyShardedDataParallel(core, units as ShardedUnit[], o.group);
+    return new FullyShardedDataParallel(CREATE, core, units as ShardedUnit[], o.group);
   }
 
   /** Units whose all-gather has been issued and not yet adopted by their parameters (the prefetched ones). */
