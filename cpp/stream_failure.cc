@@ -5,31 +5,55 @@
 namespace flock {
 namespace {
 
-thread_local int t_scope_depth = 0;
-thread_local std::shared_ptr<OpOutputs> t_outputs;
-thread_local const StreamError* t_task_failure = nullptr;
-thread_local std::function<void(const StreamError&)> t_failure_hook;
+// One thread's state. Every op call touches it several times, so it is reached through one plain
+// thread_local pointer: a thread_local with a destructor (a shared_ptr, a std::function) is read
+// through a guarded wrapper call on every access, which cost a small op measurably.
+struct ThreadState {
+  int depth = 0;                        // open OpScopes
+  std::shared_ptr<OpOutputs> outputs;   // the current (or last) call's storages
+  const StreamError* task_failure = nullptr;
+  std::function<void(const StreamError&)> hook;
+};
+
+thread_local ThreadState* t_state = nullptr;
+
+// Made on the thread's first use; freed when the thread ends.
+ThreadState& state() {
+  if (ThreadState* s = t_state) return *s;
+  struct Owner {
+    ~Owner() {
+      delete t_state;
+      t_state = nullptr;
+    }
+  };
+  thread_local Owner owner;
+  return *(t_state = new ThreadState);
+}
 
 }  // namespace
 
 // The list of the last call is reused when no task holds it any more (its kernels ran inline, or
 // it made no storage): a small op then costs no allocation for it.
-OpScope::OpScope() : outer_(t_scope_depth++ == 0) {
-  if (!outer_ || !t_outputs) return;
-  if (t_outputs.use_count() == 1) t_outputs->storages.clear();
-  else t_outputs.reset();
+OpScope::OpScope() {
+  ThreadState& t = state();
+  outer_ = t.depth++ == 0;
+  if (!outer_ || !t.outputs) return;
+  if (t.outputs.use_count() == 1) t.outputs->storages.clear();
+  else t.outputs.reset();
 }
 
-OpScope::~OpScope() { --t_scope_depth; }
+OpScope::~OpScope() { --state().depth; }
 
 void OpScope::record(const std::shared_ptr<Storage>& s) {
-  if (t_scope_depth == 0) return;  // a temporary made inside a running task: its task owns it
-  if (!t_outputs) t_outputs = std::make_shared<OpOutputs>();
-  t_outputs->storages.push_back(s);
+  ThreadState& t = state();
+  if (t.depth == 0) return;  // a temporary made inside a running task: its task owns it
+  if (!t.outputs) t.outputs = std::make_shared<OpOutputs>();
+  t.outputs->storages.push_back(s);
 }
 
 std::shared_ptr<OpOutputs> OpScope::current() {
-  return t_scope_depth > 0 && t_outputs && !t_outputs->storages.empty() ? t_outputs : nullptr;
+  const ThreadState& t = state();
+  return t.depth > 0 && t.outputs && !t.outputs->storages.empty() ? t.outputs : nullptr;
 }
 
 void mark_failed(const OpOutputs* outs, const StreamError& e) {
@@ -38,14 +62,14 @@ void mark_failed(const OpOutputs* outs, const StreamError& e) {
     if (auto s = w.lock()) s->mark_failed(e);
 }
 
-const StreamError* current_task_failure() { return t_task_failure; }
+const StreamError* current_task_failure() { return state().task_failure; }
 
-void on_task_failure(std::function<void(const StreamError& mark)> fn) { t_failure_hook = std::move(fn); }
+void on_task_failure(std::function<void(const StreamError& mark)> fn) { state().hook = std::move(fn); }
 
-std::function<void(const StreamError& mark)> take_task_failure_hook() { return std::exchange(t_failure_hook, nullptr); }
+std::function<void(const StreamError& mark)> take_task_failure_hook() { return std::exchange(state().hook, nullptr); }
 
-ControlTaskScope::ControlTaskScope(const StreamError* failure) : previous(t_task_failure) { t_task_failure = failure; }
-ControlTaskScope::~ControlTaskScope() { t_task_failure = previous; }
+ControlTaskScope::ControlTaskScope(const StreamError* failure) : previous(state().task_failure) { state().task_failure = failure; }
+ControlTaskScope::~ControlTaskScope() { state().task_failure = previous; }
 
 StreamFailure::StreamFailure() : acked_(std::make_shared<std::atomic<uint64_t>>(0)) {}
 

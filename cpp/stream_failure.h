@@ -35,11 +35,12 @@ class OpScope {
   OpScope& operator=(const OpScope&) = delete;
   // Called by empty() for every new storage.
   static void record(const std::shared_ptr<Storage>& s);
-  // The current call's storages (null when it has made none yet, or no scope is open).
+  // The current call's storages, for a task it queues, or for one it ran inline that failed
+  // (null when it has made none yet, or no scope is open).
   static std::shared_ptr<OpOutputs> current();
 
  private:
-  bool outer_;
+  bool outer_ = false;
 };
 
 // Marks every live storage of `outs` failed with `e` (the first mark of a storage wins).

@@ -30,7 +30,9 @@ Napi::Value StreamTicket(const Napi::CallbackInfo& info) {
   auto ticket = std::make_shared<Ticket>();
   auto guard = std::make_shared<TicketGuard>();
   guard->ticket = ticket;
-  Addon::of(info.Env()).context.stream(d).enqueue("streamTicket", [guard] { guard->ran = true; });
+  // A no-op: run at once on this thread when the stream is idle (waking its worker would cost
+  // more than the step it follows), else queued; dropped either way on a failed stream.
+  Addon::of(info.Env()).context.stream(d).enqueue_small("streamTicket", [guard] { guard->ran = true; });
   auto* h = new std::shared_ptr<Ticket>(std::move(ticket));
   auto ext = Napi::External<std::shared_ptr<Ticket>>::New(info.Env(), h, [](Napi::Env, std::shared_ptr<Ticket>* t) { delete t; });
   ext.TypeTag(&kTicketTag);

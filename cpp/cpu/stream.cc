@@ -70,7 +70,8 @@ bool CpuStream::run_inline(const char* op, const std::function<void()>& task) {
       }
       count_fixed_ = true;
     }
-    Task t{op, task, profiler::enabled() ? profiler::now_ns() : 0, OpScope::current(), false};
+    // Its outputs are looked up only if it fails (run()): no reference is taken for a task that runs.
+    Task t{op, task, profiler::enabled() ? profiler::now_ns() : 0, nullptr, false, true};
     {
       SerialScope serial;  // microseconds of work: never wait for an intra-op pool another stream holds
       run(t);  // a failure is recorded before the gate opens, so the next sync point reports it
@@ -161,8 +162,12 @@ void CpuStream::run(Task& task) {
     if (failure_.active()) under = failure_.mark();
   }
   try {
-    ControlTaskScope scope(under ? &*under : nullptr);
-    task.fn();
+    if (task.control) {
+      ControlTaskScope scope(under ? &*under : nullptr);
+      task.fn();
+    } else {
+      task.fn();
+    }
   } catch (const Error& e) {
     err = StreamError{e.code, op_message(task.op, e.what())};
   } catch (const std::bad_alloc&) {
@@ -173,12 +178,13 @@ void CpuStream::run(Task& task) {
   if (start_ns != 0) profiler::record({task.op, name_, task.enqueued_ns, start_ns, profiler::now_ns()});
   std::vector<Task> dropped;
   std::vector<std::function<void()>> ready;
-  std::function<void(const StreamError&)> hook = take_task_failure_hook();
+  std::function<void(const StreamError&)> hook;
   std::optional<StreamError> mark;
   if (err) {
+    hook = take_task_failure_hook();
     std::lock_guard<std::mutex> lk(m_);
     mark = failure_.begin(task.op, *err);
-    mark_failed(task.outputs.get(), *mark);
+    mark_failed(task.inline_run ? OpScope::current().get() : task.outputs.get(), *mark);
     drop_queued_locked(dropped);
     if (!waiters_.empty()) ready = take_ready_locked();
   }

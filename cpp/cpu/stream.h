@@ -39,6 +39,7 @@ class CpuStream final : public Stream {
     int64_t enqueued_ns = 0;  // nonzero only when queued while profiling
     std::shared_ptr<OpOutputs> outputs;  // what the op call that queued it made
     bool control = false;
+    bool inline_run = false;  // run by run_inline, on the thread of the op call (outputs: OpScope::current())
   };
   struct Waiter {
     size_t low_watermark;
