@@ -185,6 +185,36 @@ class Parser {
 
 Json parse_json(const char* s, size_t n) { return Parser(s, n).document(); }
 
+size_t invalid_utf8(const char* text, size_t n) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text);
+  for (size_t i = 0; i < n;) {
+    const unsigned c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The continuation bytes' count, and the range of the second byte (RFC 3629: no overlong
+    // forms, no surrogates, nothing above U+10FFFF).
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 1;
+    else if (c == 0xE0) len = 2, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC) len = 2;
+    else if (c == 0xED) len = 2, hi = 0x9F;
+    else if (c >= 0xEE && c <= 0xEF) len = 2;
+    else if (c == 0xF0) len = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) len = 3;
+    else if (c == 0xF4) len = 3, hi = 0x8F;
+    else return i;
+    if (i + len >= n) return i;  // cut short
+    if (s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (size_t k = 2; k <= len; ++k)
+      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return i;
+    i += len + 1;
+  }
+  return n;
+}
+
 void append_json_string(std::string& out, const std::string& s) {
   static const char hex[] = "0123456789abcdef";
   out += '"';

@@ -30,5 +30,7 @@ Json parse_json(const char* s, size_t n);
 
 // Appends `s` as a JSON string literal (quotes, escapes for '"', '\\' and control characters).
 void append_json_string(std::string& out, const std::string& s);
+// The offset of the first byte of `text` that is not well-formed UTF-8 (RFC 3629), or n.
+size_t invalid_utf8(const char* text, size_t n);
 
 }  // namespace flock::io

@@ -70,6 +70,8 @@ void SafetensorsReader::bad(const std::string& why) const { fail(Code::Format, o
 
 void SafetensorsReader::parse(const char* text, size_t n) {
   if (n == 0 || text[0] != '{') bad("the header is not a JSON object");
+  // JSON text is UTF-8; a name in another encoding would come out mangled, not refused.
+  if (const size_t at = invalid_utf8(text, n); at < n) bad("the header is not valid UTF-8 (byte " + std::to_string(at) + ")");
   Json doc;
   try {
     doc = parse_json(text, n);

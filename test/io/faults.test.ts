@@ -112,6 +112,32 @@ test('unknown and unsupported dtypes, malformed entries and JSON', async () => {
   await rejectsFormat(craft('binary.safetensors', '\u0000\u0001\u0002', 0));
 });
 
+test('a header that is not valid UTF-8 (a Latin-1 name, a lone continuation byte, an overlong form, a surrogate, one cut short) is ERR_FORMAT, not a mangled name', async () => {
+  const data = new Uint8Array(new Float32Array([1]).buffer);
+  const good = Buffer.from(JSON.stringify({ nameX: f32([1], 0) }), 'utf8');
+  const at = good.indexOf('X');
+  for (const [what, bytes] of [
+    ['latin-1 e-acute', [0xe9]],
+    ['lone continuation', [0x80]],
+    ['overlong slash', [0xc0, 0xaf]],
+    ['surrogate', [0xed, 0xa0, 0x80]],
+    ['above U+10FFFF', [0xf4, 0x90, 0x80, 0x80]],
+    ['cut short', [0xe2, 0x82]],
+  ] as const) {
+    const text = Buffer.concat([good.subarray(0, at), Buffer.from(bytes), good.subarray(at + 1)]);
+    const padded = Buffer.concat([text, Buffer.from(' '.repeat((8 - (text.length % 8)) % 8))]);
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(padded.length));
+    const path = join(dir, `utf8-${what.replace(/\W+/g, '-')}.safetensors`);
+    writeFileSync(path, Buffer.concat([len, padded, data]));
+    await rejectsFormat(path, [/not valid UTF-8/]);
+  }
+  // Valid multi-byte names of every length still load.
+  const names = ['caf\u00e9', '\u20ac', '\u{1F600}'];
+  const ok = craft('utf8-ok.safetensors', Object.fromEntries(names.map((n, i) => [n, f32([1], 4 * i)])), new Uint8Array(12));
+  assert.equal(Object.keys(fl.loadSync(ok)).sort(), [...names].sort());
+});
+
 test('well-formed files written by other tools load: unordered offsets, extra fields, escapes, empty', async () => {
   const data = new Uint8Array(new Float32Array([1, 2, 3]).buffer);
   const path = craft(
