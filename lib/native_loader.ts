@@ -132,7 +132,7 @@ export function loadAddon(env: LoaderEnv = defaultEnv(), version: string = ownVe
       ? `Install the prebuilt (npm installs it with flockml unless optional dependencies are omitted): npm install ${pkg}@${version}`
       : 'No prebuilt exists for this platform; a source build is the only way (Linux x64 is the only platform it is tested on).',
     'Or build from source (needs cmake >= 3.18 and g++; CUDA is included when nvcc is on PATH):',
-    '  npm install --save-dev cmake-js@^8 node-addon-api@^8 && FLOCKML_BUILD_FROM_SOURCE=1 npm rebuild flockml',
+    '  npm install --save-dev cmake-js@^8 node-addon-api@^8 && npx flockml build',
   ];
   throw new FlockError('ERR_NOT_FOUND', lines.join('\n'));
 }

@@ -2,7 +2,7 @@
 /**
  * The source build: build/Release/flockml.node with cmake-js, CPU only or CPU and CUDA (when nvcc is
  * found). Run by `npm install` in a checkout, by `npm run build`, and in an installed copy only when
- * asked (FLOCKML_BUILD_FROM_SOURCE=1 npm rebuild flockml) or when no prebuilt fits (scripts/install.cjs).
+ * asked (`npx flockml build` in an installed copy) or in a checkout's `npm install` (scripts/install.cjs).
  * Plain JavaScript, because it runs in a consumer's install, where no TypeScript toolchain is.
  *
  * It says what it does on stderr, one line per stage with the expected duration; npm hides an
@@ -62,7 +62,7 @@ try {
 } catch {
   fail(
     'a source build needs cmake-js and node-addon-api, which are not installed with flockml; in your project run\n' +
-      '  npm install --save-dev cmake-js@^8 node-addon-api@^8 && FLOCKML_BUILD_FROM_SOURCE=1 npm rebuild flockml',
+      '  npm install --save-dev cmake-js@^8 node-addon-api@^8 && npx flockml build',
   );
 }
 const cxx = process.env.CXX || onPath('g++') || onPath('c++');

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 /**
- * The package's install script. It builds nothing when it need not:
+ * A checkout's install script (`npm install` in a clone). The published package has none: pack:all
+ * removes it, and an installed copy builds with `npx flockml build`. It builds nothing when it need not:
  * - in a checkout (not under node_modules) it runs the source build, so contributors test their code;
  * - in an installed copy, when the prebuilt platform package (@flockml/linux-x64-gnu) is installed
  *   and loads, it prints one line and exits: nothing is compiled, no compiler is needed;
- * - FLOCKML_BUILD_FROM_SOURCE=1 forces the source build (`FLOCKML_BUILD_FROM_SOURCE=1 npm rebuild flockml`);
+ * - FLOCKML_BUILD_FROM_SOURCE=1 forces the source build;
  * - otherwise (no prebuilt for this platform, or optional dependencies omitted) it runs the source
  *   build, which refuses with a reason on unsupported platforms or when cmake-js is not installed.
  * The package also works with install scripts turned off: lib/native_loader.ts finds the prebuilt.

@@ -80,8 +80,12 @@ run('tar', ['xzf', join(out, mainTgz), '-C', mainStage], mainStage);
 const mainJson = join(mainStage, 'package', 'package.json');
 const manifest = JSON.parse(readFileSync(mainJson, 'utf8')) as Record<string, unknown>;
 manifest.optionalDependencies = { [template.name]: version };
-// dist/ ships compiled: `prepare` (tsc) is for a checkout, and npm 11 lists it as an install script.
-delete (manifest.scripts as Record<string, string>).prepare;
+// The published package runs nothing at install time: npm 11's allowScripts, pnpm and
+// --strict-allow-scripts have nothing to refuse. dist/ ships compiled (`prepare` is tsc, for a
+// checkout), the addon comes from the platform package, and where none fits `npx flockml build`
+// compiles one (scripts/install.cjs stays for a checkout's `npm install`).
+const scripts = manifest.scripts as Record<string, string>;
+for (const k of ['preinstall', 'install', 'postinstall', 'prepare']) delete scripts[k];
 writeFileSync(mainJson, `${JSON.stringify(manifest, null, 2)}\n`);
 run('tar', ['czf', join(out, mainTgz), '--owner=0', '--group=0', '--numeric-owner', '--sort=name', '-C', mainStage, 'package'], mainStage);
 

@@ -119,6 +119,14 @@ try {
   check(install.secs < 60, `the install took under 60 s (${install.secs.toFixed(1)} s)`);
   const installed = join(app, 'node_modules', 'flockml');
   check(!existsSync(join(installed, 'build')), 'nothing was built (node_modules/flockml has no build/)');
+  // Nothing would have run with scripts allowed either: the published manifest has no install-time script.
+  const published = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const atInstall = ['preinstall', 'install', 'postinstall', 'prepare'].filter((k) => published.scripts?.[k] !== undefined);
+  check(
+    atInstall.length === 0,
+    'the published package has no install-time script (npm 11 allowScripts and pnpm have nothing to refuse)',
+    atInstall.join(' '),
+  );
   check(
     existsSync(join(app, 'node_modules', ...packed.platform.name.split('/'), 'flockml.node')),
     `${packed.platform.name} is installed with its addon`,
@@ -207,7 +215,7 @@ try {
     /^ERR_NOT_FOUND$/m,
     /no native addon could be loaded on linux-x64/,
     /@flockml\/linux-x64-gnu: not installed/,
-    /FLOCKML_BUILD_FROM_SOURCE=1 npm rebuild flockml/,
+    /npx flockml build/,
   ];
   check(
     wanted.every((w) => w.test(load.out)) && !/Could not locate the bindings file/.test(load.out),

@@ -1,7 +1,8 @@
 /**
  * The published package's source-build fallback, as a user without the prebuilt gets it: `npm pack`,
- * installed into a fresh project with cmake-js and node-addon-api (its install script finds no
- * prebuilt and builds the addon, CPU-only here to keep the test short), then a strict TypeScript program with
+ * installed into a fresh project with cmake-js and node-addon-api and install scripts off (the
+ * published package has none), then `npx flockml build` (CPU-only here to keep the test short),
+ * then a strict TypeScript program with
  * skipLibCheck false compiles against it, a wrong dtype name fails to compile, and the package
  * loads with require() and import().
  */
@@ -76,7 +77,7 @@ test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 const devVersion = (name: string) => require(join(repo, 'node_modules', name, 'package.json')).version as string;
 
-test('npm pack, install into a fresh project without the prebuilt: the install says what it builds and leaves only the addon in build/', () => {
+test('npm pack, install into a fresh project without the prebuilt, `npx flockml build`: it says what it builds and leaves only the addon in build/', () => {
   const pack = run('npm', ['pack', '--pack-destination', dir, '--silent'], repo);
   assert.is(pack.status, 0, pack.out);
   const tgz = readdirSync(dir).find((f) => f.endsWith('.tgz'));
@@ -85,19 +86,20 @@ test('npm pack, install into a fresh project without the prebuilt: the install s
   const buildTools = [`cmake-js@${devVersion('cmake-js')}`, `node-addon-api@${devVersion('node-addon-api')}`];
   const install = run(
     'npm',
-    ['install', join(dir, tgz!), ...buildTools, '--foreground-scripts', '--no-audit', '--no-fund', '--prefer-offline'],
+    ['install', join(dir, tgz!), ...buildTools, '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'],
     dir,
-    {
-      FLOCKML_CUDA: 'OFF',
-    },
   );
   assert.is(install.status, 0, install.out);
-  assert.match(install.out, /flockml: no prebuilt addon fits this machine, building from source/);
-  assert.match(install.out, /flockml: building the native addon for CPU only \(FLOCKML_CUDA=OFF\)/);
-  assert.match(install.out, /flockml: built build\/Release\/flockml\.node/);
-  const build = join(dir, 'node_modules', 'flockml', 'build');
-  assert.equal(readdirSync(build), ['Release']);
-  assert.equal(readdirSync(join(build, 'Release')), ['flockml.node']);
+  // Without an addon, loading says how to get one.
+  const missing = run(process.execPath, ['-e', "try { require('flockml') } catch (e) { console.log(e.code, e.message) }"], dir);
+  assert.match(missing.out, /ERR_NOT_FOUND[\s\S]*npx flockml build/);
+  const build = run(join(dir, 'node_modules', '.bin', 'flockml'), ['build'], dir, { FLOCKML_CUDA: 'OFF' });
+  assert.is(build.status, 0, build.out);
+  assert.match(build.out, /flockml: building the native addon for CPU only \(FLOCKML_CUDA=OFF\)/);
+  assert.match(build.out, /flockml: built build\/Release\/flockml\.node/);
+  const out = join(dir, 'node_modules', 'flockml', 'build');
+  assert.equal(readdirSync(out), ['Release']);
+  assert.equal(readdirSync(join(out, 'Release')), ['flockml.node']);
 });
 
 test('a strict program compiles against the installed types with skipLibCheck false, and runs', () => {

@@ -4,10 +4,14 @@
  *   flockml launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P]
  *                  [--max-restarts K --restart-backoff-ms B] script.ts [args...]
  *   flockml info
+ *   flockml build
  *   flockml doctor [--json]
  *   flockml trace merge a.json b.json -o out.json
  */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { launch } from '../distributed/launch';
+import { packageRoot } from '../native_loader';
 import { distError } from '../distributed/errors';
 import { didYouMean } from '../errors';
 
@@ -15,6 +19,7 @@ const USAGE = `usage:
   flockml launch --nproc-per-node N [--nnodes M] [--node-rank R] [--master-addr A] [--master-port P]
                  [--max-restarts K] [--restart-backoff-ms B] script [args...]
   flockml info
+  flockml build      compile the native addon from source (needs cmake-js, node-addon-api, cmake, g++)
   flockml doctor [--json]
   flockml trace merge a.json b.json [...] -o out.json`;
 
@@ -110,10 +115,25 @@ async function info(): Promise<number> {
   return 0;
 }
 
+/**
+ * The source build, for where no prebuilt fits (or to compile your own): the published package
+ * runs nothing at install time, so this is how an installed copy gets build/Release/flockml.node.
+ */
+function build(argv: string[]): number {
+  if (argv.length > 0) {
+    console.error(`flockml build takes no arguments (got ${argv.join(' ')}); set FLOCKML_CUDA=ON|OFF|AUTO to choose CUDA`);
+    return 2;
+  }
+  const root = packageRoot();
+  const r = spawnSync(process.execPath, [join(root, 'scripts', 'build_addon.cjs')], { cwd: root, stdio: 'inherit' });
+  return r.status ?? 1;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === 'launch') return launch(parseLaunch(rest));
   if (cmd === 'info') return info();
+  if (cmd === 'build') return build(rest);
   if (cmd === 'doctor') {
     const { doctor } = await import('./doctor');
     return doctor(rest);
