@@ -55,7 +55,7 @@ test('nothing found: ERR_NOT_FOUND names each place looked at, the platform and 
   assert.match(e.message, `a local build at ${local}: not built`);
   assert.match(e.message, 'the prebuilt package @flockml/linux-x64-gnu: not installed');
   assert.match(e.message, 'npm install @flockml/linux-x64-gnu@0.1.0');
-  assert.match(e.message, 'FLOCKML_BUILD_FROM_SOURCE=1 npm rebuild flockml');
+  assert.match(e.message, 'npx flockml build');
   assert.not.match(e.message, 'Could not locate the bindings file');
 });
 

@@ -50,7 +50,7 @@ function gpuChecks(): Check[] {
         name: 'addon',
         status: 'fail',
         detail: `the native addon does not load: ${(e as Error).message}`,
-        advice: 'rebuild it: npm rebuild flockml (needs cmake and a C++ compiler; FLOCKML_CUDA=ON with the CUDA toolkit for GPUs)',
+        advice: 'rebuild it: npx flockml build (needs cmake-js, node-addon-api, cmake and a C++ compiler; FLOCKML_CUDA=ON with the CUDA toolkit for GPUs)',
       },
     ];
   }
@@ -68,7 +68,7 @@ function gpuChecks(): Check[] {
       detail: driver
         ? `this build has no CUDA, but an NVIDIA driver (${driver}) is present`
         : 'no GPU: this build has no CUDA and no NVIDIA driver was found; the ring backend trains on the CPU',
-      ...(driver ? { advice: 'rebuild with the CUDA toolkit installed: FLOCKML_CUDA=ON npm rebuild flockml' } : {}),
+      ...(driver ? { advice: 'rebuild with the CUDA toolkit installed: FLOCKML_CUDA=ON npx flockml build' } : {}),
     });
   } else if (count === 0) {
     checks.push({
