@@ -50,7 +50,8 @@ function gpuChecks(): Check[] {
         name: 'addon',
         status: 'fail',
         detail: `the native addon does not load: ${(e as Error).message}`,
-        advice: 'rebuild it: npx flockml build (needs cmake-js, node-addon-api, cmake and a C++ compiler; FLOCKML_CUDA=ON with the CUDA toolkit for GPUs)',
+        advice:
+          'rebuild it: npx flockml build (needs cmake-js, node-addon-api, cmake and a C++ compiler; FLOCKML_CUDA=ON with the CUDA toolkit for GPUs)',
       },
     ];
   }
