@@ -9,6 +9,7 @@
  *   flockml trace merge a.json b.json -o out.json
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { launch } from '../distributed/launch';
 import { packageRoot } from '../native_loader';
@@ -19,6 +20,7 @@ const USAGE = `usage:
   flockml launch --nproc-per-node N [--nnodes M] [--node-rank R] [--master-addr A] [--master-port P]
                  [--max-restarts K] [--restart-backoff-ms B] script [args...]
   flockml info
+  flockml --version | --help
   flockml build      compile the native addon from source (needs cmake-js, node-addon-api, cmake, g++)
   flockml doctor [--json]
   flockml trace merge a.json b.json [...] -o out.json`;
@@ -129,8 +131,18 @@ function build(argv: string[]): number {
   return r.status ?? 1;
 }
 
+const COMMANDS = ['launch', 'info', 'build', 'doctor', 'trace', 'help', 'version'];
+
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
+  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
+  if (cmd === '--version' || cmd === '-v' || cmd === 'version') {
+    console.log((JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version);
+    return 0;
+  }
   if (cmd === 'launch') return launch(parseLaunch(rest));
   if (cmd === 'info') return info();
   if (cmd === 'build') return build(rest);
@@ -139,8 +151,9 @@ async function main(argv: string[]): Promise<number> {
     return doctor(rest);
   }
   if (cmd === 'trace') return (await import('./trace')).trace(rest);
-  console.error(USAGE);
-  return cmd === undefined || cmd === '--help' || cmd === '-h' ? 0 : 2;
+  const guess = didYouMean(cmd.replace(/^-+/, ''), COMMANDS);
+  console.error(`flockml: unknown command '${cmd}'${guess ? ` (did you mean '${guess}'?)` : ''}\n${USAGE}`);
+  return 2;
 }
 
 main(process.argv.slice(2)).then(

@@ -14,6 +14,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { constants } from 'node:os';
 import { extname, join } from 'node:path';
@@ -129,6 +130,8 @@ export function launch(o: LaunchOptions): Promise<number> {
     if (nnodes > 1) throw distError('ERR_ARG', 'launch: multi-node jobs need the same FLOCKML_TOKEN exported on every node');
     token = randomBytes(24).toString('hex');
   }
+  // Checked once here, rather than failing in every rank with a stack of its own.
+  if (!existsSync(o.script)) throw distError('ERR_ARG', `launch: no such script: ${o.script}`);
   const group: Group = {
     ...o,
     base,
