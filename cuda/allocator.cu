@@ -1,7 +1,8 @@
 // The stream-ordered allocator of CUDA tensors: each device's default memory pool, configured on
 // first use (release threshold, and read/write access for every peer device that can reach it, so
 // NCCL's direct-pointer P2P transport can use a peer's buffers). On OOM the pool is trimmed and
-// the allocation retried once; emptyCache() gives the pool's unused memory back to the driver.
+// the allocation retried, then the device's queued frees are waited for and it is retried again;
+// emptyCache() gives the pool's unused memory back to the driver.
 #include <cuda_runtime.h>
 #include <cstdint>
 #include <cstdlib>
@@ -62,7 +63,9 @@ struct CudaAllocator final : Allocator {
       desc.location.type = cudaMemLocationTypeDevice;
       desc.location.id = peer;
       desc.flags = cudaMemAccessFlagsProtReadWrite;
-      check(cudaMemPoolSetAccess(pool, &desc, 1), "cudaMemPoolSetAccess");
+      // A peer that cannot be granted access is a peer without access (as when it cannot access
+      // peers at all): transfers to it stage through its own memory. The device stays usable.
+      if (cudaMemPoolSetAccess(pool, &desc, 1) != cudaSuccess) cudaGetLastError();
     }
     configured[device] = true;
   }
@@ -101,16 +104,20 @@ struct CudaAllocator final : Allocator {
     configure(device);
     void* p = nullptr;
     cudaError_t e = cudaMallocAsync(&p, bytes, s);
-    if (e == cudaErrorMemoryAllocation) {
-      // Other pools and non-pool allocations (NCCL's buffers, pinned staging) may need what this
-      // pool keeps cached: give it back and try once more before reporting OOM.
+    // Out of memory: first give back what the pool keeps cached (other pools and non-pool
+    // allocations, NCCL's buffers and pinned staging, may hold the rest) and retry; then wait for
+    // the device's queued work and retry once more. Memory whose stream-ordered free another stream
+    // has queued but not yet reached is neither reusable by this stream nor trimmable until it is
+    // (PyTorch's caching allocator synchronizes the same way before it reports OOM).
+    for (int attempt = 0; attempt < 2 && e == cudaErrorMemoryAllocation; ++attempt) {
       cudaGetLastError();
+      if (attempt == 1 && cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
       trim(device);
       e = cudaMallocAsync(&p, bytes, s);
-      if (e == cudaErrorMemoryAllocation) {
-        cudaGetLastError();
-        return nullptr;  // Storage turns this into ERR_OOM
-      }
+    }
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;  // Storage turns this into ERR_OOM
     }
     check(e, "cudaMallocAsync");
     if (poison && bytes > 0) {

@@ -269,7 +269,7 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, c
     using T = typename decltype(tag)::type;
     using C = typename Num<T>::C;
     with_head_size(g, op, [&](auto maxd) {
-      attn_forward_kernel<T, decltype(maxd)::value><<<static_cast<unsigned>(g.bh * blocks), kRows, 0, s>>>(
+      FLOCK_LAUNCH(static_cast<unsigned>(g.bh * blocks), kRows, 0, s, attn_forward_kernel<T, decltype(maxd)::value>)(
           q.data<T>(), k.data<T>(), v.data<T>(), mask ? mask->raw() : nullptr, out.data<T>(), lse.data<C>(), g, blocks);
     });
   });
@@ -287,18 +287,18 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
     using T = typename decltype(tag)::type;
     using C = typename Num<T>::C;
     if (g.bh * g.tq > 0) {
-      attn_delta_kernel<T><<<grid_for(g.bh * g.tq), kThreads, 0, s>>>(out.data<T>(), gout.data<T>(), delta.data<C>(), g.bh * g.tq, g.dv);
+      FLOCK_LAUNCH(grid_for(g.bh * g.tq), kThreads, 0, s, attn_delta_kernel<T>)(out.data<T>(), gout.data<T>(), delta.data<C>(), g.bh * g.tq, g.dv);
       check_launch("attn_delta_kernel");
     }
     with_head_size(g, op, [&](auto maxd) {
       constexpr int D = decltype(maxd)::value;
       if (g.bh * qblocks > 0) {
-        attn_dq_kernel<T, D><<<static_cast<unsigned>(g.bh * qblocks), kRows, 0, s>>>(
+        FLOCK_LAUNCH(static_cast<unsigned>(g.bh * qblocks), kRows, 0, s, attn_dq_kernel<T, D>)(
             q.data<T>(), k.data<T>(), v.data<T>(), mp, gout.data<T>(), lse.data<C>(), delta.data<C>(), gq.data<T>(), g, qblocks);
         check_launch("attn_dq_kernel");
       }
       if (g.bh * kblocks > 0) {
-        attn_dkdv_kernel<T, D><<<static_cast<unsigned>(g.bh * kblocks), kRows, 0, s>>>(
+        FLOCK_LAUNCH(static_cast<unsigned>(g.bh * kblocks), kRows, 0, s, attn_dkdv_kernel<T, D>)(
             q.data<T>(), k.data<T>(), v.data<T>(), mp, gout.data<T>(), lse.data<C>(), delta.data<C>(), gk.data<T>(), gv.data<T>(), g, kblocks);
         check_launch("attn_dkdv_kernel");
       }

@@ -84,7 +84,7 @@ void bias_act_cuda(const Tensor& x, const Tensor& bias, Tensor& y, BiasAct act) 
     using T = typename decltype(tag)::type;
     constexpr int V = decltype(width)::value;
     const int64_t packs = total / V;
-    bias_act_forward_kernel<T, V><<<grid_for(packs), kThreads, 0, s>>>(x.data<T>(), bias.data<T>(), y.data<T>(), packs, n, act);
+    FLOCK_LAUNCH(grid_for(packs), kThreads, 0, s, bias_act_forward_kernel<T, V>)(x.data<T>(), bias.data<T>(), y.data<T>(), packs, n, act);
   });
   check_launch("bias_act_forward_kernel");
 }
@@ -98,7 +98,7 @@ void bias_act_backward_cuda(const Tensor& gy, const Tensor& saved, const Tensor*
     using T = typename decltype(tag)::type;
     constexpr int V = decltype(width)::value;
     const int64_t packs = total / V;
-    bias_act_backward_kernel<T, V><<<grid_for(packs), kThreads, 0, s>>>(gy.data<T>(), saved.data<T>(), static_cast<const T*>(bp),
+    FLOCK_LAUNCH(grid_for(packs), kThreads, 0, s, bias_act_backward_kernel<T, V>)(gy.data<T>(), saved.data<T>(), static_cast<const T*>(bp),
                                                                          gx.data<T>(), packs, n, act);
   });
   check_launch("bias_act_backward_kernel");

@@ -55,6 +55,14 @@ inline void check(cudaError_t e, const char* what) {
 // Launch errors (bad configuration, missing kernel image) surface here, not at the next sync.
 inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
 
+// Every kernel launch goes through this macro: `FLOCK_LAUNCH(grid, block, shared, stream, kernel)(args)`.
+// The kernel comes last so template-ids with commas need no parentheses. Under nvcc it is the
+// triple-chevron launch; the CUDA simulator (FLOCKML_CUDA=SIM, sim/cuda_sim.h) defines its own,
+// which runs the grid on simulated GPU threads.
+#ifndef FLOCK_LAUNCH
+#define FLOCK_LAUNCH(grid, block, shared, stream, ...) __VA_ARGS__<<<grid, block, shared, stream>>>
+#endif
+
 constexpr int kThreads = 256;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

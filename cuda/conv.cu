@@ -293,9 +293,9 @@ void conv2d_forward_cuda(const Tensor& x, const Tensor& w, const Tensor* bias, T
   const dim3 grid = tile_grid(g.n * g.oh * g.ow, d.ocg, d.groups, op);
   cudaStream_t s = current_stream();
   if (x.dtype == DType::f64)
-    conv2d_forward_kernel<double><<<grid, kConvThreads, 0, s>>>(x.data<double>(), w.data<double>(), bias ? bias->data<double>() : nullptr, y.data<double>(), d);
+    FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_forward_kernel<double>)(x.data<double>(), w.data<double>(), bias ? bias->data<double>() : nullptr, y.data<double>(), d);
   else
-    conv2d_forward_kernel<float><<<grid, kConvThreads, 0, s>>>(x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr, y.data<float>(), d);
+    FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_forward_kernel<float>)(x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr, y.data<float>(), d);
   check_launch("conv2d_forward_kernel");
 }
 
@@ -309,9 +309,9 @@ void conv2d_backward_input_cuda(const Tensor& gy, const Tensor& w, Tensor& gx, c
   const dim3 grid = tile_grid(g.n * g.h * g.w, d.cg, d.groups, op);
   cudaStream_t s = current_stream();
   if (gy.dtype == DType::f64)
-    conv2d_backward_input_kernel<double><<<grid, kConvThreads, 0, s>>>(gy.data<double>(), w.data<double>(), gx.data<double>(), d);
+    FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_backward_input_kernel<double>)(gy.data<double>(), w.data<double>(), gx.data<double>(), d);
   else
-    conv2d_backward_input_kernel<float><<<grid, kConvThreads, 0, s>>>(gy.data<float>(), w.data<float>(), gx.data<float>(), d);
+    FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_backward_input_kernel<float>)(gy.data<float>(), w.data<float>(), gx.data<float>(), d);
   check_launch("conv2d_backward_input_kernel");
 }
 
@@ -332,10 +332,10 @@ void backward_weight_typed(const Tensor& x, const Tensor& gy, Tensor& gw, const 
     out = parts.data<T>();
   }
   const dim3 grid = tile_grid(d.k, d.ocg, d.groups * splits, "conv2dBackwardWeight");
-  conv2d_backward_weight_kernel<T><<<grid, kConvThreads, 0, s>>>(x.data<T>(), gy.data<T>(), out, d, static_cast<int>(splits), chunk, wsize);
+  FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_backward_weight_kernel<T>)(x.data<T>(), gy.data<T>(), out, d, static_cast<int>(splits), chunk, wsize);
   check_launch("conv2d_backward_weight_kernel");
   if (splits > 1) {
-    sum_slices_kernel<T><<<grid_for(wsize), kThreads, 0, s>>>(parts.data<T>(), gw.data<T>(), wsize, static_cast<int>(splits));
+    FLOCK_LAUNCH(grid_for(wsize), kThreads, 0, s, sum_slices_kernel<T>)(parts.data<T>(), gw.data<T>(), wsize, static_cast<int>(splits));
     check_launch("sum_slices_kernel");
   }
   // `parts` is freed on this stream after the kernels that read it.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include "common.cuh"
+#include "device_guard.cuh"
 #include "index_plan.cuh"
 #include "kernels.h"
 
@@ -131,7 +132,7 @@ void strided_copy_cuda(const Tensor& src, Tensor& dst, const StridedCopy& p) {
   cudaStream_t s = current_stream();
   with_word(dtype_size(src.dtype), [&](auto tag) {
     using W = typename decltype(tag)::type;
-    strided_copy_kernel<W><<<grid_for(n), kThreads, 0, s>>>(static_cast<const W*>(src.raw()), static_cast<W*>(dst.raw()), n, plan);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, strided_copy_kernel<W>)(static_cast<const W*>(src.raw()), static_cast<W*>(dst.raw()), n, plan);
   });
   check_launch("strided_copy_kernel");
 }
@@ -144,7 +145,7 @@ void index_select_cuda(const Tensor& x, const Tensor& index, Tensor& out, int64_
   IndexFault* fault = current_index_fault();
   with_word(dtype_size(x.dtype), [&](auto tag) {
     using W = typename decltype(tag)::type;
-    index_select_kernel<W><<<grid_for(total), kThreads, 0, s>>>(static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64,
+    FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, index_select_kernel<W>)(static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64,
                                                                 static_cast<W*>(out.raw()), outer, n, dim_size, inner, fault);
   });
   check_launch("index_select_kernel");
@@ -158,7 +159,7 @@ void gather_cuda(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim)
   IndexFault* fault = current_index_fault();
   with_word(dtype_size(x.dtype), [&](auto tag) {
     using W = typename decltype(tag)::type;
-    gather_kernel<W><<<grid_for(n), kThreads, 0, s>>>(static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64,
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, gather_kernel<W>)(static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64,
                                                       static_cast<W*>(out.raw()), n, g, fault);
   });
   check_launch("gather_kernel");
@@ -172,7 +173,7 @@ void scatter_add_cuda(Tensor& out, const Tensor& index, const Tensor& src, int64
   IndexFault* fault = current_index_fault();
   visit_numeric(out.dtype, "scatterAdd", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    scatter_add_kernel<T><<<grid_for(n), kThreads, 0, s>>>(out.data<T>(), index.raw(), index.dtype == DType::i64, src.data<T>(), n, g, fault);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_add_kernel<T>)(out.data<T>(), index.raw(), index.dtype == DType::i64, src.data<T>(), n, g, fault);
   });
   check_launch("scatter_add_kernel");
 }
@@ -220,7 +221,7 @@ void one_hot_cuda(const Tensor& index, Tensor& out, int64_t num_classes) {
   if (n == 0) return;
   cudaStream_t s = current_stream();
   if (out.nbytes() > 0) check(cudaMemsetAsync(out.raw(), 0, out.nbytes(), s), "cudaMemsetAsync");
-  one_hot_kernel<<<grid_for(n), kThreads, 0, s>>>(index.raw(), index.dtype == DType::i64, out.data<int64_t>(), n, num_classes,
+  FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, one_hot_kernel)(index.raw(), index.dtype == DType::i64, out.data<int64_t>(), n, num_classes,
                                                    current_index_fault());
   check_launch("one_hot_kernel");
 }
@@ -285,12 +286,12 @@ void transfer_cuda(const Tensor& src, Tensor& dst) {
   cudaStream_t other = context_stream(dd.index);
   cudaEvent_t before = nullptr, after = nullptr;
   // An event must be recorded on a stream of the device it was created on.
-  int current = 0;
-  check(cudaGetDevice(&current), "transfer: cudaGetDevice");
-  check(cudaSetDevice(dd.index), "transfer: cudaSetDevice");
-  cudaError_t e = cudaEventCreateWithFlags(&before, cudaEventDisableTiming);
-  if (e == cudaSuccess) e = cudaEventRecord(before, other);
-  cudaSetDevice(current);
+  cudaError_t e;
+  {
+    DeviceGuard g(dd.index);
+    e = cudaEventCreateWithFlags(&before, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(before, other);
+  }
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&after, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(s, before, 0);
   if (e == cudaSuccess) e = cudaMemcpyPeerAsync(dst.raw(), dd.index, src.raw(), sd.index, bytes, s);

@@ -84,7 +84,7 @@ void fill_cuda(Tensor& out, double value) {
   cudaStream_t s = current_stream();
   visit(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_kernel<T><<<grid_for(n), kThreads, 0, s>>>(out.data<T>(), n, from_double<T>(value));
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, fill_kernel<T>)(out.data<T>(), n, from_double<T>(value));
   });
   check_launch("fill_kernel");
 }
@@ -101,7 +101,7 @@ void cast_cuda(const Tensor& src, Tensor& out) {
     using S = typename decltype(st)::type;
     visit(out.dtype, [&](auto dt) {
       using D = typename decltype(dt)::type;
-      cast_kernel<S, D><<<grid_for(n), kThreads, 0, s>>>(src.data<S>(), out.data<D>(), n);
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, cast_kernel<S, D>)(src.data<S>(), out.data<D>(), n);
     });
   });
   check_launch("cast_kernel");
@@ -113,7 +113,7 @@ void arange_cuda(Tensor& out, double start, double step) {
   cudaStream_t s = current_stream();
   visit_numeric(out.dtype, "arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    arange_kernel<T><<<grid_for(n), kThreads, 0, s>>>(out.data<T>(), n, start, step);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, arange_kernel<T>)(out.data<T>(), n, start, step);
   });
   check_launch("arange_kernel");
 }
@@ -125,7 +125,7 @@ void unary_cuda(UnaryOp op, const Tensor& x, Tensor& out, double a, double b) {
   if (unary_is_predicate(op)) {
     visit_float(x.dtype, "unary", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      unary_predicate_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, x.data<T>(), out.data<bool>(), n);
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, unary_predicate_kernel<T>)(op, x.data<T>(), out.data<bool>(), n);
     });
     check_launch("unary_predicate_kernel");
     return;
@@ -133,7 +133,7 @@ void unary_cuda(UnaryOp op, const Tensor& x, Tensor& out, double a, double b) {
   visit_numeric(x.dtype, "unary", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = unary_c<T>;
-    unary_forward_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, x.data<T>(), out.data<T>(), n, static_cast<C>(a), static_cast<C>(b));
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, unary_forward_kernel<T>)(op, x.data<T>(), out.data<T>(), n, static_cast<C>(a), static_cast<C>(b));
   });
   check_launch("unary_forward_kernel");
 }
@@ -145,7 +145,7 @@ void unary_backward_cuda(UnaryOp op, const Tensor& x, const Tensor& gy, Tensor& 
   visit_float(x.dtype, "unary_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = acc_t<T>;
-    unary_backward_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, x.data<T>(), gy.data<T>(), gx.data<T>(), n,
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, unary_backward_kernel<T>)(op, x.data<T>(), gy.data<T>(), gx.data<T>(), n,
                                                               static_cast<C>(a), static_cast<C>(b));
   });
   check_launch("unary_backward_kernel");
@@ -162,11 +162,11 @@ void binary_cuda(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   visit(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (cmp) {
-      binary_forward_kernel<T, bool><<<grid_for(n), kThreads, 0, s>>>(op, a.data<T>(), b.data<T>(), out.data<bool>(), n, bc, dense);
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, binary_forward_kernel<T, bool>)(op, a.data<T>(), b.data<T>(), out.data<bool>(), n, bc, dense);
     } else if constexpr (std::is_same_v<T, bool>) {
       fail(Code::DType, "binary: arithmetic is not defined for bool tensors");
     } else {
-      binary_forward_kernel<T, T><<<grid_for(n), kThreads, 0, s>>>(op, a.data<T>(), b.data<T>(), out.data<T>(), n, bc, dense);
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, binary_forward_kernel<T, T>)(op, a.data<T>(), b.data<T>(), out.data<T>(), n, bc, dense);
     }
   });
   check_launch("binary_forward_kernel");
@@ -179,7 +179,7 @@ void where_cuda(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& ou
   const Broadcast<3> bc = make_broadcast<3>(out.shape, {&cond.shape, &a.shape, &b.shape});
   visit(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    where_kernel<T><<<grid_for(n), kThreads, 0, s>>>(cond.data<bool>(), a.data<T>(), b.data<T>(), out.data<T>(), n, bc);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, where_kernel<T>)(cond.data<bool>(), a.data<T>(), b.data<T>(), out.data<T>(), n, bc);
   });
   check_launch("where_kernel");
 }

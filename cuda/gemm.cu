@@ -97,6 +97,8 @@ struct Bf16Mma {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif defined(FLOCK_CUDA_SIM)
+    ::sim::mma_m16n8k16_bf16(d, a, b);
 #endif
   }
 };
@@ -111,6 +113,8 @@ struct F16Mma {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif defined(FLOCK_CUDA_SIM)
+    ::sim::mma_m16n8k16_f16(d, a, b);
 #endif
   }
 };
@@ -125,6 +129,8 @@ struct Tf32Mma {
     uint32_t r = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+#elif defined(FLOCK_CUDA_SIM)
+    r = ::sim::cvt_rna_tf32(v);
 #endif
     return r;
   }
@@ -133,6 +139,8 @@ struct Tf32Mma {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif defined(FLOCK_CUDA_SIM)
+    ::sim::mma_m16n8k8_tf32(d, a, b);
 #endif
   }
 };
@@ -231,7 +239,7 @@ void matmul_cuda(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan
         GemmShape shape = base;
         shape.col_tile0 = c0;
         const unsigned cols = static_cast<unsigned>(std::min(kMaxGridY, col_tiles - c0));
-        kernel<<<dim3(row_tiles, cols, count), threads, 0, s>>>(a.data<T>(), b.data<T>(), out.data<T>() + z0 * p.m * p.n, shape, offs);
+        FLOCK_LAUNCH(dim3(row_tiles, cols, count), threads, 0, s, kernel)(a.data<T>(), b.data<T>(), out.data<T>() + z0 * p.m * p.n, shape, offs);
         check_launch("matmul_kernel");
       }
     });

@@ -64,10 +64,10 @@ void grad_norm_cuda(const std::vector<Tensor>& ts, Tensor& acc, Tensor& out, dou
     for (const Tensor& t : ts)
       if (t.dtype != out.dtype) fail(Code::DType, "gradNorm: tensors of mixed dtypes");
     for_each_batch<T, 1>({&ts}, out.dtype, [&](const TensorBatch<T, 1>& b, int64_t blocks) {
-      grad_norm_partial_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(b, p, mode, a);
+      FLOCK_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, s, grad_norm_partial_kernel<T>)(b, p, mode, a);
       check_launch("grad_norm_partial_kernel");
     });
-    grad_norm_finish_kernel<T><<<1, 1, 0, s>>>(a, out.data<T>(), p, mode);
+    FLOCK_LAUNCH(1, 1, 0, s, grad_norm_finish_kernel<T>)(a, out.data<T>(), p, mode);
     check_launch("grad_norm_finish_kernel");
   });
 }
@@ -80,7 +80,7 @@ void clip_by_norm_cuda(std::vector<Tensor>& ts, const Tensor& total, double max_
       if (t.dtype != total.dtype) fail(Code::DType, "clipByNorm: tensors of mixed dtypes");
     const T* norm = total.data<T>();
     for_each_batch<T, 1>({&ts}, total.dtype, [&](const TensorBatch<T, 1>& b, int64_t blocks) {
-      clip_by_norm_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(b, norm, max_norm);
+      FLOCK_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, s, clip_by_norm_kernel<T>)(b, norm, max_norm);
       check_launch("clip_by_norm_kernel");
     });
   });

@@ -141,10 +141,10 @@ void layer_norm_forward_cuda(const Tensor& x, const Tensor* w, const Tensor* b, 
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (l.warp)
-      layer_norm_forward_kernel<T, true><<<l.blocks, l.threads, 0, s>>>(x.data<T>(), maybe<T>(w), maybe<T>(b), y.data<T>(), mean.data<T>(),
+      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_forward_kernel<T, true>)(x.data<T>(), maybe<T>(w), maybe<T>(b), y.data<T>(), mean.data<T>(),
                                                                          rstd.data<T>(), rows, d, eps);
     else
-      layer_norm_forward_kernel<T, false><<<l.blocks, l.threads, 0, s>>>(x.data<T>(), maybe<T>(w), maybe<T>(b), y.data<T>(), mean.data<T>(),
+      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_forward_kernel<T, false>)(x.data<T>(), maybe<T>(w), maybe<T>(b), y.data<T>(), mean.data<T>(),
                                                                           rstd.data<T>(), rows, d, eps);
   };
   if (x.dtype == DType::f64) run(type_tag<double>{});
@@ -176,20 +176,20 @@ void layer_norm_backward_cuda(const Tensor& x, const Tensor& mean, const Tensor&
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (l.warp)
-      layer_norm_backward_kernel<T, true><<<l.blocks, l.threads, 0, s>>>(x.data<T>(), mean.data<T>(), rstd.data<T>(), maybe<T>(w),
+      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_backward_kernel<T, true>)(x.data<T>(), mean.data<T>(), rstd.data<T>(), maybe<T>(w),
                                                                           gy.data<T>(), gx.data<T>(), rows, d);
     else
-      layer_norm_backward_kernel<T, false><<<l.blocks, l.threads, 0, s>>>(x.data<T>(), mean.data<T>(), rstd.data<T>(), maybe<T>(w),
+      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_backward_kernel<T, false>)(x.data<T>(), mean.data<T>(), rstd.data<T>(), maybe<T>(w),
                                                                            gy.data<T>(), gx.data<T>(), rows, d);
     check_launch("layer_norm_backward_kernel");
     if (!gw && !gb) return;
     const int64_t slices = ceil_div(d, kThreads);
     if (slices > 0x7fffffff) fail(Code::Shape, op, ": rows of ", d, " elements are too long for one launch");
     const dim3 grid(static_cast<unsigned>(slices), static_cast<unsigned>(chunks));
-    layer_norm_param_partials<T><<<grid, kThreads, 0, s>>>(x.data<T>(), mean.data<T>(), rstd.data<T>(), gy.data<T>(), part.data<double>(),
+    FLOCK_LAUNCH(grid, kThreads, 0, s, layer_norm_param_partials<T>)(x.data<T>(), mean.data<T>(), rstd.data<T>(), gy.data<T>(), part.data<double>(),
                                                            rows, d, per_chunk);
     check_launch("layer_norm_param_partials");
-    layer_norm_param_sum<T><<<grid_for(d), kThreads, 0, s>>>(part.data<double>(), maybe<T>(gw), maybe<T>(gb), chunks, d);
+    FLOCK_LAUNCH(grid_for(d), kThreads, 0, s, layer_norm_param_sum<T>)(part.data<double>(), maybe<T>(gw), maybe<T>(gb), chunks, d);
     check_launch("layer_norm_param_sum");
   };
   if (x.dtype == DType::f64) run(type_tag<double>{});

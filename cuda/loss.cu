@@ -109,10 +109,10 @@ void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& target, Tens
     // (1 − ε) is rounded from double, as the CPU's T(1 - eps).
     const T keep = static_cast<T>(1 - smoothing), eps = static_cast<T>(smoothing);
     if (l.warp)
-      cross_entropy_forward_kernel<T, true><<<l.blocks, l.threads, 0, s>>>(logits.data<T>(), target.raw(), wide, loss.data<T>(), lse.data<T>(),
+      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, cross_entropy_forward_kernel<T, true>)(logits.data<T>(), target.raw(), wide, loss.data<T>(), lse.data<T>(),
                                                                           rows, cls, ignore, keep, eps, fault);
     else
-      cross_entropy_forward_kernel<T, false><<<l.blocks, l.threads, 0, s>>>(logits.data<T>(), target.raw(), wide, loss.data<T>(), lse.data<T>(),
+      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, cross_entropy_forward_kernel<T, false>)(logits.data<T>(), target.raw(), wide, loss.data<T>(), lse.data<T>(),
                                                                            rows, cls, ignore, keep, eps, fault);
   };
   if (logits.dtype == DType::f64) run(type_tag<double>{});
@@ -134,7 +134,7 @@ void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& target, con
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T keep = static_cast<T>(1 - smoothing), smooth = static_cast<T>(smoothing) / static_cast<T>(cls);
-    cross_entropy_backward_kernel<T><<<grid_for(n), kThreads, 0, s>>>(logits.data<T>(), target.raw(), wide, lse.data<T>(), gloss.data<T>(),
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, cross_entropy_backward_kernel<T>)(logits.data<T>(), target.raw(), wide, lse.data<T>(), gloss.data<T>(),
                                                                       glogits.data<T>(), rows, cls, ignore, keep, smooth);
   };
   if (logits.dtype == DType::f64) run(type_tag<double>{});

@@ -182,7 +182,7 @@ void Nccl::barrier(Done done) {
 }
 
 Nccl::Nccl(int rank, int size, int device, int timeout_ms, std::shared_ptr<Clique> clique)
-    : rank_(rank), size_(size), device_(device), timeout_ms_(timeout_ms), clique_(std::move(clique)) {
+    : rank_(rank), size_(size), device_(device), timeout_ms_(timeout_ms), clique_(std::move(clique)), gate_(device) {
   cuda::DeviceGuard d(device_);
   // Non-blocking: the legacy default stream (a stray cudaMemcpy) must not hold up a collective
   // other ranks are already waiting in.

@@ -208,7 +208,7 @@ class Nccl final : public ProcessGroup, public std::enable_shared_from_this<Nccl
   std::atomic<int> timeout_ms_;
   const std::shared_ptr<Clique> clique_;
   cudaStream_t side_ = nullptr;  // the communication stream
-  cuda::StreamGate gate_;        // the compute stream waits here after each post
+  cuda::StreamGate gate_;        // the compute stream waits here after each post (built on device_)
 
   // Held while NCCL is called on comm_ (launches, abort, error queries), so an abort never frees
   // the communicator under a call. Taken before m_. The communicator is non-blocking, so no call

@@ -6,8 +6,7 @@
 namespace flock::dist::nccl_group {
 
 void Nccl::watch() {
-  cudaSetDevice(device_);
-  cudaGetLastError();
+  cuda::try_set_current_device(device_);
   std::unique_lock<std::mutex> lk(m_);
   for (;;) {
     if (inflight_.empty() && graveyard_.empty()) {
@@ -73,6 +72,11 @@ void Nccl::watch() {
     }
     lk.unlock();
 
+    // A callback below, or failing the clique, may drop the last reference to this group; its
+    // destructor then runs on this thread (and detaches it). Hold a reference until they are done,
+    // drop it, and touch nothing of this group once it is gone. (While the group is still being
+    // built it has no owner yet and nothing is in flight, so `self` may be empty.)
+    std::shared_ptr<Nccl> self = weak_from_this().lock();
     for (InFlight& f : finished) {
       if (f.start) cudaEventDestroy(f.start);
       if (f.finish) cudaEventDestroy(f.finish);
@@ -93,6 +97,13 @@ void Nccl::watch() {
       }
     }
     if (failure) fail_group(*failure);
+    if (self) {
+      const std::weak_ptr<Nccl> alive = self;
+      self.reset();
+      // Expired: destroyed here (detached: return at once), or being destroyed by another thread
+      // (which joins this one after setting stopping_).
+      if (alive.expired()) return;
+    }
 
     lk.lock();
     if (!inflight_.empty() || !graveyard_.empty()) cv_.wait_for(lk, kPollInterval);

@@ -227,7 +227,7 @@ void adam_typed(const std::vector<const std::vector<Tensor>*>& lists, const Adam
   c.amsgrad = cfg.amsgrad;
   const DType dtype = std::is_same_v<T, double> ? DType::f64 : DType::f32;
   for_each_batch<T, 5>(lists, dtype, [&](const TensorBatch<T, 5>& b, int64_t blocks) {
-    adam_step_kernel<T><<<static_cast<unsigned>(blocks), kOptimThreads, 0, s>>>(b, c);
+    FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, adam_step_kernel<T>)(b, c);
     check_launch("adam_step_kernel");
   });
 }
@@ -245,7 +245,7 @@ void sgd_typed(const std::vector<const std::vector<Tensor>*>& lists, const SgdCo
   c.first_step = cfg.first_step;
   const DType dtype = std::is_same_v<T, double> ? DType::f64 : DType::f32;
   for_each_batch<T, 3>(lists, dtype, [&](const TensorBatch<T, 3>& b, int64_t blocks) {
-    sgd_step_kernel<T><<<static_cast<unsigned>(blocks), kOptimThreads, 0, s>>>(b, c);
+    FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, sgd_step_kernel<T>)(b, c);
     check_launch("sgd_step_kernel");
   });
 }
@@ -267,7 +267,7 @@ void adam_master_typed(const std::vector<const std::vector<Tensor>*>& lists, DTy
   c.amsgrad = cfg.amsgrad;
   for_each_master_batch<L, 6>(lists, dtype, cfg.stochastic_rounding, cfg.seed, cfg.offset,
                               [&](const TensorBatch<float, 6>& b, int64_t blocks, const CopyRound& r) {
-                                adam_master_kernel<L><<<static_cast<unsigned>(blocks), kOptimThreads, 0, s>>>(b, c, r);
+                                FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, adam_master_kernel<L>)(b, c, r);
                                 check_launch("adam_master_kernel");
                               });
 }
@@ -285,7 +285,7 @@ void sgd_master_typed(const std::vector<const std::vector<Tensor>*>& lists, DTyp
   c.first_step = cfg.first_step;
   for_each_master_batch<L, 4>(lists, dtype, cfg.stochastic_rounding, cfg.seed, cfg.offset,
                               [&](const TensorBatch<float, 4>& b, int64_t blocks, const CopyRound& r) {
-                                sgd_master_kernel<L><<<static_cast<unsigned>(blocks), kOptimThreads, 0, s>>>(b, c, r);
+                                FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, sgd_master_kernel<L>)(b, c, r);
                                 check_launch("sgd_master_kernel");
                               });
 }

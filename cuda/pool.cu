@@ -170,7 +170,7 @@ void max_pool2d_forward_cuda(const Tensor& x, Tensor& y, Tensor& indices, const 
   cudaStream_t s = current_stream();
   by_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    max_pool2d_forward_kernel<T><<<grid_for(n), kThreads, 0, s>>>(x.data<T>(), y.data<T>(), indices.data<int64_t>(), d);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, max_pool2d_forward_kernel<T>)(x.data<T>(), y.data<T>(), indices.data<int64_t>(), d);
   });
   check_launch("max_pool2d_forward_kernel");
 }
@@ -186,7 +186,7 @@ void max_pool2d_backward_cuda(const Tensor& gy, const Tensor& indices, Tensor& g
   cudaStream_t s = current_stream();
   by_dtype(gy.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    max_pool2d_backward_kernel<T><<<grid_for(n), kThreads, 0, s>>>(gy.data<T>(), indices.data<int64_t>(), gx.data<T>(), d);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, max_pool2d_backward_kernel<T>)(gy.data<T>(), indices.data<int64_t>(), gx.data<T>(), d);
   });
   check_launch("max_pool2d_backward_kernel");
 }
@@ -201,7 +201,7 @@ void avg_pool2d_forward_cuda(const Tensor& x, Tensor& y, const Pool2dGeom& g, bo
   cudaStream_t s = current_stream();
   by_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    avg_pool2d_forward_kernel<T><<<grid_for(n), kThreads, 0, s>>>(x.data<T>(), y.data<T>(), d);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, avg_pool2d_forward_kernel<T>)(x.data<T>(), y.data<T>(), d);
   });
   check_launch("avg_pool2d_forward_kernel");
 }
@@ -216,7 +216,7 @@ void avg_pool2d_backward_cuda(const Tensor& gy, Tensor& gx, const Pool2dGeom& g,
   cudaStream_t s = current_stream();
   by_dtype(gy.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    avg_pool2d_backward_kernel<T><<<grid_for(n), kThreads, 0, s>>>(gy.data<T>(), gx.data<T>(), d);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, avg_pool2d_backward_kernel<T>)(gy.data<T>(), gx.data<T>(), d);
   });
   check_launch("avg_pool2d_backward_kernel");
 }

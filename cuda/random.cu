@@ -38,7 +38,7 @@ void random_cuda(RandomKind kind, Tensor& out, uint64_t seed, uint64_t offset, d
   cudaStream_t s = current_stream();
   visit(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    random_kernel<T><<<grid_for(ceil_div(n, 4)), kThreads, 0, s>>>(kind, out.data<T>(), n, seed, offset, a, b);
+    FLOCK_LAUNCH(grid_for(ceil_div(n, 4)), kThreads, 0, s, random_kernel<T>)(kind, out.data<T>(), n, seed, offset, a, b);
   });
   check_launch("random_kernel");
 }

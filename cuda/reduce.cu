@@ -220,9 +220,9 @@ void reduce_cuda(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64
       const unsigned blocks = static_cast<unsigned>(outer < 65535 * 16 ? outer : 65535 * 16);
       // Short rows (class logits, small feature dims) would leave most of a 256-thread block idle.
       const int threads = red <= 32 ? 32 : red <= 64 ? 64 : red <= 128 ? 128 : kThreads;
-      reduce_row_kernel<T><<<blocks, threads, 0, s>>>(op, x.data<T>(), out.raw(), outer, red, correction, wide);
+      FLOCK_LAUNCH(blocks, threads, 0, s, reduce_row_kernel<T>)(op, x.data<T>(), out.raw(), outer, red, correction, wide);
     } else {
-      reduce_column_kernel<T><<<grid_for(outer * inner), kThreads, 0, s>>>(op, x.data<T>(), out.raw(), outer, red, inner, correction, wide);
+      FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, reduce_column_kernel<T>)(op, x.data<T>(), out.raw(), outer, red, inner, correction, wide);
     }
   });
   check_launch("reduce_kernel");

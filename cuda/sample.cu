@@ -56,7 +56,7 @@ void multinomial_cuda(const Tensor& probs, Tensor& out, int64_t num_samples, uin
   Tensor cdf = empty(probs.shape, DType::f64, probs.device(), "multinomial");  // freed on this stream after the kernel
   visit_float(probs.dtype, "multinomial", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    multinomial_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(probs.data<T>(), cdf.data<double>(), out.data<int64_t>(), c,
+    FLOCK_LAUNCH(static_cast<unsigned>(rows), kThreads, 0, s, multinomial_kernel<T>)(probs.data<T>(), cdf.data<double>(), out.data<int64_t>(), c,
                                                                            num_samples, seed, offset);
   });
   check_launch("multinomial_kernel");
@@ -68,7 +68,7 @@ void multinomial_keys_cuda(const Tensor& probs, Tensor& keys, uint64_t seed, uin
   cudaStream_t s = current_stream();
   visit_float(probs.dtype, "multinomial", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    multinomial_keys_kernel<T><<<grid_for(n), kThreads, 0, s>>>(probs.data<T>(), keys.data<double>(), n, seed, offset);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, multinomial_keys_kernel<T>)(probs.data<T>(), keys.data<double>(), n, seed, offset);
   });
   check_launch("multinomial_keys_kernel");
 }

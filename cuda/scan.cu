@@ -70,9 +70,9 @@ void scan_cuda(const Tensor& x, Tensor& out, int64_t outer, int64_t n, int64_t i
   visit_numeric(x.dtype, prod ? "cumprod" : "cumsum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (inner == 1 && n >= 64 && outer <= 0x7fffffff) {
-      scan_rows_kernel<T><<<static_cast<unsigned>(outer), kScanThreads, 0, s>>>(x.data<T>(), out.data<T>(), n, prod, reverse);
+      FLOCK_LAUNCH(static_cast<unsigned>(outer), kScanThreads, 0, s, scan_rows_kernel<T>)(x.data<T>(), out.data<T>(), n, prod, reverse);
     } else {
-      scan_lines_kernel<T><<<grid_for(outer * inner), kThreads, 0, s>>>(x.data<T>(), out.data<T>(), outer, n, inner, prod, reverse);
+      FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, scan_lines_kernel<T>)(x.data<T>(), out.data<T>(), outer, n, inner, prod, reverse);
     }
   });
   check_launch("scan_kernel");
@@ -117,7 +117,7 @@ void cumprod_backward_cuda(const Tensor& x, const Tensor& gy, Tensor& gx, int64_
   Tensor pre = empty(x.shape, DType::f64, x.device(), "cumprod");  // freed on this stream after the kernel
   visit_float(x.dtype, "cumprod", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    cumprod_backward_kernel<T><<<grid_for(outer * inner), kThreads, 0, s>>>(x.data<T>(), gy.data<T>(), gx.data<T>(), pre.data<double>(),
+    FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, cumprod_backward_kernel<T>)(x.data<T>(), gy.data<T>(), gx.data<T>(), pre.data<double>(),
                                                                               outer, n, inner);
   });
   check_launch("cumprod_backward_kernel");

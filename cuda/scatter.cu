@@ -117,10 +117,10 @@ void scatter_cuda(Tensor& out, const Tensor& index, const Tensor& src, int64_t d
   IndexFault* fault = current_index_fault();
   const bool wide = index.dtype == DType::i64;
   switch (dtype_size(out.dtype)) {
-    case 1: scatter_kernel<uint8_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<uint8_t*>(out.raw()), index.raw(), wide, static_cast<const uint8_t*>(src.raw()), n, g, fault); break;
-    case 2: scatter_kernel<uint16_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<uint16_t*>(out.raw()), index.raw(), wide, static_cast<const uint16_t*>(src.raw()), n, g, fault); break;
-    case 4: scatter_kernel<uint32_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<uint32_t*>(out.raw()), index.raw(), wide, static_cast<const uint32_t*>(src.raw()), n, g, fault); break;
-    default: scatter_kernel<uint64_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<uint64_t*>(out.raw()), index.raw(), wide, static_cast<const uint64_t*>(src.raw()), n, g, fault); break;
+    case 1: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint8_t>)(static_cast<uint8_t*>(out.raw()), index.raw(), wide, static_cast<const uint8_t*>(src.raw()), n, g, fault); break;
+    case 2: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint16_t>)(static_cast<uint16_t*>(out.raw()), index.raw(), wide, static_cast<const uint16_t*>(src.raw()), n, g, fault); break;
+    case 4: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint32_t>)(static_cast<uint32_t*>(out.raw()), index.raw(), wide, static_cast<const uint32_t*>(src.raw()), n, g, fault); break;
+    default: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint64_t>)(static_cast<uint64_t*>(out.raw()), index.raw(), wide, static_cast<const uint64_t*>(src.raw()), n, g, fault); break;
   }
   check_launch("scatter_kernel");
 }
@@ -134,7 +134,7 @@ void scatter_reduce_cuda(ScatterReduceOp op, Tensor& out, const Tensor& index, c
   IndexFault* fault = current_index_fault();
   const bool wide = index.dtype == DType::i64, mean = op == ScatterReduceOp::mean;
   if (mean) {
-    fill_count_kernel<<<grid_for(total), kThreads, 0, s>>>(count.data<int64_t>(), total, include_self ? 1 : 0);
+    FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, fill_count_kernel)(count.data<int64_t>(), total, include_self ? 1 : 0);
     check_launch("fill_count_kernel");
   }
   visit_numeric(out.dtype, "scatterReduce", [&](auto tag) {
@@ -143,14 +143,14 @@ void scatter_reduce_cuda(ScatterReduceOp op, Tensor& out, const Tensor& index, c
       fail(Code::DType, "scatterReduce: not defined for bool tensors");
     } else {
       if (!include_self) {
-        scatter_identity_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, out.data<T>(), index.raw(), wide, n, g);
+        FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_identity_kernel<T>)(op, out.data<T>(), index.raw(), wide, n, g);
         check_launch("scatter_identity_kernel");
       }
       auto* cnt = mean ? reinterpret_cast<unsigned long long*>(count.raw()) : nullptr;
-      scatter_reduce_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, out.data<T>(), index.raw(), wide, src.data<T>(), n, g, cnt, fault);
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_reduce_kernel<T>)(op, out.data<T>(), index.raw(), wide, src.data<T>(), n, g, cnt, fault);
       check_launch("scatter_reduce_kernel");
       if (mean) {
-        scatter_mean_kernel<T><<<grid_for(total), kThreads, 0, s>>>(out.data<T>(), count.data<int64_t>(), total);
+        FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, scatter_mean_kernel<T>)(out.data<T>(), count.data<int64_t>(), total);
         check_launch("scatter_mean_kernel");
       }
     }

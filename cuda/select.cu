@@ -55,10 +55,10 @@ void masked_select_cuda(const Tensor& x, const Tensor& mask, const Tensor& posit
   const int64_t* p = positions.data<int64_t>();
   const int64_t c = out.numel();
   switch (dtype_size(x.dtype)) {
-    case 1: masked_select_kernel<uint8_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<const uint8_t*>(x.raw()), m, p, static_cast<uint8_t*>(out.raw()), n, c, fault); break;
-    case 2: masked_select_kernel<uint16_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<const uint16_t*>(x.raw()), m, p, static_cast<uint16_t*>(out.raw()), n, c, fault); break;
-    case 4: masked_select_kernel<uint32_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<const uint32_t*>(x.raw()), m, p, static_cast<uint32_t*>(out.raw()), n, c, fault); break;
-    default: masked_select_kernel<uint64_t><<<grid_for(n), kThreads, 0, s>>>(static_cast<const uint64_t*>(x.raw()), m, p, static_cast<uint64_t*>(out.raw()), n, c, fault); break;
+    case 1: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint8_t>)(static_cast<const uint8_t*>(x.raw()), m, p, static_cast<uint8_t*>(out.raw()), n, c, fault); break;
+    case 2: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint16_t>)(static_cast<const uint16_t*>(x.raw()), m, p, static_cast<uint16_t*>(out.raw()), n, c, fault); break;
+    case 4: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint32_t>)(static_cast<const uint32_t*>(x.raw()), m, p, static_cast<uint32_t*>(out.raw()), n, c, fault); break;
+    default: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint64_t>)(static_cast<const uint64_t*>(x.raw()), m, p, static_cast<uint64_t*>(out.raw()), n, c, fault); break;
   }
   check_launch("masked_select_kernel");
 }
@@ -72,7 +72,7 @@ void nonzero_cuda(const Tensor& mask, const Tensor& positions, Tensor& out) {
   for (int d = 0; d < sh.nd; ++d) sh.size[d] = mask.shape[d];
   cudaStream_t s = current_stream();
   IndexFault* fault = current_index_fault();
-  nonzero_kernel<<<grid_for(n), kThreads, 0, s>>>(mask.data<bool>(), positions.data<int64_t>(), out.data<int64_t>(), n, out.shape[0], sh,
+  FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, nonzero_kernel)(mask.data<bool>(), positions.data<int64_t>(), out.data<int64_t>(), n, out.shape[0], sh,
                                                   fault);
   check_launch("nonzero_kernel");
 }

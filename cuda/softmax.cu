@@ -83,9 +83,9 @@ void softmax_cuda(const Tensor& x, Tensor& out, int64_t outer, int64_t dim, int6
     if (inner == 1) {
       const unsigned blocks = static_cast<unsigned>(outer < 65535 * 16 ? outer : 65535 * 16);
       const int threads = dim >= 1024 ? 512 : (dim >= 256 ? 256 : 128);
-      softmax_row_kernel<T><<<blocks, threads, 0, s>>>(x.data<T>(), out.data<T>(), outer, dim, log);
+      FLOCK_LAUNCH(blocks, threads, 0, s, softmax_row_kernel<T>)(x.data<T>(), out.data<T>(), outer, dim, log);
     } else {
-      softmax_column_kernel<T><<<grid_for(outer * inner), kThreads, 0, s>>>(x.data<T>(), out.data<T>(), outer, dim, inner, log);
+      FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, softmax_column_kernel<T>)(x.data<T>(), out.data<T>(), outer, dim, inner, log);
     }
   });
   check_launch("softmax_kernel");

@@ -59,14 +59,14 @@ void sort_cuda(const Tensor& x, Tensor& values, Tensor& indices, int64_t rows, i
   const int ni = static_cast<int>(n), ti = static_cast<int>(total), ri = static_cast<int>(rows);
   visit(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    sort_keys_kernel<T><<<grid_for(total), kThreads, 0, s>>>(x.data<T>(), kin, cin, total, ni, descending);
+    FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, sort_keys_kernel<T>)(x.data<T>(), kin, cin, total, ni, descending);
   });
   check_launch("sort_keys_kernel");
   size_t bytes = 0;
   if (rows == 1) {
     check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, kin, kout, cin, cout, ti, 0, 64, s), "sort: cub::DeviceRadixSort");
   } else {
-    row_offsets_kernel<<<grid_for(rows + 1), kThreads, 0, s>>>(off, rows, ni);
+    FLOCK_LAUNCH(grid_for(rows + 1), kThreads, 0, s, row_offsets_kernel)(off, rows, ni);
     check_launch("row_offsets_kernel");
     check(cub::DeviceSegmentedRadixSort::SortPairs(nullptr, bytes, kin, kout, cin, cout, ti, ri, off, off + 1, 0, 64, s),
           "sort: cub::DeviceSegmentedRadixSort");
@@ -79,7 +79,7 @@ void sort_cuda(const Tensor& x, Tensor& values, Tensor& indices, int64_t rows, i
           "sort: cub::DeviceSegmentedRadixSort");
   visit(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    sort_gather_kernel<T><<<grid_for(total), kThreads, 0, s>>>(x.data<T>(), cout, values.data<T>(), indices.data<int64_t>(), total, ni);
+    FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, sort_gather_kernel<T>)(x.data<T>(), cout, values.data<T>(), indices.data<int64_t>(), total, ni);
   });
   check_launch("sort_gather_kernel");
 }

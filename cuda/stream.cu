@@ -331,7 +331,7 @@ class CudaStream final : public Stream {
   }
 
   void notifier_loop() {
-    cudaSetDevice(device_);
+    try_set_current_device(device_);
     t_stream = this;
     for (;;) {
       Job job;

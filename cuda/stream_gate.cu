@@ -2,6 +2,7 @@
 #include "stream_gate.cuh"
 #include <cuda.h>
 #include "common.cuh"
+#include "device_guard.cuh"
 
 namespace flock::cuda {
 namespace {
@@ -48,9 +49,12 @@ bool stream_gates_available(std::string* why) {
   return o.wait != nullptr;
 }
 
-StreamGate::StreamGate() {
+StreamGate::StreamGate(int device) {
   std::string why;
   if (!stream_gates_available(&why)) fail(Code::Cuda, why);
+  // Pinned memory is allocated through the current device's context: make it the gate's own, so a
+  // rank on cuda:3 never creates a context on cuda:0 for its gate.
+  DeviceGuard g(device);
   void* p = nullptr;
   check(cudaHostAlloc(&p, sizeof(uint32_t) * kSlots, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
   words_ = static_cast<uint32_t*>(p);

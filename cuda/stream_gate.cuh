@@ -19,7 +19,7 @@ bool stream_gates_available(std::string* why);
 // on it, so a late write can never move a word back and shut a gate the host has opened.
 class StreamGate {
  public:
-  StreamGate();  // throws ERR_CUDA when pinned memory or the driver entry points cannot be had
+  explicit StreamGate(int device);  // throws ERR_CUDA when pinned memory or the driver entry points cannot be had
   ~StreamGate();
   StreamGate(const StreamGate&) = delete;
   StreamGate& operator=(const StreamGate&) = delete;

@@ -24,7 +24,7 @@ void triangular_cuda(const Tensor& x, Tensor& out, int64_t diagonal, bool upper)
   cudaStream_t s = current_stream();
   auto run = [&](auto tag) {
     using W = typename decltype(tag)::type;
-    triangular_kernel<W><<<grid_for(n), kThreads, 0, s>>>(static_cast<const W*>(x.raw()), static_cast<W*>(out.raw()), n, rows,
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, triangular_kernel<W>)(static_cast<const W*>(x.raw()), static_cast<W*>(out.raw()), n, rows,
                                                           cols, diagonal, upper);
   };
   switch (dtype_size(x.dtype)) {

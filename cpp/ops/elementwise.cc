@@ -109,10 +109,13 @@ Tensor to_device(const Tensor& x, Device device) {
   const Device gpu = x.device().is_cpu() ? device : x.device();
   auto transfer = transfer_table().get(gpu);
   Tensor out = empty(x.shape, x.dtype, device, "to");
-  // Cross-device order: the source's queued work finishes before the copy is issued on the GPU's
-  // stream, and a copy into host memory finishes before the CPU stream may read it.
+  // Cross-device order: a CPU source's queued work finishes before the copy is issued on the GPU's
+  // stream, and a copy into host memory finishes before the CPU stream may read it. A CUDA source
+  // needs no wait here: the copy is queued on the source's own stream, behind the work that writes
+  // x, and the transfer orders itself against the destination device's stream with events, so
+  // GPU-to-GPU copies (pipeline stages) never stall the JS thread.
   Context& ctx = Context::current();
-  ctx.stream(x.device()).synchronize();
+  if (x.device().is_cpu()) ctx.stream(x.device()).synchronize();
   launch("to", gpu, [transfer, x, out]() mutable { transfer(x, out); });
   if (device.is_cpu()) ctx.stream(gpu).synchronize();
   return out;
