@@ -11,6 +11,10 @@ struct GpuRuntime {
   std::string (*device_name)(int index) = nullptr;
   void (*memory_info)(int index, int64_t* free_bytes, int64_t* total_bytes) = nullptr;
   std::string (*version)() = nullptr;
+  // Set only by the CUDA simulator's addon (FLOCKML_CUDA=SIM, sim/): its devices' state as JSON
+  // (contexts, memory, streams) and its fault-injection plan, for the simulator's tests.
+  std::string (*sim_state)() = nullptr;
+  void (*sim_set_faults)(const std::string& spec) = nullptr;
 };
 
 GpuRuntime& gpu_runtime();

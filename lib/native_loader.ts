@@ -8,13 +8,16 @@
  * the same way).
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { FlockError } from './errors';
 
 /** Where the loaded addon came from. */
 export interface AddonSource {
-  /** 'prebuilt': the platform package; 'local': build/Release/flockml.node. */
-  kind: 'prebuilt' | 'local';
+  /**
+   * 'prebuilt': the platform package; 'local': build/Release/flockml.node; 'override': the file
+   * FLOCKML_NATIVE names (the CUDA simulator's addon, build/sim/flockml.node, is loaded this way).
+   */
+  kind: 'prebuilt' | 'local' | 'override';
   /** Absolute path of the .node file. */
   path: string;
   /** The platform package's name and version, for a prebuilt. */
@@ -67,6 +70,8 @@ export interface LoaderEnv {
   /** The package.json of `name` as resolved from `root`, or null when it is not installed. */
   resolvePackage(name: string): { dir: string; version: string } | null;
   load(path: string): unknown;
+  /** FLOCKML_NATIVE: an addon to load instead of looking; absent or '' to look. */
+  override?: string;
 }
 
 function defaultEnv(): LoaderEnv {
@@ -84,6 +89,7 @@ function defaultEnv(): LoaderEnv {
       }
     },
     load: (path) => require(path),
+    override: process.env.FLOCKML_NATIVE,
   };
 }
 
@@ -97,6 +103,16 @@ function ownVersion(root: string): string {
  * glibc than the prebuilt needs shows up here).
  */
 export function loadAddon(env: LoaderEnv = defaultEnv(), version: string = ownVersion(env.root)): { addon: unknown; source: AddonSource } {
+  if (env.override) {
+    // An explicit choice is never passed over for another addon: a broken one is an error.
+    const path = resolve(env.root, env.override);
+    if (!env.exists(path)) throw new FlockError('ERR_NOT_FOUND', `flockml: FLOCKML_NATIVE names ${path}, which does not exist`);
+    try {
+      return { addon: env.load(path), source: { kind: 'override', path } };
+    } catch (e) {
+      throw new FlockError('ERR_NOT_FOUND', `flockml: FLOCKML_NATIVE names ${path}, which failed to load: ${(e as Error).message}`);
+    }
+  }
   const tried: string[] = [];
   const local = join(env.root, 'build', 'Release', 'flockml.node');
   if (env.exists(local)) {

@@ -82,7 +82,8 @@ const cppFiles = count('cpp', '.cc');
 const cuFiles = nvcc ? count('cuda', '.cu') : 0;
 const estimate = Math.max(1, Math.round(((nvcc ? 9 : 3.5) * 60) / Math.min(cores, 8) / 60));
 const why = mode === 'OFF' ? ' (FLOCKML_CUDA=OFF)' : nvcc ? '' : ' (no nvcc found; set FLOCKML_CUDA=ON to require CUDA)';
-say(`flockml: building the native addon for CPU${nvcc ? ` and CUDA (sm_80, sm_90; nvcc found at ${nvcc})` : ` only${why}`}`);
+const sim = process.argv.includes('--sim');
+if (!sim) say(`flockml: building the native addon for CPU${nvcc ? ` and CUDA (sm_80, sm_90; nvcc found at ${nvcc})` : ` only${why}`}`);
 
 // CMake reads FLOCKML_CUDA when it configures: a mode other than the one the folder was configured
 // with drops the cache, so the build follows the variable (the object files stay, so unchanged
@@ -109,6 +110,18 @@ function cmake(args) {
     if (installed) process.stderr.write(`${r.stdout}${r.stderr}`);
     fail(`the native build failed (cmake-js ${args[0]} exited ${r.status ?? r.signal}); the output above says why`, r.status || 1);
   }
+}
+
+// `--sim`: the CUDA simulator's addon (build/sim/flockml.node, sim/README.md) beside whatever the
+// folder is configured for; it needs no CUDA toolkit, only Boost.Context. The tests load it with
+// FLOCKML_NATIVE=build/sim/flockml.node.
+if (sim) {
+  if (!existsSync(cache)) cmake(['configure']);
+  const started = Date.now();
+  say(`flockml: building the CUDA simulator's addon and its unit tests (cuda/*.cu as C++; a first build takes minutes)`);
+  for (const target of ['flockml_sim', 'sim_engine_test', 'sim_runtime_test']) cmake(['build', '--target', target, '--parallel', String(cores)]);
+  say(`flockml: built build/sim/flockml.node in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  process.exit(0);
 }
 
 if (existsSync(cache)) say('flockml: [1/3] configure: reusing build/CMakeCache.txt');

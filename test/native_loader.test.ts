@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { FlockError } from '../lib/errors';
 import { type LoaderEnv, loadAddon, prebuiltPackage } from '../lib/native_loader';
 import { caught } from './helpers/errors';
@@ -18,11 +18,19 @@ const local = `${root}/build/Release/flockml.node`;
 const prebuiltDir = '/app/node_modules/@flockml/linux-x64-gnu';
 const linux = { os: 'linux', arch: 'x64', libc: 'glibc' };
 
-function fakeEnv(o: { local?: boolean; prebuilt?: string | null; broken?: string[]; platform?: LoaderEnv['platform'] }): LoaderEnv {
+function fakeEnv(o: {
+  local?: boolean;
+  prebuilt?: string | null;
+  broken?: string[];
+  platform?: LoaderEnv['platform'];
+  override?: string;
+  files?: string[];
+}): LoaderEnv {
   return {
     root,
     platform: o.platform ?? linux,
-    exists: (p) => p === local && !!o.local,
+    override: o.override,
+    exists: (p) => (p === local && !!o.local) || !!o.files?.includes(p),
     resolvePackage: (name) => (name === '@flockml/linux-x64-gnu' && o.prebuilt ? { dir: prebuiltDir, version: o.prebuilt } : null),
     load: (p) => {
       if (o.broken?.includes(p)) throw new Error(`${p}: version \`GLIBC_2.35' not found`);
@@ -47,6 +55,17 @@ test('a local build wins; the prebuilt is used when there is none', () => {
 
 test('a local build that fails to load falls through to the prebuilt', () => {
   assert.is(loadAddon(fakeEnv({ local: true, prebuilt: '0.1.0', broken: [local] }), '0.1.0').source.kind, 'prebuilt');
+});
+
+test('FLOCKML_NATIVE loads the addon it names, relative to the package, and never falls back', () => {
+  const sim = `${root}/build/sim/flockml.node`;
+  const env = fakeEnv({ local: true, prebuilt: '0.1.0', override: 'build/sim/flockml.node', files: [sim] });
+  assert.equal(loadAddon(env, '0.1.0').source, { kind: 'override', path: sim });
+  const missing = notFound(fakeEnv({ local: true, override: '/nowhere/flockml.node' }));
+  assert.match(missing.message, 'FLOCKML_NATIVE names /nowhere/flockml.node, which does not exist');
+  const broken = notFound(fakeEnv({ local: true, override: sim, files: [sim], broken: [sim] }));
+  assert.match(broken.message, `FLOCKML_NATIVE names ${sim}, which failed to load`);
+  assert.match(broken.message, 'GLIBC_2.35');
 });
 
 test('nothing found: ERR_NOT_FOUND names each place looked at, the platform and both ways out', () => {
@@ -93,8 +112,13 @@ test('the platform package template matches the loader and package.json (name, v
   for (const dep of ['cmake-js', 'node-addon-api', 'bindings']) assert.not.ok(main.dependencies[dep], `${dep} is a runtime dependency`);
 });
 
-test('this checkout loads its local build, and says so', async () => {
+test('this checkout loads its local build (or the FLOCKML_NATIVE one), and says so', async () => {
   const { addonSource } = await import('../lib/native');
+  if (process.env.FLOCKML_NATIVE) {
+    assert.is(addonSource.kind, 'override');
+    assert.is(addonSource.path, resolve(repo, process.env.FLOCKML_NATIVE));
+    return;
+  }
   assert.is(addonSource.kind, 'local');
   assert.is(addonSource.path, join(repo, 'build', 'Release', 'flockml.node'));
 });

@@ -1,17 +1,26 @@
 /**
  * Runs every test/**\/*.test.ts file in its own process (a crash in one cannot take down the rest),
  * echoes its output, and ends with one line: `N passed, N failed`.
- *   tsx test/run.ts [--gpu] [filter...]
+ *   tsx test/run.ts [--gpu | --sim] [filter...]
  * --gpu runs only the GPU conformance files (test/gpu/); filters match file paths. Files under
  * test/gpu/ run with FLOCKML_CUDA_POISON=1 (fresh CUDA memory filled with NaN).
+ * --sim runs the files with a CUDA path (test/sim_suites.ts) on the CUDA simulator's addon
+ * (FLOCKML_NATIVE=build/sim/flockml.node, 4 simulated GPUs unless FLOCKML_CUDA_SIM_DEVICES says
+ * otherwise); test/sim/ runs only then.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { simSuites, simWaiting } from './sim_suites';
 
 const root = join(__dirname);
 const args = process.argv.slice(2);
 const gpuOnly = args.includes('--gpu');
+const simOnly = args.includes('--sim');
+if (simOnly) {
+  process.env.FLOCKML_NATIVE ??= 'build/sim/flockml.node';
+  process.env.FLOCKML_CUDA_SIM_DEVICES ??= '4';
+}
 const filters = args.filter((a) => !a.startsWith('--'));
 
 function find(dir: string): string[] {
@@ -22,10 +31,14 @@ function find(dir: string): string[] {
   });
 }
 
+const inRepo = (f: string) => relative(join(root, '..'), f);
 const files = find(root)
   .filter((f) => !gpuOnly || relative(root, f).startsWith('gpu'))
+  .filter((f) => (simOnly ? simSuites.some((s) => inRepo(f).startsWith(s)) : !inRepo(f).startsWith('test/sim/')))
   .filter((f) => filters.length === 0 || filters.some((flt) => f.includes(flt)))
   .sort();
+
+if (simOnly) for (const [file, why] of Object.entries(simWaiting)) console.log(`not on the simulator: ${file} (${why})`);
 
 const tsx = join(root, '..', 'node_modules', '.bin', 'tsx');
 let passed = 0;

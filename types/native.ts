@@ -127,7 +127,13 @@ export interface NativeAddon {
     /** The instruction set CPU kernels use (FLOCKML_CPU_ISA may narrow it) and the widest this CPU has. */
     cpuIsa: string;
     cpuIsaDetected: string;
+    /** True in the CUDA simulator's addon (FLOCKML_CUDA=SIM): its CUDA devices are simulated. */
+    cudaSim: boolean;
   };
+  /** The CUDA simulator's device state as JSON (contexts, memory, streams); undefined on real GPUs. */
+  cudaSimState(): string | undefined;
+  /** The simulator's fault-injection plan (`cudaMallocAsync:7,...`; '' clears it); ERR_DEVICE on real GPUs. */
+  cudaSimFail(spec: string): void;
   gpuDeviceCount(): number;
   gpuDeviceName(index: number): string;
   gpuMemoryInfo(index: number): { free: number; total: number };

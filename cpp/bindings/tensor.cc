@@ -220,7 +220,24 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   o.Set("bf16gemm", cpu::bf16_gemm_available() ? "avx512_bf16" : "f32-widen");
   o.Set("threads", cpu::total_threads());
   o.Set("cpuDevices", cpu_device_count());
+  o.Set("cudaSim", rt.sim_state != nullptr);
   return o;
+}
+
+// The simulator's state (JSON text), or undefined in an addon that drives real GPUs.
+Napi::Value CudaSimState(const Napi::CallbackInfo& info) {
+  GpuRuntime& rt = gpu_runtime();
+  if (!rt.sim_state) return info.Env().Undefined();
+  return Napi::String::New(info.Env(), rt.sim_state());
+}
+
+Napi::Value CudaSimFail(const Napi::CallbackInfo& info) {
+  Args a{info, "cudaSimFail"};
+  const std::string spec = a.string(0, "spec");
+  GpuRuntime& rt = gpu_runtime();
+  if (!rt.sim_set_faults) fail(Code::Device, "cudaSimFail: this addon drives real GPUs, not the CUDA simulator");
+  rt.sim_set_faults(spec);
+  return info.Env().Undefined();
 }
 
 Napi::Value GpuDeviceCount(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), gpu_device_count()); }
@@ -279,6 +296,8 @@ void register_tensor_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("numThreads", NumThreads);
   FLOCK_EXPORT("setNumThreads", SetNumThreads);
   FLOCK_EXPORT("buildInfo", BuildInfo);
+  FLOCK_EXPORT("cudaSimState", CudaSimState);
+  FLOCK_EXPORT("cudaSimFail", CudaSimFail);
   FLOCK_EXPORT("gpuDeviceCount", GpuDeviceCount);
   FLOCK_EXPORT("gpuDeviceName", GpuDeviceName);
   FLOCK_EXPORT("gpuMemoryInfo", GpuMemoryInfo);
