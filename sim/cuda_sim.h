@@ -5,6 +5,9 @@
 // paths), extern __shared__ (no dynamic shared memory), __constant__/__device__ globals (one
 // object per process here but one per device on a GPU).
 #pragma once
+// <math.h>, not just <cmath>: device code calls isinf, isfinite, fmax(float, float) & co. unqualified,
+// and libstdc++'s <math.h> brings those overloads into the global namespace as CUDA's headers do.
+#include <math.h>
 #include <cmath>
 #include <cstdint>
 #include <cstring>

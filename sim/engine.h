@@ -3,7 +3,9 @@
 // sim/engine_block.cc schedules a block, sim/engine_warp.cc holds the collectives and the mma
 // twins, sim/engine_grid.cc spreads a grid's blocks over the worker pool.
 #pragma once
-#include <boost/context/fiber.hpp>
+#include <boost/context/detail/fcontext.hpp>
+#include <boost/context/stack_context.hpp>
+#include <functional>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -13,14 +15,20 @@
 
 namespace sim::engine {
 
+// A suspended execution context. Switches go straight from one simulated thread to the next
+// (boost.context's fcontext jump, a few ns): parking at a barrier hands the worker to the next
+// ready or unstarted thread, not back to a scheduler loop.
+struct Ctx {
+  boost::context::detail::fcontext_t fctx = nullptr;
+};
+
 // A fiber outlives blocks and launches: when its thread finishes it takes the block's next
 // unstarted thread itself, so a kernel without collectives runs all its threads on one fiber
 // with no switch at all, and fibers (stacks included) are made once per worker, not per launch.
 struct Fiber {
-  boost::context::fiber self;  // this fiber, while suspended
-  boost::context::fiber back;  // the worker's scheduler, while this fiber runs
+  Ctx ctx;
+  boost::context::stack_context stack;
   struct Block* block = nullptr;
-  bool idle = true;  // parked in its loop with no thread, free for the next one
 };
 
 enum class State : uint8_t { Unstarted, Running, Ready, AtBlockBarrier, AtWarp, Done };
@@ -43,6 +51,7 @@ struct Warp {
 };
 
 struct Block {
+  struct Worker* worker = nullptr;
   const LaunchCfg* cfg = nullptr;
   const std::function<void()>* body = nullptr;
   uint3 idx{};
@@ -53,6 +62,7 @@ struct Block {
   std::vector<Thread> threads;
   std::vector<Warp> warps;
   std::vector<unsigned> ready;  // released from a barrier, waiting to be resumed
+  size_t ready_head = 0;
   std::vector<unsigned> at_barrier;
   bool aborting = false;  // a fault was found: parked threads unwind instead of continuing
   std::exception_ptr error;
@@ -67,8 +77,10 @@ struct Unwind {};
 // One per OS thread that runs blocks (pool workers and run_grid callers).
 struct Worker {
   Block block;
+  Ctx scheduler;  // run_block's own stack, where control returns when no thread can run
   std::vector<std::unique_ptr<Fiber>> fibers;
   std::vector<Fiber*> idle;
+  Fiber* entering = nullptr;  // a new fiber's first jump tells it who it is through this
   ~Worker();
 };
 
@@ -79,8 +91,8 @@ void run_block(const LaunchCfg& cfg, const std::function<void()>& body, uint64_t
 extern __thread Block* current_block;
 extern __thread unsigned current_thread;
 
-// Switches from the running thread back to the scheduler until the thread is resumed; throws
-// Unwind if its block aborted meanwhile.
+// Switches from the running thread to the next one that can run until this one is resumed;
+// throws Unwind if its block aborted meanwhile.
 void park(Block& b, unsigned t);
 [[noreturn]] void fault(const Block& b, const std::string& what);
 

@@ -34,6 +34,15 @@ Worker& this_worker() {
   return w;
 }
 
+namespace fc = boost::context::detail;
+
+// Suspends `from` and continues `to`; returns when something jumps back to `from`. Whoever jumps
+// passes its own Ctx, and the arriving side stores the context it left there.
+void jump(Ctx& from, Ctx& to) {
+  const fc::transfer_t t = fc::jump_fcontext(to.fctx, &from);
+  static_cast<Ctx*>(t.data)->fctx = t.fctx;
+}
+
 // Runs the block's next unstarted thread on fiber `f` until it returns or unwinds.
 void run_thread(Block& b, Fiber& f) {
   const unsigned t = b.next++;
@@ -53,8 +62,6 @@ void run_thread(Block& b, Fiber& f) {
   try {
     (*b.body)();
   } catch (const Unwind&) {
-  } catch (const boost::context::detail::forced_unwind&) {
-    throw;  // the fiber itself is being destroyed
   } catch (...) {
     if (!b.error) b.error = std::current_exception();
     b.aborting = true;
@@ -63,13 +70,49 @@ void run_thread(Block& b, Fiber& f) {
   ++b.done;
 }
 
-[[noreturn]] void fiber_loop(Fiber& f) {
+Fiber* idle_fiber(Worker& w);
+
+// Leaves `from` for the next thing that can run: a released thread, else a fiber to start the
+// next unstarted thread, else the scheduler (block done, or stuck).
+void dispatch(Worker& w, Ctx& from) {
+  Block& b = w.block;
+  if (b.ready_head < b.ready.size()) {
+    const unsigned u = b.ready[b.ready_head++];
+    if (b.ready_head == b.ready.size()) {
+      b.ready.clear();
+      b.ready_head = 0;
+    }
+    Thread& th = b.threads[u];
+    th.state = State::Running;
+    current_thread = u;
+    detail::regs.thread_idx = th.idx;
+    jump(from, th.fiber->ctx);
+  } else if (b.next < b.n && !b.aborting) {
+    Fiber* f = idle_fiber(w);
+    f->block = &b;
+    jump(from, f->ctx);
+  } else {
+    jump(from, w.scheduler);
+  }
+}
+
+[[noreturn]] void fiber_loop(Worker& w, Fiber& f) {
   for (;;) {
     Block& b = *f.block;
     while (b.next < b.n && !b.aborting) run_thread(b, f);
-    f.idle = true;
-    f.back = std::move(f.back).resume();
+    w.idle.push_back(&f);
+    dispatch(w, f.ctx);  // back here when a later block picks this fiber again
   }
+}
+
+void fiber_entry(fc::transfer_t t) {
+  static_cast<Ctx*>(t.data)->fctx = t.fctx;
+  Worker& w = this_worker();  // a fiber never leaves the OS thread that made it
+  fiber_loop(w, *w.entering);
+}
+
+boost::context::protected_fixedsize_stack stack_allocator() {
+  return boost::context::protected_fixedsize_stack(stack_bytes());
 }
 
 Fiber* idle_fiber(Worker& w) {
@@ -80,19 +123,13 @@ Fiber* idle_fiber(Worker& w) {
   }
   w.fibers.push_back(std::make_unique<Fiber>());
   Fiber* f = w.fibers.back().get();
-  f->self = boost::context::fiber(std::allocator_arg, boost::context::protected_fixedsize_stack(stack_bytes()),
-                                  [f](boost::context::fiber&& back) {
-                                    f->back = std::move(back);
-                                    fiber_loop(*f);
-                                    return std::move(f->back);
-                                  });
+  f->stack = stack_allocator().allocate();
+  // Stacks are 4 KiB-aligned, so every fiber's hot top frames would share the same few L1 sets
+  // and evict each other at every switch; starting each one at a different cache line spreads them.
+  const size_t skew = (w.fibers.size() % 64) * 64;
+  f->ctx.fctx = fc::make_fcontext(static_cast<char*>(f->stack.sp) - skew, f->stack.size - skew, fiber_entry);
+  w.entering = f;
   return f;
-}
-
-void switch_to(Worker& w, Fiber* f) {
-  f->idle = false;
-  f->self = std::move(f->self).resume();
-  if (f->idle) w.idle.push_back(f);
 }
 
 const char* op_name(detail::WarpOp op) {
@@ -148,19 +185,26 @@ std::string Block::thread_name(unsigned t) const {
   return "thread (" + std::to_string(i.x) + "," + std::to_string(i.y) + "," + std::to_string(i.z) + ")";
 }
 
-Worker::~Worker() = default;
+// Idle fibers hold no live objects on their stacks (their loop has none), so unmapping is enough.
+Worker::~Worker() {
+  for (auto& f : fibers) stack_allocator().deallocate(f->stack);
+}
 
 void fault(const Block& b, const std::string& what) { throw KernelFault(b.where() + ": " + what); }
 
+namespace {
+[[noreturn, gnu::cold, gnu::noinline]] void unwind() { throw Unwind{}; }
+}  // namespace
+
 void park(Block& b, unsigned t) {
-  Fiber* f = b.threads[t].fiber;
-  f->back = std::move(f->back).resume();
-  if (b.aborting) throw Unwind{};
+  dispatch(*b.worker, b.threads[t].fiber->ctx);
+  if (b.aborting) unwind();
 }
 
 void run_block(const LaunchCfg& cfg, const std::function<void()>& body, uint64_t linear) {
   Worker& w = this_worker();
   Block& b = w.block;
+  b.worker = &w;
   const uint64_t gx = cfg.grid.x, gy = cfg.grid.y;
   b.cfg = &cfg;
   b.body = &body;
@@ -189,30 +233,15 @@ void run_block(const LaunchCfg& cfg, const std::function<void()>& body, uint64_t
   detail::regs.grid_dim = uint3{cfg.grid.x, cfg.grid.y, cfg.grid.z};
   current_block = &b;
 
-  size_t head = 0;
+  b.ready_head = 0;
   for (;;) {
-    if (head < b.ready.size()) {
-      const unsigned t = b.ready[head++];
-      if (head == b.ready.size()) {
-        b.ready.clear();
-        head = 0;
-      }
-      Thread& th = b.threads[t];
-      th.state = State::Running;
-      current_thread = t;
-      detail::regs.thread_idx = th.idx;
-      switch_to(w, th.fiber);
+    if (b.ready_head < b.ready.size() || (b.next < b.n && !b.aborting)) {
+      dispatch(w, w.scheduler);
       continue;
-    }
-    if (b.aborting && b.next < b.n) {
-      b.done += b.n - b.next;  // never started: nothing to unwind
-      b.next = b.n;
     }
     if (b.next < b.n) {
-      Fiber* f = idle_fiber(w);
-      f->block = &b;
-      switch_to(w, f);
-      continue;
+      b.done += b.n - b.next;  // aborting: never started, nothing to unwind
+      b.next = b.n;
     }
     if (b.done == b.n) break;
     if (!b.aborting) {
@@ -221,9 +250,9 @@ void run_block(const LaunchCfg& cfg, const std::function<void()>& body, uint64_t
     }
     // Resume every parked thread so that it unwinds (park throws Unwind) and frees its fiber.
     for (unsigned t = 0; t < b.n; ++t) {
-      State& s = b.threads[t].state;
-      if (s == State::AtBlockBarrier || s == State::AtWarp) {
-        s = State::Ready;
+      State& st = b.threads[t].state;
+      if (st == State::AtBlockBarrier || st == State::AtWarp) {
+        st = State::Ready;
         b.ready.push_back(t);
       }
     }
@@ -234,9 +263,15 @@ void run_block(const LaunchCfg& cfg, const std::function<void()>& body, uint64_t
 
 }  // namespace engine
 
+namespace {
+[[noreturn, gnu::cold, gnu::noinline]] void barrier_outside_kernel() {
+  throw KernelFault("__syncthreads called outside a simulated kernel");
+}
+}  // namespace
+
 void detail::block_barrier() {
   engine::Block* bp = engine::current_block;
-  if (!bp) throw KernelFault("__syncthreads called outside a simulated kernel");
+  if (!bp) barrier_outside_kernel();
   engine::Block& b = *bp;
   const unsigned t = engine::current_thread;
   if (b.at_barrier.size() + 1 == b.n) {

@@ -8,23 +8,37 @@
 
 namespace sim {
 
+namespace {
+
+// Fault paths kept out of line: string building in warp_exchange would enlarge the frame every
+// parked lane keeps on its stack, and resuming lanes is bound by those stack lines' cache misses.
+[[noreturn, gnu::cold, gnu::noinline]] void lane_not_in_mask(const engine::Block& b, unsigned t, unsigned mask) {
+  char m[16];
+  std::snprintf(m, sizeof(m), "0x%08x", mask);
+  engine::fault(b, b.thread_name(t) + " called a warp collective with mask " + m + ", which leaves out its own lane");
+}
+[[noreturn, gnu::cold, gnu::noinline]] void mismatched(const engine::Block& b, unsigned t) {
+  engine::fault(b, "lanes of warp " + std::to_string(t >> 5) + " met at different warp collectives or masks (" +
+                       b.thread_name(t) + " differs from the lanes already waiting)");
+}
+[[noreturn, gnu::cold, gnu::noinline]] void outside_kernel() {
+  throw KernelFault("warp collective called outside a simulated kernel");
+}
+
+}  // namespace
+
 detail::WarpView detail::warp_exchange(unsigned mask, WarpOp op, const WarpSlot& mine) {
   engine::Block* bp = engine::current_block;
-  if (!bp) throw KernelFault("warp collective called outside a simulated kernel");
+  if (!bp) outside_kernel();
   engine::Block& b = *bp;
   const unsigned t = engine::current_thread, lane = t & 31;
   engine::Warp& w = b.warps[t >> 5];
-  if (!((mask >> lane) & 1u)) {
-    char m[16];
-    std::snprintf(m, sizeof(m), "0x%08x", mask);
-    engine::fault(b, b.thread_name(t) + " called a warp collective with mask " + m + ", which leaves out its own lane");
-  }
+  if (!((mask >> lane) & 1u)) lane_not_in_mask(b, t, mask);
   if (w.arrived == 0) {
     w.mask = mask;
     w.op = op;
   } else if (w.mask != mask || w.op != op) {
-    engine::fault(b, "lanes of warp " + std::to_string(t >> 5) + " met at different warp collectives or masks (" +
-                         b.thread_name(t) + " differs from the lanes already waiting)");
+    mismatched(b, t);
   }
   const uint32_t need = mask & w.exists;
   const uint8_t parity = w.parity;
@@ -111,12 +125,15 @@ float b8(const detail::WarpSlot* s, int k, int n) {
   return tf32_value(s[lane].mma[reg]);
 }
 
+[[noreturn, gnu::cold, gnu::noinline]] void partial_warp_mma(const engine::Block* b, unsigned t) {
+  if (!b) throw KernelFault("mma.sync called outside a simulated kernel");
+  engine::fault(*b, "mma.sync in warp " + std::to_string(t >> 5) + ", which has fewer than 32 lanes");
+}
+
 void mma(float* d, const uint32_t* a, const uint32_t* b, detail::WarpOp op) {
-  engine::Block* bp = engine::current_block;
-  if (!bp) throw KernelFault("mma.sync called outside a simulated kernel");
+  const engine::Block* bp = engine::current_block;
   const unsigned t = engine::current_thread;
-  if (bp->warps[t >> 5].exists != 0xffffffffu)
-    engine::fault(*bp, "mma.sync in warp " + std::to_string(t >> 5) + ", which has fewer than 32 lanes");
+  if (!bp || bp->warps[t >> 5].exists != 0xffffffffu) partial_warp_mma(bp, t);
   detail::WarpSlot mine{};
   for (int i = 0; i < 4; ++i) mine.mma[i] = a[i];
   mine.mma[4] = b[0];
