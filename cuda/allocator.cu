@@ -151,6 +151,9 @@ struct CudaAllocator final : Allocator {
 
   size_t cached_bytes(int device) override {
     if (!used(device)) return 0;
+    // Pool queries run on the pool's own device: on the caller's current one they could create a
+    // context there (on GPU 0 from a thread that never chose a device).
+    DeviceGuard g(device);
     cudaMemPool_t pool = nullptr;
     if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) {
       cudaGetLastError();
@@ -168,10 +171,11 @@ struct CudaAllocator final : Allocator {
   size_t empty_cache(int device) noexcept override {
     try {
       if (!used(device)) return 0;
+      DeviceGuard g(device);  // as in cached_bytes
+      return trim(device);
     } catch (...) {
-      return 0;  // a mutex that cannot be taken: nothing to give back
+      return 0;  // a mutex that cannot be taken, or the device cannot be made current: nothing to give back
     }
-    return trim(device);
   }
 };
 
