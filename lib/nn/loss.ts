@@ -2,6 +2,7 @@
 import type { Tensor } from '../tensor';
 import { Module } from './module';
 import * as L from './functional/loss';
+import * as P from './functional/loss_probability';
 
 export class CrossEntropyLoss extends Module {
   readonly #o: ReturnType<typeof L.crossEntropyOptions>;
@@ -62,5 +63,37 @@ export class BCEWithLogitsLoss extends Module {
   }
   forward(input: Tensor, target: Tensor): Tensor {
     return L.binaryCrossEntropyWithLogits(input, target, this.options);
+  }
+}
+
+export class HuberLoss extends Module {
+  constructor(readonly options: L.HuberLossOptions = {}) {
+    super();
+    L.huberOptions('HuberLoss', options);
+  }
+  forward(input: Tensor, target: Tensor): Tensor {
+    return L.huberLoss(input, target, this.options);
+  }
+}
+
+export class BCELoss extends Module {
+  readonly #o: ReturnType<typeof P.bceLossOptions>;
+  constructor(readonly options: P.BCELossOptions = {}) {
+    super();
+    this.#o = P.bceLossOptions('BCELoss', options);
+  }
+  forward(input: Tensor, target: Tensor): Tensor {
+    return P.binaryCrossEntropyWith('BCELoss', input, target, this.#o);
+  }
+}
+
+export class KLDivLoss extends Module {
+  readonly #o: ReturnType<typeof P.klDivOptions>;
+  constructor(readonly options: P.KLDivLossOptions = {}) {
+    super();
+    this.#o = P.klDivOptions('KLDivLoss', options);
+  }
+  forward(input: Tensor, target: Tensor): Tensor {
+    return P.klDivWith('KLDivLoss', input, target, this.#o);
   }
 }

@@ -16,12 +16,13 @@ import { autocastArgs } from '../../amp/autocast';
 export type Reduction = 'mean' | 'sum' | 'none';
 const REDUCTIONS: readonly Reduction[] = ['mean', 'sum', 'none'];
 
-function reduce(loss: Tensor, r: Reduction): Tensor {
+/** @internal */
+export function reduce(loss: Tensor, r: Reduction): Tensor {
   return r === 'none' ? loss : r === 'sum' ? loss.sum() : loss.mean();
 }
 
-/** Input and target of an element-wise loss: live tensors of one shape, the input floating. */
-function pairOf(op: string, input: unknown, target: unknown): [Tensor, Tensor] {
+/** @internal Input and target of an element-wise loss: live tensors of one shape, the input floating. */
+export function pairOf(op: string, input: unknown, target: unknown): [Tensor, Tensor] {
   [input, target] = autocastArgs(`nn.functional.${op}`, input, target);
   const a = tensorArg(op, 'input', input),
     b = tensorArg(op, 'target', target);
@@ -56,6 +57,11 @@ export interface ReductionOptions {
 export interface SmoothL1LossOptions extends ReductionOptions {
   /** Where the loss turns from quadratic to linear (≥ 0, default 1). */
   beta?: number;
+}
+
+export interface HuberLossOptions extends ReductionOptions {
+  /** Where the loss turns from quadratic to linear (> 0, default 1). */
+  delta?: number;
 }
 
 export interface BCEWithLogitsOptions extends ReductionOptions {
@@ -98,6 +104,15 @@ export function smoothL1Options(op: string, options: unknown) {
   return {
     reduction: checkChoice(op, 'reduction', o.reduction ?? 'mean', REDUCTIONS),
     beta: checkNumber(op, 'beta', o.beta ?? 1, { min: 0 }),
+  };
+}
+
+/** @internal */
+export function huberOptions(op: string, options: unknown) {
+  const o = checkOptions(op, options as HuberLossOptions | undefined, ['reduction', 'delta']);
+  return {
+    reduction: checkChoice(op, 'reduction', o.reduction ?? 'mean', REDUCTIONS),
+    delta: checkNumber(op, 'delta', o.delta ?? 1, { above: 0 }),
   };
 }
 
@@ -299,6 +314,18 @@ export function smoothL1Loss(input: Tensor, target: Tensor, options: SmoothL1Los
   const quad = d.square().mul(0.5 / beta);
   const lin = d.sub(0.5 * beta);
   return reduce(where(d.lt(beta), quad, lin), reduction);
+}
+
+/**
+ * Huber loss, as torch.nn.functional.huber_loss: ½d² where |d| < delta, delta·(|d| − ½delta)
+ * beyond (smoothL1Loss scaled by delta).
+ */
+export function huberLoss(input: Tensor, target: Tensor, options: HuberLossOptions = {}): Tensor {
+  const { reduction, delta } = huberOptions('huberLoss', options);
+  const [a, b] = pairOf('huberLoss', input, target);
+  const d = a.sub(b);
+  const abs = d.abs();
+  return reduce(where(abs.lt(delta), d.square().mul(0.5), abs.sub(0.5 * delta).mul(delta)), reduction);
 }
 
 /** Binary cross-entropy on logits in the stable form max(x,0) − x·y + log(1 + e^−|x|). */

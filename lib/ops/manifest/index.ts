@@ -9,6 +9,9 @@ import { inPlaceOps } from './inplace';
 import { likeOps } from './like';
 import { linalgOps } from './linalg';
 import { nnOps } from './nn';
+import { nn1dOps } from './nn_1d';
+import { nnDistanceOps } from './nn_distance';
+import { nnResizeOps } from './nn_resize';
 import { normOps } from './norms';
 import { optimOps } from './optim';
 import { predicateOps } from './predicates';
@@ -41,6 +44,9 @@ export const manifest: readonly OpDecl[] = [
   ...likeOps,
   ...linalgOps,
   ...nnOps,
+  ...nn1dOps,
+  ...nnDistanceOps,
+  ...nnResizeOps,
   ...normOps,
   ...optimOps,
   ...predicateOps,

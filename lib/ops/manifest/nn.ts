@@ -16,7 +16,8 @@ const POOL_OPTS: ArgDecl = {
 };
 const REDUCTION: ArgDecl = { name: 'options', type: 'options', default: {}, rule: "reduction: 'mean' | 'sum' | 'none'" };
 
-function nn(
+/** An nn.functional op: all float dtypes on both devices; the gradient a formula, or composite for family 'composite'. */
+export function nn(
   name: string,
   family: string,
   args: ArgDecl[],
@@ -199,4 +200,21 @@ export const nnOps: OpDecl[] = [
   nn('l1Loss', 'composite', [X, T, REDUCTION], 'reduction', [], 'f32'),
   nn('smoothL1Loss', 'composite', [X, T, { ...REDUCTION, rule: 'reduction, beta >= 0' }], 'reduction', [], 'f32'),
   nn('binaryCrossEntropyWithLogits', 'composite', [X, T, { ...REDUCTION, rule: 'reduction, weight, posWeight' }], 'reduction', [], 'f32'),
+  nn('huberLoss', 'composite', [X, T, { ...REDUCTION, rule: 'reduction, delta > 0' }], 'reduction', [], 'f32'),
+  nn(
+    'binaryCrossEntropy',
+    'composite',
+    [{ ...X, rule: 'probabilities in [0, 1]' }, T, { ...REDUCTION, rule: 'reduction, weight broadcast against the input' }],
+    'reduction',
+    [],
+    'f32',
+  ),
+  nn(
+    'klDiv',
+    'composite',
+    [{ ...X, rule: 'log-probabilities' }, T, { ...REDUCTION, rule: "reduction: 'mean' | 'batchmean' | 'sum' | 'none', logTarget" }],
+    'reduction',
+    [],
+    'f32',
+  ),
 ];

@@ -9,10 +9,13 @@ import { cases as indexing } from './indexing';
 import { cases as inplace } from './inplace';
 import { cases as like } from './like';
 import { cases as linalg } from './linalg';
+import { cases as nn1d } from './nn_1d';
 import { cases as nnConv } from './nn_conv';
+import { cases as nnDistance } from './nn_distance';
 import { cases as nnLayers } from './nn_layers';
 import { cases as nnLoss } from './nn_loss';
 import { cases as nnPool } from './nn_pool';
+import { cases as nnResize } from './nn_resize';
 import { cases as norms } from './norms';
 import { cases as optim } from './optim';
 import { cases as predicates } from './predicates';
@@ -41,10 +44,13 @@ export const cases: readonly OpCase[] = [
   ...inplace,
   ...like,
   ...linalg,
+  ...nn1d,
   ...nnConv,
+  ...nnDistance,
   ...nnLayers,
   ...nnLoss,
   ...nnPool,
+  ...nnResize,
   ...norms,
   ...optim,
   ...predicates,

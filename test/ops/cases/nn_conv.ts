@@ -47,7 +47,7 @@ export function conv2dRef(x: Arr, w: Arr, b: Arr | null, g: Geom): Arr {
 }
 
 /** Transposed convolution: x [N, C, H, W], w [C, OC/g, KH, KW]; each input pixel scatters into the output. */
-function convTransposeRef(x: Arr, w: Arr, b: Arr | null, g: Geom & { outputPadding?: [number, number] }): Arr {
+export function convTransposeRef(x: Arr, w: Arr, b: Arr | null, g: Geom & { outputPadding?: [number, number] }): Arr {
   const [n, c, h, wd] = x.shape;
   const [, ocg, kh, kw] = w.shape;
   const groups = g.groups ?? 1;

@@ -154,4 +154,44 @@ export const cases: OpCase[] = [
     run: (x, y) => F.binaryCrossEntropyWithLogits(x, y),
     reference: elementwise((x, y) => Math.max(x, 0) - x * y + Math.log1p(Math.exp(-Math.abs(x))), 'mean'),
   },
+  {
+    op: 'nn.functional.huberLoss',
+    label: 'delta 0.5, none',
+    inputs: [{ shape: [3, 4] }, { shape: [3, 4] }],
+    sized: (n) => [{ shape: [n] }, { shape: [n] }],
+    run: (x, y) => F.huberLoss(x, y, { delta: 0.5, reduction: 'none' }),
+    reference: elementwise((a, b) => {
+      const d = Math.abs(a - b);
+      return d < 0.5 ? 0.5 * d * d : 0.5 * (d - 0.25);
+    }, 'none'),
+  },
+  {
+    op: 'nn.functional.binaryCrossEntropy',
+    inputs: [
+      { shape: [3, 4], low: 0.05, high: 0.95 },
+      { shape: [3, 4], low: 0, high: 1 },
+    ],
+    sized: (n) => [
+      { shape: [Math.max(n, 1)], low: 0.05, high: 0.95 },
+      { shape: [Math.max(n, 1)], low: 0, high: 1 },
+    ],
+    run: (x, y) => F.binaryCrossEntropy(x, y),
+    reference: elementwise((x, y) => -(y * Math.max(Math.log(x), -100) + (1 - y) * Math.max(Math.log1p(-x), -100)), 'mean'),
+    tol: { bf16: [3e-2, 3e-2] },
+  },
+  {
+    op: 'nn.functional.klDiv',
+    label: 'sum',
+    inputs: [
+      { shape: [3, 4], low: -3, high: -0.1 },
+      { shape: [3, 4], low: 0.01, high: 1 },
+    ],
+    sized: (n) => [
+      { shape: [n], low: -3, high: -0.1 },
+      { shape: [n], low: 0.01, high: 1 },
+    ],
+    run: (x, t) => F.klDiv(x, t, { reduction: 'sum' }),
+    reference: elementwise((x, t) => (t > 0 ? t * (Math.log(t) - x) : 0), 'sum'),
+    tol: { f32: [1e-4, 1e-4] },
+  },
 ];
