@@ -43,6 +43,7 @@ export { sum, mean, max, min, argmax, argmin, variance as var, std, logsumexp, s
 export { prod, all, any, type ValuesIndices } from './ops/reduce';
 export { cumsum, cumprod, type ScanOptions } from './ops/scan';
 export { sort, argsort, topk } from './ops/sort';
+export { unique, type UniqueOptions, type UniqueResult } from './ops/unique';
 export { scatter, scatterReduce, type ScatterReduce, type ScatterReduceOptions } from './ops/scatter';
 export { indexAdd } from './ops/indexing';
 export { maskedSelect, nonzero } from './ops/select';

@@ -44,4 +44,21 @@ export const sortOps: OpDecl[] = [
     autocast: 'none',
     method: true,
   }),
+  op({
+    name: 'unique',
+    family: 'sort',
+    args: [
+      X,
+      {
+        name: 'options',
+        type: 'options',
+        default: {},
+        rule: 'sorted (accepted either way), returnInverse, returnCounts; dim is not supported',
+      },
+    ],
+    dtypes: { cpu: ALL, cuda: ALL },
+    shape: 'values [distinct count] (a sync point); { values, inverseIndices, counts } when asked',
+    grad: { kind: 'none' },
+    autocast: 'none',
+  }),
 ];

@@ -1,4 +1,5 @@
 /** Cases for sort, argsort and topk (lib/ops/manifest/sort.ts): values and i64 indices. */
+import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { rows } from './ref';
 
@@ -85,5 +86,24 @@ export const cases: OpCase[] = [
       return [values, indices];
     },
     reference: (x) => sortRef(x, 0, false, 2),
+  },
+  {
+    op: 'unique',
+    label: 'values, inverse indices and counts',
+    inputs: [{ shape: [3, 4], values: [3, -1, 2, 3, 0, 2, 2, -1, 5, 0, 3, 3] }],
+    dtypes: ['f32', 'f64', 'i64', 'i32'],
+    exact: true,
+    run: (x) => {
+      const r = fl.unique(x, { returnInverse: true, returnCounts: true });
+      return [r.values, r.inverseIndices as fl.Tensor, r.counts as fl.Tensor];
+    },
+    reference: (x) => {
+      const vals = [...new Set(x.data)].sort((a, b) => a - b);
+      return [
+        { shape: [vals.length], data: Float64Array.from(vals) },
+        { shape: [...x.shape], data: x.data.map((v) => vals.indexOf(v)) },
+        { shape: [vals.length], data: Float64Array.from(vals, (v) => x.data.filter((e) => e === v).length) },
+      ];
+    },
   },
 ];
