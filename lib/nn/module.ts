@@ -96,6 +96,18 @@ export abstract class Module {
     return Array.from(this.namedParameters('', recurse), ([, p]) => p);
   }
 
+  /**
+   * The number of parameter elements, a parameter shared by two modules counted once (PyTorch's
+   * `sum(p.numel() for p in model.parameters())`); `trainableOnly` counts those that require grad.
+   */
+  numParameters(options: { trainableOnly?: boolean } = {}): number {
+    const op = `${this.constructor.name}.numParameters`;
+    const trainableOnly = checkBool(op, 'trainableOnly', checkOptions(op, options, ['trainableOnly']).trainableOnly ?? false);
+    let n = 0;
+    for (const p of this.parameters()) if (!trainableOnly || p.requiresGrad) n += p.numel();
+    return n;
+  }
+
   *namedBuffers(prefix = ''): Generator<[string, Tensor]> {
     for (const [mp, m] of this.namedModules(prefix)) for (const [k, b] of m._buffers) if (b) yield [mp ? `${mp}.${k}` : k, b];
   }
