@@ -40,6 +40,23 @@ struct SgdConfig {
   uint64_t seed = 0, offset = 0;
 };
 
+// torch.optim.RMSprop: square_avg = α·square_avg + (1 − α)·g²; centered subtracts grad_avg² under the root.
+struct RmspropConfig {
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered, maximize;
+  bool stochastic_rounding = false;  // as AdamConfig's
+  uint64_t seed = 0, offset = 0;
+};
+
+// torch.optim.Adagrad: the step (≥ 1, shared by the call's params) sets lr / (1 + (step − 1)·lr_decay).
+struct AdagradConfig {
+  double lr, lr_decay, eps, weight_decay;
+  int64_t step;
+  bool maximize;
+  bool stochastic_rounding = false;  // as AdamConfig's
+  uint64_t seed = 0, offset = 0;
+};
+
 // `bias` may be empty (no bias); when given it is added while each image's output is in cache.
 FLOCK_DECLARE_KERNEL(conv2d_forward, void(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Conv2dGeom& g))
 FLOCK_DECLARE_KERNEL(conv2d_backward_input, void(const Tensor& gy, const Tensor& w, Tensor& gx, const Conv2dGeom& g))
@@ -66,6 +83,9 @@ FLOCK_DECLARE_KERNEL(layer_norm_backward, void(const Tensor& x, const Tensor& me
 // its master rounded to its dtype, all in the same pass.
 FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, std::vector<Tensor>& max_v, std::vector<Tensor>& masters, const AdamConfig& cfg))
 FLOCK_DECLARE_KERNEL(sgd_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, std::vector<Tensor>& masters, const SgdConfig& cfg))
+// `grad_avg` is empty unless cfg.centered, `bufs` (momentum buffers) empty unless cfg.momentum > 0.
+FLOCK_DECLARE_KERNEL(rmsprop_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& square_avg, std::vector<Tensor>& grad_avg, std::vector<Tensor>& bufs, std::vector<Tensor>& masters, const RmspropConfig& cfg))
+FLOCK_DECLARE_KERNEL(adagrad_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& sums, std::vector<Tensor>& masters, const AdagradConfig& cfg))
 
 // Global gradient norm over a list of same-dtype tensors in one queued call: `acc` (0-d f64)
 // receives Σ|x|^p (max |x| for p = inf), `out` (0-d, the tensors' dtype) its p-th root.

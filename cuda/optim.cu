@@ -1,6 +1,6 @@
 // CUDA fused optimizer steps, in the formulas of cpp/cpu/optim.cc (torch.optim's Adam/AdamW with
-// bias correction and amsgrad; SGD with momentum, dampening, Nesterov; both with maximize): one
-// launch covers up to kMaxTensors
+// bias correction and amsgrad; SGD with momentum, dampening, Nesterov; RMSprop plain or centered,
+// with momentum; Adagrad with lr decay; all with maximize): one launch covers up to kMaxTensors
 // parameters (multi_tensor.cuh). bf16/f16 params go through their f32 master weights: one launch
 // reads the low-precision grad, updates master and state in f32 and writes the rounded copy.
 #include <cmath>
@@ -81,6 +81,68 @@ __global__ void __launch_bounds__(kOptimThreads) sgd_step_kernel(const __grid_co
   }
 }
 
+template <class T>
+struct RmspropScalars {
+  T lr, alpha, one_minus_alpha, eps, wd, momentum, sign;  // sign: -1 for maximize
+  bool centered, has_buf;
+};
+
+// One element of RMSprop, shared by the plain and master kernels: updates the averages (and the
+// momentum buffer) at i and returns the new parameter value.
+template <class T>
+__device__ __forceinline__ T rmsprop_update(T pi, T gi, T* sq, T* ga, T* buf, int64_t i, const RmspropScalars<T>& c) {
+  gi = c.sign * gi + c.wd * pi;
+  const T si = c.alpha * sq[i] + c.one_minus_alpha * gi * gi;
+  sq[i] = si;
+  T avg;
+  if (c.centered) {
+    const T ai = c.alpha * ga[i] + c.one_minus_alpha * gi;
+    ga[i] = ai;
+    avg = sqrt(si - ai * ai) + c.eps;
+  } else {
+    avg = sqrt(si) + c.eps;
+  }
+  if (c.has_buf) {
+    const T bi = c.momentum * buf[i] + gi / avg;
+    buf[i] = bi;
+    return pi - c.lr * bi;
+  }
+  return pi - c.lr * (gi / avg);
+}
+
+// Lists: 0 params, 1 grads, 2 square_avg, 3 grad_avg (null unless centered), 4 momentum buffers (null without momentum).
+template <class T>
+__global__ void __launch_bounds__(kOptimThreads) rmsprop_step_kernel(const __grid_constant__ TensorBatch<T, 5> b, const RmspropScalars<T> c) {
+  int64_t begin, end;
+  const int t = block_tensor(b, &begin, &end);
+  T* __restrict__ p = b.ptr[0][t];
+  const T* __restrict__ g = b.ptr[1][t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) p[i] = rmsprop_update<T>(p[i], g[i], b.ptr[2][t], b.ptr[3][t], b.ptr[4][t], i, c);
+}
+
+template <class T>
+struct AdagradScalars {
+  T clr, eps, wd, sign;  // clr: the step's decayed lr; sign: -1 for maximize
+};
+
+template <class T>
+__device__ __forceinline__ T adagrad_update(T pi, T gi, T* sum, int64_t i, const AdagradScalars<T>& c) {
+  gi = c.sign * gi + c.wd * pi;
+  const T si = sum[i] + gi * gi;
+  sum[i] = si;
+  return pi - c.clr * (gi / (sqrt(si) + c.eps));
+}
+
+// Lists: 0 params, 1 grads, 2 sums.
+template <class T>
+__global__ void __launch_bounds__(kOptimThreads) adagrad_step_kernel(const __grid_constant__ TensorBatch<T, 3> b, const AdagradScalars<T> c) {
+  int64_t begin, end;
+  const int t = block_tensor(b, &begin, &end);
+  T* __restrict__ p = b.ptr[0][t];
+  const T* __restrict__ g = b.ptr[1][t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) p[i] = adagrad_update<T>(p[i], g[i], b.ptr[2][t], i, c);
+}
+
 // Rounds master value x to the copy's type: to nearest, or stochastically with Philox word `w`.
 template <class L>
 __device__ __forceinline__ L round_copy(float x, bool stochastic, uint64_t seed, uint64_t counter, int word) {
@@ -151,6 +213,41 @@ __global__ void __launch_bounds__(kOptimThreads)
       d = c.nesterov ? d + c.momentum * bi : bi;
     }
     pi -= c.lr * d;
+    p[i] = pi;
+    const uint64_t j = static_cast<uint64_t>(r.base[t] + i);
+    copy[i] = round_copy<L>(pi, r.stochastic, r.seed, r.offset + j / 4, static_cast<int>(j % 4));
+  }
+}
+
+// Lists: 0 the bf16/f16 params, 1 their grads, 2 square_avg, 3 grad_avg (null unless centered),
+// 4 momentum buffers (null without momentum), 5 the f32 masters.
+template <class L>
+__global__ void __launch_bounds__(kOptimThreads)
+    rmsprop_master_kernel(const __grid_constant__ TensorBatch<float, 6> b, const RmspropScalars<float> c, const __grid_constant__ CopyRound r) {
+  int64_t begin, end;
+  const int t = block_tensor(b, &begin, &end);
+  L* __restrict__ copy = reinterpret_cast<L*>(b.ptr[0][t]);
+  const L* __restrict__ g = reinterpret_cast<const L*>(b.ptr[1][t]);
+  float* __restrict__ p = b.ptr[5][t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float pi = rmsprop_update<float>(p[i], Num<L>::load(g[i]), b.ptr[2][t], b.ptr[3][t], b.ptr[4][t], i, c);
+    p[i] = pi;
+    const uint64_t j = static_cast<uint64_t>(r.base[t] + i);
+    copy[i] = round_copy<L>(pi, r.stochastic, r.seed, r.offset + j / 4, static_cast<int>(j % 4));
+  }
+}
+
+// Lists: 0 the bf16/f16 params, 1 their grads, 2 sums, 3 the f32 masters.
+template <class L>
+__global__ void __launch_bounds__(kOptimThreads)
+    adagrad_master_kernel(const __grid_constant__ TensorBatch<float, 4> b, const AdagradScalars<float> c, const __grid_constant__ CopyRound r) {
+  int64_t begin, end;
+  const int t = block_tensor(b, &begin, &end);
+  L* __restrict__ copy = reinterpret_cast<L*>(b.ptr[0][t]);
+  const L* __restrict__ g = reinterpret_cast<const L*>(b.ptr[1][t]);
+  float* __restrict__ p = b.ptr[3][t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float pi = adagrad_update<float>(p[i], Num<L>::load(g[i]), b.ptr[2][t], i, c);
     p[i] = pi;
     const uint64_t j = static_cast<uint64_t>(r.base[t] + i);
     copy[i] = round_copy<L>(pi, r.stochastic, r.seed, r.offset + j / 4, static_cast<int>(j % 4));
@@ -290,6 +387,71 @@ void sgd_master_typed(const std::vector<const std::vector<Tensor>*>& lists, DTyp
                               });
 }
 
+template <class T>
+RmspropScalars<T> rmsprop_scalars(const RmspropConfig& cfg) {
+  RmspropScalars<T> c;
+  c.lr = T(cfg.lr);
+  c.alpha = T(cfg.alpha);
+  c.one_minus_alpha = T(1 - cfg.alpha);
+  c.eps = T(cfg.eps);
+  c.wd = T(cfg.weight_decay);
+  c.momentum = T(cfg.momentum);
+  c.sign = T(cfg.maximize ? -1 : 1);
+  c.centered = cfg.centered;
+  c.has_buf = cfg.momentum > 0;
+  return c;
+}
+
+template <class T>
+AdagradScalars<T> adagrad_scalars(const AdagradConfig& cfg) {
+  AdagradScalars<T> c;
+  c.clr = T(cfg.lr / (1 + double(cfg.step - 1) * cfg.lr_decay));
+  c.eps = T(cfg.eps);
+  c.wd = T(cfg.weight_decay);
+  c.sign = T(cfg.maximize ? -1 : 1);
+  return c;
+}
+
+template <class T>
+void rmsprop_typed(const std::vector<const std::vector<Tensor>*>& lists, const RmspropConfig& cfg, cudaStream_t s) {
+  const RmspropScalars<T> c = rmsprop_scalars<T>(cfg);
+  const DType dtype = std::is_same_v<T, double> ? DType::f64 : DType::f32;
+  for_each_batch<T, 5>(lists, dtype, [&](const TensorBatch<T, 5>& b, int64_t blocks) {
+    FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, rmsprop_step_kernel<T>)(b, c);
+    check_launch("rmsprop_step_kernel");
+  });
+}
+
+template <class T>
+void adagrad_typed(const std::vector<const std::vector<Tensor>*>& lists, const AdagradConfig& cfg, cudaStream_t s) {
+  const AdagradScalars<T> c = adagrad_scalars<T>(cfg);
+  const DType dtype = std::is_same_v<T, double> ? DType::f64 : DType::f32;
+  for_each_batch<T, 3>(lists, dtype, [&](const TensorBatch<T, 3>& b, int64_t blocks) {
+    FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, adagrad_step_kernel<T>)(b, c);
+    check_launch("adagrad_step_kernel");
+  });
+}
+
+template <class L>
+void rmsprop_master_typed(const std::vector<const std::vector<Tensor>*>& lists, DType dtype, const RmspropConfig& cfg, cudaStream_t s) {
+  const RmspropScalars<float> c = rmsprop_scalars<float>(cfg);
+  for_each_master_batch<L, 6>(lists, dtype, cfg.stochastic_rounding, cfg.seed, cfg.offset,
+                              [&](const TensorBatch<float, 6>& b, int64_t blocks, const CopyRound& r) {
+                                FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, rmsprop_master_kernel<L>)(b, c, r);
+                                check_launch("rmsprop_master_kernel");
+                              });
+}
+
+template <class L>
+void adagrad_master_typed(const std::vector<const std::vector<Tensor>*>& lists, DType dtype, const AdagradConfig& cfg, cudaStream_t s) {
+  const AdagradScalars<float> c = adagrad_scalars<float>(cfg);
+  for_each_master_batch<L, 4>(lists, dtype, cfg.stochastic_rounding, cfg.seed, cfg.offset,
+                              [&](const TensorBatch<float, 4>& b, int64_t blocks, const CopyRound& r) {
+                                FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, adagrad_master_kernel<L>)(b, c, r);
+                                check_launch("adagrad_master_kernel");
+                              });
+}
+
 void adam_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v,
                     std::vector<Tensor>& max_v, std::vector<Tensor>& masters, const AdamConfig& cfg) {
   const char* op = "adamStep";
@@ -331,9 +493,54 @@ void sgd_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads
   sgd_typed<double>(lists, cfg, s);
 }
 
+void rmsprop_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& square_avg, std::vector<Tensor>& grad_avg,
+                       std::vector<Tensor>& bufs, std::vector<Tensor>& masters, const RmspropConfig& cfg) {
+  const char* op = "rmspropStep";
+  check_params(params, op);
+  check_list(params, grads, op, "grads", false);
+  check_list(params, square_avg, op, "square_avg");
+  if (cfg.centered) check_list(params, grad_avg, op, "grad_avg");
+  if (cfg.momentum > 0) check_list(params, bufs, op, "momentum buffers");
+  if (params.empty()) return;
+  cudaStream_t s = current_stream();
+  const std::vector<Tensor>* ga = cfg.centered ? &grad_avg : nullptr;
+  const std::vector<Tensor>* buf = cfg.momentum > 0 ? &bufs : nullptr;
+  if (!masters.empty()) {
+    check_list(params, masters, op, "master weights");
+    const std::vector<const std::vector<Tensor>*> ml{&params, &grads, &square_avg, ga, buf, &masters};
+    rmsprop_master_typed<bf16>(ml, DType::bf16, cfg, s);
+    rmsprop_master_typed<f16>(ml, DType::f16, cfg, s);
+  }
+  const std::vector<const std::vector<Tensor>*> lists{&params, &grads, &square_avg, ga, buf};
+  rmsprop_typed<float>(lists, cfg, s);
+  rmsprop_typed<double>(lists, cfg, s);
+}
+
+void adagrad_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& sums, std::vector<Tensor>& masters,
+                       const AdagradConfig& cfg) {
+  const char* op = "adagradStep";
+  check_params(params, op);
+  check_list(params, grads, op, "grads", false);
+  check_list(params, sums, op, "sums");
+  if (params.empty()) return;
+  if (cfg.step < 1) fail(Code::Arg, op, ": step must be ≥ 1, got ", cfg.step);
+  cudaStream_t s = current_stream();
+  if (!masters.empty()) {
+    check_list(params, masters, op, "master weights");
+    const std::vector<const std::vector<Tensor>*> ml{&params, &grads, &sums, &masters};
+    adagrad_master_typed<bf16>(ml, DType::bf16, cfg, s);
+    adagrad_master_typed<f16>(ml, DType::f16, cfg, s);
+  }
+  const std::vector<const std::vector<Tensor>*> lists{&params, &grads, &sums};
+  adagrad_typed<float>(lists, cfg, s);
+  adagrad_typed<double>(lists, cfg, s);
+}
+
 }  // namespace
 
 FLOCK_REGISTER_KERNEL(adam_step, CUDA, adam_step_cuda);
 FLOCK_REGISTER_KERNEL(sgd_step, CUDA, sgd_step_cuda);
+FLOCK_REGISTER_KERNEL(rmsprop_step, CUDA, rmsprop_step_cuda);
+FLOCK_REGISTER_KERNEL(adagrad_step, CUDA, adagrad_step_cuda);
 
 }  // namespace flock::cuda

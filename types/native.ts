@@ -309,6 +309,41 @@ export interface NativeAddon {
     seed: number,
     offset: number,
   ): void;
+  /** In-place fused RMSprop over many tensors; gradAvg is empty unless centered, momentumBuffers unless momentum > 0. */
+  rmspropStep(
+    params: NativeTensor[],
+    grads: NativeTensor[],
+    squareAvg: NativeTensor[],
+    gradAvg: NativeTensor[],
+    momentumBuffers: NativeTensor[],
+    lr: number,
+    alpha: number,
+    eps: number,
+    weightDecay: number,
+    momentum: number,
+    centered: boolean,
+    maximize: boolean,
+    masters: NativeTensor[],
+    stochasticRounding: boolean,
+    seed: number,
+    offset: number,
+  ): void;
+  /** In-place fused Adagrad over many tensors sharing one step count (≥ 1). */
+  adagradStep(
+    params: NativeTensor[],
+    grads: NativeTensor[],
+    sums: NativeTensor[],
+    lr: number,
+    lrDecay: number,
+    eps: number,
+    weightDecay: number,
+    step: number,
+    maximize: boolean,
+    masters: NativeTensor[],
+    stochasticRounding: boolean,
+    seed: number,
+    offset: number,
+  ): void;
   /** GradScaler's fused unscale: tensors *= invScale in place; foundInf (0-d f32) set to 1 on any inf/NaN. */
   ampUnscale(tensors: NativeTensor[], foundInf: NativeTensor, invScale: number): void;
 }

@@ -202,6 +202,33 @@ Napi::Value SgdStep(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+Napi::Value RmspropStep(const Napi::CallbackInfo& info) {
+  Args a{info, "rmspropStep"};
+  auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), sq = a.tensors(2, "squareAvg"), ga = a.tensors(3, "gradAvg");
+  auto b = a.tensors(4, "momentumBuffers");
+  RmspropConfig c{a.number(5, "lr"), a.number(6, "alpha"), a.number(7, "eps"), a.number(8, "weightDecay"), a.number(9, "momentum"),
+                  a.boolean(10, "centered"), a.boolean(11, "maximize")};
+  auto masters = a.tensors(12, "masters");
+  c.stochastic_rounding = a.boolean(13, "stochasticRounding");
+  c.seed = static_cast<uint64_t>(a.integer(14, "seed", 0, kMaxSafe));
+  c.offset = static_cast<uint64_t>(a.integer(15, "offset", 0, kMaxSafe));
+  ops::rmsprop_step(std::move(p), std::move(g), std::move(sq), std::move(ga), std::move(b), std::move(masters), c);
+  return info.Env().Undefined();
+}
+
+Napi::Value AdagradStep(const Napi::CallbackInfo& info) {
+  Args a{info, "adagradStep"};
+  auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), sums = a.tensors(2, "sums");
+  AdagradConfig c{a.number(3, "lr"), a.number(4, "lrDecay"), a.number(5, "eps"), a.number(6, "weightDecay"),
+                  a.integer(7, "step", 1, int64_t(1) << 52), a.boolean(8, "maximize")};
+  auto masters = a.tensors(9, "masters");
+  c.stochastic_rounding = a.boolean(10, "stochasticRounding");
+  c.seed = static_cast<uint64_t>(a.integer(11, "seed", 0, kMaxSafe));
+  c.offset = static_cast<uint64_t>(a.integer(12, "offset", 0, kMaxSafe));
+  ops::adagrad_step(std::move(p), std::move(g), std::move(sums), std::move(masters), c);
+  return info.Env().Undefined();
+}
+
 Napi::Value GradNorm(const Napi::CallbackInfo& info) {
   Args a{info, "gradNorm"};
   return out(info, ops::grad_norm(a.tensors(0, "tensors"), a.number(1, "normType")));
@@ -239,6 +266,8 @@ void register_nn_exports(Napi::Env env, Napi::Object exports) {
   FLOCK_EXPORT("biasActBackward", BiasActivationBackward);
   FLOCK_EXPORT("adamStep", AdamStep);
   FLOCK_EXPORT("sgdStep", SgdStep);
+  FLOCK_EXPORT("rmspropStep", RmspropStep);
+  FLOCK_EXPORT("adagradStep", AdagradStep);
   FLOCK_EXPORT("gradNorm", GradNorm);
   FLOCK_EXPORT("clipByNorm", ClipByNorm);
   FLOCK_EXPORT("ampUnscale", AmpUnscale);

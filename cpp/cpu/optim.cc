@@ -1,6 +1,6 @@
 // CPU fused optimizer steps: one queued call updates every parameter of a group in place, in the
 // formulas of torch.optim (Adam/AdamW with bias correction and amsgrad, SGD with momentum/dampening/
-// Nesterov; both with maximize). bf16/f16 params are updated through their f32 master weights:
+// Nesterov, RMSprop plain/centered with momentum, Adagrad with lr decay; all with maximize). bf16/f16 params are updated through their f32 master weights:
 // the low-precision gradient is widened as it is read, the master and the f32 state are updated,
 // and the rounded master is written back to the param in the same pass over each chunk.
 #include <cmath>
@@ -119,6 +119,65 @@ void sgd_one(T* __restrict pp, const G* __restrict gp, Tensor* buf, G* copy, con
   });
 }
 
+// RMSprop in torch.optim's order of operations: the decayed gradient feeds the averages, the
+// denominator is sqrt(square_avg [- grad_avg²]) + eps, momentum accumulates grad / denominator.
+template <class T, class G, bool Centered, bool Momentum>
+[[gnu::always_inline]] inline void rmsprop_range(T* __restrict pp, const G* __restrict gp, T* __restrict sq, T* __restrict ga, T* __restrict bp,
+                                                 int64_t b, int64_t e, T lr, T alpha, T one_minus_alpha, T eps, T wd, T mom, T sign) {
+  for (int64_t i = b; i < e; ++i) {
+    const T gi = sign * static_cast<T>(static_cast<acc_t<G>>(gp[i])) + wd * pp[i];
+    const T si = alpha * sq[i] + one_minus_alpha * gi * gi;
+    sq[i] = si;
+    T avg;
+    if constexpr (Centered) {
+      const T ai = alpha * ga[i] + one_minus_alpha * gi;
+      ga[i] = ai;
+      avg = std::sqrt(si - ai * ai) + eps;
+    } else {
+      avg = std::sqrt(si) + eps;
+    }
+    if constexpr (Momentum) {
+      const T bi = mom * bp[i] + gi / avg;
+      bp[i] = bi;
+      pp[i] -= lr * bi;
+    } else {
+      pp[i] -= lr * (gi / avg);
+    }
+  }
+}
+
+template <class T, class G>
+void rmsprop_one(T* pp, const G* gp, Tensor& sq, Tensor* ga, Tensor* buf, G* copy, const CopyRound& r, int64_t n, const RmspropConfig& c) {
+  T* sqp = sq.data<T>();
+  T* gap = ga ? ga->data<T>() : nullptr;
+  T* bp = buf ? buf->data<T>() : nullptr;
+  const T lr = T(c.lr), alpha = T(c.alpha), oma = T(1 - c.alpha), eps = T(c.eps), wd = T(c.weight_decay), mom = T(c.momentum);
+  const T sign = T(c.maximize ? -1 : 1);
+  parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) {
+    if (gap && bp) rmsprop_range<T, G, true, true>(pp, gp, sqp, gap, bp, b, e, lr, alpha, oma, eps, wd, mom, sign);
+    else if (gap) rmsprop_range<T, G, true, false>(pp, gp, sqp, gap, bp, b, e, lr, alpha, oma, eps, wd, mom, sign);
+    else if (bp) rmsprop_range<T, G, false, true>(pp, gp, sqp, gap, bp, b, e, lr, alpha, oma, eps, wd, mom, sign);
+    else rmsprop_range<T, G, false, false>(pp, gp, sqp, gap, bp, b, e, lr, alpha, oma, eps, wd, mom, sign);
+    if constexpr (!std::is_same_v<T, G>) write_copy(copy, pp, b, e, r);
+  });
+}
+
+// Adagrad: sum += g², p -= clr · g / (sqrt(sum) + eps), clr decayed by the step in double as torch.optim does.
+template <class T, class G>
+void adagrad_one(T* __restrict pp, const G* __restrict gp, Tensor& sum, G* copy, const CopyRound& r, int64_t n, const AdagradConfig& c) {
+  T* __restrict sp = sum.data<T>();
+  const T clr = T(c.lr / (1 + double(c.step - 1) * c.lr_decay)), eps = T(c.eps), wd = T(c.weight_decay), sign = T(c.maximize ? -1 : 1);
+  parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const T gi = sign * static_cast<T>(static_cast<acc_t<G>>(gp[i])) + wd * pp[i];
+      const T si = sp[i] + gi * gi;
+      sp[i] = si;
+      pp[i] -= clr * (gi / (std::sqrt(si) + eps));
+    }
+    if constexpr (!std::is_same_v<T, G>) write_copy(copy, pp, b, e, r);
+  });
+}
+
 // Calls fn(tag) with the param's storage type: float/double update in place, bf16/f16 through
 // their masters (the kernel's front end has checked which applies).
 template <class Fn>
@@ -163,9 +222,43 @@ void sgd_cpu(std::vector<Tensor>& ps, const std::vector<Tensor>& gs, std::vector
   }
 }
 
+void rmsprop_cpu(std::vector<Tensor>& ps, const std::vector<Tensor>& gs, std::vector<Tensor>& sqs, std::vector<Tensor>& gas, std::vector<Tensor>& bufs,
+                 std::vector<Tensor>& masters, const RmspropConfig& c) {
+  uint64_t base = 0;
+  for (size_t k = 0; k < ps.size(); ++k) {
+    Tensor* ga = gas.empty() ? nullptr : &gas[k];
+    Tensor* buf = bufs.empty() ? nullptr : &bufs[k];
+    const CopyRound r{c.stochastic_rounding, c.seed, c.offset, base};
+    const int64_t n = ps[k].numel();
+    base += static_cast<uint64_t>(n);
+    visit_param(ps[k], [&](auto tag) {
+      using P = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<P, float> || std::is_same_v<P, double>)
+        rmsprop_one<P, P>(ps[k].data<P>(), gs[k].data<P>(), sqs[k], ga, buf, nullptr, r, n, c);
+      else rmsprop_one<float, P>(masters[k].data<float>(), gs[k].data<P>(), sqs[k], ga, buf, ps[k].data<P>(), r, n, c);
+    });
+  }
+}
+
+void adagrad_cpu(std::vector<Tensor>& ps, const std::vector<Tensor>& gs, std::vector<Tensor>& sums, std::vector<Tensor>& masters, const AdagradConfig& c) {
+  uint64_t base = 0;
+  for (size_t k = 0; k < ps.size(); ++k) {
+    const CopyRound r{c.stochastic_rounding, c.seed, c.offset, base};
+    const int64_t n = ps[k].numel();
+    base += static_cast<uint64_t>(n);
+    visit_param(ps[k], [&](auto tag) {
+      using P = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<P, float> || std::is_same_v<P, double>) adagrad_one<P, P>(ps[k].data<P>(), gs[k].data<P>(), sums[k], nullptr, r, n, c);
+      else adagrad_one<float, P>(masters[k].data<float>(), gs[k].data<P>(), sums[k], ps[k].data<P>(), r, n, c);
+    });
+  }
+}
+
 }  // namespace
 
 FLOCK_REGISTER_KERNEL(adam_step, CPU, adam_cpu);
 FLOCK_REGISTER_KERNEL(sgd_step, CPU, sgd_cpu);
+FLOCK_REGISTER_KERNEL(rmsprop_step, CPU, rmsprop_cpu);
+FLOCK_REGISTER_KERNEL(adagrad_step, CPU, adagrad_cpu);
 
 }  // namespace flock::cpu

@@ -391,4 +391,38 @@ void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector
   launch("sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, masters, cfg); }, 3 * total_numel(params));
 }
 
+void rmsprop_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> square_avg, std::vector<Tensor> grad_avg,
+                  std::vector<Tensor> bufs, std::vector<Tensor> masters, const RmspropConfig& cfg) {
+  const char* op = "rmspropStep";
+  if (grads.size() != params.size() || square_avg.size() != params.size())
+    fail(Code::Arg, op, ": params, grads and square_avg must have equal lengths");
+  if (grad_avg.size() != (cfg.centered ? params.size() : 0))
+    fail(Code::Arg, op, ": centered needs one grad_avg per param (and none without it), got ", grad_avg.size(), " for ", params.size());
+  if (bufs.size() != (cfg.momentum > 0 ? params.size() : 0))
+    fail(Code::Arg, op, ": momentum > 0 needs one momentum buffer per param (and none without it), got ", bufs.size(), " for ", params.size());
+  check_params(params, masters, op);
+  check_list(params, grads, false, op, "grad");
+  check_list(params, square_avg, true, op, "square_avg");
+  if (cfg.centered) check_list(params, grad_avg, true, op, "grad_avg");
+  if (cfg.momentum > 0) check_list(params, bufs, true, op, "momentum buffer");
+  if (params.empty()) return;
+  const Device dev = params[0].device();
+  auto kernel = rmsprop_step_table().get(dev);
+  launch(op, dev, [=]() mutable { kernel(params, grads, square_avg, grad_avg, bufs, masters, cfg); }, 6 * total_numel(params));
+}
+
+void adagrad_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> sums, std::vector<Tensor> masters,
+                  const AdagradConfig& cfg) {
+  const char* op = "adagradStep";
+  if (grads.size() != params.size() || sums.size() != params.size()) fail(Code::Arg, op, ": params, grads and sums must have equal lengths");
+  if (cfg.step < 1) fail(Code::Arg, op, ": step must be ≥ 1, got ", cfg.step);
+  check_params(params, masters, op);
+  check_list(params, grads, false, op, "grad");
+  check_list(params, sums, true, op, "sum");
+  if (params.empty()) return;
+  const Device dev = params[0].device();
+  auto kernel = adagrad_step_table().get(dev);
+  launch(op, dev, [=]() mutable { kernel(params, grads, sums, masters, cfg); }, 4 * total_numel(params));
+}
+
 }  // namespace flock::ops

@@ -53,6 +53,10 @@ Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bi
 void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, std::vector<Tensor> max_v,
                std::vector<Tensor> masters, const AdamConfig& cfg);
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters, const SgdConfig& cfg);
+void rmsprop_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> square_avg, std::vector<Tensor> grad_avg,
+                  std::vector<Tensor> bufs, std::vector<Tensor> masters, const RmspropConfig& cfg);
+void adagrad_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> sums, std::vector<Tensor> masters,
+                  const AdagradConfig& cfg);
 // GradScaler.unscale_: every tensor times inv_scale in place; `found_inf` (0-d f32) set to 1 on inf/NaN.
 void amp_unscale(std::vector<Tensor> ts, const Tensor& found_inf, double inv_scale);
 

@@ -4,3 +4,5 @@ export { SGD, type SGDOptions } from './sgd';
 export { Adam, AdamW, type AdamOptions } from './adam';
 export { LRScheduler, StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearWarmup, ChainedScheduler } from './scheduler';
 export { clipGradNorm_, clipGradValue_, gradNorm } from './clip';
+export { RMSprop, type RMSpropOptions } from './rmsprop';
+export { Adagrad, type AdagradOptions } from './adagrad';
