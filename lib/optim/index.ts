@@ -6,3 +6,12 @@ export { LRScheduler, StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, Lin
 export { clipGradNorm_, clipGradValue_, gradNorm } from './clip';
 export { RMSprop, type RMSpropOptions } from './rmsprop';
 export { Adagrad, type AdagradOptions } from './adagrad';
+export {
+  LambdaLR,
+  OneCycleLR,
+  CyclicLR,
+  ReduceLROnPlateau,
+  type OneCycleLROptions,
+  type CyclicLROptions,
+  type ReduceLROnPlateauOptions,
+} from './schedulers_extra';

@@ -6,7 +6,7 @@ import { Optimizer } from './optimizer';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkInt, checkNumber } from '../validate';
 
-type AnyOptimizer = Optimizer<{ lr: number }>;
+export type AnyOptimizer = Optimizer<{ lr: number }>;
 
 /**
  * A scheduler's full state, as PyTorch's: every field but the optimizer (lastEpoch, baseLrs and
@@ -14,13 +14,13 @@ type AnyOptimizer = Optimizer<{ lr: number }>;
  */
 export type SchedulerStateDict = { lastEpoch: number; baseLrs: number[]; lastLrs: number[] } & Record<string, unknown>;
 
-function stateOf(s: object, lastLrs: number[]): SchedulerStateDict {
+export function stateOf(s: object, lastLrs: number[]): SchedulerStateDict {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(s)) if (k !== 'optimizer' && typeof v !== 'function') out[k] = Array.isArray(v) ? [...v] : v;
   return { ...out, lastLrs } as SchedulerStateDict;
 }
 
-function restore(op: string, target: object, state: Record<string, unknown>, groups: number): void {
+export function restore(op: string, target: object, state: Record<string, unknown>, groups: number): void {
   if (!state || typeof state !== 'object' || Array.isArray(state)) throw argError(op, `expected a state object, got ${describe(state)}`);
   if (state.lastEpoch !== undefined && (!Number.isSafeInteger(state.lastEpoch) || (state.lastEpoch as number) < 0))
     throw flockError('ERR_STATE_DICT', op, `lastEpoch must be a non-negative integer, got ${String(state.lastEpoch)}`);
@@ -44,7 +44,7 @@ function restore(op: string, target: object, state: Record<string, unknown>, gro
  * every setting by name (undefined where not given); a setting given both ways is ERR_ARG, as is
  * an unknown option.
  */
-function settings(op: string, args: readonly unknown[], names: readonly string[]): Record<string, unknown> {
+export function settings(op: string, args: readonly unknown[], names: readonly string[]): Record<string, unknown> {
   const plain = (a: unknown) => a !== null && typeof a === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(a));
   const at = args.findIndex(plain);
   const positional = at < 0 ? args : args.slice(0, at);
