@@ -9,9 +9,13 @@
 import { Tensor } from '../tensor';
 import { stack } from '../ops/shape';
 import { tensor } from '../ops/creation';
-import { TensorDataset, type Dataset } from './dataset';
+import type { Dataset, IterableDataset, SampleDTypes } from './dataset';
+import { isIterableDataset } from './dataset';
+import { canGetBatch } from './split_concat';
+import { type CanonicalDType, isFloating, toDType } from '../dtype';
 import { argError, checkOptions, describe, flockError, outOfRange } from '../errors';
 import { ready } from '../device';
+import { shuffleRng } from './shuffle';
 
 export interface DataLoaderOptions<T, B> {
   batchSize?: number;
@@ -22,6 +26,13 @@ export interface DataLoaderOptions<T, B> {
   collate?: (items: T[]) => B;
   /** Where the sample indices come from, e.g. a DistributedSampler; replaces shuffle. */
   sampler?: Iterable<number> & { readonly length: number };
+  /**
+   * The default collate's dtypes for the sample's fields (replacing the dataset's own `dtypes`).
+   * Undeclared number fields take their dtype from the loader's first batch and keep it: a float
+   * field stays f32 in a batch of whole numbers, and a fraction in a field that began as i64 is
+   * ERR_DTYPE naming the sample, never a batch of another dtype.
+   */
+  dtypes?: SampleDTypes;
 }
 
 /** What defaultCollate makes of a batch of samples of type T (a TensorDataset's batch: Tensor[]). */
@@ -34,15 +45,18 @@ export type Collated<T> = T extends Tensor | number
       : T[];
 
 /**
- * Stacks tensors, recurses into arrays and objects, and turns numbers into a tensor. Plain numbers
- * that are all integers (a dataset's class labels, by nature) become i64, as PyTorch's collate
- * makes them; any fraction makes the batch f32. Samples of different structure (a missing field,
- * a number where others hold a tensor, tensors of different shapes) are ERR_DATA naming the sample.
+ * Stacks tensors, recurses into arrays and objects, and turns numbers into a tensor. Without a
+ * declared dtype, plain numbers that are all integers (a dataset's class labels, by nature) become
+ * i64, as PyTorch's collate makes them, and any fraction makes the batch f32; `dtypes` declares
+ * them (and casts tensor fields). The DataLoader keeps each field's dtype from its first batch for
+ * its whole life (see {@link DataLoaderOptions.dtypes}). Samples of different structure (a missing
+ * field, a number where others hold a tensor, tensors of different shapes) are ERR_DATA naming the
+ * sample.
  */
-export function defaultCollate(items: unknown[]): unknown {
+export function defaultCollate(items: unknown[], dtypes?: SampleDTypes): unknown {
   if (!Array.isArray(items) || items.length === 0)
     throw argError('defaultCollate', `expected a non-empty array of samples, got ${describe(items)}`);
-  return collateSamples(items, { op: 'defaultCollate', name: (i) => `samples[${i}]`, verb: 'is' });
+  return collateSamples(items, { op: 'defaultCollate', name: (i) => `samples[${i}]`, verb: 'is' }, { declared: dtypes, fixed: null });
 }
 
 /** How messages name a batch's samples: the user's op, sample i, and the verb for a missing one. */
@@ -50,6 +64,17 @@ interface SampleNames {
   op: string;
   name: (i: number) => string;
   verb: 'is' | 'returned';
+}
+
+/**
+ * Where collate takes dtypes from: the declaration for this part of the sample, and (a loader's)
+ * the dtype each number field took in the first batch, by path, so later batches keep it.
+ */
+interface DTypeSource {
+  declared: SampleDTypes;
+  fixed: Map<string, CanonicalDType> | null;
+  /** Where the declaration came from, for messages. */
+  where?: string;
 }
 
 /** A sample value for messages: a tensor by its shape and dtype, anything else as `describe` puts it. */
@@ -61,8 +86,22 @@ function sampleKind(v: unknown): string {
   return v === null ? 'null' : typeof v;
 }
 
+/** The declaration for part `key` of a sample: a dtype string applies to every field below it. */
+function declaredAt(op: string, d: SampleDTypes, key: string | number, path: string, where: string): SampleDTypes {
+  if (d === undefined || typeof d === 'string') return d;
+  if (typeof key === 'number' ? !Array.isArray(d) : Array.isArray(d) || typeof d !== 'object')
+    throw argError(op, `${where}${path} is ${describe(d)}, but the sample${path} is ${typeof key === 'number' ? 'an array' : 'an object'}`);
+  return (d as Record<string | number, SampleDTypes>)[key];
+}
+
+function leafDType(op: string, d: SampleDTypes, path: string, where: string): CanonicalDType | undefined {
+  if (d === undefined) return undefined;
+  if (typeof d !== 'string') throw argError(op, `${where}${path} must be a dtype for a number or tensor field, got ${describe(d)}`);
+  return toDType(op, d);
+}
+
 /** defaultCollate of `items`, the values at `path` (`''`, `[1]`, `.label`, ...) of each sample. */
-function collateSamples(items: unknown[], names: SampleNames, path = ''): unknown {
+function collateSamples(items: unknown[], names: SampleNames, types: DTypeSource, path = ''): unknown {
   const first = items[0];
   const kind = sampleKind(first);
   items.forEach((it, i) => {
@@ -85,40 +124,80 @@ function collateSamples(items: unknown[], names: SampleNames, path = ''): unknow
         `${names.name(i)}${path} has shape [${it.shape}], but ${names.name(0)}${path} has shape [${(first as Tensor).shape}]`,
       );
   });
-  if (first instanceof Tensor) return stack(items as Tensor[]);
-  if (typeof first === 'number') return tensor(items as number[], { dtype: (items as number[]).every(Number.isInteger) ? 'i64' : 'f32' });
+  const where = types.where ?? 'dtypes';
+  if (first instanceof Tensor) {
+    const d = leafDType(names.op, types.declared, path, where);
+    const out = stack(items as Tensor[]);
+    if (d === undefined || out.dtype === d) return out;
+    const cast = out.to(d);
+    out.dispose();
+    return cast;
+  }
+  if (typeof first === 'number') return collateNumbers(items as number[], names, types, path, where);
   if (Array.isArray(first))
     return first.map((_, i) =>
       collateSamples(
         items.map((it) => (it as unknown[])[i]),
         names,
+        { ...types, declared: declaredAt(names.op, types.declared, i, path, where) },
         `${path}[${i}]`,
       ),
     );
-  if (typeof first === 'object')
+  if (typeof first === 'object') {
+    const keys = Object.keys(first as object);
+    const d = types.declared;
+    if (d !== undefined && typeof d === 'object' && !Array.isArray(d))
+      for (const k of Object.keys(d))
+        if (!keys.includes(k)) throw argError(names.op, `${where}${path}.${k} names no field of the sample (fields: ${keys.join(', ')})`);
     return Object.fromEntries(
-      Object.keys(first as object).map((k) => [
+      keys.map((k) => [
         k,
         collateSamples(
           items.map((it) => (it as Record<string, unknown>)[k]),
           names,
+          { ...types, declared: declaredAt(names.op, types.declared, k, path, where) },
           `${path}.${k}`,
         ),
       ]),
     );
+  }
   return items;
 }
 
-/** splitmix32: a small, well-mixed generator for the shuffle (independent of the tensor RNG). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x9e3779b9) >>> 0;
-    let z = s;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    return ((z ^ (z >>> 16)) >>> 0) / 2 ** 32;
-  };
+/** The declaration that makes the field at `path` (`.y`, `[1]`, `.a[0]`) f32, for messages. */
+function declarationFor(path: string): string {
+  const parts = [...path.matchAll(/\.([^.[]+)|\[(\d+)\]/g)];
+  return parts.reduceRight<string>(
+    (inner, m) => (m[1] !== undefined ? `{ ${m[1]}: ${inner} }` : `[${'undefined, '.repeat(Number(m[2]))}${inner}]`),
+    "'f32'",
+  );
+}
+
+/**
+ * Numbers become a tensor of the declared dtype, else of the dtype this field took in the
+ * loader's first batch, else of what the values say (all integers: i64; any fraction: f32). A
+ * fraction for an integer dtype is ERR_DTYPE naming the sample: never truncated, never a new dtype.
+ */
+function collateNumbers(items: number[], names: SampleNames, types: DTypeSource, path: string, where: string): Tensor {
+  const declared = leafDType(names.op, types.declared, path, where);
+  let dtype = declared ?? types.fixed?.get(path);
+  if (dtype === undefined) {
+    dtype = items.every(Number.isInteger) ? 'i64' : 'f32';
+    types.fixed?.set(path, dtype);
+  }
+  if (!isFloating(dtype)) {
+    const bad = items.findIndex((v) => !Number.isInteger(v));
+    if (bad >= 0) {
+      const why = declared ? `declared ${dtype} in ${where}` : `${dtype} since the loader's first batch held only whole numbers there`;
+      throw flockError(
+        'ERR_DTYPE',
+        names.op,
+        `${names.name(bad)}${path} is ${items[bad]}, but the field is ${why}; declare it floating (the dataset's ` +
+          `dtypes property or the DataLoader's dtypes option: { dtypes: ${declarationFor(path)} })`,
+      );
+    }
+  }
+  return tensor(items, { dtype });
 }
 
 /** PyTorch DataLoader options that flockml does not implement, and why: rejected, never ignored. */
@@ -133,7 +212,7 @@ const UNSUPPORTED: Record<string, string> = {
   generator: "use 'seed' for a reproducible shuffle",
   batchSampler: "use 'sampler' with 'batchSize'",
 };
-const ACCEPTED = ['batchSize', 'shuffle', 'seed', 'dropLast', 'collate', 'sampler'] as const;
+const ACCEPTED = ['batchSize', 'shuffle', 'seed', 'dropLast', 'collate', 'sampler', 'dtypes'] as const;
 
 function isSampler(v: unknown): v is Iterable<number> & { readonly length: number } {
   return (
@@ -182,6 +261,8 @@ export class DataLoader<T = unknown, B = Collated<T>> {
   private readonly collate: (items: T[]) => B;
   private readonly ownsBatches: boolean;
   private readonly sampler: (Iterable<number> & { readonly length: number }) | undefined;
+  // The default collate's dtypes: declared, and those each number field took in the first batch.
+  private readonly dtypeSource: DTypeSource;
   private epoch = 0;
   // Where iteration stands, for stateDict(): the epoch in progress (null between epochs), how
   // many of its batches the user has received, the sampler's state when it began, and how many
@@ -191,13 +272,26 @@ export class DataLoader<T = unknown, B = Collated<T>> {
   private samplerAtEpochStart: unknown = undefined;
   private skipNext = 0;
 
+  /** Whether the dataset is iterable (a stream of samples, such as CsvDataset) rather than map-style. */
+  private readonly iterable: boolean;
+
   constructor(
-    readonly dataset: Dataset<T>,
+    readonly dataset: Dataset<T> | IterableDataset<T>,
     options: DataLoaderOptions<T, B> = {},
   ) {
     const op = 'DataLoader';
-    if (typeof dataset !== 'object' || dataset === null || typeof dataset.length !== 'number' || typeof dataset.get !== 'function')
-      throw argError(op, `dataset must have a numeric length and a get(index) method, got ${describe(dataset)}`);
+    this.iterable = isIterableDataset(dataset);
+    if (
+      !this.iterable &&
+      (typeof dataset !== 'object' ||
+        dataset === null ||
+        typeof dataset.length !== 'number' ||
+        typeof (dataset as Dataset).get !== 'function')
+    )
+      throw argError(
+        op,
+        `dataset must have a numeric length and a get(index) method, or be iterable (Symbol.asyncIterator or Symbol.iterator), got ${describe(dataset)}`,
+      );
     if (options !== null && typeof options === 'object')
       for (const key of Object.keys(options)) {
         const camel = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()); // num_workers too
@@ -225,12 +319,30 @@ export class DataLoader<T = unknown, B = Collated<T>> {
     // hands out; a custom collate may return tensors the dataset still owns.
     this.ownsBatches = o.collate === undefined;
     this.sampler = o.sampler;
+    if (o.dtypes !== undefined && o.collate !== undefined)
+      throw argError(op, 'dtypes is for the default collate; a custom collate makes its own tensors');
+    this.dtypeSource =
+      o.dtypes !== undefined
+        ? { declared: o.dtypes, fixed: new Map(), where: "the DataLoader's dtypes" }
+        : { declared: dataset.dtypes, fixed: new Map(), where: 'dataset.dtypes' };
     if (this.sampler && this.shuffle) throw argError(op, 'shuffle and sampler are mutually exclusive (the sampler orders the samples)');
+    if (this.iterable && (this.shuffle || this.sampler))
+      throw argError(
+        op,
+        `${this.shuffle ? 'shuffle' : 'a sampler'} needs a map-style dataset; an iterable dataset yields its samples in its own order`,
+      );
+  }
+
+  /** The map-style dataset (every path but iterable datasets'). */
+  private get mapped(): Dataset<T> {
+    return this.dataset as Dataset<T>;
   }
 
   /** Number of batches per epoch. */
   get length(): number {
-    const n = this.sampler ? this.sampler.length : this.dataset.length;
+    if (this.iterable && typeof this.dataset.length !== 'number')
+      throw argError('DataLoader.length', 'an iterable dataset without a length has no known number of batches');
+    const n = this.sampler ? this.sampler.length : (this.dataset.length as number);
     return this.dropLast ? Math.floor(n / this.batchSize) : Math.ceil(n / this.batchSize);
   }
 
@@ -240,10 +352,10 @@ export class DataLoader<T = unknown, B = Collated<T>> {
       this.epoch++;
       return [...this.sampler];
     }
-    const n = this.dataset.length;
+    const n = this.mapped.length;
     const idx = Array.from({ length: n }, (_, i) => i);
     if (this.shuffle) {
-      const r = rng(this.seed + this.epoch);
+      const r = shuffleRng(this.seed + this.epoch);
       for (let i = n - 1; i > 0; i--) {
         const j = Math.floor(r() * (i + 1));
         [idx[i], idx[j]] = [idx[j], idx[i]];
@@ -289,7 +401,8 @@ export class DataLoader<T = unknown, B = Collated<T>> {
     for (const key of ['epoch', 'batches'] as const)
       if (!(typeof s[key] === 'number' && Number.isInteger(s[key]) && s[key] >= 0))
         throw argError(op, `${key} must be a non-negative integer, got ${describe(s[key])}`);
-    if (s.batches > this.length) throw outOfRange(op, `batches ${s.batches} is more than an epoch's ${this.length}`);
+    if ((!this.iterable || typeof this.dataset.length === 'number') && s.batches > this.length)
+      throw outOfRange(op, `batches ${s.batches} is more than an epoch's ${this.length}`);
     const sampler = this.sampler;
     if (s.sampler !== undefined && !hasState(sampler))
       throw argError(op, "the state has a sampler state but this loader's sampler has no loadStateDict");
@@ -306,7 +419,8 @@ export class DataLoader<T = unknown, B = Collated<T>> {
    */
   private makeBatch(indices: number[]): B | Promise<B> {
     const byDefault = this.collate === (defaultCollate as unknown);
-    if (this.dataset instanceof TensorDataset && byDefault) return this.dataset.getBatch(indices) as B;
+    if (canGetBatch(this.dataset) && byDefault && this.dtypeSource.declared === undefined) return this.dataset.getBatch(indices) as B;
+    const dataset = this.mapped;
     const names: SampleNames = { op: 'DataLoader', name: (i) => `dataset.get(${indices[i]})`, verb: 'returned' };
     const collate = (xs: unknown[]): B => {
       const missing = xs.indexOf(undefined);
@@ -316,9 +430,9 @@ export class DataLoader<T = unknown, B = Collated<T>> {
           'DataLoader',
           `${names.name(missing)} returned undefined; get() must return a sample for every index below length`,
         );
-      return byDefault ? (collateSamples(xs, names) as B) : this.collate(xs as T[]);
+      return byDefault ? (collateSamples(xs, names, this.dtypeSource) as B) : this.collate(xs as T[]);
     };
-    const items = indices.map((i) => this.dataset.get(i));
+    const items = indices.map((i) => dataset.get(i));
     if (items.some((it) => it instanceof Promise)) return Promise.all(items).then(collate);
     return collate(items);
   }
@@ -347,8 +461,86 @@ export class DataLoader<T = unknown, B = Collated<T>> {
     }, ignore);
   }
 
-  /** Synchronous iteration (datasets whose get() is synchronous). */
+  /**
+   * The batches of an iterable dataset: consecutive samples, batchSize at a time (the last one
+   * shorter unless dropLast). A resumed epoch reads and drops the batches already handed out.
+   * `isAsync` says whether `it` is an AsyncIterator (its results are awaited).
+   */
+  private streamBatches(it: Iterator<T>): Generator<B>;
+  private streamBatches(it: AsyncIterator<T> | Iterator<T>, isAsync: true): AsyncGenerator<B>;
+  private streamBatches(it: AsyncIterator<T> | Iterator<T>, isAsync = false): Generator<B> | AsyncGenerator<B> {
+    const skip = this.skipNext;
+    this.skipNext = 0;
+    this.epochInProgress = this.epoch++;
+    this.handedOut = skip;
+    const size = this.batchSize;
+    let seen = 0; // samples read so far this epoch
+    let batches = 0; // batches made (handed out or skipped)
+    const collate = (xs: T[]): B | null => {
+      const first = seen - xs.length;
+      if (batches++ < skip) return null;
+      const names: SampleNames = { op: 'DataLoader', name: (i) => `dataset sample ${first + i}`, verb: 'returned' };
+      const b = this.collate === (defaultCollate as unknown) ? (collateSamples(xs, names, this.dtypeSource) as B) : this.collate(xs);
+      this.handedOut++;
+      return b;
+    };
+    const self = this;
+    if (!isAsync) {
+      const sync = it as Iterator<T>;
+      return (function* () {
+        let buf: T[] = [];
+        try {
+          for (let r = sync.next(); !r.done; r = sync.next()) {
+            buf.push(r.value);
+            seen++;
+            if (buf.length === size) {
+              const b = collate(buf);
+              buf = [];
+              if (b !== null) yield b;
+            }
+          }
+          if (buf.length > 0 && !self.dropLast) {
+            const b = collate(buf);
+            if (b !== null) yield b;
+          }
+          self.epochInProgress = null;
+        } finally {
+          sync.return?.();
+        }
+      })();
+    }
+    const source = it as AsyncIterator<T>;
+    return (async function* () {
+      let buf: T[] = [];
+      try {
+        for (let r = await source.next(); !r.done; r = await source.next()) {
+          buf.push(r.value);
+          seen++;
+          if (buf.length === size) {
+            const b = collate(buf);
+            buf = [];
+            if (b !== null) yield b;
+          }
+        }
+        if (buf.length > 0 && !self.dropLast) {
+          const b = collate(buf);
+          if (b !== null) yield b;
+        }
+        self.epochInProgress = null;
+      } finally {
+        await source.return?.();
+      }
+    })();
+  }
+
+  /** Synchronous iteration (datasets whose get() is synchronous, iterable datasets with a synchronous iterator). */
   *[Symbol.iterator](): Iterator<B> {
+    if (this.iterable) {
+      const ds = this.dataset as IterableDataset<T>;
+      if (typeof (ds as Iterable<T>)[Symbol.iterator] !== 'function') throw argError('DataLoader', 'the dataset is async; use for await');
+      yield* this.streamBatches((ds as Iterable<T>)[Symbol.iterator]()) as Generator<B>;
+      return;
+    }
     for (const ids of this.batchIndices()) {
       const b = this.makeBatch(ids);
       if (b instanceof Promise) {
@@ -367,6 +559,16 @@ export class DataLoader<T = unknown, B = Collated<T>> {
    * dataset) arrives with that batch; `break` disposes the prefetched one.
    */
   async *[Symbol.asyncIterator](): AsyncIterator<B> {
+    if (this.iterable) {
+      const ds = this.dataset as IterableDataset<T>;
+      const asyncIt = (ds as AsyncIterable<T>)[Symbol.asyncIterator];
+      const it = typeof asyncIt === 'function' ? asyncIt.call(ds) : (ds as Iterable<T>)[Symbol.iterator]();
+      for await (const b of this.streamBatches(it, true)) {
+        await ready();
+        yield b as B;
+      }
+      return;
+    }
     const ids = this.batchIndices();
     let pending = this.prefetch(ids);
     try {
