@@ -47,7 +47,16 @@ export class Progress<T> implements Iterable<T>, AsyncIterable<T> {
       throw argError(op, `expected an iterable or async iterable, got ${describe(iterable)}`);
     this.#source = iterable;
     const sized = iterable as { length?: unknown; size?: unknown };
-    const implied = typeof sized.length === 'number' ? sized.length : typeof sized.size === 'number' ? sized.size : undefined;
+    // A DataLoader over a stream of unknown length throws from its length getter: no total then.
+    const size = (key: 'length' | 'size') => {
+      try {
+        return sized[key];
+      } catch {
+        return undefined;
+      }
+    };
+    const length = size('length');
+    const implied = typeof length === 'number' ? length : typeof size('size') === 'number' ? (size('size') as number) : undefined;
     this.total = o.total === undefined ? implied : checkInt(op, 'total', o.total);
     if (o.desc !== undefined && typeof o.desc !== 'string') throw argError(op, `desc must be a string, got ${describe(o.desc)}`);
     this.desc = o.desc ?? '';

@@ -86,6 +86,16 @@ test('the DataLoader batches a CsvDataset as a stream; a declared label dtype ho
   assert.equal(batches[2][1].toArray(), [8, 9]);
   const dropped = new fl.data.DataLoader(new fl.data.CsvDataset(p, { label: 'y' }), { batchSize: 4, dropLast: true });
   assert.is((await collect(dropped)).length, 2);
+  // A stream has no length: the loader's length is ERR_ARG, and a progress bar runs without a total.
+  let lengthCode = '';
+  try {
+    void dropped.length;
+  } catch (e) {
+    lengthCode = (e as { code?: string }).code ?? '';
+  }
+  assert.is(lengthCode, 'ERR_ARG');
+  const sink = { write: () => true };
+  assert.is((await collect(fl.utils.progress(dropped, { stream: sink as never }))).length, 2);
   // Shuffling needs a map-style dataset: readCsv.
   let refused = false;
   try {
