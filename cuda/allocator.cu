@@ -106,12 +106,17 @@ struct CudaAllocator final : Allocator {
     cudaError_t e = cudaMallocAsync(&p, bytes, s);
     // Out of memory: first give back what the pool keeps cached (other pools and non-pool
     // allocations, NCCL's buffers and pinned staging, may hold the rest) and retry; then wait for
-    // the device's queued work and retry once more. Memory whose stream-ordered free another stream
-    // has queued but not yet reached is neither reusable by this stream nor trimmable until it is
-    // (PyTorch's caching allocator synchronizes the same way before it reports OOM).
+    // the device's queued work, drop this thread's finished closures (the storages a stream keeps
+    // until its work is done are otherwise freed only at its next enqueue or sync), and retry once
+    // more. Memory whose stream-ordered free another stream has queued but not yet reached is
+    // neither reusable by this stream nor trimmable until it is (PyTorch's caching allocator
+    // synchronizes the same way before it reports OOM).
     for (int attempt = 0; attempt < 2 && e == cudaErrorMemoryAllocation; ++attempt) {
       cudaGetLastError();
-      if (attempt == 1 && cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
+      if (attempt == 1) {
+        if (cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
+        release_finished_work(device);
+      }
       trim(device);
       e = cudaMallocAsync(&p, bytes, s);
     }

@@ -208,6 +208,16 @@ class CudaStream final : public Stream {
     has_job_.notify_one();
   }
 
+  // See release_finished_work.
+  void release_finished() {
+    std::vector<std::function<void()>> done;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      reap_locked(&done);
+    }
+    // Destroyed outside the lock: dropping storages calls the allocator.
+  }
+
  private:
   // Maps event times to the profiler's clock: an event recorded once per profiling session and
   // waited for, with the host time at which the wait returned (accurate to the wait's latency).
@@ -436,6 +446,16 @@ cudaStream_t stream_for(int device) {
   } catch (...) {
   }
   return nullptr;
+}
+
+void release_finished_work(int device) noexcept {
+  try {
+    CudaStream* s = t_stream && t_stream->device() == device ? t_stream : nullptr;
+    if (!s) s = dynamic_cast<CudaStream*>(&Context::current().stream(Device{DeviceType::CUDA, device}));
+    if (s) s->release_finished();
+  } catch (...) {
+    // no stream on this thread for that device: nothing of ours to release
+  }
 }
 
 cudaStream_t current_stream() {

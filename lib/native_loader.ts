@@ -15,7 +15,7 @@ import { FlockError } from './errors';
 export interface AddonSource {
   /**
    * 'prebuilt': the platform package; 'local': build/Release/flockml.node; 'override': the file
-   * FLOCKML_NATIVE names (the CUDA simulator's addon, build/sim/flockml.node, is loaded this way).
+   * FLOCKML_NATIVE names (the CUDA simulator's addon, build-sim/sim/flockml.node, is loaded this way).
    */
   kind: 'prebuilt' | 'local' | 'override';
   /** Absolute path of the .node file. */

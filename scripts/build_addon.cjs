@@ -112,15 +112,21 @@ function cmake(args) {
   }
 }
 
-// `--sim`: the CUDA simulator's addon (build/sim/flockml.node, sim/README.md) beside whatever the
-// folder is configured for; it needs no CUDA toolkit, only Boost.Context. The tests load it with
-// FLOCKML_NATIVE=build/sim/flockml.node.
+// `--sim`: the CUDA simulator's addon (build-sim/sim/flockml.node, sim/README.md) and its unit tests,
+// in a folder of their own configured CPU-only, so they never disturb build/ (nor it them); they
+// need no CUDA toolkit, only Boost.Context. The tests load it with FLOCKML_NATIVE.
 if (sim) {
-  if (!existsSync(cache)) cmake(['configure']);
   const started = Date.now();
-  say(`flockml: building the CUDA simulator's addon and its unit tests (cuda/*.cu as C++; a first build takes minutes)`);
-  for (const target of ['flockml_sim', 'sim_engine_test', 'sim_runtime_test']) cmake(['build', '--target', target, '--parallel', String(cores)]);
-  say(`flockml: built build/sim/flockml.node in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  const out = ['--out', 'build-sim'];
+  const run = (args) => {
+    const r = spawnSync(process.execPath, [cmakeJs, ...args, ...out], { cwd: root, stdio: 'inherit' });
+    if (r.status !== 0) fail(`the simulator's build failed (cmake-js ${args[0]} exited ${r.status ?? r.signal}); the output above says why`, r.status || 1);
+  };
+  say("flockml: building the CUDA simulator's addon and its unit tests (cuda/*.cu as C++; a first build takes minutes)");
+  if (!existsSync(join(root, 'build-sim', 'CMakeCache.txt'))) run(['configure', '--CDFLOCKML_CUDA=OFF']);
+  run(['build', '--target', 'flockml_sim', '--parallel', String(cores)]);
+  for (const target of ['sim_engine_test', 'sim_runtime_test']) run(['build', '--target', target, '--parallel', String(cores)]);
+  say(`flockml: built build-sim/sim/flockml.node in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   process.exit(0);
 }
 

@@ -58,8 +58,8 @@ test('a local build that fails to load falls through to the prebuilt', () => {
 });
 
 test('FLOCKML_NATIVE loads the addon it names, relative to the package, and never falls back', () => {
-  const sim = `${root}/build/sim/flockml.node`;
-  const env = fakeEnv({ local: true, prebuilt: '0.1.0', override: 'build/sim/flockml.node', files: [sim] });
+  const sim = `${root}/build-sim/sim/flockml.node`;
+  const env = fakeEnv({ local: true, prebuilt: '0.1.0', override: 'build-sim/sim/flockml.node', files: [sim] });
   assert.equal(loadAddon(env, '0.1.0').source, { kind: 'override', path: sim });
   const missing = notFound(fakeEnv({ local: true, override: '/nowhere/flockml.node' }));
   assert.match(missing.message, 'FLOCKML_NATIVE names /nowhere/flockml.node, which does not exist');

@@ -5,12 +5,12 @@
  * --gpu runs only the GPU conformance files (test/gpu/); filters match file paths. Files under
  * test/gpu/ run with FLOCKML_CUDA_POISON=1 (fresh CUDA memory filled with NaN).
  * --sim runs the files with a CUDA path (test/sim_suites.ts) on the CUDA simulator's addon
- * (FLOCKML_NATIVE=build/sim/flockml.node, 4 simulated GPUs unless FLOCKML_CUDA_SIM_DEVICES says
- * otherwise); test/sim/ runs only then.
+ * (FLOCKML_NATIVE=build-sim/sim/flockml.node, 4 simulated GPUs unless FLOCKML_CUDA_SIM_DEVICES says
+ * otherwise, freed device memory poisoned, NCCL from the same addon); test/sim/ runs only then.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { simSuites, simWaiting } from './sim_suites';
 
 const root = join(__dirname);
@@ -18,8 +18,13 @@ const args = process.argv.slice(2);
 const gpuOnly = args.includes('--gpu');
 const simOnly = args.includes('--sim');
 if (simOnly) {
-  process.env.FLOCKML_NATIVE ??= 'build/sim/flockml.node';
+  process.env.FLOCKML_NATIVE ??= 'build-sim/sim/flockml.node';
   process.env.FLOCKML_CUDA_SIM_DEVICES ??= '4';
+  // Freed device memory is filled with NaN too, so a kernel reading a buffer after its
+  // stream-ordered free shows up.
+  process.env.FLOCKML_CUDA_SIM_POISON ??= '1';
+  // The simulator's addon exports the NCCL symbols itself (sim/nccl_api.cc).
+  process.env.FLOCKML_NCCL_PATH ??= resolve(root, '..', process.env.FLOCKML_NATIVE);
 }
 const filters = args.filter((a) => !a.startsWith('--'));
 

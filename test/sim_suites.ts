@@ -1,5 +1,5 @@
 /**
- * What `npm run test:sim` runs on the CUDA simulator's addon (build/sim/flockml.node): every test file
+ * What `npm run test:sim` runs on the CUDA simulator's addon (build-sim/sim/flockml.node): every test file
  * that has a CUDA path, on FLOCKML_CUDA_SIM_DEVICES simulated GPUs, plus the simulator's own tests
  * (test/sim/). Files that need the simulated NCCL are listed with the reason they wait.
  */

@@ -58,7 +58,8 @@ test('the addon loads and computes in several worker_threads at once', async () 
     const a = n.full([64, 64], 'f32', 'cpu', 1);
     const c = n.matmul(a, a, false, false);
     n.read(n.reduce('sum', c, [], false)).then((b) => parentPort.postMessage(new Float32Array(b)[0]));`;
-  const addon = require.resolve('../build/Release/flockml.node');
+  const { addonSource } = await import('../lib/native');
+  const addon = addonSource.path; // the addon this process loaded (FLOCKML_NATIVE may name the simulator's)
   const results = await Promise.all(
     [0, 1, 2].map(
       () =>

@@ -62,9 +62,11 @@ if (runs) {
         b = fl.randn([d]),
         gy = fl.randn([rows, d]);
       const run = (device: string) => {
-        const xs = x.to(device).requiresGrad_(),
-          ws = w.to(device).requiresGrad_(),
-          bs = b.to(device).requiresGrad_();
+        // detach(): to('cpu') returns the tensor itself, which must not start requiring grad and
+        // make the CUDA run's copies non-leaves.
+        const xs = x.to(device).detach().requiresGrad_(),
+          ws = w.to(device).detach().requiresGrad_(),
+          bs = b.to(device).detach().requiresGrad_();
         const y = fl.nn.functional.layerNorm(xs, [d], ws, bs);
         y.backward(gy.to(device));
         return [y, xs.grad, ws.grad, bs.grad].map((t) => (t as fl.Tensor).to('cpu'));

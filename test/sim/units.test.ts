@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 
-const dir = join(__dirname, '..', '..', 'build', 'sim');
+const dir = join(__dirname, '..', '..', 'build-sim', 'sim');
 
 function run(exe: string, env: Record<string, string> = {}): void {
   const path = join(dir, exe);

@@ -115,7 +115,7 @@ export const cases: OpCase[] = [
       const t = fl.zeros([x.numel() * 300], { dtype: x.dtype, device: x.device }).uniform_(-2, 3);
       const v = Array.from(t.to('cpu').to('f64').dataSync() as Float64Array);
       const mean = v.reduce((a, b) => a + b, 0) / v.length;
-      return fl.tensor([v.every((e) => e >= -2 && e <= 3) ? 1 : 0, Math.abs(mean - 0.5) < 0.1 ? 1 : 0], { dtype: 'f64' });
+      return fl.tensor([v.every((e) => e >= -2 && e <= 3) ? 1 : 0, Math.abs(mean - 0.5) < 0.1 ? 1 : 0], { dtype: 'f64', device: x.device });
     },
     reference: () => arr([2], [1, 1]),
     dtypes: [...FLOATS],
@@ -130,7 +130,7 @@ export const cases: OpCase[] = [
       const v = Array.from(t.to('cpu').to('f64').dataSync() as Float64Array);
       const mean = v.reduce((a, b) => a + b, 0) / v.length;
       const sd = Math.sqrt(v.reduce((a, b) => a + (b - mean) ** 2, 0) / (v.length - 1));
-      return fl.tensor([Math.abs(mean - 1) < 0.15 ? 1 : 0, Math.abs(sd - 2) < 0.15 ? 1 : 0], { dtype: 'f64' });
+      return fl.tensor([Math.abs(mean - 1) < 0.15 ? 1 : 0, Math.abs(sd - 2) < 0.15 ? 1 : 0], { dtype: 'f64', device: x.device });
     },
     reference: () => arr([2], [1, 1]),
     dtypes: [...FLOATS],

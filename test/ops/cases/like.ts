@@ -20,7 +20,7 @@ function check(draw: (t: Tensor) => Tensor, x: Tensor, lo: number, hi: number, m
   ];
   return fl.tensor(
     ok.map((b) => (b ? 1 : 0)),
-    { dtype: 'f64' },
+    { dtype: 'f64', device: x.device },
   );
 }
 const passes = () => arr([4], [1, 1, 1, 1]);

@@ -72,7 +72,7 @@ export const cases: OpCase[] = [
   {
     op: 'allclose',
     inputs: [{ shape: [3, 4] }],
-    run: (a) => fl.tensor([fl.allclose(a, a.add(1e-9)) ? 1 : 0, fl.allclose(a, a.add(1)) ? 1 : 0], { dtype: 'f64' }),
+    run: (a) => fl.tensor([fl.allclose(a, a.add(1e-9)) ? 1 : 0, fl.allclose(a, a.add(1)) ? 1 : 0], { dtype: 'f64', device: a.device }),
     reference: () => ({ shape: [2], data: Float64Array.from([1, 0]) }),
     dtypes: ['f32', 'f64'],
     exact: true,

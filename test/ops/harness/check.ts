@@ -136,7 +136,7 @@ export function gradAgainstCpu(c: OpCase, dtype: DType, device: string): string 
     });
     fl.manualSeed(seed);
     const y = joined(c.run(...xs));
-    fl.manualSeed(seed ^ 1);
+    fl.manualSeed((seed ^ 1) >>> 0); // >>> 0: seeds of 2^31 and up stay non-negative
     const w = fl.randn([...y.shape], { dtype: y.dtype }).to(dev); // drawn on the CPU: the same weights for both
     y.mul(w).sum().backward();
     return xs.filter((_, i) => free[i]).map((x) => (x.grad ? toArr(x.grad) : null));
