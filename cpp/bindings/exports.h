@@ -14,6 +14,7 @@ void register_device_exports(Napi::Env env, Napi::Object exports);
 void register_attention_exports(Napi::Env env, Napi::Object exports);
 void register_rearrange_exports(Napi::Env env, Napi::Object exports);
 void register_select_exports(Napi::Env env, Napi::Object exports);
+void register_rnn_exports(Napi::Env env, Napi::Object exports);
 void register_stream_stress_exports(Napi::Env env, Napi::Object exports);
 void register_failure_exports(Napi::Env env, Napi::Object exports);
 }  // namespace flock::js

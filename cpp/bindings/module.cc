@@ -53,6 +53,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   register_attention_exports(env, exports);
   register_rearrange_exports(env, exports);
   register_select_exports(env, exports);
+  register_rnn_exports(env, exports);
 }
 
 Addon::~Addon() {

@@ -54,3 +54,4 @@ export {
 } from './functional/loss_probability';
 export { relu, leakyRelu, gelu, silu, tanh, sigmoid, softmax, logSoftmax } from './functional/activation';
 export { scaledDotProductAttention, type ScaledDotProductAttentionOptions } from './functional/attention';
+export { rnnTanhCell, rnnReluCell, lstmCell, gruCell } from './rnn_cell';

@@ -30,3 +30,5 @@ export {
 } from './transformer';
 export { RMSNorm, rmsNorm, type RMSNormOptions } from './rms_norm';
 export { RotaryEmbedding, applyRotary, rotaryTables, type RotaryOptions } from './rotary';
+export { RNN, LSTM, GRU, type RNNOptions } from './rnn';
+export { RNNCell, LSTMCell, GRUCell, type RNNCellOptions } from './rnn_cell';

@@ -18,6 +18,7 @@ import { predicateOps } from './predicates';
 import { rearrangeOps } from './rearrange';
 import { reduceOps } from './reduce';
 import { reduceMoreOps } from './reduce_more';
+import { rnnOps } from './rnn';
 import { sampleOps } from './sample';
 import { scanOps } from './scan';
 import { scatterOps } from './scatter';
@@ -53,6 +54,7 @@ export const manifest: readonly OpDecl[] = [
   ...rearrangeOps,
   ...reduceOps,
   ...reduceMoreOps,
+  ...rnnOps,
   ...sampleOps,
   ...scanOps,
   ...scatterOps,

@@ -22,6 +22,7 @@ import { cases as predicates } from './predicates';
 import { cases as rearrange } from './rearrange';
 import { cases as reduce } from './reduce';
 import { cases as reduceMore } from './reduce_more';
+import { cases as rnn } from './rnn';
 import { cases as sample } from './sample';
 import { cases as scan } from './scan';
 import { cases as scatter } from './scatter';
@@ -57,6 +58,7 @@ export const cases: readonly OpCase[] = [
   ...rearrange,
   ...reduce,
   ...reduceMore,
+  ...rnn,
   ...sample,
   ...scan,
   ...scatter,
