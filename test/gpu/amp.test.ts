@@ -62,11 +62,13 @@ if (runs) {
         const losses: number[] = [];
         for (let step = 0; step < 6; step++) {
           opt.zeroGrad();
-          const loss = fl.autocast({ device, dtype }, () => fl.nn.functional.mseLoss(model.forward(x).to('f32'), y));
+          const loss = fl.autocast({ device: device.startsWith('cuda') ? 'cuda' : 'cpu', dtype }, () =>
+            fl.nn.functional.mseLoss(model.forward(x).to('f32'), y),
+          );
           scaler.scale(loss).backward();
           await scaler.step(opt);
           scaler.update();
-          losses.push(loss.item());
+          losses.push(await loss.item());
         }
         return losses;
       };

@@ -3,7 +3,8 @@
  * around them. Each mutant breaks one kernel on purpose in a copy under build-sim/sim_mutant/ (the
  * element-wise binary kernel reads the wrong element; the SIMT GEMM stages its A tile one row off),
  * links it with everything else unchanged into build-sim/sim_mutant/flockml.node, and runs the GPU
- * conformance suite on it: the suite must fail, naming the broken op.
+ * conformance suite and the op harness's CUDA cases for the broken ops on it: they must fail,
+ * naming a broken op.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,8 +20,8 @@ interface Mutant {
   file: 'elementwise.cu' | 'gemm.cu';
   from: string;
   to: string;
-  /** What the conformance suite's failure output must mention. */
-  caught: RegExp;
+  /** The harness ops to run against it; a failure must name one of them. */
+  ops: string[];
 }
 
 const mutants: Mutant[] = [
@@ -29,14 +30,14 @@ const mutants: Mutant[] = [
     file: 'elementwise.cu',
     from: 'int64_t off[2] = {i, i};',
     to: 'int64_t off[2] = {i, i > 0 ? i - 1 : i};',
-    caught: /add|sub|mul|div/,
+    ops: ['add', 'sub', 'mul', 'div'],
   },
   {
     name: "SIMT GEMM stages A's tile one row off",
     file: 'gemm.cu',
     from: '[&](int kk, int i, bool, T v) { As[kk][i] = v; }',
     to: '[&](int kk, int i, bool, T v) { As[kk][i ^ 1] = v; }',
-    caught: /matmul|linear|bmm/,
+    ops: ['matmul', 'linear', 'bmm'],
   },
 ];
 
@@ -69,18 +70,22 @@ for (const m of mutants) {
       place(f, original.replace(m.from, m.to));
     }
     build();
-    const r = spawnSync(join(repo, 'node_modules', '.bin', 'tsx'), [join(repo, 'test', 'gpu', 'conformance.test.ts')], {
-      encoding: 'utf8',
-      env: { ...process.env, FLOCKML_NATIVE: join(dir, 'flockml.node'), FLOCKML_CUDA_POISON: '1' },
-      timeout: 600_000,
-    });
-    const out = `${r.stdout}${r.stderr}`;
-    assert.is.not(r.status, 0, `the suite passed with the kernel broken:\n${out}`);
-    const failures = out.split('\n').filter((l) => /FAIL/.test(l));
-    assert.ok(failures.length > 0, out);
+    const env = { ...process.env, FLOCKML_NATIVE: join(dir, 'flockml.node'), FLOCKML_CUDA_POISON: '1', FLOCKML_CUDA_SIM_DEVICES: '1' };
+    const out = ['test/gpu/conformance.test.ts', 'test/ops/harness/harness.test.ts']
+      .map((file) => {
+        const r = spawnSync(join(repo, 'node_modules', '.bin', 'tsx'), [join(repo, file)], {
+          encoding: 'utf8',
+          env: { ...env, FLOCKML_HARNESS_OPS: m.ops.join(',') },
+          timeout: 600_000,
+        });
+        return `${r.stdout}${r.stderr}`;
+      })
+      .join('\n');
+    const failures = out.split('\n').filter((l) => /^\s*FAIL\s/.test(l));
+    assert.ok(failures.length > 0, `the suites passed with the kernel broken:\n${out}`);
     assert.ok(
-      failures.some((l) => m.caught.test(l)),
-      `no failure names the broken op:\n${failures.join('\n')}`,
+      failures.some((l) => m.ops.some((op) => l.includes(`"${op}`))),
+      `no failure names one of ${m.ops.join(', ')}:\n${failures.join('\n')}`,
     );
   });
 }
