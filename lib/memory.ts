@@ -55,6 +55,11 @@ function addToScope(t: Disposable): void {
   }
 }
 
+/** @internal The innermost tidy scope open now (what a tensor made now has as `_scope`), or null. */
+export function currentScope(): unknown[] | null {
+  return scopes.length > 0 ? scopes[scopes.length - 1] : null;
+}
+
 /** Tells the allocation trace that `t` was disposed (not left to the garbage collector). */
 export function untrack(t: Traceable): void {
   if (allocationTracing) untraceAllocation(t);
