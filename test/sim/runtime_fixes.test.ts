@@ -70,7 +70,7 @@ test('cuda:0 to cuda:1 returns while the source device is still busy', async () 
   // Work that keeps the simulated cuda:0 busy for a good while.
   const timed = () => {
     let x = a;
-    for (let i = 0; i < 6; i++) x = x.matmul(a);
+    for (let i = 0; i < 24; i++) x = x.matmul(a).mul(1 / 256);
     return x;
   };
   let started = Date.now();
