@@ -1,7 +1,8 @@
 /**
  * What `npm run test:sim` runs on the CUDA simulator's addon (build-sim/sim/flockml.node): every test file
  * that has a CUDA path, on FLOCKML_CUDA_SIM_DEVICES simulated GPUs, plus the simulator's own tests
- * (test/sim/). Files that need the simulated NCCL are listed with the reason they wait.
+ * (test/sim/). The NCCL groups use the simulated NCCL in the same addon. Files with a CUDA path that
+ * do not run here are listed with the reason.
  */
 export const simSuites: readonly string[] = [
   'test/sim/',
@@ -19,12 +20,12 @@ export const simSuites: readonly string[] = [
   'test/responsiveness.test.ts',
   'test/native/malformed.test.ts',
   'test/native_loader.test.ts',
+  'test/dist/local_groups.test.ts',
+  'test/dist/nccl.test.ts',
+  'test/dist/tensor_parallel.test.ts',
 ];
 
 /** CUDA test files the simulator does not run yet, and why. */
 export const simWaiting: Readonly<Record<string, string>> = {
-  'test/dist/local_groups.test.ts': 'CUDA local groups need NCCL; the simulated NCCL is not built yet',
-  'test/dist/nccl.test.ts': 'needs the simulated NCCL',
-  'test/dist/tensor_parallel.test.ts': 'its CUDA groups need NCCL; the simulated NCCL is not built yet',
   'test/gpu_detection.test.ts': 'checks the real addon against nvidia-smi; the simulator is not a GPU to detect',
 };

@@ -15,10 +15,14 @@ interface SimState {
 
 const repo = join(__dirname, '..', '..');
 
-test('training on cuda:1 and cuda:2 creates contexts there and nowhere else', () => {
+test('training and all-reducing on cuda:1 and cuda:2 creates contexts there and nowhere else', () => {
   const r = spawnSync(join(repo, 'node_modules', '.bin', 'tsx'), [join(__dirname, 'workers', 'contexts_worker.ts')], {
     encoding: 'utf8',
-    env: { ...process.env, FLOCKML_CUDA_SIM_DEVICES: '4' },
+    env: {
+      ...process.env,
+      FLOCKML_CUDA_SIM_DEVICES: '4',
+      FLOCKML_NCCL_PATH: process.env.FLOCKML_NCCL_PATH ?? process.env.FLOCKML_NATIVE ?? '',
+    },
     timeout: 120_000,
   });
   assert.is(r.status, 0, `${r.stdout}${r.stderr}`);

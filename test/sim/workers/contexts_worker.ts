@@ -1,13 +1,20 @@
 /**
- * Trains a small model split over cuda:1 and cuda:2 (a Pipeline of two stages), moves tensors
- * between them and the host, asks for memory info and empties the caches, then prints the
- * simulator's device state. Run by test/sim/contexts.test.ts in a fresh process, so nothing else
+ * Trains a small model split over cuda:1 and cuda:2 (a Pipeline of two stages), all-reduces over
+ * an NCCL clique of the two, moves tensors between them and the host, asks for memory info and
+ * empties the caches, then prints the simulator's device state. Run by test/sim/contexts.test.ts in a fresh process, so nothing else
  * has touched any device.
  */
 import * as fl from '../../../lib/index';
 import { native } from '../../../lib/native';
 
 async function main(): Promise<void> {
+  // First, before anything else touches CUDA: an NCCL clique over cuda:1 and cuda:2 (each group's
+  // stream gate allocates pinned memory, which goes through some device's context).
+  const groups = await fl.distributed.initLocalGroups([1, 2], { timeoutMs: 30_000 });
+  const parts = [fl.full([8], 1, { device: 'cuda:1' }), fl.full([8], 2, { device: 'cuda:2' })];
+  await Promise.all(groups.map((g, i) => g.allReduce(parts[i]).wait()));
+  if ((await parts[0].to('cpu').data())[0] !== 3) throw new Error('allReduce on cuda:1 and cuda:2 gave the wrong sum');
+  for (const g of groups) g.destroy();
   fl.manualSeed(3);
   const stages = [new fl.nn.Sequential(new fl.nn.Linear(8, 16), new fl.nn.ReLU()), new fl.nn.Linear(16, 4)];
   const pipe = new fl.parallel.Pipeline(stages, { devices: ['cuda:1', 'cuda:2'], microBatches: 2 });
