@@ -80,16 +80,33 @@ export abstract class Module {
     for (const [, m] of this.namedModules()) yield m;
   }
 
-  /** Parameters with dotted names; a parameter shared by two modules is listed once. */
-  *namedParameters(prefix = '', recurse = true): Generator<[string, Parameter]> {
+  /**
+   * Parameters with dotted names; a parameter shared by two modules (tied weights) is listed once,
+   * under its first name, unless `removeDuplicate` is false (PyTorch's `remove_duplicate`): then
+   * under every name it has, a shared module's parameters under each of the module's names.
+   */
+  *namedParameters(prefix = '', recurse = true, removeDuplicate = true): Generator<[string, Parameter]> {
     const seen = new Set<Parameter>();
-    const mods: Iterable<[string, Module]> = recurse ? this.namedModules(prefix) : [[prefix, this]];
+    const mods: Iterable<[string, Module]> = !recurse
+      ? [[prefix, this]]
+      : removeDuplicate
+        ? this.namedModules(prefix)
+        : this.#everyPath(prefix);
     for (const [mp, m] of mods)
       for (const [k, v] of m.ownEntries())
-        if (v instanceof Parameter && !seen.has(v)) {
+        if (v instanceof Parameter && !(removeDuplicate && seen.has(v))) {
           seen.add(v);
           yield [mp ? `${mp}.${k}` : k, v];
         }
+  }
+
+  /** This module and its descendants under every path that reaches them (a cycle is walked once). */
+  *#everyPath(prefix: string, above = new Set<Module>()): Generator<[string, Module]> {
+    if (above.has(this)) return;
+    above.add(this);
+    yield [prefix, this];
+    for (const [k, m] of this.namedChildren()) yield* m.#everyPath(prefix ? `${prefix}.${k}` : k, above);
+    above.delete(this);
   }
 
   parameters(recurse = true): Parameter[] {
@@ -168,17 +185,23 @@ export abstract class Module {
     return this;
   }
 
-  /** Parameters then buffers by dotted name, sharing storage with the module (as PyTorch). */
+  /**
+   * Parameters then buffers by dotted name, sharing storage with the module (as PyTorch). A tied
+   * parameter (one Parameter in two modules: nanoGPT's `transformer.wte.weight` and
+   * `lm_head.weight`) is listed under each of its names, the same tensor, as PyTorch lists it.
+   */
   stateDict(): Record<string, Tensor> {
     const out: Record<string, Tensor> = {};
-    for (const [k, p] of this.namedParameters()) out[k] = p;
-    for (const [k, b] of this.namedBuffers()) out[k] = b;
+    for (const [k, p] of this.namedParameters('', true, false)) out[k] = p;
+    for (const [mp, m] of this.#everyPath('')) for (const [k, b] of m._buffers) if (b) out[mp ? `${mp}.${k}` : k] = b;
     return out;
   }
 
   /**
    * Copies values from `state` (an object or Map of tensors) into this module's parameters and
-   * buffers. With `strict` (the default) missing and unexpected keys are errors; a shape mismatch
+   * buffers. With `strict` (the default) missing and unexpected keys are errors — a tied parameter
+   * needs only one of its names (safetensors' `save_model` keeps one), and names of one tied tensor
+   * that are all given must hold the same values; a shape mismatch
    * or a floating/integer mismatch is always an error. Everything is checked (with
    * {@link checkStateDict}) before anything is written, so a load that fails leaves the module
    * exactly as it was.
@@ -266,7 +289,14 @@ export function checkStateDict(
   strict: boolean,
   fail: (code: ErrorCode, detail: string) => Error,
 ): StateDictPlan {
-  const missingKeys = Object.keys(own).filter((k) => !state.has(k));
+  // Names of one tensor (tied weights) form a group: given under any one of its names, it is loaded.
+  const groups = new Map<Tensor, string[]>();
+  for (const [k, t] of Object.entries(own)) {
+    const g = groups.get(t);
+    if (g) g.push(k);
+    else groups.set(t, [k]);
+  }
+  const missingKeys = [...groups.values()].filter((names) => !names.some((k) => state.has(k))).flat();
   const unexpectedKeys = [...state.keys()].filter((k) => !Object.hasOwn(own, k));
   if (strict && (missingKeys.length || unexpectedKeys.length)) {
     const parts = [];
@@ -275,18 +305,38 @@ export function checkStateDict(
     throw fail('ERR_STATE_DICT', parts.join('; '));
   }
   const pairs: Array<[Tensor, Tensor]> = [];
-  for (const [k, dst] of Object.entries(own)) {
-    if (!state.has(k)) continue;
-    const v = state.get(k);
-    if (!(v instanceof Tensor)) throw fail('ERR_ARG', `'${k}' must be a Tensor, got ${describe(v)}`);
-    if (v.isDisposed) throw fail('ERR_DISPOSED', `'${k}' has been disposed`);
-    // A disposed tensor of the module's own would fail the write half-way through.
-    if (dst.isDisposed) throw fail('ERR_DISPOSED', `the module's '${k}' has been disposed`);
-    if (v.shape.length !== dst.shape.length || v.shape.some((s, i) => s !== dst.shape[i]))
-      throw fail('ERR_SHAPE', `size mismatch for '${k}': checkpoint has [${v.shape.join(',')}], module has [${dst.shape.join(',')}]`);
-    if (isFloating(v.dtype) !== isFloating(dst.dtype))
-      throw fail('ERR_DTYPE', `dtype mismatch for '${k}': checkpoint has ${v.dtype}, module has ${dst.dtype}`);
-    pairs.push([dst, v]);
+  for (const [dst, names] of groups) {
+    let first: [string, Tensor] | null = null;
+    for (const k of names) {
+      if (!state.has(k)) continue;
+      const v = state.get(k);
+      if (!(v instanceof Tensor)) throw fail('ERR_ARG', `'${k}' must be a Tensor, got ${describe(v)}`);
+      if (v.isDisposed) throw fail('ERR_DISPOSED', `'${k}' has been disposed`);
+      // A disposed tensor of the module's own would fail the write half-way through.
+      if (dst.isDisposed) throw fail('ERR_DISPOSED', `the module's '${k}' has been disposed`);
+      if (v.shape.length !== dst.shape.length || v.shape.some((s, i) => s !== dst.shape[i]))
+        throw fail('ERR_SHAPE', `size mismatch for '${k}': checkpoint has [${v.shape.join(',')}], module has [${dst.shape.join(',')}]`);
+      if (isFloating(v.dtype) !== isFloating(dst.dtype))
+        throw fail('ERR_DTYPE', `dtype mismatch for '${k}': checkpoint has ${v.dtype}, module has ${dst.dtype}`);
+      if (!first) {
+        first = [k, v];
+        pairs.push([dst, v]);
+      } else if (!sameValues(first[1], v))
+        throw fail(
+          'ERR_STATE_DICT',
+          `'${first[0]}' and '${k}' name one tied tensor of the module but hold different values; give them equal values, or only one of them`,
+        );
+    }
   }
   return { pairs, missingKeys, unexpectedKeys };
+}
+
+/** Whether two tensors of one shape hold the same values, bit for bit after a cast to a's dtype. */
+function sameValues(a: Tensor, b: Tensor): boolean {
+  if (a === b) return true;
+  const bytes = (t: Tensor) => {
+    const v = t.dataSync() as ArrayLike<unknown> & ArrayBufferView;
+    return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  };
+  return tidy(() => bytes(a).equals(bytes(a.dtype === b.dtype && a.device === b.device ? b : b.to(a.dtype))));
 }
