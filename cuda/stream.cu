@@ -18,6 +18,7 @@
 #include "device_guard.cuh"
 #include "profiler.h"
 #include "stream_failure.h"
+#include "stream_gate.cuh"
 
 namespace flock::cuda {
 namespace {
@@ -208,6 +209,9 @@ class CudaStream final : public Stream {
     has_job_.notify_one();
   }
 
+  // See note_gate_wait.
+  void note_gate(GateWait w) { gate_ = std::move(w); }
+
   // See release_finished_work.
   void release_finished() {
     std::vector<std::function<void()>> done;
@@ -278,6 +282,7 @@ class CudaStream final : public Stream {
   struct Pending {
     cudaEvent_t event;
     std::function<void()> task;
+    GateWait gate;  // a gate wait the task queued (its work finishes only once the gate opens)
   };
   struct Job {
     std::function<void(std::optional<StreamError>)> done;
@@ -313,13 +318,18 @@ class CudaStream final : public Stream {
       if (!e || cudaEventRecord(e, stream_) != cudaSuccess) {
         cudaGetLastError();
         if (e) free_events_.push_back(e);
-        cudaStreamSynchronize(stream_);  // no event: fall back to waiting, which is always safe
+        cudaStreamSynchronize(stream_);  // no event: fall back to waiting
         cudaGetLastError();
+        gate_ = {};
         done.push_back(std::move(task));
       } else {
-        pending_.push_back({e, std::move(task)});
+        pending_.push_back({e, std::move(task), std::exchange(gate_, {})});
       }
-      if (pending_.size() > kCapacity) {
+      // A full queue waits for its oldest task, unless that task's work sits behind a gate that
+      // is still shut: in a clique of one process the gate opens only when this thread posts the
+      // collective on the other groups, so waiting here would hang it until the group's timeout.
+      // The queue grows past its bound instead, until the gate opens.
+      if (pending_.size() > kCapacity && !pending_.front().gate.shut()) {
         cudaEventSynchronize(pending_.front().event);
         cudaGetLastError();
       }
@@ -415,6 +425,7 @@ class CudaStream final : public Stream {
   std::shared_ptr<void> staging_;  // pinned; see staging()
   size_t staging_bytes_ = 0;
   std::vector<std::shared_ptr<void>> retired_;
+  GateWait gate_;  // noted by the running task, moved into its Pending by retain
 
   std::mutex m_;
   std::condition_variable has_job_, has_slot_;
@@ -446,6 +457,10 @@ cudaStream_t stream_for(int device) {
   } catch (...) {
   }
   return nullptr;
+}
+
+void note_gate_wait(GateWait w) {
+  if (t_stream) t_stream->note_gate(std::move(w));
 }
 
 void release_finished_work(int device) noexcept {

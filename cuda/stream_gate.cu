@@ -57,31 +57,38 @@ StreamGate::StreamGate(int device) {
   DeviceGuard g(device);
   void* p = nullptr;
   check(cudaHostAlloc(&p, sizeof(uint32_t) * kSlots, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
-  words_ = static_cast<uint32_t*>(p);
+  words_ = std::shared_ptr<uint32_t>(static_cast<uint32_t*>(p), [](uint32_t* w) {
+    if (cudaFreeHost(w) != cudaSuccess) cudaGetLastError();
+  });
   void* d = nullptr;
   const cudaError_t e = cudaHostGetDevicePointer(&d, p, 0);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    cudaFreeHost(p);
-    words_ = nullptr;
+    words_.reset();
     fail_cuda("cudaHostGetDevicePointer", e);
   }
   device_words_ = static_cast<uint32_t*>(d);
-  for (uint32_t i = 0; i < kSlots; ++i) __atomic_store_n(words_ + i, 0u, __ATOMIC_RELEASE);
+  for (uint32_t i = 0; i < kSlots; ++i) __atomic_store_n(words_.get() + i, 0u, __ATOMIC_RELEASE);
 }
 
-StreamGate::~StreamGate() {
-  if (words_ && cudaFreeHost(words_) != cudaSuccess) cudaGetLastError();
-}
+StreamGate::~StreamGate() = default;  // the last holder of the words frees them
 
 void StreamGate::wait(cudaStream_t s, uint32_t seq) const {
   check_cu(ops().wait(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
+  note_gate_wait(GateWait{words_, seq});
 }
 
 void StreamGate::write(cudaStream_t s, uint32_t seq) const {
   check_cu(ops().write(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue32");
 }
 
-void StreamGate::open(uint32_t seq) { __atomic_store_n(words_ + seq % kSlots, seq, __ATOMIC_RELEASE); }
+void StreamGate::open(uint32_t seq) { __atomic_store_n(words_.get() + seq % StreamGate::kSlots, seq, __ATOMIC_RELEASE); }
+
+// Compared cyclically, as the driver's GEQ wait does.
+bool GateWait::shut() const {
+  if (!words) return false;
+  const uint32_t w = __atomic_load_n(words.get() + seq % StreamGate::kSlots, __ATOMIC_ACQUIRE);
+  return static_cast<int32_t>(w - seq) < 0;
+}
 
 }  // namespace flock::cuda

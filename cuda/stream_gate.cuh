@@ -6,6 +6,7 @@
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace flock::cuda {
@@ -35,8 +36,21 @@ class StreamGate {
   void open(uint32_t seq);
 
  private:
-  uint32_t* words_ = nullptr;  // pinned, mapped
+  std::shared_ptr<uint32_t> words_;  // pinned, mapped; shared with streams that queued a wait (GateWait)
   uint32_t* device_words_ = nullptr;  // the same words as the device addresses them
 };
+
+// A wait a stream task queued at a gate, as the stream that holds the task sees it: whether work
+// behind it can finish without the host doing more. Holds the words, so it stays readable after
+// the gate's group is gone.
+struct GateWait {
+  std::shared_ptr<const uint32_t> words;
+  uint32_t seq = 0;
+  bool shut() const;
+};
+
+// Tells the stream whose task is running on this thread that the task queued a gate wait (see
+// CudaStream::retain: a full queue must not block the host behind a gate only the host can open).
+void note_gate_wait(GateWait w);
 
 }  // namespace flock::cuda
