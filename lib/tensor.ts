@@ -70,6 +70,8 @@ export class Tensor {
   #registered = false;
   /** @internal the tidy scope that will dispose this tensor (lib/memory.ts). */
   _scope: unknown[] | null = null;
+  /** @internal the strides PyTorch would give this tensor when it is a non-contiguous view (lib/ops/strides.ts); undefined when contiguous. */
+  _strides: readonly number[] | undefined = undefined;
 
   /** @internal use the creation functions (fl.tensor, fl.zeros, ...). */
   constructor(handle: NewTensor) {
@@ -341,7 +343,10 @@ export class Tensor {
     };
   }
 
-  /** Returns this tensor: storage is always contiguous (transposes copy). */
+  /**
+   * This tensor when PyTorch's strides of it are contiguous, else one that is (storage is always
+   * contiguous here, so no copy is made; lib/ops/methods.ts installs the op that records it).
+   */
   contiguous(): Tensor {
     return this;
   }

@@ -10,6 +10,8 @@ import * as ew from './elementwise';
 import * as red from './reduce';
 import * as lin from './linalg';
 import * as shp from './shape';
+import { stridesOf } from './strides';
+import { normDim } from './util';
 import * as idx from './indexing';
 import './methods_ext';
 // The methods of ops generated from the manifest (exp, eq, ...), typed and installed there.
@@ -91,7 +93,16 @@ declare module '../tensor' {
     // ---- shapes ----
     /** A view with a new shape (`reshape(2, 3)` or `reshape([2, 3])`; one dim may be -1). */
     reshape(...shape: number[] | [number[]]): Tensor;
+    /**
+     * This tensor with a new shape, as torch.Tensor.view: throws ERR_SHAPE when the shape cannot be
+     * expressed with strides over its memory (after a transpose, say); reshape copies instead.
+     */
     view(...shape: number[] | [number[]]): Tensor;
+    /** PyTorch's strides of this tensor (its view ops' strides; computed results are contiguous), or one dim's. */
+    stride(): number[];
+    stride(dim: number): number;
+    /** Whether PyTorch's strides of this tensor are contiguous (false after transpose, narrow of a later dim, expand). */
+    isContiguous(): boolean;
     flatten(startDim?: number, endDim?: number): Tensor;
     squeeze(dim?: number | number[]): Tensor;
     unsqueeze(dim: number): Tensor;
@@ -232,7 +243,17 @@ install({
     return shp.reshape(this, shp.shapeArgs(shape));
   },
   view(...shape) {
-    return shp.reshape(this, shp.shapeArgs(shape));
+    return shp.view(this, shp.shapeArgs(shape));
+  },
+  stride: function (this: Tensor, dim?: number) {
+    const st = stridesOf(this);
+    return dim === undefined ? st : st[normDim('stride', dim, this.ndim)];
+  } as Tensor['stride'],
+  isContiguous() {
+    return this._strides === undefined;
+  },
+  contiguous() {
+    return shp.contiguous(this);
   },
   flatten(startDim = 0, endDim = -1) {
     return shp.flatten(this, startDim, endDim);

@@ -6,6 +6,8 @@ import { record } from '../autograd/node';
 import { shareVersion } from '../autograd/version';
 import { checkInt, checkNumber, valueText } from '../validate';
 import { checkTensor, normDim, rangeError, shapeStr, sumTo, typeError, wrap } from './util';
+import { computeStride, stridesOf, withStrides } from './strides';
+import { flockError } from '../errors';
 
 /** Accepts `f(2, 3)` and `f([2, 3])`. */
 export function shapeArgs(args: number[] | [number[]]): number[] {
@@ -22,7 +24,46 @@ export function reshape(x: Tensor, shape: number[]): Tensor {
   checkTensor('reshape', 'input', x);
   checkInts('reshape', 'shape', shape);
   const out = shareVersion(wrap(native.reshape(x.handle, shape)), x);
+  // A view where PyTorch's reshape can view (strides kept), else a contiguous copy's strides.
+  if (x._strides) {
+    const st = computeStride(x.shape, x._strides, out.shape);
+    if (st) withStrides(out, st);
+  }
   return record(out, 'reshape', [x], (g) => [wrap(native.reshape(g.handle, [...x.shape]))]);
+}
+
+/**
+ * `x` seen with another shape, as torch.Tensor.view: possible whenever the new shape can be written
+ * with strides over x's memory (PyTorch's computeStride, on the strides PyTorch would give x, see
+ * lib/ops/strides.ts); otherwise ERR_SHAPE, with PyTorch's advice to use reshape (which copies).
+ */
+export function view(x: Tensor, shape: number[]): Tensor {
+  checkTensor('view', 'input', x);
+  checkInts('view', 'shape', shape);
+  if (x._strides) {
+    const numel = x.shape.reduce((a, b) => a * b, 1);
+    const known = shape.reduce((a, b) => (b === -1 ? a : a * b), 1);
+    const inferred = shape.map((d) => (d === -1 && known > 0 ? numel / known : d));
+    if (
+      inferred.every((d) => d >= 0 && Number.isInteger(d)) &&
+      inferred.reduce((a, b) => a * b, 1) === numel &&
+      !computeStride(x.shape, x._strides, inferred)
+    )
+      throw flockError(
+        'ERR_SHAPE',
+        'view',
+        `view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces): shape ${shapeStr(x.shape)}, stride ${shapeStr(x._strides)}, requested ${shapeStr(shape)}. Use .reshape(...) instead.`,
+      );
+  }
+  return reshape(x, shape);
+}
+
+/** `x` if it is contiguous (PyTorch's strides), else a tensor of its values that is (here, without a copy). */
+export function contiguous(x: Tensor): Tensor {
+  checkTensor('contiguous', 'input', x);
+  if (!x._strides) return x;
+  const out = shareVersion(wrap(native.reshape(x.handle, [...x.shape])), x);
+  return record(out, 'contiguous', [x], (g) => [g], { savesOutput: false });
 }
 
 export function flatten(x: Tensor, startDim = 0, endDim = -1): Tensor {
@@ -69,6 +110,13 @@ export function expand(x: Tensor, shape: number[]): Tensor {
   checkInts('expand', 'shape', shape);
   const out = wrap(native.expand(x.handle, shape));
   if (out.shape.every((s, i) => s === x.shape[i]) && out.shape.length === x.shape.length) return x;
+  // PyTorch's expand: stride 0 along every broadcast dim.
+  const st = stridesOf(x),
+    lead = out.shape.length - x.shape.length;
+  withStrides(
+    out,
+    out.shape.map((s, i) => (i < lead || (x.shape[i - lead] === 1 && s !== 1) ? 0 : st[i - lead])),
+  );
   return record(out, 'expand', [x], (g) => [sumTo(g, x.shape)], { savesOutput: false });
 }
 
@@ -81,6 +129,11 @@ export function permute(x: Tensor, dims: number[]): Tensor {
   if (norm.every((d, i) => d === i || x.shape[d] === 1)) shareVersion(out, x);
   const inverse = new Array<number>(norm.length);
   norm.forEach((d, i) => (inverse[d] = i));
+  const st = stridesOf(x);
+  withStrides(
+    out,
+    norm.map((d) => st[d]),
+  );
   return record(out, 'permute', [x], (g) => [permute(g, inverse)]);
 }
 
@@ -98,6 +151,8 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   checkTensor('narrow', 'input', x);
   const d = normDim('narrow', dim, x.ndim);
   const out = wrap(native.narrow(x.handle, d, start, length));
+  // PyTorch's narrow keeps x's strides: only a narrowing of dim 0 (or after size-1 dims) stays contiguous.
+  if (out !== x) withStrides(out, stridesOf(x));
   // A view of x's storage when the dims before `d` are all 1 (else the native op copies).
   if (x.shape.slice(0, d).every((s) => s === 1)) shareVersion(out, x);
   const begin = start < 0 ? start + x.shape[d] : start;
