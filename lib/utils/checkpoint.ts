@@ -144,7 +144,10 @@ function boundaryOf(outs: readonly unknown[], scope: unknown[] | null): Tensor[]
     }
     for (const i of t.gradFn.inputs) if (i.requiresGrad) stack.push(i);
   }
-  return [...found];
+  // Tensors with a history first, leaves last: the engine runs a node's later inputs first, so the
+  // part's parameters get their gradients (and data-parallel hooks fire) before the history runs on.
+  const all = [...found];
+  return [...all.filter((t) => t.gradFn), ...all.filter((t) => !t.gradFn)];
 }
 
 /**
