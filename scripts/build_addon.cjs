@@ -120,7 +120,8 @@ if (sim) {
   const out = ['--out', 'build-sim'];
   const run = (args) => {
     const r = spawnSync(process.execPath, [cmakeJs, ...args, ...out], { cwd: root, stdio: 'inherit' });
-    if (r.status !== 0) fail(`the simulator's build failed (cmake-js ${args[0]} exited ${r.status ?? r.signal}); the output above says why`, r.status || 1);
+    if (r.status !== 0)
+      fail(`the simulator's build failed (cmake-js ${args[0]} exited ${r.status ?? r.signal}); the output above says why`, r.status || 1);
   };
   say("flockml: building the CUDA simulator's addon and its unit tests (cuda/*.cu as C++; a first build takes minutes)");
   if (!existsSync(join(root, 'build-sim', 'CMakeCache.txt'))) run(['configure', '--CDFLOCKML_CUDA=OFF']);

@@ -58,7 +58,11 @@ test('a refused cudaMemPoolSetAccess leaves the device usable (the peer simply g
       console.log(outs.join(','));
       `,
     ],
-    { encoding: 'utf8', env: { ...process.env, FLOCKML_CUDA_SIM_FAIL: 'cudaMemPoolSetAccess:1', FLOCKML_CUDA_SIM_DEVICES: '2' }, timeout: 60_000 },
+    {
+      encoding: 'utf8',
+      env: { ...process.env, FLOCKML_CUDA_SIM_FAIL: 'cudaMemPoolSetAccess:1', FLOCKML_CUDA_SIM_DEVICES: '2' },
+      timeout: 60_000,
+    },
   );
   assert.is(r.status, 0, `${r.stdout}${r.stderr}`);
   assert.is(r.stdout.trim(), 'ok,ok');
