@@ -32,3 +32,4 @@ export { RMSNorm, rmsNorm, type RMSNormOptions } from './rms_norm';
 export { RotaryEmbedding, applyRotary, rotaryTables, type RotaryOptions } from './rotary';
 export { RNN, LSTM, GRU, type RNNOptions } from './rnn';
 export { RNNCell, LSTMCell, GRUCell, type RNNCellOptions } from './rnn_cell';
+export * as lora from './lora';
