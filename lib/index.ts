@@ -119,4 +119,5 @@ export * as checkpoint from './io/checkpoint';
 export * as profiler from './profiler/index';
 export * as utils from './utils/index';
 export * as amp from './amp';
+export * as text from './text';
 export { autocast } from './amp/autocast';
