@@ -42,7 +42,9 @@ export interface LoraOptions {
   /**
    * The targeted layers store their weight as [in, out] (GPT-2's Conv1D) rather than Linear's
    * [out, in] (PEFT's `fan_in_fan_out`, default false). Their forward is kept as it is; only the
-   * adapter shapes and merge read this.
+   * adapter shapes and merge read this. As PEFT, which decides by the layer's type, a Linear is
+   * always [out, in] and a layer class named Conv1D always [in, out], whatever the flag says; so a
+   * GPT-2 adapter saved by PEFT (fan_in_fan_out true) loads into a model built from Linear layers.
    */
   fanInFanOut?: boolean;
 }
@@ -90,7 +92,9 @@ export class LoraLinear extends Module {
     const w = (base as Forward).weight;
     if (!(w instanceof Parameter) || w.shape.length !== 2 || typeof (base as Forward).forward !== 'function')
       throw argError(op, `the target must be a layer with a 2-D weight parameter (a Linear), got ${base.constructor.name}`);
-    [this.outFeatures, this.inFeatures] = fanInFanOut ? [w.shape[1], w.shape[0]] : [w.shape[0], w.shape[1]];
+    if (base instanceof Linear) this.fanInFanOut = false;
+    else if (base.constructor.name === 'Conv1D') this.fanInFanOut = true;
+    [this.outFeatures, this.inFeatures] = this.fanInFanOut ? [w.shape[1], w.shape[0]] : [w.shape[0], w.shape[1]];
     this.base_layer = base as Forward;
     this.scaling = alpha / r;
     this.lora_dropout = dropout > 0 ? new Dropout(dropout) : new Identity();
@@ -369,8 +373,7 @@ export async function load<M extends Module>(model: M, dir: string): Promise<M> 
   const opts = fromPeftConfig(json, cfgPath);
   const have = configs.get(model);
   if (!have) apply(model, opts);
-  else if (have.r !== opts.r || have.fanInFanOut !== opts.fanInFanOut)
-    throw flockError('ERR_STATE_DICT', op, `the model's adapters have r=${have.r}, the saved ones r=${opts.r}`);
+  else if (have.r !== opts.r) throw flockError('ERR_STATE_DICT', op, `the model's adapters have r=${have.r}, the saved ones r=${opts.r}`);
   const tensors = await loadSafetensors(join(dir, WEIGHTS_FILE));
   try {
     const own = stateDict(model);

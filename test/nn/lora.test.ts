@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as fl from '../../lib';
@@ -270,6 +270,46 @@ test('fan_in_fan_out (GPT-2 Conv1D weights) saves the flag and loads back', asyn
     await lora.load(base, dir);
     const x = fl.randn([3, 4]);
     assert.equal(fl.noGrad(() => base.forward(x)).dataSync(), fl.noGrad(() => m.forward(x)).dataSync());
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the layer's type decides the weight layout, as PEFT: a fan_in_fan_out adapter loads into Linear layers; Conv1D needs no flag", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'flock-lora-'));
+  try {
+    fl.manualSeed(8);
+    const m = lora.apply(new MLP(), { r: 2, alpha: 2, targets: ['fc1', 'fc2'] });
+    fl.noGrad(() => {
+      for (const p of lora.parameters(m)) p.copy_(fl.randn([...p.shape]));
+    });
+    await lora.save(m, dir);
+    // as PEFT writes for GPT-2, whose layers are Conv1D there
+    const cfgPath = join(dir, 'adapter_config.json');
+    writeFileSync(cfgPath, JSON.stringify({ ...JSON.parse(readFileSync(cfgPath, 'utf8')), fan_in_fan_out: true }));
+    const fresh = new MLP();
+    fresh.loadStateDict(
+      Object.fromEntries(
+        Object.entries(m.stateDict()).flatMap(([k, v]) => (k.includes('lora_') ? [] : [[k.replace('.base_layer', ''), v]])),
+      ),
+    );
+    await lora.load(fresh, dir);
+    const x = fl.randn([3, 4]);
+    const want = fl.noGrad(() => m.forward(x));
+    assert.equal(fl.noGrad(() => fresh.forward(x)).dataSync(), want.dataSync());
+    lora.merge(fresh);
+    assert.ok(
+      fl.allclose(
+        fl.noGrad(() => fresh.forward(x)),
+        want,
+        { rtol: 1e-5, atol: 1e-6 },
+      ),
+      'merge keeps Linear layout',
+    );
+    const conv = lora.apply(new MLP(true), { r: 2, targets: ['fc1'] });
+    const [, a] = [...lora.adapters(conv)][0];
+    assert.is(a.fanInFanOut, true);
+    assert.equal([...a.lora_B.weight.shape], [6, 2]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
