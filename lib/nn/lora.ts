@@ -208,7 +208,7 @@ export function apply<M extends Module>(model: M, options: LoraOptions): M {
   const wrapped = hits.map(([, , m]) => new LoraLinear(m, cfg.r, cfg.alpha, cfg.dropout, cfg.fanInFanOut));
   model.requiresGrad_(false);
   hits.forEach(([parent, name, m], i) => {
-    wrapped[i].training = m.training;
+    wrapped[i].train(m.training); // the adapter's dropout follows the layer's mode
     setChild(parent, name, wrapped[i]);
   });
   configs.set(model, cfg);
@@ -239,7 +239,12 @@ export function parameters(model: Module): Parameter[] {
 
 /** The LoRA settings `apply` or `load` gave `model`, or null when it has no adapters. */
 export function config(model: Module): LoraConfig | null {
-  return configs.get(model) ?? null;
+  if (adapters(model).next().done) return null;
+  for (const m of model.modules()) {
+    const c = configs.get(m);
+    if (c) return c;
+  }
+  return null;
 }
 
 /** Folds every adapter into its base weight; forward then costs what the base model does. */
@@ -266,7 +271,7 @@ export function unload<M extends Module>(model: M, options: { merge?: boolean } 
     else a.unmerge();
     setChild(parentOf(model, path), path.slice(path.lastIndexOf('.') + 1), a.base_layer);
   }
-  configs.delete(model);
+  for (const m of model.modules()) configs.delete(m);
   return model;
 }
 
@@ -296,7 +301,7 @@ export async function save(model: Module, dir: string, options: LoraSaveOptions 
   const op = 'lora.save';
   const o = checkOptions(op, options, ['taskType', 'baseModelNameOrPath']);
   checkPath(op, 'dir', dir);
-  const cfg = configs.get(model);
+  const cfg = config(model);
   if (!cfg) throw argError(op, 'the model has no LoRA adapters (call lora.apply or lora.load first)');
   if ([...adapters(model)].some(([, a]) => a.merged))
     throw flockError('ERR_STATE_DICT', op, 'the adapters are merged into the base weights; call lora.unmerge before saving');
@@ -371,7 +376,7 @@ export async function load<M extends Module>(model: M, dir: string): Promise<M> 
     throw flockError(code, op, `cannot read ${cfgPath}: ${(e as Error).message}`);
   }
   const opts = fromPeftConfig(json, cfgPath);
-  const have = configs.get(model);
+  const have = config(model);
   if (!have) apply(model, opts);
   else if (have.r !== opts.r) throw flockError('ERR_STATE_DICT', op, `the model's adapters have r=${have.r}, the saved ones r=${opts.r}`);
   const tensors = await loadSafetensors(join(dir, WEIGHTS_FILE));

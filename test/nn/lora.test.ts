@@ -190,6 +190,7 @@ test('merge equals the adapters within f32 rounding; unmerge restores; unload gi
   assert.ok(base1.every((v, i) => Math.abs(Number(v) - Number(base0[i])) <= 1e-6));
   lora.unload(net);
   assert.is([...lora.adapters(net)].length, 0);
+  assert.is(lora.config(net), null);
   assert.ok(net.layers.at(0) instanceof Block);
   assert.ok((net.layers.at(0) as Block).attn.q_proj instanceof nn.Linear);
   assert.ok('layers.0.attn.q_proj.weight' in net.stateDict());
@@ -359,6 +360,27 @@ test('gradient checkpointing: the same adapter gradients as without', () => {
   ckpt.forEach((g, i) => {
     assert.equal(g, plain[i]);
   });
+});
+
+test('a sub-model adapted alone: its adapters save from the outer model; eval mode reaches the adapter dropout', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'flock-lora-'));
+  try {
+    const net = new Net();
+    net.eval();
+    lora.apply(net.layers.at(1), { r: 2, dropout: 0.5, targets: ['q_proj'] });
+    const [[path, a]] = [...lora.adapters(net)];
+    assert.is(path, 'layers.1.attn.q_proj');
+    assert.is(a.lora_dropout.training, false);
+    assert.is(lora.config(net)?.r, 2);
+    await lora.save(net, dir);
+    const header = fl.io.inspectSync(join(dir, 'adapter_model.safetensors'));
+    assert.equal(header.tensors.map((e) => e.name).sort(), [
+      'base_model.model.layers.1.attn.q_proj.lora_A.weight',
+      'base_model.model.layers.1.attn.q_proj.lora_B.weight',
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('errors: unknown options, bad targets, no match, double apply, save without adapters', async () => {
