@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import * as fl from '../../lib';
 import { close, type FixtureTensor, fixtureFile, load, throwsCode } from '../fixtures/load';
 
-const { nn } = fl;
+import { nn } from '../../lib';
+
 const { lora } = nn;
 const fx = fixtureFile('lora');
 
@@ -110,7 +111,7 @@ for (const name of ['linear', 'conv1d']) {
       'merged output',
     );
     lora.unmerge(m);
-    close(m.stateDict()['fc1.base_layer.weight'], { shape: c.base['fc1.weight'].shape, data: [...before] }, 1e-15, 'unmerged');
+    close(m.stateDict()['fc1.base_layer.weight'], { shape: c.base['fc1.weight'].shape, data: Array.from(before, Number) }, 1e-15, 'unmerged');
   });
 }
 

@@ -34,8 +34,8 @@ class GPT extends nn.Module {
   }
   forward(idx: fl.Tensor): fl.Tensor {
     const pos = fl.arange(idx.shape[1], { dtype: 'i64' });
-    const x = (this.wte.forward(idx) as fl.Tensor).add(this.transformer.get('wpe')?.forward(pos) as fl.Tensor);
-    return this.lm_head.forward(this.transformer.get('ln_f')?.forward(x) as fl.Tensor) as fl.Tensor;
+    const x = (this.wte.forward(idx) as fl.Tensor).add((this.transformer.get('wpe') as fl.nn.Embedding).forward(pos) as fl.Tensor);
+    return this.lm_head.forward((this.transformer.get('ln_f') as fl.nn.LayerNorm).forward(x) as fl.Tensor) as fl.Tensor;
   }
 }
 

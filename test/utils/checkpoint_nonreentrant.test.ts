@@ -26,6 +26,10 @@ class Block extends nn.Module {
 class Net extends nn.Module {
   blocks = new nn.ModuleList([new Block(), new Block(), new Block()]);
   head = new nn.Linear(8, 3);
+  forward(x: fl.Tensor): fl.Tensor {
+    for (const b of this.blocks) x = (b as Block).forward(x);
+    return this.head.forward(x) as fl.Tensor;
+  }
 }
 
 function net(seed: number): Net {
