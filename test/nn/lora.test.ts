@@ -111,7 +111,12 @@ for (const name of ['linear', 'conv1d']) {
       'merged output',
     );
     lora.unmerge(m);
-    close(m.stateDict()['fc1.base_layer.weight'], { shape: c.base['fc1.weight'].shape, data: Array.from(before, Number) }, 1e-15, 'unmerged');
+    close(
+      m.stateDict()['fc1.base_layer.weight'],
+      { shape: c.base['fc1.weight'].shape, data: Array.from(before, Number) },
+      1e-15,
+      'unmerged',
+    );
   });
 }
 
