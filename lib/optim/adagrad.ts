@@ -1,8 +1,8 @@
 /** Adagrad (lr decay, weight decay, initial accumulator, maximize) in torch.optim's update rule; one fused native call per group. */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { Optimizer, type OptimizerSpec, type ParamsArg, hasMaster, masterOf, stateDType } from './optimizer';
-import { nextDraw } from '../random';
+import { Optimizer, type OptimizerSpec, type ParamsArg, stateDType } from './optimizer';
+import { fusedStep } from './fused_step';
 import { checkOptions } from '../errors';
 import { checkBool, checkNumber } from '../validate';
 import { bumpVersions } from '../autograd/version';
@@ -59,47 +59,38 @@ export class Adagrad extends Optimizer<AdagradOptions> {
     const op = 'Adagrad.step';
     this.transaction(op, () => {
       this.paramGroups.forEach((g, gi) => {
-        const ps = this.stepParams(op, gi);
-        // One call per step count (the lr decays with it), device and kind (f32/f64 in place, bf16/f16 through masters).
-        const batches = new Map<string, { step: number; ps: Tensor[]; gs: Tensor[]; sums: Tensor[]; masters: Tensor[]; numel: number }>();
-        for (const p of ps) {
-          let s = this.state.get(p);
-          if (!s) {
-            const sum = keep(full([...p.shape], g.initialAccumulatorValue, { dtype: stateDType(p), device: p.device }));
-            this.state.set(p, (s = { step: 0, sum }));
-          }
-          const step = (s.step as number) + 1;
-          s.step = step;
-          const key = `${step}/${p.device}/${hasMaster(p)}`;
-          let b = batches.get(key);
-          if (!b) batches.set(key, (b = { step, ps: [], gs: [], sums: [], masters: [], numel: 0 }));
-          b.ps.push(p);
-          b.gs.push(p.grad as Tensor);
-          b.sums.push(s.sum as Tensor);
-          if (hasMaster(p)) b.masters.push(masterOf(p, s));
-          b.numel += p.numel();
-        }
-        const h = (ts: Tensor[]) => ts.map((t) => t.handle);
-        for (const b of batches.values()) {
-          const sr = g.stochasticRounding && b.masters.length > 0;
-          const draw = sr ? nextDraw(b.numel) : { seed: 0, offset: 0 };
-          native.adagradStep(
-            h(b.ps),
-            h(b.gs),
-            h(b.sums),
-            g.lr,
-            g.lrDecay,
-            g.eps,
-            g.weightDecay,
-            b.step,
-            g.maximize,
-            h(b.masters),
-            sr,
-            draw.seed,
-            draw.offset,
-          );
-          bumpVersions(op, b.ps);
-        }
+        // By step count too: the learning rate decays with it.
+        const stepped = fusedStep(
+          this.stepParams(op, gi),
+          ['sums'] as const,
+          { byStep: true, stochasticRounding: g.stochasticRounding },
+          (p) => {
+            let s = this.state.get(p);
+            if (!s) {
+              const sum = keep(full([...p.shape], g.initialAccumulatorValue, { dtype: stateDType(p), device: p.device }));
+              this.state.set(p, (s = { step: 0, sum }));
+            }
+            s.step = (s.step as number) + 1;
+            return { state: s, step: s.step, lists: { sums: s.sum as Tensor } };
+          },
+          (b) =>
+            native.adagradStep(
+              b.ps,
+              b.gs,
+              b.lists.sums,
+              g.lr,
+              g.lrDecay,
+              g.eps,
+              g.weightDecay,
+              b.step,
+              g.maximize,
+              b.masters,
+              b.stochasticRounding,
+              b.seed,
+              b.offset,
+            ),
+        );
+        for (const ps of stepped) bumpVersions(op, ps);
       });
     });
   }

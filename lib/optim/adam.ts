@@ -4,8 +4,8 @@
  */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { Optimizer, type OptimizerSpec, type ParamsArg, hasMaster, masterOf, zeroState } from './optimizer';
-import { nextDraw } from '../random';
+import { Optimizer, type OptimizerSpec, type ParamsArg, zeroState } from './optimizer';
+import { fusedStep } from './fused_step';
 import { argError, checkOptions, describe } from '../errors';
 import { checkBool, checkNumber } from '../validate';
 import { bumpVersions } from '../autograd/version';
@@ -44,16 +44,6 @@ const ADAM_SPEC: OptimizerSpec<AdamOptions> = {
   requiredState: ['step', 'expAvg', 'expAvgSq'],
 };
 
-interface Batch {
-  ps: Tensor[];
-  gs: Tensor[];
-  m: Tensor[];
-  v: Tensor[];
-  mv: Tensor[];
-  masters: Tensor[];
-  numel: number;
-}
-
 export class Adam extends Optimizer<AdamOptions> {
   protected readonly decoupled: boolean = false;
 
@@ -76,62 +66,46 @@ export class Adam extends Optimizer<AdamOptions> {
   }
 
   step(): void {
-    this.transaction(`${this.constructor.name}.step`, () => {
-      const op = `${this.constructor.name}.step`;
+    const op = `${this.constructor.name}.step`;
+    this.transaction(op, () => {
       this.paramGroups.forEach((g, gi) => {
-        const ps = this.stepParams(op, gi);
-        // Parameters share one native call per step count (they differ only if some had no grad)
-        // and device (a model placed across devices steps each device's parameters there), and per
-        // kind: f32/f64 parameters update in place, bf16/f16 ones through f32 masters.
-        const batches = new Map<string, Batch & { step: number }>();
-        for (const p of ps) {
-          let s = this.state.get(p);
-          if (!s) {
-            s = { step: 0, expAvg: zeroState(p), expAvgSq: zeroState(p) };
-            this.state.set(p, s);
-          }
-          // Zeros when amsgrad is turned on later or the state came from a run without it: the
-          // first maximum is then v itself, as on a fresh start.
-          if (g.amsgrad && !s.maxExpAvgSq) s.maxExpAvgSq = zeroState(p);
-          const step = (s.step as number) + 1;
-          s.step = step;
-          const key = `${step}/${p.device}/${hasMaster(p)}`;
-          let b = batches.get(key);
-          if (!b) batches.set(key, (b = { step, ps: [], gs: [], m: [], v: [], mv: [], masters: [], numel: 0 }));
-          b.ps.push(p);
-          b.gs.push(p.grad as Tensor);
-          b.m.push(s.expAvg as Tensor);
-          b.v.push(s.expAvgSq as Tensor);
-          if (g.amsgrad) b.mv.push(s.maxExpAvgSq as Tensor);
-          if (hasMaster(p)) b.masters.push(masterOf(p, s));
-          b.numel += p.numel();
-        }
-        const h = (ts: Tensor[]) => ts.map((t) => t.handle);
-        for (const b of batches.values()) {
-          const sr = g.stochasticRounding && b.masters.length > 0;
-          const draw = sr ? nextDraw(b.numel) : { seed: 0, offset: 0 };
-          native.adamStep(
-            h(b.ps),
-            h(b.gs),
-            h(b.m),
-            h(b.v),
-            h(b.mv),
-            g.lr,
-            g.betas[0],
-            g.betas[1],
-            g.eps,
-            g.weightDecay,
-            b.step,
-            this.decoupled,
-            g.amsgrad,
-            g.maximize,
-            h(b.masters),
-            sr,
-            draw.seed,
-            draw.offset,
-          );
-          bumpVersions(`${this.constructor.name}.step`, b.ps);
-        }
+        const stepped = fusedStep(
+          this.stepParams(op, gi),
+          ['m', 'v', 'mv'] as const,
+          { byStep: true, stochasticRounding: g.stochasticRounding },
+          (p) => {
+            let s = this.state.get(p);
+            if (!s) this.state.set(p, (s = { step: 0, expAvg: zeroState(p), expAvgSq: zeroState(p) }));
+            // Zeros when amsgrad is turned on later or the state came from a run without it: the
+            // first maximum is then v itself, as on a fresh start.
+            if (g.amsgrad && !s.maxExpAvgSq) s.maxExpAvgSq = zeroState(p);
+            s.step = (s.step as number) + 1;
+            const lists = { m: s.expAvg as Tensor, v: s.expAvgSq as Tensor, mv: g.amsgrad ? (s.maxExpAvgSq as Tensor) : undefined };
+            return { state: s, step: s.step, lists };
+          },
+          (b) =>
+            native.adamStep(
+              b.ps,
+              b.gs,
+              b.lists.m,
+              b.lists.v,
+              b.lists.mv,
+              g.lr,
+              g.betas[0],
+              g.betas[1],
+              g.eps,
+              g.weightDecay,
+              b.step,
+              this.decoupled,
+              g.amsgrad,
+              g.maximize,
+              b.masters,
+              b.stochasticRounding,
+              b.seed,
+              b.offset,
+            ),
+        );
+        for (const ps of stepped) bumpVersions(op, ps);
       });
     });
   }

@@ -4,8 +4,8 @@
  */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { Optimizer, type OptimizerSpec, type ParamsArg, hasMaster, masterOf, zeroState } from './optimizer';
-import { nextDraw } from '../random';
+import { Optimizer, type OptimizerSpec, type ParamsArg, zeroState } from './optimizer';
+import { fusedStep } from './fused_step';
 import { checkOptions } from '../errors';
 import { checkBool, checkNumber } from '../validate';
 import { bumpVersions } from '../autograd/version';
@@ -42,16 +42,6 @@ const RMSPROP_SPEC: OptimizerSpec<RMSpropOptions> = {
   requiredState: ['step', 'squareAvg'],
 };
 
-interface Batch {
-  ps: Tensor[];
-  gs: Tensor[];
-  sq: Tensor[];
-  ga: Tensor[];
-  bufs: Tensor[];
-  masters: Tensor[];
-  numel: number;
-}
-
 /**
  * torch.optim.RMSprop: `new RMSprop(model.parameters(), { lr: 0.01, alpha: 0.99, momentum: 0.9, centered: true })`.
  * State per parameter: `step`, `squareAvg`, and `momentumBuffer` (momentum > 0) and `gradAvg`
@@ -82,51 +72,45 @@ export class RMSprop extends Optimizer<RMSpropOptions> {
     const op = 'RMSprop.step';
     this.transaction(op, () => {
       this.paramGroups.forEach((g, gi) => {
-        const ps = this.stepParams(op, gi);
-        // One call per device and kind (f32/f64 in place, bf16/f16 through f32 masters).
-        const batches = new Map<string, Batch>();
-        for (const p of ps) {
-          let s = this.state.get(p);
-          if (!s) this.state.set(p, (s = { step: 0, squareAvg: zeroState(p) }));
-          // Zeros when momentum or centering is turned on later: as a fresh start would make them.
-          if (g.momentum > 0 && !s.momentumBuffer) s.momentumBuffer = zeroState(p);
-          if (g.centered && !s.gradAvg) s.gradAvg = zeroState(p);
-          s.step = (s.step as number) + 1;
-          const key = `${p.device}/${hasMaster(p)}`;
-          let b = batches.get(key);
-          if (!b) batches.set(key, (b = { ps: [], gs: [], sq: [], ga: [], bufs: [], masters: [], numel: 0 }));
-          b.ps.push(p);
-          b.gs.push(p.grad as Tensor);
-          b.sq.push(s.squareAvg as Tensor);
-          if (g.centered) b.ga.push(s.gradAvg as Tensor);
-          if (g.momentum > 0) b.bufs.push(s.momentumBuffer as Tensor);
-          if (hasMaster(p)) b.masters.push(masterOf(p, s));
-          b.numel += p.numel();
-        }
-        const h = (ts: Tensor[]) => ts.map((t) => t.handle);
-        for (const b of batches.values()) {
-          const sr = g.stochasticRounding && b.masters.length > 0;
-          const draw = sr ? nextDraw(b.numel) : { seed: 0, offset: 0 };
-          native.rmspropStep(
-            h(b.ps),
-            h(b.gs),
-            h(b.sq),
-            h(b.ga),
-            h(b.bufs),
-            g.lr,
-            g.alpha,
-            g.eps,
-            g.weightDecay,
-            g.momentum,
-            g.centered,
-            g.maximize,
-            h(b.masters),
-            sr,
-            draw.seed,
-            draw.offset,
-          );
-          bumpVersions(op, b.ps);
-        }
+        const stepped = fusedStep(
+          this.stepParams(op, gi),
+          ['sq', 'ga', 'bufs'] as const,
+          { byStep: false, stochasticRounding: g.stochasticRounding },
+          (p) => {
+            let s = this.state.get(p);
+            if (!s) this.state.set(p, (s = { step: 0, squareAvg: zeroState(p) }));
+            // Zeros when momentum or centering is turned on later: as a fresh start would make them.
+            if (g.momentum > 0 && !s.momentumBuffer) s.momentumBuffer = zeroState(p);
+            if (g.centered && !s.gradAvg) s.gradAvg = zeroState(p);
+            s.step = (s.step as number) + 1;
+            const lists = {
+              sq: s.squareAvg as Tensor,
+              ga: g.centered ? (s.gradAvg as Tensor) : undefined,
+              bufs: g.momentum > 0 ? (s.momentumBuffer as Tensor) : undefined,
+            };
+            return { state: s, step: s.step, lists };
+          },
+          (b) =>
+            native.rmspropStep(
+              b.ps,
+              b.gs,
+              b.lists.sq,
+              b.lists.ga,
+              b.lists.bufs,
+              g.lr,
+              g.alpha,
+              g.eps,
+              g.weightDecay,
+              g.momentum,
+              g.centered,
+              g.maximize,
+              b.masters,
+              b.stochasticRounding,
+              b.seed,
+              b.offset,
+            ),
+        );
+        for (const ps of stepped) bumpVersions(op, ps);
       });
     });
   }
