@@ -7,6 +7,7 @@
 // Installs Tensor's op methods (t.add, t.sum, t.backward, ...) before any other module can use them.
 import './ops/methods';
 import './ops/methods_select';
+import './ops/methods_index';
 export { Tensor } from './tensor';
 export * as errors from './errors';
 export { FlockError, FlockTypeError, FlockRangeError, type ErrorCode } from './errors';
@@ -47,6 +48,8 @@ export { unique, type UniqueOptions, type UniqueResult } from './ops/unique';
 export { scatter, scatterReduce, type ScatterReduce, type ScatterReduceOptions } from './ops/scatter';
 export { indexAdd } from './ops/indexing';
 export { maskedSelect, nonzero } from './ops/select';
+export { index, ellipsis, newaxis, type IndexEntry, type IndexSlice } from './ops/index_method';
+export { setIndex, indexPut, indexPut_, type IndexPutOptions } from './ops/index_put';
 export { randperm, multinomial } from './ops/sample';
 export { matmul, mm, bmm } from './ops/linalg';
 export {

@@ -63,9 +63,9 @@ function writesDirectly(code: DirectOp, self: Tensor, other: TensorLike): boolea
  * before the write; `readsBefore` says whether the recorded gradient reads its values (then it is
  * a copy, else an alias). `inputs` are the other tensors the result depends on. `direct`, tried
  * first when autograd does not record the write, writes the result into self itself and says
- * whether it did.
+ * whether it did. Exported for the other in-place ops written elsewhere (setIndex, indexPut_).
  */
-function inPlace(
+export function inPlace(
   op: string,
   self: Tensor,
   inputs: (Tensor | null)[],

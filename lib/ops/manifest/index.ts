@@ -4,6 +4,7 @@ import { binaryOps } from './binary';
 import { blasOps } from './blas';
 import { copyOps } from './copy';
 import { creationOps } from './creation';
+import { indexMethodOps } from './index_method';
 import { indexingOps } from './indexing';
 import { inPlaceOps } from './inplace';
 import { likeOps } from './like';
@@ -40,6 +41,7 @@ export const manifest: readonly OpDecl[] = [
   ...blasOps,
   ...copyOps,
   ...creationOps,
+  ...indexMethodOps,
   ...indexingOps,
   ...inPlaceOps,
   ...likeOps,

@@ -5,6 +5,7 @@ import { cases as binary } from './binary';
 import { cases as blas } from './blas';
 import { cases as copy } from './copy';
 import { cases as creation } from './creation';
+import { cases as indexMethod } from './index_method';
 import { cases as indexing } from './indexing';
 import { cases as inplace } from './inplace';
 import { cases as like } from './like';
@@ -41,6 +42,7 @@ export const cases: readonly OpCase[] = [
   ...blas,
   ...copy,
   ...creation,
+  ...indexMethod,
   ...indexing,
   ...inplace,
   ...like,
