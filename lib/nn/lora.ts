@@ -180,9 +180,17 @@ function checkConfig(op: string, options: LoraOptions): LoraConfig {
   return { r, alpha, dropout, targets: Array.isArray(t) ? [...t] : t, fanInFanOut };
 }
 
+/** ERR_ARG unless `model` is a Module (every function here takes one). */
+function checkModel(op: string, model: unknown): asserts model is Module {
+  if (!(model instanceof Module)) throw argError(op, `model must be a Module, got ${describe(model)}`);
+}
+
 /** Every LoraLinear of `model` with its module path. */
-export function* adapters(model: Module): Generator<[string, LoraLinear]> {
-  for (const [path, m] of model.namedModules()) if (m instanceof LoraLinear) yield [path, m];
+export function adapters(model: Module): Generator<[string, LoraLinear]> {
+  checkModel('lora.adapters', model);
+  return (function* () {
+    for (const [path, m] of model.namedModules()) if (m instanceof LoraLinear) yield [path, m] as [string, LoraLinear];
+  })();
 }
 
 /**
@@ -192,7 +200,7 @@ export function* adapters(model: Module): Generator<[string, LoraLinear]> {
  */
 export function apply<M extends Module>(model: M, options: LoraOptions): M {
   const op = 'lora.apply';
-  if (!(model instanceof Module)) throw argError(op, `model must be a Module, got ${describe(model)}`);
+  checkModel(op, model);
   const cfg = checkConfig(op, options);
   if (adapters(model).next().done === false) throw argError(op, 'the model already has LoRA adapters; call lora.unload first');
   const hits: [Module, string, Module][] = [];
@@ -232,6 +240,7 @@ function setChild(parent: Module, name: string, child: Module): void {
 
 /** The adapters' parameters (what an optimizer should train). */
 export function parameters(model: Module): Parameter[] {
+  checkModel('lora.parameters', model);
   const out: Parameter[] = [];
   for (const [, a] of adapters(model)) out.push(a.lora_A.weight, a.lora_B.weight);
   return out;
@@ -239,6 +248,7 @@ export function parameters(model: Module): Parameter[] {
 
 /** The LoRA settings `apply` or `load` gave `model`, or null when it has no adapters. */
 export function config(model: Module): LoraConfig | null {
+  checkModel('lora.config', model);
   if (adapters(model).next().done) return null;
   for (const m of model.modules()) {
     const c = configs.get(m);
@@ -249,11 +259,13 @@ export function config(model: Module): LoraConfig | null {
 
 /** Folds every adapter into its base weight; forward then costs what the base model does. */
 export function merge(model: Module): void {
+  checkModel('lora.merge', model);
   for (const [, a] of adapters(model)) a.merge();
 }
 
 /** Takes the adapters back out of the base weights after {@link merge}. */
 export function unmerge(model: Module): void {
+  checkModel('lora.unmerge', model);
   for (const [, a] of adapters(model)) a.unmerge();
 }
 
@@ -263,6 +275,7 @@ export function unmerge(model: Module): void {
  * drops the adapters instead. Parameters stay frozen; call `model.requiresGrad_()` to train them.
  */
 export function unload<M extends Module>(model: M, options: { merge?: boolean } = {}): M {
+  checkModel('lora.unload', model);
   const o = checkOptions('lora.unload', options, ['merge']);
   const fold = checkBool('lora.unload', 'merge', o.merge ?? true);
   const found = [...adapters(model)];
@@ -277,6 +290,7 @@ export function unload<M extends Module>(model: M, options: { merge?: boolean } 
 
 /** The adapters' tensors under PEFT's names (`base_model.model.<path>.lora_A.weight`). */
 export function stateDict(model: Module): Record<string, Tensor> {
+  checkModel('lora.stateDict', model);
   const out: Record<string, Tensor> = {};
   for (const [path, a] of adapters(model)) {
     out[`${PREFIX}${path}.lora_A.weight`] = a.lora_A.weight;
@@ -299,6 +313,7 @@ export interface LoraSaveOptions {
  */
 export async function save(model: Module, dir: string, options: LoraSaveOptions = {}): Promise<void> {
   const op = 'lora.save';
+  checkModel(op, model);
   const o = checkOptions(op, options, ['taskType', 'baseModelNameOrPath']);
   checkPath(op, 'dir', dir);
   const cfg = config(model);
@@ -335,6 +350,9 @@ export async function save(model: Module, dir: string, options: LoraSaveOptions 
 /** Reads a PEFT adapter_config.json into flockml's LoRA options; ERR_FORMAT on what LoRA here cannot honour. */
 export function fromPeftConfig(json: Record<string, unknown>, where = CONFIG_FILE): LoraOptions {
   const op = 'lora.load';
+  if (json === null || typeof json !== 'object' || Array.isArray(json))
+    throw argError(op, `the adapter config must be an object (adapter_config.json's contents), got ${describe(json)}`);
+  if (typeof where !== 'string') throw argError(op, `where must be a string (the config's file name), got ${describe(where)}`);
   const bad = (detail: string) => flockError('ERR_FORMAT', op, `${where}: ${detail}`);
   if (json.peft_type !== undefined && json.peft_type !== 'LORA') throw bad(`peft_type is ${describe(json.peft_type)}, expected "LORA"`);
   if (json.bias !== undefined && json.bias !== 'none') throw bad(`bias ${describe(json.bias)} is not supported (only "none")`);

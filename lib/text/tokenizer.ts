@@ -101,6 +101,11 @@ export class Tokenizer {
 
   private constructor(json: Record<string, unknown>, options: TokenizerOptions) {
     const op = 'Tokenizer';
+    if (json === null || typeof json !== 'object' || Array.isArray(json))
+      throw argError(
+        op,
+        `use Tokenizer.fromFile(path) or Tokenizer.fromJSON(json); got ${describe(json)} where a parsed tokenizer.json belongs`,
+      );
     const o = checkOptions(op, options, ['config', 'bosToken', 'eosToken', 'padToken', 'unkToken']);
     const config = o.config ?? {};
     if (config === null || typeof config !== 'object' || Array.isArray(config))
