@@ -123,4 +123,5 @@ export * as profiler from './profiler/index';
 export * as utils from './utils/index';
 export * as amp from './amp';
 export * as text from './text';
+export * as models from './models/index';
 export { autocast } from './amp/autocast';
