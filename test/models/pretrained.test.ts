@@ -1,0 +1,71 @@
+/**
+ * savePretrained writes transformers' layout: the PyTorch side (make_lm_fixtures.py check, which
+ * reads it as transformers would) gets the fixture's logits, and fromPretrained reads it back.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as fl from '../../lib';
+import { tempDir } from '../io/helpers';
+import { LM, expected, load, maxError, python, pythonSideRuns } from './helpers';
+
+// Two virtual CPU devices (as FLOCKML_CPU_DEVICES=2), so loading onto cpu:1 is tested.
+fl.setCpuDeviceCount(2);
+const { dir, cleanup } = tempDir('pretrained');
+test.after(cleanup);
+
+test('savePretrained → PyTorch reads it with the HF names and gets the same logits (GPT-2, Llama, tied Llama)', async () => {
+  for (const name of ['gpt2', 'llama', 'llama_tied']) {
+    const m = await load(name);
+    const out = join(dir, name);
+    await m.savePretrained(out);
+    const header = await fl.io.inspect(join(out, 'model.safetensors'));
+    assert.equal(header.metadata, { format: 'pt' });
+    const original = await fl.io.inspect(join(LM, name, 'model.safetensors'));
+    const shapes = (h: fl.io.SafetensorsHeader) => Object.fromEntries(h.tensors.map((t) => [t.name, t.shape]));
+    assert.equal(shapes(header), shapes(original), `${name}: transformers' names and shapes (Conv1D [in, out], tied head once)`);
+    const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
+    const before = JSON.parse(readFileSync(join(LM, name, 'config.json'), 'utf8'));
+    assert.equal(config, { ...before, torch_dtype: 'float32' }, `${name}: config.json round-trips`);
+    const e = expected(name);
+    const back = await (e.kind === 'gpt2' ? fl.models.GPT2 : fl.models.Llama).fromPretrained(out);
+    assert.ok(maxError(back.forward(fl.tensor(e.prompts, { dtype: 'i64' })), e.logits) < 1e-5);
+    if (pythonSideRuns()) {
+      const r = python('check', out, join(LM, name));
+      assert.ok((r.max_diff as number) < 1e-5, `${name}: PyTorch's logits from flockml's files differ by ${r.max_diff}`);
+      assert.equal(r.metadata, { format: 'pt' });
+    }
+  }
+});
+
+test('a model changed in flockml saves its new values', async () => {
+  const m = await fl.models.GPT2.fromPretrained(join(LM, 'gpt2'));
+  fl.noGrad(() => m.transformer.h.parameters()[0].mul_(1.5));
+  const out = join(dir, 'changed');
+  await m.savePretrained(out);
+  const again = await fl.models.GPT2.fromPretrained(out);
+  const ids = fl.tensor([[1, 2, 3]], { dtype: 'i64' });
+  assert.ok(m.forward(ids).sub(again.forward(ids)).abs().max().itemSync() === 0);
+});
+
+test('sharded index names outside the folder are refused', async () => {
+  const out = join(dir, 'evil');
+  await (await load('gpt2')).savePretrained(out);
+  writeFileSync(
+    join(out, 'model.safetensors.index.json'),
+    JSON.stringify({ weight_map: { 'transformer.wte.weight': '../x.safetensors' } }),
+  );
+  const err = await fl.models.GPT2.fromPretrained(out).catch((e) => e);
+  assert.is(err.code, 'ERR_FORMAT');
+});
+
+test('fromPretrained onto a second CPU device: every tensor is read straight to cpu:1', async () => {
+  const m = await load('llama', { device: 'cpu:1' });
+  assert.is(m.device, 'cpu:1');
+  assert.ok(m.parameters().every((p) => p.device === 'cpu:1'));
+  const e = expected('llama');
+  assert.ok(maxError(m.forward(fl.tensor(e.prompts, { dtype: 'i64', device: 'cpu:1' })), e.logits) < 1e-5);
+});
+
+test.run();
