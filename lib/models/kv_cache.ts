@@ -12,8 +12,8 @@ import { zeros } from '../ops/creation';
 import { keep } from '../memory';
 import { noGrad } from '../autograd/grad_mode';
 import type { DType } from '../dtype';
-import { flockError, shapeError } from '../errors';
-import { checkInt } from '../validate';
+import { argError, checkOptions, flockError, shapeError } from '../errors';
+import { checkInt, checkTensorArg } from '../validate';
 import { shapeStr } from '../ops/util';
 
 export interface KVCacheShape {
@@ -36,6 +36,8 @@ export class KVCache {
 
   constructor(shape: KVCacheShape) {
     const op = 'KVCache';
+    checkOptions(op, shape, ['layers', 'batch', 'kvHeads', 'headDim', 'maxLength', 'dtype', 'device']);
+    if (shape === undefined || shape === null) throw argError(op, 'expected { layers, batch, kvHeads, headDim, maxLength, dtype, device }');
     const layers = checkInt(op, 'layers', shape.layers);
     this.batch = checkInt(op, 'batch', shape.batch, 1);
     this.maxLength = checkInt(op, 'maxLength', shape.maxLength, 1);
@@ -57,6 +59,8 @@ export class KVCache {
    */
   update(layer: number, k: Tensor, v: Tensor): [Tensor, Tensor] {
     const op = 'KVCache.update';
+    checkTensorArg(op, 'k', k);
+    checkTensorArg(op, 'v', v);
     const buf = this.#keys[layer];
     if (!buf) throw flockError('ERR_INDEX', op, `layer ${layer} is out of range for ${this.#keys.length} layers`);
     const t = k.shape[2];
