@@ -3,7 +3,7 @@
  * engine (barriers, per-warp shuffles, atomics, the mma fragment layouts against a direct product,
  * divergence and deadlock faults, launch limits) and the simulated runtime (streams, events, the
  * legacy default stream, contexts, pools and OOM, peer checks, stream memory ops, fault injection),
- * the runtime both with and without peer access.
+ * the runtime both with and without peer access, and the simulated NCCL.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -28,5 +28,7 @@ function run(exe: string, env: Record<string, string> = {}): void {
 test('the kernel engine', () => run('sim_engine_test'));
 test('the runtime, peers with access', () => run('sim_runtime_test'));
 test('the runtime, no peer access', () => run('sim_runtime_test', { FLOCKML_CUDA_SIM_PEER: '0' }));
+test('the NCCL: every collective, op and dtype on 2 and 4 ranks, in one process and across processes, abort and mismatch', () =>
+  run('sim_nccl_test'));
 
 test.run();
