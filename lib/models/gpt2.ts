@@ -45,10 +45,10 @@ class GPT2Attention extends Module {
     const { embd, heads } = this.s;
     const [b, t] = x.shape;
     const d = embd / heads;
-    const [q, k, v] = this.c_attn
-      .forward(x)
-      .chunk(3, -1)
-      .map((y) => y.reshape([b, t, heads, d]).permute([0, 2, 1, 3]));
+    const qkv = this.c_attn.forward(x);
+    // One new token: [b, 1, 3, H, d] is already [b, 3, H, 1, d], so the heads are views, not copies.
+    const [q, k, v] =
+      t === 1 ? qkv.reshape([b, 3, heads, 1, d]).unbind(1) : qkv.chunk(3, -1).map((y) => y.reshape([b, t, heads, d]).permute([0, 2, 1, 3]));
     const [keys, values] = ctx.cache ? ctx.cache.update(this.layer, k, v) : [k, v];
     let scale = this.s.scaleAttn ? 1 / Math.sqrt(d) : 1;
     if (this.s.scaleByLayer) scale /= this.layer + 1;

@@ -76,9 +76,11 @@ export class KVCache {
       throw shapeError(op, `keys and values must be [${b}, ${h}, t, ${d}], got ${shapeStr(k.shape)} and ${shapeStr(v.shape)}`);
     const end = this.#length + t;
     if (end > this.maxLength) throw flockError('ERR_RANGE', op, `${end} positions exceed the cache's ${this.maxLength}`);
+    // One token: [b, h, 1, d] is [1, b, h, d] as it lies, a reshape rather than a permute's copy.
+    const rows = (x: Tensor) => (t === 1 ? x.reshape([1, b, h, d]) : x.permute([2, 0, 1, 3]));
     noGrad(() => {
-      buf.narrow(0, this.#length, t).copy_(k.permute([2, 0, 1, 3]));
-      this.#values[layer].narrow(0, this.#length, t).copy_(v.permute([2, 0, 1, 3]));
+      buf.narrow(0, this.#length, t).copy_(rows(k));
+      this.#values[layer].narrow(0, this.#length, t).copy_(rows(v));
     });
     const read = (x: Tensor) => x.narrow(0, 0, end).permute([1, 2, 0, 3]);
     return [read(buf), read(this.#values[layer])];

@@ -46,7 +46,8 @@ class LlamaAttention extends Module {
   forward(x: Tensor, rot: Rotation, ctx: StepContext): Tensor {
     const { heads, kvHeads, headDim } = this.s;
     const [b, t] = x.shape;
-    const split = (y: Tensor, h: number) => y.reshape([b, t, h, headDim]).permute([0, 2, 1, 3]);
+    // One new token: [b, 1, h, d] is already [b, h, 1, d] (a view, not a copy).
+    const split = (y: Tensor, h: number) => (t === 1 ? y.reshape([b, h, 1, headDim]) : y.reshape([b, t, h, headDim]).permute([0, 2, 1, 3]));
     const q = applyRotary(split(this.q_proj.forward(x), heads), rot.cos, rot.sin);
     const k = applyRotary(split(this.k_proj.forward(x), kvHeads), rot.cos, rot.sin);
     const v = split(this.v_proj.forward(x), kvHeads);

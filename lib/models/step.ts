@@ -69,7 +69,7 @@ export function attend(q: Tensor, k: Tensor, v: Tensor, ctx: StepContext, scale:
   }
   const mask = ctx.mask && ctx.mask.device !== q.device ? ctx.mask.to(q.device) : ctx.mask;
   const out = scaledDotProductAttention(q, k, v, { attnMask: mask, isCausal: ctx.causal, scale });
-  return out.permute([0, 2, 1, 3]).reshape([b, t, h * d]);
+  return t === 1 ? out.reshape([b, 1, h * d]) : out.permute([0, 2, 1, 3]).reshape([b, t, h * d]);
 }
 
 /** A row-major [batch][t] array of integers from a 2-D tensor or nested array. */
