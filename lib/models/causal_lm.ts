@@ -10,7 +10,7 @@ import { shapeStr } from '../ops/util';
 import type { DType } from '../dtype';
 import { type StepContext, rowsOf, stepContext } from './step';
 import { type GenerateOptions, type StreamStep, generate, stream } from './generate';
-import { savePretrained } from './pretrained';
+import { type SavePretrainedOptions, savePretrained } from './pretrained';
 
 export interface ForwardOptions {
   /** [batch, t] of 1 (real token) and 0 (padding), as transformers' attention_mask (default all 1). */
@@ -76,8 +76,11 @@ export abstract class CausalLM extends Module {
     return stream(this, ids, options);
   }
 
-  /** Writes config.json and model.safetensors (transformers' names and layout, `format: pt`) to `dir`. */
-  savePretrained(dir: string): Promise<void> {
-    return savePretrained(this, dir);
+  /**
+   * Writes config.json and model.safetensors (transformers' names and layout, `format: pt`) to
+   * `dir`; with `maxShardSize`, shards and model.safetensors.index.json as save_pretrained does.
+   */
+  savePretrained(dir: string, options: SavePretrainedOptions = {}): Promise<void> {
+    return savePretrained(this, dir, options);
   }
 }

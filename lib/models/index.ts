@@ -10,5 +10,5 @@ export type { GPT2Config, GPT2Activation, LlamaConfig, RopeScaling } from './con
 // defines: the shared surface (forward, generate, stream, savePretrained)
 export { CausalLM, type ForwardOptions } from './causal_lm';
 export type { GenerateOptions, StreamStep } from './generate';
-export type { PretrainedOptions } from './pretrained';
+export type { PretrainedOptions, SavePretrainedOptions } from './pretrained';
 export { KVCache, type KVCacheShape } from './kv_cache';

@@ -4,17 +4,18 @@
  * reads one tensor at a time straight there (the native reader places the bytes), copies it into
  * its parameter and frees it, so peak memory is the model plus one tensor. Saving writes
  * transformers' names and orientation (GPT-2's Conv1D weights transposed back to [in, out], a tied
- * head stored once) with `format: pt` metadata, as save_pretrained does.
+ * head stored once) with `format: pt` metadata, as save_pretrained does, in one file or in shards.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Tensor } from '../tensor';
 import type { DType } from '../dtype';
-import { canonicalDType, isDType } from '../dtype';
+import { canonicalDType, isDType, itemSize } from '../dtype';
 import { normalizeDevice } from '../device';
 import { noGrad } from '../autograd/grad_mode';
 import { argError, checkOptions, describe, dtypeError, flockError } from '../errors';
+import { checkInt } from '../validate';
 import { inspect, loadNamed, save } from '../io/safetensors';
 import { pathInside } from '../io/confine';
 import { shapeStr } from '../ops/util';
@@ -130,10 +131,36 @@ async function loadTensors(op: string, dir: string, model: CausalLM, files: Map<
     throw flockError('ERR_ARG', op, `the checkpoint in ${dir} lacks ${missing.length} tensors: ${missing.slice(0, 8).join(', ')}`);
 }
 
-/** Writes config.json and model.safetensors in transformers' layout. */
-export async function savePretrained(model: CausalLM, dir: string): Promise<void> {
+export interface SavePretrainedOptions {
+  /**
+   * Largest shard in bytes (transformers' max_shard_size): above it the weights are split into
+   * model-0000i-of-0000n.safetensors files with model.safetensors.index.json (default: one file).
+   */
+  maxShardSize?: number;
+}
+
+/** Tensors in order, cut into groups of at most `limit` bytes (a larger tensor gets a group of its own). */
+function shards(state: Record<string, Tensor>, limit: number): string[][] {
+  const out: string[][] = [[]];
+  let size = 0;
+  for (const [name, t] of Object.entries(state)) {
+    const bytes = t.numel() * itemSize(t.dtype);
+    if (size > 0 && size + bytes > limit) {
+      out.push([]);
+      size = 0;
+    }
+    out[out.length - 1].push(name);
+    size += bytes;
+  }
+  return out;
+}
+
+/** Writes config.json and model.safetensors (or shards and their index) in transformers' layout. */
+export async function savePretrained(model: CausalLM, dir: string, options: SavePretrainedOptions = {}): Promise<void> {
   const op = `${model.constructor.name}.savePretrained`;
+  const o = checkOptions(op, options, ['maxShardSize']);
   if (typeof dir !== 'string' || dir === '') throw argError(op, `dir must be a non-empty string, got ${describe(dir)}`);
+  const limit = o.maxShardSize === undefined ? Number.POSITIVE_INFINITY : checkInt(op, 'maxShardSize', o.maxShardSize, 1);
   const params = new Map(model.namedParameters());
   const state: Record<string, Tensor> = {};
   const made: Tensor[] = [];
@@ -145,9 +172,27 @@ export async function savePretrained(model: CausalLM, dir: string): Promise<void
       state[e.hf] = t;
     } else state[e.hf] = p;
   }
+  const metadata = { format: 'pt' };
   try {
     await mkdir(dir, { recursive: true });
-    await save(state, join(dir, 'model.safetensors'), { metadata: { format: 'pt' } });
+    const groups = shards(state, limit);
+    // A layout left by an earlier save would be read instead of (or beside) this one.
+    await rm(join(dir, groups.length === 1 ? 'model.safetensors.index.json' : 'model.safetensors'), { force: true });
+    if (groups.length === 1) await save(state, join(dir, 'model.safetensors'), { metadata });
+    else {
+      const weightMap: Record<string, string> = {};
+      let total = 0;
+      for (const [i, names] of groups.entries()) {
+        const file = `model-${String(i + 1).padStart(5, '0')}-of-${String(groups.length).padStart(5, '0')}.safetensors`;
+        await save(Object.fromEntries(names.map((n) => [n, state[n]])), join(dir, file), { metadata });
+        for (const n of names) {
+          weightMap[n] = file;
+          total += state[n].numel() * itemSize(state[n].dtype);
+        }
+      }
+      const index = { metadata: { total_size: total }, weight_map: weightMap };
+      await writeFile(join(dir, 'model.safetensors.index.json'), `${JSON.stringify(index, null, 2)}\n`);
+    }
     const config = { ...model.config, torch_dtype: TORCH_DTYPE[model.dtype] ?? model.dtype };
     await writeFile(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   } finally {

@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as fl from '../../lib';
 import { tempDir } from '../io/helpers';
@@ -66,6 +66,26 @@ test('fromPretrained onto a second CPU device: every tensor is read straight to 
   assert.ok(m.parameters().every((p) => p.device === 'cpu:1'));
   const e = expected('llama');
   assert.ok(maxError(m.forward(fl.tensor(e.prompts, { dtype: 'i64', device: 'cpu:1' })), e.logits) < 1e-5);
+});
+
+test('maxShardSize writes shards and model.safetensors.index.json that PyTorch and fromPretrained read', async () => {
+  const m = await load('gpt2');
+  const out = join(dir, 'sharded');
+  await m.savePretrained(join(out), { maxShardSize: 40_000 });
+  const index = JSON.parse(readFileSync(join(out, 'model.safetensors.index.json'), 'utf8'));
+  const files = [...new Set(Object.values(index.weight_map))];
+  assert.ok(files.length > 1);
+  assert.ok(files.every((f) => /^model-\d{5}-of-\d{5}\.safetensors$/.test(f as string)));
+  assert.is(index.metadata.total_size, 4 * m.parameters().reduce((a, p) => a + p.numel(), 0));
+  assert.not.ok(existsSync(join(out, 'model.safetensors')));
+  const e = expected('gpt2');
+  const back = await fl.models.GPT2.fromPretrained(out);
+  assert.ok(maxError(back.forward(fl.tensor(e.prompts, { dtype: 'i64' })), e.logits) < 1e-5);
+  if (pythonSideRuns()) assert.ok((python('check', out, join(LM, 'gpt2')).max_diff as number) < 1e-5);
+  // Saving again in one file removes the index, which would otherwise be read first.
+  await m.savePretrained(out);
+  assert.not.ok(existsSync(join(out, 'model.safetensors.index.json')));
+  assert.is((await m.savePretrained(out, { maxShardSize: 0 }).catch((e) => e)).code, 'ERR_RANGE');
 });
 
 test.run();
