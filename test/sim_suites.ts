@@ -23,6 +23,7 @@ export const simSuites: readonly string[] = [
   'test/dist/local_groups.test.ts',
   'test/dist/nccl.test.ts',
   'test/dist/tensor_parallel.test.ts',
+  'test/dist/ddp.test.ts',
   'test/nn/first_hour_devices.test.ts',
 ];
 

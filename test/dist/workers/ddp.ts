@@ -8,6 +8,7 @@ import * as fl from '../../../lib/index';
 import { copy_ } from '../../../lib/ops/elementwise';
 import { initProcessGroup, destroyProcessGroup, newGroup } from '../../../lib/distributed/index';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
+import { backend, dev, device, on } from './backend';
 
 const STEPS = 20,
   BATCH = 64,
@@ -24,7 +25,7 @@ function makeModel(perturb: number) {
     fl.zeros([1]),
   ];
   // Ranks other than 0 start elsewhere: DDP's initial broadcast must fix that.
-  const ps = params.map((p) => fl.keep(perturb ? p.add(perturb) : p).requiresGrad_());
+  const ps = params.map((p) => fl.keep(dev(perturb ? p.add(perturb) : p)).requiresGrad_());
   return {
     parameters: () => ps,
     forward: (x: fl.Tensor) => x.matmul(ps[0]).add(ps[1]).relu().matmul(ps[2]).add(ps[3]).tanh().matmul(ps[4]).add(ps[5]),
@@ -33,8 +34,8 @@ function makeModel(perturb: number) {
 
 function data() {
   fl.manualSeed(99);
-  const x = fl.keep(fl.randn([STEPS * BATCH, 8]));
-  const y = fl.keep(fl.randn([STEPS * BATCH, 1]));
+  const x = fl.keep(dev(fl.randn([STEPS * BATCH, 8])));
+  const y = fl.keep(dev(fl.randn([STEPS * BATCH, 1])));
   return { x, y };
 }
 
@@ -53,7 +54,7 @@ async function flat(params: fl.Tensor[]): Promise<number[]> {
 }
 
 async function main() {
-  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const pg = await initProcessGroup({ backend, timeoutMs: 30_000 });
   const { x, y } = data();
 
   // Reference: one process, the whole batch.
@@ -103,8 +104,8 @@ async function main() {
       throw new Error(`param element ${i}: ddp ${got[i]} vs single-process ${want[i]}`);
 
   // Identical across ranks, bit for bit: compare with rank 0's copy.
-  const mine = fl.tensor(got),
-    theirs = fl.tensor(got);
+  const mine = fl.tensor(got, on()),
+    theirs = fl.tensor(got, on());
   await pg.broadcast(theirs, 0).wait();
   const a = await mine.data(),
     b = await theirs.data();
@@ -135,11 +136,11 @@ async function main() {
   // step) even though every rank normalises different data; with broadcastBuffers false they drift.
   for (const broadcastBuffers of [true, false]) {
     fl.manualSeed(7);
-    const net = new fl.nn.Sequential(new fl.nn.Linear(8, 4), new fl.nn.BatchNorm1d(4));
-    if (pg.rank !== 0) fl.noGrad(() => copy_(net.buffers()[0], fl.full([4], 3))); // must be overwritten
+    const net = new fl.nn.Sequential(new fl.nn.Linear(8, 4), new fl.nn.BatchNorm1d(4)).to(device);
+    if (pg.rank !== 0) fl.noGrad(() => copy_(net.buffers()[0], fl.full([4], 3, on()))); // must be overwritten
     const ddp4 = await DistributedDataParallel.create(net, (t: fl.Tensor) => net.forward(t), { broadcastBuffers });
     const first = (await flat(net.buffers())).map(Number); // numBatchesTracked is i64
-    const rank0First = fl.tensor(first, { dtype: 'f64' });
+    const rank0First = fl.tensor(first, on({ dtype: 'f64' as const }));
     await pg.broadcast(rank0First, 0).wait();
     if ((await rank0First.data()).some((v, i) => v !== first[i]))
       throw new Error(`rank ${pg.rank}: buffers differ from rank 0 after create`);
@@ -156,8 +157,8 @@ async function main() {
       await ddp4.syncGradients();
     }
     const statsNow = await flat(net.buffers().slice(0, 2));
-    const stats = fl.tensor(statsNow, { dtype: 'f64' }),
-      rank0 = fl.tensor(statsNow, { dtype: 'f64' });
+    const stats = fl.tensor(statsNow, on({ dtype: 'f64' as const })),
+      rank0 = fl.tensor(statsNow, on({ dtype: 'f64' as const }));
     await pg.broadcast(rank0, 0).wait();
     const mineS = await stats.data(),
       zeroS = await rank0.data();
@@ -183,7 +184,7 @@ async function main() {
   await unusedParameters(pg, x);
   await compressed(pg, x, y);
   await destroyProcessGroup();
-  console.log(`rank ${pg.rank}: ddp ok`);
+  console.log(`rank ${pg.rank}: ddp ok (${backend}, ${device}, params on ${model.parameters()[0].device})`);
 }
 
 // findUnusedParameters: rank 0's forward skips a branch that rank 1 uses. Rank 0 contributes zeros
@@ -192,7 +193,7 @@ async function main() {
 async function unusedParameters(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: fl.Tensor) {
   const build = () => {
     fl.manualSeed(5);
-    const ps = [fl.randn([8, 4]), fl.randn([8, 4]), fl.randn([4, 1])].map((p) => fl.keep(p).requiresGrad_());
+    const ps = [fl.randn([8, 4]), fl.randn([8, 4]), fl.randn([4, 1])].map((p) => fl.keep(dev(p)).requiresGrad_());
     const forward = (xs: fl.Tensor, useB: boolean) => {
       const h = useB ? xs.matmul(ps[0]).add(xs.matmul(ps[1])) : xs.matmul(ps[0]);
       return h.tanh().matmul(ps[2]);
@@ -273,7 +274,7 @@ async function compressed(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: f
       .backward(),
   );
   const sent = fl
-    .tensor(await flat(local.parameters().map((p) => p.grad!)))
+    .tensor(await flat(local.parameters().map((p) => p.grad!)), on())
     .abs()
     .div(pg.size);
   await pg.allReduce(sent).wait();

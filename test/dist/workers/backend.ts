@@ -1,0 +1,22 @@
+/**
+ * The backend and device a distributed test worker uses. FLOCKML_TEST_BACKEND=nccl: the nccl backend
+ * with every tensor and model on `cuda:LOCAL_RANK` (one GPU per rank: real, or simulated under
+ * `test/run.ts --sim`); otherwise the ring backend on the CPU. Workers build their values on the CPU
+ * (so the seeded values are the same on both backends) and move them with `dev`.
+ */
+import * as fl from '../../../lib/index';
+
+export const backend: 'ring' | 'nccl' = process.env.FLOCKML_TEST_BACKEND === 'nccl' ? 'nccl' : 'ring';
+export const device: string = backend === 'nccl' ? `cuda:${process.env.LOCAL_RANK ?? '0'}` : 'cpu';
+export const onGpu = backend === 'nccl';
+
+/** `t` on this worker's device (`t` itself on the CPU; the CPU copy is disposed otherwise). */
+export function dev<T extends fl.Tensor>(t: T): T {
+  if (!onGpu) return t;
+  const moved = fl.tidy(() => t.to(device)) as T;
+  t.dispose();
+  return moved;
+}
+
+/** Options for a new tensor on this worker's device. */
+export const on = <O extends object>(opts?: O): O & { device: string } => ({ ...(opts as O), device });
