@@ -13,6 +13,8 @@ import { Linear } from '../nn/linear';
 import { Embedding } from '../nn/embedding';
 import { LayerNorm } from '../nn/norm';
 import { gelu } from '../ops/elementwise';
+import { canPackAttention, packedSelfAttention } from '../nn/functional/attention_packed';
+import { linear } from '../nn/functional/basic';
 import { normal_, ones_, zeros_ } from '../nn/init';
 import { noGrad } from '../autograd/grad_mode';
 import type { DType } from '../dtype';
@@ -46,6 +48,20 @@ class GPT2Attention extends Module {
     const [b, t] = x.shape;
     const d = embd / heads;
     const qkv = this.c_attn.forward(x);
+    const fresh = !ctx.cache || ctx.cache.length === 0;
+    if (t > 1 && fresh && this.s.scaleAttn && !this.s.scaleByLayer && canPackAttention(qkv)) {
+      // A whole sequence (training, a prompt, decoding without a cache): the fused CPU kernel reads
+      // the heads straight from the packed projection, as MultiheadAttention does.
+      if (ctx.cache) {
+        const [k, v] = qkv
+          .chunk(3, -1)
+          .slice(1)
+          .map((y) => y.reshape([b, t, heads, d]).permute([0, 2, 1, 3]));
+        ctx.cache.update(this.layer, k, v);
+      }
+      const mask = ctx.mask && ctx.mask.device !== qkv.device ? ctx.mask.to(qkv.device) : ctx.mask;
+      return this.c_proj.forward(packedSelfAttention(qkv, heads, true, { attnMask: mask, isCausal: ctx.causal }));
+    }
     // One new token: [b, 1, 3, H, d] is already [b, 3, H, 1, d], so the heads are views, not copies.
     const [q, k, v] =
       t === 1 ? qkv.reshape([b, 3, heads, 1, d]).unbind(1) : qkv.chunk(3, -1).map((y) => y.reshape([b, t, heads, d]).permute([0, 2, 1, 3]));
@@ -70,10 +86,16 @@ class GPT2MLP extends Module {
   }
 
   forward(x: Tensor): Tensor {
-    const h = this.c_fc.forward(x);
     const act = this.s.activation;
-    const a =
-      act === 'gelu_new' || act === 'gelu_pytorch_tanh' ? gelu(h, 'tanh') : act === 'gelu' ? gelu(h) : act === 'relu' ? h.relu() : h.silu();
+    const tanh = act === 'gelu_new' || act === 'gelu_pytorch_tanh';
+    // The plain layer runs bias and activation as one fused pass (a separate tanh-GELU pass over the
+    // [t, 4·embd] output cost more than its matmul); a replaced layer (LoRA) runs its own forward.
+    if (this.c_fc.constructor === Linear) {
+      const fused = tanh ? 'gelu_tanh' : act === 'swish' ? 'silu' : act;
+      return this.c_proj.forward(linear(x, this.c_fc.weight, this.c_fc.bias, { activation: fused }));
+    }
+    const h = this.c_fc.forward(x);
+    const a = tanh ? gelu(h, 'tanh') : act === 'gelu' ? gelu(h) : act === 'relu' ? h.relu() : h.silu();
     return this.c_proj.forward(a);
   }
 }
