@@ -11,6 +11,7 @@ import { LM, expected, load, maxError } from './helpers';
 const { dir, cleanup } = tempDir('gpt2');
 test.after(cleanup);
 
+const rows = (t: fl.Tensor) => t.tolistSync() as number[][];
 const tiny: fl.models.GPT2Config = { vocab_size: 64, n_positions: 32, n_embd: 32, n_layer: 2, n_head: 4 };
 
 test('fromPretrained gives transformers logits (1e-5), one file and two shards', async () => {
@@ -115,6 +116,18 @@ test('trains: every parameter (the tied one included) gets a gradient and the lo
     opt.step();
   }
   assert.ok(losses[9] < losses[0] / 2, `loss ${losses[0]} → ${losses[9]}`);
+});
+
+test('LoRA on c_attn and c_fc: the replaced layers run their own forward (zero B: the same logits)', async () => {
+  const e = expected('gpt2');
+  const m = (await load('gpt2')) as fl.models.GPT2;
+  const ids = fl.tensor(e.prompts, { dtype: 'i64' });
+  const before = m.forward(ids).tolistSync();
+  fl.nn.lora.apply(m, { r: 2, alpha: 4, targets: ['c_attn', 'c_fc'] });
+  const replaced = [...m.namedModules()].filter(([, x]) => x instanceof fl.nn.lora.LoraLinear).map(([n]) => n);
+  assert.ok(replaced.includes('transformer.h.1.mlp.c_fc') && replaced.includes('transformer.h.0.attn.c_attn'), `${replaced}`);
+  assert.ok(maxError(m.forward(ids), before as number[][][]) < 1e-6);
+  assert.equal(rows(m.generate(e.greedy_prompt, { maxNewTokens: 10, stopTokens: [] })), e.greedy);
 });
 
 test.run();
