@@ -16,3 +16,9 @@ export function ncclRuns(suite: string, ranks: number): boolean {
   console.log(`${suite} (nccl, ${ranks} ranks): skipped, ${gpus ? `${gpus} GPU(s)` : 'no CUDA device or no NCCL'} on this machine`);
   return false;
 }
+
+/**
+ * Whether the ring (CPU) variants run: not on the CUDA simulator's addon (`test/run.ts --sim`), whose CPU
+ * path is the plain addon's, already run by the plain suite; there only the nccl variants run.
+ */
+export const ringRuns: boolean = !fl.buildInfo().cudaSim;

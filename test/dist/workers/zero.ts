@@ -13,6 +13,7 @@ import { bytes, close, expectCode, loss, values } from './zero_checks';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
 import { FullyShardedDataParallel } from '../../../lib/parallel/zero/fsdp';
+import { backend, dev, device, on } from './backend';
 
 const STEPS = 10,
   BATCH = 24,
@@ -21,18 +22,18 @@ const sizes: number[][] = [[8, 13], [13], [13, 7], [7], [7, 1], [1]];
 
 function makeParams(perturb: number): fl.Tensor[] {
   fl.manualSeed(1234);
-  return sizes.map((s) => fl.keep(fl.randn(s, { std: 0.4 }).add(perturb)).requiresGrad_());
+  return sizes.map((s) => fl.keep(dev(fl.randn(s, { std: 0.4 }).add(perturb))).requiresGrad_());
 }
 const layer = (ps: fl.Tensor[], i: number) => (x: fl.Tensor) => x.matmul(ps[2 * i]).add(ps[2 * i + 1]);
 const forward = (ps: fl.Tensor[]) => (x: fl.Tensor) => layer(ps, 2)(layer(ps, 1)(layer(ps, 0)(x).relu()).tanh());
 
 function data() {
   fl.manualSeed(99);
-  return { x: fl.keep(fl.randn([STEPS * BATCH, 8])), y: fl.keep(fl.randn([STEPS * BATCH, 1])) };
+  return { x: fl.keep(dev(fl.randn([STEPS * BATCH, 8]))), y: fl.keep(dev(fl.randn([STEPS * BATCH, 1]))) };
 }
 
 async function main() {
-  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const pg = await initProcessGroup({ backend, timeoutMs: 30_000 });
   const N = pg.size,
     per = BATCH / N;
   const { x, y } = data();
@@ -50,7 +51,7 @@ async function main() {
   const refState = refOpt.stateDict();
 
   const sameOnAllRanks = async (what: string, got: number[]) => {
-    const t = fl.tensor(got);
+    const t = fl.tensor(got, on());
     await pg.broadcast(t, 0).wait();
     const r0 = await t.data();
     for (let i = 0; i < got.length; i++) if (r0[i] !== got[i]) throw new Error(`${what}: rank ${pg.rank} differs from rank 0 at ${i}`);
@@ -117,7 +118,7 @@ async function main() {
   // Param groups with their own hyper-parameters (SGD with momentum), against the plain optimizer.
   {
     // A frozen tensor in a group is left alone, as a plain optimizer leaves a parameter without gradient.
-    const frozen = fl.keep(fl.ones([5]));
+    const frozen = fl.keep(fl.ones([5], on()));
     const groups = (ps: fl.Tensor[]) => [
       { params: ps.slice(0, 4), lr: 0.05 },
       { params: [...ps.slice(4), frozen], lr: 0.01, momentum: 0.5 },
@@ -238,7 +239,7 @@ async function main() {
       close('total norm before clipping', [whole], [refNorm], 1e-4);
       const sq = fsdp.parameters().map((t) => t.grad!.square().sum());
       const mineSq = Number(await fl.stack(sq).sum().item());
-      const t = fl.tensor([mineSq], { dtype: 'f64' });
+      const t = fl.tensor([mineSq], on({ dtype: 'f64' as const }));
       await pg.allReduce(t).wait();
       close('clipped total norm', [Math.sqrt(Number((await t.data())[0]))], [1e-3], 1e-3);
       opt.zeroGrad();
@@ -390,13 +391,13 @@ async function main() {
   await expectCode('FSDP without units', 'ERR_ARG', () => FullyShardedDataParallel.create([]));
   {
     // FSDP runs the children in order: a parameter of the model's own would never be used.
-    const own = new fl.nn.Sequential(new fl.nn.Linear(3, 3));
-    (own as unknown as { scale: fl.nn.Parameter }).scale = new fl.nn.Parameter(fl.ones([3]));
+    const own = new fl.nn.Sequential(new fl.nn.Linear(3, 3)).to(device);
+    (own as unknown as { scale: fl.nn.Parameter }).scale = new fl.nn.Parameter(fl.ones([3], on()));
     await expectCode('FSDP of a model with parameters of its own', 'ERR_ARG', () => FullyShardedDataParallel.create(own));
   }
 
   await destroyProcessGroup();
-  console.log(`rank ${pg.rank}: ok`);
+  console.log(`rank ${pg.rank}: ok (${backend}, ${device})`);
 }
 
 /** Per-rank optimizer state (stage 1), gradients (stage 2) and parameters (stage 3) are ~1/N of the whole. */
@@ -404,9 +405,9 @@ async function memoryChecks(N: number): Promise<void> {
   const P = 256 * 256 + 256 * 3;
   const big = () => {
     fl.manualSeed(5);
-    return [fl.keep(fl.randn([256, 256], { std: 0.05 })).requiresGrad_(), fl.keep(fl.randn([256, 3])).requiresGrad_()];
+    return [fl.keep(dev(fl.randn([256, 256], { std: 0.05 }))).requiresGrad_(), fl.keep(dev(fl.randn([256, 3]))).requiresGrad_()];
   };
-  const x = fl.keep(fl.randn([4, 256]));
+  const x = fl.keep(dev(fl.randn([4, 256])));
   const within = (what: string, got: number, want: number) => {
     if (Math.abs(got - want) > 0.05 * want + 4096) throw new Error(`${what}: ${got} bytes, expected about ${want}`);
   };

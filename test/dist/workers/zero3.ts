@@ -13,6 +13,7 @@ import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/
 import { bytes, close, expectCode, loss, values } from './zero_checks';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
+import { backend, dev, device, on } from './backend';
 
 const { nn } = fl;
 const STEPS = 10,
@@ -44,16 +45,16 @@ class Net extends nn.Module {
 
 function makeNet(seed: number): Net {
   fl.manualSeed(seed);
-  return new Net();
+  return new Net().to(device);
 }
 
 async function main() {
-  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const pg = await initProcessGroup({ backend, timeoutMs: 30_000 });
   const N = pg.size,
     per = BATCH / N;
   fl.manualSeed(99);
-  const x = fl.keep(fl.randn([STEPS * BATCH, 8]));
-  const y = fl.keep(fl.randn([STEPS * BATCH, 1]));
+  const x = fl.keep(dev(fl.randn([STEPS * BATCH, 8])));
+  const y = fl.keep(dev(fl.randn([STEPS * BATCH, 1])));
   const mine = (s: number) => [x.narrow(0, s * BATCH + pg.rank * per, per), y.narrow(0, s * BATCH + pg.rank * per, per)];
 
   // Reference: one process, whole batches, a plain Adam with weight decay.
@@ -105,7 +106,7 @@ async function main() {
     close('a parameter without gradient', await values([t]), initial.slice(at, at + t.numel()), 0);
   }
   {
-    const t = fl.tensor(got);
+    const t = fl.tensor(got, on());
     await pg.broadcast(t, 0).wait();
     const r0 = await t.data();
     for (let i = 0; i < got.length; i++) if (r0[i] !== got[i]) throw new Error(`rank ${pg.rank} differs from rank 0 at ${i}`);
@@ -245,15 +246,15 @@ async function main() {
   }
 
   await destroyProcessGroup();
-  console.log(`rank ${pg.rank}: ok`);
+  console.log(`rank ${pg.rank}: ok (${backend}, ${device})`);
 }
 
 /** Parameters, then gradients, then Adam's two moments held per rank are each ~1/N of the model's. */
 async function memoryChecks(N: number): Promise<void> {
   fl.manualSeed(5);
-  const model = new nn.Sequential(new nn.Linear(256, 256), new nn.Tanh(), new nn.Linear(256, 256), new nn.Linear(256, 3));
+  const model = new nn.Sequential(new nn.Linear(256, 256), new nn.Tanh(), new nn.Linear(256, 256), new nn.Linear(256, 3)).to(device);
   const P = 256 * 256 + 256 + 256 * 256 + 256 + 256 * 3 + 3;
-  const x = fl.keep(fl.randn([4, 256]));
+  const x = fl.keep(dev(fl.randn([4, 256])));
   const within = (what: string, got: number, want: number) => {
     if (Math.abs(got - want) > 0.05 * want + 4096) throw new Error(`${what}: ${got} bytes, expected about ${want}`);
   };

@@ -12,6 +12,7 @@ import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/
 import { close, loss, values } from './zero_checks';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
+import { backend, dev, device } from './backend';
 
 const { nn } = fl;
 const STEPS = 5,
@@ -31,16 +32,16 @@ class RootNet extends nn.Module {
 
 function makeNet(seed: number): RootNet {
   fl.manualSeed(seed);
-  return new RootNet();
+  return new RootNet().to(device);
 }
 
 async function main() {
-  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const pg = await initProcessGroup({ backend, timeoutMs: 30_000 });
   const N = pg.size,
     per = BATCH / N;
   fl.manualSeed(42);
-  const x = fl.keep(fl.randn([STEPS * BATCH, 8]));
-  const y = fl.keep(fl.randn([STEPS * BATCH, 1]));
+  const x = fl.keep(dev(fl.randn([STEPS * BATCH, 8])));
+  const y = fl.keep(dev(fl.randn([STEPS * BATCH, 1])));
   const sgd = { lr: 0.05, momentum: 0.9, weightDecay: 0.01 };
 
   for (const [what, units] of [
@@ -97,7 +98,7 @@ async function main() {
     ddp.dispose();
   }
   await destroyProcessGroup();
-  console.log(`rank ${pg.rank}: ok`);
+  console.log(`rank ${pg.rank}: ok (${backend}, ${device})`);
 }
 
 main().catch((e) => {

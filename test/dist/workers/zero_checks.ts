@@ -1,5 +1,6 @@
 /** What the ZeRO workers (zero.ts, zero3.ts) check with: the loss, values read back, closeness, error codes and live bytes. */
 import * as fl from '../../../lib/index';
+import { device } from './backend';
 
 export const loss = (out: fl.Tensor, y: fl.Tensor) => out.sub(y).square().mean();
 
@@ -26,7 +27,7 @@ export async function expectCode(what: string, code: string, fn: () => unknown):
   throw new Error(`${what}: expected ${code}, nothing was thrown`);
 }
 
-/** Bytes live on the CPU device once the work queued so far (which keeps what it reads alive) has run. */
+/** Bytes live on this worker's device (the CPU, or its GPU under nccl) once the work queued so far (which keeps what it reads alive) has run. */
 export async function bytes(): Promise<number> {
   // Tensors only the garbage collector frees (ZeRO's autograd closures) would otherwise be
   // finalized at random times in between two readings (the tests start workers with --expose-gc).
@@ -36,6 +37,6 @@ export async function bytes(): Promise<number> {
     gc();
     await new Promise((r) => setTimeout(r, 10));
   }
-  await fl.sync();
-  return fl.memory().cpu.bytes;
+  await fl.sync(device);
+  return fl.memory()[device].bytes;
 }
