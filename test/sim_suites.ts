@@ -24,6 +24,12 @@ export const simSuites: readonly string[] = [
   'test/dist/nccl.test.ts',
   'test/dist/tensor_parallel.test.ts',
   'test/dist/ddp.test.ts',
+  'test/dist/zero.test.ts',
+  'test/dist/zero3.test.ts',
+  'test/dist/mesh.test.ts',
+  'test/dist/pipeline.test.ts',
+  'test/dist/checkpoint_ddp.test.ts',
+  'test/amp/grad_scaler_ddp.test.ts',
   'test/nn/first_hour_devices.test.ts',
 ];
 

@@ -4,17 +4,18 @@
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
+import { backend, device } from '../../dist/workers/backend';
 
 async function main() {
-  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
-  const p = new fl.nn.Parameter(fl.ones([4]));
+  const pg = await initProcessGroup({ backend, timeoutMs: 30_000 });
+  const p = new fl.nn.Parameter(fl.ones([4], { device }));
   const opt = new fl.optim.SGD([p], { lr: 0.25 });
   const scaler = new fl.amp.GradScaler({ initScale: 1024, growthInterval: 100 });
   const taken: boolean[] = [];
   for (let s = 0; s < 3; s++) {
     opt.zeroGrad();
     const bad = s === 1 && pg.rank === 1;
-    const x = fl.tensor([1, 2, 3, bad ? Number.POSITIVE_INFINITY : 4]);
+    const x = fl.tensor([1, 2, 3, bad ? Number.POSITIVE_INFINITY : 4], { device });
     scaler.scale(p.mul(x).sum()).backward();
     taken.push(await scaler.step(opt));
     scaler.update();

@@ -9,6 +9,7 @@
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
+import { backend, dev, device } from './backend';
 
 const { nn } = fl;
 
@@ -24,7 +25,7 @@ function makeModel(): fl.nn.Sequential {
     new nn.ReLU(),
     new nn.Dropout(0.25),
     new nn.Linear(32, 4),
-  );
+  ).to(device);
 }
 
 async function values(ts: fl.Tensor[]): Promise<number[]> {
@@ -39,8 +40,8 @@ async function ddpStep(model: fl.nn.Sequential, run: (x: fl.Tensor) => fl.Tensor
   const unhook = model.parameters()[0].registerHook(() => void (inFlightAtFirstLayer = ddp.bucketsInFlight));
   const ddp = await DistributedDataParallel.create(model, run, { bucketCapMB: 0.002 });
   fl.manualSeed(100 + rank); // each rank its own data and dropout masks
-  const x = fl.randn([16, 12]);
-  const y = fl.randn([16, 4]);
+  const x = dev(fl.randn([16, 12]));
+  const y = dev(fl.randn([16, 4]));
   fl.tidy(() => ddp.forward(x).sub(y).square().mean().backward());
   await ddp.syncGradients();
   unhook();
@@ -80,7 +81,7 @@ async function scalerAgrees(pg: { rank: number; broadcast(t: fl.Tensor, src: num
   for (let s = 0; s < 3; s++) {
     opt.zeroGrad();
     fl.manualSeed(200 + s * 2 + pg.rank);
-    const x = fl.randn([8, 12]);
+    const x = dev(fl.randn([8, 12]));
     // Rank 1's inf on step 1 reaches rank 0 only through the scaler's own agreement (noSync keeps
     // the gradients local, so the allreduce cannot carry it).
     const bad = s === 1 && pg.rank === 1;
@@ -99,8 +100,8 @@ async function scalerAgrees(pg: { rank: number; broadcast(t: fl.Tensor, src: num
   const want = [true, false, true];
   if (JSON.stringify(taken) !== JSON.stringify(want)) throw new Error(`rank ${pg.rank}: steps taken ${taken}, expected ${want}`);
   if (scaler.getScale() !== 512) throw new Error(`rank ${pg.rank}: scale ${scaler.getScale()}, expected 512`);
-  const mine = fl.tensor(await values(model.parameters()));
-  const theirs = fl.tensor(await values(model.parameters()));
+  const mine = fl.tensor(await values(model.parameters()), { device });
+  const theirs = fl.tensor(await values(model.parameters()), { device });
   await pg.broadcast(theirs, 0).wait();
   const a = await mine.data(),
     b = await theirs.data();
@@ -108,7 +109,7 @@ async function scalerAgrees(pg: { rank: number; broadcast(t: fl.Tensor, src: num
 }
 
 async function main() {
-  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const pg = await initProcessGroup({ backend, timeoutMs: 30_000 });
   await checkpointMatchesPlain(pg.rank);
   await scalerAgrees(pg);
   await destroyProcessGroup();

@@ -20,6 +20,7 @@ import { destroyProcessGroup, initProcessGroup, newGroup } from '../../../lib/di
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { DistributedPipeline, type DistributedPipelineOptions } from '../../../lib/parallel/pipeline_ranks';
 import type { ProcessGroup } from '../../../lib/distributed/process_group';
+import { backend, dev, device } from './backend';
 
 const STEPS = 10,
   BATCH = 26, // split into 4 micro-batches of 7, 7, 7 and 5 rows: the weighting is exercised
@@ -30,7 +31,7 @@ const [mode, ...schedules] = process.argv.slice(2);
 /** Seven layers; a cut into p stages keeps each Linear with its activation. */
 function layers(): fl.nn.Module[] {
   fl.manualSeed(2024);
-  const o = { dtype: 'f64' as const };
+  const o = { dtype: 'f64' as const, device };
   return [
     new fl.nn.Linear(8, 16, o),
     new fl.nn.Tanh(),
@@ -45,7 +46,10 @@ const CUTS: Record<number, number[]> = { 1: [0, 7], 2: [0, 2, 7], 3: [0, 2, 4, 7
 
 function data() {
   fl.manualSeed(99);
-  return { x: fl.keep(fl.randn([STEPS * BATCH, 8], { dtype: 'f64' })), y: fl.keep(fl.randn([STEPS * BATCH, 1], { dtype: 'f64' })) };
+  return {
+    x: fl.keep(dev(fl.randn([STEPS * BATCH, 8], { dtype: 'f64' }))),
+    y: fl.keep(dev(fl.randn([STEPS * BATCH, 1], { dtype: 'f64' }))),
+  };
 }
 
 const mse = (out: fl.Tensor, y: fl.Tensor) => out.sub(y).square().mean();
@@ -250,7 +254,7 @@ async function failStop(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
 }
 
 async function main() {
-  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const pg = await initProcessGroup({ backend, timeoutMs: 30_000 });
   const { x, y } = data();
   if (mode === 'failstop') await failStop(pg, x, y);
   else if (mode === 'equal') await equal(pg, x, y);

@@ -10,6 +10,7 @@ import { copy_ } from '../../../lib/ops/elementwise';
 import { initProcessGroup, destroyProcessGroup, deviceMesh, type ProcessGroup } from '../../../lib/distributed/index';
 import * as tp from '../../../lib/parallel/tensor_parallel/index';
 import { checks, expectClose, expectError } from './tensor_parallel_check';
+import { backend, dev, device } from './backend';
 
 const V = 16,
   E = 8,
@@ -18,7 +19,7 @@ const V = 16,
   T = 4,
   STEPS = 10,
   LR = 0.2;
-const f64 = { dtype: 'f64' as const };
+const f64 = { dtype: 'f64' as const, device };
 
 function expectEqual(what: string, a: unknown, b: unknown): void {
   if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`${what}: ${JSON.stringify(a)}, expected ${JSON.stringify(b)}`);
@@ -28,7 +29,7 @@ function reference() {
   fl.manualSeed(1);
   const emb = new fl.nn.Embedding(V, E, f64);
   fl.manualSeed(2);
-  const attn = new fl.nn.MultiheadAttention(E, H, { batchFirst: true, dtype: 'f64' });
+  const attn = new fl.nn.MultiheadAttention(E, H, { batchFirst: true, ...f64 });
   fl.manualSeed(3);
   const up = new fl.nn.Linear(E, 2 * E, f64);
   fl.manualSeed(4);
@@ -37,7 +38,7 @@ function reference() {
   const head = new fl.nn.Linear(E, V, f64);
   const loss = (x: fl.Tensor, y: fl.Tensor) => {
     const e = emb.forward(x);
-    const h = e.add(attn.forward(e, e, e, { needWeights: false, isCausal: true, attnMask: fl.nn.causalMask(T) })[0]);
+    const h = e.add(attn.forward(e, e, e, { needWeights: false, isCausal: true, attnMask: fl.nn.causalMask(T, device) })[0]);
     const h2 = h.add(down.forward(up.forward(h).relu()));
     return fl.nn.functional.crossEntropy(head.forward(h2).reshape([-1, V]), y.reshape([-1]));
   };
@@ -46,15 +47,15 @@ function reference() {
 
 function parallel(group: ProcessGroup) {
   fl.manualSeed(1);
-  const emb = new tp.VocabParallelEmbedding(V, E, { group, dtype: 'f64' });
+  const emb = new tp.VocabParallelEmbedding(V, E, { group, ...f64 });
   fl.manualSeed(2);
-  const attn = new tp.ParallelMultiheadAttention(E, H, { group, batchFirst: true, dtype: 'f64' });
+  const attn = new tp.ParallelMultiheadAttention(E, H, { group, batchFirst: true, ...f64 });
   fl.manualSeed(3);
-  const up = new tp.ColumnParallelLinear(E, 2 * E, { group, gatherOutput: false, dtype: 'f64' });
+  const up = new tp.ColumnParallelLinear(E, 2 * E, { group, gatherOutput: false, ...f64 });
   fl.manualSeed(4);
-  const down = new tp.RowParallelLinear(2 * E, E, { group, inputIsParallel: true, dtype: 'f64' });
+  const down = new tp.RowParallelLinear(2 * E, E, { group, inputIsParallel: true, ...f64 });
   fl.manualSeed(5);
-  const head = new tp.ColumnParallelLinear(E, V, { group, gatherOutput: false, dtype: 'f64' });
+  const head = new tp.ColumnParallelLinear(E, V, { group, gatherOutput: false, ...f64 });
   const loss = (x: fl.Tensor, y: fl.Tensor) => {
     const e = emb.forward(x);
     const h = e.add(attn.forward(e, e, e, { isCausal: true }));
@@ -73,7 +74,7 @@ function sgd(params: fl.Tensor[]) {
 }
 
 async function main() {
-  const world = await initProcessGroup({ backend: 'ring', timeoutMs: 30_000 });
+  const world = await initProcessGroup({ backend, timeoutMs: 30_000 });
   const rank = world.rank;
 
   const mesh = await deviceMesh([2, 2]);
@@ -109,8 +110,8 @@ async function main() {
   await expectError('mesh: names', () => deviceMesh([2, 2], { dimNames: ['a', 'a'] }), 'ERR_ARG', 'distinct');
 
   fl.manualSeed(99);
-  const xs = fl.keep(fl.randint(0, V, [STEPS, B, T]));
-  const ys = fl.keep(fl.randint(0, V, [STEPS, B, T]));
+  const xs = fl.keep(dev(fl.randint(0, V, [STEPS, B, T])));
+  const ys = fl.keep(dev(fl.randint(0, V, [STEPS, B, T])));
 
   const ref = reference();
   const refParams = [ref.emb, ref.attn, ref.up, ref.down, ref.head].flatMap((m) => [...m.parameters()]);
@@ -167,7 +168,9 @@ async function main() {
   ];
   for (const [what, mine, want] of pairs) await expectClose(`after ${STEPS} steps: ${what}`, mine, want, 1e-8);
 
-  console.log(`rank ${rank}: ${checks} checks passed; loss ${losses[0].toFixed(4)} → ${losses[STEPS - 1].toFixed(4)}`);
+  console.log(
+    `rank ${rank}: ${checks} checks passed (${backend}, ${device}); loss ${losses[0].toFixed(4)} → ${losses[STEPS - 1].toFixed(4)}`,
+  );
   await destroyProcessGroup();
 }
 
