@@ -30,6 +30,7 @@ export const simSuites: readonly string[] = [
   'test/dist/pipeline.test.ts',
   'test/dist/checkpoint_ddp.test.ts',
   'test/amp/grad_scaler_ddp.test.ts',
+  'test/dist/fault.test.ts',
   'test/nn/first_hour_devices.test.ts',
 ];
 

@@ -21,4 +21,4 @@ export function ncclRuns(suite: string, ranks: number): boolean {
  * Whether the ring (CPU) variants run: not on the CUDA simulator's addon (`test/run.ts --sim`), whose CPU
  * path is the plain addon's, already run by the plain suite; there only the nccl variants run.
  */
-export const ringRuns: boolean = !fl.buildInfo().cudaSim;
+export const ringRuns: boolean = !(fl.buildInfo() as { cudaSim?: boolean }).cudaSim;

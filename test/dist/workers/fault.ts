@@ -7,12 +7,13 @@
 import * as fl from '../../../lib/index';
 import { reportFailure } from './report';
 import { initProcessGroup } from '../../../lib/distributed/index';
+import { backend, device } from './backend';
 
 async function main() {
   const mode = process.env.MODE ?? 'kill';
-  const pg = await initProcessGroup({ backend: 'ring', timeoutMs: Number(process.env.PG_TIMEOUT_MS ?? 30_000) });
+  const pg = await initProcessGroup({ backend, timeoutMs: Number(process.env.PG_TIMEOUT_MS ?? 30_000) });
   const victim = pg.size - 1;
-  const t = fl.ones([4 << 20]);
+  const t = fl.ones([4 << 20], { device });
   await pg.allReduce(t).wait(); // everyone is connected and working
   if (pg.rank === victim) {
     if (mode === 'kill') setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50);
