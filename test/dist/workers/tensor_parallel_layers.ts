@@ -10,9 +10,9 @@ import { initProcessGroup, destroyProcessGroup, deviceMesh } from '../../../lib/
 import * as tp from '../../../lib/parallel/tensor_parallel/index';
 import { checks, expectClose, expectError } from './tensor_parallel_check';
 
-// TP_BACKEND=nccl: one CUDA device per rank (cuda:LOCAL_RANK); the ring backend on the CPU otherwise.
-const backend = process.env.TP_BACKEND === 'nccl' ? 'nccl' : 'ring';
-const device = backend === 'nccl' ? `cuda:${process.env.LOCAL_RANK}` : 'cpu';
+// FLOCKML_TEST_BACKEND=nccl: one CUDA device per rank (cuda:LOCAL_RANK); the ring backend on the CPU otherwise.
+import { backend, device } from './backend';
+
 const f64 = { dtype: 'f64' as const, device };
 const i64 = { dtype: 'i64' as const, device };
 
