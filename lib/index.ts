@@ -105,6 +105,8 @@ export function buildInfo(): {
   threads: number;
   cpuIsa: string;
   cpuIsaDetected: string;
+  /** True in the CUDA simulator's addon (sim/README.md): its CUDA devices are simulated. */
+  cudaSim: boolean;
 } {
   return native.buildInfo();
 }

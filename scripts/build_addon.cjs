@@ -126,7 +126,8 @@ if (sim) {
   say("flockml: building the CUDA simulator's addon and its unit tests (cuda/*.cu as C++; a first build takes minutes)");
   if (!existsSync(join(root, 'build-sim', 'CMakeCache.txt'))) run(['configure', '--CDFLOCKML_CUDA=OFF']);
   run(['build', '--target', 'flockml_sim', '--parallel', String(cores)]);
-  for (const target of ['sim_engine_test', 'sim_runtime_test', 'sim_nccl_test']) run(['build', '--target', target, '--parallel', String(cores)]);
+  for (const target of ['sim_engine_test', 'sim_runtime_test', 'sim_nccl_test'])
+    run(['build', '--target', target, '--parallel', String(cores)]);
   say(`flockml: built build-sim/sim/flockml.node in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   process.exit(0);
 }
