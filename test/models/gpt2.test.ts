@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import * as fl from '../../lib';
 import { caught } from '../helpers/errors';
 import { tempDir } from '../io/helpers';
-import { LM, expected, load, maxError } from './helpers';
+import { LM, expected, expectTrains, load, maxError } from './helpers';
 
 const { dir, cleanup } = tempDir('gpt2');
 test.after(cleanup);
@@ -102,20 +102,7 @@ test('a checkpoint of the wrong shape or with a missing tensor is refused', asyn
 
 test('trains: every parameter (the tied one included) gets a gradient and the loss falls', () => {
   fl.manualSeed(1);
-  const m = new fl.models.GPT2(tiny);
-  const opt = new fl.optim.AdamW(m.parameters(), { lr: 1e-2 });
-  const ids = fl.tensor([[1, 2, 3, 4, 5, 6, 7, 8]], { dtype: 'i64' });
-  const target = fl.tensor([2, 3, 4, 5, 6, 7, 8, 9], { dtype: 'i64' });
-  const losses: number[] = [];
-  for (let i = 0; i < 10; i++) {
-    opt.zeroGrad();
-    const loss = fl.nn.functional.crossEntropy(m.forward(ids).reshape([8, 64]), target);
-    loss.backward();
-    losses.push(loss.itemSync());
-    assert.ok(m.parameters().every((p) => p.grad));
-    opt.step();
-  }
-  assert.ok(losses[9] < losses[0] / 2, `loss ${losses[0]} → ${losses[9]}`);
+  expectTrains(new fl.models.GPT2(tiny), 64);
 });
 
 test('LoRA on c_attn and c_fc: the replaced layers run their own forward (zero B: the same logits)', async () => {

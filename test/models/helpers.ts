@@ -56,3 +56,23 @@ export function python(...args: string[]): Record<string, unknown> {
   assert.is(r.status, 0, `${SCRIPT} ${args.join(' ')} failed:\n${r.stdout}${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() as string);
 }
+
+/**
+ * Ten AdamW steps of next-token prediction on one fixed sequence: every parameter (a tied one
+ * included) gets a gradient each step and the loss at least halves.
+ */
+export function expectTrains(model: fl.models.GPT2 | fl.models.Llama, vocab: number): void {
+  const opt = new fl.optim.AdamW(model.parameters(), { lr: 1e-2 });
+  const ids = fl.tensor([[1, 2, 3, 4, 5, 6, 7, 8]], { dtype: 'i64' });
+  const target = fl.tensor([2, 3, 4, 5, 6, 7, 8, 9], { dtype: 'i64' });
+  const losses: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    opt.zeroGrad();
+    const loss = fl.nn.functional.crossEntropy(model.forward(ids).reshape([8, vocab]), target);
+    loss.backward();
+    losses.push(loss.itemSync());
+    assert.ok(model.parameters().every((p) => p.grad));
+    opt.step();
+  }
+  assert.ok(losses[9] < losses[0] / 2, `loss ${losses[0]} → ${losses[9]}`);
+}
