@@ -31,6 +31,7 @@ export const simSuites: readonly string[] = [
   'test/dist/checkpoint_ddp.test.ts',
   'test/amp/grad_scaler_ddp.test.ts',
   'test/dist/fault.test.ts',
+  'test/dist/nccl_faults.test.ts',
   'test/nn/first_hour_devices.test.ts',
 ];
 
