@@ -50,7 +50,12 @@ nccl::DataType nccl_type(DType t, const char* op);
 nccl::RedOp nccl_op(ReduceOp op);
 void check_visible(int device);
 cudaEvent_t new_event();
-inline StreamError named(const char* op, const StreamError& e) { return StreamError{e.code, std::string(op) + ": " + e.message}; }
+// `e` as `op`'s error: the message names the op once (an error made for that op already does).
+inline StreamError named(const char* op, const StreamError& e) {
+  const std::string prefix = std::string(op) + ": ";
+  if (e.message.compare(0, prefix.size(), prefix) == 0) return e;
+  return StreamError{e.code, prefix + e.message};
+}
 
 // A completion that several paths may reach (the watcher, a failure, destruction); the first wins.
 class Once {
@@ -200,6 +205,8 @@ class Nccl final : public ProcessGroup, public std::enable_shared_from_this<Nccl
   // Marks post `seq` issued / launched (with its finish event); see issue().
   void mark_issued(uint32_t seq);
   void mark_launched(uint32_t seq, cudaEvent_t finish);
+  // NCCL's asynchronous error for this group's communicator, as a StreamError; none while it has none.
+  std::optional<StreamError> async_error(const std::string& where);
   void check_tensor(const Tensor& t, const char* op) const;
   void check_rank(int r, const char* op, const char* name) const;
   void check_p2p(const Tensor& t, int peer, const char* op, const char* name) const;

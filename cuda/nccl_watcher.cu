@@ -5,6 +5,17 @@
 
 namespace flock::dist::nccl_group {
 
+std::optional<StreamError> Nccl::async_error(const std::string& where) {
+  // Short: the communicator is non-blocking, so whoever holds this lock is not waiting on a peer.
+  std::lock_guard<std::mutex> ik(issue_m_);
+  if (!comm_) return std::nullopt;
+  const nccl::Api& a = *nccl::load(nullptr);
+  nccl::Result r = nccl::Success;
+  if (a.CommGetAsyncError(comm_, &r) == nccl::Success && r != nccl::Success && r != nccl::InProgress)
+    return StreamError{Code::Nccl, "NCCL reported an error" + where + ": " + a.GetErrorString(r)};
+  return std::nullopt;
+}
+
 void Nccl::watch() {
   cuda::try_set_current_device(device_);
   std::unique_lock<std::mutex> lk(m_);
@@ -15,6 +26,18 @@ void Nccl::watch() {
       continue;
     }
     if (stopping_ && inflight_.empty()) return;  // the destructor deals with the graveyard
+
+    const std::string where = " on rank " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) + ")";
+    // NCCL reports a collective that went wrong (peers that posted different collectives, an
+    // aborted peer) through the communicator's asynchronous error while the collective's finish
+    // event still completes: ask before settling, so a finished collective counts as a success only
+    // when NCCL reported nothing. (Asked without m_: issue_m_ is taken before m_.)
+    std::optional<StreamError> async_failure;
+    if (!inflight_.empty() && inflight_.front().launched) {
+      lk.unlock();
+      async_failure = async_error(where);
+      lk.lock();
+    }
 
     // The communication stream runs its collectives in order, so they finish in order.
     std::vector<std::pair<OncePtr, std::optional<StreamError>>> settled;
@@ -30,6 +53,8 @@ void Nccl::watch() {
       if (q != cudaSuccess) {
         cudaGetLastError();
         e = StreamError{Code::Cuda, std::string(f.op) + ": " + cudaGetErrorString(q)};
+      } else if (async_failure) {
+        e = StreamError{async_failure->code, std::string(f.op) + ": " + async_failure->message};
       }
       settled.emplace_back(std::move(f.done), std::move(e));
       finished.push_back(std::move(f));
@@ -44,10 +69,9 @@ void Nccl::watch() {
       }
     }
     cudaGetLastError();
-    std::optional<StreamError> failure;
+    std::optional<StreamError> failure = async_failure;
     const bool busy = !inflight_.empty();
     const int limit = timeout_ms_.load();
-    const std::string where = " on rank " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) + ")";
     if (busy && !inflight_.front().launched) {
       // Posted, but its batch has not been launched: its peers have not all posted (or the
       // launcher is still handing it to NCCL). The clock runs from the post.
@@ -86,16 +110,7 @@ void Nccl::watch() {
       if (done) (*done)(std::move(e));
     settled.clear();
 
-    if (!failure && busy) {
-      // Short: the communicator is non-blocking, so whoever holds this lock is not waiting on a peer.
-      std::lock_guard<std::mutex> ik(issue_m_);
-      if (comm_) {
-        const nccl::Api& a = *nccl::load(nullptr);
-        nccl::Result r = nccl::Success;
-        if (a.CommGetAsyncError(comm_, &r) == nccl::Success && r != nccl::Success && r != nccl::InProgress)
-          failure = StreamError{Code::Nccl, "NCCL reported an error" + where + ": " + a.GetErrorString(r)};
-      }
-    }
+    if (!failure && busy) failure = async_error(where);
     if (failure) fail_group(*failure);
     if (self) {
       const std::weak_ptr<Nccl> alive = self;
