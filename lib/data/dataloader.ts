@@ -485,24 +485,28 @@ export class DataLoader<T = unknown, B = Collated<T>> {
       return b;
     };
     const self = this;
+    // One batcher for both iterator kinds: `add` takes a sample and returns a full batch (or null),
+    // `rest` the last, partial batch unless dropLast (or null).
+    let buf: T[] = [];
+    const add = (v: T): B | null => {
+      buf.push(v);
+      seen++;
+      if (buf.length < size) return null;
+      const b = collate(buf);
+      buf = [];
+      return b;
+    };
+    const rest = (): B | null => (buf.length > 0 && !self.dropLast ? collate(buf) : null);
     if (!isAsync) {
       const sync = it as Iterator<T>;
       return (function* () {
-        let buf: T[] = [];
         try {
           for (let r = sync.next(); !r.done; r = sync.next()) {
-            buf.push(r.value);
-            seen++;
-            if (buf.length === size) {
-              const b = collate(buf);
-              buf = [];
-              if (b !== null) yield b;
-            }
-          }
-          if (buf.length > 0 && !self.dropLast) {
-            const b = collate(buf);
+            const b = add(r.value);
             if (b !== null) yield b;
           }
+          const b = rest();
+          if (b !== null) yield b;
           self.epochInProgress = null;
         } finally {
           sync.return?.();
@@ -511,21 +515,13 @@ export class DataLoader<T = unknown, B = Collated<T>> {
     }
     const source = it as AsyncIterator<T>;
     return (async function* () {
-      let buf: T[] = [];
       try {
         for (let r = await source.next(); !r.done; r = await source.next()) {
-          buf.push(r.value);
-          seen++;
-          if (buf.length === size) {
-            const b = collate(buf);
-            buf = [];
-            if (b !== null) yield b;
-          }
-        }
-        if (buf.length > 0 && !self.dropLast) {
-          const b = collate(buf);
+          const b = add(r.value);
           if (b !== null) yield b;
         }
+        const b = rest();
+        if (b !== null) yield b;
         self.epochInProgress = null;
       } finally {
         await source.return?.();
