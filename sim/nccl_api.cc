@@ -323,8 +323,10 @@ FLOCK_NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t*
 }
 
 // Returns at once: the communicator's waiting calls wake and end without touching their outputs.
+// (The fault plan can hold it, "ncclCommAbort:1:hold", as a real abort that takes its time.)
 FLOCK_NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
+  if (sim::rt::fault_due("ncclCommAbort")) return warn(ncclSystemError, "ncclCommAbort: injected failure");
   std::shared_ptr<Comm> st;
   {
     std::lock_guard<std::mutex> lk(comm->m);

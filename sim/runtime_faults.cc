@@ -9,7 +9,13 @@
 // The error: cudaErrorMemoryAllocation for cudaMalloc/cudaMallocAsync/cudaMallocHost/
 // cudaHostAlloc, cudaErrorLaunchFailure for `launch` (reported by cudaGetLastError, not sticky:
 // the device stays usable), cudaErrorUnknown (CUDA_ERROR_UNKNOWN) for everything else.
+//
+// `name:N:hold` holds that call instead: it waits, before doing its work, until the plan is replaced
+// (or 60 s have passed), then runs normally. A test uses it to act while another thread is inside
+// the call (a real ncclCommAbort can take seconds); held_calls() lists the calls waiting.
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -21,10 +27,18 @@
 namespace sim::rt {
 namespace {
 
+struct Schedule {
+  std::map<std::string, std::set<unsigned long>> fail;  // name -> call numbers that fail
+  std::map<std::string, std::set<unsigned long>> hold;  // name -> call numbers that wait
+};
+
 struct Plan {
   std::mutex m;
-  std::map<std::string, std::set<unsigned long>> due;  // name -> call numbers that fail
+  std::condition_variable replaced;
+  Schedule due;
   std::map<std::string, unsigned long> calls;
+  std::multiset<std::string> held;  // calls waiting now
+  unsigned long generation = 0;     // bumped by every install: releases the held calls
   std::atomic<bool> armed{false};
 };
 
@@ -34,8 +48,8 @@ Plan& plan() {
 }
 
 // Throws std::invalid_argument naming the bad entry.
-std::map<std::string, std::set<unsigned long>> parse(const std::string& spec) {
-  std::map<std::string, std::set<unsigned long>> due;
+Schedule parse(const std::string& spec) {
+  Schedule due;
   size_t at = 0;
   while (at < spec.size()) {
     size_t comma = spec.find(',', at);
@@ -43,25 +57,32 @@ std::map<std::string, std::set<unsigned long>> parse(const std::string& spec) {
     const std::string entry = spec.substr(at, comma - at);
     at = comma + 1;
     if (entry.empty()) continue;
-    const size_t colon = entry.rfind(':');
+    std::string counted = entry;
+    const bool hold = counted.size() > 5 && counted.compare(counted.size() - 5, 5, ":hold") == 0;
+    if (hold) counted.resize(counted.size() - 5);
+    const size_t colon = counted.rfind(':');
     if (colon == std::string::npos || colon == 0)
       throw std::invalid_argument("fault plan entry '" + entry + "' is not name:N");
-    const std::string count = entry.substr(colon + 1);
+    const std::string count = counted.substr(colon + 1);
     char* end = nullptr;
     const unsigned long n = std::strtoul(count.c_str(), &end, 10);
     if (count.empty() || *end != '\0' || n == 0)
       throw std::invalid_argument("fault plan entry '" + entry + "': N must be a positive integer");
-    due[entry.substr(0, colon)].insert(n);
+    (hold ? due.hold : due.fail)[counted.substr(0, colon)].insert(n);
   }
   return due;
 }
 
-void install(std::map<std::string, std::set<unsigned long>> due) {
+void install(Schedule due) {
   Plan& p = plan();
-  std::lock_guard<std::mutex> lk(p.m);
-  p.armed.store(!due.empty());
-  p.due = std::move(due);
-  p.calls.clear();
+  {
+    std::lock_guard<std::mutex> lk(p.m);
+    p.armed.store(!due.fail.empty() || !due.hold.empty());
+    p.due = std::move(due);
+    p.calls.clear();
+    ++p.generation;
+  }
+  p.replaced.notify_all();
 }
 
 void load_env_once() {
@@ -85,12 +106,22 @@ bool fault_due(const char* api) {
   load_env_once();
   Plan& p = plan();
   if (!p.armed.load(std::memory_order_relaxed)) return false;
-  std::lock_guard<std::mutex> lk(p.m);
-  auto it = p.due.find(api);
-  if (it == p.due.end()) return false;
+  std::unique_lock<std::mutex> lk(p.m);
+  const auto failing = p.due.fail.find(api);
+  const auto holding = p.due.hold.find(api);
+  if (failing == p.due.fail.end() && holding == p.due.hold.end()) return false;
   const unsigned long n = ++p.calls[api];
-  return it->second.count(n) != 0;
+  if (holding != p.due.hold.end() && holding->second.count(n)) {
+    const unsigned long generation = p.generation;
+    const auto it = p.held.insert(api);
+    const bool released = p.replaced.wait_for(lk, std::chrono::seconds(60), [&] { return p.generation != generation; });
+    p.held.erase(it);
+    if (!released) std::fprintf(stderr, "cuda sim: call %lu of %s held for 60 s; going on\n", n, api);
+    return false;
+  }
+  return failing != p.due.fail.end() && failing->second.count(n) != 0;
 }
+
 
 }  // namespace sim::rt
 
@@ -99,6 +130,12 @@ namespace sim {
 void set_faults(const std::string& spec) {
   rt::fault_due("");  // an explicit plan replaces the environment's, so load that one first
   rt::install(rt::parse(spec));
+}
+
+std::vector<std::string> held_calls() {
+  rt::Plan& p = rt::plan();
+  std::lock_guard<std::mutex> lk(p.m);
+  return {p.held.begin(), p.held.end()};
 }
 
 }  // namespace sim

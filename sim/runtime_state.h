@@ -75,7 +75,8 @@ cudaError_t enter(const char* api);
 cudaError_t current_context();
 
 // ---- fault injection (runtime_faults.cc) ----
-// True when this call of `api` is one the plan says must fail (counts the call).
+// True when this call of `api` is one the plan says must fail (counts the call). A call the plan
+// holds waits here until the plan is replaced, then returns false.
 bool fault_due(const char* api);
 
 // ---- streams and executors (runtime_stream.cc) ----

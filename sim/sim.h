@@ -70,7 +70,10 @@ struct DeviceStats {
 int device_count();
 DeviceStats device_stats(int device);
 // Replaces the fault-injection plan (same syntax as FLOCKML_CUDA_SIM_FAIL, e.g.
-// "cudaMallocAsync:7,cudaEventRecord:3": the 7th call from now fails); "" clears it.
+// "cudaMallocAsync:7,cudaEventRecord:3": the 7th call from now fails); "" clears it, and any new
+// plan releases the calls held by the old one ("ncclCommAbort:1:hold").
 void set_faults(const std::string& spec);
+// The calls held by the plan now (one name per waiting call).
+std::vector<std::string> held_calls();
 
 }  // namespace sim

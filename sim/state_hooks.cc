@@ -17,6 +17,9 @@ std::string state_json() {
            ",\"used\":" + std::to_string(s.used) + ",\"reserved\":" + std::to_string(s.reserved) +
            ",\"liveStreams\":" + std::to_string(s.live_streams) + "}";
   }
+  out += "],\"held\":[";
+  const std::vector<std::string> held = sim::held_calls();
+  for (size_t i = 0; i < held.size(); ++i) out += (i ? ",\"" : "\"") + held[i] + "\"";
   return out + "]}";
 }
 

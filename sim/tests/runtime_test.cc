@@ -661,6 +661,28 @@ void test_fault_injection() {
   cudaFreeHost(word);
 }
 
+// `name:N:hold` parks that call until the plan is replaced, then lets it do its work.
+void test_held_call() {
+  sim::set_faults("cudaEventCreate:2:hold");
+  cudaEvent_t first, second;
+  CHECK_EQ(cudaEventCreate(&first), cudaSuccess);
+  std::atomic<bool> returned{false};
+  std::thread t([&] {
+    CHECK_EQ(cudaEventCreate(&second), cudaSuccess);
+    returned = true;
+  });
+  for (int i = 0; i < 1000 && sim::held_calls().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(sim::held_calls() == std::vector<std::string>{"cudaEventCreate"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(!returned.load());
+  sim::set_faults("");
+  t.join();
+  CHECK(returned.load());
+  CHECK(sim::held_calls().empty());
+  cudaEventDestroy(first);
+  cudaEventDestroy(second);
+}
+
 }  // namespace
 
 int main() {
@@ -681,6 +703,7 @@ int main() {
   run("per-thread last error, bad arguments", test_last_error_per_thread);
   run("sticky kernel fault", test_sticky_kernel_fault);
   run("fault injection", test_fault_injection);
+  run("a call held by the fault plan", test_held_call);
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }
