@@ -1,7 +1,7 @@
 /**
- * DistributedDataParallel: one process per rank, each with a full replica. Parameters are
- * broadcast from rank 0 when it is created; during backward each gradient bucket is averaged
- * across ranks by an allreduce started from the parameters' gradient hooks as soon as the
+ * DistributedDataParallel: one process per rank, each with a full replica. Parameters (frozen ones
+ * too) are broadcast from rank 0 when it is created; during backward each gradient bucket is
+ * averaged across ranks by an allreduce started from the parameters' gradient hooks as soon as the
  * bucket's last gradient is final, overlapping the rest of backward.
  *
  * Buffers (BatchNorm running statistics) follow rank 0 as in PyTorch: broadcast at creation and,
@@ -193,6 +193,9 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     if (ddp.#zeroStage === 3)
       ddp.#sharded = await WrappedUnits.create('DistributedDataParallel', module, ddp.#params, ddp.#units, ddp.#group, ddp.#prefetch);
     else await Promise.all(ddp.#params.map((p) => ddp.#broadcast(p).wait()));
+    // Frozen parameters (a LoRA model's base weights) are model state too: as in PyTorch, every
+    // rank starts from rank 0's, or the ranks would average gradients of different models.
+    await Promise.all(frozenParameters(module).map((p) => ddp.#broadcast(p).wait()));
     await ddp.#syncBuffers();
     return ddp;
   }
@@ -482,6 +485,11 @@ export class DistributedDataParallel<Args extends unknown[], Out> {
     this.#unused.clear();
     this.#unusedMarked = false;
   }
+}
+
+/** The parameters of `module` that do not require grad, each once. */
+function frozenParameters(module: ParameterSource): Tensor[] {
+  return [...new Set(module.parameters().filter((p) => !p.requiresGrad))];
 }
 
 /** Adds to `into` every leaf requiring grad that the tensors in `out` (a tensor, or arrays and objects of them) depend on. */

@@ -106,6 +106,10 @@ export class FullyShardedDataParallel {
         );
     }
     const core = await ShardedUnits.create(op, units as ShardedUnit[], o.group, prefetch);
+    // Frozen parameters stay whole on every rank (nothing to shard without gradients or optimizer
+    // state), and start from rank 0's values as the sharded ones do.
+    const frozen = [...new Set((units as ShardedUnit[]).flatMap((u) => u.parameters()).filter((p) => !p.requiresGrad))];
+    await Promise.all(frozen.map((p) => (o.group ? o.group.broadcast(p, 0) : dist.broadcast(p, { src: 0 })).wait()));
     return new FullyShardedDataParallel(CREATE, core, units as ShardedUnit[], o.group);
   }
 
