@@ -169,7 +169,10 @@ export class GPT2 extends CausalLM {
     this.cacheShape = { layers: s.layers, kvHeads: s.heads, headDim: s.embd / s.heads };
     this.transformer = new GPT2Model(s, o);
     this.lm_head = new Linear(s.embd, s.vocab, { ...o, bias: false });
+    // Tied: the head's own weight is replaced, and freed now rather than by the garbage collector.
+    const untied = this.lm_head.weight;
     this.lm_head.weight = this.transformer.wte.weight;
+    untied.dispose();
     const std = typeof config.initializer_range === 'number' ? config.initializer_range : 0.02;
     noGrad(() => {
       for (const [name, p] of this.namedParameters()) {

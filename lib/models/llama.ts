@@ -142,7 +142,11 @@ export class Llama extends CausalLM {
     this.cacheShape = { layers: s.layers, kvHeads: s.kvHeads, headDim: s.headDim };
     this.model = new LlamaModel(s, o);
     this.lm_head = new Linear(s.hidden, s.vocab, { ...o, bias: false });
-    if (s.tied) this.lm_head.weight = this.model.embed_tokens.weight;
+    if (s.tied) {
+      const untied = this.lm_head.weight;
+      this.lm_head.weight = this.model.embed_tokens.weight;
+      untied.dispose();
+    }
     const std = typeof config.initializer_range === 'number' ? config.initializer_range : 0.02;
     noGrad(() => {
       for (const [name, p] of this.namedParameters()) {

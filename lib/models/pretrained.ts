@@ -1,8 +1,10 @@
 /**
  * Hugging Face checkpoint directories in and out: config.json with model.safetensors, or shards
- * listed in model.safetensors.index.json. Loading builds the model on the target device and then
- * reads one tensor at a time straight there (the native reader places the bytes), copies it into
- * its parameter and frees it, so peak memory is the model plus one tensor. Saving writes
+ * listed in model.safetensors.index.json. Loading builds the model on the target device without
+ * random initialisation and then reads one tensor at a time straight there (the native reader
+ * places the bytes), copies it into its parameter and waits for the copy before the next read, so
+ * peak memory is the model plus the tensor in hand (and its transposed copy, for GPT-2's Conv1D
+ * weights); the allocator keeps a block of each shape until the load ends. Saving writes
  * transformers' names and orientation (GPT-2's Conv1D weights transposed back to [in, out], a tied
  * head stored once) with `format: pt` metadata, as save_pretrained does, in one file or in shards.
  */
@@ -12,8 +14,10 @@ import { join } from 'node:path';
 import type { Tensor } from '../tensor';
 import type { DType } from '../dtype';
 import { canonicalDType, isDType, itemSize } from '../dtype';
-import { normalizeDevice } from '../device';
+import { normalizeDevice, sync } from '../device';
 import { noGrad } from '../autograd/grad_mode';
+import { withoutInit } from '../nn/init';
+import { emptyCache } from '../memory';
 import { argError, checkOptions, describe, dtypeError, flockError } from '../errors';
 import { checkInt } from '../validate';
 import { inspect, loadNamed, save } from '../io/safetensors';
@@ -84,12 +88,17 @@ export async function loadPretrained<M extends CausalLM>(
   const dtype: DType = canonicalDType(o.dtype ?? 'f32') ?? 'f32';
   const config = await readJson(op, join(dir, 'config.json'));
   const files = await tensorFiles(op, dir);
-  const model = build(config, { device, dtype });
+  // Every parameter is about to be overwritten: random initialisation would only cost time and memory.
+  const model = withoutInit(() => build(config, { device, dtype }));
   try {
     await loadTensors(op, dir, model, files, device);
   } catch (e) {
     for (const p of model.parameters()) p.dispose();
     throw e;
+  } finally {
+    // The read tensors and their transposes are in the allocator's cache now, a block of each
+    // shape: a model's worth of training temporaries is better served by that memory.
+    emptyCache(device);
   }
   return model;
 }
@@ -122,6 +131,9 @@ async function loadTensors(op: string, dir: string, model: CausalLM, files: Map<
     } finally {
       src.dispose();
     }
+    // The copy holds `src` until it has run: without this wait the reads would outrun the device
+    // (still zero-filling the fresh model, say) and the tensors waiting for it pile up in memory.
+    await sync(device);
     loaded.add(entry.name);
   }
   if (unexpected.length)

@@ -59,8 +59,27 @@ function target(op: string, t: unknown, floating = true): Tensor {
   return x;
 }
 
+/** Depth of {@link withoutInit} calls: while above 0 the initialisers leave their tensors alone. */
+let skipping = 0;
+
+/**
+ * @internal Runs `fn` (a model's construction) with every initialiser here a no-op, as
+ * transformers' no_init_weights: a model whose parameters a checkpoint is about to overwrite then
+ * skips the random draws, their time and the temporaries they hold in the device queue. The
+ * parameters keep what their creation gave them (zeros or ones).
+ */
+export function withoutInit<T>(fn: () => T): T {
+  skipping++;
+  try {
+    return fn();
+  } finally {
+    skipping--;
+  }
+}
+
 /** Copies `src()` into t; the drawn temporary is freed at once (queued work keeps what it reads). */
 function fill(t: Tensor, src: () => Tensor): Tensor {
+  if (skipping > 0) return t;
   tidy(() =>
     noGrad(() => {
       const s = src();

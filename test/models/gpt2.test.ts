@@ -117,4 +117,14 @@ test('LoRA on c_attn and c_fc: the replaced layers run their own forward (zero B
   assert.equal(rows(m.generate(e.greedy_prompt, { maxNewTokens: 10, stopTokens: [] })), e.greedy);
 });
 
+test("the tied head keeps no weight of its own: construction leaves the parameters' bytes alone live", async () => {
+  await fl.sync();
+  const before = fl.memory().cpu.bytes;
+  const m = new fl.models.GPT2(tiny);
+  await fl.sync();
+  const params = m.parameters().reduce((n, p) => n + p.numel() * 4, 0);
+  // The garbage collector may free other tests' tensors meanwhile (never more are made): at most, not equal.
+  assert.ok(fl.memory().cpu.bytes - before <= params, `${fl.memory().cpu.bytes - before} bytes live for ${params} of parameters`);
+});
+
 test.run();

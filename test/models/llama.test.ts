@@ -113,4 +113,14 @@ test('trains: every parameter (the tied one included) gets a gradient and the lo
   expectTrains(new fl.models.Llama(tiny), 64);
 });
 
+test("a tied head keeps no weight of its own: construction leaves the parameters' bytes alone live", async () => {
+  await fl.sync();
+  const before = fl.memory().cpu.bytes;
+  const m = new fl.models.Llama({ ...tiny, tie_word_embeddings: true });
+  await fl.sync();
+  const params = m.parameters().reduce((n, p) => n + p.numel() * 4, 0);
+  // The garbage collector may free other tests' tensors meanwhile (never more are made): at most, not equal.
+  assert.ok(fl.memory().cpu.bytes - before <= params, `${fl.memory().cpu.bytes - before} bytes live for ${params} of parameters`);
+});
+
 test.run();

@@ -88,4 +88,14 @@ test('maxShardSize writes shards and model.safetensors.index.json that PyTorch a
   assert.is((await m.savePretrained(out, { maxShardSize: 0 }).catch((e) => e)).code, 'ERR_RANGE');
 });
 
+test('fromPretrained draws no random numbers: the parameters it overwrites are not initialised first', async () => {
+  fl.manualSeed(5);
+  const state = fl.getRngState();
+  await load('gpt2');
+  await load('llama');
+  assert.equal(fl.getRngState(), state, 'the global generator is where it was');
+  new fl.models.GPT2({ vocab_size: 8, n_positions: 4, n_embd: 4, n_layer: 1, n_head: 1 });
+  assert.not.equal(fl.getRngState(), state, 'a model built with new is initialised from it');
+});
+
 test.run();
