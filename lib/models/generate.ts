@@ -89,15 +89,19 @@ interface Choice {
   penalty: number;
 }
 
+/** The index of the largest value (the first of equal ones). */
+function argmax(v: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < v.length; i++) if (v[i] > v[best]) best = i;
+  return best;
+}
+
 /** The next token of one row from its logits, as transformers' processors and warpers choose it. */
 function pick(logits: ArrayLike<number>, seen: number[], c: Choice, rng: () => number): number {
+  if (!c.sample && c.penalty === 1) return argmax(logits);
   const v = Array.from(logits);
   if (c.penalty !== 1) for (const t of new Set(seen)) v[t] = v[t] < 0 ? v[t] * c.penalty : v[t] / c.penalty;
-  if (!c.sample) {
-    let best = 0;
-    for (let i = 1; i < v.length; i++) if (v[i] > v[best]) best = i;
-    return best;
-  }
+  if (!c.sample) return argmax(v);
   for (let i = 0; i < v.length; i++) v[i] /= c.temperature;
   if (c.topK !== null && c.topK < v.length) {
     const kth = [...v].sort((a, b) => b - a)[c.topK - 1];
@@ -134,6 +138,8 @@ class Decoding {
   readonly maxNewTokens: number;
   step = 0;
   readonly #model: CausalLM;
+  /** The model's device, read once (the getter walks the parameters). */
+  readonly #device: string;
   readonly #cache: KVCache | null;
   readonly #choice: Choice;
   readonly #stop: Set<number>;
@@ -143,6 +149,7 @@ class Decoding {
   constructor(model: CausalLM, ids: Tensor | number[][], options: GenerateOptions, op: string) {
     const o = checkOptions(op, options, KEYS);
     this.#model = model;
+    this.#device = model.device;
     this.rows = rowsOf(op, 'ids', ids).map((r) => [...r]);
     const b = this.rows.length;
     const t = this.rows[0].length;
@@ -184,7 +191,7 @@ class Decoding {
     const useCache = checkBool(op, 'useCache', o.useCache ?? true);
     this.#cache =
       useCache && this.maxNewTokens > 0
-        ? new KVCache({ ...model.cacheShape, batch: b, maxLength: t + this.maxNewTokens, dtype: model.dtype, device: model.device })
+        ? new KVCache({ ...model.cacheShape, batch: b, maxLength: t + this.maxNewTokens, dtype: model.dtype, device: this.#device })
         : null;
   }
 
@@ -200,7 +207,7 @@ class Decoding {
         const start = this.#cache ? this.#cache.length : 0;
         const fresh = this.rows.map((r) => r.slice(start));
         const t = fresh[0].length;
-        const ids = tensor(Int32Array.from(fresh.flat()), { dtype: 'i64', shape: [fresh.length, t], device: model.device });
+        const ids = tensor(Int32Array.from(fresh.flat()), { dtype: 'i64', shape: [fresh.length, t], device: this.#device });
         const out = model.step(ids, stepContext(this.keyMask, start, t, this.#cache, true));
         const last = out.reshape([fresh.length, model.vocabSize]);
         return last.dtype === 'f32' || last.dtype === 'f64' ? last : last.to('f32');
@@ -213,7 +220,10 @@ class Decoding {
     const v = this.#model.vocabSize;
     const tokens = this.rows.map((row, r) => {
       if (this.finished[r]) return this.#pad;
-      const tok = pick(Array.prototype.slice.call(data, r * v, (r + 1) * v), row, this.#choice, this.#rng);
+      const logits = ArrayBuffer.isView(data)
+        ? (data as Float32Array).subarray(r * v, (r + 1) * v)
+        : Array.prototype.slice.call(data, r * v, (r + 1) * v);
+      const tok = pick(logits, row, this.#choice, this.#rng);
       if (this.#stop.has(tok)) this.finished[r] = true;
       return tok;
     });

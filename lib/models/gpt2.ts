@@ -22,6 +22,7 @@ import { checkOptions, flockError } from '../errors';
 import { type GPT2Config, type GPT2Settings, gpt2Settings } from './config';
 import { CausalLM } from './causal_lm';
 import { type StepContext, attend } from './step';
+import { geluTanh } from './gelu_tanh';
 import { type PretrainedOptions, loadPretrained } from './pretrained';
 
 export interface ModelOptions {
@@ -72,6 +73,9 @@ class GPT2Attention extends Module {
   }
 }
 
+/** Up to this many rows (decoding a batch) the tanh GELU runs fused with the bias. */
+const FUSED_TANH_ROWS = 16;
+
 class GPT2MLP extends Module {
   c_fc: Linear;
   c_proj: Linear;
@@ -88,14 +92,17 @@ class GPT2MLP extends Module {
   forward(x: Tensor): Tensor {
     const act = this.s.activation;
     const tanh = act === 'gelu_new' || act === 'gelu_pytorch_tanh';
-    // The plain layer runs bias and activation as one fused pass (a separate tanh-GELU pass over the
-    // [t, 4·embd] output cost more than its matmul); a replaced layer (LoRA) runs its own forward.
-    if (this.c_fc.constructor === Linear) {
+    // The plain layer runs bias and activation as one fused pass (a separate activation pass over
+    // the [t, 4·embd] output cost more than its matmul); a replaced layer (LoRA) runs its own
+    // forward. The tanh GELU is fused only for a few rows (decoding): over more, the fused pass
+    // (tanh, a scalar kernel) and above all its backward cost more than the sigmoid form.
+    const few = x.numel() / x.shape[x.ndim - 1] <= FUSED_TANH_ROWS;
+    if (this.c_fc.constructor === Linear && (!tanh || few)) {
       const fused = tanh ? 'gelu_tanh' : act === 'swish' ? 'silu' : act;
       return this.c_proj.forward(linear(x, this.c_fc.weight, this.c_fc.bias, { activation: fused }));
     }
     const h = this.c_fc.forward(x);
-    const a = tanh ? gelu(h, 'tanh') : act === 'gelu' ? gelu(h) : act === 'relu' ? h.relu() : h.silu();
+    const a = tanh ? (few ? gelu(h, 'tanh') : geluTanh(h)) : act === 'gelu' ? gelu(h) : act === 'relu' ? h.relu() : h.silu();
     return this.c_proj.forward(a);
   }
 }

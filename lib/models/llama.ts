@@ -15,14 +15,14 @@ import { checkOptions, flockError } from '../errors';
 import { type LlamaConfig, type LlamaSettings, llamaSettings } from './config';
 import { CausalLM } from './causal_lm';
 import { type StepContext, attend } from './step';
-import { applyRotary, inverseFrequencies, rotaryTables } from './rope';
+import { applyRotary, applyRotaryMatrix, inverseFrequencies, rotaryMatrices, rotaryTables } from './rope';
 import { type PretrainedOptions, loadPretrained } from './pretrained';
 import type { ModelOptions } from './gpt2';
 
-interface Rotation {
-  cos: Tensor;
-  sin: Tensor;
-}
+/** Rotary embeddings for this step: cos and sin tables, or (one token per row) one matrix per row. */
+type Rotation = { cos: Tensor; sin: Tensor } | { matrix: Tensor };
+
+const rotate = (x: Tensor, rot: Rotation) => ('matrix' in rot ? applyRotaryMatrix(x, rot.matrix) : applyRotary(x, rot.cos, rot.sin));
 
 class LlamaAttention extends Module {
   q_proj: Linear;
@@ -48,8 +48,8 @@ class LlamaAttention extends Module {
     const [b, t] = x.shape;
     // One new token: [b, 1, h, d] is already [b, h, 1, d] (a view, not a copy).
     const split = (y: Tensor, h: number) => (t === 1 ? y.reshape([b, h, 1, headDim]) : y.reshape([b, t, h, headDim]).permute([0, 2, 1, 3]));
-    const q = applyRotary(split(this.q_proj.forward(x), heads), rot.cos, rot.sin);
-    const k = applyRotary(split(this.k_proj.forward(x), kvHeads), rot.cos, rot.sin);
+    const q = rotate(split(this.q_proj.forward(x), heads), rot);
+    const k = rotate(split(this.k_proj.forward(x), kvHeads), rot);
     const v = split(this.v_proj.forward(x), kvHeads);
     const [keys, values] = ctx.cache ? ctx.cache.update(this.layer, k, v) : [k, v];
     return this.o_proj.forward(attend(q, keys, values, ctx, 1 / Math.sqrt(headDim)));
@@ -111,7 +111,7 @@ class LlamaModel extends Module {
 
   forward(ids: Tensor, ctx: StepContext): Tensor {
     let x = this.embed_tokens.forward(ids);
-    const rot = rotaryTables(ctx.positions, this.#inv, x);
+    const rot = ids.shape[1] === 1 ? { matrix: rotaryMatrices(ctx.positions, this.#inv, x) } : rotaryTables(ctx.positions, this.#inv, x);
     for (const layer of this.layers.children()) x = (layer as LlamaDecoderLayer).forward(x, rot, ctx);
     return this.norm.forward(x);
   }

@@ -54,3 +54,35 @@ export function applyRotary(x: Tensor, cos: Tensor, sin: Tensor): Tensor {
   const rotated = cat([x.narrow(-1, half, half).neg(), x.narrow(-1, 0, half)], -1);
   return x.mul(cos).add(rotated.mul(sin));
 }
+
+/**
+ * One token per row (decoding): the rotation of each row's position as a [batch, headDim, headDim]
+ * matrix R with x·R = x·cos + rotate_half(x)·sin, so that rotating a layer's queries or keys is one
+ * batched product instead of seven element-wise ops (each costs more to queue than to run here).
+ */
+export function rotaryMatrices(positions: number[][], inv: number[], like: Tensor): Tensor {
+  const b = positions.length;
+  const half = inv.length;
+  const d = 2 * half;
+  const m = new Float32Array(b * d * d);
+  for (let r = 0; r < b; r++) {
+    const at = r * d * d;
+    for (let i = 0; i < half; i++) {
+      const a = f32(positions[r][0] * inv[i]);
+      const c = Math.fround(Math.cos(a));
+      const s = Math.fround(Math.sin(a));
+      // Output i takes x_i·cos − x_{i+half}·sin; output i + half takes x_{i+half}·cos + x_i·sin.
+      m[at + i * d + i] = c;
+      m[at + (i + half) * d + i] = -s;
+      m[at + (i + half) * d + i + half] = c;
+      m[at + i * d + i + half] = s;
+    }
+  }
+  return tensor(m, { dtype: like.dtype, device: like.device, shape: [b, d, d] });
+}
+
+/** x [batch, heads, 1, headDim] rotated by {@link rotaryMatrices}' R: x·R. */
+export function applyRotaryMatrix(x: Tensor, r: Tensor): Tensor {
+  const [b, h, , d] = x.shape;
+  return x.reshape([b, h, d]).matmul(r).reshape([b, h, 1, d]);
+}

@@ -58,6 +58,13 @@ export function stepContext(keyMask: number[][], start: number, t: number, cache
 export function attend(q: Tensor, k: Tensor, v: Tensor, ctx: StepContext, scale: number): Tensor {
   const [b, h, t, d] = q.shape;
   const kvh = k.shape[1];
+  const mask = ctx.mask && ctx.mask.device !== q.device ? ctx.mask.to(q.device) : ctx.mask;
+  if (kvh !== h && t === 1) {
+    // One new token: the query heads that share a key/value head are that head's queries
+    // ([b, kvh, h / kvh, d], a view), so the cache is read as it is instead of repeated per head.
+    const out = scaledDotProductAttention(q.reshape([b, kvh, h / kvh, d]), k, v, { attnMask: mask, scale });
+    return out.reshape([b, 1, h * d]);
+  }
   if (kvh !== h) {
     const repeat = (x: Tensor) =>
       x
@@ -67,7 +74,6 @@ export function attend(q: Tensor, k: Tensor, v: Tensor, ctx: StepContext, scale:
     k = repeat(k);
     v = repeat(v);
   }
-  const mask = ctx.mask && ctx.mask.device !== q.device ? ctx.mask.to(q.device) : ctx.mask;
   const out = scaledDotProductAttention(q, k, v, { attnMask: mask, isCausal: ctx.causal, scale });
   return t === 1 ? out.reshape([b, 1, h * d]) : out.permute([0, 2, 1, 3]).reshape([b, t, h * d]);
 }
