@@ -19,14 +19,14 @@ struct KernelTable {
   }
 };
 
-#define FLOCK_DECLARE_KERNEL(family, signature)    \
-  using family##_fn = signature;                   \
-  KernelTable<family##_fn*>& family##_table();
-
-#define FLOCK_DEFINE_KERNEL(family)                         \
-  KernelTable<family##_fn*>& family##_table() {             \
-    static KernelTable<family##_fn*> table{#family, {}};    \
-    return table;                                           \
+// Declares a kernel family's signature and defines its table: one table per family in the whole
+// addon (an inline function's static is shared by every file that includes the declaration), so
+// a family needs no second list of definitions to stay in step with its declarations.
+#define FLOCK_DECLARE_KERNEL(family, signature)                  \
+  using family##_fn = signature;                                 \
+  inline KernelTable<family##_fn*>& family##_table() {           \
+    static KernelTable<family##_fn*> table{#family, {}};         \
+    return table;                                                \
   }
 
 #define FLOCK_REGISTER_KERNEL(family, device, fn)                                       \

@@ -6,8 +6,7 @@
  */
 // Installs Tensor's op methods (t.add, t.sum, t.backward, ...) before any other module can use them.
 import './ops/methods';
-import './ops/methods_select';
-import './ops/methods_index';
+import './autograd/methods';
 export { Tensor } from './tensor';
 export * as errors from './errors';
 export { FlockError, FlockTypeError, FlockRangeError, type ErrorCode } from './errors';
@@ -19,7 +18,7 @@ export { cpuDeviceCount, setCpuDeviceCount, cpuDevices, sameDevice, deviceIndex,
 export * as backends from './backends';
 export { tidy, keep, memory, emptyCache, resetPeakMemory, memorySnapshot, memoryLeaks, type AllocationSite } from './memory';
 export { manualSeed, getRngState, setRngState } from './random';
-export { noGrad, enableGrad, isGradEnabled } from './autograd/grad_mode';
+export { noGrad, enableGrad, isGradEnabled } from './dispatch/grad_mode';
 export * from './ops/creation';
 export {
   add,
@@ -126,4 +125,4 @@ export * as utils from './utils/index';
 export * as amp from './amp';
 export * as text from './text';
 export * as models from './models/index';
-export { autocast } from './amp/autocast';
+export { autocast } from './dispatch/autocast';

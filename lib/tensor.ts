@@ -1,6 +1,6 @@
 /**
  * The Tensor: a typed handle to native storage plus autograd state. It imports no op: the op
- * methods (`t.add`, `t.sum`, `t.backward`, ...) are installed by lib/ops/methods.ts, which keeps
+ * methods (`t.add`, `t.sum`, `t.backward`, ...) are installed by lib/ops/methods/ (and t.backward by lib/autograd/methods.ts), which keep
  * the runtime import graph acyclic (ops import this file, never the reverse).
  */
 import { inspect } from 'node:util';
@@ -8,7 +8,7 @@ import { native, type NativeTensor, type NewTensor } from './native';
 import { type CanonicalDType, isFloating, viewBytes } from './dtype';
 import { flockError } from './errors';
 import { track, untrack } from './memory';
-import type { Node } from './autograd/node';
+import type { Node } from './dispatch/record';
 
 export type Scalar = number;
 export type TensorLike = Tensor | number;
@@ -108,7 +108,7 @@ export class Tensor {
   }
 
   /**
-   * @internal in-place write count, shared with the views of this storage (autograd/version.ts);
+   * @internal in-place write count, shared with the views of this storage (dispatch/version.ts);
    * made when first read, so tensors that never meet autograd or in-place ops do not allocate one.
    */
   get _version(): VersionCounter {
@@ -345,7 +345,7 @@ export class Tensor {
 
   /**
    * This tensor when PyTorch's strides of it are contiguous, else one that is (storage is always
-   * contiguous here, so no copy is made; lib/ops/methods.ts installs the op that records it).
+   * contiguous here, so no copy is made; lib/ops/methods/shape.ts installs the op that records it).
    */
   contiguous(): Tensor {
     return this;

@@ -3,20 +3,20 @@
  * shape, written to lib/ops/generated/:
  *
  *   elementwise.ts   the user-facing functions (`fl.exp`, `fl.eq`, `fl.isnan`, ...), each one call to
- *                    a launcher of lib/ops/launch.ts, with the argument checks and autocast the entry declares
+ *                    a launcher of lib/ops/call_shapes.ts, with the argument checks and autocast the entry declares
  *   binary.ts        the same for binary arithmetic ops, whose gradients come from the formula table
- *                    lib/autograd/formulas.ts (a file of its own: the formulas use lib/ops/elementwise.ts,
+ *                    lib/ops/grads/binary.ts (a file of its own: the formulas use lib/ops/elementwise.ts,
  *                    which imports elementwise.ts above, so one file would make an import cycle)
  *   methods.ts       their Tensor methods (`t.exp()`), typed by declaration merging and installed on
  *                    Tensor's prototype
  *
- * lib/index.ts re-exports the functions; lib/ops/methods.ts imports the methods. The uniform call
+ * lib/index.ts re-exports the functions; lib/ops/methods/index.ts imports the methods. The uniform call
  * shapes (`callShape`): a unary-family op with a gradient and at most two number arguments (the
  * kernel's scalars a and b); a bool-valued unary op of one tensor; a comparison (binary family, bool
  * result, `input` and `other`); a binary arithmetic op of `input` and `other` with a gradient formula.
  * An entry marked `custom` keeps its hand-written function.
  */
-import type { ArgDecl, OpDecl } from '../lib/ops/manifest/types';
+import type { ArgDecl, OpDecl } from '../lib/manifest/types';
 
 export type CallShape = { kind: 'unary'; numbers: ArgDecl[] } | { kind: 'predicate' } | { kind: 'compare' } | { kind: 'binary' };
 
@@ -113,8 +113,8 @@ function binaryFile(list: { o: OpDecl; shape: CallShape }[], banner: string): st
   const out = [`/** ${banner} */`];
   if (list.length === 0) return `${[...out, 'export {};'].join('\n')}\n`;
   out.push("import type { Tensor, TensorLike } from '../../tensor';");
-  if (list.some((g) => g.o.autocast !== 'none')) out.push("import { autocastArgs } from '../../amp/autocast';");
-  out.push("import { binaryFormulas } from '../../autograd/formulas';", "import { binaryOp } from '../launch';");
+  if (list.some((g) => g.o.autocast !== 'none')) out.push("import { autocastArgs } from '../../dispatch/autocast';");
+  out.push("import { binaryFormulas } from '../grads/binary';", "import { binaryOp } from '../call_shapes';");
   for (const { o, shape } of list) out.push('', ...docBlock(o.doc, ''), ...functionOf(o, shape));
   return `${out.join('\n')}\n`;
 }
@@ -130,9 +130,10 @@ function functionsFile(list: { o: OpDecl; shape: CallShape }[], banner: string):
   out.push(
     kinds.has('compare') ? "import type { Tensor, TensorLike } from '../../tensor';" : "import type { Tensor } from '../../tensor';",
   );
-  if (list.some((g) => g.shape.kind === 'unary' && g.o.autocast !== 'none')) out.push("import { autocastArgs } from '../../amp/autocast';");
+  if (list.some((g) => g.shape.kind === 'unary' && g.o.autocast !== 'none'))
+    out.push("import { autocastArgs } from '../../dispatch/autocast';");
   if (list.some((g) => g.shape.kind === 'unary' && g.shape.numbers.length > 0)) out.push("import { checkNumber } from '../../validate';");
-  out.push(`import { ${launchers.join(', ')} } from '../launch';`);
+  out.push(`import { ${launchers.join(', ')} } from '../call_shapes';`);
   for (const { o, shape } of list) out.push('', ...docBlock(o.doc, ''), ...functionOf(o, shape));
   return `${out.join('\n')}\n`;
 }

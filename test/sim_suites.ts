@@ -13,7 +13,7 @@ export const simSuites: readonly string[] = [
   'test/parallel/place.test.ts',
   'test/parallel/pipeline.test.ts',
   'test/parallel/pipeline_ranks.test.ts',
-  'test/amp/autocast.test.ts',
+  'test/dispatch/autocast.test.ts',
   'test/devices.test.ts',
   'test/tensor.test.ts',
   'test/runtime/inline_gate.test.ts',

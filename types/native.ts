@@ -22,7 +22,7 @@ export interface HandleMeta {
 
 export type NativeDType = 'f32' | 'f64' | 'i32' | 'i64' | 'u8' | 'bool' | 'bf16' | 'f16';
 
-// The op-code names come from the op manifest (lib/ops/manifest/, npm run gen:ops).
+// The op-code names come from the op manifest (lib/manifest/, npm run gen:ops).
 export type { UnaryOpName, BinaryOpName, ReduceOpName, RandomKind, BiasActivation } from './op_codes';
 import type { UnaryOpName, BinaryOpName, ReduceOpName, RandomKind, BiasActivation } from './op_codes';
 

@@ -59,7 +59,7 @@ struct Args {
   Shape shape(size_t i, const char* name) const { return dims(i, name, 0, int64_t(1) << 48); }
   DType dtype(size_t i) const;
   Device device(size_t i) const;
-  // A name from `names`, or its index (lib/ops/launch.ts passes the op codes' indices: no string to convert).
+  // A name from `names`, or its index (lib/ops/call_shapes.ts passes the op codes' indices: no string to convert).
   template <class E> E enumeration(size_t i, const char* name, const char* const* names, int count) const {
     if (info[i].IsNumber()) {
       const double k = info[i].As<Napi::Number>().DoubleValue();

@@ -447,7 +447,7 @@ Napi::Value PsReadInto(const Napi::CallbackInfo& info) {
   size_t off = offset;
   for (const Tensor& t : ts) {
     auto kernel = copy_to_host_table().get(t.device());
-    ops::launch("data", t.device(), [t, b, off, kernel]() { kernel(t, b->data() + off); });
+    ops::enqueue("data", t.device(), [t, b, off, kernel]() { kernel(t, b->data() + off); });
     off += t.nbytes();
   }
   return Addon::of(info.Env()).when_done(info.Env(), ts[0].device(), nullptr);

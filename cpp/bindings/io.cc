@@ -248,7 +248,7 @@ Napi::Object read_result(Napi::Env env, ReadJob& job, const char* op) {
       // staging buffer, kept alive by the queued task until the copy has run.
       placed = empty(host.shape, host.dtype, job.device, op);
       auto kernel = copy_from_host_table().get(placed.device());
-      ops::launch(op, job.device, [host, placed, kernel]() mutable { kernel(host.raw(), placed); });
+      ops::enqueue(op, job.device, [host, placed, kernel]() mutable { kernel(host.raw(), placed); });
     }
     names.Set(static_cast<uint32_t>(k), job.header.tensors[job.chosen[k]].name);
     handles.Set(static_cast<uint32_t>(k), addon.wrap(env, std::move(placed)));

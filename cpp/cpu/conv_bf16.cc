@@ -21,12 +21,6 @@
 #include "scratch.h"
 #include "threadpool.h"
 
-namespace flock {
-FLOCK_DEFINE_KERNEL(conv2d_forward_bf16)
-FLOCK_DEFINE_KERNEL(conv2d_backward_input_bf16)
-FLOCK_DEFINE_KERNEL(conv2d_backward_weight_bf16)
-}  // namespace flock
-
 namespace flock::cpu {
 namespace {
 

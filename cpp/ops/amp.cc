@@ -19,7 +19,7 @@ void amp_unscale(std::vector<Tensor> ts, const Tensor& found_inf, double inv_sca
   if (ts.empty()) return;
   Tensor flag = found_inf;
   auto kernel = amp_unscale_table().get(dev);
-  launch("ampUnscale", dev, [=]() mutable { kernel(ts, flag, inv_scale); });
+  enqueue("ampUnscale", dev, [=]() mutable { kernel(ts, flag, inv_scale); });
 }
 
 }  // namespace flock::ops

@@ -5,13 +5,6 @@
 #include "../nn_kernels.h"
 #include "ops.h"
 
-namespace flock {
-FLOCK_DEFINE_KERNEL(attention_forward)
-FLOCK_DEFINE_KERNEL(attention_backward)
-FLOCK_DEFINE_KERNEL(attention_packed_forward)
-FLOCK_DEFINE_KERNEL(attention_packed_backward)
-}  // namespace flock
-
 namespace flock::ops {
 namespace {
 
@@ -98,7 +91,7 @@ std::vector<Tensor> attention_forward(const Tensor& q, const Tensor& k, const Te
     const bool has_mask = mask != nullptr;
     Tensor m = has_mask ? *mask : Tensor{};
     auto kernel = attention_forward_table().get(q.device());
-    launch(op, q.device(), [=]() mutable { kernel(q, k, v, has_mask ? &m : nullptr, out, lse, g); });
+    enqueue(op, q.device(), [=]() mutable { kernel(q, k, v, has_mask ? &m : nullptr, out, lse, g); });
   }
   return {out, lse};
 }
@@ -124,7 +117,7 @@ std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const T
     const bool has_mask = mask != nullptr;
     Tensor m = has_mask ? *mask : Tensor{};
     auto kernel = attention_backward_table().get(q.device());
-    launch(op, q.device(), [=]() mutable { kernel(q, k, v, has_mask ? &m : nullptr, out, lse, gout, delta, gq, gk, gv, g); });
+    enqueue(op, q.device(), [=]() mutable { kernel(q, k, v, has_mask ? &m : nullptr, out, lse, gout, delta, gq, gk, gv, g); });
   }
   return {gq, gk, gv};
 }
@@ -138,7 +131,7 @@ std::vector<Tensor> attention_packed_forward(const Tensor& qkv, int64_t heads, b
   if (g.bh * g.tq * g.d > 0) {
     const bool has_mask = mask != nullptr;
     Tensor m = has_mask ? *mask : Tensor{};
-    launch(op, qkv.device(), [=]() mutable { kernel(qkv, has_mask ? &m : nullptr, out, lse, g, p); });
+    enqueue(op, qkv.device(), [=]() mutable { kernel(qkv, has_mask ? &m : nullptr, out, lse, g, p); });
   }
   return {out, lse};
 }
@@ -160,7 +153,7 @@ Tensor attention_packed_backward(const Tensor& qkv, int64_t heads, bool batch_fi
   if (g.bh * g.tq * g.d > 0) {
     const bool has_mask = mask != nullptr;
     Tensor m = has_mask ? *mask : Tensor{};
-    launch(op, qkv.device(), [=]() mutable { kernel(qkv, has_mask ? &m : nullptr, out, lse, gout, delta, gqkv, g, p); });
+    enqueue(op, qkv.device(), [=]() mutable { kernel(qkv, has_mask ? &m : nullptr, out, lse, gout, delta, gqkv, g, p); });
   }
   return gqkv;
 }

@@ -24,7 +24,7 @@ void check_input(const Tensor& x, BiasAct act, const char* op) {
   if (x.dim() != 2) fail(Code::Shape, op, ": input must be 2-D [rows, n], got ", shape_str(x.shape));
 }
 
-// The work estimate for launch: gelu, silu, tanh and sigmoid call a math function per element.
+// The work estimate for enqueue: gelu, silu, tanh and sigmoid call a math function per element.
 int64_t act_work(BiasAct act, int64_t n) { return act == BiasAct::none || act == BiasAct::relu ? n : n * kSlowElement; }
 
 }  // namespace
@@ -39,7 +39,7 @@ Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act, bool in_place)
   // In place, each element is read and then written by the same thread: the kernels allow it.
   Tensor y = in_place ? x : empty(x.shape, x.dtype, x.device(), "biasAct");
   auto kernel = bias_act_table().get(x.device());
-  if (y.numel() > 0) launch("biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); }, act_work(act, y.numel()));
+  if (y.numel() > 0) enqueue("biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); }, act_work(act, y.numel()));
   return y;
 }
 
@@ -57,7 +57,7 @@ Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bi
   Tensor gx = empty(gy.shape, gy.dtype, gy.device(), "biasActBackward");
   auto kernel = bias_act_backward_table().get(gy.device());
   if (gx.numel() > 0)
-    launch("biasActBackward", gy.device(), [=]() mutable { kernel(gy, saved, has_bias ? &b : nullptr, gx, act); }, act_work(act, gx.numel()));
+    enqueue("biasActBackward", gy.device(), [=]() mutable { kernel(gy, saved, has_bias ? &b : nullptr, gx, act); }, act_work(act, gx.numel()));
   return gx;
 }
 

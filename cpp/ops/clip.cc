@@ -26,7 +26,7 @@ Tensor grad_norm(std::vector<Tensor> ts, double p) {
   Tensor acc = empty({}, DType::f64, dev, "gradNorm");
   Tensor out = empty({}, ts[0].dtype, dev, "gradNorm");
   auto kernel = grad_norm_table().get(dev);
-  launch("gradNorm", dev, [=]() mutable { kernel(ts, acc, out, p); });
+  enqueue("gradNorm", dev, [=]() mutable { kernel(ts, acc, out, p); });
   return out;
 }
 
@@ -38,7 +38,7 @@ void clip_by_norm(std::vector<Tensor> ts, const Tensor& total, double max_norm) 
          ", got ", shape_str(total.shape), " ", dtype_name(total.dtype), " on ", total.device().str());
   const Device dev = ts[0].device();
   auto kernel = clip_by_norm_table().get(dev);
-  launch("clipByNorm", dev, [=]() mutable { kernel(ts, total, max_norm); });
+  enqueue("clipByNorm", dev, [=]() mutable { kernel(ts, total, max_norm); });
 }
 
 }  // namespace flock::ops

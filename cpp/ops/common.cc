@@ -28,7 +28,7 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
     fail(Code::Device, op, ": tensors are on different devices (", a.device().str(), " and ", b.device().str(), ")");
 }
 
-void launch(const char* op, Device device, std::function<void()> work) {
+void enqueue(const char* op, Device device, std::function<void()> work) {
   Context::current().stream(device).enqueue(op, std::move(work));
 }
 
@@ -45,7 +45,7 @@ int64_t unary_work(UnaryOp op, int64_t n) {
 
 int64_t binary_work(BinaryOp op, int64_t n) { return op == BinaryOp::pow || op == BinaryOp::hypot ? n * kSlowElement : n; }
 
-bool launch_inline(const char* op, Device device, const std::function<void()>& work) {
+bool enqueue_inline(const char* op, Device device, const std::function<void()>& work) {
   return Context::current().stream(device).run_inline(op, work);
 }
 

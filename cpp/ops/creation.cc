@@ -22,7 +22,7 @@ void check_fill_value(DType dtype, double value, const char* op) {
 void launch_fill(const char* op, Tensor out, double value) {
   check_fill_value(out.dtype, value, op);
   auto kernel = fill_table().get(out.device());
-  launch(op, out.device(), [out, value, kernel]() mutable { kernel(out, value); }, out.numel());
+  enqueue(op, out.device(), [out, value, kernel]() mutable { kernel(out, value); }, out.numel());
 }
 
 }  // namespace
@@ -45,7 +45,7 @@ Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype
   } else {
     auto staged = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
     auto kernel = copy_from_host_table().get(out.device());
-    launch("tensor", device, [out, staged, kernel]() mutable { kernel(staged->data(), out); });
+    enqueue("tensor", device, [out, staged, kernel]() mutable { kernel(staged->data(), out); });
   }
   return out;
 }
@@ -58,7 +58,7 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   Tensor out = empty({n}, dtype, device, "arange");
   auto kernel = arange_table().get(out.device());
-  launch("arange", device, [out, start, step, kernel]() mutable { kernel(out, start, step); });
+  enqueue("arange", device, [out, start, step, kernel]() mutable { kernel(out, start, step); });
   return out;
 }
 
@@ -68,7 +68,7 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype, Device dev
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
   Tensor out = empty({steps}, dtype, device, "linspace");
   auto kernel = arange_table().get(out.device());
-  launch("linspace", device, [out, start, step, kernel]() mutable { kernel(out, start, step); });
+  enqueue("linspace", device, [out, start, step, kernel]() mutable { kernel(out, start, step); });
   return out;
 }
 
@@ -83,7 +83,7 @@ Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, u
   if (kind == RandomKind::bernoulli && (a < 0 || a > 1)) fail(Code::Range, op, ": p must lie in [0, 1], got ", a);
   Tensor out = empty(shape, dtype, device, op);
   auto kernel = random_table().get(out.device());
-  launch(op, device, [=]() mutable { kernel(kind, out, seed, offset, a, b); });
+  enqueue(op, device, [=]() mutable { kernel(kind, out, seed, offset, a, b); });
   return out;
 }
 
@@ -96,7 +96,7 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   Tensor out = empty(shape, DType::i64, index.device(), "oneHot");
   if (index.numel() == 0) return out;
   auto kernel = one_hot_table().get(out.device());
-  launch("oneHot", index.device(), [index, out, num_classes, kernel]() mutable { kernel(index, out, num_classes); });
+  enqueue("oneHot", index.device(), [index, out, num_classes, kernel]() mutable { kernel(index, out, num_classes); });
   return out;
 }
 

@@ -24,7 +24,7 @@ Tensor unary(UnaryOp op, const Tensor& x, double a, double b) {
     fail(Code::DType, "unary: this op needs a floating dtype, got ", dtype_name(x.dtype), " of shape ", shape_str(x.shape));
   Tensor out = empty(x.shape, unary_is_predicate(op) ? DType::boolean : x.dtype, x.device(), "unary");
   auto kernel = unary_table().get(x.device());
-  launch("unary", x.device(), [op, x, out, a, b, kernel]() mutable { kernel(op, x, out, a, b); }, unary_work(op, out.numel()));
+  enqueue("unary", x.device(), [op, x, out, a, b, kernel]() mutable { kernel(op, x, out, a, b); }, unary_work(op, out.numel()));
   return out;
 }
 
@@ -38,7 +38,7 @@ Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& gy, double a, d
     fail(Code::Shape, "unary_backward: input ", shape_str(x.shape), " and gradient ", shape_str(gy.shape), " differ");
   Tensor gx = empty(x.shape, x.dtype, x.device(), "unary_backward");
   auto kernel = unary_backward_table().get(x.device());
-  launch("unary_backward", x.device(), [=]() mutable { kernel(op, x, gy, gx, a, b); }, unary_work(op, gx.numel()));
+  enqueue("unary_backward", x.device(), [=]() mutable { kernel(op, x, gy, gx, a, b); }, unary_work(op, gx.numel()));
   return gx;
 }
 
@@ -52,7 +52,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(a.shape, b.shape, "binary");
   Tensor out = empty(shape, binary_is_comparison(op) ? DType::boolean : a.dtype, a.device(), "binary");
   auto kernel = binary_table().get(a.device());
-  launch("binary", a.device(), [op, a, b, out, kernel]() mutable { kernel(op, a, b, out); }, binary_work(op, out.numel()));
+  enqueue("binary", a.device(), [op, a, b, out, kernel]() mutable { kernel(op, a, b, out); }, binary_work(op, out.numel()));
   return out;
 }
 
@@ -69,7 +69,7 @@ bool binary_(BinaryOp op, Tensor& self, const Tensor& b) {
   if (self.storage == b.storage && (self.offset != b.offset || self.shape != b.shape)) return false;
   Tensor out = self;
   auto kernel = binary_table().get(self.device());
-  launch("binary_", self.device(), [op, self, b, out, kernel]() mutable { kernel(op, self, b, out); }, binary_work(op, out.numel()));
+  enqueue("binary_", self.device(), [op, self, b, out, kernel]() mutable { kernel(op, self, b, out); }, binary_work(op, out.numel()));
   return true;
 }
 
@@ -81,14 +81,14 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape, a.shape, "where"), b.shape, "where");
   Tensor out = empty(shape, a.dtype, a.device(), "where");
   auto kernel = where_table().get(a.device());
-  launch("where", a.device(), [cond, a, b, out, kernel]() mutable { kernel(cond, a, b, out); }, 4 * out.numel());
+  enqueue("where", a.device(), [cond, a, b, out, kernel]() mutable { kernel(cond, a, b, out); }, 4 * out.numel());
   return out;
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
   Tensor out = empty(x.shape, dtype, x.device(), "cast");
   auto kernel = cast_table().get(x.device());
-  launch("cast", x.device(), [x, out, kernel]() mutable { kernel(x, out); }, 2 * out.numel());
+  enqueue("cast", x.device(), [x, out, kernel]() mutable { kernel(x, out); }, 2 * out.numel());
   return out;
 }
 
@@ -100,7 +100,7 @@ void copy_(Tensor& dst, const Tensor& src) {
   if (dst.shape != src.shape) fail(Code::Shape, "copy_: shapes ", shape_str(dst.shape), " and ", shape_str(src.shape), " differ");
   Tensor d = dst;
   auto kernel = cast_table().get(d.device());
-  launch("copy_", dst.device(), [d, src, kernel]() mutable { kernel(src, d); }, 2 * d.numel());
+  enqueue("copy_", dst.device(), [d, src, kernel]() mutable { kernel(src, d); }, 2 * d.numel());
 }
 
 Tensor to_device(const Tensor& x, Device device) {
@@ -116,7 +116,7 @@ Tensor to_device(const Tensor& x, Device device) {
   // GPU-to-GPU copies (pipeline stages) never stall the JS thread.
   Context& ctx = Context::current();
   if (x.device().is_cpu()) ctx.stream(x.device()).synchronize();
-  launch("to", gpu, [transfer, x, out]() mutable { transfer(x, out); });
+  enqueue("to", gpu, [transfer, x, out]() mutable { transfer(x, out); });
   if (device.is_cpu()) ctx.stream(gpu).synchronize();
   return out;
 }
@@ -124,7 +124,7 @@ Tensor to_device(const Tensor& x, Device device) {
 void copy_to_host(const Tensor& x, std::shared_ptr<std::vector<uint8_t>> dst) {
   if (dst->size() != x.nbytes()) fail(Code::Internal, "copy_to_host: buffer size mismatch");
   auto kernel = copy_to_host_table().get(x.device());
-  launch("data", x.device(), [x, dst, kernel]() { kernel(x, dst->data()); }, x.numel());
+  enqueue("data", x.device(), [x, dst, kernel]() { kernel(x, dst->data()); }, x.numel());
 }
 
 }  // namespace flock::ops

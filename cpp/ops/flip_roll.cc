@@ -16,7 +16,7 @@ std::vector<int64_t> row_major_strides(const Shape& s) {
 void queue_copy(const char* op, const Tensor& src, const Tensor& dst, const StridedCopy& plan) {
   auto kernel = strided_copy_table().get(src.device());
   Tensor d = dst;
-  launch(op, src.device(), [kernel, src, d, plan]() mutable { kernel(src, d, plan); });
+  enqueue(op, src.device(), [kernel, src, d, plan]() mutable { kernel(src, d, plan); });
 }
 
 }  // namespace

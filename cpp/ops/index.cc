@@ -40,7 +40,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, const cha
   if (x.shape[dim] == 0) fail(Code::Index, op, ": cannot select from an empty dim of shape ", shape_str(x.shape));
   const int64_t dim_size = x.shape[dim];
   auto kernel = index_select_table().get(x.device());
-  launch(op, x.device(), [=]() mutable { kernel(x, index, out, outer, dim_size, inner); });
+  enqueue(op, x.device(), [=]() mutable { kernel(x, index, out, outer, dim_size, inner); });
   return out;
 }
 
@@ -50,7 +50,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* op)
   Tensor out = empty(index.shape, x.dtype, x.device(), op);
   if (out.numel() == 0) return out;
   auto kernel = gather_table().get(x.device());
-  launch(op, x.device(), [=]() mutable { kernel(x, index, out, dim); });
+  enqueue(op, x.device(), [=]() mutable { kernel(x, index, out, dim); });
   return out;
 }
 
@@ -64,7 +64,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   Tensor out = clone(x);
   if (index.numel() == 0) return out;
   auto kernel = scatter_add_table().get(x.device());
-  launch("scatterAdd", x.device(), [=]() mutable {
+  enqueue("scatterAdd", x.device(), [=]() mutable {
     Tensor o = out;
     kernel(o, index, src, dim);
   });

@@ -59,7 +59,7 @@ Tensor run(const Tensor& a, const Tensor& b, MatmulPlan p, const Shape& out_shap
   const int64_t work = static_cast<int64_t>(p.a_offsets.size()) * p.m * p.n * p.k;
   if (out.numel() == 0) return out;
   auto kernel = matmul_table().get(a.device());
-  launch("matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, work / 8);
+  enqueue("matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, work / 8);
   return out;
 }
 
@@ -136,7 +136,7 @@ bool matmul_into(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, c
   if (out.numel() == 0) return true;
   const int64_t work = p.m * p.n * p.k;
   auto kernel = matmul_table().get(a.device());
-  launch("matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, work / 8);
+  enqueue("matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, work / 8);
   return true;
 }
 

@@ -94,7 +94,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, cons
   Tensor y = empty({g.n, g.oc, g.oh, g.ow}, x.dtype, x.device(), "conv2d");
   if (y.numel() == 0) return y;
   auto kernel = bf16_conv(x) ? conv2d_forward_bf16_table().get(x.device()) : conv2d_forward_table().get(x.device());
-  launch("conv2d", x.device(), [=]() mutable { kernel(x, w, has_bias ? &b : nullptr, y, g); });
+  enqueue("conv2d", x.device(), [=]() mutable { kernel(x, w, has_bias ? &b : nullptr, y, g); });
   return y;
 }
 
@@ -107,7 +107,7 @@ Tensor conv2d_backward_input(const Tensor& gy, const Tensor& w, const Shape& inp
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "conv2dBackwardInput");
   if (gx.numel() == 0) return gx;
   auto kernel = bf16_conv(gy) ? conv2d_backward_input_bf16_table().get(gy.device()) : conv2d_backward_input_table().get(gy.device());
-  launch("conv2dBackwardInput", gy.device(), [=]() mutable { kernel(gy, w, gx, g); });
+  enqueue("conv2dBackwardInput", gy.device(), [=]() mutable { kernel(gy, w, gx, g); });
   return gx;
 }
 
@@ -120,7 +120,7 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& gy, const Shape& we
   Tensor gw = empty(weight_shape, x.dtype, x.device(), "conv2dBackwardWeight");
   if (gw.numel() == 0) return gw;
   auto kernel = bf16_conv(x) ? conv2d_backward_weight_bf16_table().get(x.device()) : conv2d_backward_weight_table().get(x.device());
-  launch("conv2dBackwardWeight", x.device(), [=]() mutable { kernel(x, gy, gw, g); });
+  enqueue("conv2dBackwardWeight", x.device(), [=]() mutable { kernel(x, gy, gw, g); });
   return gw;
 }
 
@@ -135,7 +135,7 @@ std::vector<Tensor> max_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
   Tensor y = empty({g.n, g.c, g.oh, g.ow}, x.dtype, x.device(), "maxPool2d");
   Tensor idx = empty({g.n, g.c, g.oh, g.ow}, DType::i64, x.device(), "maxPool2d");
   auto kernel = max_pool2d_forward_table().get(x.device());
-  if (y.numel() > 0) launch("maxPool2d", x.device(), [=]() mutable { kernel(x, y, idx, g); });
+  if (y.numel() > 0) enqueue("maxPool2d", x.device(), [=]() mutable { kernel(x, y, idx, g); });
   return {y, idx};
 }
 
@@ -149,7 +149,7 @@ Tensor max_pool2d_backward(const Tensor& gy, const Tensor& indices, const Shape&
   check_shape(indices, gy.shape, "maxPool2dBackward", "indices");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "maxPool2dBackward");
   auto kernel = max_pool2d_backward_table().get(gy.device());
-  if (gx.numel() > 0) launch("maxPool2dBackward", gy.device(), [=]() mutable { kernel(gy, indices, gx, g); });
+  if (gx.numel() > 0) enqueue("maxPool2dBackward", gy.device(), [=]() mutable { kernel(gy, indices, gx, g); });
   return gx;
 }
 
@@ -159,7 +159,7 @@ Tensor avg_pool2d_forward(const Tensor& x, const Pool2dArgs& a) {
   const Pool2dGeom g = pool_geom(x.shape, a, "avgPool2d");
   Tensor y = empty({g.n, g.c, g.oh, g.ow}, x.dtype, x.device(), "avgPool2d");
   auto kernel = avg_pool2d_forward_table().get(x.device());
-  if (y.numel() > 0) launch("avgPool2d", x.device(), [=]() mutable { kernel(x, y, g, false); });
+  if (y.numel() > 0) enqueue("avgPool2d", x.device(), [=]() mutable { kernel(x, y, g, false); });
   return y;
 }
 
@@ -170,7 +170,7 @@ Tensor avg_pool2d_backward(const Tensor& gy, const Shape& input_shape, const Poo
   check_shape(gy, {g.n, g.c, g.oh, g.ow}, "avgPool2dBackward", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "avgPool2dBackward");
   auto kernel = avg_pool2d_backward_table().get(gy.device());
-  if (gx.numel() > 0) launch("avgPool2dBackward", gy.device(), [=]() mutable { kernel(gy, gx, g, false); });
+  if (gx.numel() > 0) enqueue("avgPool2dBackward", gy.device(), [=]() mutable { kernel(gy, gx, g, false); });
   return gx;
 }
 
@@ -188,7 +188,7 @@ Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t oh, int64_t ow) {
   const Pool2dGeom g = adaptive_geom(x.shape, oh, ow, "adaptiveAvgPool2d");
   Tensor y = empty({g.n, g.c, oh, ow}, x.dtype, x.device(), "adaptiveAvgPool2d");
   auto kernel = avg_pool2d_forward_table().get(x.device());
-  if (y.numel() > 0) launch("adaptiveAvgPool2d", x.device(), [=]() mutable { kernel(x, y, g, true); });
+  if (y.numel() > 0) enqueue("adaptiveAvgPool2d", x.device(), [=]() mutable { kernel(x, y, g, true); });
   return y;
 }
 
@@ -200,7 +200,7 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& gy, const Shape& input_shape) 
   check_shape(gy, {g.n, g.c, g.oh, g.ow}, "adaptiveAvgPool2dBackward", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "adaptiveAvgPool2dBackward");
   auto kernel = avg_pool2d_backward_table().get(gy.device());
-  if (gx.numel() > 0) launch("adaptiveAvgPool2dBackward", gy.device(), [=]() mutable { kernel(gy, gx, g, true); });
+  if (gx.numel() > 0) enqueue("adaptiveAvgPool2dBackward", gy.device(), [=]() mutable { kernel(gy, gx, g, true); });
   return gx;
 }
 
@@ -227,7 +227,7 @@ std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& ta
   Tensor lse = empty({logits.shape[0]}, logits.dtype, logits.device(), "crossEntropy");
   auto kernel = cross_entropy_forward_table().get(logits.device());
   if (logits.shape[0] > 0)
-    launch("crossEntropy", logits.device(), [=]() mutable { kernel(logits, target, loss, lse, ignore_index, smoothing); }, 16 * logits.numel());
+    enqueue("crossEntropy", logits.device(), [=]() mutable { kernel(logits, target, loss, lse, ignore_index, smoothing); }, 16 * logits.numel());
   return {loss, lse};
 }
 
@@ -243,7 +243,7 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
   Tensor gx = empty(logits.shape, logits.dtype, logits.device(), "crossEntropyBackward");
   auto kernel = cross_entropy_backward_table().get(logits.device());
   if (gx.numel() > 0)
-    launch("crossEntropyBackward", logits.device(), [=]() mutable { kernel(logits, target, lse, gloss, gx, ignore_index, smoothing); }, 16 * gx.numel());
+    enqueue("crossEntropyBackward", logits.device(), [=]() mutable { kernel(logits, target, lse, gloss, gx, ignore_index, smoothing); }, 16 * gx.numel());
   return gx;
 }
 
@@ -277,7 +277,7 @@ std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor* weight, co
   const std::optional<Tensor> b = bias ? std::optional<Tensor>(*bias) : std::nullopt;
   auto kernel = layer_norm_forward_table().get(x.device());
   if (x.numel() > 0)
-    launch(op, x.device(), [=]() mutable { kernel(x, w ? &*w : nullptr, b ? &*b : nullptr, y, mean, rstd, eps); });
+    enqueue(op, x.device(), [=]() mutable { kernel(x, w ? &*w : nullptr, b ? &*b : nullptr, y, mean, rstd, eps); });
   return {y, mean, rstd};
 }
 
@@ -316,7 +316,7 @@ LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Te
   Tensor gx = r.gx;
   auto kernel = layer_norm_backward_table().get(x.device());
   if (x.numel() > 0)
-    launch(op, x.device(), [=]() mutable { kernel(x, mean, rstd, w ? &*w : nullptr, gy, gx, gw ? &*gw : nullptr, gb ? &*gb : nullptr); });
+    enqueue(op, x.device(), [=]() mutable { kernel(x, mean, rstd, w ? &*w : nullptr, gy, gx, gw ? &*gw : nullptr, gb ? &*gb : nullptr); });
   return r;
 }
 
@@ -376,7 +376,7 @@ void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vecto
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = adam_step_table().get(dev);
-  launch("adamStep", dev, [=]() mutable { kernel(params, grads, m, v, max_v, masters, cfg); }, 8 * total_numel(params));
+  enqueue("adamStep", dev, [=]() mutable { kernel(params, grads, m, v, max_v, masters, cfg); }, 8 * total_numel(params));
 }
 
 void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters, const SgdConfig& cfg) {
@@ -388,7 +388,7 @@ void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = sgd_step_table().get(dev);
-  launch("sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, masters, cfg); }, 3 * total_numel(params));
+  enqueue("sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, masters, cfg); }, 3 * total_numel(params));
 }
 
 void rmsprop_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> square_avg, std::vector<Tensor> grad_avg,
@@ -408,7 +408,7 @@ void rmsprop_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::ve
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = rmsprop_step_table().get(dev);
-  launch(op, dev, [=]() mutable { kernel(params, grads, square_avg, grad_avg, bufs, masters, cfg); }, 6 * total_numel(params));
+  enqueue(op, dev, [=]() mutable { kernel(params, grads, square_avg, grad_avg, bufs, masters, cfg); }, 6 * total_numel(params));
 }
 
 void adagrad_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> sums, std::vector<Tensor> masters,
@@ -422,7 +422,7 @@ void adagrad_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::ve
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = adagrad_step_table().get(dev);
-  launch(op, dev, [=]() mutable { kernel(params, grads, sums, masters, cfg); }, 4 * total_numel(params));
+  enqueue(op, dev, [=]() mutable { kernel(params, grads, sums, masters, cfg); }, 4 * total_numel(params));
 }
 
 }  // namespace flock::ops

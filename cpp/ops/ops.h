@@ -76,8 +76,8 @@ void copy_to_host(const Tensor& x, std::shared_ptr<std::vector<uint8_t>> dst);
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
-void launch(const char* op, Device device, std::function<void()> work);
-// launch for a kernel whose cost the front end knows: `work_elements` estimates it in elements an
+void enqueue(const char* op, Device device, std::function<void()> work);
+// enqueue for a kernel whose cost the front end knows: `work_elements` estimates it in elements an
 // add would touch in the same time (~0.1 ns each, vectorised): a matmul passes its multiply-adds / 8,
 // a kernel calling exp, tanh, pow... per element kSlowElement per element. At or below kSmallWork (a
 // couple of microseconds) the stream may run it on the calling thread (enqueue_small). Only for
@@ -85,13 +85,13 @@ void launch(const char* op, Device device, std::function<void()> work);
 constexpr int64_t kSmallWork = 16384;
 constexpr int64_t kSlowElement = 64;  // tanh on [16384] took 200-300 µs on one core: ~150 adds
 // Runs `work` (borrowed) on the calling thread when the stream may (Stream::run_inline).
-bool launch_inline(const char* op, Device device, const std::function<void()>& work);
+bool enqueue_inline(const char* op, Device device, const std::function<void()>& work);
 template <class F>
-void launch(const char* op, Device device, F&& work, int64_t work_elements) {
+void enqueue(const char* op, Device device, F&& work, int64_t work_elements) {
   // Lent by reference to the inline attempt (a std::function holding a reference_wrapper makes no
   // allocation); only a queued task is copied into an owning std::function.
-  if (work_elements <= kSmallWork && launch_inline(op, device, std::function<void()>(std::ref(work)))) return;
-  launch(op, device, std::function<void()>(std::forward<F>(work)));
+  if (work_elements <= kSmallWork && enqueue_inline(op, device, std::function<void()>(std::ref(work)))) return;
+  enqueue(op, device, std::function<void()>(std::forward<F>(work)));
 }
 // The work estimates of the element-wise families: n elements, times kSlowElement for an op that
 // calls a math function per element.

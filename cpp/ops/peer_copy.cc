@@ -15,7 +15,7 @@ Tensor copy_between_cpu_devices(const Tensor& x, Device to) {
   // Set when the copy's closure goes: after the copy, or when a failed source stream dropped it
   // (then with out's failure mark, and the destination stream fails too).
   std::shared_ptr<EventSetter> done(new EventSetter{copied, out.storage});
-  launch("to", x.device(), [x, out, done, copy]() mutable { copy(x, out); });
+  enqueue("to", x.device(), [x, out, done, copy]() mutable { copy(x, out); });
   wait_event(to, copied, "to");
   return out;
 }

@@ -56,7 +56,7 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x, Shape dims, bool keepdim, doubl
   Tensor out = empty(out_shape, out_dtype, x.device(), "reduce");
   if (nd == 0) {  // a scalar reduces to itself (var of one element with correction is NaN, as torch)
     auto kernel = reduce_table().get(x.device());
-    launch("reduce", x.device(), [=]() mutable { kernel(op, x, out, 1, 1, 1, correction); }, 1);
+    enqueue("reduce", x.device(), [=]() mutable { kernel(op, x, out, 1, 1, 1, correction); }, 1);
     return out;
   }
   Tensor src = x;
@@ -76,7 +76,7 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x, Shape dims, bool keepdim, doubl
   if (red == 0 && (op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax || op == ReduceOp::argmin) && outer * inner > 0)
     fail(Code::Shape, "reduce: cannot take max/min/argmax/argmin over an empty dimension of shape ", shape_str(x.shape));
   auto kernel = reduce_table().get(src.device());
-  launch("reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); }, op == ReduceOp::logsumexp ? x.numel() * kSlowElement : x.numel());
+  enqueue("reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); }, op == ReduceOp::logsumexp ? x.numel() * kSlowElement : x.numel());
   return out;
 }
 
@@ -95,7 +95,7 @@ Tensor softmax(const Tensor& x, int64_t dim, bool log) {
   Tensor out = empty(x.shape, x.dtype, x.device(), "softmax");
   if (x.numel() == 0) return out;
   auto kernel = softmax_table().get(x.device());
-  launch(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); }, 16 * x.numel());
+  enqueue(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); }, 16 * x.numel());
   return out;
 }
 

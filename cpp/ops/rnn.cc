@@ -76,7 +76,7 @@ std::vector<Tensor> rnn_forward(RnnMode mode, const Tensor& gx, const Tensor& w_
     Tensor h = block_view(states, cur, B, H);
     Tensor c = lstm ? block_view(states, cplane + cur, B, H) : Tensor{};
     Tensor st = save ? block_view(saved, t, B, S * H) : Tensor{};
-    launch(
+    enqueue(
         kOp, dev,
         [=]() mutable {
           kernel(mode, gxt, gh, has_b ? &b : nullptr, hp, lstm ? &cp : nullptr, h, lstm ? &c : nullptr, save ? &st : nullptr);
@@ -123,7 +123,7 @@ RnnGrads rnn_backward(RnnMode mode, const Tensor& gstates, const Tensor& states,
     const Tensor gn = ghn;
     const bool with_gn = has_ghn;
     if (B * H > 0)
-      launch(
+      enqueue(
           kOp, dev,
           [=]() mutable {
             kernel(mode, &gyh, lstm ? &gyc : nullptr, with_gn ? &gn : nullptr, carries ? &carry : nullptr, h, lstm ? &c : nullptr,

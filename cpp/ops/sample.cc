@@ -16,19 +16,19 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, u
   // front end in lib/ops/sample.ts reads them back elsewhere), so sampling never waits for the queue.
   if (rows > 0) {
     if (auto check = multinomial_check_table().fns[static_cast<int>(probs.device().type)])
-      launch("multinomial", probs.device(), [=]() { check(probs, num_samples, replacement); });
+      enqueue("multinomial", probs.device(), [=]() { check(probs, num_samples, replacement); });
   }
   if (replacement) {
     Tensor out = empty({rows, num_samples}, DType::i64, probs.device(), "multinomial");
     if (rows == 0) return out;
     auto kernel = multinomial_table().get(probs.device());
-    launch("multinomial", probs.device(), [=]() mutable { kernel(probs, out, num_samples, seed, offset); });
+    enqueue("multinomial", probs.device(), [=]() mutable { kernel(probs, out, num_samples, seed, offset); });
     return out;
   }
   Tensor keys = empty(probs.shape, DType::f64, probs.device(), "multinomial");
   if (rows == 0) return empty({rows, num_samples}, DType::i64, probs.device(), "multinomial");
   auto kernel = multinomial_keys_table().get(probs.device());
-  launch("multinomial", probs.device(), [=]() mutable { kernel(probs, keys, seed, offset); });
+  enqueue("multinomial", probs.device(), [=]() mutable { kernel(probs, keys, seed, offset); });
   return narrow(sort(keys, 1, true, "multinomial").second, 1, 0, num_samples);
 }
 

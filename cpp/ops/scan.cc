@@ -28,7 +28,7 @@ Tensor scan(const Tensor& x, int64_t dim, bool prod, bool reverse) {
   const Lines l = lines_of(src, dim);
   if (src.numel() == 0) return out;
   auto kernel = scan_table().get(src.device());
-  launch(op, src.device(), [=]() mutable { kernel(src, out, l.outer, l.n, l.inner, prod, reverse); });
+  enqueue(op, src.device(), [=]() mutable { kernel(src, out, l.outer, l.n, l.inner, prod, reverse); });
   return out;
 }
 
@@ -43,7 +43,7 @@ Tensor cumprod_backward(const Tensor& x, const Tensor& gy, int64_t dim) {
   const Lines l = lines_of(x, dim);
   if (x.numel() == 0) return gx;
   auto kernel = cumprod_backward_table().get(x.device());
-  launch("cumprod", x.device(), [=]() mutable { kernel(x, gy, gx, l.outer, l.n, l.inner); });
+  enqueue("cumprod", x.device(), [=]() mutable { kernel(x, gy, gx, l.outer, l.n, l.inner); });
   return gx;
 }
 

@@ -35,7 +35,7 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   Tensor out = clone(x);
   if (index.numel() == 0) return out;
   auto kernel = scatter_table().get(x.device());
-  launch("scatter", x.device(), [=]() mutable {
+  enqueue("scatter", x.device(), [=]() mutable {
     Tensor o = out;
     kernel(o, index, s, dim);
   });
@@ -50,7 +50,7 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
   if (index.numel() == 0) return out;
   Tensor count = op == ScatterReduceOp::mean ? empty(x.shape, DType::i64, x.device(), "scatterReduce") : Tensor{};
   auto kernel = scatter_reduce_table().get(x.device());
-  launch("scatterReduce", x.device(), [=]() mutable {
+  enqueue("scatterReduce", x.device(), [=]() mutable {
     Tensor o = out, c = count;
     kernel(op, o, index, s, dim, include_self, c);
   });

@@ -29,7 +29,7 @@ Tensor masked_select(const Tensor& x, const Tensor& mask, int64_t count) {
   if (xs.numel() == 0) return out;
   const Tensor pos = positions_of(ms);
   auto kernel = masked_select_table().get(x.device());
-  launch("maskedSelect", x.device(), [=]() mutable { kernel(xs, ms, pos, out); });
+  enqueue("maskedSelect", x.device(), [=]() mutable { kernel(xs, ms, pos, out); });
   return out;
 }
 
@@ -40,7 +40,7 @@ Tensor nonzero(const Tensor& mask, int64_t count) {
   if (out.numel() == 0) return out;
   const Tensor pos = positions_of(mask);
   auto kernel = nonzero_table().get(mask.device());
-  launch("nonzero", mask.device(), [=]() mutable { kernel(mask, pos, out); });
+  enqueue("nonzero", mask.device(), [=]() mutable { kernel(mask, pos, out); });
   return out;
 }
 

@@ -15,7 +15,7 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
 void launch_copy(const char* op, const Tensor& src, Tensor& dst, StridedCopy plan) {
   Tensor d = dst;
   auto kernel = strided_copy_table().get(src.device());
-  launch(op, src.device(), [src, d, plan, kernel]() mutable { kernel(src, d, plan); }, 4 * d.numel());
+  enqueue(op, src.device(), [src, d, plan, kernel]() mutable { kernel(src, d, plan); }, 4 * d.numel());
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, co
   const int64_t n = x.dim() ? src.shape[last] : 1;
   const int64_t rows = n ? src.numel() / n : 0;
   auto kernel = sort_table().get(src.device());
-  if (src.numel() > 0) launch(op, src.device(), [=]() mutable { kernel(src, values, indices, rows, n, descending); });
+  if (src.numel() > 0) enqueue(op, src.device(), [=]() mutable { kernel(src, values, indices, rows, n, descending); });
   if (!moved) return {values, indices};
   return {permute(values, perm), permute(indices, perm)};
 }

@@ -1,10 +1,6 @@
 // tril/triu front end: checks the rank, allocates the output and queues the triangular kernel.
 #include "ops.h"
 
-namespace flock {
-FLOCK_DEFINE_KERNEL(triangular)
-}  // namespace flock
-
 namespace flock::ops {
 
 Tensor triangular(const Tensor& x, int64_t diagonal, bool upper) {
@@ -13,7 +9,7 @@ Tensor triangular(const Tensor& x, int64_t diagonal, bool upper) {
   Tensor out = empty(x.shape, x.dtype, x.device(), op);
   if (out.numel() == 0) return out;
   auto kernel = triangular_table().get(x.device());
-  launch(op, x.device(), [kernel, x, out, diagonal, upper]() mutable { kernel(x, out, diagonal, upper); });
+  enqueue(op, x.device(), [kernel, x, out, diagonal, upper]() mutable { kernel(x, out, diagonal, upper); });
   return out;
 }
 

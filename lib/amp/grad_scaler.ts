@@ -10,7 +10,7 @@ import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { zeros } from '../ops/creation';
 import { keep } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool, checkNumber } from '../validate';
 import type { Optimizer } from '../optim/optimizer';

@@ -9,5 +9,5 @@ export {
   type AutocastState,
   type AutocastDevice,
   type AutocastDType,
-} from './autocast';
+} from '../dispatch/autocast';
 export { GradScaler, type GradScalerOptions, type GradScalerStateDict } from './grad_scaler';

@@ -7,9 +7,9 @@
 import { native } from '../native';
 import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
-import { noGrad } from './grad_mode';
-import { baseOf, bumpVersions } from './version';
-import { withoutAutocast } from '../amp/autocast';
+import { noGrad } from '../dispatch/grad_mode';
+import { baseOf, bumpVersions } from '../dispatch/version';
+import { withoutAutocast } from '../dispatch/autocast';
 import { argError, checkOptions, describe, flockError } from '../errors';
 
 function shapeStr(s: readonly number[]): string {

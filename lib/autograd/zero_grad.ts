@@ -1,6 +1,6 @@
 /** Clearing gradients, shared by Module.zeroGrad and Optimizer.zeroGrad. */
 import type { Tensor } from '../tensor';
-import { noGrad } from './grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { zero_ } from '../ops/inplace';
 
 /**

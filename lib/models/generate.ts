@@ -8,7 +8,7 @@
  */
 import type { Tensor } from '../tensor';
 import { tensor } from '../ops/creation';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { tidy } from '../memory';
 import { checkOptions, flockError, shapeError } from '../errors';
 import { checkBool, checkInt, checkNumber } from '../validate';
@@ -270,9 +270,38 @@ export function stream(
   return steps(new Decoding(model, ids, options, `${model.constructor.name}.stream`));
 }
 
+/** Streams waiting to queue their next step, first come first served. */
+const waiting: (() => void)[] = [];
+let releasing = false;
+
+/**
+ * Resolves on a turn of the event loop of its own: one waiting stream per turn (a check phase),
+ * so queueing a step (a forward's worth of ops, milliseconds of JS) is never followed in the same
+ * turn by another stream's, and timers and I/O run between any two. With one setImmediate each,
+ * streams whose reads completed together queued their steps back to back: four streams held the
+ * loop for four steps at a time.
+ */
+function turn(): Promise<void> {
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    if (!releasing) {
+      releasing = true;
+      setImmediate(release);
+    }
+  });
+}
+
+function release(): void {
+  (waiting.shift() as () => void)();
+  if (waiting.length) setImmediate(release);
+  else releasing = false;
+}
+
 async function* steps(d: Decoding): AsyncGenerator<StreamStep, void, undefined> {
   try {
     while (!d.done) {
+      // A macrotask before each step: timers and I/O run even when the device answers at once.
+      await turn();
       const logits = d.logits();
       let data: ArrayLike<number>;
       try {
@@ -281,8 +310,6 @@ async function* steps(d: Decoding): AsyncGenerator<StreamStep, void, undefined> 
         logits.dispose();
       }
       yield d.choose(data);
-      // A macrotask between steps: timers and I/O run even when the device answers at once.
-      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   } finally {
     d.dispose();

@@ -16,7 +16,7 @@ import { gelu } from '../ops/elementwise';
 import { canPackAttention, packedSelfAttention } from '../nn/functional/attention_packed';
 import { linear } from '../nn/functional/basic';
 import { normal_, ones_, zeros_ } from '../nn/init';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import type { DType } from '../dtype';
 import { checkOptions, flockError } from '../errors';
 import { type GPT2Config, type GPT2Settings, gpt2Settings } from './config';

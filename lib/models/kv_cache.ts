@@ -10,7 +10,7 @@
 import type { Tensor } from '../tensor';
 import { zeros } from '../ops/creation';
 import { keep } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import type { DType } from '../dtype';
 import { argError, checkOptions, flockError, shapeError } from '../errors';
 import { checkInt, checkTensorArg } from '../validate';

@@ -10,7 +10,7 @@ import { Linear } from '../nn/linear';
 import { Embedding } from '../nn/embedding';
 import { RMSNorm } from '../nn/rms_norm';
 import { normal_, ones_, zeros_ } from '../nn/init';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { checkOptions, flockError } from '../errors';
 import { type LlamaConfig, type LlamaSettings, llamaSettings } from './config';
 import { CausalLM } from './causal_lm';

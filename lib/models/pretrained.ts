@@ -15,7 +15,7 @@ import type { Tensor } from '../tensor';
 import type { DType } from '../dtype';
 import { canonicalDType, isDType, itemSize } from '../dtype';
 import { normalizeDevice, sync } from '../device';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { withoutInit } from '../nn/init';
 import { emptyCache } from '../memory';
 import { argError, checkOptions, describe, dtypeError, flockError } from '../errors';

@@ -3,7 +3,7 @@ import type { Tensor } from '../tensor';
 import { arange, zeros } from '../ops/creation';
 import { copy_ } from '../ops/elementwise';
 import { keep } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import type { DType } from '../dtype';
 import { Module } from './module';
 import { type Parameter, ownParameter } from './parameter';

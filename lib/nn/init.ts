@@ -4,7 +4,7 @@
  */
 import type { Tensor } from '../tensor';
 import { isFloating } from '../dtype';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { copy_ } from '../ops/elementwise';
 import { full, rand, randn } from '../ops/creation';
 import { tidy } from '../memory';

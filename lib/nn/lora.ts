@@ -12,7 +12,7 @@ import { readFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Tensor } from '../tensor';
 import { tidy } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { add_, sub_, copy_ } from '../ops/inplace';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool, checkInt, checkNumber, checkPath } from '../validate';

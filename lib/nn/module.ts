@@ -6,7 +6,7 @@
 import { inspect } from 'node:util';
 import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { copy_ } from '../ops/elementwise';
 import { Parameter } from './parameter';
 import { zeroGrads } from '../autograd/zero_grad';

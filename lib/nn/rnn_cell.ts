@@ -10,8 +10,8 @@
 import { native } from '../native';
 import type { RnnMode } from '../../types/native';
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
-import { isGradEnabled } from '../autograd/grad_mode';
+import { record } from '../dispatch/record';
+import { isGradEnabled } from '../dispatch/grad_mode';
 import { wrap, shapeStr } from '../ops/util';
 import { zeros } from '../ops/creation';
 import { isFloating } from '../dtype';

@@ -1,12 +1,12 @@
 /** Fused-scale matrix products: addmm (beta·input + alpha·mat1·mat2) and its batched twin baddbmm. */
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
-import { noGrad } from '../autograd/grad_mode';
+import { record } from '../dispatch/record';
+import { noGrad } from '../dispatch/grad_mode';
 import { checkOptions, describe } from '../errors';
 import { checkTensor, rangeError, shapeStr, sumTo, typeError } from './util';
 import { matmulT, productGrads } from './linalg';
 import { add, mul } from './elementwise';
-import { autocastArgs } from '../amp/autocast';
+import { autocastArgs } from '../dispatch/autocast';
 
 /** Scale factors of {@link addmm} and {@link baddbmm} (PyTorch's keyword arguments). */
 export interface AddmmOptions {

@@ -1,8 +1,8 @@
 /** Element-wise ops with NumPy broadcasting, and their gradients. */
 import { native } from '../native';
 import type { Tensor, TensorLike } from '../tensor';
-import { record } from '../autograd/node';
-import { noGrad } from '../autograd/grad_mode';
+import { record } from '../dispatch/record';
+import { noGrad } from '../dispatch/grad_mode';
 import {
   type CanonicalDType,
   type DType,
@@ -15,12 +15,12 @@ import {
   toDType,
 } from '../dtype';
 import { checkOptions, describe, didYouMean } from '../errors';
-import { bumpVersions, checkInPlace } from '../autograd/version';
+import { bumpVersions, checkInPlace } from '../dispatch/version';
 import { normalizeDevice } from '../device';
 import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
-import { autocastArgs } from '../amp/autocast';
+import { autocastArgs } from '../dispatch/autocast';
 import { checkNumber } from '../validate';
-import { type BinaryGrad, binaryKernel, recordBinary, unaryGrad, unaryOp } from './launch';
+import { type BinaryGrad, binaryKernel, recordBinary, unaryGrad, unaryOp } from './call_shapes';
 import { abs, eq, ge, gt, le, log, lt, neg } from './generated/elementwise';
 
 // The ops of a uniform call shape are generated from the manifest (lib/ops/generated/).

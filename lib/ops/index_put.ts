@@ -9,7 +9,7 @@
  */
 import { native } from '../native';
 import { Tensor } from '../tensor';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { checkValueFits } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import { castTo, checkTensor, held, rangeError, shapeStr, typeError, wrap } from './util';

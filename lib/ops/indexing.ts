@@ -2,7 +2,7 @@
 import { native } from '../native';
 import { Tensor } from '../tensor';
 import { describe } from '../errors';
-import { record } from '../autograd/node';
+import { record } from '../dispatch/record';
 import { checkOptions } from '../errors';
 import { checkTensor, normDim, rangeError, shapeStr, typeError, wrap } from './util';
 import { mul } from './elementwise';

@@ -15,9 +15,9 @@
  */
 import { native } from '../native';
 import type { Tensor, TensorLike } from '../tensor';
-import { isGradEnabled, noGrad } from '../autograd/grad_mode';
-import { record } from '../autograd/node';
-import { baseOf, bumpVersions } from '../autograd/version';
+import { isGradEnabled, noGrad } from '../dispatch/grad_mode';
+import { record } from '../dispatch/record';
+import { baseOf, bumpVersions } from '../dispatch/version';
 import { type CanonicalDType, checkValueFits, isFloating } from '../dtype';
 import { describe, flockError } from '../errors';
 import { checkNumber } from '../validate';

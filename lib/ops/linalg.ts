@@ -1,10 +1,10 @@
 /** Matrix products: matmul with NumPy semantics (1-D, 2-D, batched with broadcasting). */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { record, recording } from '../autograd/node';
+import { record, recording } from '../dispatch/record';
 import { checkTensor, rangeError, shapeStr, sumTo, wrap } from './util';
 import { flockError } from '../errors';
-import { type AutocastDType, autocastLowering } from '../amp/autocast';
+import { type AutocastDType, autocastLowering } from '../dispatch/autocast';
 
 /**
  * op(a) · op(b) on ≥2-D operands, where op transposes the last two dims when asked. The kernels

@@ -1,12 +1,12 @@
 /** Vector norms (torch.norm / torch.linalg.vector_norm) over any dims, with PyTorch's gradient. */
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
-import { noGrad } from '../autograd/grad_mode';
+import { record } from '../dispatch/record';
+import { noGrad } from '../dispatch/grad_mode';
 import { describe } from '../errors';
 import { isFloating } from '../dtype';
 import { castTo, checkTensor, dimList, rangeError, shapeStr, typeError, wrap } from './util';
 import { native } from '../native';
-import { autocastArgs } from '../amp/autocast';
+import { autocastArgs } from '../dispatch/autocast';
 import { abs, div, eq, logicalOr, mul, ne, pow, sign, sqrt, square, where } from './elementwise';
 import { isnan } from './predicates';
 import { max, min, sum } from './reduce';

@@ -4,7 +4,7 @@
  */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
+import { record } from '../dispatch/record';
 import { describe } from '../errors';
 import { checkTensor, normDim, rangeError, shapeStr, typeError, wrap } from './util';
 import { reshape, expand, narrow, squeeze } from './shape';

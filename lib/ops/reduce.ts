@@ -3,14 +3,14 @@ import { native } from '../native';
 import type { ReduceOpName } from '../../types/native';
 import { reduceOpNames } from '../../types/op_codes';
 import type { Tensor } from '../tensor';
-import { record, recording } from '../autograd/node';
+import { record, recording } from '../dispatch/record';
 import { type DType, isFloating, toDType } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import { checkBool, checkNumber } from '../validate';
 import { castTo, checkTensor, dimList, normDim, typeError, wrap } from './util';
 import { div, eq, exp, mul, sqrt, sub, where } from './elementwise';
-import { autocastArgs } from '../amp/autocast';
-import { indexOf } from './launch';
+import { autocastArgs } from '../dispatch/autocast';
+import { indexOf } from './call_shapes';
 
 /** `g` (reduced over `dims`) reshaped with those dims kept as 1, then expanded to `shape`. */
 function expandBack(g: Tensor, shape: readonly number[], dims: number[], keepdim: boolean): Tensor {
@@ -33,7 +33,7 @@ function keptShape(x: Tensor, out: Tensor, dims: number[], keepdim: boolean): Te
       );
 }
 
-// Reduce op codes go to the addon as their index (see lib/ops/launch.ts).
+// Reduce op codes go to the addon as their index (see lib/ops/call_shapes.ts).
 const REDUCE = indexOf(reduceOpNames);
 
 function reduce(

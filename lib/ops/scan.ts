@@ -1,11 +1,11 @@
 /** Cumulative sums and products along a dim (cumsum, cumprod), and their gradients. */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
+import { record } from '../dispatch/record';
 import { type DType, isFloating, toDType } from '../dtype';
 import { checkOptions } from '../errors';
 import { castTo, checkTensor, normDim, wrap } from './util';
-import { autocastArgs } from '../amp/autocast';
+import { autocastArgs } from '../dispatch/autocast';
 
 export interface ScanOptions {
   /** Converts the input to this dtype first (as torch's `dtype=`); integers and bool otherwise give i64. */

@@ -1,7 +1,7 @@
 /** scatter and scatterReduce (sum, prod, mean, amax, amin), and their gradients, as torch's. */
 import { native } from '../native';
 import { Tensor } from '../tensor';
-import { record } from '../autograd/node';
+import { record } from '../dispatch/record';
 import { checkValueFits } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import type { ScatterReduceName } from '../../types/native';

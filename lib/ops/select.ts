@@ -4,7 +4,7 @@
  */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
+import { record } from '../dispatch/record';
 import { checkOptions, describe } from '../errors';
 import { checkTensor, rangeError, sumTo, typeError, held, wrap } from './util';
 

@@ -2,8 +2,8 @@
  *  (copies), narrow/slice, cat/stack/split/chunk — each with its gradient. */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
-import { shareVersion } from '../autograd/version';
+import { record } from '../dispatch/record';
+import { shareVersion } from '../dispatch/version';
 import { checkInt, checkNumber, valueText } from '../validate';
 import { checkTensor, normDim, rangeError, shapeStr, sumTo, typeError, wrap } from './util';
 import { computeStride, stridesOf, withStrides } from './strides';

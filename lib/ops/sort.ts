@@ -1,7 +1,7 @@
 /** Sorting along a dim: sort, argsort and topk (values and i64 indices), and their gradients. */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
-import { record } from '../autograd/node';
+import { record } from '../dispatch/record';
 import { describe } from '../errors';
 import { checkTensor, normDim, rangeError, typeError, wrap } from './util';
 import type { ValuesIndices } from './reduce';

@@ -14,7 +14,7 @@ import { maskedSelect } from './select';
 import { cat } from './shape';
 import { sort } from './sort';
 import { checkTensor } from './util';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 
 export interface UniqueOptions {
   /**

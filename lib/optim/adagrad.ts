@@ -5,7 +5,7 @@ import { Optimizer, type OptimizerSpec, type ParamsArg, stateDType } from './opt
 import { fusedStep } from './fused_step';
 import { checkOptions } from '../errors';
 import { checkBool, checkNumber } from '../validate';
-import { bumpVersions } from '../autograd/version';
+import { bumpVersions } from '../dispatch/version';
 import { keep } from '../memory';
 import { full } from '../ops/creation';
 import { rejectUnsupported } from './unsupported';

@@ -8,7 +8,7 @@ import { Optimizer, type OptimizerSpec, type ParamsArg, zeroState } from './opti
 import { fusedStep } from './fused_step';
 import { argError, checkOptions, describe } from '../errors';
 import { checkBool, checkNumber } from '../validate';
-import { bumpVersions } from '../autograd/version';
+import { bumpVersions } from '../dispatch/version';
 
 export interface AdamOptions {
   lr: number;

@@ -1,6 +1,6 @@
 /** Gradient clipping in place: by total norm (returned) or by value. */
 import { Tensor } from '../tensor';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { copy_ } from '../ops/elementwise';
 import { stack } from '../ops/shape';
 import { full } from '../ops/creation';

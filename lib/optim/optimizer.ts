@@ -12,7 +12,7 @@ import { native } from '../native';
 import type { NativeTicket } from '../../types/native';
 import { checkNumber } from '../validate';
 import { isFloating } from '../dtype';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { zeros } from '../ops/creation';
 
 /** Whether `p` is trained through an f32 master weight (bf16 and f16 parameters). */

@@ -5,7 +5,7 @@ import { Optimizer, type OptimizerSpec, type ParamsArg, hasMaster, masterOf, zer
 import { nextDraw } from '../random';
 import { argError, checkOptions } from '../errors';
 import { checkBool, checkNumber } from '../validate';
-import { bumpVersions } from '../autograd/version';
+import { bumpVersions } from '../dispatch/version';
 
 export interface SGDOptions {
   lr: number;

@@ -11,7 +11,7 @@
  */
 import type { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { cat } from '../ops/shape';
 import { zerosLike } from '../ops/creation';
 import { type Work, waitAll } from '../distributed/work';

@@ -14,7 +14,7 @@
  */
 import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { ready } from '../device';
 import { cat } from '../ops/shape';
 import { copy_ } from '../ops/elementwise';

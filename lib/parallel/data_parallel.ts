@@ -20,7 +20,7 @@
  */
 import { Tensor } from '../tensor';
 import { tidy } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { cat } from '../ops/shape';
 import { copy_ } from '../ops/elementwise';
 import type { Module } from '../nn/module';

@@ -19,7 +19,7 @@
  */
 import { Tensor } from '../tensor';
 import { keep, tidy } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { native } from '../native';
 import { normalizeDevice } from '../device';
 import { cat } from '../ops/shape';

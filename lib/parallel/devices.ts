@@ -4,7 +4,7 @@
  */
 import { Tensor } from '../tensor';
 import { keep } from '../memory';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { normalizeDevice } from '../device';
 import { Module } from '../nn/module';
 import { Parameter } from '../nn/parameter';

@@ -16,7 +16,7 @@ import { Tensor } from '../tensor';
 import { keep } from '../memory';
 import { native } from '../native';
 import { ready } from '../device';
-import { enableGrad } from '../autograd/grad_mode';
+import { enableGrad } from '../dispatch/grad_mode';
 import type { Module } from '../nn/module';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkChoice, checkInt } from '../validate';

@@ -29,7 +29,7 @@
 import { Tensor } from '../tensor';
 import { keep } from '../memory';
 import { ready } from '../device';
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { zeros } from '../ops/creation';
 import { type CanonicalDType, type DType, toDType } from '../dtype';
 import { argError, checkOptions, describe, flockError } from '../errors';

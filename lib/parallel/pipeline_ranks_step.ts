@@ -5,7 +5,7 @@
  */
 import { Tensor } from '../tensor';
 import { keep } from '../memory';
-import { enableGrad } from '../autograd/grad_mode';
+import { enableGrad } from '../dispatch/grad_mode';
 import { tensor, zeros } from '../ops/creation';
 import { DTYPES, type CanonicalDType } from '../dtype';
 import { argError, describe, flockError } from '../errors';

@@ -18,11 +18,11 @@
  *   otherwise), accumulated during the recompute. One output only.
  */
 import { Tensor } from '../tensor';
-import { record } from '../autograd/node';
+import { record } from '../dispatch/record';
 import { backward } from '../autograd/engine';
-import { enableGrad, isGradEnabled, noGrad } from '../autograd/grad_mode';
+import { enableGrad, isGradEnabled, noGrad } from '../dispatch/grad_mode';
 import { getRngState, setRngState } from '../random';
-import { autocastState, withAutocastStates } from '../amp/autocast';
+import { autocastState, withAutocastStates } from '../dispatch/autocast';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { currentScope, keep, tidy } from '../memory';
 import { Module } from '../nn/module';

@@ -5,7 +5,7 @@
  * gradient). Element-wise ops, norms, pooling and the optimizer are left out: they are memory-bound
  * and small next to the products.
  */
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { tidy } from '../memory';
 import { Conv2d, ConvTranspose2d } from '../nn/conv';
 import { Linear } from '../nn/linear';

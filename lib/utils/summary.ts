@@ -3,7 +3,7 @@
  * by one forward pass (in call order, as a tree), its output shape and parameter count, then the
  * totals and the memory estimate — returned as text and as data.
  */
-import { noGrad } from '../autograd/grad_mode';
+import { noGrad } from '../dispatch/grad_mode';
 import { tidy } from '../memory';
 import { Tensor } from '../tensor';
 import { itemSize, isDType, isFloating, type CanonicalDType, type DType, canonicalDType } from '../dtype';

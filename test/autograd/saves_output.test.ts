@@ -1,5 +1,5 @@
 /**
- * Which ops count their output as saved for backward (lib/autograd/node.ts, `savesOutput`): an op
+ * Which ops count their output as saved for backward (lib/dispatch/record.ts, `savesOutput`): an op
  * whose gradient never reads its output lets that output be modified in place afterwards, with the
  * gradients it would give a clone (as PyTorch, where add, mm, linear, sum... save no result); an op
  * that reads it (softmax, linear with relu, norm, ...) refuses backward, naming itself and the write.

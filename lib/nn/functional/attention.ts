@@ -5,12 +5,12 @@
  */
 import type { Tensor } from '../../tensor';
 import { native, type NewTensor } from '../../native';
-import { record } from '../../autograd/node';
+import { record } from '../../dispatch/record';
 import { shapeStr, wrap } from '../../ops/util';
 import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
 import { checkBool, checkNumber, checkOptionalTensor } from '../../validate';
 import { isFloating } from '../../dtype';
-import { autocastArgs } from '../../amp/autocast';
+import { autocastArgs } from '../../dispatch/autocast';
 import { nextDraw } from '../../random';
 import { tensorArg } from './args';
 

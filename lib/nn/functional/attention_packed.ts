@@ -7,7 +7,7 @@
  */
 import type { Tensor } from '../../tensor';
 import { native } from '../../native';
-import { record } from '../../autograd/node';
+import { record } from '../../dispatch/record';
 import { wrap } from '../../ops/util';
 import { nextDraw } from '../../random';
 import { type MaskPlan, maskArgs, planMask } from './attention';

@@ -1,7 +1,7 @@
 /** linear, dropout and embedding: the small functional ops of the common layers. */
 import type { Tensor } from '../../tensor';
 import { native } from '../../native';
-import { record } from '../../autograd/node';
+import { record } from '../../dispatch/record';
 import { matmulT, productGrads, productUntracked } from '../../ops/linalg';
 import { bernoulli } from '../../ops/creation';
 import { shapeStr, wrap } from '../../ops/util';
@@ -9,7 +9,7 @@ import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
 import { checkBool, checkChoice, checkNumber } from '../../validate';
 import { isFloating } from '../../dtype';
 import { tensorArg } from './args';
-import { type AutocastDType, autocastLowering } from '../../amp/autocast';
+import { type AutocastDType, autocastLowering } from '../../dispatch/autocast';
 
 /** The activations {@link linear} can fuse with its bias add. */
 export type LinearActivation = 'none' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'tanh' | 'sigmoid';

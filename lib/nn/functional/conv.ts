@@ -5,12 +5,12 @@
  */
 import { native } from '../../native';
 import type { Tensor } from '../../tensor';
-import { record } from '../../autograd/node';
+import { record } from '../../dispatch/record';
 import { castTo, shapeStr, wrap } from '../../ops/util';
 import { checkOptions, flockError } from '../../errors';
 import { checkInt } from '../../validate';
 import { check4d, checkFloat, pair, tensorArg, type Pair } from './args';
-import { autocastArgs } from '../../amp/autocast';
+import { autocastArgs } from '../../dispatch/autocast';
 
 export interface Conv2dOptions {
   stride?: Pair;

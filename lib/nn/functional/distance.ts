@@ -1,7 +1,7 @@
 /** normalize, cosineSimilarity and pairwiseDistance as PyTorch 1.13's, built from norm and element-wise ops. */
 import type { Tensor } from '../../tensor';
-import { noGrad } from '../../autograd/grad_mode';
-import { record } from '../../autograd/node';
+import { noGrad } from '../../dispatch/grad_mode';
+import { record } from '../../dispatch/record';
 import { norm } from '../../ops/norms';
 import { clamp } from '../../ops/elementwise';
 import { normDim, shapeStr } from '../../ops/util';
@@ -9,7 +9,7 @@ import { isFloating, promoteTypes } from '../../dtype';
 import { checkOptions, flockError } from '../../errors';
 import { checkBool, checkNumber } from '../../validate';
 import { tensorArg } from './args';
-import { autocastArgs } from '../../amp/autocast';
+import { autocastArgs } from '../../dispatch/autocast';
 
 export interface NormalizeOptions {
   /** The norm's order (default 2; Infinity for the max norm). */

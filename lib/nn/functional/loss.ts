@@ -4,14 +4,14 @@
  */
 import { native } from '../../native';
 import type { Tensor } from '../../tensor';
-import { record } from '../../autograd/node';
+import { record } from '../../dispatch/record';
 import { shapeStr, wrap } from '../../ops/util';
 import { isFloating } from '../../dtype';
 import { log1p, where } from '../../ops/elementwise';
 import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
 import { checkChoice, checkNumber, checkOptionalTensor } from '../../validate';
 import { tensorArg } from './args';
-import { autocastArgs } from '../../amp/autocast';
+import { autocastArgs } from '../../dispatch/autocast';
 
 export type Reduction = 'mean' | 'sum' | 'none';
 const REDUCTIONS: readonly Reduction[] = ['mean', 'sum', 'none'];

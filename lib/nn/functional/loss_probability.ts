@@ -3,15 +3,15 @@
  * and the Kullback-Leibler divergence (with 'batchmean' and log-space targets).
  */
 import type { Tensor } from '../../tensor';
-import { noGrad } from '../../autograd/grad_mode';
-import { record } from '../../autograd/node';
+import { noGrad } from '../../dispatch/grad_mode';
+import { record } from '../../dispatch/record';
 import { clamp, log1p, where } from '../../ops/elementwise';
 import { shapeStr } from '../../ops/util';
 import { isFloating } from '../../dtype';
 import { checkOptions, dtypeError, flockError, shapeError } from '../../errors';
 import { checkBool, checkChoice, checkOptionalTensor } from '../../validate';
 import { pairOf, reduce, type Reduction } from './loss';
-import { autocastArgs } from '../../amp/autocast';
+import { autocastArgs } from '../../dispatch/autocast';
 
 export interface BCELossOptions {
   reduction?: Reduction;

@@ -6,15 +6,15 @@
  */
 import { native } from '../../native';
 import type { Tensor } from '../../tensor';
-import { record } from '../../autograd/node';
-import { noGrad } from '../../autograd/grad_mode';
+import { record } from '../../dispatch/record';
+import { noGrad } from '../../dispatch/grad_mode';
 import { copy_ } from '../../ops/elementwise';
 import { shapeStr, wrap } from '../../ops/util';
 import { isFloating } from '../../dtype';
 import { checkOptions, flockError } from '../../errors';
 import { checkBool, checkNumber, checkOptionalTensor, checkSizes } from '../../validate';
 import { tensorArg } from './args';
-import { autocastArgs } from '../../amp/autocast';
+import { autocastArgs } from '../../dispatch/autocast';
 
 const numel = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
 

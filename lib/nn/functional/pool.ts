@@ -1,7 +1,7 @@
 /** 2-D pooling (max with argmax indices, average, adaptive average) on the native kernels. */
 import { native } from '../../native';
 import type { Tensor } from '../../tensor';
-import { record } from '../../autograd/node';
+import { record } from '../../dispatch/record';
 import { shapeStr, wrap } from '../../ops/util';
 import { checkOptions, flockError } from '../../errors';
 import { checkBool } from '../../validate';

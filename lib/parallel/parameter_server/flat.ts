@@ -8,7 +8,7 @@
 import type { Tensor } from '../../tensor';
 import { tensor } from '../../ops/creation';
 import { narrow, reshape } from '../../ops/shape';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import type { ParamSpec } from './shard';
 
 /** The bytes of a typed array, without copying. */

@@ -37,7 +37,7 @@ import { hostname } from 'node:os';
 import type { Tensor } from '../../tensor';
 import type { Module } from '../../nn/module';
 import { copy_ } from '../../ops/elementwise';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { argError, describe, flockError } from '../../errors';
 import { Store } from '../../distributed/store';
 import { getStore, isInitialized } from '../../distributed/process_group';

@@ -10,7 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Tensor } from '../../tensor';
 import { tidy } from '../../memory';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { ClockTable } from './clocks';
 import { type ParamSpec, describeShard, shardBytes } from './shard';
 import { readFlat, tensorsOf } from './flat';

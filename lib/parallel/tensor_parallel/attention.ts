@@ -18,7 +18,7 @@ import { scaledDotProductAttention } from '../../nn/functional/attention';
 import { cat } from '../../ops/shape';
 import { tensor, zeros } from '../../ops/creation';
 import { logicalAnd, logicalNot } from '../../ops/elementwise';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { checkOptions, flockError } from '../../errors';
 import { checkBool, checkInt, checkNumber, checkOptionalTensor } from '../../validate';
 import { checkGroup, copyToParallel, reduceFromParallel } from './mappings';

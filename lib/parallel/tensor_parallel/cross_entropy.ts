@@ -8,7 +8,7 @@
  */
 import type { Tensor } from '../../tensor';
 import type { ProcessGroup } from '../../distributed/process_group';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { logicalAnd, logicalNot, logicalOr, where } from '../../ops/elementwise';
 import { checkOptions, flockError } from '../../errors';
 import { isFloating } from '../../dtype';

@@ -17,9 +17,9 @@
  * attaches its own handler, so they cannot become unhandled rejections.
  */
 import type { Tensor } from '../../tensor';
-import { record } from '../../autograd/node';
+import { record } from '../../dispatch/record';
 import { zeros } from '../../ops/creation';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { isFloating } from '../../dtype';
 import { flockError } from '../../errors';
 import type { ProcessGroup } from '../../distributed/process_group';

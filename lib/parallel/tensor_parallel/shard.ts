@@ -1,6 +1,6 @@
 /** Shared pieces of the tensor-parallel layers: size checks and slicing the unsplit layer's weights. */
 import type { Tensor } from '../../tensor';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { flockError } from '../../errors';
 import { type Parameter, ownParameter } from '../../nn/parameter';
 

@@ -19,7 +19,7 @@
  */
 import { Tensor } from '../../tensor';
 import { keep, tidy } from '../../memory';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { zeros } from '../../ops/creation';
 import { argError, checkOptions, describe, flockError } from '../../errors';
 import { checkBool, checkCreateKey, checkNumber } from '../../validate';

@@ -9,7 +9,7 @@
  */
 import type { Tensor } from '../../tensor';
 import { keep, tidy } from '../../memory';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { cat } from '../../ops/shape';
 import { zeros } from '../../ops/creation';
 import { copy_ } from '../../ops/elementwise';

@@ -25,7 +25,7 @@ import { keep, tidy } from '../../memory';
 import { zeros } from '../../ops/creation';
 import { stack } from '../../ops/shape';
 import { copy_ } from '../../ops/elementwise';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { checkNumber } from '../../validate';
 import { Optimizer, type OptimizerStateDict, type ParamsArg, paramGroupList } from '../../optim/optimizer';
 import { argError, checkOptions, describe, flockError } from '../../errors';

@@ -6,7 +6,7 @@
  */
 import { Tensor } from '../../tensor';
 import { keep, tidy } from '../../memory';
-import { noGrad } from '../../autograd/grad_mode';
+import { noGrad } from '../../dispatch/grad_mode';
 import { cat } from '../../ops/shape';
 import { full, zeros } from '../../ops/creation';
 import { copy_ } from '../../ops/elementwise';

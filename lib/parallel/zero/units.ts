@@ -21,8 +21,8 @@
  */
 import { Tensor } from '../../tensor';
 import { keep, tidy } from '../../memory';
-import { isGradEnabled, noGrad } from '../../autograd/grad_mode';
-import { record } from '../../autograd/node';
+import { isGradEnabled, noGrad } from '../../dispatch/grad_mode';
+import { record } from '../../dispatch/record';
 import { zeros } from '../../ops/creation';
 import { cat } from '../../ops/shape';
 import { argError, describe, flockError } from '../../errors';

@@ -1,4 +1,4 @@
-/** Cases for the element-wise binary ops (lib/ops/manifest/binary.ts): broadcasting, scalars, integers. */
+/** Cases for the element-wise binary ops (lib/manifest/binary.ts): broadcasting, scalars, integers. */
 import * as fl from '../../../lib/index';
 import type { Tensor } from '../../../lib/index';
 import type { Arr, InputSpec, OpCase } from '../harness/types';

@@ -1,4 +1,4 @@
-/** Cases for addmm, baddbmm, lerp and einsum (lib/ops/manifest/blas.ts). */
+/** Cases for addmm, baddbmm, lerp and einsum (lib/manifest/blas.ts). */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr, matmul2, permute, zip, zip3 } from './ref';

@@ -1,4 +1,4 @@
-/** Cases for clone, to and copy_ (lib/ops/manifest/copy.ts). */
+/** Cases for clone, to and copy_ (lib/manifest/copy.ts). */
 import * as fl from '../../../lib/index';
 import type { Tensor } from '../../../lib/index';
 import type { OpCase } from '../harness/types';

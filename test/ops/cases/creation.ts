@@ -1,5 +1,5 @@
 /**
- * Cases for the creation ops (lib/ops/manifest/creation.ts). Each takes an input only for its
+ * Cases for the creation ops (lib/manifest/creation.ts). Each takes an input only for its
  * dtype and device (the harness picks both), or as the tensor a *Like op copies the shape of.
  * Random ops are checked by their properties (range, integrality, moments) with a fixed seed.
  */

@@ -22,7 +22,6 @@ import { cases as optim } from './optim';
 import { cases as predicates } from './predicates';
 import { cases as rearrange } from './rearrange';
 import { cases as reduce } from './reduce';
-import { cases as reduceMore } from './reduce_more';
 import { cases as rnn } from './rnn';
 import { cases as sample } from './sample';
 import { cases as scan } from './scan';
@@ -59,7 +58,6 @@ export const cases: readonly OpCase[] = [
   ...predicates,
   ...rearrange,
   ...reduce,
-  ...reduceMore,
   ...rnn,
   ...sample,
   ...scan,

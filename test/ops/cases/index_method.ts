@@ -1,5 +1,5 @@
 /**
- * Cases for PyTorch-style indexing (lib/ops/manifest/index_method.ts); index tensors and masks are
+ * Cases for PyTorch-style indexing (lib/manifest/index_method.ts); index tensors and masks are
  * inputs excluded from gradients. The writes go into a clone, so their gradient check runs through
  * the rebased history of a non-leaf.
  */

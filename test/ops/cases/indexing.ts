@@ -1,4 +1,4 @@
-/** Cases for the indexing ops (lib/ops/manifest/indexing.ts); indices are inputs excluded from gradients. */
+/** Cases for the indexing ops (lib/manifest/indexing.ts); indices are inputs excluded from gradients. */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr, forEachScatter, strides } from './ref';

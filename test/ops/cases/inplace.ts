@@ -1,5 +1,5 @@
 /**
- * Cases for the in-place methods (lib/ops/manifest/inplace.ts). Each writes into a clone of its
+ * Cases for the in-place methods (lib/manifest/inplace.ts). Each writes into a clone of its
  * first input, so the gradient check runs through the rebased history of a non-leaf.
  */
 import * as fl from '../../../lib/index';

@@ -1,4 +1,4 @@
-/** Cases for randLike/randnLike (lib/ops/manifest/like.ts): shape, dtype and sample moments. */
+/** Cases for randLike/randnLike (lib/manifest/like.ts): shape, dtype and sample moments. */
 import * as fl from '../../../lib/index';
 import type { Tensor } from '../../../lib/index';
 import type { OpCase } from '../harness/types';

@@ -1,4 +1,4 @@
-/** Cases for matmul, mm and bmm (lib/ops/manifest/linalg.ts). */
+/** Cases for matmul, mm and bmm (lib/manifest/linalg.ts). */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr, matmul2 } from './ref';

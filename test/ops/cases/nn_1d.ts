@@ -1,4 +1,4 @@
-/** Cases for the 1-d convolutions and pools (lib/ops/manifest/nn_1d.ts), against the 2-d references on [N, C, 1, L]. */
+/** Cases for the 1-d convolutions and pools (lib/manifest/nn_1d.ts), against the 2-d references on [N, C, 1, L]. */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr } from './ref';

@@ -1,4 +1,4 @@
-/** Cases for conv2d and convTranspose2d (lib/ops/manifest/nn.ts). */
+/** Cases for conv2d and convTranspose2d (lib/manifest/nn.ts). */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr } from './ref';

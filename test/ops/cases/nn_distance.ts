@@ -1,4 +1,4 @@
-/** Cases for normalize and the distances (lib/ops/manifest/nn_distance.ts), over the last dim of [rows, n] inputs. */
+/** Cases for normalize and the distances (lib/manifest/nn_distance.ts), over the last dim of [rows, n] inputs. */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr } from './ref';

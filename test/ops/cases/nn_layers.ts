@@ -1,4 +1,4 @@
-/** Cases for linear, dropout, embedding and the normalisations (lib/ops/manifest/nn.ts). */
+/** Cases for linear, dropout, embedding and the normalisations (lib/manifest/nn.ts). */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr, gelu, geluTanh, map, matmul2, sigmoid, silu } from './ref';

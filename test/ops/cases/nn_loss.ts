@@ -1,4 +1,4 @@
-/** Cases for the losses (lib/ops/manifest/nn.ts): class-index targets with ignoreIndex and smoothing, and the element-wise losses. */
+/** Cases for the losses (lib/manifest/nn.ts): class-index targets with ignoreIndex and smoothing, and the element-wise losses. */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr, sum, zip } from './ref';

@@ -1,4 +1,4 @@
-/** Cases for the pooling ops (lib/ops/manifest/nn.ts). */
+/** Cases for the pooling ops (lib/manifest/nn.ts). */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr } from './ref';

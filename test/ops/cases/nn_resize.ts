@@ -1,4 +1,4 @@
-/** Cases for F.pad and F.interpolate (lib/ops/manifest/nn_resize.ts): every output element read from its source index. */
+/** Cases for F.pad and F.interpolate (lib/manifest/nn_resize.ts): every output element read from its source index. */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr, strides } from './ref';

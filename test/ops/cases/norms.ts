@@ -1,4 +1,4 @@
-/** Cases for norm (lib/ops/manifest/norms.ts). */
+/** Cases for norm (lib/manifest/norms.ts). */
 import * as fl from '../../../lib/index';
 import type { OpCase } from '../harness/types';
 import { reduce } from './ref';

@@ -1,5 +1,5 @@
 /**
- * Cases for the fused optimizer steps and gradient clipping (lib/ops/manifest/optim.ts): a
+ * Cases for the fused optimizer steps and gradient clipping (lib/manifest/optim.ts): a
  * parameter and its gradient as inputs, three steps (the gradient kept), against f64 updates.
  */
 import * as fl from '../../../lib/index';

@@ -1,4 +1,4 @@
-/** Cases for isnan/isinf/isfinite, isclose and allclose (lib/ops/manifest/predicates.ts). */
+/** Cases for isnan/isinf/isfinite, isclose and allclose (lib/manifest/predicates.ts). */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { map, zip } from './ref';

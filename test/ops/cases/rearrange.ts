@@ -1,4 +1,4 @@
-/** Cases for flip, roll, repeat, tile, unbind (lib/ops/manifest/rearrange.ts). */
+/** Cases for flip, roll, repeat, tile, unbind (lib/manifest/rearrange.ts). */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr, strides } from './ref';

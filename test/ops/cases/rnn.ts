@@ -1,4 +1,4 @@
-/** Cases of the recurrent cells (lib/ops/manifest/rnn.ts) against a plain f64 step. */
+/** Cases of the recurrent cells (lib/manifest/rnn.ts) against a plain f64 step. */
 import * as fl from '../../../lib/index';
 import type { Arr, InputSpec, OpCase } from '../harness/types';
 import { arr } from './ref';

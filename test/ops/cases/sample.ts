@@ -1,5 +1,5 @@
 /**
- * Cases for randperm and multinomial (lib/ops/manifest/sample.ts). The draws are random, so each
+ * Cases for randperm and multinomial (lib/manifest/sample.ts). The draws are random, so each
  * case checks what every draw must satisfy: a permutation sorts to 0..n-1; a draw without
  * replacement of every non-zero category, sorted, is those categories; a one-hot row always gives its index.
  */

@@ -1,4 +1,4 @@
-/** Cases for cumsum and cumprod (lib/ops/manifest/scan.ts). */
+/** Cases for cumsum and cumprod (lib/manifest/scan.ts). */
 import type { Arr, OpCase } from '../harness/types';
 import { rows } from './ref';
 

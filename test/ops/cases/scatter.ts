@@ -1,4 +1,4 @@
-/** Cases for scatter, scatterReduce and indexAdd (lib/ops/manifest/scatter.ts); indices are fixed or drawn, never differentiated. */
+/** Cases for scatter, scatterReduce and indexAdd (lib/manifest/scatter.ts); indices are fixed or drawn, never differentiated. */
 import type { Arr, OpCase } from '../harness/types';
 import { arr, forEachScatter, reduceScattered } from './ref';
 

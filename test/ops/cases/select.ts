@@ -1,4 +1,4 @@
-/** Cases for maskedSelect and nonzero (lib/ops/manifest/select.ts); masks are inputs, never differentiated. */
+/** Cases for maskedSelect and nonzero (lib/manifest/select.ts); masks are inputs, never differentiated. */
 import * as fl from '../../../lib/index';
 import type { OpCase } from '../harness/types';
 import { arr, broadcastShape, strides } from './ref';

@@ -1,4 +1,4 @@
-/** Cases for the shape ops (lib/ops/manifest/shape.ts): the reference moves values, the op must too. */
+/** Cases for the shape ops (lib/manifest/shape.ts): the reference moves values, the op must too. */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr, permute, strides } from './ref';

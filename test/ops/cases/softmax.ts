@@ -1,4 +1,4 @@
-/** Cases for softmax and logSoftmax (lib/ops/manifest/softmax.ts). */
+/** Cases for softmax and logSoftmax (lib/manifest/softmax.ts). */
 import type { Arr, OpCase } from '../harness/types';
 import { rows } from './ref';
 

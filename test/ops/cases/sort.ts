@@ -1,4 +1,4 @@
-/** Cases for sort, argsort and topk (lib/ops/manifest/sort.ts): values and i64 indices. */
+/** Cases for sort, argsort and topk (lib/manifest/sort.ts): values and i64 indices. */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { rows } from './ref';

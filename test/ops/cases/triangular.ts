@@ -1,4 +1,4 @@
-/** Cases for tril/triu (lib/ops/manifest/triangular.ts). */
+/** Cases for tril/triu (lib/manifest/triangular.ts). */
 import * as fl from '../../../lib/index';
 import type { Arr, OpCase } from '../harness/types';
 import { arr } from './ref';

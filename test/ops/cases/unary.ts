@@ -1,4 +1,4 @@
-/** Cases for the element-wise unary ops (lib/ops/manifest/unary.ts). */
+/** Cases for the element-wise unary ops (lib/manifest/unary.ts). */
 import * as fl from '../../../lib/index';
 import type { Tensor } from '../../../lib/index';
 import type { InputSpec, OpCase } from '../harness/types';

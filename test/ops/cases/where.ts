@@ -1,4 +1,4 @@
-/** Cases for where and maskedFill (lib/ops/manifest/where.ts). */
+/** Cases for where and maskedFill (lib/manifest/where.ts). */
 import * as fl from '../../../lib/index';
 import type { OpCase } from '../harness/types';
 import { zip, zip3 } from './ref';

@@ -5,7 +5,7 @@
  */
 import * as fl from '../../../lib/index';
 import type { DType, Tensor } from '../../../lib/index';
-import type { DeviceKind, OpDecl } from '../../../lib/ops/manifest/index';
+import type { DeviceKind, OpDecl } from '../../../lib/manifest/index';
 import { gradcheck } from '../../helpers/gradcheck';
 import { mismatch, tolFor } from './compare';
 import { isFloatDType, makeInputs, nonContiguous, numel, toArr } from './make';

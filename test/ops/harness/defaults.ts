@@ -8,7 +8,7 @@
  */
 import * as fl from '../../../lib/index';
 import type { Tensor } from '../../../lib/index';
-import type { OpDecl } from '../../../lib/ops/manifest/index';
+import type { OpDecl } from '../../../lib/manifest/index';
 import { map, zip } from '../cases/ref';
 import type { InputSpec, OpCase } from './types';
 

@@ -1,5 +1,5 @@
 /**
- * The conformance harness: every op of the manifest (lib/ops/manifest/) through its cases
+ * The conformance harness: every op of the manifest (lib/manifest/) through its cases
  * (test/ops/cases/), on every device it declares dtypes for:
  *   cpu    forward against the f64 reference in each dtype, on non-contiguous inputs too, at the odd
  *          sizes 0, 1, 3, 127, 1025 (cases with `sized`), and the f64 central-difference gradient check
@@ -15,7 +15,7 @@ import { native } from '../../../lib/native';
 import { gpuSuiteRuns } from '../../gpu/gpu_present';
 import { ODD_SIZES, againstCpu, caseName, dtypesFor, forward, gradAgainstCpu, gradcheckFits, gradient, wantsGrad } from './check';
 import { coverage } from './plan';
-import { manifest, type OpDecl } from '../../../lib/ops/manifest/index';
+import { manifest, type OpDecl } from '../../../lib/manifest/index';
 
 const all = coverage();
 const { missing, unknown } = all;

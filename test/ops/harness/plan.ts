@@ -1,5 +1,5 @@
 /** Which cases cover which manifest ops: the harness and the perf mode share it. */
-import { manifest, type OpDecl } from '../../../lib/ops/manifest/index';
+import { manifest, type OpDecl } from '../../../lib/manifest/index';
 import { cases } from '../cases/index';
 import { defaultCase } from './defaults';
 import type { OpCase } from './types';

@@ -1,6 +1,6 @@
 /**
  * Autocast (automatic mixed precision), as torch.autocast: inside a region, each op casts its
- * floating inputs by the policy its manifest entry declares (`autocast` in lib/ops/manifest):
+ * floating inputs by the policy its manifest entry declares (`autocast` in lib/manifest):
  * 'lower' ops (matmul, linear, conv, attention) run in the region's low dtype, 'f32' ops (softmax,
  * norms, losses, exp, log, pow, sum, mean, ...) run in f32, 'promote' ops run in the widest input
  * dtype, 'none' ops are left alone. f64 tensors are never cast, as in PyTorch.
@@ -18,9 +18,9 @@ import { canonicalDType } from '../dtype';
 import { argError, checkOptions, describe, flockError } from '../errors';
 import { checkBool } from '../validate';
 import { adopt, keep } from '../memory';
-import { versionOf } from '../autograd/version';
-import type { AutocastPolicy } from '../ops/manifest/types';
-import { manifest } from '../ops/manifest';
+import { versionOf } from './version';
+import type { AutocastPolicy } from '../manifest/types';
+import { manifest } from '../manifest/index';
 
 export type AutocastDevice = 'cpu' | 'cuda';
 export type AutocastDType = 'bf16' | 'f16';

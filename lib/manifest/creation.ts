@@ -1,5 +1,5 @@
 /** Creation ops: `copy_from_host`, `fill`, `arange` and `random` kernel families. */
-import type { DType } from '../../dtype';
+import type { DType } from '../dtype';
 import { ALL, type ArgDecl, FLOATS, NUMERIC, type OpDecl, op } from './types';
 
 const OPTIONS: ArgDecl = { name: 'options', type: 'options', default: {}, rule: 'dtype, device, requiresGrad' };

@@ -8,7 +8,7 @@ import { native } from '../native';
 import type { BinaryOpName, UnaryOpName } from '../../types/native';
 import { binaryOpNames, unaryOpNames } from '../../types/op_codes';
 import type { Tensor, TensorLike } from '../tensor';
-import { record, recording } from '../autograd/node';
+import { record, recording } from '../dispatch/record';
 import { isFloating } from '../dtype';
 import { castTo, checkTensor, operands, sumTo, wrap } from './util';
 
@@ -45,7 +45,7 @@ export function recordBinary(out: Tensor, name: string, a: Tensor, b: Tensor, gr
 }
 
 /**
- * A binary op's gradient (lib/autograd/formulas.ts): given the upstream gradient, the promoted
+ * A binary op's gradient (lib/ops/grads/binary.ts): given the upstream gradient, the promoted
  * operands and the output, each operand's gradient at the broadcast shape, or null for an operand
  * that does not require grad. `savesOutput` says whether it reads `out`.
  */

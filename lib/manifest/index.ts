@@ -18,7 +18,6 @@ import { optimOps } from './optim';
 import { predicateOps } from './predicates';
 import { rearrangeOps } from './rearrange';
 import { reduceOps } from './reduce';
-import { reduceMoreOps } from './reduce_more';
 import { rnnOps } from './rnn';
 import { sampleOps } from './sample';
 import { scanOps } from './scan';
@@ -55,7 +54,6 @@ export const manifest: readonly OpDecl[] = [
   ...predicateOps,
   ...rearrangeOps,
   ...reduceOps,
-  ...reduceMoreOps,
   ...rnnOps,
   ...sampleOps,
   ...scanOps,

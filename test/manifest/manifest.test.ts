@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { kernelCodes, manifest, type OpDecl } from '../../lib/ops/manifest/index';
+import { kernelCodes, manifest, type OpDecl } from '../../lib/manifest/index';
 import { ENUMS, ROOT, bindingExports, collectCodes, declaredExports, generate, kernelFamilies, problems } from '../../scripts/gen_ops';
 import { WRAPPER_OUTPUTS, callShape } from '../../scripts/gen_wrappers';
 

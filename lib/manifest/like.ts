@@ -1,5 +1,5 @@
 /** randLike/randnLike (random kernel): samples with the input's shape, dtype and device (zerosLike & co are in creation.ts). */
-import type { DType } from '../../dtype';
+import type { DType } from '../dtype';
 import { FLOATS, type ArgDecl, type OpDecl, op } from './types';
 
 const LIKE: ArgDecl = { name: 'input', type: 'tensor' };

@@ -3,7 +3,7 @@
  * storage; the gradient is the out-of-place op's, recorded on self's rebased history.
  */
 import { ALL, FLOATS, NUMERIC, type ArgDecl, type GradDecl, type OpDecl, op } from './types';
-import type { DType } from '../../dtype';
+import type { DType } from '../dtype';
 
 const SELF: ArgDecl = { name: 'self', type: 'tensor', rule: 'not a leaf that requires grad outside noGrad; not a view while recorded' };
 

@@ -1,10 +1,10 @@
 /**
  * The op manifest's declaration type. Every user-visible op is declared once, in one
- * `lib/ops/manifest/<family>.ts` file; `scripts/gen_ops.ts` derives the native op-code enums, the
+ * `lib/manifest/<family>.ts` file; `scripts/gen_ops.ts` derives the native op-code enums, the
  * binding's name tables and the native name types from it, and the conformance harness
  * (`test/ops/harness/`) walks it, failing for any op without a case.
  */
-import type { DType } from '../../dtype';
+import type { DType } from '../dtype';
 
 export type DeviceKind = 'cpu' | 'cuda';
 

@@ -7,8 +7,8 @@
  * differentiable ops, so the gradient is itself differentiable. Unary ops need no entry: their
  * derivative is a case of `unary_derivative` in cpp/scalar_math.h.
  */
-import type { BinaryFormula } from '../ops/launch';
-import { div, mul } from '../ops/elementwise';
+import type { BinaryFormula } from '../call_shapes';
+import { div, mul } from '../elementwise';
 
 /** The table; the generated wrappers index it by the op's name, so a missing entry fails the type-check. */
 export const binaryFormulas = {
