@@ -23,7 +23,7 @@ import { Tensor } from '../tensor';
 import { getRngState, setRngState } from '../random';
 import { type ErrorCode, argError, checkOptions, describe, flockError, isFlockError } from '../errors';
 import { checkBool } from '../validate';
-import { checkStateDict } from '../nn/module';
+import { checkStateDict } from './state_dict';
 import { barrier, getRank, getStore, getWorldSize, isInitialized } from '../distributed/process_group';
 import { load as loadTensors, save as saveTensors, type StateDict } from './safetensors';
 import { fsyncDir, ioError, removeDeadTemps, tempSibling, writeFileAtomic } from './atomic';
