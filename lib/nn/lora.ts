@@ -113,8 +113,10 @@ export class LoraLinear extends Module {
   forward(x: Tensor): Tensor {
     const y = this.base_layer.forward(x);
     if (this.merged) return y;
-    const delta = this.lora_B.forward(this.lora_A.forward(this.lora_dropout.forward(x)));
-    return y.add(this.scaling === 1 ? delta : delta.mul(this.scaling));
+    // Scaled between A and B: the same product, and the multiply runs over [rows, r] rather than
+    // over the layer's whole [rows, out] output.
+    const a = this.lora_A.forward(this.lora_dropout.forward(x));
+    return y.add(this.lora_B.forward(this.scaling === 1 ? a : a.mul(this.scaling)));
   }
 
   /** scaling · B·A in the base weight's layout ([in, out] under fanInFanOut) and dtype. */
