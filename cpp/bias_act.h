@@ -3,6 +3,8 @@
 // scheme as kernels.h; the activations reuse scalar_math.h's formulas.
 #pragma once
 #include "kernels.h"
+#include "generated/unary_codes.h"
+#include "generated/bias_act_codes.h"
 
 namespace flock {
 

@@ -3,6 +3,8 @@
 #pragma once
 #include <cmath>
 #include "kernels.h"
+#include "generated/unary_codes.h"
+#include "generated/binary_codes.h"
 
 #ifdef __CUDACC__
 #define FLOCK_HD __host__ __device__ __forceinline__

@@ -7,6 +7,7 @@
 #include "bias_act.h"
 #include "common.cuh"
 #include "scalar_math.h"
+#include "generated/bias_act_codes.h"
 
 namespace flock::cuda {
 namespace {

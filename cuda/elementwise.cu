@@ -6,6 +6,8 @@
 #include "common.cuh"
 #include "kernels.h"
 #include "scalar_math.h"
+#include "generated/unary_codes.h"
+#include "generated/binary_codes.h"
 
 namespace flock::cuda {
 namespace {

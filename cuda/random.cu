@@ -6,6 +6,7 @@
 #include "common.cuh"
 #include "kernels.h"
 #include "philox.h"
+#include "generated/random_codes.h"
 
 namespace flock::cuda {
 namespace {

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include "common.cuh"
 #include "kernels.h"
+#include "generated/reduce_codes.h"
 
 namespace flock::cuda {
 namespace {

@@ -16,6 +16,7 @@
 #include "addon.h"
 #include "convert.h"
 #include "exports.h"
+#include "../generated/reduce_codes.h"
 
 namespace flock::js {
 namespace {

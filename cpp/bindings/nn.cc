@@ -4,6 +4,7 @@
 #include "addon.h"
 #include "convert.h"
 #include "exports.h"
+#include "../generated/bias_act_codes.h"
 
 namespace flock::js {
 namespace {
@@ -154,7 +155,7 @@ Napi::Value LayerNormBackward(const Napi::CallbackInfo& info) {
   return arr;
 }
 
-// kBiasActNames is generated from the manifest (cpp/generated/op_codes.h).
+// kBiasActNames is generated from the manifest (cpp/generated/bias_act_codes.h).
 
 BiasAct bias_activation(const Args& a, size_t i) {
   return a.enumeration<BiasAct>(i, "activation", kBiasActNames, static_cast<int>(BiasAct::count));

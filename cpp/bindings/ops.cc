@@ -3,11 +3,14 @@
 #include "addon.h"
 #include "convert.h"
 #include "exports.h"
+#include "../generated/unary_codes.h"
+#include "../generated/binary_codes.h"
+#include "../generated/reduce_codes.h"
 
 namespace flock::js {
 namespace {
 
-// The op names (kUnaryOpNames, ...) are generated from the manifest: cpp/generated/op_codes.h.
+// The op names (kUnaryOpNames, ...) are generated from the manifest: cpp/generated/<family>_codes.h.
 constexpr int kUnaryOps = static_cast<int>(UnaryOp::count);
 constexpr int kBinaryOps = static_cast<int>(BinaryOp::count);
 constexpr int kReduceOps = static_cast<int>(ReduceOp::count);

@@ -8,6 +8,7 @@
 #include "addon.h"
 #include "convert.h"
 #include "exports.h"
+#include "../generated/random_codes.h"
 
 namespace flock::js {
 namespace {

@@ -10,6 +10,7 @@
 #include "../scalar_math.h"
 #include "vec_math.h"
 #include "loops.h"
+#include "../generated/bias_act_codes.h"
 
 namespace flock::cpu {
 namespace {

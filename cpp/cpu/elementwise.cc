@@ -11,6 +11,8 @@
 #include "bf16_vec.h"
 #include "loops.h"
 #include "vec_math.h"
+#include "../generated/unary_codes.h"
+#include "../generated/binary_codes.h"
 
 namespace flock::cpu {
 namespace {

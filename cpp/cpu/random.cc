@@ -2,6 +2,7 @@
 #include "../kernels.h"
 #include "../philox.h"
 #include "loops.h"
+#include "../generated/random_codes.h"
 
 namespace flock::cpu {
 namespace {

@@ -15,6 +15,7 @@
 #include <vector>
 #include "../kernels.h"
 #include "loops.h"
+#include "../generated/reduce_codes.h"
 
 namespace flock::cpu {
 namespace {

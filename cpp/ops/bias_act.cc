@@ -2,6 +2,7 @@
 // then one queued kernel.
 #include "nn.h"
 #include "ops.h"
+#include "../generated/bias_act_codes.h"
 
 namespace flock::ops {
 namespace {

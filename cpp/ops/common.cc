@@ -1,6 +1,8 @@
 #include <algorithm>
 #include "../context.h"
 #include "ops.h"
+#include "../generated/unary_codes.h"
+#include "../generated/binary_codes.h"
 
 namespace flock::ops {
 

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 #include "ops.h"
+#include "../generated/random_codes.h"
 
 namespace flock::ops {
 

@@ -1,6 +1,8 @@
 // Element-wise front ends: unary (and derivative), binary with broadcasting, where, casts, copies.
 #include "../context.h"
 #include "ops.h"
+#include "../generated/unary_codes.h"
+#include "../generated/binary_codes.h"
 
 namespace flock::ops {
 namespace {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include "../context.h"
 #include "ops.h"
+#include "../generated/reduce_codes.h"
 
 namespace flock::ops {
 namespace {

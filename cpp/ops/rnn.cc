@@ -6,6 +6,8 @@
 // steps at the end.
 #include "rnn.h"
 #include "ops.h"
+#include "../generated/binary_codes.h"
+#include "../generated/reduce_codes.h"
 
 namespace flock::ops {
 namespace {

@@ -77,7 +77,7 @@ test('a new family file declaring a code extends that enum, after the existing c
   assert.is(after[declared.length], 'trunc');
   assert.equal(after.slice(declared.length + 1), before.slice(declared.length));
   assert.ok(after.includes('trunc'));
-  const header = generate([...manifest, extra], kernelCodes).get('cpp/generated/op_codes.h') ?? '';
+  const header = generate([...manifest, extra], kernelCodes).get('cpp/generated/unary_codes.h') ?? '';
   assert.match(header, /\n {2}trunc,\n/);
   assert.match(header, /"trunc",/);
   const ts = generate([...manifest, extra], kernelCodes).get('types/op_codes.ts') ?? '';
@@ -85,7 +85,7 @@ test('a new family file declaring a code extends that enum, after the existing c
 });
 
 test('binary_is_comparison follows the manifest (bool results), not the enum order', () => {
-  const header = generate().get('cpp/generated/op_codes.h') ?? '';
+  const header = generate().get('cpp/generated/binary_codes.h') ?? '';
   const body = header.slice(header.indexOf('binary_is_comparison'));
   for (const c of ['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'logical_and', 'logical_or']) assert.match(body, new RegExp(`case BinaryOp::${c}:`));
   for (const c of ['add', 'pow', 'maximum']) assert.not.match(body, new RegExp(`case BinaryOp::${c}:`));
