@@ -22,6 +22,9 @@ import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { kernelCodes, manifest, type KernelCode, type OpDecl } from '../lib/manifest/index';
 import { generatedOps, wrapperFiles } from './gen_wrappers';
+import { nativeFiles, nativeProblems } from './gen_native';
+import { nativeGroups } from '../types/decl/index';
+import { existsSync } from 'node:fs';
 
 export const ROOT = resolve(__dirname, '..');
 
@@ -134,6 +137,7 @@ export function generate(ops: readonly OpDecl[] = manifest, extra: readonly Kern
     ...ENUMS.map((e): [string, string] => [codesHeader(e.family), familyHeader(e, codes.get(e.family) ?? [], boolBinary, boolUnary)]),
     [OUTPUTS.ts, tsFile(codes)],
     ...wrapperFiles(ops, BANNER),
+    ...nativeFiles(nativeGroups, handBindingFiles()),
   ]);
 }
 
@@ -151,10 +155,10 @@ export function kernelFamilies(): Set<string> {
   return found;
 }
 
-/** The names the bindings export (FLOCK_EXPORT in cpp/bindings/*.cc). */
+/** The names the addon registers: every FLOCK_EXPORT in the C++ sources, hand-written or generated. */
 export function bindingExports(): Set<string> {
   const found = new Set<string>();
-  for (const f of files('cpp/bindings', '.cc'))
+  for (const f of [...files('cpp/bindings', '.cc'), ...files('cpp/generated', '.inc'), ...files('cpp/generated', '.cc')])
     for (const m of readFileSync(join(ROOT, f), 'utf8').matchAll(/FLOCK_EXPORT\(\s*"(\w+)"/g)) found.add(m[1]);
   return found;
 }
@@ -170,6 +174,29 @@ export function declaredExports(): Set<string> {
   return found;
 }
 
+/**
+ * What is wrong between the native declarations and the hand-written bindings: a `hand` entry
+ * whose function cpp/bindings/<group>.cc does not define, a bindings file that does not include
+ * its group's generated registration, an export registered by hand outside it.
+ */
+export function bindingProblems(): string[] {
+  const out = [...nativeProblems(nativeGroups)];
+  const hand = handBindingFiles();
+  for (const g of nativeGroups) {
+    if (!hand.has(g.name)) continue;
+    const src = readFileSync(join(ROOT, 'cpp/bindings', `${g.name}.cc`), 'utf8');
+    if (!src.includes(`#include "../generated/register_${g.name}.inc"`))
+      out.push(`cpp/bindings/${g.name}.cc does not include ../generated/register_${g.name}.inc at its end`);
+    for (const d of g.decls)
+      if (d.kind === 'hand' && !new RegExp(`Napi::Value ${d.binding}\\(const Napi::CallbackInfo& \\w+\\)`).test(src))
+        out.push(`${d.name}: types/decl/${g.name}.ts names the binding ${d.binding}, which cpp/bindings/${g.name}.cc does not define`);
+  }
+  for (const f of files('cpp/bindings', '.cc'))
+    if (/FLOCK_EXPORT\(\s*"/.test(readFileSync(join(ROOT, f), 'utf8')))
+      out.push(`${f} registers an export itself; declare it in types/decl/ (the registration is generated)`);
+  return out;
+}
+
 /** The functions lib/ops/*.ts (not generated/) export by hand, with the file of each. */
 export function handWrittenOps(): Map<string, string> {
   const found = new Map<string, string>();
@@ -177,6 +204,11 @@ export function handWrittenOps(): Map<string, string> {
     for (const m of readFileSync(join(ROOT, 'lib/ops', f), 'utf8').matchAll(/^export (?:const|function) (\w+)/gm))
       found.set(m[1], `lib/ops/${f}`);
   return found;
+}
+
+/** The declaration groups that have a hand-written cpp/bindings/<group>.cc. */
+export function handBindingFiles(): Set<string> {
+  return new Set(nativeGroups.filter((g) => existsSync(join(ROOT, 'cpp/bindings', `${g.name}.cc`))).map((g) => g.name));
 }
 
 /** Everything wrong with the manifest against the native code; empty when consistent. */
@@ -212,6 +244,7 @@ export function problems(ops: readonly OpDecl[] = manifest, extra: readonly Kern
   const declared = declaredExports();
   for (const name of bindingExports())
     if (!declared.has(name)) out.push(`binding export '${name}' (cpp/bindings) is not declared in types/native.ts NativeAddon`);
+  out.push(...bindingProblems());
   return out;
 }
 

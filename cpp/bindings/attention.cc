@@ -5,7 +5,6 @@
 #include "../ops/ops.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 
 namespace flock::js {
 namespace {
@@ -79,11 +78,7 @@ Napi::Value AttentionPackedBackward(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_attention_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("attention", Attention);
-  FLOCK_EXPORT("attentionBackward", AttentionBackward);
-  FLOCK_EXPORT("attentionPacked", AttentionPacked);
-  FLOCK_EXPORT("attentionPackedBackward", AttentionPackedBackward);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_attention.inc"

@@ -74,5 +74,7 @@ struct Args {
   }
 };
 
+// Whether argument i was given: neither undefined nor null (an optional tensor, say).
+inline bool present(const Args& a, size_t i) { return !a.at(i).IsUndefined() && !a.at(i).IsNull(); }
 
 }  // namespace flock::js

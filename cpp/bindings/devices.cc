@@ -2,7 +2,6 @@
 #include "../event.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 
 namespace flock::js {
 namespace {
@@ -63,13 +62,7 @@ Napi::Value EventSync(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_device_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("cpuDeviceCount", CpuDeviceCount);
-  FLOCK_EXPORT("setCpuDeviceCount", SetCpuDeviceCount);
-  FLOCK_EXPORT("eventRecord", EventRecord);
-  FLOCK_EXPORT("eventWait", EventWait);
-  FLOCK_EXPORT("eventQuery", EventQuery);
-  FLOCK_EXPORT("eventSync", EventSync);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_devices.inc"

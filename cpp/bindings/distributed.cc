@@ -15,7 +15,6 @@
 #include "../gpu_runtime.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 #include "../generated/reduce_codes.h"
 
 namespace flock::js {
@@ -456,29 +455,7 @@ Napi::Value PsReadInto(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_dist_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("ringListen", RingListen);
-  FLOCK_EXPORT("ringConnect", RingConnect);
-  FLOCK_EXPORT("ringTransport", RingTransport);
-  FLOCK_EXPORT("pgAllReduce", AllReduce);
-  FLOCK_EXPORT("pgBroadcast", Broadcast);
-  FLOCK_EXPORT("pgAllGather", AllGather);
-  FLOCK_EXPORT("pgReduceScatter", ReduceScatter);
-  FLOCK_EXPORT("pgSend", Send);
-  FLOCK_EXPORT("pgRecv", Recv);
-  FLOCK_EXPORT("pgBarrier", Barrier);
-  FLOCK_EXPORT("pgSetTimeout", SetTimeout);
-  FLOCK_EXPORT("pgDestroy", Destroy);
-  FLOCK_EXPORT("ncclInfo", NcclInfo);
-  FLOCK_EXPORT("ncclUniqueId", NcclUniqueId);
-  FLOCK_EXPORT("ncclInitRank", NcclInitRank);
-  FLOCK_EXPORT("ncclInitAll", NcclInitAll);
-  FLOCK_EXPORT("localInitCpu", LocalInitCpu);
-  FLOCK_EXPORT("psShmCreate", PsShmCreate);
-  FLOCK_EXPORT("psShmOpen", PsShmOpen);
-  FLOCK_EXPORT("psShmUnlink", PsShmUnlink);
-  FLOCK_EXPORT("psReadInto", PsReadInto);
-  FLOCK_EXPORT("pgReduce", Reduce);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_distributed.inc"

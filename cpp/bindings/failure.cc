@@ -4,7 +4,6 @@
 #include <atomic>
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 
 namespace flock::js {
 namespace {
@@ -80,12 +79,7 @@ Napi::Value FailAllocAfter(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_failure_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("streamTicket", StreamTicket);
-  FLOCK_EXPORT("ticketState", TicketState);
-  FLOCK_EXPORT("tensorFailure", TensorFailure);
-  FLOCK_EXPORT("failAllocAfter", FailAllocAfter);
-  FLOCK_EXPORT("acknowledgeFailures", AcknowledgeFailures);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_failure.inc"

@@ -14,7 +14,6 @@
 #include "../ops/ops.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 
 namespace flock::js {
 namespace {
@@ -310,11 +309,7 @@ Napi::Value ReadSync(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_io_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("ioSave", Save);
-  FLOCK_EXPORT("ioSaveSync", SaveSync);
-  FLOCK_EXPORT("ioRead", Read);
-  FLOCK_EXPORT("ioReadSync", ReadSync);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_io.inc"

@@ -1,7 +1,7 @@
 // Addon entry point: one instance per Node.js environment (main thread or worker_thread).
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
+#include "../generated/exports.h"
 
 namespace flock::js {
 
@@ -40,20 +40,7 @@ Addon::Addon(Napi::Env env, Napi::Object exports) {
   returned_ref = Napi::Persistent(ret);
   exports.Set("returned", ret);
   exports.Set("metas", meta.metas(env));
-  register_tensor_exports(env, exports);
-  register_op_exports(env, exports);
-  register_nn_exports(env, exports);
-  register_dist_exports(env, exports);
-  register_ready_exports(env, exports);
-  register_stream_stress_exports(env, exports);
-  register_failure_exports(env, exports);
-  register_io_exports(env, exports);
-  register_profiler_exports(env, exports);
-  register_device_exports(env, exports);
-  register_attention_exports(env, exports);
-  register_rearrange_exports(env, exports);
-  register_select_exports(env, exports);
-  register_rnn_exports(env, exports);
+  register_exports(env, exports);  // every export declared in types/decl/ (generated)
 }
 
 Addon::~Addon() {

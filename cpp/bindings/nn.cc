@@ -3,7 +3,6 @@
 #include "../ops/nn.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 #include "../generated/bias_act_codes.h"
 
 namespace flock::js {
@@ -130,8 +129,6 @@ Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info) {
   return out(info, ops::cross_entropy_backward(x, t, lse, g, ignore, eps));
 }
 
-bool present(const Args& a, size_t i) { return !a.at(i).IsUndefined() && !a.at(i).IsNull(); }
-
 Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
   Args a{info, "layerNorm"};
   Tensor x = a.tensor(0, "input");
@@ -249,29 +246,7 @@ Napi::Value AmpUnscale(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_nn_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("conv2d", Conv2d);
-  FLOCK_EXPORT("conv2dBackwardInput", Conv2dBackwardInput);
-  FLOCK_EXPORT("conv2dBackwardWeight", Conv2dBackwardWeight);
-  FLOCK_EXPORT("maxPool2d", MaxPool2d);
-  FLOCK_EXPORT("maxPool2dBackward", MaxPool2dBackward);
-  FLOCK_EXPORT("avgPool2d", AvgPool2d);
-  FLOCK_EXPORT("avgPool2dBackward", AvgPool2dBackward);
-  FLOCK_EXPORT("adaptiveAvgPool2d", AdaptiveAvgPool2d);
-  FLOCK_EXPORT("adaptiveAvgPool2dBackward", AdaptiveAvgPool2dBackward);
-  FLOCK_EXPORT("crossEntropy", CrossEntropy);
-  FLOCK_EXPORT("crossEntropyBackward", CrossEntropyBackward);
-  FLOCK_EXPORT("layerNorm", LayerNorm);
-  FLOCK_EXPORT("layerNormBackward", LayerNormBackward);
-  FLOCK_EXPORT("biasAct", BiasActivation);
-  FLOCK_EXPORT("biasActBackward", BiasActivationBackward);
-  FLOCK_EXPORT("adamStep", AdamStep);
-  FLOCK_EXPORT("sgdStep", SgdStep);
-  FLOCK_EXPORT("rmspropStep", RmspropStep);
-  FLOCK_EXPORT("adagradStep", AdagradStep);
-  FLOCK_EXPORT("gradNorm", GradNorm);
-  FLOCK_EXPORT("clipByNorm", ClipByNorm);
-  FLOCK_EXPORT("ampUnscale", AmpUnscale);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_nn.inc"

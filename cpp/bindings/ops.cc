@@ -2,7 +2,6 @@
 #include "../ops/ops.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 #include "../generated/unary_codes.h"
 #include "../generated/binary_codes.h"
 #include "../generated/reduce_codes.h"
@@ -184,30 +183,7 @@ Napi::Value ScatterAdd(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_op_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("unary", Unary);
-  FLOCK_EXPORT("unaryBackward", UnaryBackward);
-  FLOCK_EXPORT("binary", Binary);
-  FLOCK_EXPORT("binary_", BinaryInPlace);
-  FLOCK_EXPORT("fill_", FillInPlace);
-  FLOCK_EXPORT("where", Where);
-  FLOCK_EXPORT("cast", Cast);
-  FLOCK_EXPORT("clone", Clone);
-  FLOCK_EXPORT("copy_", CopyInPlace);
-  FLOCK_EXPORT("to", To);
-  FLOCK_EXPORT("reduce", Reduce);
-  FLOCK_EXPORT("softmax", Softmax);
-  FLOCK_EXPORT("matmul", Matmul);
-  FLOCK_EXPORT("matmulLowered", MatmulLowered);
-  FLOCK_EXPORT("matmulInto", MatmulInto);
-  FLOCK_EXPORT("reshape", Reshape);
-  FLOCK_EXPORT("narrow", Narrow);
-  FLOCK_EXPORT("permute", Permute);
-  FLOCK_EXPORT("expand", Expand);
-  FLOCK_EXPORT("cat", Cat);
-  FLOCK_EXPORT("indexSelect", IndexSelect);
-  FLOCK_EXPORT("gather", Gather);
-  FLOCK_EXPORT("scatterAdd", ScatterAdd);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_ops.inc"

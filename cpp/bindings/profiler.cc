@@ -3,7 +3,6 @@
 #include "../profiler.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 
 namespace flock::js {
 namespace {
@@ -59,14 +58,7 @@ Napi::Value RangePop(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_profiler_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("profilerStart", ProfilerStart);
-  FLOCK_EXPORT("profilerStop", ProfilerStop);
-  FLOCK_EXPORT("profilerEnabled", ProfilerEnabled);
-  FLOCK_EXPORT("profilerDrain", ProfilerDrain);
-  FLOCK_EXPORT("profilerNow", ProfilerNow);
-  FLOCK_EXPORT("profilerRangePush", RangePush);
-  FLOCK_EXPORT("profilerRangePop", RangePop);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_profiler.inc"

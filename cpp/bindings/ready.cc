@@ -4,7 +4,6 @@
 #include <mutex>
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 
 namespace flock::js {
 namespace {
@@ -78,9 +77,7 @@ Napi::Value StreamInlineTasks(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_ready_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("ready", Ready);
-  FLOCK_EXPORT("streamInlineTasks", StreamInlineTasks);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_ready.inc"

@@ -2,7 +2,6 @@
 #include "../ops/ops.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 
 namespace flock::js {
 namespace {
@@ -32,10 +31,7 @@ Napi::Value Roll(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_rearrange_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("triangular", Triangular);
-  FLOCK_EXPORT("flip", Flip);
-  FLOCK_EXPORT("roll", Roll);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_rearrange.inc"

@@ -5,15 +5,12 @@
 #include "../ops/rnn.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 
 namespace flock::js {
 namespace {
 
 const char* const kRnnModeNames[] = {"rnn_tanh", "rnn_relu", "lstm", "gru"};
 static_assert(sizeof(kRnnModeNames) / sizeof(kRnnModeNames[0]) == static_cast<size_t>(RnnMode::count), "one name per RnnMode");
-
-bool present(const Args& a, size_t i) { return !a.at(i).IsUndefined() && !a.at(i).IsNull(); }
 
 Napi::Value wrap(const Napi::CallbackInfo& info, const std::optional<Tensor>& t) {
   return t ? Addon::of(info.Env()).wrap(info.Env(), *t) : info.Env().Null();
@@ -57,9 +54,7 @@ Napi::Value RnnBackward(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_rnn_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("rnnForward", RnnForward);
-  FLOCK_EXPORT("rnnBackward", RnnBackward);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_rnn.inc"

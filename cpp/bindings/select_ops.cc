@@ -3,7 +3,6 @@
 #include "../ops/ops.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 
 namespace flock::js {
 namespace {
@@ -90,16 +89,7 @@ Napi::Value Multinomial(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_select_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("scan", Scan);
-  FLOCK_EXPORT("cumprodBackward", CumprodBackward);
-  FLOCK_EXPORT("sort", Sort);
-  FLOCK_EXPORT("topk", Topk);
-  FLOCK_EXPORT("scatter", Scatter);
-  FLOCK_EXPORT("scatterReduce", ScatterReduce);
-  FLOCK_EXPORT("maskedSelect", MaskedSelect);
-  FLOCK_EXPORT("nonzero", Nonzero);
-  FLOCK_EXPORT("multinomial", Multinomial);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_select_ops.inc"

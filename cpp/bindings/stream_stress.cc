@@ -15,7 +15,6 @@
 #include <vector>
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 #include "../cpu/threadpool.h"
 
 namespace flock::js {
@@ -129,9 +128,7 @@ Napi::Value PoolRegionStress(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_stream_stress_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("streamGateStress", StreamGateStress);
-  FLOCK_EXPORT("poolRegionStress", PoolRegionStress);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_stream_stress.inc"

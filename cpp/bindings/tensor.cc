@@ -7,7 +7,6 @@
 #include "../ops/ops.h"
 #include "addon.h"
 #include "convert.h"
-#include "exports.h"
 #include "../generated/random_codes.h"
 
 namespace flock::js {
@@ -274,36 +273,7 @@ Napi::Value SetAllowTf32(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void register_tensor_exports(Napi::Env env, Napi::Object exports) {
-  FLOCK_EXPORT("empty", Empty);
-  FLOCK_EXPORT("full", Full);
-  FLOCK_EXPORT("fromBuffer", FromBuffer);
-  FLOCK_EXPORT("arange", Arange);
-  FLOCK_EXPORT("linspace", Linspace);
-  FLOCK_EXPORT("oneHot", OneHot);
-  FLOCK_EXPORT("random", Random);
-  FLOCK_EXPORT("meta", Meta);
-  FLOCK_EXPORT("isDisposed", IsDisposed);
-  FLOCK_EXPORT("dispose", Dispose);
-  FLOCK_EXPORT("read", Read);
-  FLOCK_EXPORT("readSync", ReadSync);
-  FLOCK_EXPORT("sync", Sync);
-  FLOCK_EXPORT("syncTime", SyncTime);
-  FLOCK_EXPORT("syncSync", SyncSync);
-  FLOCK_EXPORT("memory", Memory);
-  FLOCK_EXPORT("emptyCache", EmptyCache);
-  FLOCK_EXPORT("resetPeakMemory", ResetPeakMemory);
-  FLOCK_EXPORT("setErrorClasses", SetErrorClasses);
-  FLOCK_EXPORT("numThreads", NumThreads);
-  FLOCK_EXPORT("setNumThreads", SetNumThreads);
-  FLOCK_EXPORT("buildInfo", BuildInfo);
-  FLOCK_EXPORT("cudaSimState", CudaSimState);
-  FLOCK_EXPORT("cudaSimFail", CudaSimFail);
-  FLOCK_EXPORT("gpuDeviceCount", GpuDeviceCount);
-  FLOCK_EXPORT("gpuDeviceName", GpuDeviceName);
-  FLOCK_EXPORT("gpuMemoryInfo", GpuMemoryInfo);
-  FLOCK_EXPORT("allowTF32", AllowTf32);
-  FLOCK_EXPORT("setAllowTF32", SetAllowTf32);
-}
 
 }  // namespace flock::js
+
+#include "../generated/register_tensor.inc"

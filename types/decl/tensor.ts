@@ -1,0 +1,68 @@
+/** The tensors: creation, metadata, disposal, reads (the sync points), memory and runtime info (cpp/bindings/tensor.cc). */
+import { group, hand, prop } from './dsl';
+
+export const tensor = group('tensor', 'tensors: creation, metadata, disposal, reads (the sync points), memory and runtime info', [
+  prop(
+    'returned',
+    'Float64Array',
+    '[metadata index, handle] of the handle an op returned last: `metas[returned[0]]` is its metadata while `returned[1]` is that handle.',
+  ),
+  prop('metas', 'readonly HandleMeta[]'),
+  hand('empty', null, '(shape: number[], dtype: NativeDType, device: string): NewTensor'),
+  hand('full', null, '(shape: number[], dtype: NativeDType, device: string, value: number): NewTensor'),
+  hand('fromBuffer', null, '(data: ArrayBufferView | ArrayBuffer, shape: number[], dtype: NativeDType, device: string): NewTensor'),
+  hand('arange', null, '(start: number, end: number, step: number, dtype: NativeDType, device: string): NewTensor'),
+  hand('linspace', null, '(start: number, end: number, steps: number, dtype: NativeDType, device: string): NewTensor'),
+  hand('oneHot', null, '(index: NativeTensor, numClasses: number): NewTensor'),
+  hand(
+    'random',
+    null,
+    '(kind: RandomKind, shape: number[], dtype: NativeDType, device: string, seed: number, offset: number, a: number, b: number): NewTensor',
+  ),
+  hand('meta', null, '(t: NativeTensor | NewTensor): HandleMeta'),
+  hand('isDisposed', null, '(t: NativeTensor | NewTensor): boolean'),
+  hand('dispose', null, '(t: NativeTensor | NewTensor | readonly (NativeTensor | NewTensor)[]): void'),
+  hand('read', null, '(t: NativeTensor): Promise<ArrayBuffer>'),
+  hand('readSync', null, '(t: NativeTensor): ArrayBuffer'),
+  hand('sync', null, '(device: string): Promise<void>'),
+  hand(
+    'syncTime',
+    null,
+    '(device: string): Promise<ArrayBuffer>',
+    "Resolves with one float64: when the device's stream reached this point (ms since the Unix epoch).",
+  ),
+  hand('syncSync', null, '(device: string): void'),
+  hand('memory', null, '(): Record<string, DeviceMemoryStats>'),
+  hand('emptyCache', null, '(device: string): number'),
+  hand('resetPeakMemory', null, '(device: string): void'),
+  hand(
+    'setErrorClasses',
+    null,
+    '(typeError: NativeErrorClass, rangeError: NativeErrorClass, error: NativeErrorClass): void',
+    'Every native error is made with these constructors (`new C(code, message)`), by kind.',
+  ),
+  hand('numThreads', null, '(): number'),
+  hand('setNumThreads', null, '(n: number): void'),
+  hand(
+    'buildInfo',
+    null,
+    "(): { cuda: boolean; cudaVersion: string; sgemm: string; bf16gemm: string; threads: number; /** The instruction set CPU kernels use (FLOCKML_CPU_ISA may narrow it) and the widest this CPU has. */ cpuIsa: string; cpuIsaDetected: string; /** True in the CUDA simulator's addon (FLOCKML_CUDA=SIM): its CUDA devices are simulated. */ cudaSim: boolean; }",
+  ),
+  hand(
+    'cudaSimState',
+    null,
+    '(): string | undefined',
+    "The CUDA simulator's device state as JSON (contexts, memory, streams); undefined on real GPUs.",
+  ),
+  hand(
+    'cudaSimFail',
+    null,
+    '(spec: string): void',
+    "The simulator's fault-injection plan (`cudaMallocAsync:7,...`; '' clears it); ERR_DEVICE on real GPUs.",
+  ),
+  hand('gpuDeviceCount', null, '(): number'),
+  hand('gpuDeviceName', null, '(index: number): string'),
+  hand('gpuMemoryInfo', null, '(index: number): { free: number; total: number }'),
+  hand('allowTF32', 'AllowTf32', '(): boolean', 'fl.backends.cuda.allowTF32, kept per addon instance and read when a matmul is queued.'),
+  hand('setAllowTF32', 'SetAllowTf32', '(allow: boolean): void'),
+]);
