@@ -7,164 +7,193 @@
  * included). Then, for GPT-2, event-loop delay (p50/p99/max, perf_hooks.monitorEventLoopDelay)
  * while `streams` model.stream() generations answer HTTP requests on 127.0.0.1 at once.
  *
- * The anchor runs in the same command, after each model's figures (so that both see about the same
- * load), once per thread count in --torch-threads, with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
- * removed from its environment (set on this machine, they force an older OpenBLAS kernel); its
- * best thread count per figure is the comparison. JSON lines:
+ * The anchor runs beside it in the same command (bench/anchors/serve.ts), and the two alternate
+ * round by round, the anchor once per thread count in --torch-threads, so that both see the same
+ * machine when it is shared; the anchor removes OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE from its own
+ * environment before loading torch (set on this machine, they force an older OpenBLAS kernel).
+ * Each figure is the median of --rounds rounds; PyTorch's best thread count is the comparison. JSON lines:
  * one per figure and framework, then a summary with the ratios and the two goals (generation at
  * batch 1 ≥ 1.5x PyTorch for GPT-2; LoRA training ≥ PyTorch).
- *   npm run bench -- lm [--models gpt2,llama] [--steps 5] [--batch 8] [--context 128] [--prompt 16]
- *     [--new-tokens 128] [--vocab 8192] [--streams 4] [--torch-threads 1,2] [--no-anchor] [--no-serve]
+ *   npm run bench -- lm [--models gpt2,llama] [--rounds 3] [--steps 3] [--batch 8] [--context 128]
+ *     [--prompt 16] [--new-tokens 128] [--vocab 8192] [--streams 4] [--torch-threads 1,2] [--no-anchor] [--no-serve]
  */
-import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import * as fl from '../lib';
 import { numberFlag, stringFlag } from './shared/args';
-import { median, timeSteps } from './shared/timing';
+import { median } from './shared/timing';
+import { Anchor } from './anchors/serve';
 import { MODELS, type ModelName, build } from './shared/lm_models';
 import { serveStreams } from './shared/lm_serve';
 
 const models = stringFlag('models', 'gpt2,llama').split(',') as ModelName[];
-const steps = numberFlag('steps', 5);
+const rounds = numberFlag('rounds', 3);
+const steps = numberFlag('steps', 3);
 const batch = numberFlag('batch', 8);
 const context = numberFlag('context', 128);
 const promptLen = numberFlag('prompt', 16);
 const newTokens = numberFlag('new-tokens', 128);
 const vocab = numberFlag('vocab', 8192);
 const streams = numberFlag('streams', 4);
-const torchThreads = stringFlag('torch-threads', '1,2');
+const torchThreads = stringFlag('torch-threads', '1,2').split(',').map(Number);
 const positions = Math.max(512, promptLen + newTokens, context);
 for (const m of models) if (!(m in MODELS)) throw new RangeError(`--models: unknown model ${m} (gpt2, llama)`);
 
-type Figure = { model: ModelName; what: 'train'; mode: 'full' | 'lora' } | { model: ModelName; what: 'generate'; batch: number };
-const key = (f: Figure) => (f.what === 'train' ? `${f.model}/train/${f.mode}` : `${f.model}/generate/${f.batch}`);
-const ours = new Map<string, number>();
+type Figure = { what: 'train'; mode: 'full' | 'lora' } | { what: 'generate'; batch: number };
+const FIGURES: Figure[] = [
+  { what: 'train', mode: 'full' },
+  { what: 'generate', batch: 1 },
+  { what: 'generate', batch },
+  { what: 'train', mode: 'lora' },
+];
+const key = (model: ModelName, f: Figure) => `${model}/${f.what}/${f.what === 'train' ? f.mode : f.batch}`;
 
 function print(line: Record<string, unknown>): void {
   console.log(JSON.stringify({ bench: 'lm', ...line }));
 }
 
-/** Tokens/s of training steps (next-token cross-entropy, AdamW over `params`) on one fixed batch. */
-async function trainRate(model: fl.models.CausalLM, params: fl.Tensor[]): Promise<number> {
-  fl.manualSeed(1);
-  const x = fl.randint(0, vocab, [batch, context + 1], { dtype: 'i64' });
-  const input = x.narrow(1, 0, context);
-  const target = x.narrow(1, 1, context).contiguous().reshape([-1]);
-  const opt = new fl.optim.AdamW(params, { lr: 1e-4 });
-  model.train();
-  const ms = await timeSteps(steps, async () => {
-    fl.tidy(() => {
-      const loss = fl.nn.functional.crossEntropy(model.forward(input).reshape([-1, vocab]), target);
-      opt.zeroGrad();
-      loss.backward();
-      opt.step();
-    });
-  });
-  opt.zeroGrad();
-  for (const st of opt.state.values()) for (const v of Object.values(st)) if (v instanceof fl.Tensor) v.dispose();
-  return (batch * context * 1000) / ms;
+/** One model's training: AdamW over `params`, next-token cross-entropy on one fixed batch. */
+class Trainer {
+  readonly #step: () => void;
+
+  constructor(model: fl.models.CausalLM, params: fl.Tensor[]) {
+    fl.manualSeed(1);
+    const x = fl.keep(fl.randint(0, vocab, [batch, context + 1], { dtype: 'i64' }));
+    const input = x.narrow(1, 0, context);
+    const target = fl.keep(x.narrow(1, 1, context).contiguous().reshape([-1]));
+    const opt = new fl.optim.AdamW(params, { lr: 1e-4 });
+    this.#step = () =>
+      fl.tidy(() => {
+        model.train();
+        const loss = fl.nn.functional.crossEntropy(model.forward(input).reshape([-1, vocab]), target);
+        opt.zeroGrad();
+        loss.backward();
+        opt.step();
+      });
+    // Two warm-up steps: the first fills the allocator's cache, the second the optimizer's state.
+    this.#step();
+    this.#step();
+  }
+
+  /** Tokens/s: the median of `steps` steps, each ended by a device sync. */
+  async rate(): Promise<number> {
+    const times: number[] = [];
+    for (let i = 0; i < steps; i++) {
+      const t0 = performance.now();
+      this.#step();
+      await fl.sync();
+      times.push(performance.now() - t0);
+    }
+    return (batch * context * 1000) / median(times);
+  }
 }
 
 /** The bench's prompts: `rows` rows of `promptLen` tokens (the anchor's formula). */
 const prompts = (rows: number) =>
   Array.from({ length: rows }, (_, r) => Array.from({ length: promptLen }, (_, i) => (r * 31 + i * 7) % vocab));
 
-/** Tokens/s of greedy generation through the KV cache, the median of 3 runs after a short warm-up. */
-function generateRate(model: fl.models.CausalLM, rows: number): number {
-  model.eval();
-  const ids = prompts(rows);
-  model.generate(ids, { maxNewTokens: 8, stopTokens: [] }).dispose();
-  const times: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const t0 = performance.now();
-    model.generate(ids, { maxNewTokens: newTokens, stopTokens: [] }).dispose();
-    times.push(performance.now() - t0);
+/** flockml's side: each model once (full training and generation) and once adapted (LoRA). */
+class Ours {
+  readonly base = new Map<ModelName, fl.models.CausalLM>();
+  readonly #trainers = new Map<string, Trainer>();
+  readonly #warm = new Set<string>();
+
+  model(name: ModelName): fl.models.CausalLM {
+    if (!this.base.has(name)) this.base.set(name, build(name, vocab, positions));
+    return this.base.get(name) as fl.models.CausalLM;
   }
-  return (rows * newTokens * 1000) / median(times);
-}
 
-function record(f: Figure, tokensPerS: number): void {
-  ours.set(key(f), tokensPerS);
-  print({
-    framework: 'flockml',
-    threads: fl.getNumThreads(),
-    ...f,
-    label: MODELS[f.model].label,
-    tokens_per_s: Number(tokensPerS.toFixed(1)),
-  });
-}
-
-const theirs = new Map<string, { tokensPerS: number; threads: number }>();
-
-/** Runs the anchor on `name`; keeps each figure's best over the thread counts, keyed as ours. */
-function anchor(name: ModelName): void {
-  const env = { ...process.env };
-  delete env.OPENBLAS_CORETYPE;
-  delete env.OPENBLAS_L2_SIZE;
-  const args = [join(__dirname, 'anchors', 'torch_lm.py'), '--threads', torchThreads, '--models', name];
-  for (const [name, v] of [
-    ['vocab', vocab],
-    ['steps', steps],
-    ['batch', batch],
-    ['context', context],
-    ['prompt', promptLen],
-    ['new-tokens', newTokens],
-  ] as const)
-    args.push(`--${name}`, String(v));
-  const r = spawnSync('/usr/bin/python3', args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
-  if (r.status !== 0) throw new Error(`torch_lm.py exited with ${r.status}:\n${r.stdout}`);
-  for (const line of r.stdout.trim().split('\n')) {
-    const j = JSON.parse(line);
-    console.log(JSON.stringify(j));
-    const k = key(j);
-    if ((theirs.get(k)?.tokensPerS ?? -1) < j.tokens_per_s) theirs.set(k, { tokensPerS: j.tokens_per_s, threads: j.threads });
+  async figure(name: ModelName, f: Figure): Promise<number> {
+    const model = this.model(name);
+    if (f.what === 'generate') {
+      model.eval();
+      const ids = prompts(f.batch);
+      if (!this.#warm.has(key(name, f))) {
+        this.#warm.add(key(name, f));
+        model.generate(ids, { maxNewTokens: 8, stopTokens: [] }).dispose();
+      }
+      const t0 = performance.now();
+      model.generate(ids, { maxNewTokens: newTokens, stopTokens: [] }).dispose();
+      return (f.batch * newTokens * 1000) / (performance.now() - t0);
+    }
+    const k = key(name, f);
+    if (!this.#trainers.has(k)) {
+      if (f.mode === 'lora') {
+        const adapted = fl.nn.lora.apply(build(name, vocab, positions), { r: 8, alpha: 16, targets: MODELS[name].lora });
+        this.#trainers.set(k, new Trainer(adapted, fl.nn.lora.parameters(adapted)));
+      } else this.#trainers.set(k, new Trainer(model, model.parameters()));
+    }
+    return (this.#trainers.get(k) as Trainer).rate();
   }
 }
+
+const round1 = (v: number) => Number(v.toFixed(1));
 
 async function main(): Promise<void> {
   const loadBefore = loadavg()[0];
+  let anchor: Anchor | null = null;
+  let anchorSettings: Record<string, unknown> = { skipped: '--no-anchor' };
+  if (!process.argv.includes('--no-anchor')) {
+    const sizes = { vocab, steps, batch, context, prompt: promptLen, 'new-tokens': newTokens };
+    const started = await Anchor.start(
+      join(__dirname, 'anchors', 'torch_lm.py'),
+      Object.entries(sizes).flatMap(([k, v]) => [`--${k}`, String(v)]),
+    );
+    if ('skipped' in started) anchorSettings = { skipped: started.skipped };
+    else [anchor, anchorSettings] = [started.anchor, started.ready];
+  }
   print({
     settings: true,
     flockml_threads: fl.getNumThreads(),
     cpu_isa: (fl.buildInfo() as { cpuIsa?: string }).cpuIsa ?? null,
     OPENBLAS_CORETYPE: process.env.OPENBLAS_CORETYPE ?? null,
     OPENBLAS_L2_SIZE: process.env.OPENBLAS_L2_SIZE ?? null,
-    anchor_env: 'OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset',
+    anchor: anchorSettings,
     torch_threads: torchThreads,
+    rounds,
     vocab,
     batch,
     context,
     prompt: promptLen,
     new_tokens: newTokens,
   });
+  const ours = new Ours();
+  const summary: Record<string, unknown> = { summary: true };
   for (const name of models) {
-    const model = build(name, vocab, positions);
-    record({ model: name, what: 'train', mode: 'full' }, await trainRate(model, model.parameters()));
-    for (const rows of [1, batch]) record({ model: name, what: 'generate', batch: rows }, generateRate(model, rows));
-    fl.nn.lora.apply(model, { r: 8, alpha: 16, targets: MODELS[name].lora });
-    record({ model: name, what: 'train', mode: 'lora' }, await trainRate(model, fl.nn.lora.parameters(model)));
+    for (const f of FIGURES) {
+      const mine: number[] = [];
+      const theirs = new Map<number, number[]>(torchThreads.map((t) => [t, []]));
+      for (let r = 0; r < rounds; r++) {
+        mine.push(await ours.figure(name, f));
+        for (const threads of anchor ? torchThreads : []) {
+          const got = await (anchor as Anchor).request(JSON.stringify({ model: name, threads, ...f }));
+          if (!got) throw new Error(`the anchor stopped: ${(anchor as Anchor).lastError()}`);
+          theirs.get(threads)?.push(got.tokens_per_s as number);
+        }
+      }
+      const base = { model: name, label: MODELS[name].label, ...f };
+      print({ framework: 'flockml', threads: fl.getNumThreads(), ...base, tokens_per_s: round1(median(mine)), rounds: mine.map(round1) });
+      if (!anchor) continue;
+      let best = { threads: 0, rate: -1 };
+      for (const [threads, got] of theirs) {
+        print({ framework: 'pytorch', threads, ...base, tokens_per_s: round1(median(got)), rounds: got });
+        if (median(got) > best.rate) best = { threads, rate: median(got) };
+      }
+      summary[key(name, f)] = {
+        flockml: round1(median(mine)),
+        pytorch: round1(best.rate),
+        pytorch_threads: best.threads,
+        ratio: Number((median(mine) / best.rate).toFixed(2)),
+      };
+    }
     if (name === 'gpt2' && !process.argv.includes('--no-serve')) {
-      fl.nn.lora.unload(model);
+      const model = ours.model(name);
       model.eval();
       print({ framework: 'flockml', what: 'serve', model: name, ...(await serveStreams(model, streams, 64, prompts(1)[0])) });
     }
-    for (const p of model.parameters()) p.dispose();
-    // Right after ours, so that both see about the same load on a shared machine.
-    if (!process.argv.includes('--no-anchor')) anchor(name);
   }
-  const summary: Record<string, unknown> = { summary: true };
-  if (!process.argv.includes('--no-anchor')) {
-    for (const [k, v] of ours) {
-      const t = theirs.get(k);
-      if (!t) continue;
-      summary[k] = {
-        flockml: Number(v.toFixed(1)),
-        pytorch: t.tokensPerS,
-        pytorch_threads: t.threads,
-        ratio: Number((v / t.tokensPerS).toFixed(2)),
-      };
-    }
+  anchor?.close();
+  if (anchor) {
     const ratio = (k: string) => (summary[k] as { ratio: number } | undefined)?.ratio;
     const gen = ratio('gpt2/generate/1');
     const lora = models.map((m) => ratio(`${m}/train/lora`)).filter((r): r is number => r !== undefined);

@@ -1,22 +1,32 @@
 """PyTorch anchor for bench/lm.ts: the same GPT-2 (6 layers, 384 wide) and small Llama (6 layers,
 384 wide, 2 key/value heads), written here in plain PyTorch 1.13 (no transformers), with a
-hand-written preallocated KV cache. Per model: train tokens/s (full, and LoRA on the same layers
-as the bench), then greedy generation tokens/s through the cache at batch 1 and batch 8 (prefill
-included). Runs once per thread count in --threads; prints one JSON line per figure.
+hand-written preallocated KV cache. Figures: train tokens/s (full, and LoRA on the same layers as
+the bench) and greedy generation tokens/s through the cache at batch 1 and batch 8 (prefill
+included).
 
     /usr/bin/python3 bench/anchors/torch_lm.py [--threads 1,2] [--models gpt2,llama] [--vocab 8192]
-        [--steps 5] [--batch 8] [--context 128] [--prompt 16] [--new-tokens 128]
+        [--steps 3] [--batch 8] [--context 128] [--prompt 16] [--new-tokens 128]
+            one JSON line per figure and thread count
+    /usr/bin/python3 bench/anchors/torch_lm.py --serve [same sizes]
+            one round per stdin line {"model", "what", "mode" | "batch", "threads"}, answering
+            {"tokens_per_s"} (bench/lm.ts alternates with flockml round by round)
+
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from this process's environment before torch
+(and OpenBLAS) load: set on this machine, they force an older OpenBLAS kernel.
 """
 import argparse
 import json
 import math
 import os
 import statistics
+import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+REMOVED = {v: os.environ.pop(v, None) for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+
+import torch  # noqa: E402 (after the environment is cleaned)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 class LoraLinear(nn.Module):
@@ -211,30 +221,33 @@ def apply_lora(model, name):
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def time_steps(steps, fn):
-    """Median seconds of fn over `steps` runs after 2 warm-ups."""
-    times = []
-    for i in range(steps + 2):
-        t0 = time.perf_counter()
-        fn()
-        if i >= 2:
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+class Trainer:
+    """A model, its AdamW over `params` and one fixed batch: each round times `steps` steps."""
 
+    def __init__(self, model, params, a):
+        g = torch.Generator().manual_seed(1)
+        self.model, self.vocab = model, a.vocab
+        self.x = torch.randint(0, a.vocab, (a.batch, a.context + 1), generator=g)
+        self.opt = torch.optim.AdamW(params, lr=1e-4)
+        self.tokens = a.batch * a.context
+        self.step()  # two warm-up steps, as bench/lm.ts takes
+        self.step()
 
-def train_rate(model, params, vocab, batch, context, steps):
-    g = torch.Generator().manual_seed(1)
-    x = torch.randint(0, vocab, (batch, context + 1), generator=g)
-    opt = torch.optim.AdamW(params, lr=1e-4)
-    model.train()
-
-    def step():
-        loss = F.cross_entropy(model(x[:, :-1]).reshape(-1, vocab), x[:, 1:].reshape(-1))
-        opt.zero_grad(set_to_none=True)
+    def step(self):
+        self.model.train()
+        x = self.x
+        loss = F.cross_entropy(self.model(x[:, :-1]).reshape(-1, self.vocab), x[:, 1:].reshape(-1))
+        self.opt.zero_grad(set_to_none=True)
         loss.backward()
-        opt.step()
+        self.opt.step()
 
-    return batch * context / time_steps(steps, step)
+    def rate(self, steps):
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            self.step()
+            times.append(time.perf_counter() - t0)
+        return self.tokens / statistics.median(times)
 
 
 @torch.inference_mode()
@@ -251,49 +264,76 @@ def generate(model, prompt, new_tokens):
     return torch.cat(out, 1)
 
 
-def generate_rate(model, batch, prompt_len, new_tokens, vocab, repeats=3):
+def prompts(rows, a):
+    return torch.tensor([[(r * 31 + i * 7) % a.vocab for i in range(a.prompt)] for r in range(rows)])
+
+
+def generate_rate(model, rows, a):
     model.eval()
-    prompt = torch.tensor([[(r * 31 + i * 7) % vocab for i in range(prompt_len)] for r in range(batch)])
-    generate(model, prompt, 8)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        generate(model, prompt, new_tokens)
-        times.append(time.perf_counter() - t0)
-    return batch * new_tokens / statistics.median(times)
+    prompt = prompts(rows, a)
+    t0 = time.perf_counter()
+    generate(model, prompt, a.new_tokens)
+    return rows * a.new_tokens / (time.perf_counter() - t0)
+
+
+class Models:
+    """Each model once per name: the base one (full training, generation) and an adapted one (LoRA)."""
+
+    def __init__(self, a):
+        self.a, self.base, self.lora, self.trainers, self.warm = a, {}, {}, {}, set()
+        self.positions = max(512, a.prompt + a.new_tokens, a.context)
+
+    def figure(self, req):
+        name, a = req["model"], self.a
+        torch.set_num_threads(int(req["threads"]))
+        if name not in self.base:
+            self.base[name] = build(name, a.vocab, self.positions)
+        if req["what"] == "generate":
+            model, rows = self.base[name], int(req["batch"])
+            if (name, rows) not in self.warm:
+                self.warm.add((name, rows))
+                model.eval()
+                generate(model, prompts(rows, a), 8)
+            return generate_rate(model, rows, a)
+        key = (name, req["mode"])
+        if key not in self.trainers:
+            if req["mode"] == "lora":
+                model = build(name, a.vocab, self.positions)
+                self.trainers[key] = Trainer(model, apply_lora(model, name), a)
+            else:
+                self.trainers[key] = Trainer(self.base[name], list(self.base[name].parameters()), a)
+        return self.trainers[key].rate(a.steps)
+
+
+def settings():
+    return {"torch": torch.__version__, "removed_env": REMOVED, "mkldnn": torch.backends.mkldnn.is_available()}
 
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--serve", action="store_true")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--models", default="gpt2,llama")
     ap.add_argument("--vocab", type=int, default=8192)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--context", type=int, default=128)
     ap.add_argument("--prompt", type=int, default=16)
     ap.add_argument("--new-tokens", type=int, default=128)
     a = ap.parse_args()
-    settings = {
-        "torch": torch.__version__,
-        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
-        "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE"),
-        "mkldnn": torch.backends.mkldnn.is_available(),
-    }
-    positions = max(512, a.prompt + a.new_tokens, a.context)
+    models = Models(a)
+    if a.serve:
+        print(json.dumps({"ready": True, **settings()}), flush=True)
+        for line in sys.stdin:
+            print(json.dumps({"tokens_per_s": round(models.figure(json.loads(line)), 1)}), flush=True)
+        return
     for threads in [int(t) for t in a.threads.split(",")]:
-        torch.set_num_threads(threads)
         for name in a.models.split(","):
-            common = {"bench": "lm", "framework": "pytorch", "threads": threads, "model": name, **settings}
-            model = build(name, a.vocab, positions)
-            full = train_rate(model, list(model.parameters()), a.vocab, a.batch, a.context, a.steps)
-            print(json.dumps({**common, "what": "train", "mode": "full", "tokens_per_s": round(full, 1)}), flush=True)
-            for b in (1, a.batch):
-                rate = generate_rate(model, b, a.prompt, a.new_tokens, a.vocab)
-                print(json.dumps({**common, "what": "generate", "batch": b, "tokens_per_s": round(rate, 1)}), flush=True)
-            params = apply_lora(model, name)
-            lora = train_rate(model, params, a.vocab, a.batch, a.context, a.steps)
-            print(json.dumps({**common, "what": "train", "mode": "lora", "tokens_per_s": round(lora, 1)}), flush=True)
+            common = {"bench": "lm", "framework": "pytorch", "threads": threads, "model": name, **settings()}
+            for fig in ({"what": "train", "mode": "full"}, {"what": "generate", "batch": 1}, {"what": "generate", "batch": a.batch},
+                        {"what": "train", "mode": "lora"}):
+                rate = models.figure({"model": name, "threads": threads, **fig})
+                print(json.dumps({**common, **fig, "tokens_per_s": round(rate, 1)}), flush=True)
 
 
 if __name__ == "__main__":
