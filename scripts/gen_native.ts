@@ -22,7 +22,7 @@ const capital = (s: string) => s[0].toUpperCase() + s.slice(1);
 const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 /** A C++ identifier for an argument (a JS name may be a C++ keyword). */
 const cppName = (a: NativeArg) =>
-  ['int', 'bool', 'default', 'new', 'delete', 'union', 'register'].includes(a.name) ? `${a.name}_` : a.name;
+  ['a', 'info', 'int', 'bool', 'default', 'new', 'delete', 'union', 'register'].includes(a.name) ? `${a.name}_` : a.name;
 const namesTable = (a: NativeArg) => `k${capital(a.name)}Names`;
 
 const hasDefault = (a: NativeArg) => 'default' in a && a.default !== undefined;
@@ -150,7 +150,7 @@ function unpack(a: NativeArg, i: number): string[] {
   const opt = (expr: string, dflt: string) => (hasDefault(a) ? `${present} ? ${expr} : ${dflt}` : expr);
   switch (a.kind) {
     case 'tensor':
-      return [`const Tensor ${v} = a.${a.evenFailed ? 'tensor_even_failed' : 'tensor'}(${i}, "${a.name}");`];
+      return [`Tensor ${v} = a.${a.evenFailed ? 'tensor_even_failed' : 'tensor'}(${i}, "${a.name}");`];
     case 'tensor?':
       return [`const std::optional<Tensor> ${v} = present(a, ${i}) ? std::optional<Tensor>(a.tensor(${i}, "${a.name}")) : std::nullopt;`];
     case 'tensors':

@@ -156,7 +156,7 @@ export interface NativeAddon {
    * op(a)·op(b) with the values of casting f32 operands to `compute`, multiplying and casting the result
    * to `out`.
    */
-  matmulLowered(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean, compute: string, out: string): NewTensor;
+  matmulLowered(a: NativeTensor, b: NativeTensor, transA: boolean, transB: boolean, compute: NativeDType, out: NativeDType): NewTensor;
   /**
    * out += op(a)·op(b) (2-D), computed as matmul, or matmulLowered with `compute`, computes it, bit for
    * bit as adding the product afterwards; false, with nothing queued, where that takes two passes.

@@ -1,6 +1,7 @@
 /** Matrix products: matmul with NumPy semantics (1-D, 2-D, batched with broadcasting). */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
+import type { CanonicalDType } from '../dtype';
 import { record, recording } from '../dispatch/record';
 import { checkTensor, rangeError, shapeStr, sumTo, wrap } from './util';
 import { flockError } from '../errors';
@@ -17,7 +18,7 @@ export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean, 
   return product(a, b, transA, transB, lower, lower);
 }
 
-function product(a: Tensor, b: Tensor, transA: boolean, transB: boolean, lower: AutocastDType | undefined, to: string | undefined): Tensor {
+function product(a: Tensor, b: Tensor, transA: boolean, transB: boolean, lower: AutocastDType | undefined, to: CanonicalDType | undefined): Tensor {
   const out = productUntracked(a, b, transA, transB, lower, to);
   if (!recording(a, b)) return out;
   return record(
@@ -39,7 +40,7 @@ export function productUntracked(
   transA: boolean,
   transB: boolean,
   lower: AutocastDType | undefined,
-  to?: string,
+  to?: CanonicalDType,
 ): Tensor {
   // `to`, the product's dtype, defaults to `lower`.
   const out = to ?? lower;
@@ -49,7 +50,7 @@ export function productUntracked(
 }
 
 /** The dtype a product of `a` and `b` into `out` computes in: null for a plain product (no autocast, or all in the low dtype already). */
-function lowering(a: Tensor, b: Tensor, lower: AutocastDType | undefined, out: string | undefined): AutocastDType | null {
+function lowering(a: Tensor, b: Tensor, lower: AutocastDType | undefined, out: CanonicalDType | undefined): AutocastDType | null {
   return lower === undefined || (a.dtype === lower && b.dtype === lower && out === lower) ? null : lower;
 }
 
