@@ -8,7 +8,7 @@ import { noGrad } from '../dispatch/grad_mode';
 import { copy_ } from '../ops/elementwise';
 import { full, rand, randn } from '../ops/creation';
 import { tidy } from '../memory';
-import { checkOptions, flockError, shapeError } from '../errors';
+import { argError, checkOptions, describe, flockError, shapeError } from '../errors';
 import { checkChoice, checkNumber, checkTensorArg } from '../validate';
 
 export type Nonlinearity = 'linear' | 'conv2d' | 'sigmoid' | 'tanh' | 'relu' | 'leaky_relu' | 'selu';
@@ -69,6 +69,7 @@ let skipping = 0;
  * parameters keep what their creation gave them (zeros or ones).
  */
 export function withoutInit<T>(fn: () => T): T {
+  if (typeof fn !== 'function') throw argError('nn.init.withoutInit', `fn must be a function, got ${describe(fn)}`);
   skipping++;
   try {
     return fn();
