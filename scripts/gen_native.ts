@@ -182,12 +182,15 @@ function unpack(a: NativeArg, i: number): string[] {
     case 'device':
       return [`const Device ${v} = a.device(${i});`];
     case 'enum': {
+      // Qualified: a binding may be named as the enum is (biasAct's BiasAct).
       const e = ENUM_CPP[a.family];
-      return [`const ${e.type} ${v} = a.enumeration<${e.type}>(${i}, "${a.name}", ${e.names}, static_cast<int>(${e.type}::count));`];
+      const t = `::flock::${e.type}`;
+      return [`const ${t} ${v} = a.enumeration<${t}>(${i}, "${a.name}", ${e.names}, static_cast<int>(${t}::count));`];
     }
     case 'choice': {
       const d = a.default === undefined ? '0' : String(a.names.indexOf(a.default));
-      return [`const int ${v} = ${opt(`a.enumeration<int>(${i}, "${a.name}", ${namesTable(a)}, ${a.names.length})`, d)};`];
+      const index = opt(`a.enumeration<int>(${i}, "${a.name}", ${namesTable(a)}, ${a.names.length})`, d);
+      return [a.enum ? `const ${a.enum} ${v} = static_cast<${a.enum}>(${index});` : `const int ${v} = ${index};`];
     }
   }
 }
@@ -211,8 +214,11 @@ function callOf(d: FnDecl): string {
 
 function binding(d: FnDecl): string[] {
   const out = [`Napi::Value ${capital(d.name)}(const Napi::CallbackInfo& info) {`, `  Args a{info, "${d.name}"};`];
-  for (const a of d.args)
-    if (a.kind === 'choice') out.push(`  static const char* const ${namesTable(a)}[] = {${a.names.map((n) => `"${n}"`).join(', ')}};`);
+  for (const a of d.args) {
+    if (a.kind !== 'choice') continue;
+    out.push(`  static const char* const ${namesTable(a)}[] = {${a.names.map((n) => `"${n}"`).join(', ')}};`);
+    if (a.enum) out.push(`  static_assert(${a.names.length} == static_cast<int>(${a.enum}::count), "${a.name}: one name per ${a.enum}");`);
+  }
   d.args.forEach((a, i) => {
     for (const l of unpack(a, i)) out.push(`  ${l}`);
   });

@@ -13,7 +13,6 @@ import type {
   NativeProfilerRecords,
   NativeTicket,
   NativeEvent,
-  ScatterReduceName,
   RnnMode,
 } from './native_types';
 export type {
@@ -51,7 +50,7 @@ export interface NativeAddon {
   linspace(start: number, end: number, steps: number, dtype: NativeDType, device: string): NewTensor;
   oneHot(index: NativeTensor, numClasses: number): NewTensor;
   random(
-    kind: RandomKind,
+    kind: RandomKind | number,
     shape: number[],
     dtype: NativeDType,
     device: string,
@@ -270,9 +269,9 @@ export interface NativeAddon {
    * act(x + bias) over x [rows, n] and bias [n]: the fused epilogue of linear; with `inPlace`, written
    * into x (the result aliases x).
    */
-  biasAct(x: NativeTensor, bias: NativeTensor, activation: BiasActivation, inPlace?: boolean): NewTensor;
+  biasAct(x: NativeTensor, bias: NativeTensor, activation: BiasActivation | number, inPlace?: boolean): NewTensor;
   /** grad · act'(saved + bias), or act'(saved) without bias (relu may pass its output as saved). */
-  biasActBackward(grad: NativeTensor, saved: NativeTensor, bias: NativeTensor | null, activation: BiasActivation): NewTensor;
+  biasActBackward(grad: NativeTensor, saved: NativeTensor, bias: NativeTensor | null, activation: BiasActivation | number): NewTensor;
   /**
    * In-place fused Adam/AdamW over many tensors, queued on their device's stream; maxExpAvgSq is empty
    * unless amsgrad.
@@ -378,7 +377,7 @@ export interface NativeAddon {
     dim: number,
     index: NativeTensor,
     src: NativeTensor,
-    reduce: ScatterReduceName,
+    reduce: 'sum' | 'prod' | 'mean' | 'amax' | 'amin',
     includeSelf: boolean,
   ): NewTensor;
   /** `count`: the number of true elements of the broadcast bool mask. */

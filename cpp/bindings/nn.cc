@@ -3,7 +3,6 @@
 #include "../ops/nn.h"
 #include "addon.h"
 #include "convert.h"
-#include "../generated/bias_act_codes.h"
 
 namespace flock::js {
 namespace {
@@ -105,38 +104,6 @@ Napi::Value AdaptiveAvgPool2d(const Napi::CallbackInfo& info) {
   return out(info, ops::adaptive_avg_pool2d_forward(x, oh, ow));
 }
 
-Napi::Value AdaptiveAvgPool2dBackward(const Napi::CallbackInfo& info) {
-  Args a{info, "adaptiveAvgPool2dBackward"};
-  Tensor gy = a.tensor(0, "grad");
-  return out(info, ops::adaptive_avg_pool2d_backward(gy, a.shape(1, "inputShape")));
-}
-
-Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
-  Args a{info, "crossEntropy"};
-  Tensor x = a.tensor(0, "input"), t = a.tensor(1, "target");
-  const int64_t ignore = a.integer(2, "ignoreIndex", -kBig, kBig);
-  const double eps = a.number(3, "labelSmoothing");
-  if (!(eps >= 0 && eps <= 1)) fail(Code::Range, "crossEntropy: labelSmoothing must be in [0, 1], got ", eps);
-  return pair_out(info, ops::cross_entropy_forward(x, t, ignore, eps));
-}
-
-Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info) {
-  Args a{info, "crossEntropyBackward"};
-  Tensor x = a.tensor(0, "input"), t = a.tensor(1, "target"), lse = a.tensor(2, "lse"), g = a.tensor(3, "grad");
-  const int64_t ignore = a.integer(4, "ignoreIndex", -kBig, kBig);
-  const double eps = a.number(5, "labelSmoothing");
-  if (!(eps >= 0 && eps <= 1)) fail(Code::Range, "crossEntropyBackward: labelSmoothing must be in [0, 1], got ", eps);
-  return out(info, ops::cross_entropy_backward(x, t, lse, g, ignore, eps));
-}
-
-Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
-  Args a{info, "layerNorm"};
-  Tensor x = a.tensor(0, "input");
-  const bool has_w = present(a, 1), has_b = present(a, 2);
-  Tensor w = has_w ? a.tensor(1, "weight") : Tensor{}, b = has_b ? a.tensor(2, "bias") : Tensor{};
-  return pair_out(info, ops::layer_norm_forward(x, has_w ? &w : nullptr, has_b ? &b : nullptr, a.number(3, "eps")));
-}
-
 Napi::Value LayerNormBackward(const Napi::CallbackInfo& info) {
   Args a{info, "layerNormBackward"};
   Tensor x = a.tensor(0, "input"), mean = a.tensor(1, "mean"), rstd = a.tensor(2, "rstd");
@@ -150,27 +117,6 @@ Napi::Value LayerNormBackward(const Napi::CallbackInfo& info) {
   arr.Set(1u, g.gweight ? out(info, *g.gweight) : info.Env().Null());
   arr.Set(2u, g.gbias ? out(info, *g.gbias) : info.Env().Null());
   return arr;
-}
-
-// kBiasActNames is generated from the manifest (cpp/generated/bias_act_codes.h).
-
-BiasAct bias_activation(const Args& a, size_t i) {
-  return a.enumeration<BiasAct>(i, "activation", kBiasActNames, static_cast<int>(BiasAct::count));
-}
-
-Napi::Value BiasActivation(const Napi::CallbackInfo& info) {
-  Args a{info, "biasAct"};
-  Tensor x = a.tensor(0, "input"), b = a.tensor(1, "bias");
-  const bool in_place = present(a, 3) && a.boolean(3, "inPlace");
-  return out(info, ops::bias_act(x, b, bias_activation(a, 2), in_place));
-}
-
-Napi::Value BiasActivationBackward(const Napi::CallbackInfo& info) {
-  Args a{info, "biasActBackward"};
-  Tensor gy = a.tensor(0, "grad"), saved = a.tensor(1, "saved");
-  const bool has_bias = !a.at(2).IsUndefined() && !a.at(2).IsNull();
-  Tensor b = has_bias ? a.tensor(2, "bias") : Tensor{};
-  return out(info, ops::bias_act_backward(gy, saved, has_bias ? &b : nullptr, bias_activation(a, 3)));
 }
 
 Napi::Value AdamStep(const Napi::CallbackInfo& info) {
@@ -224,23 +170,6 @@ Napi::Value AdagradStep(const Napi::CallbackInfo& info) {
   c.seed = static_cast<uint64_t>(a.integer(11, "seed", 0, kMaxSafe));
   c.offset = static_cast<uint64_t>(a.integer(12, "offset", 0, kMaxSafe));
   ops::adagrad_step(std::move(p), std::move(g), std::move(sums), std::move(masters), c);
-  return info.Env().Undefined();
-}
-
-Napi::Value GradNorm(const Napi::CallbackInfo& info) {
-  Args a{info, "gradNorm"};
-  return out(info, ops::grad_norm(a.tensors(0, "tensors"), a.number(1, "normType")));
-}
-
-Napi::Value ClipByNorm(const Napi::CallbackInfo& info) {
-  Args a{info, "clipByNorm"};
-  ops::clip_by_norm(a.tensors(0, "tensors"), a.tensor(1, "total"), a.number(2, "maxNorm"));
-  return info.Env().Undefined();
-}
-
-Napi::Value AmpUnscale(const Napi::CallbackInfo& info) {
-  Args a{info, "ampUnscale"};
-  ops::amp_unscale(a.tensors(0, "tensors"), a.tensor(1, "foundInf"), a.number(2, "invScale"));
   return info.Env().Undefined();
 }
 

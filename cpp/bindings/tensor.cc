@@ -12,19 +12,6 @@
 namespace flock::js {
 namespace {
 
-Napi::Value Empty(const Napi::CallbackInfo& info) {
-  Args a{info, "empty"};
-  return Addon::of(info.Env()).wrap(info.Env(), empty(a.shape(0, "shape"), a.dtype(1), a.device(2), "empty"));
-}
-
-Napi::Value Full(const Napi::CallbackInfo& info) {
-  Args a{info, "full"};
-  Shape shape = a.shape(0, "shape");
-  DType dtype = a.dtype(1);
-  Device device = a.device(2);
-  return Addon::of(info.Env()).wrap(info.Env(), ops::full(shape, dtype, device, a.number(3, "value")));
-}
-
 Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
   Args a{info, "tensor"};
   Napi::Value v = info[0];
@@ -44,34 +31,6 @@ Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
   DType dtype = a.dtype(2);
   Device device = a.device(3);
   return Addon::of(info.Env()).wrap(info.Env(), ops::from_host(data, bytes, shape, dtype, device));
-}
-
-Napi::Value Arange(const Napi::CallbackInfo& info) {
-  Args a{info, "arange"};
-  return Addon::of(info.Env()).wrap(info.Env(), ops::arange(a.number(0, "start"), a.number(1, "end"), a.number(2, "step"), a.dtype(3), a.device(4)));
-}
-
-Napi::Value Linspace(const Napi::CallbackInfo& info) {
-  Args a{info, "linspace"};
-  return Addon::of(info.Env()).wrap(info.Env(), ops::linspace(a.number(0, "start"), a.number(1, "end"),
-                                                              a.integer(2, "steps", 0, int64_t(1) << 40), a.dtype(3), a.device(4)));
-}
-
-Napi::Value Random(const Napi::CallbackInfo& info) {
-  Args a{info, "random"};
-  auto kind = a.enumeration<RandomKind>(0, "kind", kRandomKindNames, static_cast<int>(RandomKind::count));
-  Shape shape = a.shape(1, "shape");
-  DType dtype = a.dtype(2);
-  Device device = a.device(3);
-  const int64_t seed = a.integer(4, "seed", 0, int64_t(1) << 53);
-  const int64_t offset = a.integer(5, "offset", 0, int64_t(1) << 53);
-  return Addon::of(info.Env()).wrap(info.Env(), ops::random(kind, shape, dtype, device, static_cast<uint64_t>(seed),
-                                                            static_cast<uint64_t>(offset), a.number(6, "a"), a.number(7, "b")));
-}
-
-Napi::Value OneHot(const Napi::CallbackInfo& info) {
-  Args a{info, "oneHot"};
-  return Addon::of(info.Env()).wrap(info.Env(), ops::one_hot(a.tensor(0, "index"), a.integer(1, "numClasses", 0, int64_t(1) << 40)));
 }
 
 Napi::Value Meta(const Napi::CallbackInfo& info) {
@@ -181,11 +140,6 @@ Napi::Value ResetPeakMemory(const Napi::CallbackInfo& info) {
   DeviceMemory& m = memory_of(a.device(0));
   m.peak.store(m.bytes.load());
   return info.Env().Undefined();
-}
-
-Napi::Value EmptyCache(const Napi::CallbackInfo& info) {
-  Args a{info, "emptyCache"};
-  return Napi::Number::New(info.Env(), static_cast<double>(empty_cache(a.device(0))));
 }
 
 // setErrorClasses(typeErrorClass, rangeErrorClass, errorClass): the constructors, each called as

@@ -10,7 +10,7 @@ namespace flock::js {
 
 Napi::Value Unary(const Napi::CallbackInfo& info) {
   Args a{info, "unary"};
-  const UnaryOp op = a.enumeration<UnaryOp>(0, "op", kUnaryOpNames, static_cast<int>(UnaryOp::count));
+  const ::flock::UnaryOp op = a.enumeration<::flock::UnaryOp>(0, "op", kUnaryOpNames, static_cast<int>(::flock::UnaryOp::count));
   Tensor x = a.tensor(1, "x");
   const double a_ = !a.at(2).IsUndefined() ? a.number(2, "a") : 0;
   const double b = !a.at(3).IsUndefined() ? a.number(3, "b") : 0;
@@ -19,7 +19,7 @@ Napi::Value Unary(const Napi::CallbackInfo& info) {
 
 Napi::Value UnaryBackward(const Napi::CallbackInfo& info) {
   Args a{info, "unaryBackward"};
-  const UnaryOp op = a.enumeration<UnaryOp>(0, "op", kUnaryOpNames, static_cast<int>(UnaryOp::count));
+  const ::flock::UnaryOp op = a.enumeration<::flock::UnaryOp>(0, "op", kUnaryOpNames, static_cast<int>(::flock::UnaryOp::count));
   Tensor x = a.tensor(1, "x");
   Tensor grad = a.tensor(2, "grad");
   const double a_ = !a.at(3).IsUndefined() ? a.number(3, "a") : 0;
@@ -29,7 +29,7 @@ Napi::Value UnaryBackward(const Napi::CallbackInfo& info) {
 
 Napi::Value Binary(const Napi::CallbackInfo& info) {
   Args a{info, "binary"};
-  const BinaryOp op = a.enumeration<BinaryOp>(0, "op", kBinaryOpNames, static_cast<int>(BinaryOp::count));
+  const ::flock::BinaryOp op = a.enumeration<::flock::BinaryOp>(0, "op", kBinaryOpNames, static_cast<int>(::flock::BinaryOp::count));
   Tensor a_ = a.tensor(1, "a");
   Tensor b = a.tensor(2, "b");
   return result(info, ops::binary(op, a_, b));
@@ -37,7 +37,7 @@ Napi::Value Binary(const Napi::CallbackInfo& info) {
 
 Napi::Value Binary_(const Napi::CallbackInfo& info) {
   Args a{info, "binary_"};
-  const BinaryOp op = a.enumeration<BinaryOp>(0, "op", kBinaryOpNames, static_cast<int>(BinaryOp::count));
+  const ::flock::BinaryOp op = a.enumeration<::flock::BinaryOp>(0, "op", kBinaryOpNames, static_cast<int>(::flock::BinaryOp::count));
   Tensor self = a.tensor(1, "self");
   Tensor b = a.tensor(2, "b");
   return Napi::Boolean::New(info.Env(), ops::binary_(op, self, b));
@@ -81,7 +81,7 @@ Napi::Value To(const Napi::CallbackInfo& info) {
 
 Napi::Value Reduce(const Napi::CallbackInfo& info) {
   Args a{info, "reduce"};
-  const ReduceOp op = a.enumeration<ReduceOp>(0, "op", kReduceOpNames, static_cast<int>(ReduceOp::count));
+  const ::flock::ReduceOp op = a.enumeration<::flock::ReduceOp>(0, "op", kReduceOpNames, static_cast<int>(::flock::ReduceOp::count));
   Tensor x = a.tensor(1, "x");
   Shape dims = a.dims(2, "dims", -64, 64);
   const bool keepdim = a.boolean(3, "keepdim");

@@ -18,7 +18,14 @@ export function matmulT(a: Tensor, b: Tensor, transA: boolean, transB: boolean, 
   return product(a, b, transA, transB, lower, lower);
 }
 
-function product(a: Tensor, b: Tensor, transA: boolean, transB: boolean, lower: AutocastDType | undefined, to: CanonicalDType | undefined): Tensor {
+function product(
+  a: Tensor,
+  b: Tensor,
+  transA: boolean,
+  transB: boolean,
+  lower: AutocastDType | undefined,
+  to: CanonicalDType | undefined,
+): Tensor {
   const out = productUntracked(a, b, transA, transB, lower, to);
   if (!recording(a, b)) return out;
   return record(

@@ -1,7 +1,7 @@
 /** The fused attention (cpp/bindings/attention.cc). */
 import { group, hand } from './dsl';
 
-export const attention = group('attention', 'fused attention', [
+export const attentionExports = group('attention', 'fused attention', [
   hand(
     'attention',
     null,

@@ -1,7 +1,7 @@
 /** The virtual CPU devices and events between their streams (cpp/bindings/devices.cc). */
 import { group, hand } from './dsl';
 
-export const devices = group('devices', 'virtual CPU devices and events between their streams', [
+export const devicesExports = group('devices', 'virtual CPU devices and events between their streams', [
   hand('cpuDeviceCount', null, '(): number', 'The number of virtual CPU devices; the first call fixes it.'),
   hand('setCpuDeviceCount', null, '(n: number): void', 'Sets the count before it is fixed; ERR_DEVICE afterwards.'),
   hand(

@@ -1,7 +1,7 @@
 /** The process groups and collectives (ring, local, nccl), parameter-server memory (cpp/bindings/distributed.cc). */
 import { group, hand } from './dsl';
 
-export const distributed = group('distributed', 'process groups and collectives (ring, local, nccl), parameter-server memory', [
+export const distributedExports = group('distributed', 'process groups and collectives (ring, local, nccl), parameter-server memory', [
   hand(
     'ringListen',
     null,

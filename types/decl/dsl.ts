@@ -35,7 +35,7 @@ export type NativeArg =
   | { kind: 'dtype'; name: string }
   | { kind: 'device'; name: string }
   | { kind: 'enum'; name: string; family: EnumFamily; default?: number }
-  | { kind: 'choice'; name: string; names: readonly string[]; default?: string };
+  | { kind: 'choice'; name: string; names: readonly string[]; default?: string; enum?: string };
 
 /** The op-code enums generated from the manifest (cpp/generated/<family>_codes.h). */
 export type EnumFamily = 'unary' | 'binary' | 'reduce' | 'random' | 'bias_act';
@@ -137,8 +137,11 @@ export const shape = (name: string): NativeArg => ({ kind: 'shape', name });
 export const dtype = (name = 'dtype'): NativeArg => ({ kind: 'dtype', name });
 export const device = (name = 'device'): NativeArg => ({ kind: 'device', name });
 export const opCode = (family: EnumFamily, name = 'op'): NativeArg => ({ kind: 'enum', name, family });
-/** One of `names`, passed on as its index (an int) to the call. */
-export const choice = (name: string, names: readonly string[], more: { default?: string } = {}): NativeArg => ({
+/**
+ * One of `names`, passed on as its index (an int) to the call, or as that member of the C++ enum
+ * `enum` (whose `count` must equal the number of names: a static_assert says so).
+ */
+export const choice = (name: string, names: readonly string[], more: { default?: string; enum?: string } = {}): NativeArg => ({
   kind: 'choice',
   name,
   names,

@@ -1,7 +1,7 @@
 /** The fail-stop: step tickets and failure states (cpp/bindings/failure.cc). */
 import { group, hand } from './dsl';
 
-export const failure = group('failure', 'fail-stop: step tickets and failure states', [
+export const failureExports = group('failure', 'fail-stop: step tickets and failure states', [
   hand(
     'streamTicket',
     null,

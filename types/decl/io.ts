@@ -1,7 +1,7 @@
 /** The safetensors files (cpp/bindings/io.cc). */
 import { group, hand } from './dsl';
 
-export const io = group('io', 'safetensors files', [
+export const ioExports = group('io', 'safetensors files', [
   hand(
     'ioSave',
     'Save',

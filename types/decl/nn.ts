@@ -1,7 +1,7 @@
 /** The convolution, pooling, fused losses, norms, bias-activation and fused optimizer steps (cpp/bindings/nn.cc). */
-import { group, hand } from './dsl';
+import { bool, fn, group, hand, int, number, opCode, shape, tensor, tensorOrNull, tensors } from './dsl';
 
-export const nn = group(
+export const nnExports = group(
   'nn',
   'convolution, pooling, fused losses, norms, bias-activation and fused optimizer steps',
   [
@@ -41,42 +41,46 @@ export const nn = group(
       '(grad: NativeTensor, inputShape: number[], kernel: number[], stride: number[], padding: number[], dilation: number[], ceilMode: boolean, countIncludePad: boolean): NewTensor',
     ),
     hand('adaptiveAvgPool2d', null, '(x: NativeTensor, outputSize: number[]): NewTensor'),
-    hand('adaptiveAvgPool2dBackward', null, '(grad: NativeTensor, inputShape: number[]): NewTensor'),
-    hand(
+    fn('adaptiveAvgPool2dBackward', [tensor('grad'), shape('inputShape')], 'tensor'),
+    fn(
       'crossEntropy',
-      null,
-      '(x: NativeTensor, target: NativeTensor, ignoreIndex: number, labelSmoothing: number): [NewTensor, NewTensor]',
-      'Fused log-softmax + NLL over [rows, classes]: [per-row loss, per-row logsumexp].',
+      [tensor('x'), tensor('target'), int('ignoreIndex', -(2 ** 30), 2 ** 30), number('labelSmoothing', { range: [0, 1] })],
+      'tensors',
+      {
+        doc: 'Fused log-softmax + NLL over [rows, classes]: [per-row loss, per-row logsumexp].',
+        ts: '[NewTensor, NewTensor]',
+        call: 'ops::cross_entropy_forward($x, $target, $ignoreIndex, $labelSmoothing)',
+      },
     ),
-    hand(
+    fn(
       'crossEntropyBackward',
-      null,
-      '(x: NativeTensor, target: NativeTensor, lse: NativeTensor, grad: NativeTensor, ignoreIndex: number, labelSmoothing: number): NewTensor',
+      [
+        tensor('x'),
+        tensor('target'),
+        tensor('lse'),
+        tensor('grad'),
+        int('ignoreIndex', -(2 ** 30), 2 ** 30),
+        number('labelSmoothing', { range: [0, 1] }),
+      ],
+      'tensor',
     ),
-    hand(
-      'layerNorm',
-      null,
-      '(x: NativeTensor, weight: NativeTensor | null, bias: NativeTensor | null, eps: number): [NewTensor, NewTensor, NewTensor]',
-      'Layer norm of each row of [rows, d], affine fused (weight, bias [d] or null): [y, mean [rows], rstd [rows]].',
-    ),
+    fn('layerNorm', [tensor('x'), tensorOrNull('weight'), tensorOrNull('bias'), number('eps')], 'tensors', {
+      doc: 'Layer norm of each row of [rows, d], affine fused (weight, bias [d] or null): [y, mean [rows], rstd [rows]].',
+      ts: '[NewTensor, NewTensor, NewTensor]',
+      call: 'ops::layer_norm_forward($x, $weight, $bias, $eps)',
+    }),
     hand(
       'layerNormBackward',
       null,
       '(x: NativeTensor, mean: NativeTensor, rstd: NativeTensor, weight: NativeTensor | null, grad: NativeTensor, weightGrad: boolean, biasGrad: boolean): [NewTensor, NewTensor | null, NewTensor | null]',
       '[dx, dweight or null, dbias or null]; the parameter gradients are column sums in the same kernel.',
     ),
-    hand(
-      'biasAct',
-      'BiasActivation',
-      '(x: NativeTensor, bias: NativeTensor, activation: BiasActivation, inPlace?: boolean): NewTensor',
-      'act(x + bias) over x [rows, n] and bias [n]: the fused epilogue of linear; with `inPlace`, written into x (the result aliases x).',
-    ),
-    hand(
-      'biasActBackward',
-      'BiasActivationBackward',
-      '(grad: NativeTensor, saved: NativeTensor, bias: NativeTensor | null, activation: BiasActivation): NewTensor',
-      "grad · act'(saved + bias), or act'(saved) without bias (relu may pass its output as saved).",
-    ),
+    fn('biasAct', [tensor('x'), tensor('bias'), opCode('bias_act', 'activation'), bool('inPlace', { default: false })], 'tensor', {
+      doc: 'act(x + bias) over x [rows, n] and bias [n]: the fused epilogue of linear; with `inPlace`, written into x (the result aliases x).',
+    }),
+    fn('biasActBackward', [tensor('grad'), tensor('saved'), tensorOrNull('bias'), opCode('bias_act', 'activation')], 'tensor', {
+      doc: "grad · act'(saved + bias), or act'(saved) without bias (relu may pass its output as saved).",
+    }),
     hand(
       'adamStep',
       null,
@@ -100,14 +104,11 @@ export const nn = group(
       '(params: NativeTensor[], grads: NativeTensor[], sums: NativeTensor[], lr: number, lrDecay: number, eps: number, weightDecay: number, step: number, maximize: boolean, masters: NativeTensor[], stochasticRounding: boolean, seed: number, offset: number): void',
       'In-place fused Adagrad over many tensors sharing one step count (≥ 1).',
     ),
-    hand('gradNorm', null, '(tensors: NativeTensor[], normType: number): NewTensor'),
-    hand('clipByNorm', null, '(tensors: NativeTensor[], total: NativeTensor, maxNorm: number): void'),
-    hand(
-      'ampUnscale',
-      null,
-      '(tensors: NativeTensor[], foundInf: NativeTensor, invScale: number): void',
-      "GradScaler's fused unscale: tensors *= invScale in place; foundInf (0-d f32) set to 1 on any inf/NaN.",
-    ),
+    fn('gradNorm', [tensors('tensors'), number('normType')], 'tensor'),
+    fn('clipByNorm', [tensors('tensors'), tensor('total'), number('maxNorm')], 'void'),
+    fn('ampUnscale', [tensors('tensors'), tensor('foundInf'), number('invScale')], 'void', {
+      doc: "GradScaler's fused unscale: tensors *= invScale in place; foundInf (0-d f32) set to 1 on any inf/NaN.",
+    }),
   ],
   ['../ops/nn.h'],
 );

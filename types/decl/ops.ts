@@ -1,7 +1,7 @@
 /** The element-wise, reduction, matmul, shape and indexing ops (cpp/bindings/ops.cc for the hand-written ones). */
 import { BIG, MAX_DIM, bool, choice, dim, dtype, device, fn, group, hand, int, ints, dims, number, opCode, tensor, tensors } from './dsl';
 
-export const ops = group('ops', 'element-wise, reduction, matmul, shape and indexing ops', [
+export const opsExports = group('ops', 'element-wise, reduction, matmul, shape and indexing ops', [
   fn('unary', [opCode('unary'), tensor('x'), number('a', { default: 0 }), number('b', { default: 0 })], 'tensor'),
   fn('unaryBackward', [opCode('unary'), tensor('x'), tensor('grad'), number('a', { default: 0 }), number('b', { default: 0 })], 'tensor'),
   fn('binary', [opCode('binary'), tensor('a'), tensor('b')], 'tensor'),
@@ -36,10 +36,15 @@ export const ops = group('ops', 'element-wise, reduction, matmul, shape and inde
   fn('permute', [tensor('x'), ints('dims', -MAX_DIM, MAX_DIM)], 'tensor'),
   fn('expand', [tensor('x'), ints('shape', -1, BIG)], 'tensor'),
   fn('cat', [tensors('xs'), dim()], 'tensor'),
-  fn('indexSelect', [tensor('x'), dim(), tensor('index'), choice('op', ['indexSelect', 'embedding'], { default: 'indexSelect' })], 'tensor', {
-    doc: "Rows of x along dim; `op` names the caller in errors (default 'indexSelect').",
-    call: 'ops::index_select($x, $dim, $index, kOpNames[$op])',
-  }),
+  fn(
+    'indexSelect',
+    [tensor('x'), dim(), tensor('index'), choice('op', ['indexSelect', 'embedding'], { default: 'indexSelect' })],
+    'tensor',
+    {
+      doc: "Rows of x along dim; `op` names the caller in errors (default 'indexSelect').",
+      call: 'ops::index_select($x, $dim, $index, kOpNames[$op])',
+    },
+  ),
   fn('gather', [tensor('x'), dim(), tensor('index'), choice('op', ['gather', 'nllLoss'], { default: 'gather' })], 'tensor', {
     doc: "`op` names the caller in errors (default 'gather').",
     call: 'ops::gather($x, $dim, $index, kOpNames[$op])',

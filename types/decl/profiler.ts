@@ -1,7 +1,7 @@
 /** The the profiler: stream intervals and ranges (cpp/bindings/profiler.cc). */
 import { group, hand } from './dsl';
 
-export const profiler = group('profiler', 'the profiler: stream intervals and ranges', [
+export const profilerExports = group('profiler', 'the profiler: stream intervals and ranges', [
   hand('profilerStart', null, '(): void', "Starts recording every task's interval on every stream, discarding earlier records."),
   hand('profilerStop', null, '(): void'),
   hand('profilerEnabled', null, '(): boolean'),

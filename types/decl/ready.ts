@@ -1,7 +1,7 @@
 /** The back-pressure: fl.ready() (cpp/bindings/ready.cc). */
 import { group, hand } from './dsl';
 
-export const ready = group('ready', 'back-pressure: fl.ready()', [
+export const readyExports = group('ready', 'back-pressure: fl.ready()', [
   hand(
     'ready',
     null,

@@ -1,7 +1,7 @@
 /** The recurrent layers: one layer and direction per call (cpp/bindings/rnn.cc). */
 import { group, hand } from './dsl';
 
-export const rnn = group(
+export const rnnExports = group(
   'rnn',
   'recurrent layers: one layer and direction per call',
   [

@@ -1,7 +1,7 @@
 /** The diagnostics of the CPU runtime for tests (cpp/bindings/stream_stress.cc). */
 import { group, hand } from './dsl';
 
-export const streamStress = group('stream_stress', 'diagnostics of the CPU runtime for tests', [
+export const streamStressExports = group('stream_stress', 'diagnostics of the CPU runtime for tests', [
   hand(
     'streamGateStress',
     null,

@@ -1,23 +1,33 @@
 /** The tensors: creation, metadata, disposal, reads (the sync points), memory and runtime info (cpp/bindings/tensor.cc). */
-import { group, hand, prop } from './dsl';
+import { MAX_SAFE, device, dtype, fn, group, hand, int, number, opCode, prop, shape, tensor } from './dsl';
 
-export const tensor = group('tensor', 'tensors: creation, metadata, disposal, reads (the sync points), memory and runtime info', [
+export const tensorExports = group('tensor', 'tensors: creation, metadata, disposal, reads (the sync points), memory and runtime info', [
   prop(
     'returned',
     'Float64Array',
     '[metadata index, handle] of the handle an op returned last: `metas[returned[0]]` is its metadata while `returned[1]` is that handle.',
   ),
   prop('metas', 'readonly HandleMeta[]'),
-  hand('empty', null, '(shape: number[], dtype: NativeDType, device: string): NewTensor'),
-  hand('full', null, '(shape: number[], dtype: NativeDType, device: string, value: number): NewTensor'),
+  fn('empty', [shape('shape'), dtype(), device()], 'tensor', { call: 'empty($shape, $dtype, $device, "empty")' }),
+  fn('full', [shape('shape'), dtype(), device(), number('value')], 'tensor'),
   hand('fromBuffer', null, '(data: ArrayBufferView | ArrayBuffer, shape: number[], dtype: NativeDType, device: string): NewTensor'),
-  hand('arange', null, '(start: number, end: number, step: number, dtype: NativeDType, device: string): NewTensor'),
-  hand('linspace', null, '(start: number, end: number, steps: number, dtype: NativeDType, device: string): NewTensor'),
-  hand('oneHot', null, '(index: NativeTensor, numClasses: number): NewTensor'),
-  hand(
+  fn('arange', [number('start'), number('end'), number('step'), dtype(), device()], 'tensor'),
+  fn('linspace', [number('start'), number('end'), int('steps', 0, 2 ** 40), dtype(), device()], 'tensor'),
+  fn('oneHot', [tensor('index'), int('numClasses', 0, 2 ** 40)], 'tensor'),
+  fn(
     'random',
-    null,
-    '(kind: RandomKind, shape: number[], dtype: NativeDType, device: string, seed: number, offset: number, a: number, b: number): NewTensor',
+    [
+      opCode('random', 'kind'),
+      shape('shape'),
+      dtype(),
+      device(),
+      int('seed', 0, MAX_SAFE),
+      int('offset', 0, MAX_SAFE),
+      number('a'),
+      number('b'),
+    ],
+    'tensor',
+    { call: 'ops::random($kind, $shape, $dtype, $device, static_cast<uint64_t>($seed), static_cast<uint64_t>($offset), $a, $b)' },
   ),
   hand('meta', null, '(t: NativeTensor | NewTensor): HandleMeta'),
   hand('isDisposed', null, '(t: NativeTensor | NewTensor): boolean'),
@@ -33,7 +43,7 @@ export const tensor = group('tensor', 'tensors: creation, metadata, disposal, re
   ),
   hand('syncSync', null, '(device: string): void'),
   hand('memory', null, '(): Record<string, DeviceMemoryStats>'),
-  hand('emptyCache', null, '(device: string): number'),
+  fn('emptyCache', [device()], 'number', { call: 'empty_cache($device)' }),
   hand('resetPeakMemory', null, '(device: string): void'),
   hand(
     'setErrorClasses',
