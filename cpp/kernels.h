@@ -61,9 +61,6 @@ FLOCK_DECLARE_KERNEL(copy_from_host, void(const void* host, Tensor& dst))
 FLOCK_DECLARE_KERNEL(transfer, void(const Tensor& src, Tensor& dst))
 FLOCK_DECLARE_KERNEL(random, void(RandomKind kind, Tensor& out, uint64_t seed, uint64_t offset, double a, double b))
 
-// tril/triu over the last two dims of a contiguous x: out keeps x where (col - row) <= diagonal
-// (lower) or >= diagonal (upper), zero elsewhere.
-FLOCK_DECLARE_KERNEL(triangular, void(const Tensor& x, Tensor& out, int64_t diagonal, bool upper))
 // Scan, sort, scatter, select and sample families (cumsum ... multinomial). Rows are the middle
 // dim of a contiguous [outer, n, inner] view unless said otherwise.
 // Cumulative sum (prod false) or product along n, from the end when `reverse`; out has x's dtype.

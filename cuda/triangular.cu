@@ -2,7 +2,7 @@
 // so the kernel is instantiated per element width, not per dtype).
 #include <cstdint>
 #include "common.cuh"
-#include "kernels.h"
+#include "generated/kernels_triangular.h"
 
 namespace flock::cuda {
 namespace {

@@ -68,7 +68,7 @@ export {
   chunk,
 } from './ops/shape';
 export { indexSelect, gather, scatterAdd, oneHot } from './ops/indexing';
-export { tril, triu, flip, roll, repeat, tile, unbind } from './ops/rearrange';
+export { flip, roll, repeat, tile, unbind } from './ops/rearrange';
 export { isclose, allclose, type CloseOptions } from './ops/predicates';
 export { norm, type NormOrd } from './ops/norms';
 export { addmm, baddbmm, type AddmmOptions } from './ops/blas';
@@ -77,6 +77,9 @@ export { lerp } from './ops/elementwise';
 // Ops of a uniform call shape, generated from the manifest (exp, eq, isnan, ...).
 export * from './ops/generated/elementwise';
 export * from './ops/generated/binary';
+// Ops generated with their kernel from the manifest (`kernel`: tril, triu, ...), and their gradients.
+export { tril, triu } from './ops/generated/kernel_ops';
+import './ops/grads';
 
 import { native } from './native';
 import { checkNumber } from './validate';

@@ -45,6 +45,12 @@ export function checkNumber(op: string, name: string, v: unknown, r: NumberRange
   return v;
 }
 
+/** Any integer (a diagonal, an offset, a dim before normalization); ERR_ARG for anything else. */
+export function checkInteger(op: string, name: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw argError(op, `${name} must be an integer, got ${describe(v)}`);
+  return v;
+}
+
 /** A non-negative (or ≥ min) integer count or size. */
 export function checkInt(op: string, name: string, v: unknown, min = 0): number {
   return checkNumber(op, name, v, { integer: true, min });

@@ -95,7 +95,7 @@ function docComment(doc: string | undefined, indent: string): string[] {
 }
 
 /** `text` as Biome formats `path` (the repository's own formatter, so the file passes `npm run lint`). */
-function biomeFormat(path: string, text: string): string {
+export function biomeFormat(path: string, text: string): string {
   const r = spawnSync(join(__dirname, '..', 'node_modules', '.bin', 'biome'), ['format', `--stdin-file-path=${path}`], {
     input: text,
     encoding: 'utf8',

@@ -22,7 +22,8 @@ import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { kernelCodes, manifest, type KernelCode, type OpDecl } from '../lib/manifest/index';
 import { generatedOps, wrapperFiles } from './gen_wrappers';
-import { nativeFiles, nativeProblems } from './gen_native';
+import { biomeFormat, nativeFiles, nativeProblems } from './gen_native';
+import { KERNEL_OPS_TS, kernelOpFiles, kernelOpMethods, kernelOpProblems } from './gen_kernel_ops';
 import { nativeGroups } from '../types/decl/index';
 import { existsSync } from 'node:fs';
 
@@ -136,7 +137,8 @@ export function generate(ops: readonly OpDecl[] = manifest, extra: readonly Kern
     [OUTPUTS.enums, enumsHeader()],
     ...ENUMS.map((e): [string, string] => [codesHeader(e.family), familyHeader(e, codes.get(e.family) ?? [], boolBinary, boolUnary)]),
     [OUTPUTS.ts, tsFile(codes)],
-    ...wrapperFiles(ops, BANNER),
+    ...wrapperFiles(ops, BANNER, kernelOpMethods(ops)),
+    ...kernelOpFiles(ops).map(([path, text]): [string, string] => [path, path === KERNEL_OPS_TS ? biomeFormat(path, text) : text]),
     ...nativeFiles(nativeGroups, handBindingFiles()),
   ]);
 }
@@ -150,8 +152,9 @@ function files(dir: string, ext: string): string[] {
 /** Kernel families declared with FLOCK_DECLARE_KERNEL in cpp/*.h. */
 export function kernelFamilies(): Set<string> {
   const found = new Set<string>();
-  for (const f of readdirSync(join(ROOT, 'cpp')).filter((n) => n.endsWith('.h')))
-    for (const m of readFileSync(join(ROOT, 'cpp', f), 'utf8').matchAll(/FLOCK_DECLARE_KERNEL\(\s*(\w+)\s*,/g)) found.add(m[1]);
+  for (const dir of ['cpp', 'cpp/generated'])
+    for (const f of readdirSync(join(ROOT, dir)).filter((n) => n.endsWith('.h')))
+      for (const m of readFileSync(join(ROOT, dir, f), 'utf8').matchAll(/FLOCK_DECLARE_KERNEL\(\s*(\w+)\s*,/g)) found.add(m[1]);
   return found;
 }
 
@@ -220,7 +223,7 @@ export function problems(ops: readonly OpDecl[] = manifest, extra: readonly Kern
   for (const o of ops) {
     if (seen.has(o.name)) out.push(`${o.name}: declared twice`);
     seen.add(o.name);
-    if (o.family !== 'composite' && !families.has(o.family))
+    if (o.family !== 'composite' && !o.kernel && !families.has(o.family))
       out.push(`${o.name}: kernel family '${o.family}' has no FLOCK_DECLARE_KERNEL in cpp/*.h`);
     if (o.code !== undefined && !enumerated.has(o.family))
       out.push(`${o.name}: code '${o.code}' given, but '${o.family}' is not an enumerated family (${[...enumerated].join(', ')})`);
@@ -235,6 +238,7 @@ export function problems(ops: readonly OpDecl[] = manifest, extra: readonly Kern
         if (!o.args.some((a) => a.name === i)) out.push(`${o.name}: gradient input '${i}' is not one of its arguments`);
   }
   for (const k of extra) if (!enumerated.has(k.family)) out.push(`kernel code ${k.family}.${k.code}: not an enumerated family`);
+  out.push(...kernelOpProblems(ops));
   const hand = handWrittenOps();
   for (const { o } of generatedOps(ops))
     if (hand.has(o.name))

@@ -138,7 +138,7 @@ function functionsFile(list: { o: OpDecl; shape: CallShape }[], banner: string):
   return `${out.join('\n')}\n`;
 }
 
-function methodsFile(list: { o: OpDecl; shape: CallShape }[], banner: string): string {
+function methodsFile(list: { o: OpDecl; shape: CallShape }[], banner: string, kernel: { decls: string[]; bodies: string[] }): string {
   const methods = list.filter((g) => g.o.method);
   const two = (shape: CallShape) => shape.kind === 'compare' || shape.kind === 'binary';
   const params = (shape: CallShape) => (two(shape) ? ['other'] : shape.kind === 'unary' ? shape.numbers.map((a) => a.name) : []);
@@ -152,13 +152,17 @@ function methodsFile(list: { o: OpDecl; shape: CallShape }[], banner: string): s
       : "import { Tensor } from '../../tensor';",
   );
   if (methods.some((g) => g.shape.kind === 'binary')) out.push("import * as binary from './binary';");
-  out.push("import * as ops from './elementwise';", '', "declare module '../../tensor' {", '  interface Tensor {');
+  out.push("import * as ops from './elementwise';");
+  if (kernel.bodies.length) out.push("import * as kernel from './kernel_ops';");
+  out.push('', "declare module '../../tensor' {", '  interface Tensor {');
   for (const { o, shape } of methods) out.push(...docBlock(o.doc, '    '), `    ${o.name}(${typed(shape).join(', ')}): Tensor;`);
+  out.push(...kernel.decls);
   out.push('  }', '}', '', 'const methods: Partial<Tensor> & ThisType<Tensor> = {');
   for (const { o, shape } of methods) {
     const p = params(shape);
     out.push(`  ${o.name}(${p.join(', ')}) {`, `    return ${module(shape)}.${o.name}(${['this', ...p].join(', ')});`, '  },');
   }
+  out.push(...kernel.bodies);
   out.push('};', '');
   out.push('// Defined as class methods are: non-enumerable, writable, configurable.');
   out.push('for (const [name, value] of Object.entries(methods))');
@@ -167,7 +171,11 @@ function methodsFile(list: { o: OpDecl; shape: CallShape }[], banner: string): s
 }
 
 /** The generated TypeScript files' contents, by path relative to the repository root. */
-export function wrapperFiles(ops: readonly OpDecl[], banner: string): [string, string][] {
+export function wrapperFiles(
+  ops: readonly OpDecl[],
+  banner: string,
+  kernelMethods: { decls: string[]; bodies: string[] },
+): [string, string][] {
   const list = generatedOps(ops);
   return [
     [
@@ -184,6 +192,6 @@ export function wrapperFiles(ops: readonly OpDecl[], banner: string): [string, s
         banner,
       ),
     ],
-    [WRAPPER_OUTPUTS.methods, methodsFile(list, banner)],
+    [WRAPPER_OUTPUTS.methods, methodsFile(list, banner, kernelMethods)],
   ];
 }

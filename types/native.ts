@@ -357,9 +357,7 @@ export interface NativeAddon {
    * inf/NaN.
    */
   ampUnscale(tensors: NativeTensor[], foundInf: NativeTensor, invScale: number): void;
-  // ---- ops that move elements without arithmetic: tril/triu, flip, roll (types/decl/rearrange.ts) ----
-  /** tril (upper false) or triu (upper true) over the last two dims, relative to `diagonal`. */
-  triangular(x: NativeTensor, diagonal: number, upper: boolean): NewTensor;
+  // ---- ops that move elements without arithmetic: flip, roll (types/decl/rearrange.ts) ----
   /** A copy with the given dims reversed. */
   flip(x: NativeTensor, dims: number[]): NewTensor;
   /** A copy rolled by `shifts[i]` along `dims[i]` (equal lengths). */
@@ -590,4 +588,9 @@ export interface NativeAddon {
    * nothing queued.
    */
   streamInlineTasks(device: string): number;
+  // ---- ops whose glue is generated from the manifest (`kernel`) (types/decl/kernel_ops.ts) ----
+  /** fl.tril's kernel (lib/manifest/): the generated front end in cpp/generated/kernel_ops.cc. */
+  tril(input: NativeTensor, diagonal: number): NewTensor;
+  /** fl.triu's kernel (lib/manifest/): the generated front end in cpp/generated/kernel_ops.cc. */
+  triu(input: NativeTensor, diagonal: number): NewTensor;
 }

@@ -2,7 +2,7 @@
 // zeroes the rest. Zero has all bits clear in every dtype, so the kernel moves elements by width.
 #include <algorithm>
 #include <cstring>
-#include "../kernels.h"
+#include "../generated/kernels_triangular.h"
 #include "loops.h"
 
 namespace flock::cpu {

@@ -5,14 +5,6 @@
 
 namespace flock::js {
 
-Napi::Value Triangular(const Napi::CallbackInfo& info) {
-  Args a{info, "triangular"};
-  Tensor x = a.tensor(0, "x");
-  const int64_t diagonal = a.integer(1, "diagonal", int64_t(-281474976710656LL), int64_t(281474976710656LL));
-  const bool upper = a.boolean(2, "upper");
-  return result(info, ops::triangular(x, diagonal, upper));
-}
-
 Napi::Value Flip(const Napi::CallbackInfo& info) {
   Args a{info, "flip"};
   Tensor x = a.tensor(0, "x");

@@ -17,6 +17,7 @@ void register_devices_exports(Napi::Env env, Napi::Object exports);
 void register_io_exports(Napi::Env env, Napi::Object exports);
 void register_profiler_exports(Napi::Env env, Napi::Object exports);
 void register_ready_exports(Napi::Env env, Napi::Object exports);
+void register_kernel_ops_exports(Napi::Env env, Napi::Object exports);
 
 void register_exports(Napi::Env env, Napi::Object exports) {
   register_tensor_exports(env, exports);
@@ -33,6 +34,7 @@ void register_exports(Napi::Env env, Napi::Object exports) {
   register_io_exports(env, exports);
   register_profiler_exports(env, exports);
   register_ready_exports(env, exports);
+  register_kernel_ops_exports(env, exports);
 }
 
 }  // namespace flock::js

@@ -98,8 +98,6 @@ void enqueue(const char* op, Device device, F&& work, int64_t work_elements) {
 int64_t unary_work(UnaryOp op, int64_t n);
 int64_t binary_work(BinaryOp op, int64_t n);
 
-// Triangular parts, flips and rolls (triangular.cc, flip_roll.cc)
-Tensor triangular(const Tensor& x, int64_t diagonal, bool upper);
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims);
 // dims and shifts of equal length (a flattened roll is a reshape around a roll of dim 0).
 Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims);

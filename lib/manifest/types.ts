@@ -30,6 +30,30 @@ export interface ArgDecl {
   default?: unknown;
   /** The validation rule in words, as the error states it ("0 <= k <= size of dim"). */
   rule?: string;
+  /**
+   * The rule as code, for an op with a generated `kernel`: checked by the generated function and
+   * again by the generated native front end, with one message.
+   */
+  check?: ArgCheck;
+}
+
+/**
+ * An executable rule: a tensor of at least `minDims` dims; an int naming a dim of the tensor
+ * argument `dimOf` (-ndim <= dim < ndim, normalized before the kernel sees it); a value in `range`.
+ */
+export type ArgCheck = { minDims: number } | { dimOf: string } | { range: readonly [number, number] };
+
+/**
+ * An op whose glue is generated from its entry (scripts/gen_kernel_ops.ts): the kernel family's
+ * declaration, the native front end and binding, the native type, fl.<name> and t.<name>(). Its
+ * kernel takes its tensor arguments, `Tensor& out` (the first input's shape and dtype) and its
+ * other arguments in order, then the `fixed` values.
+ */
+export interface KernelDecl {
+  /** Values the op passes the kernel after its own arguments (tril and triu share `triangular` with upper false or true). */
+  fixed?: Readonly<Record<string, boolean | number>>;
+  /** The kernel's cost per element in adds, for the CPU's inline path (default 1; a math call per element: 64). */
+  workPerElement?: number;
 }
 
 /**
@@ -83,6 +107,8 @@ export interface OpDecl {
   reference?: (...xs: number[]) => number;
   /** The input range of the derived default case (default [-2, 2]). */
   domain?: readonly [number, number];
+  /** Generate everything between this entry and its kernels (see KernelDecl). */
+  kernel?: KernelDecl;
 }
 
 /**

@@ -1,5 +1,6 @@
 /**
- * Ops that move elements without arithmetic: tril/triu, flip, roll, repeat, tile, unbind — each
+ * Ops that move elements without arithmetic: flip, roll, repeat, tile, unbind (tril and triu are
+ * generated with their kernel: lib/ops/generated/kernel_ops.ts) — each
  * with its gradient (the same op on the gradient, or its inverse).
  */
 import { native } from '../native';
@@ -20,19 +21,6 @@ function intList(op: string, name: string, v: unknown): number[] {
   list.forEach((d, i) => checkInt(op, `${name}[${i}]`, d));
   return list as number[];
 }
-
-function triangular(op: 'tril' | 'triu', x: Tensor, diagonal: number): Tensor {
-  checkTensor(op, 'input', x);
-  checkInt(op, 'diagonal', diagonal);
-  if (x.ndim < 2) throw rangeError(op, `expected a tensor of at least 2 dims, got shape ${shapeStr(x.shape)}`);
-  const out = wrap(native.triangular(x.handle, diagonal, op === 'triu'));
-  return record(out, op, [x], (g) => [triangular(op, g, diagonal)], { savesOutput: false });
-}
-
-/** The lower triangle of the last two dims: elements with `col - row <= diagonal`, zero elsewhere. */
-export const tril = (x: Tensor, diagonal = 0): Tensor => triangular('tril', x, diagonal);
-/** The upper triangle of the last two dims: elements with `col - row >= diagonal`, zero elsewhere. */
-export const triu = (x: Tensor, diagonal = 0): Tensor => triangular('triu', x, diagonal);
 
 /** A copy with the order of elements reversed along `dims` (negative dims count from the end). */
 export function flip(x: Tensor, dims: number | number[]): Tensor {

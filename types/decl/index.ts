@@ -13,6 +13,7 @@ import { devicesExports } from './devices';
 import { ioExports } from './io';
 import { profilerExports } from './profiler';
 import { readyExports } from './ready';
+import { kernelOpsExports } from './kernel_ops';
 import type { NativeGroup } from './dsl';
 
 export const nativeGroups: readonly NativeGroup[] = [
@@ -30,4 +31,5 @@ export const nativeGroups: readonly NativeGroup[] = [
   ioExports,
   profilerExports,
   readyExports,
+  kernelOpsExports,
 ];

@@ -2,6 +2,7 @@
 import { Tensor, type TensorLike } from '../../tensor';
 import * as binary from './binary';
 import * as ops from './elementwise';
+import * as kernel from './kernel_ops';
 
 declare module '../../tensor' {
   interface Tensor {
@@ -41,6 +42,16 @@ declare module '../../tensor' {
     atan(): Tensor;
     /** The base-2 logarithm of each element (integer inputs give f32), as torch.log2. */
     log2(): Tensor;
+    /**
+     * The lower triangle of the last two dims: elements with `col - row <= diagonal`, zero elsewhere
+     * (torch.tril).
+     */
+    tril(diagonal?: number): Tensor;
+    /**
+     * The upper triangle of the last two dims: elements with `col - row >= diagonal`, zero elsewhere
+     * (torch.triu).
+     */
+    triu(diagonal?: number): Tensor;
   }
 }
 
@@ -116,6 +127,12 @@ const methods: Partial<Tensor> & ThisType<Tensor> = {
   },
   log2() {
     return ops.log2(this);
+  },
+  tril(diagonal) {
+    return kernel.tril(this, diagonal);
+  },
+  triu(diagonal) {
+    return kernel.triu(this, diagonal);
   },
 };
 

@@ -3,10 +3,6 @@ import { install, listArgs } from './install';
 
 declare module '../../tensor' {
   interface Tensor {
-    /** The lower triangle of the last two dims (`col - row <= diagonal`), zero elsewhere. */
-    tril(diagonal?: number): Tensor;
-    /** The upper triangle of the last two dims (`col - row >= diagonal`), zero elsewhere. */
-    triu(diagonal?: number): Tensor;
     /** A copy with the elements reversed along `dims`. */
     flip(dims: number | number[]): Tensor;
     /** Rolls elements along `dims` by `shifts`; with no dims, as if flattened. */
@@ -21,12 +17,6 @@ declare module '../../tensor' {
 }
 
 install({
-  tril(diagonal = 0) {
-    return re.tril(this, diagonal);
-  },
-  triu(diagonal = 0) {
-    return re.triu(this, diagonal);
-  },
   flip(dims) {
     return re.flip(this, dims);
   },
