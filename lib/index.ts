@@ -78,8 +78,8 @@ export { lerp } from './ops/elementwise';
 export * from './ops/generated/elementwise';
 export * from './ops/generated/binary';
 // Ops generated with their kernel from the manifest (`kernel`: tril, triu, ...), and their gradients.
-export { tril, triu } from './ops/generated/kernel_ops';
-import './ops/grads';
+export * from './ops/generated/kernel_ops';
+import './ops/generated/grads';
 
 import { native } from './native';
 import { checkNumber } from './validate';

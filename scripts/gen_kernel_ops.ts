@@ -322,12 +322,22 @@ export function kernelOpMethods(ops: readonly OpDecl[]): { decls: string[]; bodi
   return { decls, bodies };
 }
 
-/** The generated files of the kernel ops, by path (the native glue comes through kernelOpsGroup). */
+/** lib/ops/generated/grads.ts: loads each kernel family's formulas (lib/ops/grads/<family>.ts); lib/index.ts imports it. */
+function gradsBarrel(ops: readonly OpDecl[]): string {
+  const out = [`/** ${BANNER} */`];
+  for (const [family, list] of families(ops)) {
+    const withFormula = list.filter((o) => o.grad.kind === 'formula');
+    if (withFormula.length) out.push(`// defines: ${withFormula.map((o) => o.name).join(', ')}`, `import '../grads/${family}';`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/** The generated files of the kernel ops, by path (their native declarations: types/decl/kernel_ops.ts). */
 export function kernelOpFiles(ops: readonly OpDecl[]): [string, string][] {
   const files: [string, string][] = [];
   for (const [family, list] of families(ops)) files.push([`cpp/generated/kernels_${family}.h`, kernelHeader(family, list)]);
   files.push(['cpp/generated/kernel_ops.h', frontHeader(ops)], ['cpp/generated/kernel_ops.cc', frontSource(ops)]);
-  files.push(['lib/ops/generated/kernel_ops.ts', tsFile(ops)]);
+  files.push(['lib/ops/generated/kernel_ops.ts', tsFile(ops)], ['lib/ops/generated/grads.ts', gradsBarrel(ops)]);
   return files;
 }
 
