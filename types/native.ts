@@ -589,6 +589,8 @@ export interface NativeAddon {
    */
   streamInlineTasks(device: string): number;
   // ---- ops whose glue is generated from the manifest (`kernel`) (types/decl/kernel_ops.ts) ----
+  /** fl.logcumsumexp's kernel (lib/manifest/): the generated front end in cpp/generated/kernel_ops.cc. */
+  logcumsumexp(input: NativeTensor, dim: number): NewTensor;
   /** fl.tril's kernel (lib/manifest/): the generated front end in cpp/generated/kernel_ops.cc. */
   tril(input: NativeTensor, diagonal: number): NewTensor;
   /** fl.triu's kernel (lib/manifest/): the generated front end in cpp/generated/kernel_ops.cc. */

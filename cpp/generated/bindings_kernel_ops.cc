@@ -5,6 +5,13 @@
 
 namespace flock::js {
 
+Napi::Value Logcumsumexp(const Napi::CallbackInfo& info) {
+  Args a{info, "logcumsumexp"};
+  Tensor input = a.tensor(0, "input");
+  const int64_t dim = a.integer(1, "dim", int64_t(-281474976710656LL), int64_t(281474976710656LL));
+  return result(info, ops::logcumsumexp(input, dim));
+}
+
 Napi::Value Tril(const Napi::CallbackInfo& info) {
   Args a{info, "tril"};
   Tensor input = a.tensor(0, "input");

@@ -4,6 +4,8 @@
 
 namespace flock::ops {
 
+// logcumsumexp (lib/manifest/)
+Tensor logcumsumexp(const Tensor& input, int64_t dim);
 // tril (lib/manifest/)
 Tensor tril(const Tensor& input, int64_t diagonal);
 // triu (lib/manifest/)

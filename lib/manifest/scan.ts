@@ -1,5 +1,8 @@
-/** Running sums and products along a dim: the `scan` kernel family (cumprod's gradient has its own kernel). */
-import { ALL, type OpDecl, op } from './types';
+/**
+ * Running sums and products along a dim: the `scan` kernel family (cumprod's gradient has its own
+ * kernel); logcumsumexp has a kernel of its own, its glue generated (`kernel`).
+ */
+import { ALL, FLOATS, type OpDecl, op } from './types';
 
 const ARGS = [
   { name: 'input', type: 'tensor' as const },
@@ -27,5 +30,20 @@ export const scanOps: OpDecl[] = [
     grad: { kind: 'formula', inputs: ['input'] },
     autocast: 'f32',
     method: true,
+  }),
+  op({
+    name: 'logcumsumexp',
+    family: 'logcumsumexp',
+    args: [
+      { name: 'input', type: 'tensor' },
+      { name: 'dim', type: 'int', rule: '-ndim <= dim < ndim', check: { dimOf: 'input' } },
+    ],
+    dtypes: { cpu: FLOATS, cuda: FLOATS },
+    shape: 'same',
+    grad: { kind: 'formula', inputs: ['input'] },
+    autocast: 'f32',
+    method: true,
+    kernel: { workPerElement: 64 },
+    doc: 'log(cumsum(exp(input), dim)) without overflow: each step adds the next term in log space (torch.logcumsumexp).',
   }),
 ];

@@ -43,6 +43,11 @@ declare module '../../tensor' {
     /** The base-2 logarithm of each element (integer inputs give f32), as torch.log2. */
     log2(): Tensor;
     /**
+     * log(cumsum(exp(input), dim)) without overflow: each step adds the next term in log space
+     * (torch.logcumsumexp).
+     */
+    logcumsumexp(dim: number): Tensor;
+    /**
      * The lower triangle of the last two dims: elements with `col - row <= diagonal`, zero elsewhere
      * (torch.tril).
      */
@@ -127,6 +132,9 @@ const methods: Partial<Tensor> & ThisType<Tensor> = {
   },
   log2() {
     return ops.log2(this);
+  },
+  logcumsumexp(dim) {
+    return kernel.logcumsumexp(this, dim);
   },
   tril(diagonal) {
     return kernel.tril(this, diagonal);

@@ -1,4 +1,4 @@
-/** Cases for cumsum and cumprod (lib/manifest/scan.ts). */
+/** Cases for cumsum, cumprod and logcumsumexp (lib/manifest/scan.ts). */
 import type { Arr, OpCase } from '../harness/types';
 import { rows } from './ref';
 
@@ -9,6 +9,21 @@ function running(x: Arr, dim: number, prod: boolean): Arr {
     r.rows.map((line) => {
       let acc = prod ? 1 : 0;
       return line.map((v) => (acc = prod ? acc * v : acc + v));
+    }),
+  );
+}
+
+/** log(Σ_{k<=i} exp(x_k)) along dim, in f64 by log-add-exp (no overflow for large inputs). */
+function logRunning(x: Arr, dim: number): Arr {
+  if (x.shape.length === 0) return x;
+  const r = rows(x, dim);
+  return r.put(
+    r.rows.map((line) => {
+      let acc = Number.NEGATIVE_INFINITY;
+      return line.map((v) => {
+        const hi = Math.max(acc, v);
+        return (acc = hi + Math.log1p(Math.exp(Math.min(acc, v) - hi)));
+      });
     }),
   );
 }
@@ -52,5 +67,28 @@ export const cases: OpCase[] = [
     inputs: [{ shape: [4, 3], values: [1.5, 0, 2, -1, 3, 0, 0, 0.5, 2, 2, -2, 1] }],
     run: (x) => x.cumprod(0),
     reference: (x) => running(x, 0, true),
+  },
+  {
+    op: 'logcumsumexp',
+    inputs: [{ shape: [3, 5], low: -3, high: 3 }],
+    sized: (n) => [{ shape: [2, n], low: -3, high: 3 }],
+    run: (x) => x.logcumsumexp(1),
+    reference: (x) => logRunning(x, 1),
+    tol: { bf16: [2e-2, 4e-2], f16: [4e-3, 1e-2], f32: [2e-6, 1e-5] },
+  },
+  {
+    op: 'logcumsumexp',
+    label: 'dim -3 of 3-d',
+    inputs: [{ shape: [4, 3, 2], low: -2, high: 2 }],
+    run: (x) => x.logcumsumexp(-3),
+    reference: (x) => logRunning(x, 0),
+  },
+  {
+    op: 'logcumsumexp',
+    label: 'values whose exp overflows f32',
+    inputs: [{ shape: [2, 4], values: [100, 101, 99, 102, -100, -101, -99, -102] }],
+    dtypes: ['f32', 'f64'],
+    run: (x) => x.logcumsumexp(1),
+    reference: (x) => logRunning(x, 1),
   },
 ];
