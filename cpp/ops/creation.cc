@@ -54,6 +54,7 @@ Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype
 Tensor arange(double start, double end, double step, DType dtype, Device device) {
   if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step) || step == 0)
     fail(Code::Arg, "arange: start, end and step must be finite and step non-zero (got ", start, ", ", end, ", ", step, ")");
+  if (dtype == DType::boolean) fail(Code::DType, "arange: not defined for bool tensors");  // as torch.arange
   const double count = std::ceil((end - start) / step);
   if (count > static_cast<double>(int64_t(1) << 40)) fail(Code::OOM, "arange: ", count, " elements are too many");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
@@ -66,6 +67,7 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
 Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device) {
   if (!std::isfinite(start) || !std::isfinite(end)) fail(Code::Arg, "linspace: start and end must be finite");
   if (steps < 0) fail(Code::Shape, "linspace: steps must be non-negative, got ", steps);
+  if (dtype == DType::boolean) fail(Code::DType, "linspace: not defined for bool tensors");  // as torch.linspace
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
   Tensor out = empty({steps}, dtype, device, "linspace");
   auto kernel = arange_table().get(out.device());

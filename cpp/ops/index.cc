@@ -58,6 +58,8 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   check_index(x, index, "scatterAdd");
   check_same_device(x, src, "scatterAdd");
   if (src.dtype != x.dtype) fail(Code::DType, "scatterAdd: src is ", dtype_name(src.dtype), ", input is ", dtype_name(x.dtype));
+  // Refused at the call (the kernels add numbers; torch's logical or on bool is not implemented).
+  if (x.dtype == DType::boolean) fail(Code::DType, "scatterAdd: not defined for bool tensors");
   if (index.shape != src.shape)
     fail(Code::Shape, "scatterAdd: index ", shape_str(index.shape), " and src ", shape_str(src.shape), " must have the same shape");
   dim = check_gather_shapes(x, dim, index, "scatterAdd");

@@ -54,7 +54,7 @@ export const creationOps: OpDecl[] = [
       { name: 'end', type: 'number' },
       { name: 'steps', type: 'int', rule: '>= 0' },
     ],
-    FLOATS,
+    NUMERIC,
     '[steps]',
   ),
   create(

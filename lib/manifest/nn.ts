@@ -3,7 +3,7 @@
  * pooling, fused cross-entropy, row normalisation; and the composite layers built from other ops.
  * Every nn op takes every float dtype: the conv, pooling, loss and norm kernels widen bf16/f16 to f32 inside.
  */
-import { type ArgDecl, FLOATS, type OpDecl, op } from './types';
+import { ALL, type ArgDecl, FLOATS, type OpDecl, op } from './types';
 
 const X: ArgDecl = { name: 'input', type: 'tensor' };
 const T: ArgDecl = { name: 'target', type: 'tensor' };
@@ -61,11 +61,16 @@ export const nnOps: OpDecl[] = [
   nn(
     'dropout',
     'composite',
-    [X, { name: 'p', type: 'number', default: 0.5, rule: '0 <= p <= 1' }, { name: 'training', type: 'bool', default: true }],
+    [
+      X,
+      { name: 'p', type: 'number', default: 0.5, rule: '0 <= p <= 1; 0 < p < 1 needs a floating input' },
+      { name: 'training', type: 'bool', default: true },
+    ],
     'same',
     [],
     'none',
-    { dtypes: { cpu: FLOATS, cuda: FLOATS } },
+    // Every dtype when not training or p is 0 or 1 (the input, or zeros), as torch.
+    { dtypes: { cpu: ALL, cuda: ALL } },
   ),
   nn(
     'embedding',
@@ -77,7 +82,7 @@ export const nnOps: OpDecl[] = [
     '[...indices.shape, dim]',
     ['weight'],
     'none',
-    { dtypes: { cpu: FLOATS, cuda: FLOATS } },
+    { dtypes: { cpu: ALL, cuda: ALL } },
   ),
   nn(
     'conv2d',

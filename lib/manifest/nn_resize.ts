@@ -36,6 +36,6 @@ export const nnResizeOps: OpDecl[] = [
     '[N, C, out…]',
     [],
     'none',
-    { dtypes: { cpu: FLOATS, cuda: FLOATS } },
+    { dtypes: { cpu: [...FLOATS, 'u8'], cuda: [...FLOATS, 'u8'] } },
   ),
 ];

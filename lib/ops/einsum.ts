@@ -6,6 +6,7 @@
  */
 import type { Tensor } from '../tensor';
 import { describe } from '../errors';
+import { isFloating } from '../dtype';
 import { checkTensor, rangeError, shapeStr, typeError } from './util';
 import { matmul } from './linalg';
 import { permute, reshape } from './shape';
@@ -115,6 +116,9 @@ export function einsum(equation: string, ...operands: Tensor[]): Tensor {
     if (t.dtype !== operands[0].dtype)
       throw typeError('einsum', `operands must share a dtype, got ${operands[0].dtype} and ${t.dtype} (operand ${i})`, 'ERR_DTYPE');
   });
+  // Contractions run on the floating GEMM; every equation is refused alike for other dtypes.
+  if (!isFloating(operands[0].dtype))
+    throw typeError('einsum', `operands must be floating (f32, f64, bf16, f16), got ${operands[0].dtype}`, 'ERR_DTYPE');
   const arrow = eq.indexOf('->');
   if (arrow >= 0 && eq.indexOf('->', arrow + 1) >= 0) throw fail(equation, "more than one '->'");
   const lhs = arrow >= 0 ? eq.slice(0, arrow) : eq;

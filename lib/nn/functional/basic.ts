@@ -125,6 +125,8 @@ export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
   checkBool('dropout', 'training', training);
   if (!training || p === 0) return x;
   if (p === 1) return x.mul(0);
+  // As torch: a mask scaled by 1 / (1 - p) has no integer or bool dtype to be multiplied in.
+  if (!isFloating(x.dtype)) throw flockError('ERR_DTYPE', 'dropout', `expected a floating tensor for 0 < p < 1, got ${x.dtype}`);
   const mask = bernoulli([...x.shape], 1 - p, { dtype: x.dtype, device: x.device });
   return x.mul(mask.mul(1 / (1 - p)));
 }

@@ -85,7 +85,9 @@ export function interpolateWith(op: string, x: unknown, o: Checked): Tensor {
       op,
       `expected a 3-D to ${o.mode === 'area' ? 4 : 5}-D input [N, C, spatial…] for mode '${o.mode}', got ${shapeStr(t.shape)}`,
     );
+  // As PyTorch 1.13: the nearest modes also take u8 (images); no mode takes other integers or bool.
   if (o.mode !== 'nearest' && o.mode !== 'nearest-exact') checkFloat(op, t);
+  else if (t.dtype !== 'u8') checkFloat(op, t);
   const k = t.ndim - 2;
   const perDim = (v: number | number[], name: string) => {
     if (!Array.isArray(v)) return Array<number>(k).fill(v);

@@ -114,6 +114,16 @@ export const cases: OpCase[] = [
     },
     { dtypes: ['f32', 'f64'], tol: { f32: [1e-6, 1e-6] } },
   ),
+  // Integer dtypes take the f64 values truncated toward zero, as torch.linspace (0, 10, 4 gives 0, 3, 6, 10).
+  make(
+    'linspace',
+    (x) => fl.linspace(-7, 10, x.numel(), on(x)),
+    (x) => {
+      const n = x.data.length;
+      return arr([n], (i) => Math.trunc(n === 1 ? -7 : -7 + (17 * i) / (n - 1)));
+    },
+    { label: 'integers', dtypes: ['i32', 'i64'] },
+  ),
   make(
     'eye',
     (x) => fl.eye(x.shape[0], x.shape[1], on(x)),

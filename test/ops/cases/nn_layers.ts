@@ -122,6 +122,21 @@ export const cases: OpCase[] = [
     },
   },
   {
+    op: 'nn.functional.embedding',
+    label: 'integer and bool weights',
+    inputs: [
+      { shape: [2, 3], kind: 'int', high: 5, noGrad: true },
+      { shape: [5, 4], low: 0, high: 2 },
+    ],
+    run: (i, w) => F.embedding(i, w),
+    reference: (i, w) => {
+      const d = w.shape[1];
+      return arr([...i.shape, d], (k) => w.data[i.data[Math.floor(k / d)] * d + (k % d)]);
+    },
+    dtypes: ['i32', 'i64', 'u8', 'bool'],
+    grad: false,
+  },
+  {
     op: 'nn.functional.batchNorm',
     label: 'training, affine',
     inputs: [{ shape: [3, 2, 2, 2] }, { shape: [2] }, { shape: [2] }],

@@ -134,6 +134,15 @@ export const cases: OpCase[] = [
   },
   {
     op: 'nn.functional.interpolate',
+    label: 'nearest 2-d, u8 images',
+    inputs: [{ shape: [1, 3, 4, 5], low: 0, high: 250 }],
+    run: (x) => F.interpolate(x, { size: [7, 3] }),
+    reference: (x) => resampleRef(x, [7, 3], nearest),
+    dtypes: ['u8'],
+    grad: false,
+  },
+  {
+    op: 'nn.functional.interpolate',
     label: 'linear, 3-D',
     inputs: [{ shape: [2, 3, 5] }],
     sized: (n) => [{ shape: [1, 2, n + 1] }],

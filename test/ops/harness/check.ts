@@ -8,7 +8,7 @@ import type { DType, Tensor } from '../../../lib/index';
 import type { DeviceKind, OpDecl } from '../../../lib/manifest/index';
 import { gradcheck } from '../../helpers/gradcheck';
 import { mismatch, tolFor } from './compare';
-import { isFloatDType, makeInputs, nonContiguous, numel, toArr } from './make';
+import { inputDType, isFloatDType, makeInputs, nonContiguous, numel, toArr } from './make';
 import type { Arr, InputSpec, OpCase } from './types';
 
 /** The sizes every case with `sized` runs at. */
@@ -48,6 +48,46 @@ function compareAll(got: Tensor[], want: Arr[], c: OpCase, dtype: DType, what: s
     if (bad) return `${what}: output ${k} (${got[k].dtype}): ${bad}`;
   }
   return null;
+}
+
+const ALL_DTYPES: readonly DType[] = ['f32', 'f64', 'bf16', 'f16', 'i32', 'i64', 'u8', 'bool'];
+
+/**
+ * The case in each dtype its manifest entry does not declare for the CPU: the op must refuse it
+ * with a flockml error (a code) or compute in a declared dtype (integers promoted to f32, say),
+ * never silently in that dtype. Inputs of a fixed kind (indices, masks) keep theirs. Returns the
+ * problems found, one per dtype.
+ */
+export function undeclaredDtypes(c: OpCase, decl: OpDecl): string[] {
+  const declared = (decl.dtypes.cpu ?? []) as readonly DType[];
+  const problems: string[] = [];
+  for (const dtype of ALL_DTYPES.filter((d) => !declared.includes(d))) {
+    if (c.inputs.every((s) => inputDType(s, dtype) !== dtype)) continue; // no input takes the dtype
+    fl.tidy(() => {
+      const inputs = makeInputs(c.inputs, dtype, seedOf(c)).tensors;
+      let r: Tensor | Tensor[];
+      try {
+        r = c.run(...inputs);
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        if (!(typeof code === 'string' && code.startsWith('ERR_'))) problems.push(`${dtype}: threw without a flockml code: ${e}`);
+        return;
+      }
+      try {
+        for (const t of outputs(r)) t.dataSync();
+      } catch (e) {
+        problems.push(`${dtype}: accepted at the call, refused only when its kernel ran (${(e as Error).message}); refuse it at the call`);
+        return;
+      }
+      // An op may hand back an input as it is (dropout when not training): nothing is computed.
+      const computed = outputs(r).find((t) => t.dtype === dtype && t.dtype !== decl.output && !inputs.includes(t));
+      if (computed)
+        problems.push(
+          `${dtype}: computed in ${dtype}, which the manifest does not declare for cpu (declare it, or refuse it with ERR_DTYPE)`,
+        );
+    });
+  }
+  return problems;
 }
 
 /** Forward on the CPU against the reference, on the given inputs (default layout or non-contiguous). */

@@ -3,7 +3,8 @@
  * (test/ops/cases/), on every device it declares dtypes for:
  *   cpu    forward against the f64 reference in each dtype, on non-contiguous inputs too, at the odd
  *          sizes 0, 1, 3, 127, 1025 (cases with `sized`), and the f64 central-difference gradient check
- *          (on cases of at most GRADCHECK_MAX_ELEMENTS input elements);
+ *          (on cases of at most GRADCHECK_MAX_ELEMENTS input elements), and in every dtype the entry
+ *          does not declare: refused with a coded error or promoted, never computed in it;
  *   cuda:N the same inputs against the CPU's outputs and gradients, with fresh CUDA memory NaN-poisoned.
  * Fails when a manifest op has no case or a case names an op the manifest lacks.
  */
@@ -13,7 +14,18 @@ import * as assert from 'uvu/assert';
 import * as fl from '../../../lib/index';
 import { native } from '../../../lib/native';
 import { gpuSuiteRuns } from '../../gpu/gpu_present';
-import { ODD_SIZES, againstCpu, caseName, dtypesFor, forward, gradAgainstCpu, gradcheckFits, gradient, wantsGrad } from './check';
+import {
+  ODD_SIZES,
+  againstCpu,
+  caseName,
+  dtypesFor,
+  forward,
+  gradAgainstCpu,
+  gradcheckFits,
+  gradient,
+  undeclaredDtypes,
+  wantsGrad,
+} from './check';
 import { coverage } from './plan';
 import { manifest, type OpDecl } from '../../../lib/manifest/index';
 
@@ -97,6 +109,10 @@ for (const { c, decl } of covered) {
   }
   if (wantsGrad(c, decl) && gradcheckFits(c))
     test(`${name} on cpu: f64 gradient against central differences`, () => must('gradcheck', gradient(c)));
+  test(`${name} on cpu: the dtypes the manifest does not declare are refused or promoted`, () => {
+    const problems = undeclaredDtypes(c, decl);
+    if (problems.length) assert.unreachable(problems.join('; '));
+  });
 }
 
 const cudaCases = covered.filter(({ decl }) => decl.dtypes.cuda).length;
