@@ -146,11 +146,8 @@ function methodsFile(list: { o: OpDecl; shape: CallShape }[], banner: string, ke
     two(shape) ? ['other: TensorLike'] : shape.kind === 'unary' ? shape.numbers.map((a) => `${a.name}?: number`) : [];
   const module = (shape: CallShape) => (shape.kind === 'binary' ? 'binary' : 'ops');
   const out = [`/** ${banner} */`];
-  out.push(
-    methods.some((g) => two(g.shape))
-      ? "import { Tensor, type TensorLike } from '../../tensor';"
-      : "import { Tensor } from '../../tensor';",
-  );
+  // TensorLike in the declarations below resolves inside the augmented module: no import of it here.
+  out.push("import { Tensor } from '../../tensor';");
   if (methods.some((g) => g.shape.kind === 'binary')) out.push("import * as binary from './binary';");
   out.push("import * as ops from './elementwise';");
   if (kernel.bodies.length) out.push("import * as kernel from './kernel_ops';");

@@ -165,9 +165,10 @@ export class SummaryWriter {
   /** Resolves once everything added so far is written. */
   flush(): Promise<void> {
     this.#schedule(true);
-    return this.#draining.then(() => {
+    return this.#draining.then((): Promise<void> | undefined => {
       if (this.#queue.length > 0) return this.flush();
       if (this.#error) throw this.#error;
+      return undefined;
     });
   }
 

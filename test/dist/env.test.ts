@@ -10,6 +10,7 @@ function code(fn: () => unknown): string | undefined {
     return (e as { code?: string }).code;
   }
   assert.unreachable('expected a throw');
+  return undefined;
 }
 
 test('Slurm host lists expand, keeping zero padding', () => {
@@ -112,6 +113,7 @@ test('Open MPI and MPICH/PMI', () => {
     } catch (err) {
       return err as Error & { code: string };
     }
+    return undefined;
   })();
   assert.is(e?.code, 'ERR_ARG');
   assert.match(e!.message, /MASTER_ADDR/);

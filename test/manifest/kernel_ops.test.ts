@@ -28,6 +28,7 @@ test('a check fails with the same code and message from the function and from th
     } catch (e) {
       return e as { code: string; message: string };
     }
+    return undefined;
   })();
   const fromNative = (() => {
     try {
@@ -35,6 +36,7 @@ test('a check fails with the same code and message from the function and from th
     } catch (e) {
       return e as { code: string; message: string };
     }
+    return undefined;
   })();
   assert.ok(fromTs && fromNative);
   assert.is(fromTs.code, 'ERR_SHAPE');

@@ -1,5 +1,4 @@
 /** The element-wise methods: arithmetic, activations, comparisons, casts and copies (`t.add(u)`, `t.to('f64')`, `t.isclose(u)`). */
-import type { TensorLike } from '../../tensor';
 import * as ew from '../elementwise';
 import * as pr from '../predicates';
 import { copy_ as copyInPlace } from '../inplace';

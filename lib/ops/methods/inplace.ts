@@ -1,5 +1,4 @@
 /** The in-place methods; each returns this (see lib/ops/inplace.ts for the autograd rules). */
-import type { TensorLike } from '../../tensor';
 import * as ip from '../inplace';
 import { install } from './install';
 
