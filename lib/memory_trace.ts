@@ -124,7 +124,7 @@ function formatBytes(n: number): string {
 }
 
 /** The exit report: finalizer-freed tensors by site, at most `max` lines. */
-export function formatLeaks(sites: AllocationSite[], max = 10): string {
+function formatLeaks(sites: AllocationSite[], max = 10): string {
   const total = sites.reduce((n, s) => n + s.tensors, 0);
   const lines = [`flockml: ${total} tensor${total === 1 ? '' : 's'} freed by the garbage collector, never disposed:`];
   for (const s of sites.slice(0, max)) lines.push(`  ${s.site}  ${s.device}  ${s.tensors} tensors, ${formatBytes(s.bytes)}`);

@@ -41,7 +41,7 @@ export function prebuiltPackage(p: Platform): string | null {
 }
 
 /** This process's platform; musl is told from glibc by its dynamic loader in /lib (as detect-libc does). */
-export function currentPlatform(): Platform {
+function currentPlatform(): Platform {
   let libc = '';
   if (process.platform === 'linux') {
     let names: string[] = [];

@@ -187,7 +187,7 @@ const isClose = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(Mat
  * one by one, round robin from the first split; otherwise the lengths are taken as they are and
  * must sum to n.
  */
-export function splitLengths(n: number, lengths: readonly number[], op = 'randomSplit'): number[] {
+function splitLengths(n: number, lengths: readonly number[], op = 'randomSplit'): number[] {
   if (!Array.isArray(lengths) || lengths.length === 0)
     throw argError(op, `lengths must be a non-empty array of lengths or fractions, got ${describe(lengths)}`);
   lengths.forEach((l, i) => {

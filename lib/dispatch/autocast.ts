@@ -226,7 +226,7 @@ export function autocastLowering(op: string, ...args: readonly unknown[]): Lower
 }
 
 /** What {@link autocastLowering} returns: the region's low dtype and how operands reach it. */
-export class Lowering {
+class Lowering {
   constructor(
     readonly dtype: AutocastDType,
     private readonly cacheEnabled: boolean,

@@ -28,7 +28,7 @@ import { distError } from './errors';
 
 export type Engine = 'torchrun' | 'pytorchjob' | 'openmpi' | 'mpich' | 'slurm' | 'indexed-job';
 
-export const ENGINES: readonly Engine[] = ['torchrun', 'pytorchjob', 'openmpi', 'mpich', 'slurm', 'indexed-job'];
+const ENGINES: readonly Engine[] = ['torchrun', 'pytorchjob', 'openmpi', 'mpich', 'slurm', 'indexed-job'];
 
 export const DEFAULT_MASTER_PORT = 29500;
 
@@ -241,11 +241,7 @@ export function detectEngine(env: Env = process.env): Engine | null {
 }
 
 /** The token the store needs, and where it came from. */
-export function tokenFor(
-  env: Env,
-  engine: Engine | null,
-  jobId?: string,
-): { token: string; source: DistEnv['tokenSource']; warning?: string } {
+function tokenFor(env: Env, engine: Engine | null, jobId?: string): { token: string; source: DistEnv['tokenSource']; warning?: string } {
   if (has(env, 'FLOCKML_TOKEN')) return { token: env.FLOCKML_TOKEN!, source: 'set' };
   const id = jobId || env.FLOCKML_JOB_ID;
   if (engine && id) {

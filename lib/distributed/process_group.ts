@@ -63,7 +63,7 @@ export interface CollectiveOptions {
 const orderedFlag = (op: string, o: CollectiveOptions): boolean => checkBool(op, 'ordered', o.ordered ?? false);
 
 /** The dtypes NCCL reduces and moves; u8 and bool are refused. */
-export const NCCL_DTYPES: readonly DType[] = ['f32', 'f64', 'bf16', 'f16', 'i32', 'i64'];
+const NCCL_DTYPES: readonly DType[] = ['f32', 'f64', 'bf16', 'f16', 'i32', 'i64'];
 
 const isLoopback = (h: string) => h === 'localhost' || h.startsWith('127.') || h === '::1';
 

@@ -11,7 +11,7 @@ import { encodeFrame, readFrames, writeFrame, MAX_FRAME_BYTES } from './frame';
 import { distError } from './errors';
 
 const MAX_KEY_BYTES = 4096;
-export const PRE_AUTH_FRAME_BYTES = 4096;
+const PRE_AUTH_FRAME_BYTES = 4096;
 
 export interface StoreServerOptions {
   /** Connections held at once, authenticated or not; more are refused (default 1024). */

@@ -16,7 +16,7 @@ export function tempSibling(path: string): string {
 }
 
 /** The pid a {@link tempSibling} name (or the native writer's, same pattern) was made by, or null for other names. */
-export function tempOwner(name: string): number | null {
+function tempOwner(name: string): number | null {
   const m = /\.tmp-(\d+)-[0-9a-f]+$/.exec(name);
   return m ? Number(m[1]) : null;
 }
@@ -72,15 +72,6 @@ export function removeDeadTempsSync(dir: string, target?: string): void {
 /** Makes a rename or a new entry in `dir` durable. */
 export async function fsyncDir(dir: string): Promise<void> {
   const fd = await open(dir, 'r');
-  try {
-    await fd.sync();
-  } finally {
-    await fd.close();
-  }
-}
-
-export async function fsyncFile(path: string): Promise<void> {
-  const fd = await open(path, 'r+');
   try {
     await fd.sync();
   } finally {

@@ -108,7 +108,7 @@ function loadArgs(op: string, path: string, options: LoadOptions | undefined): [
 }
 
 /** The read tensors by name, cast to `dtype` where floating. */
-export function wrapTensors(result: NativeReadResult, dtype?: DType): Record<string, Tensor> {
+function wrapTensors(result: NativeReadResult, dtype?: DType): Record<string, Tensor> {
   const out: Record<string, Tensor> = {};
   result.names.forEach((name, i) => {
     const t = new Tensor(result.handles[i]);

@@ -126,7 +126,6 @@ export function op(decl: OpDecl): OpDecl {
 }
 
 export const FLOATS = ['f32', 'f64', 'bf16', 'f16'] as const satisfies readonly DType[];
-export const FLOATS_WIDE = ['f32', 'f64'] as const satisfies readonly DType[];
-export const INTS = ['i32', 'i64', 'u8'] as const satisfies readonly DType[];
+const INTS = ['i32', 'i64', 'u8'] as const satisfies readonly DType[];
 export const NUMERIC = [...FLOATS, ...INTS] as const satisfies readonly DType[];
 export const ALL = [...NUMERIC, 'bool'] as const satisfies readonly DType[];

@@ -10,7 +10,7 @@ import { isfinite, isnan } from './generated/elementwise';
 import { abs, eq, le, logicalAnd, logicalNot, logicalOr, mul, add, sub } from './elementwise';
 import { sum } from './reduce';
 
-export { isfinite, isinf, isnan } from './generated/elementwise';
+export { isnan } from './generated/elementwise';
 
 /** Options of {@link isclose} and {@link allclose}, with PyTorch's defaults. */
 export interface CloseOptions {

@@ -8,7 +8,7 @@
 import type { Tensor } from '../tensor';
 
 /** Row-major strides of `shape`. */
-export function contiguousStrides(shape: readonly number[]): number[] {
+function contiguousStrides(shape: readonly number[]): number[] {
   const out = new Array<number>(shape.length);
   let s = 1;
   for (let d = shape.length - 1; d >= 0; d--) {
@@ -24,7 +24,7 @@ export function stridesOf(t: Tensor): number[] {
 }
 
 /** Whether `strides` are those of a contiguous tensor of `shape` (size-1 dims' strides do not count, as PyTorch's is_contiguous). */
-export function isContiguousStrides(shape: readonly number[], strides: readonly number[]): boolean {
+function isContiguousStrides(shape: readonly number[], strides: readonly number[]): boolean {
   let expected = 1;
   for (let d = shape.length - 1; d >= 0; d--) {
     if (shape[d] === 0) return true;

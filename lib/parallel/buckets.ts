@@ -31,7 +31,7 @@ export interface Bucket {
   dtype: string;
 }
 
-export function makeBuckets(params: Tensor[], capBytes: number): Bucket[] {
+function makeBuckets(params: Tensor[], capBytes: number): Bucket[] {
   const buckets: Bucket[] = [];
   let cur: Bucket | null = null;
   let curBytes = 0;

@@ -31,7 +31,7 @@ interface Inbox {
  * Header of an activation (i64): dtype index, ndim, what the sender runs (MODES index), its
  * micro-batch count, this micro-batch's index, then up to MAX_DIMS sizes.
  */
-export const MAX_DIMS = 8;
+const MAX_DIMS = 8;
 export const HEADER = 5 + MAX_DIMS;
 /** What a stage runs: a training step with either schedule, or forward() (inference). */
 export type Mode = 'gpipe' | '1f1b' | 'forward';
@@ -394,6 +394,6 @@ export function perSample(op: string, name: string, v: unknown): number[] {
   return [...v];
 }
 
-export function sameDims(a: readonly number[], b: readonly number[]): boolean {
+function sameDims(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }

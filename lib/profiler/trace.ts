@@ -27,7 +27,7 @@ export interface ChromeTrace {
  */
 export const TID_HOST = 0;
 export const TID_COMM = 1;
-export const TID_CPU_STREAM = 2;
+const TID_CPU_STREAM = 2;
 const TID_CUDA_BASE = 10;
 const TID_CPU_DEVICE_BASE = 100;
 
@@ -39,7 +39,7 @@ export function streamTid(stream: string): number {
   return c && Number(c[1]) > 0 ? TID_CPU_DEVICE_BASE + Number(c[1]) : TID_CPU_STREAM;
 }
 
-export function threadName(tid: number): string {
+function threadName(tid: number): string {
   if (tid === TID_HOST) return 'host (JS thread)';
   if (tid === TID_COMM) return 'communication';
   if (tid === TID_CPU_STREAM) return 'stream cpu';

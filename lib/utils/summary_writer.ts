@@ -50,13 +50,13 @@ export function crc32c(data: Uint8Array): number {
   return (c ^ 0xffffffff) >>> 0;
 }
 
-export function maskedCrc32c(data: Uint8Array): number {
+function maskedCrc32c(data: Uint8Array): number {
   const c = crc32c(data);
   return (((c >>> 15) | (c << 17)) + 0xa282ead8) >>> 0;
 }
 
 /** One TFRecord: uint64 length, masked CRC of the length, data, masked CRC of the data (little-endian). */
-export function frameRecord(data: Uint8Array): Buffer {
+function frameRecord(data: Uint8Array): Buffer {
   const out = Buffer.alloc(12 + data.length + 4);
   out.writeBigUInt64LE(BigInt(data.length), 0);
   out.writeUInt32LE(maskedCrc32c(out.subarray(0, 8)), 8);

@@ -54,8 +54,15 @@ test('the generator refuses what it cannot generate', () => {
     { ...tril, name: 'a5', kernel: { fixed: { upper: 1 } } },
   ];
   const found = kernelOpProblems([...manifest, ...bad]);
-  for (const name of ['a1', 'a2', 'a3', 'a4']) assert.ok(found.some((p) => p.startsWith(`${name}:`)), `${name}: ${JSON.stringify(found)}`);
-  assert.ok(found.some((p) => /kernel family triangular: its ops give different signatures/.test(p)), JSON.stringify(found));
+  for (const name of ['a1', 'a2', 'a3', 'a4'])
+    assert.ok(
+      found.some((p) => p.startsWith(`${name}:`)),
+      `${name}: ${JSON.stringify(found)}`,
+    );
+  assert.ok(
+    found.some((p) => /kernel family triangular: its ops give different signatures/.test(p)),
+    JSON.stringify(found),
+  );
   assert.equal(kernelOpProblems(manifest), []);
 });
 

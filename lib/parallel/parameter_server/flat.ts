@@ -12,7 +12,7 @@ import { noGrad } from '../../dispatch/grad_mode';
 import type { ParamSpec } from './shard';
 
 /** The bytes of a typed array, without copying. */
-export function bytesOf(a: Float32Array | Float64Array): Buffer {
+function bytesOf(a: Float32Array | Float64Array): Buffer {
   return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 }
 

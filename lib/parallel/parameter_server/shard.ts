@@ -9,7 +9,7 @@ import type { Tensor } from '../../tensor';
 import { flockError } from '../../errors';
 
 /** The dtypes a parameter server moves: those whose values JS reads as a typed array of floats. */
-export const PS_DTYPES = ['f32', 'f64'] as const;
+const PS_DTYPES = ['f32', 'f64'] as const;
 export type PsDType = (typeof PS_DTYPES)[number];
 
 /** One parameter as the wire knows it. */

@@ -6,7 +6,7 @@
  */
 import type { Socket } from 'node:net';
 
-export const MAX_HEADER_BYTES = 64 << 10;
+const MAX_HEADER_BYTES = 64 << 10;
 
 export type Header = Record<string, unknown>;
 
