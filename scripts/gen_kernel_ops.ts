@@ -295,12 +295,13 @@ function tsFile(ops: readonly OpDecl[]): string {
     ...pick(['checkTensor', 'normDim', 'rangeError', 'shapeStr', 'wrap'], '../util'),
     ...pick(['gradOf'], '../grads/table'),
     '',
-    '/** What each kernel op hands its gradient formula (lib/ops/grads/): its output and its arguments. */',
-    'export interface KernelOpGradContexts {',
+    '// What each kernel op hands its gradient formula (lib/ops/grads/): its output and its arguments.',
+    "declare module '../grads/table' {",
+    '  interface GradContexts {',
   ];
   for (const o of list.filter((x) => x.grad.kind === 'formula'))
-    out.push(`  ${o.name}: { out: Tensor; ${o.args.map((a) => `${a.name}: ${tsType(a)}`).join('; ')} };`);
-  out.push('}', '', body);
+    out.push(`    ${o.name}: { out: Tensor; ${o.args.map((a) => `${a.name}: ${tsType(a)}`).join('; ')} };`);
+  out.push('  }', '}', '', body);
   return out.join('\n');
 }
 

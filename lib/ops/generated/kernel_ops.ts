@@ -8,11 +8,13 @@ import { autocastArgs } from '../../dispatch/autocast';
 import { checkTensor, normDim, rangeError, shapeStr, wrap } from '../util';
 import { gradOf } from '../grads/table';
 
-/** What each kernel op hands its gradient formula (lib/ops/grads/): its output and its arguments. */
-export interface KernelOpGradContexts {
-  logcumsumexp: { out: Tensor; input: Tensor; dim: number };
-  tril: { out: Tensor; input: Tensor; diagonal: number };
-  triu: { out: Tensor; input: Tensor; diagonal: number };
+// What each kernel op hands its gradient formula (lib/ops/grads/): its output and its arguments.
+declare module '../grads/table' {
+  interface GradContexts {
+    logcumsumexp: { out: Tensor; input: Tensor; dim: number };
+    tril: { out: Tensor; input: Tensor; diagonal: number };
+    triu: { out: Tensor; input: Tensor; diagonal: number };
+  }
 }
 
 /**

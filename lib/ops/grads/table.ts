@@ -1,14 +1,20 @@
 /**
- * The gradient formulas of the ops whose functions are generated with their kernel (lib/manifest/
- * `kernel`), one table per kernel family in this folder (as PyTorch's derivatives.yaml), each
- * registered here under the manifest's op name. A formula gets the upstream gradient and what the
- * op had (its output and its arguments) and returns one gradient per tensor argument, in order;
- * it is built from differentiable ops, so the gradient is itself differentiable. The generated
- * function looks its formula up when it records (gradOf), so this file imports no op.
+ * Gradient formulas keyed by the manifest's op name, one table per op family in this folder (as
+ * PyTorch's derivatives.yaml): the ops generated with their kernel (lib/manifest/ `kernel`) and the
+ * hand-written ops whose gradient is a formula. A formula gets the upstream gradient and what the
+ * op had (its output and its arguments) and returns one gradient per tensor input, in order; it is
+ * built from differentiable ops, so the gradient is itself differentiable. An op looks its formula
+ * up when it records (gradOf), so this file imports no op.
  */
 import type { Tensor } from '../../tensor';
 import { flockError } from '../../errors';
-import type { KernelOpGradContexts } from '../generated/kernel_ops';
+
+/**
+ * What each op hands its formula, by op name: declared by lib/ops/generated/kernel_ops.ts for the
+ * kernel ops and, for a hand-written op, beside its formulas (declaration merging).
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging
+export interface GradContexts {}
 
 export interface GradFormula<C> {
   /** Whether `grad` reads `ctx.out`: an in-place write to the output before backward then throws. */
@@ -16,7 +22,7 @@ export interface GradFormula<C> {
   grad(g: Tensor, ctx: C): (Tensor | null)[];
 }
 
-export type GradTable = { [K in keyof KernelOpGradContexts]?: GradFormula<KernelOpGradContexts[K]> };
+export type GradTable = { [K in keyof GradContexts]?: GradFormula<GradContexts[K]> };
 
 const table: GradTable = {};
 
@@ -26,10 +32,10 @@ export function defineGrads(formulas: GradTable): void {
 }
 
 /** The op's formula; the manifest test checks that every op declaring one has it registered. */
-export function gradOf<K extends keyof KernelOpGradContexts>(op: K): GradFormula<KernelOpGradContexts[K]> {
+export function gradOf<K extends keyof GradContexts>(op: K): GradFormula<GradContexts[K]> {
   const f = table[op];
   if (!f) throw flockError('ERR_INTERNAL', op, 'no gradient formula is registered (lib/ops/grads/)');
-  return f as GradFormula<KernelOpGradContexts[K]>;
+  return f as GradFormula<GradContexts[K]>;
 }
 
 /** The ops with a registered formula. */
