@@ -8,7 +8,8 @@
  * --sim runs the files with a CUDA path (test/sim_suites.ts) on the CUDA simulator's addon
  * (FLOCKML_NATIVE=build-sim/sim/flockml.node, 4 simulated GPUs unless FLOCKML_CUDA_SIM_DEVICES says
  * otherwise, freed device memory poisoned, NCCL from the same addon); test/sim/ runs only then.
- * --quick leaves out the slow tier, --slow runs only it (test/tiers.ts).
+ * --quick leaves out the slow tier and the files that start processes, --slow runs only the slow
+ * tier (test/tiers.ts).
  * --jobs N files at once (default: the machine's cores; FLOCKML_TEST_JOBS). Files that measure
  * wall-clock bounds (test/tiers.ts exclusiveFiles) run alone. The longest files start first, by the
  * times of the last run (node_modules/.cache/flockml/test-times.json).
@@ -18,7 +19,7 @@ import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'n
 import { availableParallelism } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { simSuites, simWaiting } from './sim_suites';
-import { exclusiveFiles, slowFiles } from './tiers';
+import { exclusiveFiles, isQuick, slowFiles } from './tiers';
 
 const root = join(__dirname);
 const repo = join(root, '..');
@@ -60,7 +61,7 @@ const files = find(root)
   .map(inRepo)
   .filter((f) => !gpuOnly || f.startsWith('test/gpu/'))
   .filter((f) => (simOnly ? simSuites.some((s) => f.startsWith(s)) : !f.startsWith('test/sim/')))
-  .filter((f) => !quick || !slowFiles.includes(f))
+  .filter((f) => !quick || isQuick(f))
   .filter((f) => !slowOnly || slowFiles.includes(f))
   .filter((f) => filters.length === 0 || filters.some((flt) => resolve(repo, f).includes(flt) || f.includes(flt)));
 

@@ -1,7 +1,8 @@
 /**
- * Which test files are slow, and which must run alone. `npm test` runs every file; `npm run
- * test:quick` leaves out the slow tier (the inner loop, under 2 minutes on 2 cores); `npm run
- * test:slow` runs only it. `.ci/run` runs `npm test`, so CI runs both.
+ * Which test files are slow, which start processes, and which must run alone. `npm test` runs
+ * every file; `npm run test:quick` (the inner loop, under 2 minutes on 2 cores) leaves out the slow
+ * tier and the files that start processes; `npm run test:slow` runs only the slow tier. `.ci/run`
+ * runs `npm test`, so CI runs them all.
  */
 
 /** Files of the slow tier: packing and installing, type-checking the whole tree, soak and scaling runs. */
@@ -14,6 +15,12 @@ export const slowFiles: readonly string[] = [
   'test/dist/shm.test.ts', // shared-memory collectives over a sweep of sizes and dtypes
   'test/dist/shm_p2p.test.ts',
 ];
+
+/** Folders whose files start other processes (ranks on loopback, the launcher, the examples). */
+export const processFolders: readonly string[] = ['test/dist/', 'test/examples/', 'test/cli/'];
+
+/** Whether `file` belongs to the quick tier. */
+export const isQuick = (file: string): boolean => !slowFiles.includes(file) && !processFolders.some((d) => file.startsWith(d));
 
 /**
  * Files that measure the host's responsiveness or wall-clock bounds: they run when no other file
