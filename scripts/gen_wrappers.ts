@@ -17,6 +17,7 @@
  * An entry marked `custom` keeps its hand-written function.
  */
 import type { ArgDecl, OpDecl } from '../lib/manifest/types';
+import { docBlock } from './doc_block';
 
 export type CallShape = { kind: 'unary'; numbers: ArgDecl[] } | { kind: 'predicate' } | { kind: 'compare' } | { kind: 'binary' };
 
@@ -58,23 +59,6 @@ export function generatedOps(ops: readonly OpDecl[]): { o: OpDecl; shape: CallSh
     const shape = callShape(o);
     return shape ? [{ o, shape }] : [];
   });
-}
-
-/** A TSDoc block at `indent`, its text wrapped at 100 columns. */
-function docBlock(doc: string | undefined, indent: string): string[] {
-  if (!doc) return [];
-  const words = doc.split(/\s+/).filter(Boolean);
-  const lines: string[] = [];
-  let line = '';
-  for (const w of words) {
-    if (line && line.length + 1 + w.length > 100) {
-      lines.push(line);
-      line = w;
-    } else line = line ? `${line} ${w}` : w;
-  }
-  if (line) lines.push(line);
-  if (lines.length === 1 && indent.length + lines[0].length + 7 <= 140) return [`${indent}/** ${lines[0]} */`];
-  return [`${indent}/**`, ...lines.map((l) => `${indent} * ${l}`), `${indent} */`];
 }
 
 function functionOf(o: OpDecl, shape: CallShape): string[] {
