@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as fl from '../lib/index';
 import { native } from '../lib/native';
-import { arr, close, expectError, refMatmul } from './helpers/reference';
+import { close, expectError, refMatmul } from './helpers/reference';
+import { values } from './helpers/values';
 
 fl.setCpuDeviceCount(4);
 
@@ -84,12 +85,12 @@ test('device errors are flockml errors, named by the op', () => {
 test('ops run on every device and give the same results as on cpu', () => {
   const a = fl.randn([37, 29]);
   const b = fl.randn([29, 11]);
-  const want = refMatmul(arr(a), arr(b), 37, 11, 29);
+  const want = refMatmul(values(a), values(b), 37, 11, 29);
   for (const d of fl.cpuDevices()) {
     const c = a.to(d).matmul(b.to(d)).relu().add(1);
     assert.is(c.device, d);
     close(
-      arr(c),
+      values(c),
       Array.from(want, (v) => Math.max(v, 0) + 1),
       1e-5,
       1e-5,
@@ -123,7 +124,7 @@ test('.to() between CPU devices copies every dtype', () => {
     const x = fl.tensor([1, 0, 3, 4, 5], { dtype });
     const y = x.to('cpu:1').to('cpu:2').to('cpu:3').to('cpu');
     assert.is(y.dtype, dtype);
-    assert.equal(arr(y), arr(x), dtype);
+    assert.equal(values(y), values(x), dtype);
   }
 });
 
@@ -136,7 +137,7 @@ test('a copy waits for its producer and does not block the JS thread; other devi
   const e = fl.Event.record('cpu:1');
   // cpu:2 is independent and runs now.
   const other = fl.ones([1000], { device: 'cpu:2' }).sum();
-  assert.is(arr(other)[0], 1000);
+  assert.is(values(other)[0], 1000);
   await new Promise((r) => setTimeout(r, 50));
   assert.not.ok(e.query(), 'cpu:1 ran past a copy whose source was not produced yet');
   await release();
@@ -149,8 +150,8 @@ test('a copy reads its source before later in-place work on the source device', 
   const x = fl.full([50_000], 7);
   const y = x.to('cpu:2');
   x.copy_(fl.full([50_000], -1));
-  assert.ok(arr(y).every((v) => v === 7));
-  assert.ok(arr(x).every((v) => v === -1));
+  assert.ok(values(y).every((v) => v === 7));
+  assert.ok(values(x).every((v) => v === -1));
 });
 
 test('copies round a ring of devices, with in-place writes after each copy', () => {
@@ -161,7 +162,7 @@ test('copies round a ring of devices, with in-place writes after each copy', () 
     x = src.to(devices[i % devices.length]).add(1);
     src.copy_(fl.full([4096], -1, { dtype: 'f64', device: src.device })); // must not reach the copy
   }
-  const got = arr(x);
+  const got = values(x);
   assert.is(x.device, devices[0]);
   for (let i = 0; i < 4096; i += 127) assert.is(got[i], i + 40);
 });
@@ -180,7 +181,7 @@ test('events order work across devices', async () => {
   await release();
   await marker.synchronize();
   assert.ok(e.query());
-  assert.is(arr(dst)[0], 0);
+  assert.is(values(dst)[0], 0);
   expectError(() => fl.Event.record('cuda:0'), TypeError, 'ERR_DEVICE', /CPU devices/);
   expectError(() => e.wait('cpu:9'), TypeError, 'ERR_DEVICE', /out of range/);
 });
@@ -229,12 +230,12 @@ test('save and load tensors of several devices; load onto cpu:N', async () => {
     await fl.save({ a, b, c: fl.ones([2]) }, path);
     const back = await fl.load(path, { device: 'cpu:2' });
     assert.is(back.a.device, 'cpu:2');
-    close(arr(back.a), arr(a));
-    close(arr(back.b), arr(b));
+    close(values(back.a), values(a));
+    close(values(back.b), values(b));
     fl.saveSync({ a, b }, path);
     const sync = fl.loadSync(path, { device: 'cpu:1' });
     assert.is(sync.b.device, 'cpu:1');
-    close(arr(sync.a), arr(a));
+    close(values(sync.a), values(a));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -261,11 +262,11 @@ test('autograd through copies between devices; TensorDataset on cpu:1', () => {
   assert.is(y.device, 'cpu:1');
   y.backward();
   assert.is(w.grad!.device, 'cpu');
-  assert.equal(arr(w.grad!), [4, 5, 6]);
+  assert.equal(values(w.grad!), [4, 5, 6]);
   const ds = new fl.data.TensorDataset(fl.arange(0, 10, 1, { device: 'cpu:1' }), fl.arange(0, 20, 2, { device: 'cpu:1' }));
   const [x0, y0] = ds.getBatch([3, 1]);
   assert.is(x0.device, 'cpu:1');
-  assert.equal(arr(y0), [6, 2]);
+  assert.equal(values(y0), [6, 2]);
 });
 
 test('intra-op threads are shared among devices', () => {

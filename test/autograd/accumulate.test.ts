@@ -2,7 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import { native } from '../../lib/native';
-import { arr, close, expectError } from '../helpers/reference';
+import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 /** d/dw of sum((x·w)²) for x [n, k], w [k, m], in f64 on the host. */
 function refGrad(x: number[], w: number[], n: number, k: number, m: number): number[] {
@@ -20,12 +21,12 @@ test('a second backward adds into the .grad the engine stored, in place: same te
   const x2 = fl.randn([4, 8]);
   x1.matmul(w).square().sum().backward();
   const first = w.grad as fl.Tensor;
-  const g1 = arr(first);
+  const g1 = values(first);
   x2.matmul(w).square().sum().backward();
   assert.is(w.grad, first, 'the stored gradient is added into, not replaced');
-  const expected = refGrad(arr(x1), arr(w), 3, 8, 5).map((v, i) => v + refGrad(arr(x2), arr(w), 4, 8, 5)[i]);
-  close(arr(w.grad as fl.Tensor), expected, 1e-5, 1e-5);
-  close(g1, refGrad(arr(x1), arr(w), 3, 8, 5), 1e-5, 1e-5, 'the first gradient');
+  const expected = refGrad(values(x1), values(w), 3, 8, 5).map((v, i) => v + refGrad(values(x2), values(w), 4, 8, 5)[i]);
+  close(values(w.grad as fl.Tensor), expected, 1e-5, 1e-5);
+  close(g1, refGrad(values(x1), values(w), 3, 8, 5), 1e-5, 1e-5, 'the first gradient');
 });
 
 test('accumulating into a stored gradient allocates no second gradient-sized tensor', async () => {
@@ -44,8 +45,8 @@ test('accumulating into a stored gradient allocates no second gradient-sized ten
   const above = fl.memory().cpu.peakBytes - before;
   assert.ok(above < 1.5 * gradBytes, `${above} bytes above the state at the peak`);
   close(
-    arr(w.grad as fl.Tensor),
-    arr(
+    values(w.grad as fl.Tensor),
+    values(
       x
         .transpose(0, 1)
         .matmul(fl.ones([1, 512]))
@@ -63,8 +64,8 @@ test('a .grad the caller assigned is never written in place: backward replaces i
   w.grad = view;
   w.mul(2).sum().backward();
   assert.is.not(w.grad, view);
-  assert.equal(arr(w.grad as fl.Tensor), [12, 22, 32]);
-  assert.equal(arr(mine), [10, 20, 30], 'the storage the caller handed over is unchanged');
+  assert.equal(values(w.grad as fl.Tensor), [12, 22, 32]);
+  assert.equal(values(mine), [10, 20, 30], 'the storage the caller handed over is unchanged');
 });
 
 /** The weight gradient of `fwd` computed alone (a fresh .grad), as a host array. */
@@ -72,7 +73,7 @@ function alone(w: fl.Tensor, fwd: () => fl.Tensor): number[] {
   const saved = w.grad;
   w.grad = null;
   fl.tidy(() => fwd().backward());
-  const g = arr(w.grad as unknown as fl.Tensor);
+  const g = values(w.grad as unknown as fl.Tensor);
   (w.grad as unknown as fl.Tensor).dispose();
   w.grad = saved;
   return g;
@@ -98,14 +99,14 @@ test("a linear layer's second backward adds its weight gradient into .grad in th
     const g2 = alone(layer.weight, run(x2));
     fl.tidy(() => run(x1)().backward());
     const first = layer.weight.grad as fl.Tensor;
-    const expected = arr(first.add(fl.tensor(g2, { dtype }).reshape([nOut, nIn])));
+    const expected = values(first.add(fl.tensor(g2, { dtype }).reshape([nOut, nIn])));
     await fl.sync();
     const before = fl.memory().cpu.bytes;
     fl.resetPeakMemory();
     fl.tidy(() => run(x2)().backward());
     await fl.sync();
     assert.is(layer.weight.grad, first, `${what}: the same tensor`);
-    assert.equal(arr(first), expected, `${what}: bit for bit the stored gradient plus the new one`);
+    assert.equal(values(first), expected, `${what}: bit for bit the stored gradient plus the new one`);
     const gradBytes = nOut * nIn * (dtype === 'f64' ? 8 : 4);
     const above = fl.memory().cpu.peakBytes - before;
     if (nIn > 100)
@@ -121,22 +122,22 @@ test('where the GEMM cannot add in one pass (K over its slice, a hook, a second 
   const long = (x: fl.Tensor) => () => w.matmul(x).square().sum();
   const g2 = alone(w, long(xs[1]));
   fl.tidy(() => long(xs[0])().backward());
-  const expected = arr((w.grad as fl.Tensor).add(fl.tensor(g2).reshape([64, 300])));
+  const expected = values((w.grad as fl.Tensor).add(fl.tensor(g2).reshape([64, 300])));
   fl.tidy(() => long(xs[1])().backward());
-  assert.equal(arr(w.grad as fl.Tensor), expected, 'K over one slice');
+  assert.equal(values(w.grad as fl.Tensor), expected, 'K over one slice');
 
   // A hook sees the new gradient alone, before it is accumulated.
   const v = fl.randn([16, 8]).requiresGrad_();
   const x = fl.randn([4, 16]);
   const seen: number[][] = [];
   v.registerHook((g) => {
-    seen.push(arr(g));
+    seen.push(values(g));
   });
   fl.tidy(() => x.matmul(v).sum().backward());
   fl.tidy(() => x.matmul(v).sum().backward());
   assert.equal(seen[1], seen[0], 'the hook saw the step gradient, not the sum');
   close(
-    arr(v.grad as fl.Tensor),
+    values(v.grad as fl.Tensor),
     seen[0].map((s) => 2 * s),
     0,
     0,
@@ -148,7 +149,7 @@ test('where the GEMM cannot add in one pass (K over its slice, a hook, a second 
   const gu = alone(u, twice);
   fl.tidy(() => twice().backward());
   fl.tidy(() => twice().backward());
-  assert.equal(arr(u.grad as fl.Tensor), arr(fl.tensor(gu).add(fl.tensor(gu))));
+  assert.equal(values(u.grad as fl.Tensor), values(fl.tensor(gu).add(fl.tensor(gu))));
 });
 
 test('native matmulInto re-validates its operands and refuses an out that shares their storage', () => {
@@ -156,7 +157,7 @@ test('native matmulInto re-validates its operands and refuses an out that shares
     b = fl.randn([3, 5]),
     out = fl.zeros([4, 5]);
   assert.ok(native.matmulInto(a.handle, b.handle, false, false, out.handle, null));
-  close(arr(out), arr(a.matmul(b)), 0, 0);
+  close(values(out), values(a.matmul(b)), 0, 0);
   expectError(
     () => native.matmulInto(a.handle, b.handle, false, false, fl.zeros([5, 4]).handle, null),
     RangeError,
@@ -182,9 +183,9 @@ test('native matmulInto re-validates its operands and refuses an out that shares
     /compute dtype must be bf16 or f16, got i32/,
   );
   const square = fl.randn([4, 4]);
-  const before = arr(square);
+  const before = values(square);
   assert.is(native.matmulInto(square.handle, square.handle, false, false, square.handle, null), false, 'out is an operand');
-  assert.equal(arr(square), before);
+  assert.equal(values(square), before);
 });
 
 test.run();

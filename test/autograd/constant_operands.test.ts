@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, close } from '../helpers/reference';
+import { close } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 function gradOf(t: fl.Tensor): fl.Tensor {
   if (!t.grad) throw new Error('no gradient');
@@ -19,11 +20,11 @@ function backwardKernels(op: (a: fl.Tensor, b: fl.Tensor) => fl.Tensor, a: fl.Te
   fl.syncSync();
   prof.stop();
   const kernels = prof.keyAverages().reduce((n, r) => n + r.calls, 0);
-  return { kernels, grad: arr(gradOf(a)) };
+  return { kernels, grad: values(gradOf(a)) };
 }
 
 test('mul, div, sub, maximum: no gradient is computed for an operand that does not require grad', () => {
-  const values = [1.5, -2, 3, 0.5];
+  const av = [1.5, -2, 3, 0.5];
   const ops: [string, (a: fl.Tensor, b: fl.Tensor) => fl.Tensor, (a: number, b: number) => number][] = [
     ['mul', (a, b) => a.mul(b), (_a, b) => b],
     ['div', (a, b) => a.div(b), (_a, b) => 1 / b],
@@ -32,13 +33,13 @@ test('mul, div, sub, maximum: no gradient is computed for an operand that does n
   ];
   for (const [name, op, da] of ops) {
     const c = fl.tensor([2, 4, -1, 0.5]);
-    const both = backwardKernels(op, fl.tensor(values).requiresGrad_(), c.clone().requiresGrad_());
-    const one = backwardKernels(op, fl.tensor(values).requiresGrad_(), c);
+    const both = backwardKernels(op, fl.tensor(av).requiresGrad_(), c.clone().requiresGrad_());
+    const one = backwardKernels(op, fl.tensor(av).requiresGrad_(), c);
     assert.ok(one.kernels < both.kernels, `${name}: ${one.kernels} kernels with a constant operand, ${both.kernels} with two leaves`);
-    const cv = arr(c);
+    const cv = values(c);
     close(
       one.grad,
-      values.map((v, i) => da(v, cv[i])),
+      av.map((v, i) => da(v, cv[i])),
       1e-6,
       1e-6,
       `${name} gradient`,

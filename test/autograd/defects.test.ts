@@ -8,7 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import type { Tensor } from '../../lib/index';
-import { arr, close, expectError } from '../helpers/reference';
+import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 const F = fl.nn.functional;
 const f64 = (v: number[] | number[][], requiresGrad = false): Tensor => fl.tensor(v, { dtype: 'f64', requiresGrad });
@@ -23,10 +24,10 @@ test('second backward through a freed graph throws ERR_AUTOGRAD naming the op', 
   const x = f64([1, 2], true);
   const y = x.mul(x).sum();
   y.backward();
-  assert.equal(arr(x.grad!), [2, 4]);
+  assert.equal(values(x.grad!), [2, 4]);
   expectAutograd(() => y.backward(), /backward through the graph a second time.*\bsum\b.*retainGraph/);
   // Nothing was accumulated by the failed call.
-  assert.equal(arr(x.grad!), [2, 4]);
+  assert.equal(values(x.grad!), [2, 4]);
 });
 
 test('backward from an intermediate of a freed graph throws, naming the freed op', () => {
@@ -42,7 +43,7 @@ test('retainGraph: true keeps the graph for another backward', () => {
   y.backward(undefined, { retainGraph: true });
   y.backward({ retainGraph: true });
   y.backward();
-  assert.equal(arr(x.grad!), [6, 12]);
+  assert.equal(values(x.grad!), [6, 12]);
   expectAutograd(() => y.backward(), /second time/);
 });
 
@@ -81,7 +82,7 @@ test('backward validates its arguments and options', () => {
   expectError(() => y.backward(2 as never), TypeError, 'ERR_ARG', /grad must be a Tensor/);
   // The graph is intact after rejected calls.
   y.backward(null);
-  assert.equal(arr(x.grad!), [2, 2]);
+  assert.equal(values(x.grad!), [2, 2]);
 });
 
 // ---- 2. relu propagates NaN ----
@@ -95,7 +96,7 @@ test('relu(NaN) is NaN: fl.relu, Tensor.relu, F.relu, nn.ReLU', () => {
     ['F.relu', (t: Tensor) => F.relu(t)],
     ['nn.ReLU', (t: Tensor) => new fl.nn.ReLU().forward(t)],
   ] as const) {
-    for (const dtype of ['f32', 'f64'] as const) close(arr(f(fl.tensor(withNaN, { dtype }))), [NaN, 0, 0, 2], 0, 0, `${name} ${dtype}`);
+    for (const dtype of ['f32', 'f64'] as const) close(values(f(fl.tensor(withNaN, { dtype }))), [NaN, 0, 0, 2], 0, 0, `${name} ${dtype}`);
   }
 });
 
@@ -103,15 +104,15 @@ test('relu backward at NaN passes the gradient, as torch (threshold_backward on 
   const x = f64(withNaN, true);
   x.relu().sum().backward();
   // torch.relu(x).sum().backward() gives x.grad = [1, 0, 0, 1]
-  assert.equal(arr(x.grad!), [1, 0, 0, 1]);
+  assert.equal(values(x.grad!), [1, 0, 0, 1]);
 });
 
 test('leakyRelu propagates NaN forward; its gradient at NaN is the slope', () => {
   const x = f64(withNaN, true);
   const y = fl.leakyRelu(x, 0.01);
-  close(arr(y), [NaN, -0.01, 0, 2], 0, 0, 'leakyRelu');
+  close(values(y), [NaN, -0.01, 0, 2], 0, 0, 'leakyRelu');
   y.sum().backward();
-  assert.equal(arr(x.grad!), [0.01, 0.01, 0.01, 1]);
+  assert.equal(values(x.grad!), [0.01, 0.01, 0.01, 1]);
 });
 
 test('linear with the fused relu propagates NaN, and its gradients match torch', () => {
@@ -126,19 +127,19 @@ test('linear with the fused relu propagates NaN, and its gradients match torch',
     );
     const b = fl.tensor([0, 0], { dtype, requiresGrad: true });
     const y = F.linear(x, w, b, { activation: 'relu' });
-    close(arr(y), [NaN, NaN], 0, 0, `linear relu ${dtype}`);
+    close(values(y), [NaN, NaN], 0, 0, `linear relu ${dtype}`);
     y.sum().backward();
     // torch: relu(F.linear(x, w, b)).sum().backward()
-    close(arr(x.grad!), [1, 1], 0, 0, 'x.grad');
-    close(arr(w.grad!), [NaN, 1, NaN, 1], 0, 0, 'w.grad');
-    close(arr(b.grad!), [1, 1], 0, 0, 'b.grad');
+    close(values(x.grad!), [1, 1], 0, 0, 'x.grad');
+    close(values(w.grad!), [NaN, 1, NaN, 1], 0, 0, 'w.grad');
+    close(values(b.grad!), [1, 1], 0, 0, 'b.grad');
   }
   // A NaN in a row of x makes that whole output row NaN (NaN * 0 in the matmul); other rows are finite.
   const big = fl.randn([6, 5]).maskedFill(fl.randn([6, 5]).gt(1.2), NaN);
   const w = fl.randn([4, 5]),
     b = fl.randn([4]);
-  const fused = arr(F.linear(big, w, b, { activation: 'relu' }));
-  close(fused, arr(F.linear(big, w, b).relu()), 0, 0, 'fused vs unfused');
+  const fused = values(F.linear(big, w, b, { activation: 'relu' }));
+  close(fused, values(F.linear(big, w, b).relu()), 0, 0, 'fused vs unfused');
   assert.ok(fused.some(Number.isNaN) && fused.some((v) => v > 0), 'the case mixes NaN and positive outputs');
 });
 
@@ -147,9 +148,9 @@ test('linear with the fused relu propagates NaN, and its gradients match torch',
 test('x.pow(0) has gradient 0 everywhere, including x = 0 (torch: 0, not 0 * 0^-1 = NaN)', () => {
   const x = f64([0, -0, 2, -2], true);
   const y = x.pow(0);
-  assert.equal(arr(y), [1, 1, 1, 1]);
+  assert.equal(values(y), [1, 1, 1, 1]);
   y.sum().backward();
-  assert.equal(arr(x.grad!), [0, 0, 0, 0]);
+  assert.equal(values(x.grad!), [0, 0, 0, 0]);
 });
 
 test('x.pow(e) at x = 0 for e in 1, 2, 0.5, -1 matches torch', () => {
@@ -162,7 +163,7 @@ test('x.pow(e) at x = 0 for e in 1, 2, 0.5, -1 matches torch', () => {
   ]) {
     const x = f64([0], true);
     x.pow(e).sum().backward();
-    assert.equal(arr(x.grad!), [grad], `d/dx x^${e} at 0`);
+    assert.equal(values(x.grad!), [grad], `d/dx x^${e} at 0`);
   }
 });
 
@@ -186,17 +187,17 @@ test('tensor pow with zero bases: both gradients match torch', () => {
   );
   const y = base.pow(exp);
   assert.equal(
-    arr(y),
+    values(y),
     rows.map((r) => r[1]),
   );
   y.sum().backward();
   assert.equal(
-    arr(base.grad!),
+    values(base.grad!),
     rows.map((r) => r[2]),
     'd/dbase',
   );
   assert.equal(
-    arr(exp.grad!),
+    values(exp.grad!),
     rows.map((r) => r[3]),
     'd/dexponent',
   );
@@ -206,8 +207,8 @@ test('tensor pow with exponent 0 and nonzero bases: d/dbase 0, d/dexponent log(b
   const base = f64([2, -2, 1], true);
   const exp = f64([0, 0, 0], true);
   base.pow(exp).sum().backward();
-  assert.equal(arr(base.grad!), [0, 0, 0]);
-  close(arr(exp.grad!), [Math.LN2, NaN, 0], 1e-12, 0, 'd/dexponent');
+  assert.equal(values(base.grad!), [0, 0, 0]);
+  close(values(exp.grad!), [Math.LN2, NaN, 0], 1e-12, 0, 'd/dexponent');
 });
 
 const rowsVar = [
@@ -225,7 +226,7 @@ test('var of a zero-variance row has gradient 0 (correction 1 and 0)', () => {
     const x = f64(rowsVar, true);
     x.var(1, { correction }).sum().backward();
     close(
-      arr(x.grad!),
+      values(x.grad!),
       rowsVar.flatMap((r) => varGradRef(r, correction)),
       1e-12,
       1e-15,
@@ -240,24 +241,24 @@ test('std of a zero-variance row has gradient 0, as torch (it masks grad / (2 st
       const x = f64(rowsVar, true);
       const s = x.std(1, { correction, keepdim });
       s.sum().backward();
-      const sd = arr(s);
+      const sd = values(s);
       assert.is(sd[0], 0);
       const expected = rowsVar.flatMap((r, i) => (sd[i] === 0 ? r.map(() => 0) : varGradRef(r, correction).map((g) => g / (2 * sd[i]))));
-      close(arr(x.grad!), expected, 1e-12, 1e-15, `std correction ${correction} keepdim ${keepdim}`);
+      close(values(x.grad!), expected, 1e-12, 1e-15, `std correction ${correction} keepdim ${keepdim}`);
     }
   }
   const all = f64([5, 5], true);
   all.std().backward();
-  assert.equal(arr(all.grad!), [0, 0]);
+  assert.equal(values(all.grad!), [0, 0]);
 });
 
 test('std and var of a single element are NaN with NaN gradients (correction 1), as torch', () => {
   for (const f of [(t: Tensor) => t.std(), (t: Tensor) => t.var()]) {
     const x = f64([5], true);
     const y = f(x);
-    close(arr(y), [NaN], 0, 0, 'value');
+    close(values(y), [NaN], 0, 0, 'value');
     y.backward();
-    close(arr(x.grad!), [NaN], 0, 0, 'grad');
+    close(values(x.grad!), [NaN], 0, 0, 'grad');
   }
 });
 
@@ -342,21 +343,21 @@ test('in-place writes to tensors the graph did not save leave backward working',
   const y = x.mul(w).sum();
   other.copy_(f64([9, 9]));
   y.backward();
-  assert.equal(arr(x.grad!), [3, 4]);
+  assert.equal(values(x.grad!), [3, 4]);
 });
 
 test('in-place write into a tensor that requires grad throws outside noGrad, works inside', () => {
   const p = f64([1, 2], true);
   expectAutograd(() => p.copy_(f64([3, 4])), /copy_: a leaf tensor that requires grad cannot be modified in place outside noGrad/);
-  assert.equal(arr(p), [1, 2]);
+  assert.equal(values(p), [1, 2]);
   fl.noGrad(() => p.copy_(f64([3, 4])));
-  assert.equal(arr(p), [3, 4]);
+  assert.equal(values(p), [3, 4]);
   // A non-leaf may be written: its history is rebased onto the copy (a zero gradient to its old value).
   const h = p.mul(2);
   h.copy_(f64([5, 6]));
   h.sum().backward();
-  assert.equal(arr(h), [5, 6]);
-  assert.equal(arr(p.grad!), [0, 0]);
+  assert.equal(values(h), [5, 6]);
+  assert.equal(values(p.grad!), [0, 0]);
 });
 
 test('optimizer steps (in place, under noGrad) keep working and count as in-place writes', () => {
@@ -366,7 +367,7 @@ test('optimizer steps (in place, under noGrad) keep working and count as in-plac
     const loss = w.mul(w).sum();
     loss.backward({ retainGraph: true });
     opt.step();
-    assert.ok(arr(w)[0] < 1, 'the step updated the parameter');
+    assert.ok(values(w)[0] < 1, 'the step updated the parameter');
     // mul saved w; the step changed it, so the retained graph is stale (torch raises the same).
     expectAutograd(() => loss.backward(), /saved by mul.*modified in place by (SGD|Adam)\.step/);
     opt.zeroGrad();

@@ -8,7 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import type { Tensor } from '../../lib/index';
-import { arr } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 const live = () => fl.memory().cpu.tensors;
 
@@ -55,8 +55,8 @@ test('gradients match the closed form through a graph whose gradient is shared b
   // add passes one gradient object on to both inputs; then a reaches its leaf twice.
   const y = a.add(b).mul(a).sum();
   y.backward();
-  assert.equal(arr(a.grad!), [6, 9, 12]); // 2a + b
-  assert.equal(arr(b.grad!), [1, 2, 3]); // a
+  assert.equal(values(a.grad!), [6, 9, 12]); // 2a + b
+  assert.equal(values(b.grad!), [1, 2, 3]); // a
 });
 
 test('two leaves given one gradient object get their own storage', () => {
@@ -65,8 +65,8 @@ test('two leaves given one gradient object get their own storage', () => {
   a.add(b).mul(2).sum().backward();
   assert.ok(a.grad !== b.grad);
   fl.noGrad(() => a.grad!.copy_(fl.tensor([7, 7, 7])));
-  assert.equal(arr(a.grad!), [7, 7, 7]);
-  assert.equal(arr(b.grad!), [2, 2, 2], "writing one leaf's gradient leaves the other's");
+  assert.equal(values(a.grad!), [7, 7, 7]);
+  assert.equal(values(b.grad!), [2, 2, 2], "writing one leaf's gradient leaves the other's");
 });
 
 test("the caller's gradient is neither freed nor taken by a leaf", () => {
@@ -76,7 +76,7 @@ test("the caller's gradient is neither freed nor taken by a leaf", () => {
   assert.not.ok(g.isDisposed);
   assert.ok(x.grad !== g);
   fl.noGrad(() => x.grad!.copy_(fl.tensor([0, 0])));
-  assert.equal(arr(g), [3, 4]);
+  assert.equal(values(g), [3, 4]);
 });
 
 test('a graph tensor never becomes a gradient that backward frees', () => {
@@ -86,19 +86,19 @@ test('a graph tensor never becomes a gradient that backward frees', () => {
   z.sum().backward();
   assert.not.ok(y.isDisposed);
   assert.not.ok(z.isDisposed);
-  assert.equal(arr(y), [3, 6]);
-  assert.equal(arr(x.grad!), [6, 6]);
+  assert.equal(values(y), [3, 6]);
+  assert.equal(values(x.grad!), [6, 6]);
 });
 
 test('an adopted leaf gradient accumulates over later backward passes, also with retainGraph', () => {
   const w = fl.tensor([1, -2, 3], { requiresGrad: true });
   const y = w.mul(w).sum(); // grad 2w, made by mul's backward: the leaf adopts it
   y.backward({ retainGraph: true });
-  assert.equal(arr(w.grad!), [2, -4, 6]);
+  assert.equal(values(w.grad!), [2, -4, 6]);
   y.backward();
-  assert.equal(arr(w.grad!), [4, -8, 12]);
+  assert.equal(values(w.grad!), [4, -8, 12]);
   w.mul(5).sum().backward();
-  assert.equal(arr(w.grad!), [9, -3, 17]);
+  assert.equal(values(w.grad!), [9, -3, 17]);
 });
 
 test('a hook that replaces the gradient: the replacement is what flows on and accumulates', () => {
@@ -106,10 +106,10 @@ test('a hook that replaces the gradient: the replacement is what flows on and ac
   const y = x.mul(2);
   y.registerHook((g) => g.mul(10));
   let seen: number[] = [];
-  x.registerHook((g) => void (seen = arr(g)));
+  x.registerHook((g) => void (seen = values(g)));
   y.sum().backward();
   assert.equal(seen, [20, 20]);
-  assert.equal(arr(x.grad!), [20, 20]);
+  assert.equal(values(x.grad!), [20, 20]);
 });
 
 test("a hook's replacement that the caller holds is neither freed nor taken by a leaf", () => {
@@ -120,8 +120,8 @@ test("a hook's replacement that the caller holds is neither freed nor taken by a
   x.registerHook(() => mine);
   y.add(1).sum().backward();
   assert.not.ok(mine.isDisposed);
-  assert.equal(arr(mine), [5, 6]);
-  assert.equal(arr(x.grad!), [5, 6]);
+  assert.equal(values(mine), [5, 6]);
+  assert.equal(values(x.grad!), [5, 6]);
   assert.ok(x.grad !== mine);
 });
 

@@ -8,7 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import type { Tensor } from '../../lib/index';
-import { arr, close, expectError } from '../helpers/reference';
+import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { rnd } from '../helpers/gradcheck';
 
 fl.setCpuDeviceCount(2); // before any tensor: `to` moves to cpu:1
@@ -39,13 +40,13 @@ const plusOne: Edit = (t) => t.add_(1);
  * The gradients of every floating input of sum(edit(o)), where o is what node `op` made in f's
  * output: edited itself, or (`viaClone`) a clone of it.
  */
-function gradsAfterEdit(f: (xs: Tensor[]) => Tensor, op: string, values: Tensor[], edit: Edit, viaClone: boolean): (number[] | null)[] {
-  const xs = values.map((v) => (fl.isFloating(v.dtype) ? v.clone().requiresGrad_() : v));
+function gradsAfterEdit(f: (xs: Tensor[]) => Tensor, op: string, inputs: Tensor[], edit: Edit, viaClone: boolean): (number[] | null)[] {
+  const xs = inputs.map((v) => (fl.isFloating(v.dtype) ? v.clone().requiresGrad_() : v));
   const own = madeBy(f(xs), op);
   edit(viaClone ? own.clone() : own)
     .sum()
     .backward();
-  return xs.map((x) => (fl.isFloating(x.dtype) ? arr(x.grad!) : null));
+  return xs.map((x) => (fl.isFloating(x.dtype) ? values(x.grad!) : null));
 }
 
 interface Case {
@@ -60,11 +61,11 @@ interface Case {
 /** Editing `op`'s output in place keeps backward working, with the gradients of editing a clone. */
 function checkEditable(c: Case): void {
   fl.manualSeed(7);
-  const values = c.inputs();
+  const inputs = c.inputs();
   const edit = c.edit ?? double;
-  const got = gradsAfterEdit(c.f, c.op, values, edit, false);
-  const want = gradsAfterEdit(c.f, c.op, values, edit, true);
-  const tol = values.some((v) => v.dtype === 'f32') ? 1e-6 : 1e-12;
+  const got = gradsAfterEdit(c.f, c.op, inputs, edit, false);
+  const want = gradsAfterEdit(c.f, c.op, inputs, edit, true);
+  const tol = inputs.some((v) => v.dtype === 'f32') ? 1e-6 : 1e-12;
   got.forEach((g, i) => {
     if (want[i] === null) return;
     assert.ok(g !== null, `${c.name}: input ${i} has a gradient`);
@@ -85,12 +86,12 @@ test('nn.Linear: its output may be modified in place (with and without bias)', (
     const x = fl.randn([2, 4]);
     const y = l.forward(x).mul_(2);
     y.sum().backward();
-    const gw = arr(l.weight.grad!);
-    const gb = bias ? arr(l.bias!.grad!) : null;
+    const gw = values(l.weight.grad!);
+    const gb = bias ? values(l.bias!.grad!) : null;
     l.zeroGrad();
     l.forward(x).clone().mul_(2).sum().backward();
-    close(gw, arr(l.weight.grad!), 1e-6, 1e-6, `bias ${bias}: weight`);
-    if (gb) close(gb, arr(l.bias!.grad!), 1e-6, 1e-6, 'bias');
+    close(gw, values(l.weight.grad!), 1e-6, 1e-6, `bias ${bias}: weight`);
+    if (gb) close(gb, values(l.bias!.grad!), 1e-6, 1e-6, 'bias');
   }
 });
 

@@ -4,7 +4,8 @@ import * as fl from '../../lib';
 import type { Tensor } from '../../lib';
 import type { ScaledDotProductAttentionOptions as SdpaOptions } from '../../lib/nn/functional/attention';
 import { gradcheck } from '../helpers/gradcheck';
-import { arr, close } from '../helpers/reference';
+import { close } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { throwsCode } from '../fixtures/load';
 
 const F = fl.nn.functional;
@@ -50,13 +51,13 @@ function compare(shapes: [number[], number[], number[]], opts: SdpaOptions, ref:
   const got = F.scaledDotProductAttention(q, k, v, opts);
   const want = unfused(q, k, v, ref);
   assert.equal(got.shape, want.shape);
-  close(arr(got), arr(want), tol, tol, 'out');
+  close(values(got), values(want), tol, tol, 'out');
   const w = fl.randn([...want.shape], { dtype: 'f64' });
   got.mul(w).sum().backward();
-  const fused = [q, k, v].map((t) => arr(t.grad as Tensor));
+  const fused = [q, k, v].map((t) => values(t.grad as Tensor));
   for (const t of [q, k, v]) t.grad = null;
   want.mul(w).sum().backward();
-  ['q', 'k', 'v'].forEach((name, i) => close(fused[i], arr([q, k, v][i].grad as Tensor), tol, tol, `grad ${name}`));
+  ['q', 'k', 'v'].forEach((name, i) => close(fused[i], values([q, k, v][i].grad as Tensor), tol, tol, `grad ${name}`));
 }
 
 test('memory stays linear in T: no [T, T] buffer is allocated at T = 2048', () => {
@@ -203,14 +204,14 @@ test('dropout uses the Philox mask fl.bernoulli draws at the same generator stat
   const keep = fl.bernoulli([2, 2, 9, 9], 1 - p, { dtype: 'f64' }).mul(1 / (1 - p));
   assert.equal(fl.getRngState(), after, 'both draws advance the generator alike');
   const want = unfused(q, k, v, { keep });
-  close(arr(got), arr(want), 1e-10, 1e-10, 'out');
+  close(values(got), values(want), 1e-10, 1e-10, 'out');
   const w = fl.randn([...want.shape], { dtype: 'f64' });
   got.mul(w).sum().backward();
-  const fused = [q, k, v].map((t) => arr(t.grad as Tensor));
+  const fused = [q, k, v].map((t) => values(t.grad as Tensor));
   for (const t of [q, k, v]) t.grad = null;
   want.mul(w).sum().backward();
-  ['q', 'k', 'v'].forEach((name, i) => close(fused[i], arr([q, k, v][i].grad as Tensor), 1e-10, 1e-10, `grad ${name}`));
-  const kept = arr(keep).filter((x) => x > 0).length / 324;
+  ['q', 'k', 'v'].forEach((name, i) => close(fused[i], values([q, k, v][i].grad as Tensor), 1e-10, 1e-10, `grad ${name}`));
+  const kept = values(keep).filter((x) => x > 0).length / 324;
   assert.ok(kept > 0.5 && kept < 0.9, `keep fraction ${kept}`);
 });
 
@@ -220,12 +221,12 @@ test('f32 agrees with f64, and bf16 runs with f32 accumulation', () => {
     [2, 4, 33, 8],
     [2, 4, 33, 8],
   ].map((s) => fl.randn(s, { dtype: 'f64' }));
-  const ref = arr(F.scaledDotProductAttention(q, k, v, { isCausal: true }));
+  const ref = values(F.scaledDotProductAttention(q, k, v, { isCausal: true }));
   const f32 = F.scaledDotProductAttention(q.to('f32'), k.to('f32'), v.to('f32'), { isCausal: true });
   assert.is(f32.dtype, 'f32');
-  close(arr(f32), ref, 1e-5, 1e-5, 'f32');
+  close(values(f32), ref, 1e-5, 1e-5, 'f32');
   const b16 = F.scaledDotProductAttention(q.to('bf16'), k.to('bf16'), v.to('bf16'), { isCausal: true });
-  close(arr(b16.to('f64')), ref, 3e-2, 3e-2, 'bf16');
+  close(values(b16.to('f64')), ref, 3e-2, 3e-2, 'bf16');
 });
 
 test('a row that may attend to nothing is NaN, as in the composition; no keys gives zeros', () => {
@@ -233,11 +234,11 @@ test('a row that may attend to nothing is NaN, as in the composition; no keys gi
     k = fl.randn([1, 4, 3], { dtype: 'f64' }),
     v = fl.randn([1, 4, 2], { dtype: 'f64' });
   const m = fl.tensor(Uint8Array.from([true, true, false, false, false, false, false, false], Number), { dtype: 'bool', shape: [2, 4] });
-  const out = arr(F.scaledDotProductAttention(q, k, v, { attnMask: m }));
+  const out = values(F.scaledDotProductAttention(q, k, v, { attnMask: m }));
   assert.ok(out.slice(0, 2).every(Number.isFinite));
   assert.ok(out.slice(2).every(Number.isNaN));
   const empty = F.scaledDotProductAttention(q, fl.zeros([1, 0, 3], { dtype: 'f64' }), fl.zeros([1, 0, 2], { dtype: 'f64' }));
-  assert.equal(arr(empty), [0, 0, 0, 0]);
+  assert.equal(values(empty), [0, 0, 0, 0]);
 });
 
 test('bad arguments fail with codes that name scaledDotProductAttention', () => {

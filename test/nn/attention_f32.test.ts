@@ -10,7 +10,8 @@ import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import type { Tensor } from '../../lib';
 import type { ScaledDotProductAttentionOptions as SdpaOptions } from '../../lib/nn/functional/attention';
-import { arr, close } from '../helpers/reference';
+import { close } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { assertFilePasses } from '../helpers/rerun';
 
 const F = fl.nn.functional;
@@ -44,11 +45,11 @@ function compare(shapes: number[][], opts: SdpaOptions, tol = 2e-5): void {
   const got = F.scaledDotProductAttention(lo[0], lo[1], lo[2], opts);
   const want = unfused(hi[0], hi[1], hi[2], opts);
   assert.is(got.dtype, 'f32');
-  close(arr(got), arr(want), tol, tol, 'out');
+  close(values(got), values(want), tol, tol, 'out');
   const w = fl.randn([...want.shape], { dtype: 'f64' });
   got.mul(w.to('f32')).sum().backward();
   want.mul(w).sum().backward();
-  ['q', 'k', 'v'].forEach((name, i) => close(arr(lo[i].grad as Tensor), arr(hi[i].grad as Tensor), tol * 5, tol, `grad ${name}`));
+  ['q', 'k', 'v'].forEach((name, i) => close(values(lo[i].grad as Tensor), values(hi[i].grad as Tensor), tol * 5, tol, `grad ${name}`));
 }
 
 fl.manualSeed(5);
@@ -166,7 +167,7 @@ test('f32 dropout keeps the same Philox mask as the f64 kernel', () => {
       .mul(fl.linspace(-1, 1, out.numel(), { dtype }).reshape([...out.shape]))
       .sum()
       .backward();
-    return [out, ...xs.map((x) => x.grad as Tensor)].map(arr);
+    return [out, ...xs.map((x) => x.grad as Tensor)].map(values);
   };
   const lo = run('f32');
   const hi = run('f64');
@@ -183,12 +184,12 @@ test('f32: a row that may attend to nothing is NaN, its gradients too; other row
     v = fl.randn([1, 4, 2]).requiresGrad_();
   const m = fl.tensor(Uint8Array.from([1, 1, 0, 0, 0, 0, 0, 0]), { dtype: 'bool', shape: [2, 4] });
   const out = F.scaledDotProductAttention(q, k, v, { attnMask: m });
-  const o = arr(out);
+  const o = values(out);
   assert.ok(o.slice(0, 2).every(Number.isFinite));
   assert.ok(o.slice(2).every(Number.isNaN));
   out.narrow(1, 0, 1).sum().backward();
   assert.ok(
-    arr(q.grad as Tensor)
+    values(q.grad as Tensor)
       .slice(0, 3)
       .every(Number.isFinite),
     'the attending row has a finite gradient',
@@ -201,7 +202,7 @@ test('bf16 and f16 run the same tiles with f32 accumulation', () => {
     [2, 4, 45, 32],
     [2, 4, 45, 32],
   ].map((s) => fl.randn(s, { dtype: 'f64' }));
-  const ref = arr(F.scaledDotProductAttention(base[0], base[1], base[2], { isCausal: true }));
+  const ref = values(F.scaledDotProductAttention(base[0], base[1], base[2], { isCausal: true }));
   for (const [dtype, tol] of [
     ['bf16', 3e-2],
     ['f16', 4e-3],
@@ -209,9 +210,9 @@ test('bf16 and f16 run the same tiles with f32 accumulation', () => {
     const xs = base.map((t) => t.to(dtype).requiresGrad_());
     const out = F.scaledDotProductAttention(xs[0], xs[1], xs[2], { isCausal: true });
     assert.is(out.dtype, dtype);
-    close(arr(out.to('f64')), ref, tol, tol, dtype);
+    close(values(out.to('f64')), ref, tol, tol, dtype);
     out.sum().backward();
-    for (const x of xs) assert.ok(arr((x.grad as Tensor).to('f64')).every(Number.isFinite), `${dtype} gradients finite`);
+    for (const x of xs) assert.ok(values((x.grad as Tensor).to('f64')).every(Number.isFinite), `${dtype} gradients finite`);
   }
 });
 

@@ -9,7 +9,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import type { Tensor } from '../../lib';
-import { arr, close } from '../helpers/reference';
+import { close } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 const { nn } = fl;
 
@@ -33,15 +34,15 @@ function compare(e: number, h: number, batchFirst: boolean, shape: number[], opt
     return m.forward(xs[i], xs[i], xs[i], { needWeights: false, ...opts(i === 0 ? 'f32' : 'f64') })[0];
   });
   assert.equal(outs[0].shape, outs[1].shape);
-  close(arr(outs[0]), arr(outs[1]), tol, tol, 'out');
+  close(values(outs[0]), values(outs[1]), tol, tol, 'out');
   const w = fl.randn([...outs[1].shape], { dtype: 'f64' });
   outs[0].mul(w.to('f32')).sum().backward();
   outs[1].mul(w).sum().backward();
   // Gradients are sums over every position (the key bias's cancels to 0 exactly): f32 absolute error grows with them.
-  close(arr(xs[0].grad as Tensor), arr(xs[1].grad as Tensor), tol * 5, tol, 'grad input');
+  close(values(xs[0].grad as Tensor), values(xs[1].grad as Tensor), tol * 5, tol, 'grad input');
   const named = new Map(hi.namedParameters());
   for (const [name, p] of lo.namedParameters())
-    close(arr(p.grad as Tensor), arr(named.get(name)?.grad as Tensor), tol * 10, tol * 5, `grad ${name}`);
+    close(values(p.grad as Tensor), values(named.get(name)?.grad as Tensor), tol * 10, tol * 5, `grad ${name}`);
 }
 
 fl.manualSeed(21);
@@ -81,10 +82,10 @@ test('unbatched input and dropout (the same Philox mask as the head-split path)'
 test('bf16 runs packed under autocast, close to f32', () => {
   const m = new nn.MultiheadAttention(32, 4, { batchFirst: true });
   const x = fl.randn([2, 40, 32]);
-  const ref = arr(m.forward(x, x, x, { needWeights: false, isCausal: true })[0]);
+  const ref = values(m.forward(x, x, x, { needWeights: false, isCausal: true })[0]);
   const low = fl.autocast({ dtype: 'bf16', device: 'cpu' }, () => m.forward(x, x, x, { needWeights: false, isCausal: true })[0]);
   assert.is(low.dtype, 'bf16');
-  const got = arr(low.to('f32'));
+  const got = values(low.to('f32'));
   const scale = Math.max(...ref.map(Math.abs));
   const err = Math.max(...got.map((v, i) => Math.abs(v - ref[i])));
   assert.ok(err < 0.03 * scale, `bf16 max error ${err}, output scale ${scale}`);

@@ -5,7 +5,8 @@ import * as fl from '../../lib/index';
 import type { Tensor } from '../../lib/index';
 import { native } from '../../lib/native';
 import { gradcheck, rnd } from '../helpers/gradcheck';
-import { arr, close, expectError } from '../helpers/reference';
+import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 type Act = fl.nn.functional.LinearActivation;
 const ACTS: Act[] = ['none', 'relu', 'gelu', 'gelu_tanh', 'silu', 'tanh', 'sigmoid'];
@@ -41,13 +42,13 @@ for (const act of ACTS) {
     const x = rnd([5, 7]),
       w = rnd([6, 7]),
       b = rnd([6]);
-    const want = arr(unfused(x, w, b, act));
-    close(arr(F.linear(x, w, b, { activation: act })), want, 1e-12, 1e-12, `${act} f64`);
-    close(arr(F.linear(x.to('f32'), w.to('f32'), b.to('f32'), { activation: act })), want, 1e-5, 1e-5, `${act} f32`);
+    const want = values(unfused(x, w, b, act));
+    close(values(F.linear(x, w, b, { activation: act })), want, 1e-12, 1e-12, `${act} f64`);
+    close(values(F.linear(x.to('f32'), w.to('f32'), b.to('f32'), { activation: act })), want, 1e-5, 1e-5, `${act} f32`);
     const js = JS[act];
     if (js) {
-      const pre = arr(x.matmul(w.T).add(b));
-      close(arr(F.linear(x, w, b, { activation: act })), pre.map(js), 1e-12, 1e-12, `${act} vs JS`);
+      const pre = values(x.matmul(w.T).add(b));
+      close(values(F.linear(x, w, b, { activation: act })), pre.map(js), 1e-12, 1e-12, `${act} vs JS`);
     }
   });
 
@@ -60,7 +61,7 @@ for (const act of ACTS) {
       const r = rnd([4, 3, 6]);
       const y = fused ? F.linear(x, w, b, { activation: act }) : unfused(x.reshape([12, 5]), w, b, act).reshape([4, 3, 6]);
       y.mul(r).sum().backward();
-      return [x, w, b].map((t) => arr(t.grad!));
+      return [x, w, b].map((t) => values(t.grad!));
     };
     const got = grads(true),
       want = grads(false);
@@ -76,7 +77,7 @@ for (const act of ACTS) {
 test('without a bias the activation still applies', () => {
   const x = rnd([3, 4]),
     w = rnd([2, 4]);
-  close(arr(F.linear(x, w, null, { activation: 'tanh' })), arr(x.matmul(w.T).tanh()), 1e-12, 1e-12);
+  close(values(F.linear(x, w, null, { activation: 'tanh' })), values(x.matmul(w.T).tanh()), 1e-12, 1e-12);
   const err = gradcheck(([xx, ww]) => F.linear(xx, ww, null, { activation: 'silu' }), [x, w]);
   assert.is(err, null, err ?? '');
 });
@@ -85,11 +86,11 @@ test('half dtypes run the fused kernel on the CPU', () => {
   const x = rnd([4, 9]),
     w = rnd([3, 9]),
     b = rnd([3]);
-  const want = arr(unfused(x, w, b, 'gelu'));
+  const want = values(unfused(x, w, b, 'gelu'));
   for (const dt of ['bf16', 'f16'] as const) {
     const y = F.linear(x.to(dt), w.to(dt), b.to(dt), { activation: 'gelu' });
     assert.is(y.dtype, dt);
-    close(arr(y.to('f32')), want, 5e-2, 5e-2, dt);
+    close(values(y.to('f32')), want, 5e-2, 5e-2, dt);
   }
 });
 
@@ -103,7 +104,7 @@ test('nn.Linear records the fused bias add', () => {
   const y = lin.forward(fl.randn([2, 4]));
   assert.is(y.gradFn?.name, 'linear');
   y.sum().backward();
-  close(arr(lin.bias!.grad!), [2, 2, 2], 0, 0, 'bias grad');
+  close(values(lin.bias!.grad!), [2, 2, 2], 0, 0, 'bias grad');
 });
 
 test('bad arguments are refused with codes that name the shapes', () => {
@@ -135,7 +136,7 @@ test('the native kernel checks its arguments again', () => {
   expectError(() => native.biasAct(x.to('f64').handle, fl.randn([4]).handle, 'none'), TypeError, 'ERR_DTYPE');
   const b = fl.randn([4]);
   const fused = new fl.Tensor(native.biasAct(xb.handle, b.handle, 'relu'));
-  assert.equal(arr(fused.to('f32')), arr(xb.add(b.to('bf16')).relu().to('f32')));
+  assert.equal(values(fused.to('f32')), values(xb.add(b.to('bf16')).relu().to('f32')));
 });
 
 test('linear with a bias keeps one [rows, out] tensor for none and relu (the bias add writes over the product), two for the smooth activations', async () => {
@@ -163,7 +164,7 @@ test('linear with a bias keeps one [rows, out] tensor for none and relu (the bia
           y.square().sum().backward();
           const again = x.matmul(w.T).add(b);
           const ref = act === 'none' ? again : act === 'gelu' ? again.gelu() : again[act]();
-          close(arr(y), arr(ref), 1e-5, 1e-5, `${act} values`);
+          close(values(y), values(ref), 1e-5, 1e-5, `${act} values`);
         }
       });
       for (const t of [x, w, b]) t.grad = null;

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 const { nn } = fl;
 
@@ -14,7 +14,7 @@ function gradsOf(model: fl.nn.Module, run: () => fl.Tensor): { y: number[]; grad
   for (const p of model.parameters()) p.grad = null;
   const y = run();
   y.square().sum().backward();
-  return { y: arr(y), grads: model.parameters().map((p) => arr(p.grad as fl.Tensor)) };
+  return { y: values(y), grads: model.parameters().map((p) => values(p.grad as fl.Tensor)) };
 }
 
 test('Sequential: Linear then ReLU gives the same values and gradients, bit for bit, as calling them one by one', () => {
@@ -24,7 +24,7 @@ test('Sequential: Linear then ReLU gives the same values and gradients, bit for 
     const seq = new nn.Sequential(...mods).to(dtype);
     // NaN, and an input whose pre-activations are exactly 0 in places (relu's derivative there is 0).
     const x = fl.randn([7, 6]).to(dtype);
-    const data = arr(x);
+    const data = values(x);
     data[3] = Number.NaN;
     const xs = fl.tensor(data, { dtype }).reshape([7, 6]);
     fl.tidy(() => {
@@ -80,14 +80,18 @@ test('Sequential fuses only the library Linear and ReLU: a subclass or a replace
   const x = fl.randn([3, 4]);
   const sub = new Doubling(4, 4);
   const relu = new nn.ReLU();
-  assert.equal(arr(new nn.Sequential(sub, relu).forward(x)), arr(relu.forward(sub.forward(x))), 'subclass of Linear');
+  assert.equal(values(new nn.Sequential(sub, relu).forward(x)), values(relu.forward(sub.forward(x))), 'subclass of Linear');
 
   const lin = new nn.Linear(4, 4);
   const leaky = new nn.ReLU();
   leaky.forward = (t: fl.Tensor) => fl.nn.functional.leakyRelu(t, 0.5);
-  assert.equal(arr(new nn.Sequential(lin, leaky).forward(x)), arr(fl.nn.functional.leakyRelu(lin.forward(x), 0.5)), 'replaced forward');
+  assert.equal(
+    values(new nn.Sequential(lin, leaky).forward(x)),
+    values(fl.nn.functional.leakyRelu(lin.forward(x), 0.5)),
+    'replaced forward',
+  );
   assert.ok(
-    arr(new nn.Sequential(lin, leaky).forward(x)).some((v) => v < 0),
+    values(new nn.Sequential(lin, leaky).forward(x)).some((v) => v < 0),
     'the replaced forward ran (negative values survive)',
   );
 });

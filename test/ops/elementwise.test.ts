@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, close, expectError } from '../helpers/reference';
+import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 fl.manualSeed(11);
 const erf = (x: number): number => {
@@ -36,33 +37,33 @@ const unaryRefs: [string, (t: fl.Tensor) => fl.Tensor, (x: number) => number][] 
 for (const [name, f, ref] of unaryRefs) {
   test(`${name} matches f64 reference (f32, odd size 1025)`, () => {
     const x = fl.randn([1025]);
-    close(arr(f(x)), arr(x).map(ref), 2e-6, 2e-6, name);
+    close(values(f(x)), values(x).map(ref), 2e-6, 2e-6, name);
   });
 }
 
 test('unary ops on bf16 and f16 compute in f32', () => {
   const x = fl.tensor([-1.5, 0.25, 2, 3.75]);
-  for (const dt of ['bf16', 'f16'] as const) close(arr(x.to(dt).exp().to('f32')), arr(x).map(Math.exp), 1e-2, 1e-2, dt);
+  for (const dt of ['bf16', 'f16'] as const) close(values(x.to(dt).exp().to('f32')), values(x).map(Math.exp), 1e-2, 1e-2, dt);
 });
 
 test('binary ops broadcast like NumPy', () => {
   const a = fl.tensor([[1], [2], [3]], { dtype: 'f32' }); // [3,1]
   const b = fl.tensor([10, 20, 30, 40], { dtype: 'f32' }); // [4]
   assert.equal(a.add(b).shape, [3, 4]);
-  assert.equal(arr(a.add(b)), [11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43]);
-  assert.equal(arr(b.sub(a)).slice(0, 4), [9, 19, 29, 39]);
-  assert.equal(arr(a.mul(b)).slice(8), [30, 60, 90, 120]);
-  close(arr(a.div(b)).slice(0, 2), [0.1, 0.05]);
-  assert.equal(arr(fl.tensor([2, 3], { dtype: 'f32' }).pow(fl.tensor([3, 2], { dtype: 'f32' }))), [8, 9]);
-  assert.equal(arr(fl.maximum(fl.tensor([1, 5], { dtype: 'f32' }), fl.tensor([3, 2], { dtype: 'f32' }))), [3, 5]);
-  assert.equal(arr(fl.minimum(fl.tensor([1, 5], { dtype: 'f32' }), 2)), [1, 2]);
+  assert.equal(values(a.add(b)), [11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43]);
+  assert.equal(values(b.sub(a)).slice(0, 4), [9, 19, 29, 39]);
+  assert.equal(values(a.mul(b)).slice(8), [30, 60, 90, 120]);
+  close(values(a.div(b)).slice(0, 2), [0.1, 0.05]);
+  assert.equal(values(fl.tensor([2, 3], { dtype: 'f32' }).pow(fl.tensor([3, 2], { dtype: 'f32' }))), [8, 9]);
+  assert.equal(values(fl.maximum(fl.tensor([1, 5], { dtype: 'f32' }), fl.tensor([3, 2], { dtype: 'f32' }))), [3, 5]);
+  assert.equal(values(fl.minimum(fl.tensor([1, 5], { dtype: 'f32' }), 2)), [1, 2]);
 });
 
 test('non-contiguous broadcast over middle dims', () => {
   const a = fl.arange(24, undefined, 1, { dtype: 'f64' }).reshape(2, 3, 4);
   const b = fl.tensor([[[100]], [[200]]], { dtype: 'f64' }); // [2,1,1]
   const c = fl.tensor([[1], [2], [3]], { dtype: 'f64' }); // [3,1]
-  const out = arr(a.add(b).add(c));
+  const out = values(a.add(b).add(c));
   assert.is(out[0], 101);
   assert.is(out[23], 23 + 200 + 3);
   assert.is(out[4], 4 + 100 + 2);
@@ -81,10 +82,10 @@ test('comparisons give bool; where selects', () => {
   ] as const) {
     const r = (a as unknown as Record<string, (o: fl.Tensor) => fl.Tensor>)[op](b);
     assert.is(r.dtype, 'bool');
-    assert.equal(arr(r), want, op);
+    assert.equal(values(r), want, op);
   }
-  assert.equal(arr(fl.where(a.gt(1), a, b)), [3, 2, 3]);
-  assert.equal(arr(a.maskedFill(a.eq(2), -1)), [1, -1, 3]);
+  assert.equal(values(fl.where(a.gt(1), a, b)), [3, 2, 3]);
+  assert.equal(values(a.maskedFill(a.eq(2), -1)), [1, -1, 3]);
 });
 
 test('dtype promotion follows PyTorch', () => {
@@ -98,16 +99,16 @@ test('dtype promotion follows PyTorch', () => {
 
 test('casts round-trip and saturate sensibly', () => {
   const x = fl.tensor([1.5, -2.25, 3e5, 0.1]);
-  close(arr(x.to('f64')), [1.5, -2.25, 3e5, 0.10000000149011612], 0, 0);
-  assert.equal(arr(x.to('i32')), [1, -2, 300000, 0]);
-  assert.equal(arr(x.to('bool')), [1, 1, 1, 1]);
-  close(arr(x.to('bf16').to('f32')), [1.5, -2.25, 299008, 0.10009765625], 0, 0);
-  close(arr(x.to('f16').to('f32')), [1.5, -2.25, Infinity, 0.0999755859375], 0, 0);
+  close(values(x.to('f64')), [1.5, -2.25, 3e5, 0.10000000149011612], 0, 0);
+  assert.equal(values(x.to('i32')), [1, -2, 300000, 0]);
+  assert.equal(values(x.to('bool')), [1, 1, 1, 1]);
+  close(values(x.to('bf16').to('f32')), [1.5, -2.25, 299008, 0.10009765625], 0, 0);
+  close(values(x.to('f16').to('f32')), [1.5, -2.25, Infinity, 0.0999755859375], 0, 0);
 });
 
 test('NaN propagates through maximum and max', () => {
   const x = fl.tensor([1, NaN, 3]);
-  assert.ok(Number.isNaN(arr(fl.maximum(x, fl.tensor([0, 0, 0])))[1]));
+  assert.ok(Number.isNaN(values(fl.maximum(x, fl.tensor([0, 0, 0])))[1]));
   assert.ok(Number.isNaN(x.max().itemSync()));
 });
 

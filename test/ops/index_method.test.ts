@@ -8,7 +8,7 @@ import * as fl from '../../lib/index';
 import { close, fixtureFile, load } from '../fixtures/load';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 import { caught } from '../helpers/errors';
-import { arr } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { entry, type FixtureEntry } from './index_fixture_entries';
 
 const fx = fixtureFile('index');
@@ -27,9 +27,9 @@ for (const [name, c] of Object.entries(fx.reads) as [string, { index: FixtureEnt
 
 test('fl.index and the method agree; i32 indices; index tensors on another dtype path', () => {
   const x = grid();
-  assert.equal(arr(fl.index(x, 2, -1)), arr(x.index(2, -1)));
+  assert.equal(values(fl.index(x, 2, -1)), values(x.index(2, -1)));
   const i32 = fl.tensor([2, 0], { dtype: 'i32' });
-  assert.equal(arr(x.index(null, i32, 0)), [10, 0, 30, 20, 50, 40]);
+  assert.equal(values(x.index(null, i32, 0)), [10, 0, 30, 20, 50, 40]);
   assert.equal(fl.ellipsis, '...');
   assert.equal(fl.newaxis, 'newaxis');
   assert.equal([...x.index('...', 'newaxis', 1).shape], [3, 4, 1]);
@@ -39,23 +39,23 @@ test('basic indexing returns a view where the storage allows: writes show in the
   const x = grid();
   const row = x.index(1);
   row.fill_(-1);
-  assert.equal(arr(x.index(1, 0)), [-1, -1, -1, -1, -1]);
+  assert.equal(values(x.index(1, 0)), [-1, -1, -1, -1, -1]);
   const rows = x.index([0, 2]);
   rows.mul_(0);
-  assert.equal(arr(x.index(0, 0)), [0, 0, 0, 0, 0]);
-  assert.equal(arr(x.index(2, 0)), [40, 41, 42, 43, 44]);
+  assert.equal(values(x.index(0, 0)), [0, 0, 0, 0, 0]);
+  assert.equal(values(x.index(2, 0)), [40, 41, 42, 43, 44]);
   // An integer then a slice of the next dim, and an ellipsis with nothing after it, are views too.
   const part = x.index(2, [1, 3]);
   part.add_(1000);
-  assert.equal(arr(x.index(2, 1, [0, 2])), [1045, 1046]);
+  assert.equal(values(x.index(2, 1, [0, 2])), [1045, 1046]);
   const all = x.index('...');
   all.zero_();
-  assert.equal(arr(x.sum()), [0]);
+  assert.equal(values(x.sum()), [0]);
   // x[()] is a new tensor viewing x, as PyTorch's.
   const same = x.index();
   assert.ok(same !== x);
   same.fill_(3);
-  assert.equal(arr(x.index(0, 0, 0)), [3]);
+  assert.equal(values(x.index(0, 0, 0)), [3]);
 });
 
 test('a view shares the version counter: a node that saved the base refuses backward after a write through it', () => {
@@ -69,7 +69,7 @@ test('a view shares the version counter: a node that saved the base refuses back
 test('a strided slice, a column, index tensors and masks are copies', () => {
   const x = grid();
   for (const cut of [x.index([null, null, 2]), x.index(null, 1), x.index(long([0])), x.index(x.gt(30))]) cut.fill_(-7);
-  assert.equal(arr(x.sum()), [(59 * 60) / 2]);
+  assert.equal(values(x.sum()), [(59 * 60) / 2]);
 });
 
 test('an empty selection and a dim of size 0', () => {
@@ -91,7 +91,7 @@ test("a k-d mask followed by a slice cuts the dim after the mask (NumPy; PyTorch
   ]);
   const y = x.index(mask, [1, 3]);
   assert.equal([...y.shape], [2, 2]);
-  assert.equal(arr(y), [1, 2, 36, 37]);
+  assert.equal(values(y), [1, 2, 36, 37]);
 });
 
 test('f64 gradient checks: basic, strided, separated index tensors with repeats, a mask', () => {
@@ -143,7 +143,7 @@ test('errors: out-of-range integers name the dim and size; malformed entries; sh
   // A part out of range must not alias another valid position of the merged dims.
   assert.is(caught(() => x.index(long([0]), long([4])).dataSync()).code, 'ERR_INDEX');
   // Nothing is left broken: the next op runs.
-  assert.equal(arr(x.index(0, 0, 1)), [1]);
+  assert.equal(values(x.index(0, 0, 1)), [1]);
 });
 
 test.run();

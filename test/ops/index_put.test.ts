@@ -9,7 +9,7 @@ import * as fl from '../../lib/index';
 import { close, type FixtureTensor, fixtureFile, load } from '../fixtures/load';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 import { caught } from '../helpers/errors';
-import { arr } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { entry, type FixtureEntry } from './index_fixture_entries';
 
 // Two virtual CPU devices, set before the first op.
@@ -66,28 +66,28 @@ for (const [name, c] of Object.entries(fx.sets) as [string, SetCase][]) {
 test('setIndex: one entry alone, numbers and booleans, casts the value, leading 1s of the value dropped', () => {
   const x = grid();
   x.setIndex(0, 1);
-  assert.equal(arr(x.index(0, 0)), [1, 1, 1, 1, 1]);
+  assert.equal(values(x.index(0, 0)), [1, 1, 1, 1, 1]);
   x.setIndex([null, 1], fl.tensor([[7, 8, 9, 10, 11]], { dtype: 'i64' }));
-  assert.equal(arr(x.index(2, 1)), [7, 8, 9, 10, 11]);
+  assert.equal(values(x.index(2, 1)), [7, 8, 9, 10, 11]);
   x.setIndex([2, 1], fl.tensor([[[-1, -2, -3, -4, -5]]], { dtype: 'f32' }));
-  assert.equal(arr(x.index(2, 1)), [-1, -2, -3, -4, -5]);
+  assert.equal(values(x.index(2, 1)), [-1, -2, -3, -4, -5]);
   const b = fl.zeros([2, 3], { dtype: 'bool' });
   b.setIndex([1, [1, null]], true);
-  assert.equal(arr(b), [0, 0, 0, 0, 1, 1]);
+  assert.equal(values(b), [0, 0, 0, 0, 1, 1]);
   const i = fl.zeros([4], { dtype: 'i64' });
   i.setIndex([long([1, 3])], 5);
-  assert.equal(arr(i), [0, 5, 0, 5]);
+  assert.equal(values(i), [0, 5, 0, 5]);
 });
 
 test('setIndex writes into the storage: views of x see it, and the version counter moves', () => {
   const x = grid();
   const row = x.index(1); // a view
   x.setIndex([1, 2], 0);
-  assert.equal(arr(row.index(2)), [0, 0, 0, 0, 0]);
+  assert.equal(values(row.index(2)), [0, 0, 0, 0, 0]);
   // A write through a basic-index view, and one by index tensors, both show in views of x.
   const v0 = x._version.value;
   x.setIndex([null, null, long([0])], -1);
-  assert.equal(arr(row.index(null, 0)), [-1, -1, -1, -1]);
+  assert.equal(values(row.index(null, 0)), [-1, -1, -1, -1]);
   assert.ok(x._version.value > v0);
   const w = fl.randn([3, 4], { dtype: 'f64' }).requiresGrad_();
   const h = w.mul(2);
@@ -103,7 +103,7 @@ test('autograd: a leaf that requires grad refuses; noGrad allows; a view refuses
   assert.match(e.message, /setIndex: a leaf tensor that requires grad/);
   assert.is(caught(() => leaf.indexPut_([long([0])], 1)).code, 'ERR_AUTOGRAD');
   fl.noGrad(() => leaf.setIndex(0, 1));
-  assert.equal(arr(leaf.index(0)), [1, 1, 1, 1]);
+  assert.equal(values(leaf.index(0)), [1, 1, 1, 1]);
   const h = leaf.mul(1);
   e = caught(() => h.index(0).setIndex(0, 5));
   assert.is(e.code, 'ERR_AUTOGRAD');
@@ -116,20 +116,20 @@ test('autograd: a leaf that requires grad refuses; noGrad allows; a view refuses
     .mul(fl.tensor([[1], [10]], { dtype: 'f64' }))
     .sum()
     .backward();
-  assert.equal(arr(v.grad as fl.Tensor), [10, 10, 10]);
+  assert.equal(values(v.grad as fl.Tensor), [10, 10, 10]);
 });
 
 test('accumulate sums repeated positions; without it a repeated position holds one of the values', () => {
   const x = fl.zeros([4]);
   x.indexPut_([long([1, 1, 3, 1])], fl.tensor([1, 2, 3, 4]), { accumulate: true });
-  assert.equal(arr(x), [0, 7, 0, 3]);
+  assert.equal(values(x), [0, 7, 0, 3]);
   const y = fl.zeros([4]);
   y.indexPut_([long([2, 2])], fl.tensor([5, 6]));
-  assert.ok([5, 6].includes(arr(y)[2]));
+  assert.ok([5, 6].includes(values(y)[2]));
   // A mask with a scalar value and a null for a whole dim.
   const z = fl.zeros([2, 3]);
   z.indexPut_([null, fl.tensor([true, false, true])], 4, { accumulate: true });
-  assert.equal(arr(z), [4, 0, 4, 4, 0, 4]);
+  assert.equal(values(z), [4, 0, 4, 4, 0, 4]);
 });
 
 test('f64 gradient checks through the in-place writes', () => {
@@ -166,7 +166,7 @@ test('errors: value shapes, dtypes, indices, options, out-of-range integers', ()
   assert.is(caught(() => x.setIndex(0, 'a' as unknown as number)).code, 'ERR_ARG');
   assert.is(caught(() => fl.zeros([2], { dtype: 'i32' }).setIndex(0, 2 ** 40)).code, 'ERR_RANGE');
   // Nothing was written by the refused calls.
-  assert.equal(arr(x.sum()), [(59 * 60) / 2]);
+  assert.equal(values(x.sum()), [(59 * 60) / 2]);
   // An index tensor out of range fails at the next sync point.
   assert.is(
     caught(() =>
@@ -177,23 +177,23 @@ test('errors: value shapes, dtypes, indices, options, out-of-range integers', ()
     ).code,
     'ERR_INDEX',
   );
-  assert.equal(arr(x.index(0, 0, 1)), [1]);
+  assert.equal(values(x.index(0, 0, 1)), [1]);
 });
 
 test('on cpu:1: read and write, with index tensors and values made on cpu', () => {
   const x = grid().to('cpu:1');
   const y = x.index(long([2, 0]), null, [1, 3]);
   assert.is(y.device, 'cpu:1');
-  assert.equal(arr(y), [41, 42, 46, 47, 51, 52, 56, 57, 1, 2, 6, 7, 11, 12, 16, 17]);
+  assert.equal(values(y), [41, 42, 46, 47, 51, 52, 56, 57, 1, 2, 6, 7, 11, 12, 16, 17]);
   x.setIndex([long([0]), 0], fl.tensor([9, 9, 9, 9, 9], { dtype: 'f64' }));
   x.indexPut_([long([1, 1]), long([0, 0])], fl.tensor(1, { dtype: 'f64' }).to('cpu:1'), { accumulate: true });
-  assert.equal(arr(x.index(0, 0)), [9, 9, 9, 9, 9]);
-  assert.equal(arr(x.index(1, 0)), [22, 23, 24, 25, 26]);
+  assert.equal(values(x.index(0, 0)), [9, 9, 9, 9, 9]);
+  assert.equal(values(x.index(1, 0)), [22, 23, 24, 25, 26]);
   const g = fl.randn([2, 3], { dtype: 'f64', device: 'cpu:1' }).requiresGrad_();
   g.index(fl.tensor([true, false]))
     .sum()
     .backward();
-  assert.equal(arr(g.grad as fl.Tensor), [1, 1, 1, 0, 0, 0]);
+  assert.equal(values(g.grad as fl.Tensor), [1, 1, 1, 0, 0, 0]);
 });
 
 test.run();

@@ -2,7 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import { native } from '../../lib/native';
-import { arr, close, expectError } from '../helpers/reference';
+import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 
 test('arithmetic in place: values, broadcasting of other, returns self', () => {
@@ -14,19 +15,19 @@ test('arithmetic in place: values, broadcasting of other, returns self', () => {
     { dtype: 'f64' },
   );
   assert.is(x.add_(fl.tensor([1, 1, 1], { dtype: 'f64' }), 2), x);
-  assert.equal(arr(x), [3, 4, 5, 6, 7, 8]);
+  assert.equal(values(x), [3, 4, 5, 6, 7, 8]);
   x.sub_(1)
     .mul_(fl.tensor([[2], [3]], { dtype: 'f64' }))
     .div_(2);
-  assert.equal(arr(x), [2, 3, 4, 7.5, 9, 10.5]);
+  assert.equal(values(x), [2, 3, 4, 7.5, 9, 10.5]);
   x.clamp_(3, 9);
-  assert.equal(arr(x), [3, 3, 4, 7.5, 9, 9]);
+  assert.equal(values(x), [3, 3, 4, 7.5, 9, 9]);
   x.clamp_(fl.tensor([4, 0, 0], { dtype: 'f64' }));
-  assert.equal(arr(x), [4, 3, 4, 7.5, 9, 9]);
+  assert.equal(values(x), [4, 3, 4, 7.5, 9, 9]);
   x.zero_();
-  assert.equal(arr(x), [0, 0, 0, 0, 0, 0]);
+  assert.equal(values(x), [0, 0, 0, 0, 0, 0]);
   x.fill_(2.5);
-  assert.equal(arr(x), [2.5, 2.5, 2.5, 2.5, 2.5, 2.5]);
+  assert.equal(values(x), [2.5, 2.5, 2.5, 2.5, 2.5, 2.5]);
   expectError(() => x.add_(fl.zeros([3, 3], { dtype: 'f64' })), RangeError, 'ERR_SHAPE');
   expectError(() => fl.zeros([3], { dtype: 'f64' }).add_(fl.zeros([2, 3], { dtype: 'f64' })), RangeError, 'ERR_SHAPE', /\[2,3\].*\[3\]/);
 });
@@ -34,23 +35,23 @@ test('arithmetic in place: values, broadcasting of other, returns self', () => {
 test('dtype rules: the result must cast to self', () => {
   const i = fl.tensor([1, 2], { dtype: 'i64' });
   i.add_(3);
-  assert.equal(arr(i), [4, 5]);
+  assert.equal(values(i), [4, 5]);
   expectError(() => i.add_(0.5), TypeError, 'ERR_DTYPE', /f32 cannot be cast to self's dtype i64/);
   expectError(() => i.div_(2), TypeError, 'ERR_DTYPE');
   expectError(() => i.clamp_(0.5, 3), TypeError, 'ERR_DTYPE', /clamp_/);
-  assert.equal([...arr(i.clamp(0.5, 4.5))], [4, 4.5], 'fractional bounds promote an integer input, as torch');
+  assert.equal([...values(i.clamp(0.5, 4.5))], [4, 4.5], 'fractional bounds promote an integer input, as torch');
   const f = fl.zeros([2]);
   f.add_(fl.ones([2], { dtype: 'f64' }));
-  assert.equal([f.dtype, ...arr(f)], ['f32', 1, 1]);
+  assert.equal([f.dtype, ...values(f)], ['f32', 1, 1]);
   expectError(() => fl.zeros([2], { dtype: 'bool' }).add_(1), TypeError, 'ERR_DTYPE', /bool/);
-  assert.equal(arr(i.clone().fill_(1.5)), [1, 1], 'a float value is truncated, as torch');
+  assert.equal(values(i.clone().fill_(1.5)), [1, 1], 'a float value is truncated, as torch');
   expectError(() => i.uniform_(), TypeError, 'ERR_DTYPE');
 });
 
 test('copy_ broadcasts, casts and is recorded', () => {
   const d = fl.zeros([2, 3], { dtype: 'i64' });
   d.copy_(fl.tensor([1.7, -2.2, 3]));
-  assert.equal(arr(d), [1, -2, 3, 1, -2, 3]);
+  assert.equal(values(d), [1, -2, 3, 1, -2, 3]);
   expectError(() => d.copy_(fl.zeros([2])), RangeError, 'ERR_SHAPE');
   const src = fl.tensor([1, 2, 3], { dtype: 'f64', requiresGrad: true });
   const buf = fl.zeros([2, 3], { dtype: 'f64' });
@@ -68,16 +69,16 @@ test('copy_ broadcasts, casts and is recorded', () => {
     )
     .sum()
     .backward();
-  assert.equal(arr(src.grad!), [5, 7, 9]);
+  assert.equal(values(src.grad!), [5, 7, 9]);
 });
 
 test('uniform_ and normal_ fill from the global generator', () => {
   fl.manualSeed(7);
   const u = fl.zeros([1000]).uniform_(2, 3);
-  assert.ok(arr(u).every((v) => v >= 2 && v < 3));
+  assert.ok(values(u).every((v) => v >= 2 && v < 3));
   fl.manualSeed(7);
-  assert.equal(arr(fl.zeros([1000]).uniform_(2, 3)), arr(u), 'same seed, same values');
-  const n = arr(fl.zeros([20000], { dtype: 'f64' }).normal_(1, 2));
+  assert.equal(values(fl.zeros([1000]).uniform_(2, 3)), values(u), 'same seed, same values');
+  const n = values(fl.zeros([20000], { dtype: 'f64' }).normal_(1, 2));
   const mean = n.reduce((a, b) => a + b, 0) / n.length;
   const sd = Math.sqrt(n.reduce((a, b) => a + (b - mean) ** 2, 0) / n.length);
   assert.ok(Math.abs(mean - 1) < 0.06 && Math.abs(sd - 2) < 0.06, `mean ${mean} sd ${sd}`);
@@ -89,9 +90,9 @@ test('views share storage: writing a view changes its base', () => {
   const base = fl.zeros([2, 3]);
   base.reshape(6).add_(1);
   base.narrow(0, 1, 1).mul_(5);
-  assert.equal(arr(base), [1, 1, 1, 5, 5, 5]);
+  assert.equal(values(base), [1, 1, 1, 5, 5, 5]);
   base.unbind(0)[0].fill_(7);
-  assert.equal(arr(base), [7, 7, 7, 5, 5, 5]);
+  assert.equal(values(base), [7, 7, 7, 5, 5, 5]);
 });
 
 test('autograd: leaves that require grad refuse outside noGrad, allowed inside', () => {
@@ -99,7 +100,7 @@ test('autograd: leaves that require grad refuse outside noGrad, allowed inside',
   expectError(() => w.add_(1), Error, 'ERR_AUTOGRAD', /add_: a leaf tensor/);
   expectError(() => w.zero_(), Error, 'ERR_AUTOGRAD', /fill_|zero_/);
   fl.noGrad(() => w.mul_(3));
-  assert.equal(arr(w), [3, 3, 3]);
+  assert.equal(values(w), [3, 3, 3]);
   assert.ok(w.isLeaf && w.requiresGrad);
 });
 
@@ -140,7 +141,7 @@ test('autograd: in-place ops on non-leaves rebase the history (gradients check)'
   assert.is(same, h);
   assert.is(h.gradFn!.name, 'add');
   h.sum().backward();
-  close(arr(x.grad!), [3, 3]);
+  close(values(x.grad!), [3, 3]);
 });
 
 test('autograd: writing a view while recording is refused clearly; under noGrad it is a plain write', () => {
@@ -150,7 +151,7 @@ test('autograd: writing a view while recording is refused clearly; under noGrad 
   const buf = fl.zeros([2, 2]);
   expectError(() => buf.narrow(0, 0, 1).copy_(x.narrow(0, 0, 2)), Error, 'ERR_AUTOGRAD', /view/);
   fl.noGrad(() => buf.reshape(4).copy_(x));
-  assert.equal(arr(buf), [1, 2, 3, 4]);
+  assert.equal(values(buf), [1, 2, 3, 4]);
 });
 
 test('a permute that moves only size-1 dims is a view: writes through it count against its base', () => {
@@ -160,7 +161,7 @@ test('a permute that moves only size-1 dims is a view: writes through it count a
   const p = h.permute([2, 1, 0]); // [1, 3, 1] -> [1, 3, 1] with the size-1 dims swapped: the same bytes
   expectError(() => p.add_(1), Error, 'ERR_AUTOGRAD', /view/);
   fl.noGrad(() => p.add_(1));
-  assert.equal(arr(h), [3, 5, 7], 'the write reached the base');
+  assert.equal(values(h), [3, 5, 7], 'the write reached the base');
   expectError(() => y.sum().backward(), Error, 'ERR_AUTOGRAD', /pow.*add_/);
   // A permute that moves data is a copy: writing it leaves the base and its graph alone.
   const z = fl.tensor(
@@ -174,7 +175,7 @@ test('a permute that moves only size-1 dims is a view: writes through it count a
   const yz = hz.pow(2);
   fl.noGrad(() => hz.permute([1, 0]).add_(1));
   yz.sum().backward();
-  assert.equal(arr(z.grad!), [2, 4, 6, 8]);
+  assert.equal(values(z.grad!), [2, 4, 6, 8]);
 });
 
 test("add_, sub_, mul_, div_ by a tensor of self's dtype write into self: no temporary, same values", async () => {
@@ -190,26 +191,26 @@ test("add_, sub_, mul_, div_ by a tensor of self's dtype write into self: no tem
     ];
     for (const [name, inPlace, outOfPlace] of cases) {
       const x = base.clone();
-      const expected = arr(outOfPlace(base));
+      const expected = values(outOfPlace(base));
       await fl.sync();
       fl.resetPeakMemory();
       const before = fl.memory().cpu.bytes;
       assert.is(inPlace(x), x);
       fl.syncSync();
       assert.is(fl.memory().cpu.peakBytes, before, `${dtype} ${name}: no temporary`);
-      assert.equal(arr(x), expected, `${dtype} ${name}`);
+      assert.equal(values(x), expected, `${dtype} ${name}`);
     }
   }
 });
 
 test("in place by a view of part of self's own storage reads the old values (no write-before-read)", () => {
   const x = fl.arange(0, 8).to('f32').reshape([2, 4]);
-  const expected = arr(x.add(x.narrow(0, 0, 1)));
+  const expected = values(x.add(x.narrow(0, 0, 1)));
   x.add_(x.narrow(0, 0, 1)); // row 0 is also what is added to row 1
-  assert.equal(arr(x), expected);
+  assert.equal(values(x), expected);
   const y = fl.arange(0, 8).to('f32').reshape([2, 4]);
   y.mul_(y); // element for element: written in place
-  assert.equal(arr(y), [0, 1, 4, 9, 16, 25, 36, 49]);
+  assert.equal(values(y), [0, 1, 4, 9, 16, 25, 36, 49]);
 });
 
 test('fill_ and zero_ outside autograd write into self: no temporary, every dtype, infs and NaNs overwritten', async () => {
@@ -222,14 +223,14 @@ test('fill_ and zero_ outside autograd write into self: no temporary, every dtyp
     assert.is(x.zero_(), x);
     fl.syncSync();
     assert.is(fl.memory().cpu.peakBytes, before, `${dtype} zero_: no temporary`);
-    assert.equal(arr(x), [0, 0, 0, 0, 0, 0], dtype);
+    assert.equal(values(x), [0, 0, 0, 0, 0, 0], dtype);
     x.fill_(dtype === 'bool' ? true : 7);
-    assert.equal(arr(x), Array(6).fill(dtype === 'bool' ? 1 : 7), `${dtype} fill_`);
+    assert.equal(values(x), Array(6).fill(dtype === 'bool' ? 1 : 7), `${dtype} fill_`);
   }
   // A view's fill touches only its own part of the storage.
   const base = fl.arange(0, 6).to('f32');
   base.narrow(0, 2, 3).fill_(-1);
-  assert.equal(arr(base), [0, 1, -1, -1, -1, 5]);
+  assert.equal(values(base), [0, 1, -1, -1, -1, 5]);
 });
 
 test('native fill_ and full re-validate the value against an integer dtype', () => {
@@ -241,9 +242,9 @@ test('native fill_ and full re-validate the value against an integer dtype', () 
   expectError(() => n.fill_(x.handle, 2 ** 31), RangeError, 'ERR_RANGE', /fill_: value 2147483648 is out of range for i32/);
   expectError(() => n.fill_(fl.zeros([2], { dtype: 'u8' }).handle, Number.NaN), RangeError, 'ERR_RANGE', /fill_.*u8/);
   expectError(() => n.full([2], 'i64', 'cpu', Number.POSITIVE_INFINITY), RangeError, 'ERR_RANGE', /full.*i64/);
-  assert.equal(arr(x), [0, 0], 'nothing was written');
+  assert.equal(values(x), [0, 0], 'nothing was written');
   n.fill_(x.handle, -2.7); // fractions truncate toward zero, as fill_ and torch do
-  assert.equal(arr(x), [-2, -2]);
+  assert.equal(values(x), [-2, -2]);
 });
 
 test('native binary_ re-validates its operands', () => {

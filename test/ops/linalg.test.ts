@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, close, expectError, refMatmul } from '../helpers/reference';
+import { close, expectError, refMatmul } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 fl.manualSeed(7);
 
@@ -26,7 +27,7 @@ for (const [m, n, k] of [
       const b = fl.randn(tb ? [n, k] : [k, n]);
       const c = (ta ? a.T : a).matmul(tb ? b.T : b);
       assert.equal(c.shape, [m, n]);
-      close(arr(c), refMatmul(arr(a), arr(b), m, n, k, ta, tb), 1e-4, 1e-4, 'C');
+      close(values(c), refMatmul(values(a), values(b), m, n, k, ta, tb), 1e-4, 1e-4, 'C');
     });
   }
 }
@@ -34,15 +35,15 @@ for (const [m, n, k] of [
 test('matmul f64 matches the reference to 1e-12', () => {
   const a = fl.randn([31, 47], { dtype: 'f64' }),
     b = fl.randn([47, 29], { dtype: 'f64' });
-  close(arr(a.matmul(b)), refMatmul(arr(a), arr(b), 31, 29, 47), 1e-12, 1e-12);
+  close(values(a.matmul(b)), refMatmul(values(a), values(b), 31, 29, 47), 1e-12, 1e-12);
 });
 
 test('matmul bf16 and f16 accumulate in f32', () => {
   for (const dt of ['bf16', 'f16'] as const) {
     const a = fl.randn([8, 40]).to(dt),
       b = fl.randn([40, 8]).to(dt);
-    const ref = refMatmul(arr(a.to('f32')), arr(b.to('f32')), 8, 8, 40);
-    close(arr(a.matmul(b).to('f32')), ref, 1e-2, 5e-2, dt);
+    const ref = refMatmul(values(a.to('f32')), values(b.to('f32')), 8, 8, 40);
+    close(values(a.matmul(b).to('f32')), ref, 1e-2, 5e-2, dt);
   }
 });
 
@@ -51,9 +52,9 @@ test('batched matmul broadcasts batch dims', () => {
     b = fl.randn([5, 4, 2]);
   const c = a.matmul(b);
   assert.equal(c.shape, [2, 5, 3, 2]);
-  const av = arr(a),
-    bv = arr(b),
-    cv = arr(c);
+  const av = values(a),
+    bv = values(b),
+    cv = values(c);
   for (let i = 0; i < 2; i++)
     for (let j = 0; j < 5; j++) {
       const ref = refMatmul(av.slice(i * 12, i * 12 + 12), bv.slice(j * 8, j * 8 + 8), 3, 2, 4);
@@ -73,12 +74,12 @@ test('vector products', () => {
     ],
     { dtype: 'f32' },
   );
-  assert.equal(arr(v.matmul(m)), [4, 5]);
+  assert.equal(values(v.matmul(m)), [4, 5]);
 });
 
 test('matmul with a zero-size inner dim gives zeros', () => {
   const c = fl.zeros([3, 0]).matmul(fl.zeros([0, 2]));
-  assert.equal(arr(c), [0, 0, 0, 0, 0, 0]);
+  assert.equal(values(c), [0, 0, 0, 0, 0, 0]);
 });
 
 test('matmul errors name the shapes', () => {

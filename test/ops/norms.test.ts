@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, close, expectError } from '../helpers/reference';
+import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 
 /** f64 reference of the p-norm over the last dim of a row-major [rows, n] block. */
@@ -20,16 +21,16 @@ function refRows(v: number[], n: number, p: number): number[] {
 test('norm over the last dim matches the reference for p = 0, 1, 2, 3, 0.5, inf, -inf', () => {
   const x = rnd([4, 5]);
   for (const p of [0, 1, 2, 3, 0.5, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
-    close(arr(fl.norm(x, p, -1)), refRows(arr(x), 5, p), 1e-10, 1e-12, `p=${p}`);
+    close(values(fl.norm(x, p, -1)), refRows(values(x), 5, p), 1e-10, 1e-12, `p=${p}`);
     assert.equal(fl.norm(x, p, 1, true).shape, [4, 1]);
   }
-  close([x.norm().itemSync()], refRows(arr(x), 20, 2), 1e-12);
-  close([x.norm('fro', [0, 1]).itemSync()], refRows(arr(x), 20, 2), 1e-12);
-  close(arr(x.norm(1, 0)), refRows(arr(x.transpose(0, 1)), 4, 1), 1e-12);
+  close([x.norm().itemSync()], refRows(values(x), 20, 2), 1e-12);
+  close([x.norm('fro', [0, 1]).itemSync()], refRows(values(x), 20, 2), 1e-12);
+  close(values(x.norm(1, 0)), refRows(values(x.transpose(0, 1)), 4, 1), 1e-12);
   const f = fl.tensor([3, 4]);
   assert.is(f.norm().dtype, 'f32');
   close([f.norm().itemSync()], [5]);
-  close(arr(fl.zeros([0, 3]).norm(2, 0)), [0, 0, 0]);
+  close(values(fl.zeros([0, 3]).norm(2, 0)), [0, 0, 0]);
 });
 
 test('norm refuses integer inputs, bad p, fro over 3 dims, inf over an empty dim', () => {
@@ -58,14 +59,14 @@ test('norm subgradients: 0 at the zero vector (p = 2, 3), ties share the inf-nor
   for (const p of [2, 3, 1.5]) {
     const z = fl.zeros([3], { dtype: 'f64', requiresGrad: true });
     z.norm(p).backward();
-    assert.equal(arr(z.grad!), [0, 0, 0], `p=${p}`);
+    assert.equal(values(z.grad!), [0, 0, 0], `p=${p}`);
   }
   const t = fl.tensor([3, -3, 1], { dtype: 'f64', requiresGrad: true });
   t.norm(Number.POSITIVE_INFINITY).backward();
-  close(arr(t.grad!), [0.5, -0.5, 0]);
+  close(values(t.grad!), [0.5, -0.5, 0]);
   const o = fl.tensor([0, 2], { dtype: 'f64', requiresGrad: true });
   o.norm(1).backward();
-  close(arr(o.grad!), [0, 1]);
+  close(values(o.grad!), [0, 1]);
 });
 
 test.run();

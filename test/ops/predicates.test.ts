@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, expectError } from '../helpers/reference';
+import { expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 const special = [1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0, -2.5];
 
@@ -12,18 +13,18 @@ test('isnan/isinf/isfinite on every float dtype give bool', () => {
       i = fl.isinf(x),
       f = fl.isfinite(x);
     assert.is(n.dtype, 'bool');
-    assert.equal(arr(n), [0, 1, 0, 0, 0, 0], `isnan ${dtype}`);
-    assert.equal(arr(i), [0, 0, 1, 1, 0, 0], `isinf ${dtype}`);
-    assert.equal(arr(f), [1, 0, 0, 0, 1, 1], `isfinite ${dtype}`);
+    assert.equal(values(n), [0, 1, 0, 0, 0, 0], `isnan ${dtype}`);
+    assert.equal(values(i), [0, 0, 1, 1, 0, 0], `isinf ${dtype}`);
+    assert.equal(values(f), [1, 0, 0, 0, 1, 1], `isfinite ${dtype}`);
   }
 });
 
 test('integer and bool inputs: never NaN or infinite, always finite; empty tensors', () => {
   for (const dtype of ['i32', 'i64', 'u8', 'bool'] as fl.DType[]) {
     const x = fl.ones([2, 2], { dtype });
-    assert.equal(arr(x.isnan()), [0, 0, 0, 0]);
-    assert.equal(arr(x.isinf()), [0, 0, 0, 0]);
-    assert.equal(arr(x.isfinite()), [1, 1, 1, 1]);
+    assert.equal(values(x.isnan()), [0, 0, 0, 0]);
+    assert.equal(values(x.isinf()), [0, 0, 0, 0]);
+    assert.equal(values(x.isfinite()), [1, 1, 1, 1]);
     assert.is(x.isfinite().dtype, 'bool');
   }
   assert.equal(fl.zeros([0, 3]).isnan().shape, [0, 3]);
@@ -34,12 +35,12 @@ test('isclose follows torch: tolerances, infinities, equalNan, broadcasting', ()
   const a = fl.tensor([1, 1, Number.POSITIVE_INFINITY, Number.NaN, 1e-9, 100], { dtype: 'f64' });
   const b = fl.tensor([1 + 1e-6, 1.1, Number.POSITIVE_INFINITY, Number.NaN, 0, 100.001], { dtype: 'f64' });
   // |a-b| <= atol + rtol*|b| with rtol 1e-5, atol 1e-8
-  assert.equal(arr(fl.isclose(a, b)), [1, 0, 1, 0, 1, 1]);
-  assert.equal(arr(a.isclose(b, { equalNan: true })), [1, 0, 1, 1, 1, 1]);
-  assert.equal(arr(fl.isclose(a, b, { rtol: 0, atol: 0 })), [0, 0, 1, 0, 0, 0]);
-  assert.equal(arr(fl.isclose(a, b, { rtol: 0.2 })), [1, 1, 1, 0, 1, 1]);
+  assert.equal(values(fl.isclose(a, b)), [1, 0, 1, 0, 1, 1]);
+  assert.equal(values(a.isclose(b, { equalNan: true })), [1, 0, 1, 1, 1, 1]);
+  assert.equal(values(fl.isclose(a, b, { rtol: 0, atol: 0 })), [0, 0, 1, 0, 0, 0]);
+  assert.equal(values(fl.isclose(a, b, { rtol: 0.2 })), [1, 1, 1, 0, 1, 1]);
   assert.equal(fl.isclose(fl.zeros([2, 1]), fl.zeros([3])).shape, [2, 3]);
-  assert.equal(arr(fl.isclose(fl.tensor([1, 5], { dtype: 'i64' }), fl.tensor([1, 6], { dtype: 'i64' }), { atol: 1 })), [1, 1]);
+  assert.equal(values(fl.isclose(fl.tensor([1, 5], { dtype: 'i64' }), fl.tensor([1, 6], { dtype: 'i64' }), { atol: 1 })), [1, 1]);
   expectError(() => fl.isclose(fl.zeros([2]), fl.zeros([2], { dtype: 'f64' })), TypeError, 'ERR_DTYPE', /f32 and f64/);
   expectError(() => fl.isclose(a, b, { rtol: -1 }), RangeError, 'ERR_RANGE');
   expectError(() => fl.isclose(a, b, { tol: 1 } as never), TypeError, 'ERR_ARG', /unknown option/);

@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, close, expectError, groupOf } from '../helpers/reference';
+import { close, expectError, groupOf } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 
 fl.manualSeed(21);
@@ -44,40 +45,40 @@ for (const [shape, dims] of [
 ] as [number[], number[]][]) {
   test(`sum/mean/max/min/var/logsumexp over ${JSON.stringify(dims)} of ${JSON.stringify(shape)}`, () => {
     const x = fl.randn(shape, { dtype: 'f64' });
-    const v = arr(x);
-    close(arr(x.sum(dims)), refReduce(v, shape, dims, sum), 1e-12, 1e-12, 'sum');
-    close(arr(x.mean(dims, true)), refReduce(v, shape, dims, mean), 1e-12, 1e-12, 'mean');
+    const v = values(x);
+    close(values(x.sum(dims)), refReduce(v, shape, dims, sum), 1e-12, 1e-12, 'sum');
+    close(values(x.mean(dims, true)), refReduce(v, shape, dims, mean), 1e-12, 1e-12, 'mean');
     close(
-      arr(x.max(dims)),
+      values(x.max(dims)),
       refReduce(v, shape, dims, (xs) => Math.max(...xs)),
       0,
       0,
       'max',
     );
     close(
-      arr(x.min(dims)),
+      values(x.min(dims)),
       refReduce(v, shape, dims, (xs) => Math.min(...xs)),
       0,
       0,
       'min',
     );
     close(
-      arr(x.var(dims)),
+      values(x.var(dims)),
       refReduce(v, shape, dims, (xs) => variance(xs)),
       1e-10,
       1e-12,
       'var',
     );
     close(
-      arr(x.std(dims, { correction: 0 })),
+      values(x.std(dims, { correction: 0 })),
       refReduce(v, shape, dims, (xs) => Math.sqrt(variance(xs, 0))),
       1e-10,
       1e-12,
       'std',
     );
-    close(arr(x.logsumexp(dims)), refReduce(v, shape, dims, lse), 1e-12, 1e-12, 'logsumexp');
+    close(values(x.logsumexp(dims)), refReduce(v, shape, dims, lse), 1e-12, 1e-12, 'logsumexp');
     const f32 = x.to('f32');
-    close(arr(f32.sum(dims)), refReduce(v, shape, dims, sum), 1e-5, 1e-5, 'sum f32');
+    close(values(f32.sum(dims)), refReduce(v, shape, dims, sum), 1e-5, 1e-5, 'sum f32');
   });
 }
 
@@ -100,9 +101,9 @@ test('argmax/argmin return i64 first occurrence', () => {
   );
   const am = x.argmax(1);
   assert.is(am.dtype, 'i64');
-  assert.equal(arr(am), [1, 0]);
-  assert.equal(arr(x.argmin(1)), [0, 1]);
-  assert.equal(arr(x.argmax()), [3]);
+  assert.equal(values(am), [1, 0]);
+  assert.equal(values(x.argmin(1)), [0, 1]);
+  assert.equal(values(x.argmax()), [3]);
   assert.equal(x.argmax(0, true).shape, [1, 3]);
 });
 
@@ -133,20 +134,20 @@ test('softmax and logSoftmax match the reference, stable for large logits', () =
     [-5, 0, 5],
   ];
   const ref = rows.flatMap((r) => r.map((v) => Math.exp(v - lse(r))));
-  close(arr(x.softmax(1)), ref, 1e-12, 1e-15);
+  close(values(x.softmax(1)), ref, 1e-12, 1e-15);
   close(
-    arr(x.logSoftmax(-1)),
+    values(x.logSoftmax(-1)),
     rows.flatMap((r) => r.map((v) => v - lse(r))),
     1e-12,
     1e-12,
   );
   const cols = fl.randn([3, 4, 5]);
-  close(arr(cols.softmax(1).sum(1)), new Array(15).fill(1), 1e-6, 1e-6);
+  close(values(cols.softmax(1).sum(1)), new Array(15).fill(1), 1e-6, 1e-6);
 });
 
 test('max over an empty dim is an error; sum of empty is 0', () => {
   expectError(() => fl.zeros([0, 3]).max(0), RangeError, 'ERR_SHAPE');
-  assert.equal(arr(fl.zeros([0, 3]).sum(0)), [0, 0, 0]);
+  assert.equal(values(fl.zeros([0, 3]).sum(0)), [0, 0, 0]);
   expectError(() => fl.ones([2, 3]).sum(2), RangeError, 'ERR_INDEX', /dim 2/);
   expectError(() => fl.ones([2, 3]).sum([0, 0]), TypeError, 'ERR_ARG');
 });
@@ -157,20 +158,20 @@ test('max/min along one dim give { values, indices }: first of ties, NaN wins, k
     [7, Number.NaN, 7, -1],
   ]);
   const m = x.max(1);
-  assert.equal(arr(m.values).slice(0, 1), [5]);
-  assert.ok(Number.isNaN(arr(m.values)[1]));
-  assert.equal(arr(m.indices), [1, 1]);
+  assert.equal(values(m.values).slice(0, 1), [5]);
+  assert.ok(Number.isNaN(values(m.values)[1]));
+  assert.equal(values(m.indices), [1, 1]);
   assert.is(m.indices.dtype, 'i64');
   const n = fl.min(x, 0, true);
   assert.equal(n.values.shape, [1, 4]);
-  assert.equal(arr(n.indices), [0, 1, 0, 1]);
-  assert.equal(arr(fl.tensor([3, 1, 1]).min(-1).indices), [1]);
+  assert.equal(values(n.indices), [0, 1, 0, 1]);
+  assert.equal(values(fl.tensor([3, 1, 1]).min(-1).indices), [1]);
   const s = fl.tensor(4).max(0);
   assert.equal(s.values.shape, []);
-  assert.equal(arr(s.indices), [0]);
+  assert.equal(values(s.indices), [0]);
   // max(x) and max(x, dims[]) stay plain reductions.
   assert.is(fl.tensor([1, 9, 3]).max().itemSync(), 9);
-  assert.equal(arr(x.narrow(0, 0, 1).max([1])), [5]);
+  assert.equal(values(x.narrow(0, 0, 1).max([1])), [5]);
 });
 
 test('max(dim) gradient goes to the chosen index only (f64 gradcheck)', () => {
@@ -184,7 +185,7 @@ test('max(dim) gradient goes to the chosen index only (f64 gradcheck)', () => {
   );
   const t = fl.tensor([2, 5, 5], { dtype: 'f64' }).requiresGrad_();
   t.max(0).values.backward();
-  assert.equal(arr(t.grad!), [0, 1, 0]);
+  assert.equal(values(t.grad!), [0, 1, 0]);
 });
 
 test('prod over all and along a dim, ints give i64, gradient exact with zeros', () => {
@@ -193,7 +194,7 @@ test('prod over all and along a dim, ints give i64, gradient exact with zeros', 
     [4, 0.5, -2],
   ]);
   assert.is(x.prod().itemSync(), -24);
-  assert.equal(arr(x.prod(1)), [6, -4]);
+  assert.equal(values(x.prod(1)), [6, -4]);
   assert.equal(x.prod(0, true).shape, [1, 3]);
   const i = fl.tensor([2, 3, 4], { dtype: 'i32' }).prod();
   assert.is(i.dtype, 'i64');
@@ -219,7 +220,7 @@ test('prod over all and along a dim, ints give i64, gradient exact with zeros', 
     );
   const z = fl.tensor([2, 0, 3], { dtype: 'f64' }).requiresGrad_();
   z.prod().backward();
-  assert.equal(arr(z.grad!), [0, 6, 0]);
+  assert.equal(values(z.grad!), [0, 6, 0]);
 });
 
 test('all and any: bool results over all, a dim or dims; NaN is true; empty all is true', () => {
@@ -228,14 +229,14 @@ test('all and any: bool results over all, a dim or dims; NaN is true; empty all 
     [3, 4, Number.NaN],
   ]);
   assert.is(fl.all(x).dtype, 'bool');
-  assert.equal(arr(x.all()), [0]);
-  assert.equal(arr(x.any()), [1]);
-  assert.equal(arr(x.all(1)), [0, 1]);
-  assert.equal(arr(x.any(0, true)), [1, 1, 1]);
+  assert.equal(values(x.all()), [0]);
+  assert.equal(values(x.any()), [1]);
+  assert.equal(values(x.all(1)), [0, 1]);
+  assert.equal(values(x.any(0, true)), [1, 1, 1]);
   assert.equal(x.any(0, true).shape, [1, 3]);
-  assert.equal(arr(fl.zeros([2, 0]).all(1)), [1, 1]);
-  assert.equal(arr(fl.zeros([2, 0]).any(1)), [0, 0]);
-  assert.equal(arr(fl.tensor([true, false]).any()), [1]);
+  assert.equal(values(fl.zeros([2, 0]).all(1)), [1, 1]);
+  assert.equal(values(fl.zeros([2, 0]).any(1)), [0, 0]);
+  assert.equal(values(fl.tensor([true, false]).any()), [1]);
   assert.is(fl.tensor([1, 2], { dtype: 'u8' }).all().dtype, 'u8');
   expectError(() => x.all(3), RangeError, 'ERR_INDEX', /all/);
 });

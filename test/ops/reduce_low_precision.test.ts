@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, groupOf } from '../helpers/reference';
+import { groupOf } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 /**
  * bf16/f16 sum and mean accumulate in f32 across every reduced dimension and round once at the end,
@@ -76,20 +77,20 @@ for (const dtype of ['bf16', 'f16'] as const) {
       fl.manualSeed(shape.reduce((a, b) => a * 5 + b, dims.length));
       // A shifted mean keeps the sums away from zero, where a relative bound says little.
       const x = fl.randn(shape).add(0.3).to(dtype);
-      const values = arr(x.to('f64'));
+      const stored = values(x.to('f64'));
       const terms = dims.reduce((a, d) => a * shape[d], 1);
       for (const mean of [false, true]) {
         const got = mean ? x.mean(dims) : x.sum(dims);
         assert.is(got.dtype, dtype);
-        const want = refReduce(values, shape, dims, mean);
-        const r = worstRatio(arr(got.to('f64')), want, bits[dtype], terms);
+        const want = refReduce(stored, shape, dims, mean);
+        const r = worstRatio(values(got.to('f64')), want, bits[dtype], terms);
         assert.ok(r <= 1, `${mean ? 'mean' : 'sum'}: error ${r}x one rounding`);
         const kept = mean ? x.mean(dims, true) : x.sum(dims, true);
         assert.equal(
           kept.shape,
           shape.map((s, i) => (dims.includes(i) ? 1 : s)),
         );
-        assert.equal(arr(kept), arr(got));
+        assert.equal(values(kept), values(got));
       }
     });
   }
@@ -102,11 +103,11 @@ test('rounding between the stages of a bf16 sum would fail the bound (the check 
   // rounding each of them to bf16 costs far more than one rounding of the small total.
   const shift = fl.tensor(Array.from({ length: 16 }, (_, n) => (n % 2 ? -2 : 2))).reshape([16, 1, 1, 1]);
   const x = fl.randn(shape).add(shift).to('bf16');
-  const want = refReduce(arr(x.to('f64')), shape, [0, 2, 3], false);
+  const want = refReduce(values(x.to('f64')), shape, [0, 2, 3], false);
   // The old staged order: sum over [2, 3] rounded to bf16, then over [0].
   const staged = x.sum([2, 3], true).sum([0]).reshape([8]);
-  assert.ok(worstRatio(arr(staged.to('f64')), want, 8, 16 * 144) > 1, 'the staged bf16 sum should exceed one rounding');
-  assert.ok(worstRatio(arr(x.sum([0, 2, 3]).to('f64')), want, 8, 16 * 144) <= 1);
+  assert.ok(worstRatio(values(staged.to('f64')), want, 8, 16 * 144) > 1, 'the staged bf16 sum should exceed one rounding');
+  assert.ok(worstRatio(values(x.sum([0, 2, 3]).to('f64')), want, 8, 16 * 144) <= 1);
 });
 
 test('an f32 sum over scattered dims is unchanged (still f32, no cast)', () => {
@@ -114,8 +115,8 @@ test('an f32 sum over scattered dims is unchanged (still f32, no cast)', () => {
   const x = fl.randn([4, 3, 5, 2]);
   const got = x.sum([0, 2]);
   assert.is(got.dtype, 'f32');
-  const want = refReduce(arr(x), [4, 3, 5, 2], [0, 2], false).value;
-  const g = arr(got);
+  const want = refReduce(values(x), [4, 3, 5, 2], [0, 2], false).value;
+  const g = values(got);
   for (let i = 0; i < g.length; i++) assert.ok(Math.abs(g[i] - want[i]) <= 1e-5 * (1 + Math.abs(want[i])));
 });
 

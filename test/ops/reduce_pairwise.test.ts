@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { runTsx } from '../helpers/rerun';
 
 const BOUND = 1e-6;
@@ -44,7 +44,7 @@ const xs = x.dataSync() as Float32Array;
 const ref = columnSums(xs, ROWS, COLS);
 
 test('f32 sum(0) over 1e5 rows is within 1e-6 of f64', () => {
-  bounded('sum(0)', worst(arr(x.sum(0)), ref.sums, ref.abs));
+  bounded('sum(0)', worst(values(x.sum(0)), ref.sums, ref.abs));
 });
 
 test('f32 mean(0) over 1e5 rows is within 1e-6 of f64', () => {
@@ -52,7 +52,7 @@ test('f32 mean(0) over 1e5 rows is within 1e-6 of f64', () => {
   bounded(
     'mean(0)',
     worst(
-      arr(x.mean(0)),
+      values(x.mean(0)),
       m,
       Array.from(ref.abs, (a) => a / ROWS),
     ),
@@ -66,11 +66,11 @@ test('f32 sum(1) over rows of 1e6 and sum() of 1e7 elements are within 1e-6 of f
   const ys = y.dataSync() as Float32Array;
   const sums = new Float64Array(rows);
   for (let r = 0; r < rows; r++) for (let i = 0; i < len; i++) sums[r] += ys[r * len + i];
-  bounded('sum(1)', worst(arr(y.sum(1)), sums, sums));
+  bounded('sum(1)', worst(values(y.sum(1)), sums, sums));
   bounded(
     'mean(1)',
     worst(
-      arr(y.mean(1)),
+      values(y.mean(1)),
       Array.from(sums, (s) => s / len),
       Array.from(sums, (s) => s / len),
     ),
@@ -78,7 +78,7 @@ test('f32 sum(1) over rows of 1e6 and sum() of 1e7 elements are within 1e-6 of f
   const z = fl.rand([10_000_000]);
   let total = 0;
   for (const v of z.dataSync() as Float32Array) total += v;
-  bounded('sum()', Math.abs(arr(z.sum())[0] - total) / total);
+  bounded('sum()', Math.abs(values(z.sum())[0] - total) / total);
 });
 
 test("a linear layer's bias gradient over 1e5 rows is within 1e-6 of f64", () => {
@@ -88,7 +88,7 @@ test("a linear layer's bias gradient over 1e5 rows is within 1e-6 of f64", () =>
   lin.forward(input).backward(x);
   const gb = lin.bias?.grad;
   assert.ok(gb);
-  bounded('bias.grad', worst(arr(gb), ref.sums, ref.abs));
+  bounded('bias.grad', worst(values(gb), ref.sums, ref.abs));
 });
 
 test('f32 var(0) and std(0) over 1e5 rows are within 1e-6 of f64', () => {
@@ -100,18 +100,18 @@ test('f32 var(0) and std(0) over 1e5 rows are within 1e-6 of f64', () => {
       sq[c] += d * d;
     }
   const v = Array.from(sq, (s) => s / (ROWS - 1));
-  bounded('var(0)', worst(arr(x.var(0)), v, v));
+  bounded('var(0)', worst(values(x.var(0)), v, v));
   const sd = v.map(Math.sqrt);
-  bounded('std(0)', worst(arr(x.std(0)), sd, sd));
+  bounded('std(0)', worst(values(x.std(0)), sd, sd));
 });
 
 test('f64 and bf16 sums over 1e5 rows (the typed path) match f64', () => {
   const x64 = x.to('f64');
-  bounded('f64 sum(0)', worst(arr(x64.sum(0)), ref.sums, ref.abs));
+  bounded('f64 sum(0)', worst(values(x64.sum(0)), ref.sums, ref.abs));
   // bf16 rounds its inputs (8 bits) but must not add a serial f32 accumulator's error on top.
   const xb = x.to('bf16');
-  const rb = columnSums(arr(xb), ROWS, COLS);
-  const got = arr(fl.sum(xb.reshape([ROWS / 4, 4, COLS]), [0, 1]).to('f32'));
+  const rb = columnSums(values(xb), ROWS, COLS);
+  const got = values(fl.sum(xb.reshape([ROWS / 4, 4, COLS]), [0, 1]).to('f32'));
   const err = worst(got, rb.sums, rb.abs);
   assert.ok(err < 4e-3, `bf16 sum: relative error ${err.toExponential(2)} (one bf16 rounding is 3.9e-3)`);
 });

@@ -3,7 +3,8 @@ import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import { gradcheck, rnd } from '../helpers/gradcheck';
 import { mapLines } from '../helpers/lines';
-import { arr, close, expectError } from '../helpers/reference';
+import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 fl.manualSeed(7);
 
@@ -23,16 +24,16 @@ for (const [shape, dim] of [
 ] as [number[], number][]) {
   test(`cumsum/cumprod along ${dim} of ${JSON.stringify(shape)} match f64`, () => {
     const x = fl.randn(shape, { dtype: 'f64' }).mul(0.5).add(1);
-    const v = arr(x);
+    const v = values(x);
     close(
-      arr(x.cumsum(dim)),
+      values(x.cumsum(dim)),
       mapLines(v, shape, dim, (l) => running(l, false)),
       1e-12,
       1e-12,
       'cumsum',
     );
     close(
-      arr(fl.cumprod(x, dim)),
+      values(fl.cumprod(x, dim)),
       mapLines(v, shape, dim, (l) => running(l, true)),
       1e-12,
       1e-300,
@@ -40,8 +41,8 @@ for (const [shape, dim] of [
     );
     const x32 = x.to('f32');
     close(
-      arr(x32.cumsum(dim)),
-      mapLines(arr(x32), shape, dim, (l) => running(l, false)),
+      values(x32.cumsum(dim)),
+      mapLines(values(x32), shape, dim, (l) => running(l, false)),
       1e-5,
       1e-5,
       'cumsum f32',
@@ -52,12 +53,12 @@ for (const [shape, dim] of [
 test('integer and bool scans give i64; dtype option converts first', () => {
   const i = fl.tensor([1, 2, 3, 4], { dtype: 'i32' });
   assert.is(i.cumsum(0).dtype, 'i64');
-  assert.equal(arr(i.cumsum(0)), [1, 3, 6, 10]);
-  assert.equal(arr(i.cumprod(0)), [1, 2, 6, 24]);
-  assert.equal(arr(fl.tensor([true, false, true]).cumsum(0)), [1, 1, 2]);
+  assert.equal(values(i.cumsum(0)), [1, 3, 6, 10]);
+  assert.equal(values(i.cumprod(0)), [1, 2, 6, 24]);
+  assert.equal(values(fl.tensor([true, false, true]).cumsum(0)), [1, 1, 2]);
   const f = i.cumsum(0, { dtype: 'f64' });
   assert.is(f.dtype, 'f64');
-  assert.equal(arr(f), [1, 3, 6, 10]);
+  assert.equal(values(f), [1, 3, 6, 10]);
 });
 
 test('cumsum and cumprod gradients (f64 gradcheck), cumprod with zeros as torch', () => {
@@ -88,7 +89,7 @@ test('cumsum and cumprod gradients (f64 gradcheck), cumprod with zeros as torch'
   // torch.cumprod([2, 0, 3, 4]).backward(ones): [1, 2+6+24, 0, 0].
   const x = fl.tensor([2, 0, 3, 4], { dtype: 'f64' }).requiresGrad_();
   x.cumprod(0).sum().backward();
-  assert.equal(arr(x.grad!), [1, 32, 0, 0]);
+  assert.equal(values(x.grad!), [1, 32, 0, 0]);
 });
 
 test('errors name the op', () => {

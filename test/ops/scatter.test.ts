@@ -2,7 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import { gradcheck, rnd } from '../helpers/gradcheck';
-import { arr, close, expectError } from '../helpers/reference';
+import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { reduceScattered } from './cases/ref';
 
 fl.manualSeed(5);
@@ -40,9 +41,9 @@ test('scatter with a tensor and with a number, src larger than index', () => {
     [3, 4, 99],
     [99, 99, 99],
   ]);
-  assert.equal(arr(x.scatter(1, index, src)), [2, 0, 0, 1, 0, 3, 4, 0]);
-  assert.equal(arr(fl.scatter(x, 1, index, 7)), [7, 0, 0, 7, 0, 7, 7, 0]);
-  assert.equal(arr(fl.scatter(fl.zeros([3, 2], { dtype: 'i32' }), 0, I([[2, 0]]), 5)), [0, 5, 0, 0, 5, 0]);
+  assert.equal(values(x.scatter(1, index, src)), [2, 0, 0, 1, 0, 3, 4, 0]);
+  assert.equal(values(fl.scatter(x, 1, index, 7)), [7, 0, 0, 7, 0, 7, 7, 0]);
+  assert.equal(values(fl.scatter(fl.zeros([3, 2], { dtype: 'i32' }), 0, I([[2, 0]]), 5)), [0, 5, 0, 0, 5, 0]);
 });
 
 for (const reduce of ['sum', 'prod', 'mean', 'amax', 'amin'] as const)
@@ -62,12 +63,12 @@ for (const reduce of ['sum', 'prod', 'mean', 'amax', 'amin'] as const)
       ];
       for (const dtype of ['f64', 'f32'] as const) {
         const got = fl.tensor(x, { dtype }).scatterReduce(1, I(index), fl.tensor(src, { dtype }), reduce, { includeSelf });
-        close(arr(got), refScatterReduce(x, index, src, reduce, includeSelf), 1e-6, 1e-6, `${reduce} ${dtype}`);
+        close(values(got), refScatterReduce(x, index, src, reduce, includeSelf), 1e-6, 1e-6, `${reduce} ${dtype}`);
       }
       const xi = x.map((r) => r.map((v) => Math.round(v * 4)));
       const si = src.map((r) => r.map((v) => Math.round(v * 4)));
       const got = fl.tensor(xi, { dtype: 'i64' }).scatterReduce(1, I(index), fl.tensor(si, { dtype: 'i64' }), reduce, { includeSelf });
-      assert.equal(arr(got), refScatterReduce(xi, index, si, reduce, includeSelf, true));
+      assert.equal(values(got), refScatterReduce(xi, index, si, reduce, includeSelf, true));
     });
 
 test('scatter and scatterReduce gradients (f64 gradcheck), ties and zeros included', () => {
@@ -130,9 +131,9 @@ test('indexAdd with alpha, repeated indices, any dim; its gradient', () => {
     ]),
     { alpha: 2 },
   );
-  assert.equal(arr(out), [7, 9, 1, 1, 13, 17]);
+  assert.equal(values(out), [7, 9, 1, 1, 13, 17]);
   const y = fl.indexAdd(fl.zeros([2, 3]), 1, fl.tensor([1], { dtype: 'i32' }), fl.ones([2, 1]));
-  assert.equal(arr(y), [0, 1, 0, 0, 1, 0]);
+  assert.equal(values(y), [0, 1, 0, 0, 1, 0]);
   const idx = fl.tensor([0, 2, 0], { dtype: 'i64' });
   assert.is(
     gradcheck(([a, s]) => a.indexAdd(1, idx, s, { alpha: -1.5 }), [rnd([2, 4]), rnd([2, 3])]),

@@ -2,7 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import { gradcheck, rnd } from '../helpers/gradcheck';
-import { arr, expectError } from '../helpers/reference';
+import { expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 fl.manualSeed(3);
 
@@ -15,10 +16,10 @@ test('maskedSelect picks in row-major order, broadcasting mask and input', () =>
     [true, false, true],
     [false, false, true],
   ]);
-  assert.equal(arr(x.maskedSelect(m)), [1, 3, 6]);
-  assert.equal(arr(fl.maskedSelect(x, fl.tensor([false, true, true]))), [2, 3, 5, 6]);
+  assert.equal(values(x.maskedSelect(m)), [1, 3, 6]);
+  assert.equal(values(fl.maskedSelect(x, fl.tensor([false, true, true]))), [2, 3, 5, 6]);
   const row = fl.maskedSelect(fl.tensor([10, 20]), fl.tensor([[true], [false], [true]]));
-  assert.equal(arr(row), [10, 20, 10, 20]);
+  assert.equal(values(row), [10, 20, 10, 20]);
   assert.equal(fl.maskedSelect(x, fl.zeros([2, 3], { dtype: 'bool' })).shape, [0]);
   assert.equal(fl.maskedSelect(fl.zeros([0, 3]), fl.ones([3], { dtype: 'bool' })).shape, [0]);
 });
@@ -26,10 +27,10 @@ test('maskedSelect picks in row-major order, broadcasting mask and input', () =>
 test('maskedSelect agrees with an f64 reference on a large random mask', () => {
   const x = fl.randn([37, 129], { dtype: 'f64' });
   const m = fl.rand([37, 129]).gt(0.5);
-  const xv = arr(x),
-    mv = arr(m);
+  const xv = values(x),
+    mv = values(m);
   assert.equal(
-    arr(x.maskedSelect(m)),
+    values(x.maskedSelect(m)),
     xv.filter((_, i) => mv[i]),
   );
 });
@@ -57,18 +58,18 @@ test('nonzero: [n, ndim] i64 coordinates, asTuple, NaN counts, 0-d and empty', (
   const nz = x.nonzero();
   assert.is(nz.dtype, 'i64');
   assert.equal(nz.shape, [3, 2]);
-  assert.equal(arr(nz), [0, 1, 1, 0, 1, 2]);
+  assert.equal(values(nz), [0, 1, 1, 0, 1, 2]);
   const [r, c] = fl.nonzero(x, { asTuple: true });
-  assert.equal(arr(r), [0, 1, 1]);
-  assert.equal(arr(c), [1, 0, 2]);
+  assert.equal(values(r), [0, 1, 1]);
+  assert.equal(values(c), [1, 0, 2]);
   assert.equal(fl.nonzero(fl.tensor(3)).shape, [1, 0]);
   assert.equal(fl.nonzero(fl.tensor(0)).shape, [0, 0]);
-  assert.equal(arr(fl.nonzero(fl.tensor(5), { asTuple: true })[0]), [0]);
+  assert.equal(values(fl.nonzero(fl.tensor(5), { asTuple: true })[0]), [0]);
   assert.equal(fl.nonzero(fl.zeros([0, 4])).shape, [0, 2]);
-  assert.equal(arr(fl.tensor([true, false, true]).nonzero()), [0, 2]);
+  assert.equal(values(fl.tensor([true, false, true]).nonzero()), [0, 2]);
   const big = fl.rand([5, 7, 11]).gt(0.7);
-  const coords = arr(big.nonzero());
-  const flat = arr(big);
+  const coords = values(big.nonzero());
+  const flat = values(big);
   const want: number[] = [];
   flat.forEach((v, i) => {
     if (v) want.push(Math.floor(i / 77), Math.floor(i / 11) % 7, i % 11);

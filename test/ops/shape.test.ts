@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, expectError } from '../helpers/reference';
+import { expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 const x = () => fl.arange(24, undefined, 1, { dtype: 'f32' }).reshape(2, 3, 4);
 
@@ -27,12 +28,12 @@ test('flatten, squeeze, unsqueeze', () => {
 test('transpose and permute copy with the right element order', () => {
   const t = x().transpose(0, 2);
   assert.equal(t.shape, [4, 3, 2]);
-  const v = arr(t);
+  const v = values(t);
   assert.is(v[1], 12); // t[0,0,1] = x[1,0,0]
   assert.is(v[2], 4); // t[0,1,0] = x[0,1,0]
   const p = x().permute(1, 2, 0);
   assert.equal(p.shape, [3, 4, 2]);
-  assert.equal(arr(p).slice(0, 4), [0, 12, 1, 13]);
+  assert.equal(values(p).slice(0, 4), [0, 12, 1, 13]);
   expectError(() => x().permute(0, 0, 1), TypeError, 'ERR_ARG');
 });
 
@@ -51,31 +52,31 @@ test('transposes of the last two dims (tiled copy): every dtype, odd sizes, batc
       [1, 129, 66],
     ]) {
       const n = planes * r * c;
-      const values = Array.from({ length: n }, (_, k) => (dtype === 'bool' ? k % 3 === 0 : (k * 7) % 101)) as number[];
-      const t = fl.tensor(values, { dtype }).reshape([planes, r, c]);
-      const got = arr(t.transpose(1, 2));
-      assert.equal(got, ref(arr(t), planes, r, c), `${dtype} [${planes},${r},${c}]`);
+      const data = Array.from({ length: n }, (_, k) => (dtype === 'bool' ? k % 3 === 0 : (k * 7) % 101)) as number[];
+      const t = fl.tensor(data, { dtype }).reshape([planes, r, c]);
+      const got = values(t.transpose(1, 2));
+      assert.equal(got, ref(values(t), planes, r, c), `${dtype} [${planes},${r},${c}]`);
     }
   }
   // From a view at an offset (rows 1..2 of a [4, 33, 17] tensor).
   const base = fl.arange(0, 4 * 33 * 17, 1, { dtype: 'f32' }).reshape([4, 33, 17]);
   const view = base.narrow(0, 1, 2);
-  assert.equal(arr(view.transpose(1, 2)), ref(arr(view), 2, 33, 17));
-  assert.equal(arr(base.transpose(0, 1).transpose(1, 2)), arr(base.permute([1, 2, 0])), 'permute through two transposes');
+  assert.equal(values(view.transpose(1, 2)), ref(values(view), 2, 33, 17));
+  assert.equal(values(base.transpose(0, 1).transpose(1, 2)), values(base.permute([1, 2, 0])), 'permute through two transposes');
 });
 
 test('expand broadcasts', () => {
   const e = fl.tensor([[1], [2]], { dtype: 'f32' }).expand(2, 3);
-  assert.equal(arr(e), [1, 1, 1, 2, 2, 2]);
+  assert.equal(values(e), [1, 1, 1, 2, 2, 2]);
   assert.equal(fl.tensor([1, 2], { dtype: 'f32' }).expand(3, -1).shape, [3, 2]);
   expectError(() => fl.ones([2]).expand(3), RangeError, 'ERR_SHAPE');
 });
 
 test('narrow along dim 0 is a view; along other dims a copy', () => {
   const a = x();
-  assert.equal(arr(a.narrow(0, 1, 1)).slice(0, 3), [12, 13, 14]);
-  assert.equal(arr(a.narrow(2, 1, 2)).slice(0, 4), [1, 2, 5, 6]);
-  assert.equal(arr(a.slice(1, -1)).slice(0, 4), [8, 9, 10, 11]);
+  assert.equal(values(a.narrow(0, 1, 1)).slice(0, 3), [12, 13, 14]);
+  assert.equal(values(a.narrow(2, 1, 2)).slice(0, 4), [1, 2, 5, 6]);
+  assert.equal(values(a.slice(1, -1)).slice(0, 4), [8, 9, 10, 11]);
   expectError(() => a.narrow(1, 2, 5), RangeError, 'ERR_INDEX');
 });
 
@@ -120,10 +121,10 @@ test('cat, stack, split, chunk', () => {
       ],
       { dtype: 'f32' },
     );
-  assert.equal(arr(fl.cat([a, b])), [1, 2, 3, 4, 5, 6]);
-  assert.equal(arr(fl.cat([b, b], 1)), [3, 4, 3, 4, 5, 6, 5, 6]);
+  assert.equal(values(fl.cat([a, b])), [1, 2, 3, 4, 5, 6]);
+  assert.equal(values(fl.cat([b, b], 1)), [3, 4, 3, 4, 5, 6, 5, 6]);
   assert.equal(fl.stack([b, b], 2).shape, [2, 2, 2]);
-  assert.equal(arr(fl.stack([b, b], 2)), [3, 3, 4, 4, 5, 5, 6, 6]);
+  assert.equal(values(fl.stack([b, b], 2)), [3, 3, 4, 4, 5, 5, 6, 6]);
   const parts = fl.arange(7).split(3);
   assert.equal(
     parts.map((p) => p.shape[0]),
@@ -133,7 +134,7 @@ test('cat, stack, split, chunk', () => {
     fl
       .arange(7)
       .split([2, 5])
-      .map((p) => arr(p)),
+      .map((p) => values(p)),
     [
       [0, 1],
       [2, 3, 4, 5, 6],
