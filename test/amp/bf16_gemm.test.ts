@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { values } from '../helpers/values';
 import { native } from '../../lib/native';
 import { wrap } from '../../lib/ops/util';
 
@@ -91,7 +92,6 @@ for (const [m, k, n] of [
         const a = fl.randn(ta ? [k, m] : [m, k]).mul(3),
           b = fl.randn(tb ? [n, k] : [k, n]);
         const want = wrap(native.matmul(a.to('bf16').handle, b.to('bf16').handle, ta, tb));
-        const bits = (t: fl.Tensor) => Array.from(t.to('f32').dataSync() as Float32Array);
         for (const [x, y] of [
           [a, b],
           [a.to('bf16'), b],
@@ -100,7 +100,7 @@ for (const [m, k, n] of [
           for (const out of ['bf16', 'f32'] as const) {
             const got = wrap(native.matmulLowered(x.handle, y.handle, ta, tb, 'bf16', out));
             assert.is(got.dtype, out);
-            assert.equal(bits(got), bits(want), `${x.dtype} @ ${y.dtype} -> ${out}`);
+            assert.equal(values(got), values(want), `${x.dtype} @ ${y.dtype} -> ${out}`);
           }
       });
 

@@ -2,14 +2,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import { rawAdamStep, rawSgdStep } from '../helpers/native_step';
+import { values } from '../helpers/values';
 
 /** Values exactly representable in bf16 and f16 (small multiples of 1/64). */
 function exactGrid(n: number, seed: number): number[] {
   return Array.from({ length: n }, (_, i) => (((i * 37 + seed * 11) % 29) - 14) / 64);
 }
 
-const same = (a: fl.Tensor, b: fl.Tensor, what: string) =>
-  assert.equal(Array.from(a.dataSync() as ArrayLike<number>), Array.from(b.dataSync() as ArrayLike<number>), what);
+const same = (a: fl.Tensor, b: fl.Tensor, what: string) => assert.equal(values(a), values(b), what);
 
 for (const dtype of ['bf16', 'f16'] as const) {
   for (const [name, make] of [

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { values } from '../helpers/values';
 
 const F = fl.nn.functional;
 
@@ -40,8 +41,6 @@ const cases: Case[] = [
   { name: 'adaptive avg to 3x4', shape: [2, 3, 7, 10], fn: (x) => F.adaptiveAvgPool2d(x, [3, 4]) },
 ];
 
-const bits = (t: fl.Tensor): number[] => Array.from(t.dataSync() as ArrayLike<number>);
-
 for (const dtype of ['bf16', 'f16'] as const)
   for (const c of cases) {
     test(`${c.name} on ${dtype}: the widened f32 pooling, rounded, bit for bit`, () => {
@@ -52,12 +51,12 @@ for (const dtype of ['bf16', 'f16'] as const)
       const yLo = c.fn(lo);
       const yHi = c.fn(hi);
       assert.is(yLo.dtype, dtype);
-      assert.equal(bits(yLo), bits(yHi.to(dtype)), 'forward');
+      assert.equal(values(yLo), values(yHi.to(dtype)), 'forward');
       const gy = fl.randn([...yLo.shape]).to(dtype);
       yLo.backward(gy);
       yHi.backward(gy.to('f32'));
       assert.is(lo.grad?.dtype, dtype);
-      assert.equal(bits(lo.grad as fl.Tensor), bits((hi.grad as fl.Tensor).to(dtype)), 'input gradient');
+      assert.equal(values(lo.grad as fl.Tensor), values((hi.grad as fl.Tensor).to(dtype)), 'input gradient');
     });
   }
 
@@ -70,10 +69,10 @@ for (const dtype of ['bf16', 'f16'] as const)
     const x = fl.tensor(vals, { shape: [1, 2, 6, 7] }).to(dtype);
     const [yLo, iLo] = F.maxPool2dWithIndices(x, 2);
     const [yHi, iHi] = F.maxPool2dWithIndices(x.to('f32'), 2);
-    assert.equal(bits(iLo), bits(iHi), 'indices');
-    const y = bits(yLo.to('f32'));
+    assert.equal(values(iLo), values(iHi), 'indices');
+    const y = values(yLo.to('f32'));
     assert.ok(Number.isNaN(y[1]) && Number.isNaN(y[3 + 2]), `NaN windows: ${y.slice(0, 6)}`);
-    assert.equal(bits(yLo), bits(yHi.to(dtype)));
+    assert.equal(values(yLo), values(yHi.to(dtype)));
   });
 
 for (const dtype of ['bf16', 'f16'] as const)
@@ -88,8 +87,8 @@ for (const dtype of ['bf16', 'f16'] as const)
     const hi = x.to('f32').requiresGrad_();
     F.maxPool2d(lo, 2).backward(gy);
     F.maxPool2d(hi, 2).backward(gy.to('f32'));
-    const got = bits(lo.grad as fl.Tensor),
-      want = bits((hi.grad as fl.Tensor).to(dtype));
+    const got = values(lo.grad as fl.Tensor),
+      want = values((hi.grad as fl.Tensor).to(dtype));
     assert.equal(got.map(Object.is.bind(null, -0)), want.map(Object.is.bind(null, -0)), 'signs of zero');
     assert.equal(got, want);
   });

@@ -2,6 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
+import { values } from '../helpers/values';
 
 fl.setCpuDeviceCount(2); // before any tensor
 
@@ -21,7 +22,6 @@ test("autocast({ device: 'cpu' }) lowers linear and matmul on cpu:1 as on cpu:0,
     assert.is(y.dtype, 'bf16', `linear on cpu:${i}`);
     assert.is(m.dtype, 'bf16', `matmul on cpu:${i}`);
   }
-  const values = (t: fl.Tensor) => Array.from(t.to('cpu:0').to('f32').dataSync() as Float32Array);
   assert.equal(values(outs[1].y), values(outs[0].y));
 });
 

@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import { GptMini, generate } from '../../examples/gpt_mini';
 import { freePort } from '../dist/harness';
+import { values } from '../helpers/values';
 
 const root = join(__dirname, '..', '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
@@ -23,7 +24,6 @@ function tiny(): GptMini {
 }
 
 const ids = (rows: number[][]) => fl.tensor(BigInt64Array.from(rows.flat(), BigInt), { shape: [rows.length, rows[0].length] });
-const list = (t: fl.Tensor) => Array.from(t.dataSync() as BigInt64Array, Number);
 
 test('topK 1 is greedy decoding: each token the argmax of the last position, past the context window', () => {
   const m = tiny();
@@ -46,7 +46,7 @@ test('topK 1 is greedy decoding: each token the argmax of the last position, pas
     );
     want = fl.cat([want, next], 1);
   }
-  assert.equal(list(got), list(want));
+  assert.equal(values(got), values(want));
   assert.ok(m.training, 'the model is back in training mode');
 });
 
@@ -59,19 +59,19 @@ test('topK restricts the draws to the k most likely tokens; a seed repeats them 
       .narrow(1, 2, 1)
       .reshape([13]),
   );
-  const top3 = new Set(list(fl.topk(logits, 3).indices));
+  const top3 = new Set(values(fl.topk(logits, 3).indices));
   fl.manualSeed(99);
   const state = fl.getRngState();
-  const drawn = list(generate(m, prompt, { maxNewTokens: 1, topK: 3, seed: 7 }).narrow(1, 3, 1));
+  const drawn = values(generate(m, prompt, { maxNewTokens: 1, topK: 3, seed: 7 }).narrow(1, 3, 1));
   assert.equal(fl.getRngState(), state, 'the global generator is where it was');
   assert.ok(
     drawn.every((t) => top3.has(t)),
     `drew ${[...new Set(drawn)]} outside the top 3 ${[...top3]}`,
   );
   assert.ok(new Set(drawn).size >= 2, 'more than one of the top 3 is drawn');
-  const again = list(generate(m, prompt, { maxNewTokens: 1, topK: 3, seed: 7 }).narrow(1, 3, 1));
+  const again = values(generate(m, prompt, { maxNewTokens: 1, topK: 3, seed: 7 }).narrow(1, 3, 1));
   assert.equal(again, drawn, 'the same seed draws the same tokens');
-  const free = list(generate(m, prompt, { maxNewTokens: 1, temperature: 3, seed: 7 }).narrow(1, 3, 1));
+  const free = values(generate(m, prompt, { maxNewTokens: 1, temperature: 3, seed: 7 }).narrow(1, 3, 1));
   assert.ok(
     free.some((t) => !top3.has(t)),
     'without topK other tokens are drawn too',

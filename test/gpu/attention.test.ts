@@ -9,22 +9,12 @@ import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import type { Tensor } from '../../lib/index';
 import { gpuSuiteRuns } from './gpu_present';
+import { close } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 const F = fl.nn.functional;
 const hasGpu = gpuSuiteRuns('GPU attention conformance');
 const dev = 'cuda:0';
-
-function values(t: Tensor): number[] {
-  return Array.from(t.to('cpu').to('f64').dataSync() as Float64Array);
-}
-
-function near(what: string, got: number[], want: number[], rtol: number, atol: number): void {
-  assert.is(got.length, want.length, `${what}: length`);
-  for (let i = 0; i < want.length; i++) {
-    const ok = Math.abs(got[i] - want[i]) <= atol + rtol * Math.abs(want[i]) || (Number.isNaN(got[i]) && Number.isNaN(want[i]));
-    if (!ok) assert.unreachable(`${what}[${i}]: gpu ${got[i]} vs cpu ${want[i]}`);
-  }
-}
 
 if (!hasGpu) {
   test('without a GPU, CUDA inputs to scaledDotProductAttention cannot be made', () => {
@@ -70,11 +60,11 @@ if (!hasGpu) {
           const gpuIn = base.map((t) => t.to(dev).requiresGrad_());
           const yc = run(cpuIn, mask);
           const yg = run(gpuIn, mask?.to(dev) ?? null);
-          near('output', values(yg), values(yc), rtol, atol);
+          close(values(yg), values(yc), rtol, atol, 'output');
           const gy = fl.randn([...yc.shape]).to(dtype);
           yc.mul(gy).sum().backward();
           yg.mul(gy.to(dev)).sum().backward();
-          cpuIn.forEach((x, k) => near(`grad[${k}]`, values(gpuIn[k].grad as Tensor), values(x.grad as Tensor), rtol, atol));
+          cpuIn.forEach((x, k) => close(values(gpuIn[k].grad as Tensor), values(x.grad as Tensor), rtol, atol, `grad[${k}]`));
         });
       }
     }
@@ -85,7 +75,7 @@ if (!hasGpu) {
       const c = F.scaledDotProductAttention(q, k, v, { isCausal: true });
       const g = F.scaledDotProductAttention(q.to(dev), k.to(dev), v.to(dev), { isCausal: true });
       assert.is(g.dtype, dtype);
-      near(dtype, values(g), values(c), 2e-2, 2e-2);
+      close(values(g), values(c), 2e-2, 2e-2, dtype);
     });
   }
 }

@@ -12,20 +12,12 @@ import * as fl from '../../lib/index';
 import { native } from '../../lib/native';
 import type { Tensor } from '../../lib/index';
 import { gpuSuiteRuns } from './gpu_present';
+import { close } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 const hasGpu = gpuSuiteRuns('GPU conformance');
 const dev = 'cuda:0';
 fl.manualSeed(99);
-
-function values(t: Tensor): number[] {
-  return Array.from(
-    t
-      .to('cpu')
-      .to(t.dtype === 'bf16' || t.dtype === 'f16' ? 'f32' : t.dtype)
-      .dataSync() as ArrayLike<number | bigint>,
-    Number,
-  );
-}
 
 const TOL: Record<string, [number, number]> = { f64: [1e-10, 1e-12], f32: [1e-5, 1e-5], bf16: [1e-2, 1e-2], f16: [5e-3, 5e-3] };
 
@@ -36,14 +28,7 @@ function check(name: string, f: (xs: Tensor[]) => Tensor, make: () => Tensor[], 
     const want = values(f(cpu));
     const got = values(f(gpu));
     const [rtol, atol] = tol ?? TOL[dtype] ?? [1e-5, 1e-5];
-    assert.is(got.length, want.length);
-    for (let i = 0; i < want.length; i++) {
-      const ok =
-        got[i] === want[i] ||
-        Math.abs(got[i] - want[i]) <= atol + rtol * Math.abs(want[i]) ||
-        (Number.isNaN(got[i]) && Number.isNaN(want[i]));
-      if (!ok) assert.unreachable(`${name}[${i}]: gpu ${got[i]} vs cpu ${want[i]}`);
-    }
+    close(got, want, rtol, atol, `${name} (gpu against cpu)`);
   });
 }
 

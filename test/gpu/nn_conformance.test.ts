@@ -9,6 +9,8 @@ import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import type { Tensor } from '../../lib/index';
 import { gpuSuiteRuns } from './gpu_present';
+import { close } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 const F = fl.nn.functional;
 const hasGpu = gpuSuiteRuns('GPU nn conformance');
@@ -17,21 +19,6 @@ type Float = 'f32' | 'f64';
 
 // f32 tolerances allow for sums taken in a different order (GEMM tiles, tree reductions).
 const TOL: Record<Float, [number, number]> = { f64: [1e-10, 1e-11], f32: [2e-4, 2e-5] };
-
-function values(t: Tensor): number[] {
-  return Array.from(t.to('cpu').dataSync() as ArrayLike<number | bigint>, Number);
-}
-
-function near(what: string, got: number[], want: number[], [rtol, atol]: [number, number]): void {
-  assert.is(got.length, want.length, `${what}: length`);
-  for (let i = 0; i < want.length; i++) {
-    const ok =
-      got[i] === want[i] ||
-      Math.abs(got[i] - want[i]) <= atol + rtol * Math.abs(want[i]) ||
-      (Number.isNaN(got[i]) && Number.isNaN(want[i]));
-    if (!ok) assert.unreachable(`${what}[${i}]: gpu ${got[i]} vs cpu ${want[i]}`);
-  }
-}
 
 if (!hasGpu) {
   test('without a GPU, CUDA tensors for the nn ops are refused with ERR_DEVICE', () => {
@@ -61,6 +48,7 @@ if (!hasGpu) {
         const gpu = init.map((t) => new fl.nn.Parameter(t.to(dev)));
         const oc = make(cpu),
           og = make(gpu);
+        const [rtol, atol] = dt === 'f32' ? [1e-5, 1e-6] : TOL.f64;
         for (let step = 1; step <= 3; step++) {
           cpu.forEach((p, k) => {
             const g = fl.randn(sizes[k]).to(dt);
@@ -69,7 +57,7 @@ if (!hasGpu) {
           });
           oc.step();
           og.step();
-          cpu.forEach((p, k) => near(`${name} step ${step} param ${k}`, values(gpu[k]), values(p), dt === 'f32' ? [1e-5, 1e-6] : TOL.f64));
+          cpu.forEach((p, k) => close(values(gpu[k]), values(p), rtol, atol, `${name} step ${step} param ${k}`));
         }
       });
     }
@@ -88,7 +76,10 @@ if (!hasGpu) {
       oc.step();
       og.step();
     }
-    cpu.forEach((p, k) => near(`mixed param ${k}`, values(gpu[k]), values(p), p.dtype === 'f32' ? [1e-5, 1e-6] : TOL.f64));
+    cpu.forEach((p, k) => {
+      const [rtol, atol] = p.dtype === 'f32' ? [1e-5, 1e-6] : TOL.f64;
+      close(values(gpu[k]), values(p), rtol, atol, `mixed param ${k}`);
+    });
   });
 
   test('crossEntropy on the GPU rejects an out-of-range target at the next sync point', async () => {

@@ -1,15 +1,12 @@
 /** Numerical gradient checks in f64: analytic gradients from backward() against central differences. */
 import * as fl from '../../lib/index';
 import type { Tensor } from '../../lib/index';
+import { values } from './values';
 
 export interface GradcheckOptions {
   eps?: number;
   atol?: number;
   rtol?: number;
-}
-
-function values(t: Tensor): Float64Array {
-  return Float64Array.from(t.dataSync() as Float64Array);
 }
 
 /**
@@ -20,7 +17,9 @@ export function gradcheck(f: (xs: Tensor[]) => Tensor, inputs: Tensor[], opts: G
   const eps = opts.eps ?? 1e-6,
     atol = opts.atol ?? 1e-5,
     rtol = opts.rtol ?? 1e-4;
-  const leaves = inputs.map((x) => (x.dtype === 'f64' ? fl.tensor(values(x), { dtype: 'f64', shape: [...x.shape] }).requiresGrad_() : x));
+  const leaves = inputs.map((x) =>
+    x.dtype === 'f64' ? fl.tensor(Float64Array.from(values(x)), { dtype: 'f64', shape: [...x.shape] }).requiresGrad_() : x,
+  );
   const out = f(leaves);
   const w = fl.randn([...out.shape], { dtype: 'f64' });
   const weighted = (o: Tensor) => o.mul(w).sum().itemSync();
@@ -28,7 +27,7 @@ export function gradcheck(f: (xs: Tensor[]) => Tensor, inputs: Tensor[], opts: G
   for (let k = 0; k < leaves.length; k++) {
     const leaf = leaves[k];
     if (leaf.dtype !== 'f64') continue;
-    const analytic = leaf.grad ? values(leaf.grad) : new Float64Array(leaf.numel());
+    const analytic = leaf.grad ? values(leaf.grad) : new Array<number>(leaf.numel()).fill(0);
     const base = values(leaf);
     for (let i = 0; i < base.length; i++) {
       const probe = (delta: number) => {

@@ -11,6 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
 import { close } from '../helpers/reference';
+import { values } from '../helpers/values';
 import { assertFilePasses, runTsx } from '../helpers/rerun';
 
 const F = fl.nn.functional;
@@ -57,7 +58,7 @@ function run(dtype: 'f32' | 'f64', x0: fl.Tensor, w0: fl.Tensor, b0: fl.Tensor |
       })
     : F.conv2d(x, w, b, g.options);
   y.mul(r.to(dtype)).sum().backward();
-  const f = (t: fl.Tensor | null | undefined) => (t ? Array.from(t.to('f64').dataSync() as Float64Array) : []);
+  const f = (t: fl.Tensor | null | undefined) => (t ? values(t) : []);
   return { y: f(y), gx: f(x.grad), gw: f(w.grad), gb: f(b?.grad) };
 }
 

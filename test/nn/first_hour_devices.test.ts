@@ -10,12 +10,9 @@ process.env.FLOCKML_CPU_DEVICES ??= '2';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
+import { values } from '../helpers/values';
 
 const F = fl.nn.functional;
-
-function bits(t: fl.Tensor): number[] {
-  return Array.from(t.to('cpu').dataSync() as Float32Array);
-}
 
 /** Runs `make` (which builds its module and inputs from the seed) on `device`: outputs, input gradient and parameter gradients. */
 function run(device: string, make: () => { module?: fl.nn.Module; x: fl.Tensor; forward: (x: fl.Tensor) => fl.Tensor }): number[][] {
@@ -26,8 +23,8 @@ function run(device: string, make: () => { module?: fl.nn.Module; x: fl.Tensor; 
   const y = forward(xd);
   assert.is(y.device, device, 'output device');
   y.square().sum().backward();
-  const grads = module ? module.parameters().map((p) => bits(p.grad as fl.Tensor)) : [];
-  return [bits(y), bits(xd.grad as fl.Tensor), ...grads];
+  const grads = module ? module.parameters().map((p) => values(p.grad as fl.Tensor)) : [];
+  return [values(y), values(xd.grad as fl.Tensor), ...grads];
 }
 
 const cases: Record<string, () => { module?: fl.nn.Module; x: fl.Tensor; forward: (x: fl.Tensor) => fl.Tensor }> = {
@@ -98,7 +95,7 @@ test('unique on cpu:1 equals cpu:0', () => {
     counts: fl.Tensor;
   };
   assert.is(a.values.device, 'cpu:1');
-  assert.equal(bits(a.values), bits(b.values));
+  assert.equal(values(a.values), values(b.values));
   assert.equal(Array.from(a.counts.to('cpu').dataSync() as BigInt64Array), Array.from(b.counts.dataSync() as BigInt64Array));
 });
 
@@ -118,7 +115,7 @@ for (const name of ['RMSprop', 'Adagrad'] as const)
         (m.forward(x) as fl.Tensor).square().mean().backward();
         await opt.step();
       }
-      return m.parameters().map(bits);
+      return m.parameters().map(values);
     };
     assert.equal(await steps('cpu:1'), await steps('cpu'));
   });

@@ -9,10 +9,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { values } from '../helpers/values';
 
 const F = fl.nn.functional;
-const f32 = (t: fl.Tensor) => Array.from(t.dataSync() as Float32Array);
-const f64 = (t: fl.Tensor) => Array.from(t.dataSync() as Float64Array);
 
 /** f32 points from -12 to 12 (below -12 Φ(x) nears f32's subnormals), denser near 0, and lengths off the 16-lane blocks. */
 function points(): number[] {
@@ -32,7 +31,7 @@ function erfcTail(z: number): number {
 
 /** Φ(x) in f64 for each x. */
 function normalCdf(v: number[]): number[] {
-  const erf = f64(fl.erf(fl.tensor(v, { dtype: 'f64' }).mul(Math.SQRT1_2)));
+  const erf = values(fl.erf(fl.tensor(v, { dtype: 'f64' }).mul(Math.SQRT1_2)));
   return v.map((x, i) => (x < -2 * Math.SQRT2 ? 0.5 * erfcTail(-x * Math.SQRT1_2) : 0.5 * (1 + erf[i])));
 }
 
@@ -42,8 +41,8 @@ test('f32 gelu and its gradient are within 1e-6 of the f64 reference', () => {
   const y = F.gelu(x);
   y.backward(fl.onesLike(y));
   const cdf = normalCdf(v);
-  const got = f32(y),
-    gGot = f32(x.grad!);
+  const got = values(y),
+    gGot = values(x.grad!);
   let worst = 0,
     worstGrad = 0;
   for (let i = 0; i < v.length; i++) {
@@ -61,7 +60,7 @@ test('f32 gelu and its gradient are within 1e-6 of the f64 reference', () => {
 
 test('f32 gelu at 0, ±inf (-inf·Φ(-inf) is NaN, as PyTorch), NaN and the far negative tail', () => {
   const x = fl.tensor([0, -0, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NaN, -30, 30], { dtype: 'f32' }).requiresGrad_();
-  const y = f32(F.gelu(x));
+  const y = values(F.gelu(x));
   assert.is(y[0], 0);
   assert.is(y[2], Number.POSITIVE_INFINITY);
   assert.ok(Number.isNaN(y[3]), `gelu(-inf) = ${y[3]}`);
@@ -69,7 +68,7 @@ test('f32 gelu at 0, ±inf (-inf·Φ(-inf) is NaN, as PyTorch), NaN and the far 
   assert.ok(Math.abs(y[5]) < 1e-38, `gelu(-30) = ${y[5]}`);
   assert.is(y[6], 30);
   F.gelu(x).backward(fl.onesLike(x));
-  const g = f32(x.grad!);
+  const g = values(x.grad!);
   assert.is(g[0], 0.5);
   assert.is(g[6], 1);
   assert.ok(Number.isNaN(g[4]));
@@ -81,12 +80,12 @@ test('bf16 gelu and its gradient are the f32 ones rounded once', () => {
   const xs = x.to('f32');
   const y = F.gelu(x);
   assert.is(y.dtype, 'bf16');
-  assert.equal(f32(y), f32(F.gelu(xs).to('bf16')));
+  assert.equal(values(y), values(F.gelu(xs).to('bf16')));
   const xb = x.detach().requiresGrad_();
   F.gelu(xb).backward(fl.onesLike(xb));
   const xf = xs.detach().requiresGrad_();
   F.gelu(xf).backward(fl.onesLike(xf));
-  assert.equal(f32(xb.grad!), f32(xf.grad!.to('bf16')));
+  assert.equal(values(xb.grad!), values(xf.grad!.to('bf16')));
 });
 
 test.run();

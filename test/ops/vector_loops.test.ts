@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { values } from '../helpers/values';
 import { close } from '../helpers/reference';
 
 const F = fl.nn.functional;
@@ -28,14 +29,12 @@ function softmaxRef(x: number[], rows: number, dim: number, log: boolean): numbe
 }
 
 // f32 inputs: the references see exactly the values the kernel reads.
-const f32 = (t: fl.Tensor) => Array.from(t.dataSync() as Float32Array);
-
 for (const dim of [1, 15, 16, 17, 33, 100, 1000, 4099]) {
   test(`softmax and logSoftmax f32 rows of ${dim} match f64`, () => {
     const x = fl.randn([3, dim]).mul(8);
-    const xs = f32(x);
-    close(f32(F.softmax(x, -1)), softmaxRef(xs, 3, dim, false), 1e-5, 1e-7, 'softmax');
-    close(f32(F.logSoftmax(x, -1)), softmaxRef(xs, 3, dim, true), 1e-5, 1e-5, 'logSoftmax');
+    const xs = values(x);
+    close(values(F.softmax(x, -1)), softmaxRef(xs, 3, dim, false), 1e-5, 1e-7, 'softmax');
+    close(values(F.logSoftmax(x, -1)), softmaxRef(xs, 3, dim, true), 1e-5, 1e-5, 'logSoftmax');
   });
 }
 
@@ -47,18 +46,18 @@ test('softmax f32: logits near the overflow range, masked entries, a row of -inf
   for (let i = 2 * dim; i < 3 * dim; i++) v[i] = Number.NEGATIVE_INFINITY; // all masked: NaN, as torch
   v[3 * dim + 5] = Number.NaN; // a NaN makes its row NaN
   const x = fl.tensor(v, { dtype: 'f32' }).reshape([4, dim]);
-  const got = f32(F.softmax(x, 1));
+  const got = values(F.softmax(x, 1));
   close(got.slice(0, 2 * dim), softmaxRef(v.slice(0, 2 * dim), 2, dim, false), 1e-5, 1e-7, 'finite rows');
   for (let i = dim; i < 2 * dim; i += 3) assert.is(got[i], 0, `masked entry ${i}`);
   assert.ok(got.slice(2 * dim).every(Number.isNaN), 'rows of -inf and with NaN are NaN');
-  const lg = f32(F.logSoftmax(x, 1));
+  const lg = values(F.logSoftmax(x, 1));
   close(lg.slice(0, dim), softmaxRef(v.slice(0, dim), 1, dim, true), 1e-5, 1e-5, 'logSoftmax of large logits');
   assert.is(lg[dim], Number.NEGATIVE_INFINITY, 'logSoftmax of a masked entry is -inf');
 });
 
 test('exp f32 underflows gradually: softmax of a row spanning 100 in logits', () => {
   const v = [0, -87.5, -95, -103, -110, -20];
-  const got = f32(F.softmax(fl.tensor(v, { dtype: 'f32' }), 0));
+  const got = values(F.softmax(fl.tensor(v, { dtype: 'f32' }), 0));
   const ref = softmaxRef(v, 1, v.length, false);
   // subnormal results are computed (not flushed): within one subnormal step of f64's, rounded to f32
   for (let i = 0; i < v.length; i++)
@@ -78,7 +77,7 @@ for (const [outer, red, inner] of [
 ] as const) {
   test(`sum and mean f32 over [${outer}, ${red}, ${inner}] match f64`, () => {
     const x = fl.randn([outer, red, inner]);
-    const xs = f32(x);
+    const xs = values(x);
     const ref: number[] = [];
     for (let o = 0; o < outer; o++)
       for (let i = 0; i < inner; i++) {
@@ -87,9 +86,9 @@ for (const [outer, red, inner] of [
         ref.push(s);
       }
     const tol = 2e-6 * Math.sqrt(red);
-    close(f32(x.sum(1)), ref, tol, tol, 'sum');
+    close(values(x.sum(1)), ref, tol, tol, 'sum');
     close(
-      f32(x.mean(1)),
+      values(x.mean(1)),
       ref.map((s) => s / red),
       tol,
       tol,

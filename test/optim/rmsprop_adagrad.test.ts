@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import * as fl from '../../lib';
 import { throwsCode } from '../fixtures/load';
 import { caught } from '../helpers/errors';
+import { values } from '../helpers/values';
 import { native } from '../../lib/native';
 
 // biome-ignore lint/suspicious/noExplicitAny: fixture cases of several shapes
@@ -16,8 +17,6 @@ type Make = (ps: fl.Tensor[]) => fl.optim.Optimizer<{ lr: number }>;
 function maker(name: string, options: any): Make {
   return name === 'RMSprop' ? (ps) => new fl.optim.RMSprop(ps, options) : (ps) => new fl.optim.Adagrad(ps, options);
 }
-
-const values = (t: fl.Tensor): number[] => Array.from(t.dataSync() as ArrayLike<number>);
 
 for (const name of ['RMSprop', 'Adagrad'])
   for (const dtype of ['f64', 'f32'] as const)

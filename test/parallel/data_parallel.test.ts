@@ -1,5 +1,6 @@
 /** DataParallel: mirrored replicas on 2 and 4 devices against one-device training. */
-import { deviceSets, localGroups, maxParamDiff, values } from './devices';
+import { deviceSets, localGroups, maxParamDiff } from './devices';
+import { values } from '../helpers/values';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';

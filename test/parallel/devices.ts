@@ -7,6 +7,7 @@ process.env.FLOCKML_CPU_DEVICES ??= '4';
 
 import * as fl from '../../lib';
 import type { ReplicaGroup } from '../../lib/parallel';
+import { maxAbsDiff, values } from '../helpers/values';
 
 /** The device sets to run a strategy on with `n` devices: CPU always, CUDA when n GPUs exist. */
 export function deviceSets(n: number, what: string): string[][] {
@@ -26,18 +27,7 @@ export function localGroups(devices: string[]): Promise<ReplicaGroup[]> {
   return fl.distributed.initLocalGroups(devices);
 }
 
-/** Values of `t` as a plain array (any device). */
-export function values(t: fl.Tensor): number[] {
-  return Array.from(t.to('cpu').dataSync() as Float32Array);
-}
-
-/** Largest absolute difference between two models' parameters, in order. */
+/** Largest absolute difference between two models' parameters, in order (NaN if either holds a NaN). */
 export function maxParamDiff(a: fl.Tensor[], b: fl.Tensor[]): number {
-  let worst = 0;
-  a.forEach((p, i) => {
-    const x = values(p);
-    const y = values(b[i]);
-    for (let j = 0; j < x.length; j++) worst = Math.max(worst, Math.abs(x[j] - y[j]));
-  });
-  return worst;
+  return a.reduce((worst, p, i) => Math.max(worst, maxAbsDiff(values(p), values(b[i]))), 0);
 }

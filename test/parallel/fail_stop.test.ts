@@ -3,7 +3,8 @@
  * in-process groups. A step whose loss fails (or whose replica's allocation fails mid-backward)
  * rejects, no replica applies it, and the next step trains as if the bad batch were skipped.
  */
-import { localGroups, maxParamDiff, values } from './devices';
+import { localGroups, maxParamDiff } from './devices';
+import { values } from '../helpers/values';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';

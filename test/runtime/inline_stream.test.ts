@@ -9,14 +9,11 @@ import * as assert from 'uvu/assert';
 import { Worker } from 'node:worker_threads';
 import * as fl from '../../lib/index';
 import { native } from '../../lib/native';
+import { close } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 fl.setCpuDeviceCount(2); // before any tensor: cpu:1 exists for the two-device test
 const inlineCount = () => native.streamInlineTasks('cpu');
-const values = (t: fl.Tensor) => Array.from(t.dataSync() as Float32Array);
-const close = (got: number[], want: number[], tol = 1e-5) => {
-  assert.is(got.length, want.length);
-  got.forEach((g, i) => assert.ok(Math.abs(g - want[i]) <= tol * (1 + Math.abs(want[i])), `[${i}] ${g} vs ${want[i]}`));
-};
 const seq = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
 
 /**
@@ -50,6 +47,8 @@ test('a tiny op on an idle stream runs on the calling thread, and its result is 
   close(
     values(c),
     seq(16, (i) => Math.max(0, (i + 0.5 * i - 3) * i)),
+    1e-5,
+    1e-5,
   );
 });
 
@@ -72,6 +71,8 @@ test('big work is queued: a [256,256] matmul, a 65536-element add, tanh on 1024 
   close(
     values(e),
     seq(1024, () => Math.tanh(1)),
+    1e-5,
+    1e-5,
   );
   assert.is(p.sum().itemSync(), 256 * 256 * 256);
   assert.is(s.sum().itemSync(), 2 * 65536);
@@ -87,6 +88,8 @@ test('a tiny op queued behind running work waits for it and sees its result', as
   close(
     values(c),
     seq(16, () => 2),
+    1e-5,
+    1e-5,
   );
 });
 
@@ -102,10 +105,14 @@ test('an in-place update queued behind a reader does not overtake it', async () 
   close(
     values(rows),
     seq(16, (i) => 4096 * i),
+    1e-5,
+    1e-5,
   );
   close(
     values(a),
     seq(16, (i) => i + 100),
+    1e-5,
+    1e-5,
   );
 });
 
@@ -119,6 +126,7 @@ test('queued work after an inline op sees its result', async () => {
   close(
     values(wide.sum(1)),
     seq(16, (i) => 2 * (i - 8) * 8192),
+    1e-6,
     1e-6,
   );
 });
@@ -191,6 +199,8 @@ test('events and fl.ready() around inline ops', async () => {
   close(
     values(c),
     seq(16, (i) => 4 * i),
+    1e-5,
+    1e-5,
   );
 });
 
@@ -204,6 +214,8 @@ test('two virtual CPU devices: a tiny op on an idle cpu:1 runs inline while cpu:
   close(
     values(y),
     seq(16, () => 2),
+    1e-5,
+    1e-5,
   );
 });
 

@@ -8,11 +8,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib';
+import { values } from '../helpers/values';
 
 const nn = fl.nn;
 
+/** The values of a gradient, null where there is none. */
 function bits(t: fl.Tensor | null | undefined): number[] | null {
-  return t ? Array.from(t.dataSync() as Float64Array) : null;
+  return t ? values(t) : null;
 }
 
 class Block extends nn.Module {
