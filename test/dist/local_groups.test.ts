@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
 import type { ProcessGroup, ReduceOp } from '../../lib/distributed/index';
 import { close, expectError } from '../helpers/reference';
+import { values } from '../helpers/values';
 
 fl.setCpuDeviceCount(4);
 
@@ -19,17 +20,13 @@ const DEVICE_SETS = [
 const SIZES = [1, 7, 1001, 30_011];
 
 // Deterministic values per (rank, element); small integers so products stay exact in i64 and f64.
-function values(rank: number, n: number, salt: number): number[] {
+function inputOf(rank: number, n: number, salt: number): number[] {
   return Array.from({ length: n }, (_, i) => ((i * 7 + rank * 13 + salt * 3) % 9) - 4 + (rank === 1 && i % 5 === 0 ? 0.5 : 0));
 }
 
 function make(v: number[], dtype: DT, device: string): fl.Tensor {
   const data = dtype === 'i64' ? BigInt64Array.from(v, (x) => BigInt(Math.trunc(x))) : v;
   return fl.tensor(data as number[], { dtype, device });
-}
-
-function read(t: fl.Tensor): number[] {
-  return Array.from(t.dataSync() as ArrayLike<number | bigint>, Number);
 }
 
 function reduceRef(inputs: number[][], op: ReduceOp, dtype: DT): number[] {
@@ -72,39 +69,39 @@ for (const devices of DEVICE_SETS) {
       for (const n of SIZES) {
         const ops: ReduceOp[] = dtype === 'i64' ? ['sum', 'max', 'min', 'prod'] : ['sum', 'avg', 'max', 'min', 'prod'];
         for (const [s, op] of ops.entries()) {
-          const inputs = devices.map((_, r) => values(r, n, s));
+          const inputs = devices.map((_, r) => inputOf(r, n, s));
           const ts = inputs.map((v, r) => make(v, dtype, devices[r]));
           await all(groups.map((g, r) => g.allReduce(ts[r], { op })));
           const want = reduceRef(inputs, op, dtype);
-          const first = read(ts[0]);
+          const first = values(ts[0]);
           expectSame(first, want, dtype, `allReduce ${op} ${dtype} n=${n}`);
           // Every device reduced the same slices in the same order: identical bits everywhere.
-          for (let r = 1; r < k; r++) assert.equal(read(ts[r]), first, `allReduce ${op} ${dtype} n=${n} on ${devices[r]}`);
+          for (let r = 1; r < k; r++) assert.equal(values(ts[r]), first, `allReduce ${op} ${dtype} n=${n} on ${devices[r]}`);
 
           const red = inputs.map((v, r) => make(v, dtype, devices[r]));
           const root = (s + 1) % k;
           await all(groups.map((g, r) => g.reduce(red[r], root, { op })));
           for (let r = 0; r < k; r++)
-            expectSame(read(red[r]), r === root ? want : reduceRef([inputs[r]], 'sum', dtype), dtype, `reduce ${op} rank ${r}`);
+            expectSame(values(red[r]), r === root ? want : reduceRef([inputs[r]], 'sum', dtype), dtype, `reduce ${op} rank ${r}`);
         }
         // broadcast from the last rank
-        const inputs = devices.map((_, r) => values(r, n, 11));
+        const inputs = devices.map((_, r) => inputOf(r, n, 11));
         const bs = inputs.map((v, r) => make(v, dtype, devices[r]));
         await all(groups.map((g, r) => g.broadcast(bs[r], k - 1)));
-        for (let r = 0; r < k; r++) expectSame(read(bs[r]), reduceRef([inputs[k - 1]], 'sum', dtype), dtype, `broadcast to ${r}`);
+        for (let r = 0; r < k; r++) expectSame(values(bs[r]), reduceRef([inputs[k - 1]], 'sum', dtype), dtype, `broadcast to ${r}`);
         // allGather: block r from rank r
         const ins = inputs.map((v, r) => make(v, dtype, devices[r]));
         const outs = devices.map((d) => fl.zeros([k * n], { dtype, device: d }));
         await all(groups.map((g, r) => g.allGather(outs[r], ins[r])));
         const gathered = inputs.flatMap((v) => reduceRef([v], 'sum', dtype));
-        for (let r = 0; r < k; r++) expectSame(read(outs[r]), gathered, dtype, `allGather on ${r}`);
+        for (let r = 0; r < k; r++) expectSame(values(outs[r]), gathered, dtype, `allGather on ${r}`);
         // reduceScatter: rank r gets the reduction of block r
-        const big = devices.map((_, r) => values(r, k * n, 5));
+        const big = devices.map((_, r) => inputOf(r, k * n, 5));
         const rsIn = big.map((v, r) => make(v, dtype, devices[r]));
         const rsOut = devices.map((d) => fl.zeros([n], { dtype, device: d }));
         await all(groups.map((g, r) => g.reduceScatter(rsOut[r], rsIn[r], { op: 'sum' })));
         const summed = reduceRef(big, 'sum', dtype);
-        for (let r = 0; r < k; r++) expectSame(read(rsOut[r]), summed.slice(r * n, (r + 1) * n), dtype, `reduceScatter on ${r}`);
+        for (let r = 0; r < k; r++) expectSame(values(rsOut[r]), summed.slice(r * n, (r + 1) * n), dtype, `reduceScatter on ${r}`);
       }
     }
     await all(groups.map((g) => g.barrier()));
@@ -119,7 +116,7 @@ test('many collectives queued back to back match up in call order', async () => 
   );
   const works = groups.flatMap((g, r) => ts[r].map((t) => g.allReduce(t)));
   await all(works);
-  for (let i = 0; i < 20; i++) for (const r of [0, 1]) assert.is(read(ts[r][i])[512], 2 * i + 100);
+  for (let i = 0; i < 20; i++) for (const r of [0, 1]) assert.is(values(ts[r][i])[512], 2 * i + 100);
   for (const g of groups) g.destroy();
 });
 
@@ -153,9 +150,9 @@ test('data-parallel steps on 4 devices: replicas stay bit-identical and match on
     await fl.ready();
   }
   await all(works);
-  const first = read(ws[0]);
-  for (let r = 1; r < devices.length; r++) assert.equal(read(ws[r]), first, `replica ${r}`);
-  close(first, read(ref), 1e-10, 1e-12, 'replica vs one device');
+  const first = values(ws[0]);
+  for (let r = 1; r < devices.length; r++) assert.equal(values(ws[r]), first, `replica ${r}`);
+  close(first, values(ref), 1e-10, 1e-12, 'replica vs one device');
   for (const g of groups) g.destroy();
 });
 
@@ -176,11 +173,11 @@ test('a collective is ordered with each device compute and never blocks the JS t
   });
   assert.not.ok(wa.isCompleted());
   // cpu:1 is not in the group and keeps running meanwhile.
-  assert.is(read(fl.ones([4], { device: 'cpu:1' }).sum())[0], 4);
+  assert.is(values(fl.ones([4], { device: 'cpu:1' }).sum())[0], 4);
   const wb = groups[1].allReduce(b);
   await all([wa, wb]);
-  assert.ok(read(after).every((v) => v === 30));
-  assert.ok(read(b).every((v) => v === 3));
+  assert.ok(values(after).every((v) => v === 30));
+  assert.ok(values(b).every((v) => v === 3));
   assert.ok(wa.completedAt !== null && wa.completedAt > 0);
   for (const g of groups) g.destroy();
 });
@@ -211,7 +208,7 @@ test('a device that never posts fails the others with ERR_TIMEOUT naming it', as
   // The group is unusable from now on; the devices are not.
   const late = await rejection(groups[1].allReduce(ts[1]).wait());
   assert.is(late.code, 'ERR_TIMEOUT');
-  assert.is(read(ts[0].add(1))[0], 2);
+  assert.is(values(ts[0].add(1))[0], 2);
   // Alone, with nobody else posting: the waiter still times out.
   const pair = await fl.distributed.initLocalGroups(['cpu:2', 'cpu:3'], { timeoutMs: 200 });
   const alone = await rejection(pair[0].allReduce(fl.ones([3], { device: 'cpu:2' })).wait());
@@ -234,7 +231,7 @@ test('mismatched collectives fail every device with ERR_COLLECTIVE_MISMATCH', as
   for (const e of errs2) assert.is(e.code, 'ERR_COLLECTIVE_MISMATCH');
   // Nothing moved, and the groups still work.
   await all([groups[0].allReduce(a), groups[1].allReduce(b)]);
-  assert.equal(read(a), [2, 2, 2, 2]);
+  assert.equal(values(a), [2, 2, 2, 2]);
   for (const g of groups) g.destroy();
 });
 

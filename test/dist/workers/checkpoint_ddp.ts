@@ -10,6 +10,7 @@ import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { backend, dev, device } from './backend';
+import { valuesAsync } from '../../helpers/values';
 
 const { nn } = fl;
 
@@ -28,12 +29,6 @@ function makeModel(): fl.nn.Sequential {
   ).to(device);
 }
 
-async function values(ts: fl.Tensor[]): Promise<number[]> {
-  const out: number[] = [];
-  for (const t of ts) out.push(...Array.from(await t.data(), Number));
-  return out;
-}
-
 /** One DDP step of `model` (forward through `run`); returns the averaged gradients and the overlap seen. */
 async function ddpStep(model: fl.nn.Sequential, run: (x: fl.Tensor) => fl.Tensor, rank: number) {
   let inFlightAtFirstLayer = -1;
@@ -45,7 +40,7 @@ async function ddpStep(model: fl.nn.Sequential, run: (x: fl.Tensor) => fl.Tensor
   fl.tidy(() => ddp.forward(x).sub(y).square().mean().backward());
   await ddp.syncGradients();
   unhook();
-  const grads = await values(model.parameters().map((p) => p.grad!));
+  const grads = await valuesAsync(model.parameters().map((p) => p.grad!));
   return { grads, inFlightAtFirstLayer, buckets: ddp.bucketCount };
 }
 
@@ -100,8 +95,8 @@ async function scalerAgrees(pg: { rank: number; broadcast(t: fl.Tensor, src: num
   const want = [true, false, true];
   if (JSON.stringify(taken) !== JSON.stringify(want)) throw new Error(`rank ${pg.rank}: steps taken ${taken}, expected ${want}`);
   if (scaler.getScale() !== 512) throw new Error(`rank ${pg.rank}: scale ${scaler.getScale()}, expected 512`);
-  const mine = fl.tensor(await values(model.parameters()), { device });
-  const theirs = fl.tensor(await values(model.parameters()), { device });
+  const mine = fl.tensor(await valuesAsync(model.parameters()), { device });
+  const theirs = fl.tensor(await valuesAsync(model.parameters()), { device });
   await pg.broadcast(theirs, 0).wait();
   const a = await mine.data(),
     b = await theirs.data();

@@ -5,6 +5,8 @@
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup, newGroup, allReduce } from '../../../lib/distributed/index';
 import type { DType } from '../../../lib/dtype';
+import { close } from '../../helpers/reference';
+import { valuesAsync } from '../../helpers/values';
 
 const dtypes: DType[] = ['f32', 'f64', 'i32', 'i64', 'bf16', 'f16'];
 const sizes = (process.env.SIZES ?? '0,1,7,1048579').split(',').map(Number);
@@ -16,16 +18,15 @@ function make(n: number, dtype: DType, f: (i: number) => number): fl.Tensor {
   return fl.tensor(a, { dtype: 'f64' }).to(dtype);
 }
 
-async function values(t: fl.Tensor): Promise<number[]> {
-  return Array.from(await t.to('f64').data(), Number);
-}
-
+/** `got` against `want(i)` for each i: integers, so to 1e-9 relative and zeros exactly. */
 function check(what: string, got: number[], want: (i: number) => number): void {
-  if (got.length === 0) return;
-  for (let i = 0; i < got.length; i++) {
-    const w = want(i);
-    if (Math.abs(got[i] - w) > 1e-9 * Math.max(1, Math.abs(w))) throw new Error(`${what}: element ${i} is ${got[i]}, expected ${w}`);
-  }
+  close(
+    got,
+    got.map((_, i) => want(i)),
+    1e-9,
+    0,
+    what,
+  );
 }
 
 async function main() {
@@ -53,34 +54,34 @@ async function main() {
         if (big && op !== 'sum' && dtype !== 'f32') continue;
         const t = make(size, dtype, (i) => value(r, i));
         await pg.allReduce(t, { op }).wait();
-        check(`allReduce(${op}) ${tag}`, await values(t), want);
+        check(`allReduce(${op}) ${tag}`, await valuesAsync(t), want);
       }
       if (size <= 7) {
         const t = make(size, dtype, (i) => (i % 2) + 1);
         await pg.allReduce(t, { op: 'prod' }).wait();
-        check(`allReduce(prod) ${tag}`, await values(t), (i) => ((i % 2) + 1) ** n);
+        check(`allReduce(prod) ${tag}`, await valuesAsync(t), (i) => ((i % 2) + 1) ** n);
       }
       if (dtype === 'f64' || (dtype === 'f32' && !big)) {
         const t = make(size, dtype, (i) => value(r, i) * n);
         await pg.allReduce(t, { op: 'avg' }).wait();
-        check(`allReduce(avg) ${tag}`, await values(t), sum);
+        check(`allReduce(avg) ${tag}`, await valuesAsync(t), sum);
       }
       const root = n - 1;
       const b = make(size, dtype, (i) => value(r, i));
       await pg.broadcast(b, root).wait();
-      check(`broadcast ${tag}`, await values(b), (i) => value(root, i));
+      check(`broadcast ${tag}`, await valuesAsync(b), (i) => value(root, i));
 
       if (big && dtype !== 'f32') continue;
       const m = Math.min(size, 65537); // gather/scatter move n x m: keep them small
       const gin = make(m, dtype, (i) => value(r, i));
       const gout = fl.zeros([n * m], { dtype });
       await pg.allGather(gout, gin).wait();
-      check(`allGather ${tag}`, await values(gout), (j) => value(Math.floor(j / m), j % m));
+      check(`allGather ${tag}`, await valuesAsync(gout), (j) => value(Math.floor(j / m), j % m));
 
       const sin = make(n * m, dtype, (j) => value(r, j));
       const sout = fl.zeros([m], { dtype });
       await pg.reduceScatter(sout, sin, { op: 'sum' }).wait();
-      check(`reduceScatter ${tag}`, await values(sout), (i) => sum(r * m + i));
+      check(`reduceScatter ${tag}`, await valuesAsync(sout), (i) => sum(r * m + i));
     }
   }
   if (n > 1) await pointToPoint(pg);
@@ -106,14 +107,14 @@ async function subgroups(n: number, r: number) {
     );
   const t = make(1000, 'f32', (i) => value(r, i));
   await allReduce(t, { group: mine }).wait();
-  check('subgroup allReduce', await values(t), (i) => peers.reduce((a, k) => a + value(k, i), 0));
+  check('subgroup allReduce', await valuesAsync(t), (i) => peers.reduce((a, k) => a + value(k, i), 0));
   const root = mine.size - 1; // a group rank: the group's last member
   const b = make(7, 'i64', (i) => value(r, i));
   await mine.broadcast(b, root).wait();
-  check('subgroup broadcast', await values(b), (i) => value(peers[root], i));
+  check('subgroup broadcast', await valuesAsync(b), (i) => value(peers[root], i));
   const w = make(3, 'f64', () => r);
   await allReduce(w).wait(); // the world group after the subgroups
-  check('world allReduce after subgroups', await values(w), () => (n * (n - 1)) / 2);
+  check('world allReduce after subgroups', await valuesAsync(w), () => (n * (n - 1)) / 2);
 }
 
 async function pointToPoint(pg: Awaited<ReturnType<typeof initProcessGroup>>) {
@@ -131,7 +132,7 @@ async function pointToPoint(pg: Awaited<ReturnType<typeof initProcessGroup>>) {
     await pg.recv(got, prev).wait();
     await pg.send(mine, next).wait();
   }
-  check('send/recv', await values(got), (i) => prev * 10 + i);
+  check('send/recv', await valuesAsync(got), (i) => prev * 10 + i);
 }
 
 main().catch((e) => {

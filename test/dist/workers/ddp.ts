@@ -9,6 +9,8 @@ import { copy_ } from '../../../lib/ops/elementwise';
 import { initProcessGroup, destroyProcessGroup, newGroup } from '../../../lib/distributed/index';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { backend, dev, device, on } from './backend';
+import { close } from '../../helpers/reference';
+import { valuesAsync } from '../../helpers/values';
 
 const STEPS = 20,
   BATCH = 64,
@@ -45,12 +47,6 @@ function sgd(params: fl.Tensor[]) {
     p.grad?.dispose();
     p.grad = null;
   });
-}
-
-async function flat(params: fl.Tensor[]): Promise<number[]> {
-  const out: number[] = [];
-  for (const p of params) out.push(...Array.from(await p.data(), Number));
-  return out;
 }
 
 async function main() {
@@ -97,11 +93,9 @@ async function main() {
   unhook();
   if (inFlightAtFirstLayer !== ddp.bucketCount - 1)
     throw new Error(`${inFlightAtFirstLayer} of ${ddp.bucketCount - 1} earlier buckets were in flight before the last gradient`);
-  const got = await flat(model.parameters()),
-    want = await flat(ref.parameters());
-  for (let i = 0; i < want.length; i++)
-    if (Math.abs(got[i] - want[i]) > 1e-4 + 1e-4 * Math.abs(want[i]))
-      throw new Error(`param element ${i}: ddp ${got[i]} vs single-process ${want[i]}`);
+  const got = await valuesAsync(model.parameters()),
+    want = await valuesAsync(ref.parameters());
+  close(got, want, 1e-4, 1e-4, 'param element (ddp against single-process)', false);
 
   // Identical across ranks, bit for bit: compare with rank 0's copy.
   const mine = fl.tensor(got, on()),
@@ -126,10 +120,9 @@ async function main() {
       ys = y.narrow(0, k * (half / 2), half / 2);
     fl.tidy(() => refAcc.forward(rows).sub(ys).square().mean().div(pg.size).backward());
   }
-  const g1 = await flat(probe.parameters().map((p) => p.grad!)),
-    g2 = await flat(refAcc.parameters().map((p) => p.grad!));
-  for (let i = 0; i < g1.length; i++)
-    if (Math.abs(g1[i] - g2[i]) > 1e-5 + 1e-4 * Math.abs(g2[i])) throw new Error(`noSync grad ${i}: ${g1[i]} vs ${g2[i]}`);
+  const g1 = await valuesAsync(probe.parameters().map((p) => p.grad!)),
+    g2 = await valuesAsync(refAcc.parameters().map((p) => p.grad!));
+  close(g1, g2, 1e-4, 1e-5, 'noSync grad', false);
   ddp2.dispose();
 
   // Buffers: BatchNorm running statistics follow rank 0 (at creation and after each synchronised
@@ -139,14 +132,14 @@ async function main() {
     const net = new fl.nn.Sequential(new fl.nn.Linear(8, 4), new fl.nn.BatchNorm1d(4)).to(device);
     if (pg.rank !== 0) fl.noGrad(() => copy_(net.buffers()[0], fl.full([4], 3, on()))); // must be overwritten
     const ddp4 = await DistributedDataParallel.create(net, (t: fl.Tensor) => net.forward(t), { broadcastBuffers });
-    const first = (await flat(net.buffers())).map(Number); // numBatchesTracked is i64
+    const first = (await valuesAsync(net.buffers())).map(Number); // numBatchesTracked is i64
     const rank0First = fl.tensor(first, on({ dtype: 'f64' as const }));
     await pg.broadcast(rank0First, 0).wait();
     if ((await rank0First.data()).some((v, i) => v !== first[i]))
       throw new Error(`rank ${pg.rank}: buffers differ from rank 0 after create`);
     let rank0Stats: number[] = [];
     for (let s = 0; s < 3; s++) {
-      if (pg.rank === 0) rank0Stats = await flat(net.buffers().slice(0, 2)); // what rank 0 starts this step with
+      if (pg.rank === 0) rank0Stats = await valuesAsync(net.buffers().slice(0, 2)); // what rank 0 starts this step with
       fl.tidy(() =>
         ddp4
           .forward(x.narrow(0, s * BATCH + pg.rank * half, half).mul(pg.rank + 1))
@@ -156,7 +149,7 @@ async function main() {
       );
       await ddp4.syncGradients();
     }
-    const statsNow = await flat(net.buffers().slice(0, 2));
+    const statsNow = await valuesAsync(net.buffers().slice(0, 2));
     const stats = fl.tensor(statsNow, on({ dtype: 'f64' as const })),
       rank0 = fl.tensor(statsNow, on({ dtype: 'f64' as const }));
     await pg.broadcast(rank0, 0).wait();
@@ -217,10 +210,8 @@ async function unusedParameters(pg: Awaited<ReturnType<typeof initProcessGroup>>
     // twice: the per-step bookkeeping must reset
     fl.tidy(() => ddp.forward(xs, useB).square().mean().backward());
     await ddp.syncGradients();
-    const got = await flat(model.parameters().map((p) => p.grad!));
-    for (let i = 0; i < want.length; i++)
-      if (Math.abs(got[i] - want[i]) > 1e-6 + 1e-5 * Math.abs(want[i]))
-        throw new Error(`findUnusedParameters step ${step}, grad ${i}: ${got[i]} vs ${want[i]}`);
+    const got = await valuesAsync(model.parameters().map((p) => p.grad!));
+    close(got, want, 1e-5, 1e-6, `findUnusedParameters step ${step}, grad`, false);
     model.parameters().forEach((p) => {
       p.grad?.dispose();
       p.grad = null;
@@ -260,7 +251,7 @@ async function compressed(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: f
     );
     await ddp.syncGradients();
     ddp.dispose();
-    return flat(m.parameters().map((p) => p.grad!));
+    return valuesAsync(m.parameters().map((p) => p.grad!));
   };
   const exact = await gradsWith('none');
   // Rounding error scales with what each rank sent, not with the (possibly cancelling) average.
@@ -274,11 +265,11 @@ async function compressed(pg: Awaited<ReturnType<typeof initProcessGroup>>, x: f
       .backward(),
   );
   const sent = fl
-    .tensor(await flat(local.parameters().map((p) => p.grad!)), on())
+    .tensor(await valuesAsync(local.parameters().map((p) => p.grad!)), on())
     .abs()
     .div(pg.size);
   await pg.allReduce(sent).wait();
-  const magnitude = await flat([sent]);
+  const magnitude = await valuesAsync([sent]);
   for (const [compression, bits] of [
     ['bf16', 8],
     ['fp16', 11],

@@ -12,7 +12,8 @@ import { initProcessGroup, destroyProcessGroup, type ProcessGroup } from '../../
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
 import { FullyShardedDataParallel } from '../../../lib/parallel/zero/fsdp';
-import { close, values } from './zero_checks';
+import { close } from '../../helpers/reference';
+import { valuesAsync } from '../../helpers/values';
 import { backend, dev, device } from './backend';
 
 const { lora } = fl.nn;
@@ -55,12 +56,12 @@ async function sameOnAllRanks(pg: ProcessGroup, what: string, got: number[]): Pr
 
 /** What every parallel run must end with: the reference adapters, rank 0's untouched base, no frozen gradient. */
 async function expectLikeReference(pg: ProcessGroup, what: string, m: fl.models.GPT2, want: number[], base: number[]) {
-  close(`${what}: adapter weights`, await values(lora.parameters(m)), want, 2e-4);
+  close(await valuesAsync(lora.parameters(m)), want, 2e-4, 2e-4, `${what}: adapter weights`, false);
   const frozen = frozenOf(m);
-  const mine = await values(frozen);
+  const mine = await valuesAsync(frozen);
   if (mine.length !== base.length || mine.some((v, i) => v !== base[i]))
     throw new Error(`${what}: the frozen base weights of rank ${pg.rank} are not rank 0's initial ones, bit for bit`);
-  await sameOnAllRanks(pg, `${what}: adapters`, await values(lora.parameters(m)));
+  await sameOnAllRanks(pg, `${what}: adapters`, await valuesAsync(lora.parameters(m)));
   if (frozen.some((p) => p.grad)) throw new Error(`${what}: a frozen weight got a gradient`);
 }
 
@@ -81,17 +82,17 @@ async function main() {
 
   // Reference: one process, whole batches, AdamW over every parameter (the frozen ones get no state).
   const ref = build(0);
-  const base = await values(frozenOf(ref));
+  const base = await valuesAsync(frozenOf(ref));
   const refOpt = new fl.optim.AdamW(ref.parameters(), ADAM);
   for (let s = 0; s < STEPS; s++) {
     fl.tidy(() => lossOf((x) => ref.forward(x), ids, s * BATCH, BATCH).backward());
     refOpt.step();
     refOpt.zeroGrad();
   }
-  const want = await values(lora.parameters(ref));
+  const want = await valuesAsync(lora.parameters(ref));
   if (Object.keys(refOpt.stateDict().state).length !== lora.parameters(ref).length)
     throw new Error('the reference optimizer keeps state for frozen weights');
-  const initial = await values(lora.parameters(build(0)));
+  const initial = await valuesAsync(lora.parameters(build(0)));
   if (initial.every((v, i) => v === want[i])) throw new Error('the reference adapters did not train');
 
   // DDP: buckets of adapter gradients only (a small cap: several buckets).
@@ -199,7 +200,7 @@ async function main() {
         .square()
         .mean();
     const plain = chain(0);
-    const chainBase = await values(frozenOf(plain));
+    const chainBase = await valuesAsync(frozenOf(plain));
     const plainOpt = new fl.optim.AdamW(plain.parameters(), ADAM);
     for (let s = 0; s < STEPS; s++) {
       fl.tidy(() => mse(plain.forward(x.narrow(0, s * BATCH, BATCH)), s * BATCH, BATCH).backward());
@@ -219,8 +220,8 @@ async function main() {
       opt.zeroGrad();
     }
     fsdp.gatherAll();
-    close('FSDP: adapter weights', await values(lora.parameters(net)), await values(lora.parameters(plain)), 2e-4);
-    const frozen = await values(frozenOf(net));
+    close(await valuesAsync(lora.parameters(net)), await valuesAsync(lora.parameters(plain)), 2e-4, 2e-4, 'FSDP: adapter weights', false);
+    const frozen = await valuesAsync(frozenOf(net));
     if (frozen.some((v, i) => v !== chainBase[i]))
       throw new Error(`FSDP: the frozen base weights of rank ${pg.rank} are not rank 0's initial ones, bit for bit`);
     if (frozenOf(net).some((p) => p.grad)) throw new Error('FSDP: a frozen weight got a gradient');

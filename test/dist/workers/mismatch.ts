@@ -9,13 +9,21 @@
  */
 import * as fl from '../../../lib/index';
 import { reportFailure } from './report';
+import { close } from '../../helpers/reference';
+import { valuesAsync } from '../../helpers/values';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
 
+/** `t` equals `want(i)` at each i. */
 async function check(what: string, t: fl.Tensor, want: (i: number) => number): Promise<void> {
-  const got = Array.from(await t.data(), Number);
-  got.forEach((v, i) => {
-    if (v !== want(i)) throw new Error(`${what}: element ${i} is ${v}, expected ${want(i)}`);
-  });
+  const got = await valuesAsync(t);
+  close(
+    got,
+    got.map((_, i) => want(i)),
+    0,
+    0,
+    what,
+    false,
+  );
 }
 
 async function mixed(pg: Awaited<ReturnType<typeof initProcessGroup>>): Promise<void> {

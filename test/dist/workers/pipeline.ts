@@ -18,6 +18,8 @@ import * as fl from '../../../lib/index';
 import { native } from '../../../lib/native';
 import { destroyProcessGroup, initProcessGroup, newGroup } from '../../../lib/distributed/index';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
+import { close } from '../../helpers/reference';
+import { valuesAsync } from '../../helpers/values';
 import { DistributedPipeline, type DistributedPipelineOptions } from '../../../lib/parallel/pipeline_ranks';
 import type { ProcessGroup } from '../../../lib/distributed/process_group';
 import { backend, dev, device } from './backend';
@@ -74,12 +76,6 @@ async function reference(x: fl.Tensor, y: fl.Tensor) {
   return { layers: ls, losses };
 }
 
-async function values(params: fl.Tensor[]): Promise<number[]> {
-  const out: number[] = [];
-  for (const p of params) out.push(...Array.from(await p.data(), Number));
-  return out;
-}
-
 /** Trains stage `stage` of `stages` in a pipeline over `group`; rows [from, from + rows) of every batch. */
 async function trainStage(
   group: ProcessGroup,
@@ -113,28 +109,28 @@ async function trainStage(
   return { module, losses, pipe };
 }
 
-function close(got: number[], want: number[], what: string): void {
-  if (got.length !== want.length) throw new Error(`${what}: ${got.length} values, expected ${want.length}`);
-  for (let i = 0; i < want.length; i++)
-    if (!(Math.abs(got[i] - want[i]) <= 1e-10 + 1e-9 * Math.abs(want[i])))
-      throw new Error(`${what} ${i}: pipeline ${got[i]} vs single process ${want[i]}`);
-}
-
 async function equal(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
   const ref = await reference(x, y);
   const cut = CUTS[pg.size];
   const mine = new fl.nn.Sequential(...ref.layers.slice(cut[pg.rank], cut[pg.rank + 1]));
   for (const schedule of schedules as ('gpipe' | '1f1b')[]) {
     const got = await trainStage(pg, schedule, x, y);
-    close(await values(got.module.parameters()), await values(mine.parameters()), `${schedule} stage ${pg.rank} parameter`);
-    close(got.losses, ref.losses, `${schedule} loss at step`);
+    close(
+      await valuesAsync(got.module.parameters()),
+      await valuesAsync(mine.parameters()),
+      1e-9,
+      1e-10,
+      `${schedule} stage ${pg.rank} parameter`,
+      false,
+    );
+    close(got.losses, ref.losses, 1e-9, 1e-10, `${schedule} loss at step`, false);
     console.log(JSON.stringify({ rank: pg.rank, phase: schedule, ok: true }));
     // Inference through the trained pipeline: the last stage gets the whole model's output.
     const out = await got.pipe.forward(pg.rank === 0 ? x.narrow(0, 0, BATCH) : null);
     if ((out === null) !== (pg.rank !== pg.size - 1)) throw new Error(`forward gave ${out} on stage ${pg.rank}`);
     if (out) {
       const want = fl.noGrad(() => new fl.nn.Sequential(...ref.layers).forward(x.narrow(0, 0, BATCH)));
-      close(await values([out]), await values([want]), `${schedule} forward output`);
+      close(await valuesAsync([out]), await valuesAsync([want]), 1e-9, 1e-10, `${schedule} forward output`, false);
     }
   }
 }
@@ -149,7 +145,14 @@ async function dataParallel(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
   const half = BATCH / 2;
   const got = await trainStage(pipes[replica]!, '1f1b', x, y, { dp: dps[stage]!, from: replica * half, rows: half });
   const mine = new fl.nn.Sequential(...ref.layers.slice(CUTS[2][stage], CUTS[2][stage + 1]));
-  close(await values(got.module.parameters()), await values(mine.parameters()), `replica ${replica} stage ${stage} parameter`);
+  close(
+    await valuesAsync(got.module.parameters()),
+    await valuesAsync(mine.parameters()),
+    1e-9,
+    1e-10,
+    `replica ${replica} stage ${stage} parameter`,
+    false,
+  );
   console.log(JSON.stringify({ rank: pg.rank, phase: 'dp', ok: true }));
 }
 
@@ -178,7 +181,7 @@ async function large(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
       loss.dispose();
       module.zeroGrad();
     }
-    close(got, want, `${schedule} large-activation loss at step`);
+    close(got, want, 1e-9, 1e-10, `${schedule} large-activation loss at step`, false);
     console.log(JSON.stringify({ rank: pg.rank, phase: `large ${schedule}`, ok: true }));
   }
 }
@@ -233,7 +236,7 @@ async function failStop(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
   const errors: { step: number; code?: string; message: string }[] = [];
   let unchanged = true;
   for (let s = 0; s <= failStep; s++) {
-    const before = s === failStep ? await values(module.parameters()) : [];
+    const before = s === failStep ? await valuesAsync(module.parameters()) : [];
     try {
       if (s === failStep && pg.rank === failStage) native.failAllocAfter(3);
       const at = s * BATCH;
@@ -248,7 +251,7 @@ async function failStop(pg: ProcessGroup, x: fl.Tensor, y: fl.Tensor) {
     }
     native.failAllocAfter(-1);
     opt.zeroGrad();
-    if (s === failStep) unchanged = JSON.stringify(before) === JSON.stringify(await values(module.parameters()));
+    if (s === failStep) unchanged = JSON.stringify(before) === JSON.stringify(await valuesAsync(module.parameters()));
   }
   console.log(JSON.stringify({ rank: pg.rank, phase: 'failstop', errors, unchanged }));
 }

@@ -1,15 +1,14 @@
 /** Shared helpers of the tensor-parallel workers: comparing tensors and counting checks. */
 import type * as fl from '../../../lib/index';
+import { close } from '../../helpers/reference';
+import { valuesAsync } from '../../helpers/values';
 
 export let checks = 0;
 
-/** Throws naming `what` unless `a` and `b` have the same shape and agree elementwise within `tol`. */
+/** Throws naming `what` unless `a` and `b` have the same shape and agree within tol + tol·|b| everywhere (a NaN fails). */
 export async function expectClose(what: string, a: fl.Tensor, b: fl.Tensor, tol = 1e-9): Promise<void> {
   if (a.shape.join(',') !== b.shape.join(',')) throw new Error(`${what}: shape [${a.shape}] vs [${b.shape}]`);
-  const x = Array.from(await a.data(), Number);
-  const y = Array.from(await b.data(), Number);
-  for (let i = 0; i < x.length; i++)
-    if (!(Math.abs(x[i] - y[i]) <= tol * (1 + Math.abs(y[i])))) throw new Error(`${what}: element ${i} is ${x[i]}, expected ${y[i]}`);
+  close(await valuesAsync(a), await valuesAsync(b), tol, tol, what, false);
   checks++;
 }
 

@@ -9,7 +9,9 @@
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
-import { bytes, close, expectCode, loss, values } from './zero_checks';
+import { bytes, expectCode, loss } from './zero_checks';
+import { close } from '../../helpers/reference';
+import { valuesAsync } from '../../helpers/values';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
 import { FullyShardedDataParallel } from '../../../lib/parallel/zero/fsdp';
@@ -47,7 +49,7 @@ async function main() {
     refOpt.step();
     refOpt.zeroGrad();
   }
-  const want = await values(ref);
+  const want = await valuesAsync(ref);
   const refState = refOpt.stateDict();
 
   const sameOnAllRanks = async (what: string, got: number[]) => {
@@ -67,8 +69,8 @@ async function main() {
     await zro.step();
     zro.zeroGrad();
   }
-  close('ZeroRedundancyOptimizer', await values(p1), want);
-  await sameOnAllRanks('ZeroRedundancyOptimizer', await values(p1));
+  close(await valuesAsync(p1), want, 1e-4, 1e-4, 'ZeroRedundancyOptimizer', false);
+  await sameOnAllRanks('ZeroRedundancyOptimizer', await valuesAsync(p1));
 
   // Its consolidated state is the single-process Adam's.
   const sd = await zro.consolidatedStateDict();
@@ -77,10 +79,12 @@ async function main() {
       throw new Error(`consolidated step of parameter ${i}: ${sd.state[Number(i)].step} vs ${st.step}`);
     for (const k of ['expAvg', 'expAvgSq'])
       close(
-        `consolidated ${k} of parameter ${i}`,
-        await values([sd.state[Number(i)][k] as fl.Tensor]),
-        await values([st[k] as fl.Tensor]),
+        await valuesAsync([sd.state[Number(i)][k] as fl.Tensor]),
+        await valuesAsync([st[k] as fl.Tensor]),
         1e-5,
+        1e-5,
+        `consolidated ${k} of parameter ${i}`,
+        false,
       );
   }
   if (sd.paramGroups[0].lr !== LR || sd.paramGroups[0].weightDecay !== 0.01) throw new Error('consolidated hyper-parameters lost');
@@ -90,10 +94,12 @@ async function main() {
   zro2.loadStateDict(refState);
   if (zro2.paramGroups[0].lr !== LR) throw new Error('loadStateDict did not restore lr');
   close(
-    'reloaded consolidated state',
-    await values([(await zro2.consolidatedStateDict()).state[2].expAvg as fl.Tensor]),
-    await values([refState.state[2].expAvg as fl.Tensor]),
+    await valuesAsync([(await zro2.consolidatedStateDict()).state[2].expAvg as fl.Tensor]),
+    await valuesAsync([refState.state[2].expAvg as fl.Tensor]),
     1e-6,
+    1e-6,
+    'reloaded consolidated state',
+    false,
   );
 
   // Checkpoints: this world size saves; another world size loads and must hold the reference state.
@@ -102,16 +108,18 @@ async function main() {
     const p = makeParams(0.7);
     const z = new ZeroRedundancyOptimizer(p, fl.optim.Adam, { lr: 1 });
     await z.loadSharded(process.env.ZERO_LOAD);
-    close('parameters loaded from another world size', await values(p), want);
+    close(await valuesAsync(p), want, 1e-4, 1e-4, 'parameters loaded from another world size', false);
     const got = await z.consolidatedStateDict();
     if (got.paramGroups[0].lr !== LR) throw new Error(`loaded lr ${got.paramGroups[0].lr}`);
     for (const [i, st] of Object.entries(refState.state))
       for (const k of ['expAvg', 'expAvgSq'])
         close(
-          `loaded ${k} of parameter ${i}`,
-          await values([got.state[Number(i)][k] as fl.Tensor]),
-          await values([st[k] as fl.Tensor]),
+          await valuesAsync([got.state[Number(i)][k] as fl.Tensor]),
+          await valuesAsync([st[k] as fl.Tensor]),
           1e-5,
+          1e-5,
+          `loaded ${k} of parameter ${i}`,
+          false,
         );
   }
 
@@ -136,8 +144,8 @@ async function main() {
       await zOpt.step();
       zOpt.zeroGrad();
     }
-    close('ZeroRedundancyOptimizer with param groups', await values(b), await values(a));
-    close('a frozen tensor', await values([frozen]), [1, 1, 1, 1, 1], 0);
+    close(await valuesAsync(b), await valuesAsync(a), 1e-4, 1e-4, 'ZeroRedundancyOptimizer with param groups', false);
+    close(await valuesAsync([frozen]), [1, 1, 1, 1, 1], 0, 0, 'a frozen tensor', false);
   }
 
   // maxGradNorm clips the averaged gradient as clipGradNorm_ clips the whole-batch one.
@@ -155,9 +163,9 @@ async function main() {
       fl.tidy(() => loss(forward(b)(xb), yb).backward());
       await zOpt.step();
       zOpt.zeroGrad();
-      close('gradient norm before clipping', [zOpt.lastGradNorm ?? -1], [norm], 1e-4);
+      close([zOpt.lastGradNorm ?? -1], [norm], 1e-4, 1e-4, 'gradient norm before clipping', false);
     }
-    close('ZeroRedundancyOptimizer with maxGradNorm', await values(b), await values(a));
+    close(await valuesAsync(b), await valuesAsync(a), 1e-4, 1e-4, 'ZeroRedundancyOptimizer with maxGradNorm', false);
   }
 
   // DDP zeroStage 1 and 2: the optimizer shards DDP's buckets (a small cap: several buckets).
@@ -181,16 +189,18 @@ async function main() {
     unhook();
     if (inFlight !== ddp.bucketCount - 1)
       throw new Error(`zeroStage ${stage}: ${inFlight} of ${ddp.bucketCount - 1} buckets in flight before the last gradient`);
-    close(`DDP zeroStage ${stage}`, await values(ps), want);
+    close(await valuesAsync(ps), want, 1e-4, 1e-4, `DDP zeroStage ${stage}`, false);
     // Its consolidated state numbers the parameters in the model's order, as a plain optimizer does.
     const csd = await opt.consolidatedStateDict();
     close(
-      `DDP zeroStage ${stage} consolidated expAvg`,
-      await values([csd.state[0].expAvg as fl.Tensor]),
-      await values([refState.state[0].expAvg as fl.Tensor]),
+      await valuesAsync([csd.state[0].expAvg as fl.Tensor]),
+      await valuesAsync([refState.state[0].expAvg as fl.Tensor]),
       1e-5,
+      1e-5,
+      `DDP zeroStage ${stage} consolidated expAvg`,
+      false,
     );
-    await sameOnAllRanks(`DDP zeroStage ${stage}`, await values(ps));
+    await sameOnAllRanks(`DDP zeroStage ${stage}`, await valuesAsync(ps));
     ddp.dispose();
   }
 
@@ -236,12 +246,12 @@ async function main() {
       const refNorm = await fl.optim.gradNorm(ref).item();
       refOpt.zeroGrad();
       const whole = await fsdp.clipGradNorm(1e-3);
-      close('total norm before clipping', [whole], [refNorm], 1e-4);
+      close([whole], [refNorm], 1e-4, 1e-4, 'total norm before clipping', false);
       const sq = fsdp.parameters().map((t) => t.grad!.square().sum());
       const mineSq = Number(await fl.stack(sq).sum().item());
       const t = fl.tensor([mineSq], on({ dtype: 'f64' as const }));
       await pg.allReduce(t).wait();
-      close('clipped total norm', [Math.sqrt(Number((await t.data())[0]))], [1e-3], 1e-3);
+      close([Math.sqrt(Number((await t.data())[0]))], [1e-3], 1e-3, 1e-3, 'clipped total norm', false);
       opt.zeroGrad();
     }
     if (prefetched.slice(0, 3).join() !== '1,1,0')
@@ -249,8 +259,8 @@ async function main() {
     await expectCode('FSDP forward of a non-tensor', 'ERR_ARG', () => fsdp.forward([1, 2] as never));
     if (process.env.ZERO_SAVE) await fsdp.saveSharded(`${process.env.ZERO_SAVE}/fsdp`, { optimizer: opt });
     fsdp.gatherAll();
-    close('FullyShardedDataParallel', await values(ps), want);
-    await sameOnAllRanks('FullyShardedDataParallel', await values(ps));
+    close(await valuesAsync(ps), want, 1e-4, 1e-4, 'FullyShardedDataParallel', false);
+    await sameOnAllRanks('FullyShardedDataParallel', await valuesAsync(ps));
     fsdp.dispose();
   }
   // prefetch: false issues each gather only when its unit runs, and trains the same.
@@ -277,10 +287,10 @@ async function main() {
       }
       if (!prefetch && inFlight.some((n) => n !== 0)) throw new Error(`prefetch: false left gathers in flight: ${inFlight}`);
       fsdp.gatherAll();
-      trained.push(await values(ps));
+      trained.push(await valuesAsync(ps));
       fsdp.dispose();
     }
-    close('FSDP without prefetch', trained[1], trained[0], 0);
+    close(trained[1], trained[0], 0, 0, 'FSDP without prefetch', false);
   }
   // Two backwards through one forward (retainGraph) before syncGradients add up, as in one process.
   {
@@ -288,7 +298,7 @@ async function main() {
     const units = [0, 1, 2].map((i) => ({ parameters: () => [ps[2 * i], ps[2 * i + 1]], forward: layer(ps, i) }));
     const fsdp = await FullyShardedDataParallel.create(units);
     const [xb, yb] = mine(0);
-    const grads = async () => values(fsdp.parameters().map((t) => t.grad!));
+    const grads = async () => valuesAsync(fsdp.parameters().map((t) => t.grad!));
     fl.tidy(() => loss(fsdp.forward(xb), yb).backward());
     await fsdp.syncGradients();
     const once = await grads();
@@ -303,10 +313,12 @@ async function main() {
     });
     await fsdp.syncGradients();
     close(
-      'FSDP gradients of two backwards',
       await grads(),
       once.map((v) => 2 * v),
       1e-5,
+      1e-5,
+      'FSDP gradients of two backwards',
+      false,
     );
     fsdp.dispose();
   }
@@ -333,8 +345,8 @@ async function main() {
     }
     if (plainOpt.state.get(a[1])) throw new Error('the plain optimizer stepped the unused bias');
     fsdp.gatherAll();
-    close('FSDP with a parameter without gradient', await values(b), await values(a));
-    close('the parameter without gradient', await values([b[1]]), await values([makeParams(0)[1]]), 0);
+    close(await valuesAsync(b), await valuesAsync(a), 1e-4, 1e-4, 'FSDP with a parameter without gradient', false);
+    close(await valuesAsync([b[1]]), await valuesAsync([makeParams(0)[1]]), 0, 0, 'the parameter without gradient', false);
     fsdp.dispose();
   }
   if (process.env.ZERO_LOAD) {
@@ -348,12 +360,12 @@ async function main() {
     const st = opt.state.get(fsdp.parameters()[0])!;
     if (st.step !== STEPS) throw new Error(`FSDP load: step ${st.step}`);
     // Each parameter is sharded on its own: block 0 is this rank's part of the first weight's.
-    const refFlat = await values([refState.state[0].expAvg as fl.Tensor]);
+    const refFlat = await valuesAsync([refState.state[0].expAvg as fl.Tensor]);
     const blk = Math.ceil(refFlat.length / N);
     const mineRef = refFlat.slice(pg.rank * blk, (pg.rank + 1) * blk);
-    close('FSDP loaded expAvg block', (await values([st.expAvg as fl.Tensor])).slice(0, mineRef.length), mineRef, 1e-5);
+    close((await valuesAsync([st.expAvg as fl.Tensor])).slice(0, mineRef.length), mineRef, 1e-5, 1e-5, 'FSDP loaded expAvg block', false);
     fsdp.gatherAll();
-    close('FSDP parameters loaded from another world size', await values(ps), want);
+    close(await valuesAsync(ps), want, 1e-4, 1e-4, 'FSDP parameters loaded from another world size', false);
     fsdp.dispose();
   }
 

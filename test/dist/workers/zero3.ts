@@ -10,7 +10,9 @@
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
-import { bytes, close, expectCode, loss, values } from './zero_checks';
+import { bytes, expectCode, loss } from './zero_checks';
+import { close } from '../../helpers/reference';
+import { values, valuesAsync } from '../../helpers/values';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
 import { backend, dev, device, on } from './backend';
@@ -60,13 +62,13 @@ async function main() {
   // Reference: one process, whole batches, a plain Adam with weight decay.
   const ref = makeNet(7);
   const refOpt = new fl.optim.Adam(ref.parameters(), { lr: LR, weightDecay: 0.01 });
-  const initial = await values(ref.parameters());
+  const initial = await valuesAsync(ref.parameters());
   for (let s = 0; s < STEPS; s++) {
     fl.tidy(() => loss(ref.forward(x.narrow(0, s * BATCH, BATCH)), y.narrow(0, s * BATCH, BATCH)).backward());
     refOpt.step();
     refOpt.zeroGrad();
   }
-  const want = await values(ref.parameters());
+  const want = await valuesAsync(ref.parameters());
   const refState = refOpt.stateDict();
   // The parameters without a gradient were left alone by the plain optimizer.
   const untouched = [ref.gate.spare, ref.unused.weight, ref.unused.bias!];
@@ -96,14 +98,14 @@ async function main() {
     opt.zeroGrad();
   }
   ddp.gatherAll();
-  const got = await values(net.parameters());
-  close('DDP zeroStage 3 after 10 Adam steps', got, want);
+  const got = await valuesAsync(net.parameters());
+  close(got, want, 1e-4, 1e-4, 'DDP zeroStage 3 after 10 Adam steps', false);
   // Untouched exactly: no gradient, no weight decay, no Adam step.
   const ps = net.parameters();
   for (const t of [net.gate.spare, net.unused.weight, net.unused.bias!]) {
     const i = ps.indexOf(t);
     const at = ps.slice(0, i).reduce((a, p) => a + p.numel(), 0);
-    close('a parameter without gradient', await values([t]), initial.slice(at, at + t.numel()), 0);
+    close(await valuesAsync([t]), initial.slice(at, at + t.numel()), 0, 0, 'a parameter without gradient', false);
   }
   {
     const t = fl.tensor(got, on());
@@ -116,27 +118,21 @@ async function main() {
   for (const [i, st] of Object.entries(refState.state)) {
     if (csd.state[Number(i)]?.step !== st.step) throw new Error(`consolidated step of parameter ${i}: ${csd.state[Number(i)]?.step}`);
     close(
-      `consolidated expAvgSq of parameter ${i}`,
-      await values([csd.state[Number(i)].expAvgSq as fl.Tensor]),
-      await values([st.expAvgSq as fl.Tensor]),
+      await valuesAsync([csd.state[Number(i)].expAvgSq as fl.Tensor]),
+      await valuesAsync([st.expAvgSq as fl.Tensor]),
       1e-5,
+      1e-5,
+      `consolidated expAvgSq of parameter ${i}`,
+      false,
     );
   }
   // Evaluation outside ddp.forward. After gatherAll(), one rank alone may run the model (no collective).
   const evalWant = fl.keep(fl.noGrad(() => ref.forward(x.narrow(0, 0, 5))));
   if (pg.rank === 0)
-    fl.noGrad(() =>
-      close(
-        'rank 0 alone, after gatherAll',
-        Array.from(net.forward(x.narrow(0, 0, 5)).dataSync(), Number),
-        Array.from(evalWant.dataSync(), Number),
-      ),
-    );
+    fl.noGrad(() => close(values(net.forward(x.narrow(0, 0, 5))), values(evalWant), 1e-4, 1e-4, 'rank 0 alone, after gatherAll', false));
   // Resharded (as after a step), every rank's call gathers each unit on its own and frees it after.
   ddp.zeroReshard();
-  fl.noGrad(() =>
-    close('every rank, resharded', Array.from(net.forward(x.narrow(0, 0, 5)).dataSync(), Number), Array.from(evalWant.dataSync(), Number)),
-  );
+  fl.noGrad(() => close(values(net.forward(x.narrow(0, 0, 5))), values(evalWant), 1e-4, 1e-4, 'every rank, resharded', false));
   if (net.parameters().some((p) => p.numel() !== 0)) throw new Error('a call outside ddp.forward left a unit gathered');
   if (process.env.ZERO3_SAVE) await opt.saveSharded(process.env.ZERO3_SAVE);
   opt.dispose();
@@ -153,10 +149,12 @@ async function main() {
     const sd = await o.consolidatedStateDict();
     for (const [i, st] of Object.entries(refState.state))
       close(
-        `loaded expAvg of parameter ${i}`,
-        await values([sd.state[Number(i)].expAvg as fl.Tensor]),
-        await values([st.expAvg as fl.Tensor]),
+        await valuesAsync([sd.state[Number(i)].expAvg as fl.Tensor]),
+        await valuesAsync([st.expAvg as fl.Tensor]),
         1e-5,
+        1e-5,
+        `loaded expAvg of parameter ${i}`,
+        false,
       );
     // One more step from the loaded state matches the reference's eleventh.
     const [xb, yb] = mine(0);
@@ -167,7 +165,14 @@ async function main() {
     refOpt.step();
     refOpt.zeroGrad();
     d.gatherAll();
-    close('a step after loading from another world size', await values(other.parameters()), await values(ref.parameters()));
+    close(
+      await valuesAsync(other.parameters()),
+      await valuesAsync(ref.parameters()),
+      1e-4,
+      1e-4,
+      'a step after loading from another world size',
+      false,
+    );
     o.dispose();
     d.dispose();
   }
@@ -195,7 +200,7 @@ async function main() {
       o.zeroGrad();
     }
     d.gatherAll();
-    close(what, await values(sharded.parameters()), await values(plain.parameters()));
+    close(await valuesAsync(sharded.parameters()), await valuesAsync(plain.parameters()), 1e-4, 1e-4, what, false);
     o.dispose?.();
     d.dispose();
   };

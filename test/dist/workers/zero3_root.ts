@@ -9,7 +9,9 @@
  */
 import * as fl from '../../../lib/index';
 import { initProcessGroup, destroyProcessGroup } from '../../../lib/distributed/index';
-import { close, loss, values } from './zero_checks';
+import { loss } from './zero_checks';
+import { close } from '../../helpers/reference';
+import { valuesAsync } from '../../helpers/values';
 import { DistributedDataParallel } from '../../../lib/parallel/ddp';
 import { ZeroRedundancyOptimizer } from '../../../lib/parallel/zero/index';
 import { backend, dev, device } from './backend';
@@ -87,13 +89,16 @@ async function main() {
     for (const p of root) {
       const i = net.parameters().indexOf(p);
       close(
+        await valuesAsync([csd.state[i].momentumBuffer as fl.Tensor]),
+        await valuesAsync([ref.state[i].momentumBuffer as fl.Tensor]),
+        1e-4,
+        1e-4,
         `${what}: consolidated momentum of parameter ${i}`,
-        await values([csd.state[i].momentumBuffer as fl.Tensor]),
-        await values([ref.state[i].momentumBuffer as fl.Tensor]),
+        false,
       );
     }
     ddp.gatherAll();
-    close(what, await values(net.parameters()), await values(plain.parameters()));
+    close(await valuesAsync(net.parameters()), await valuesAsync(plain.parameters()), 1e-4, 1e-4, what, false);
     opt.dispose();
     ddp.dispose();
   }
