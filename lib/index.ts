@@ -80,6 +80,8 @@ export * from './ops/generated/binary';
 // Ops generated with their kernel from the manifest (`kernel`: tril, triu, ...), and their gradients.
 export * from './ops/generated/kernel_ops';
 import './ops/generated/grads';
+// The gradient formulas of the hand-written op families (lib/ops/grads/).
+import './ops/grads';
 
 import { native } from './native';
 import { checkNumber } from './validate';

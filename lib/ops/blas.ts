@@ -1,12 +1,16 @@
-/** Fused-scale matrix products: addmm (beta·input + alpha·mat1·mat2) and its batched twin baddbmm. */
+/**
+ * Fused-scale matrix products: addmm (beta·input + alpha·mat1·mat2) and its batched twin baddbmm;
+ * their gradients are in lib/ops/grads/blas.ts.
+ */
 import type { Tensor } from '../tensor';
 import { record } from '../dispatch/record';
 import { noGrad } from '../dispatch/grad_mode';
 import { checkOptions, describe } from '../errors';
-import { checkTensor, rangeError, shapeStr, sumTo, typeError } from './util';
-import { matmulT, productGrads } from './linalg';
+import { checkTensor, rangeError, shapeStr, typeError } from './util';
+import { matmulT } from './linalg';
 import { add, mul } from './elementwise';
 import { autocastArgs } from '../dispatch/autocast';
+import { gradOf } from './grads/table';
 
 /** Scale factors of {@link addmm} and {@link baddbmm} (PyTorch's keyword arguments). */
 export interface AddmmOptions {
@@ -46,15 +50,15 @@ function product(op: 'addmm' | 'baddbmm', input: Tensor, a: Tensor, b: Tensor, o
     if (beta === 0) return scaled;
     return add(beta === 1 ? input : mul(input, beta), scaled);
   });
+  // The names as literals: test/ops/grad_tables.test.ts finds the ops recorded through the table by them.
   return record(
     out,
     op,
     [input, a, b],
-    (g) => {
-      const [ga, gb] = productGrads(a, b, false, false, undefined, alpha === 1 ? g : mul(g, alpha));
-      return [input.requiresGrad ? sumTo(mul(g, beta), input.shape) : null, ga, gb];
+    (g) => (op === 'addmm' ? gradOf('addmm') : gradOf('baddbmm')).grad(g, { input, a, b, alpha, beta }),
+    {
+      savesOutput: false,
     },
-    { savesOutput: false },
   );
 }
 

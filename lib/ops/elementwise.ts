@@ -1,4 +1,4 @@
-/** Element-wise ops with NumPy broadcasting, and their gradients. */
+/** Element-wise ops with NumPy broadcasting; their gradients are in lib/ops/grads/elementwise.ts. */
 import { native } from '../native';
 import type { Tensor, TensorLike } from '../tensor';
 import { record } from '../dispatch/record';
@@ -17,21 +17,26 @@ import {
 import { checkOptions, describe, didYouMean } from '../errors';
 import { bumpVersions, checkInPlace } from '../dispatch/version';
 import { normalizeDevice } from '../device';
-import { castTo, checkTensor, operands, scalar, sumTo, typeError, wrap } from './util';
+import { castTo, checkTensor, operands, scalar, typeError, wrap } from './util';
 import { autocastArgs } from '../dispatch/autocast';
 import { checkNumber } from '../validate';
 import { type BinaryGrad, binaryKernel, recordBinary, unaryGrad, unaryOp } from './call_shapes';
-import { abs, eq, ge, gt, le, log, lt, neg } from './generated/elementwise';
+import { abs, eq, lt } from './generated/elementwise';
+import { gradOf } from './grads/table';
 
 // The ops of a uniform call shape are generated from the manifest (lib/ops/generated/).
 export * from './generated/elementwise';
 
-// The gradients of the arithmetic ops, made once (recordBinary passes the operands). An operand
-// that does not require grad gets none computed (a constant's, such as a mask or a mean's count).
-const addGrad: BinaryGrad = (g) => [g, g];
-const subGrad: BinaryGrad = (g, _a, b) => [g, b.requiresGrad ? neg(g) : null];
-const mulGrad: BinaryGrad = (g, a, b) => [a.requiresGrad ? mul(g, b) : null, b.requiresGrad ? mul(g, a) : null];
-const divGrad: BinaryGrad = (g, a, b) => [a.requiresGrad ? div(g, b) : null, b.requiresGrad ? neg(div(mul(g, a), mul(b, b))) : null];
+// The binary ops' formulas as recordBinary takes them, made once (it passes the operands), so an op
+// that is not recorded allocates nothing for its gradient.
+const two = (grads: (Tensor | null)[]): [Tensor | null, Tensor | null] => [grads[0], grads[1]];
+const addGrad: BinaryGrad = (g, input, other, out) => two(gradOf('add').grad(g, { input, other, out }));
+const subGrad: BinaryGrad = (g, input, other, out) => two(gradOf('sub').grad(g, { input, other, out }));
+const mulGrad: BinaryGrad = (g, input, other, out) => two(gradOf('mul').grad(g, { input, other, out }));
+const divGrad: BinaryGrad = (g, input, other, out) => two(gradOf('div').grad(g, { input, other, out }));
+const powGrad: BinaryGrad = (g, input, other, out) => two(gradOf('pow').grad(g, { input, other, out }));
+const maximumGrad: BinaryGrad = (g, input, other, out) => two(gradOf('maximum').grad(g, { input, other, out }));
+const minimumGrad: BinaryGrad = (g, input, other, out) => two(gradOf('minimum').grad(g, { input, other, out }));
 
 export function add(x: Tensor, other: TensorLike, alpha = 1): Tensor {
   const [a, b0] = operands('add', x, other);
@@ -68,34 +73,12 @@ export function pow(x: Tensor, exponent: TensorLike): Tensor {
   }
   let [a, b] = operands('pow', x, exponent);
   if (!isFloating(a.dtype)) [a, b] = [castTo(a, 'f32'), castTo(b, 'f32')];
-  const out = binaryKernel('pow', a, b);
-  // As torch: d/da is 0 where b == 0 (not 0 * a^-1, NaN at a = 0), and d/db is 0 where a == 0 and
-  // b >= 0 (not a^b * log 0, which is NaN or -inf there).
-  return recordBinary(
-    out,
-    'pow',
-    a,
-    b,
-    (g) => [
-      a.requiresGrad ? where(eq(b, 0), 0, mul(g, mul(b, pow(a, sub(b, 1))))) : null,
-      b.requiresGrad ? mul(g, where(logicalAnd(eq(a, 0), ge(b, 0)), 0, mul(out, log(a)))) : null,
-    ],
-    true,
-  );
+  return recordBinary(binaryKernel('pow', a, b), 'pow', a, b, powGrad, true);
 }
 
 function minmax(op: 'maximum' | 'minimum', x: Tensor, other: TensorLike): Tensor {
   const [a, b] = operands(op, x, other);
-  return recordBinary(binaryKernel(op, a, b), op, a, b, (g) => {
-    // Ties split the gradient evenly, as torch.maximum/minimum do.
-    const win = op === 'maximum' ? gt(a, b) : lt(a, b);
-    const tie = castTo(eq(a, b), g.dtype);
-    const half = mul(tie, 0.5);
-    return [
-      a.requiresGrad ? mul(g, add(castTo(win, g.dtype), half)) : null,
-      b.requiresGrad ? mul(g, sub(sub(scalar(1, g.dtype, g.device), castTo(win, g.dtype)), half)) : null,
-    ];
-  });
+  return recordBinary(binaryKernel(op, a, b), op, a, b, op === 'maximum' ? maximumGrad : minimumGrad);
 }
 export const maximum = (a: Tensor, b: TensorLike): Tensor => minmax('maximum', a, b);
 export const minimum = (a: Tensor, b: TensorLike): Tensor => minmax('minimum', a, b);
@@ -155,23 +138,7 @@ function clampTensor(x: Tensor, min: TensorLike | null | undefined, max: TensorL
     return r === a ? clone(a) : r;
   });
   const inputs = [a, lo, hi].filter((t): t is Tensor => t !== null);
-  return record(
-    out,
-    'clamp',
-    inputs,
-    (g) => {
-      const zero = scalar(0, g.dtype, g.device);
-      const pick = (mask: Tensor, shape: readonly number[]) => sumTo(wrap(native.where(mask.handle, g.handle, zero.handle)), shape);
-      let inside: Tensor | null = null;
-      if (lo) inside = ge(a, lo);
-      if (hi) inside = inside ? logicalAnd(inside, le(a, hi)) : le(a, hi);
-      const grads: (Tensor | null)[] = [a.requiresGrad ? pick(inside!, a.shape) : null];
-      if (lo) grads.push(lo.requiresGrad ? pick(hi ? logicalAnd(lt(a, lo), lt(lo, hi)) : lt(a, lo), lo.shape) : null);
-      if (hi) grads.push(hi.requiresGrad ? pick(lo ? logicalOr(gt(a, hi), lt(hi, lo)) : gt(a, hi), hi.shape) : null);
-      return grads;
-    },
-    { savesOutput: false },
-  );
+  return record(out, 'clamp', inputs, (g) => gradOf('clamp').grad(g, { input: a, min: lo, max: hi }), { savesOutput: false });
 }
 
 /**
@@ -195,17 +162,7 @@ export function lerp(start: Tensor, end: Tensor, weight: TensorLike): Tensor {
     const small = lt(abs(w), 0.5);
     return where(small, add(start, mul(w, diff)), sub(end, mul(diff, oneMinus(w))));
   });
-  return record(
-    out,
-    'lerp',
-    [start, end, w],
-    (g) => [
-      start.requiresGrad ? sumTo(mul(g, oneMinus(w)), start.shape) : null,
-      end.requiresGrad ? sumTo(mul(g, w), end.shape) : null,
-      w.requiresGrad ? sumTo(mul(g, sub(end, start)), w.shape) : null,
-    ],
-    { savesOutput: false },
-  );
+  return record(out, 'lerp', [start, end, w], (g) => gradOf('lerp').grad(g, { start, end, weight: w }), { savesOutput: false });
 }
 
 export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
@@ -221,19 +178,7 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
   }
   const c = castTo(cond, 'bool');
   const out = wrap(native.where(c.handle, ta.handle, tb.handle));
-  return record(
-    out,
-    'where',
-    [ta, tb],
-    (g) => {
-      const zero = scalar(0, g.dtype, g.device);
-      return [
-        ta.requiresGrad ? sumTo(wrap(native.where(c.handle, g.handle, zero.handle)), ta.shape) : null,
-        tb.requiresGrad ? sumTo(wrap(native.where(c.handle, zero.handle, g.handle)), tb.shape) : null,
-      ];
-    },
-    { savesOutput: false },
-  );
+  return record(out, 'where', [ta, tb], (g) => gradOf('where').grad(g, { condition: c, input: ta, other: tb }), { savesOutput: false });
 }
 
 /** `x` with `value` wherever `mask` is true (mask broadcasts). */
@@ -248,17 +193,19 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
 /** What `t.to()` takes: a dtype (short or PyTorch name), a device, or both. */
 export type ToTarget = DType | (string & {}) | { dtype?: DType; device?: string };
 
-function cast(x: Tensor, dtype: CanonicalDType): Tensor {
+/** The dtype half of {@link to}: recorded (as 'cast') between floating dtypes. */
+export function cast(x: Tensor, dtype: CanonicalDType): Tensor {
   if (dtype === x.dtype) return x;
   const out = wrap(native.cast(x.handle, dtype));
   if (!isFloating(dtype) || !isFloating(x.dtype)) return out;
-  return record(out, 'cast', [x], (g) => [cast(g, x.dtype)], { savesOutput: false });
+  return record(out, 'cast', [x], (g) => gradOf('to').grad(g, { input: x, changed: 'dtype' }), { savesOutput: false });
 }
 
-function move(x: Tensor, device: string): Tensor {
+/** The device half of {@link to}. */
+export function move(x: Tensor, device: string): Tensor {
   if (device === x.device) return x;
   const out = wrap(native.to(x.handle, device));
-  return record(out, 'to', [x], (g) => [move(g, x.device)], { savesOutput: false });
+  return record(out, 'to', [x], (g) => gradOf('to').grad(g, { input: x, changed: 'device' }), { savesOutput: false });
 }
 
 function isDevice(s: string): boolean {
@@ -296,7 +243,7 @@ export function to(x: Tensor, target: ToTarget): Tensor {
 
 export function clone(x: Tensor): Tensor {
   checkTensor('clone', 'input', x);
-  return record(wrap(native.clone(x.handle)), 'clone', [x], (g) => [g], { savesOutput: false });
+  return record(wrap(native.clone(x.handle)), 'clone', [x], (g) => gradOf('clone').grad(g, {}), { savesOutput: false });
 }
 
 /**

@@ -1,4 +1,4 @@
-/** Indexing ops: indexSelect, gather, scatterAdd, indexAdd, oneHot, and their gradients. */
+/** Indexing ops: indexSelect, gather, scatterAdd, indexAdd, oneHot; the gradients are in lib/ops/grads/indexing.ts. */
 import { native } from '../native';
 import { Tensor } from '../tensor';
 import { describe } from '../errors';
@@ -7,6 +7,7 @@ import { checkOptions } from '../errors';
 import { checkTensor, normDim, rangeError, shapeStr, typeError, wrap } from './util';
 import { mul } from './elementwise';
 import { tensor } from './creation';
+import { gradOf } from './grads/table';
 
 function checkIndex(op: string, index: Tensor): void {
   checkTensor(op, 'index', index);
@@ -19,19 +20,10 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
   checkIndex('indexSelect', index);
   const d = normDim('indexSelect', dim, x.ndim);
   const out = wrap(native.indexSelect(x.handle, d, index.handle));
-  return record(
-    out,
-    'indexSelect',
-    [x],
-    (g) => {
-      // Scatter-add rows back: the index broadcast along every other dim of the gradient.
-      const shape = g.shape.map((_, i) => (i === d ? index.numel() : 1));
-      const idx = wrap(native.expand(wrap(native.reshape(index.handle, shape)).handle, [...g.shape]));
-      const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
-      return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, g.handle))];
-    },
-    { savesOutput: false, saves: [index] },
-  );
+  return record(out, 'indexSelect', [x], (g) => gradOf('indexSelect').grad(g, { input: x, dim: d, index }), {
+    savesOutput: false,
+    saves: [index],
+  });
 }
 
 export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
@@ -39,16 +31,7 @@ export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
   checkIndex('gather', index);
   const d = normDim('gather', dim, x.ndim);
   const out = wrap(native.gather(x.handle, d, index.handle));
-  return record(
-    out,
-    'gather',
-    [x],
-    (g) => {
-      const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
-      return [wrap(native.scatterAdd(zeros.handle, d, index.handle, g.handle))];
-    },
-    { savesOutput: false, saves: [index] },
-  );
+  return record(out, 'gather', [x], (g) => gradOf('gather').grad(g, { input: x, dim: d, index }), { savesOutput: false, saves: [index] });
 }
 
 export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
@@ -57,7 +40,7 @@ export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): 
   checkTensor('scatterAdd', 'src', src);
   const d = normDim('scatterAdd', dim, x.ndim);
   const out = wrap(native.scatterAdd(x.handle, d, index.handle, src.handle));
-  return record(out, 'scatterAdd', [x, src], (g) => [g, src.requiresGrad ? wrap(native.gather(g.handle, d, index.handle)) : null], {
+  return record(out, 'scatterAdd', [x, src], (g) => gradOf('scatterAdd').grad(g, { dim: d, index, src }), {
     savesOutput: false,
     saves: [index],
   });
@@ -125,11 +108,8 @@ export function indexAdd(x: Tensor, dim: number, index: Tensor, source: Tensor, 
   const idx = wrap(native.expand(col.handle, lead));
   const scaled = alpha === 1 ? source : mul(source, alpha);
   const out = wrap(native.scatterAdd(x.handle, d, idx.handle, scaled.detach().handle));
-  return record(
-    out,
-    'indexAdd',
-    [x, source],
-    (g) => [g, source.requiresGrad ? mul(wrap(native.indexSelect(g.handle, d, index.handle)), alpha) : null],
-    { savesOutput: false, saves: [index] },
-  );
+  return record(out, 'indexAdd', [x, source], (g) => gradOf('indexAdd').grad(g, { dim: d, index, source, alpha }), {
+    savesOutput: false,
+    saves: [index],
+  });
 }

@@ -1,29 +1,17 @@
-/** Vector norms (torch.norm / torch.linalg.vector_norm) over any dims, with PyTorch's gradient. */
+/** Vector norms (torch.norm / torch.linalg.vector_norm) over any dims; PyTorch's gradient, in lib/ops/grads/norms.ts. */
 import type { Tensor } from '../tensor';
 import { record } from '../dispatch/record';
 import { noGrad } from '../dispatch/grad_mode';
 import { describe } from '../errors';
 import { isFloating } from '../dtype';
-import { castTo, checkTensor, dimList, rangeError, shapeStr, typeError, wrap } from './util';
-import { native } from '../native';
+import { castTo, checkTensor, dimList, rangeError, shapeStr, typeError } from './util';
 import { autocastArgs } from '../dispatch/autocast';
-import { abs, div, eq, logicalOr, mul, ne, pow, sign, sqrt, square, where } from './elementwise';
-import { isnan } from './predicates';
+import { abs, ne, pow, sqrt, square } from './elementwise';
 import { max, min, sum } from './reduce';
+import { gradOf } from './grads/table';
 
 /** The order of a norm: a number (inf and -inf included) or 'fro' (the 2-norm over at most 2 dims). */
 export type NormOrd = number | 'fro';
-
-function kept(t: Tensor, shape: readonly number[], dims: number[], keepdim: boolean): Tensor {
-  return keepdim
-    ? t
-    : wrap(
-        native.reshape(
-          t.handle,
-          shape.map((s, i) => (dims.includes(i) ? 1 : s)),
-        ),
-      );
-}
 
 /**
  * The p-norm of `x` over `dim` (all dims by default): `(Σ |x|^p)^(1/p)`; p = inf/-inf the largest /
@@ -66,25 +54,5 @@ export function norm(x: Tensor, p: NormOrd = 'fro', dim?: number | number[], kee
     if (ord === 2) return sqrt(sum(square(x), reduceDims, keepdim));
     return pow(sum(pow(a, ord), reduceDims, keepdim), 1 / ord);
   });
-  return record(out, 'norm', [x], (g) => [normBackward(x, out, g, ord, reduceDims, keepdim)]);
-}
-
-function normBackward(x: Tensor, out: Tensor, g: Tensor, p: number, dims: number[], keepdim: boolean): Tensor {
-  const gk = kept(g, x.shape, dims, keepdim);
-  const nk = kept(out, x.shape, dims, keepdim);
-  const zeroNorm = eq(nk, 0);
-  if (p === 0) return mul(x, 0);
-  if (p === 1) return mul(sign(x), gk);
-  if (p === 2) return mul(x, where(zeroNorm, 0, div(gk, nk)));
-  if (Math.abs(p) === Infinity) {
-    const a = abs(x);
-    const hit = castTo(logicalOr(eq(a, nk), isnan(a)), x.dtype);
-    const count = sum(hit, dims, true);
-    return mul(sign(x), mul(div(gk, count), hit));
-  }
-  const a = abs(x);
-  if (p < 1) return mul(mul(sign(x), where(eq(x, 0), 0, pow(a, p - 1))), mul(gk, pow(nk, 1 - p)));
-  const scale = where(zeroNorm, 0, div(gk, pow(nk, p - 1)));
-  if (p < 2) return mul(mul(sign(x), pow(a, p - 1)), scale);
-  return mul(mul(x, pow(a, p - 2)), scale);
+  return record(out, 'norm', [x], (g) => gradOf('norm').grad(g, { input: x, out, ord, dims: reduceDims, keepdim }));
 }

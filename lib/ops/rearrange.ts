@@ -1,11 +1,12 @@
 /**
  * Ops that move elements without arithmetic: flip, roll, repeat, tile, unbind (tril and triu are
- * generated with their kernel: lib/ops/generated/kernel_ops.ts) — each
- * with its gradient (the same op on the gradient, or its inverse).
+ * generated with their kernel: lib/ops/generated/kernel_ops.ts); flip's and roll's gradients are in
+ * lib/ops/grads/rearrange.ts, the rest are compositions.
  */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { record } from '../dispatch/record';
+import { gradOf } from './grads/table';
 import { describe } from '../errors';
 import { checkTensor, normDim, rangeError, shapeStr, typeError, wrap } from './util';
 import { reshape, expand, narrow, squeeze } from './shape';
@@ -28,7 +29,7 @@ export function flip(x: Tensor, dims: number | number[]): Tensor {
   const list = intList('flip', 'dims', dims).map((d) => normDim('flip', d, x.ndim));
   if (new Set(list).size !== list.length) throw typeError('flip', `dims ${JSON.stringify(dims)} name a dim more than once`);
   const out = wrap(native.flip(x.handle, list));
-  return record(out, 'flip', [x], (g) => [flip(g, list)], { savesOutput: false });
+  return record(out, 'flip', [x], (g) => gradOf('flip').grad(g, { dims: list }), { savesOutput: false });
 }
 
 /**
@@ -46,19 +47,7 @@ export function roll(x: Tensor, shifts: number | number[], dims?: number | numbe
   if (d.length !== s.length)
     throw typeError('roll', `shifts ${JSON.stringify(shifts)} and dims ${JSON.stringify(dims)} must have the same length`);
   const out = wrap(native.roll(x.handle, s, d));
-  return record(
-    out,
-    'roll',
-    [x],
-    (g) => [
-      roll(
-        g,
-        s.map((v) => -v),
-        d,
-      ),
-    ],
-    { savesOutput: false },
-  );
+  return record(out, 'roll', [x], (g) => gradOf('roll').grad(g, { shifts: s, dims: d }), { savesOutput: false });
 }
 
 /**

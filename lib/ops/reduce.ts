@@ -1,4 +1,4 @@
-/** Reductions over any dims (with keepdim), softmax and log-softmax, and their gradients. */
+/** Reductions over any dims (with keepdim), softmax and log-softmax; their gradients are in lib/ops/grads/reduce.ts. */
 import { native } from '../native';
 import type { ReduceOpName } from '../../types/native';
 import { reduceOpNames } from '../../types/op_codes';
@@ -8,30 +8,10 @@ import { type DType, isFloating, toDType } from '../dtype';
 import { checkOptions, describe } from '../errors';
 import { checkBool, checkNumber } from '../validate';
 import { castTo, checkTensor, dimList, normDim, typeError, wrap } from './util';
-import { div, eq, exp, mul, sqrt, sub, where } from './elementwise';
+import { sqrt } from './elementwise';
 import { autocastArgs } from '../dispatch/autocast';
 import { indexOf } from './call_shapes';
-
-/** `g` (reduced over `dims`) reshaped with those dims kept as 1, then expanded to `shape`. */
-function expandBack(g: Tensor, shape: readonly number[], dims: number[], keepdim: boolean): Tensor {
-  let r = g;
-  if (!keepdim) {
-    const kept = shape.map((s, i) => (dims.includes(i) ? 1 : s));
-    r = wrap(native.reshape(g.handle, kept));
-  }
-  return wrap(native.expand(r.handle, [...shape]));
-}
-
-function keptShape(x: Tensor, out: Tensor, dims: number[], keepdim: boolean): Tensor {
-  return keepdim
-    ? out
-    : wrap(
-        native.reshape(
-          out.handle,
-          x.shape.map((s, i) => (dims.includes(i) ? 1 : s)),
-        ),
-      );
-}
+import { gradOf } from './grads/table';
 
 // Reduce op codes go to the addon as their index (see lib/ops/call_shapes.ts).
 const REDUCE = indexOf(reduceOpNames);
@@ -49,7 +29,8 @@ function reduce(
   return { out: wrap(native.reduce(REDUCE.get(op) ?? op, x.handle, dims, keepdim, correction)), dims };
 }
 
-function countOf(x: Tensor, dims: number[]): number {
+/** How many elements each output element of a reduction over `dims` combines. */
+export function countOf(x: Tensor, dims: number[]): number {
   return dims.reduce((n, d) => n * (x.shape[d] ?? 1), 1);
 }
 
@@ -59,7 +40,7 @@ export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor
   const input = x.dtype === 'bool' ? castTo(x, 'i64') : x;
   const { out, dims } = reduce('sum', input, dim, keepdim);
   if (!recording(input)) return out;
-  return record(out, 'sum', [input], (g) => [expandBack(g, input.shape, dims, keepdim)], { savesOutput: false });
+  return record(out, 'sum', [input], (g) => gradOf('sum').grad(g, { input, dims, keepdim }), { savesOutput: false });
 }
 
 export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
@@ -68,20 +49,14 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('mean', input, dim, keepdim);
   if (!recording(input)) return out;
-  return record(out, 'mean', [input], (g) => [div(expandBack(g, input.shape, dims, keepdim), countOf(input, dims))], {
-    savesOutput: false,
-  });
+  return record(out, 'mean', [input], (g) => gradOf('mean').grad(g, { input, dims, keepdim }), { savesOutput: false });
 }
 
 function extreme(op: 'max' | 'min', x: Tensor, dim: number[] | undefined, keepdim: boolean): Tensor {
   checkTensor(op, 'input', x);
   const { out, dims } = reduce(op, x, dim, keepdim);
-  return record(out, op, [x], (g) => {
-    // The gradient goes to every position that attains the extreme, shared evenly (as amax).
-    const hit = castTo(eq(x, expandBack(keptShape(x, out, dims, keepdim), x.shape, dims, true)), g.dtype);
-    const count = expandBack(sum(hit, dims, true), x.shape, dims, true);
-    return [div(mul(expandBack(g, x.shape, dims, keepdim), hit), count)];
-  });
+  // The names as literals: test/ops/grad_tables.test.ts finds the ops recorded through the table by them.
+  return record(out, op, [x], (g) => (op === 'max' ? gradOf('max') : gradOf('min')).grad(g, { input: x, out, dims, keepdim }));
 }
 
 /** Values and their i64 indices along a dim, as torch.return_types (max, min, sort, topk). */
@@ -100,26 +75,10 @@ function extremeAlong(op: 'max' | 'min', x: Tensor, dim: number, keepdim: boolea
   const d = normDim(op, dim, x.ndim);
   const values = wrap(native.reduce(op, x.handle, [d], keepdim));
   const indices = wrap(native.reduce(op === 'max' ? 'argmax' : 'argmin', x.handle, [d], keepdim));
-  record(
-    values,
-    op,
-    [x],
-    (g) => {
-      if (x.ndim === 0) return [g];
-      const kept = keepdim
-        ? g
-        : wrap(
-            native.reshape(
-              g.handle,
-              x.shape.map((s, i) => (i === d ? 1 : s)),
-            ),
-          );
-      const idx = keepdim ? indices : wrap(native.reshape(indices.handle, kept.shape as number[]));
-      const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
-      return [wrap(native.scatterAdd(zeros.handle, d, idx.handle, kept.handle))];
-    },
-    { savesOutput: false, saves: [indices] },
-  );
+  record(values, op, [x], (g) => (op === 'max' ? gradOf('max') : gradOf('min')).grad(g, { input: x, dim: d, keepdim, indices }), {
+    savesOutput: false,
+    saves: [indices],
+  });
   return { values, indices };
 }
 
@@ -151,26 +110,7 @@ export function prod(x: Tensor, dim?: number, keepdim = false, options?: { dtype
   if (!isFloating(input.dtype) && input.dtype !== 'i64') input = castTo(input, 'i64');
   const { out, dims } = reduce('prod', input, dim === undefined ? undefined : [dim], keepdim);
   if (!isFloating(input.dtype)) return out;
-  return record(
-    out,
-    'prod',
-    [input],
-    (g) => {
-      const zero = eq(input, 0);
-      const zeros = expandBack(sum(zero, dims, true), input.shape, dims, true); // zeros in each reduced group
-      const others = expandBack(prodNoGrad(where(zero, 1, input), dims), input.shape, dims, true); // product of the non-zeros
-      const gx = expandBack(g, input.shape, dims, keepdim);
-      // No zero: out / x. One zero: the others' product at the zero, 0 elsewhere. More: 0.
-      const atZero = where(eq(zeros, 1), others, 0);
-      const local = where(zero, atZero, where(eq(zeros, 0), div(others, where(zero, 1, input)), 0));
-      return [mul(gx, local)];
-    },
-    { savesOutput: false },
-  );
-}
-
-function prodNoGrad(x: Tensor, dims: number[]): Tensor {
-  return wrap(native.reduce('prod', x.handle, dims, true));
+  return record(out, 'prod', [input], (g) => gradOf('prod').grad(g, { input, dims, keepdim }), { savesOutput: false });
 }
 
 function truthCount(op: 'all' | 'any', x: Tensor, dim: number | number[] | undefined, keepdim: boolean): Tensor {
@@ -207,13 +147,6 @@ export interface VarOptions {
   keepdim?: boolean;
 }
 
-/** The gradient of var(input) over `dims` given `g`, the gradient of its output. */
-function varianceGrad(input: Tensor, dims: number[], keepdim: boolean, correction: number, g: Tensor): Tensor {
-  const n = countOf(input, dims);
-  const centered = sub(input, mean(input, dims, true));
-  return mul(expandBack(g, input.shape, dims, keepdim), mul(centered, 2 / Math.max(n - correction, 0)));
-}
-
 /** The input and options of var and std, checked as `op`. */
 function varArgs(op: 'var' | 'std', x: Tensor, options: VarOptions | undefined): { input: Tensor; correction: number; keepdim: boolean } {
   checkTensor(op, 'input', x);
@@ -226,9 +159,7 @@ function varArgs(op: 'var' | 'std', x: Tensor, options: VarOptions | undefined):
 export function variance(x: Tensor, dim?: number | number[], options?: VarOptions): Tensor {
   const { input, correction, keepdim } = varArgs('var', x, options);
   const { out, dims } = reduce('var', input, dim, keepdim, correction);
-  return record(out, 'var', [input], (g) => [varianceGrad(input, dims, keepdim, correction, g)], {
-    savesOutput: false,
-  });
+  return record(out, 'var', [input], (g) => gradOf('var').grad(g, { input, dims, keepdim, correction }), { savesOutput: false });
 }
 
 export function std(x: Tensor, dim?: number | number[], options?: VarOptions): Tensor {
@@ -236,23 +167,14 @@ export function std(x: Tensor, dim?: number | number[], options?: VarOptions): T
   const { out: v, dims } = reduce('var', input, dim, keepdim, correction);
   const out = sqrt(v); // v has no graph, so this records nothing
   v.dispose();
-  // As torch: g / (2 std) is taken as 0 where std == 0, so a constant row gets gradient 0 rather
-  // than 0 * inf = NaN through sqrt.
-  return record(out, 'std', [input], (g) => [
-    varianceGrad(input, dims, keepdim, correction, div(g, mul(out, 2)).maskedFill(eq(out, 0), 0)),
-  ]);
+  return record(out, 'std', [input], (g) => gradOf('std').grad(g, { input, out, dims, keepdim, correction }));
 }
 
 export function logsumexp(x: Tensor, dim: number | number[], keepdim = false): Tensor {
   checkTensor('logsumexp', 'input', x);
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const { out, dims } = reduce('logsumexp', input, dim, keepdim);
-  return record(out, 'logsumexp', [input], (g) => [
-    mul(
-      expandBack(g, input.shape, dims, keepdim),
-      exp(sub(input, expandBack(keptShape(input, out, dims, keepdim), input.shape, dims, true))),
-    ),
-  ]);
+  return record(out, 'logsumexp', [input], (g) => gradOf('logsumexp').grad(g, { input, out, dims, keepdim }));
 }
 
 export function softmax(x: Tensor, dim = -1): Tensor {
@@ -261,7 +183,7 @@ export function softmax(x: Tensor, dim = -1): Tensor {
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const d = normDim('softmax', dim, input.ndim);
   const y = wrap(native.softmax(input.handle, d, false));
-  return record(y, 'softmax', [input], (g) => [mul(y, sub(g, sum(mul(g, y), d, true)))]);
+  return record(y, 'softmax', [input], (g) => gradOf('softmax').grad(g, { out: y, dim: d }));
 }
 
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
@@ -270,5 +192,5 @@ export function logSoftmax(x: Tensor, dim = -1): Tensor {
   const input = isFloating(x.dtype) ? x : castTo(x, 'f32');
   const d = normDim('logSoftmax', dim, input.ndim);
   const y = wrap(native.softmax(input.handle, d, true));
-  return record(y, 'logSoftmax', [input], (g) => [sub(g, mul(exp(y), sum(g, d, true)))]);
+  return record(y, 'logSoftmax', [input], (g) => gradOf('logSoftmax').grad(g, { out: y, dim: d }));
 }

@@ -1,4 +1,4 @@
-/** Cumulative sums and products along a dim (cumsum, cumprod), and their gradients. */
+/** Cumulative sums and products along a dim (cumsum, cumprod); their gradients are in lib/ops/grads/scan.ts. */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { record } from '../dispatch/record';
@@ -6,6 +6,7 @@ import { type DType, isFloating, toDType } from '../dtype';
 import { checkOptions } from '../errors';
 import { castTo, checkTensor, normDim, wrap } from './util';
 import { autocastArgs } from '../dispatch/autocast';
+import { gradOf } from './grads/table';
 
 export interface ScanOptions {
   /** Converts the input to this dtype first (as torch's `dtype=`); integers and bool otherwise give i64. */
@@ -26,8 +27,7 @@ export function cumsum(x: Tensor, dim: number, options?: ScanOptions): Tensor {
   const { input, d } = scanInput('cumsum', x, dim, options);
   const out = wrap(native.scan(input.handle, d, false, false));
   if (!isFloating(input.dtype)) return out;
-  // The gradient of a running sum is the running sum of the gradient taken from the end.
-  return record(out, 'cumsum', [input], (g) => [wrap(native.scan(g.handle, d, false, true))], { savesOutput: false });
+  return record(out, 'cumsum', [input], (g) => gradOf('cumsum').grad(g, { dim: d }), { savesOutput: false });
 }
 
 /**
@@ -38,5 +38,5 @@ export function cumprod(x: Tensor, dim: number, options?: ScanOptions): Tensor {
   const { input, d } = scanInput('cumprod', x, dim, options);
   const out = wrap(native.scan(input.handle, d, true, false));
   if (!isFloating(input.dtype)) return out;
-  return record(out, 'cumprod', [input], (g) => [wrap(native.cumprodBackward(input.handle, g.handle, d))], { savesOutput: false });
+  return record(out, 'cumprod', [input], (g) => gradOf('cumprod').grad(g, { input, dim: d }), { savesOutput: false });
 }

@@ -1,12 +1,14 @@
 /**
  * Selections whose size depends on values: maskedSelect and nonzero. Like torch on CUDA they count
  * the true elements first (a sync point: the count is read back), then fill the result.
+ * maskedSelect's gradient is in lib/ops/grads/select.ts.
  */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { record } from '../dispatch/record';
 import { checkOptions, describe } from '../errors';
-import { checkTensor, rangeError, sumTo, typeError, held, wrap } from './util';
+import { checkTensor, rangeError, typeError, held, wrap } from './util';
+import { gradOf } from './grads/table';
 
 function countTrue(mask: Tensor): number {
   if (mask.numel() === 0) return 0;
@@ -33,19 +35,7 @@ export function maskedSelect(x: Tensor, mask: Tensor): Tensor {
   const m = sameShape(mask.shape, shape) ? mask : wrap(native.expand(mask.handle, shape));
   const n = countTrue(m);
   const out = wrap(native.maskedSelect(x.handle, m.handle, n));
-  return record(
-    out,
-    'maskedSelect',
-    [x],
-    (g) => {
-      // Scatter the gradient back to the flat positions of the true elements, then to x's shape.
-      const where = wrap(native.reshape(held(native.nonzero(held(native.reshape(m.handle, [m.numel()])), n)), [n]));
-      const zeros = wrap(native.full([m.numel()], g.dtype, g.device, 0));
-      const flat = wrap(native.scatterAdd(zeros.handle, 0, where.handle, g.handle));
-      return [sumTo(wrap(native.reshape(flat.handle, shape)), x.shape)];
-    },
-    { savesOutput: false },
-  );
+  return record(out, 'maskedSelect', [x], (g) => gradOf('maskedSelect').grad(g, { input: x, mask: m, count: n }), { savesOutput: false });
 }
 
 /**

@@ -1,13 +1,14 @@
 /** Shape ops: reshape/view/flatten/squeeze/unsqueeze (free views), expand, transpose/permute
- *  (copies), narrow/slice, cat/stack/split/chunk — each with its gradient. */
+ *  (copies), narrow/slice, cat/stack/split/chunk; the gradients are in lib/ops/grads/shape.ts. */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { record } from '../dispatch/record';
 import { shareVersion } from '../dispatch/version';
 import { checkInt, checkNumber, valueText } from '../validate';
-import { checkTensor, normDim, rangeError, shapeStr, sumTo, typeError, wrap } from './util';
+import { checkTensor, normDim, rangeError, shapeStr, typeError, wrap } from './util';
 import { computeStride, stridesOf, withStrides } from './strides';
 import { flockError } from '../errors';
+import { gradOf } from './grads/table';
 
 /** Accepts `f(2, 3)` and `f([2, 3])`. */
 export function shapeArgs(args: number[] | [number[]]): number[] {
@@ -29,7 +30,7 @@ export function reshape(x: Tensor, shape: number[]): Tensor {
     const st = computeStride(x.shape, x._strides, out.shape);
     if (st) withStrides(out, st);
   }
-  return record(out, 'reshape', [x], (g) => [wrap(native.reshape(g.handle, [...x.shape]))]);
+  return record(out, 'reshape', [x], (g) => gradOf('reshape').grad(g, { input: x }));
 }
 
 /**
@@ -117,7 +118,7 @@ export function expand(x: Tensor, shape: number[]): Tensor {
     out,
     out.shape.map((s, i) => (i < lead || (x.shape[i - lead] === 1 && s !== 1) ? 0 : st[i - lead])),
   );
-  return record(out, 'expand', [x], (g) => [sumTo(g, x.shape)], { savesOutput: false });
+  return record(out, 'expand', [x], (g) => gradOf('expand').grad(g, { input: x }), { savesOutput: false });
 }
 
 export function permute(x: Tensor, dims: number[]): Tensor {
@@ -127,14 +128,12 @@ export function permute(x: Tensor, dims: number[]): Tensor {
   const norm = dims.map((d) => normDim('permute', d, x.ndim));
   // The native op returns a view of x's storage when no dim of size > 1 moves.
   if (norm.every((d, i) => d === i || x.shape[d] === 1)) shareVersion(out, x);
-  const inverse = new Array<number>(norm.length);
-  norm.forEach((d, i) => (inverse[d] = i));
   const st = stridesOf(x);
   withStrides(
     out,
     norm.map((d) => st[d]),
   );
-  return record(out, 'permute', [x], (g) => [permute(g, inverse)]);
+  return record(out, 'permute', [x], (g) => gradOf('permute').grad(g, { dims: norm }));
 }
 
 export function transpose(x: Tensor, dim0 = 0, dim1 = 1): Tensor {
@@ -156,39 +155,7 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   // A view of x's storage when the dims before `d` are all 1 (else the native op copies).
   if (x.shape.slice(0, d).every((s) => s === 1)) shareVersion(out, x);
   const begin = start < 0 ? start + x.shape[d] : start;
-  return record(
-    out,
-    'narrow',
-    [x],
-    (g) => {
-      // Pad the gradient with zeros on both sides along `d`.
-      const parts: Tensor[] = [];
-      const zerosAlong = (n: number) =>
-        wrap(
-          native.full(
-            x.shape.map((s, i) => (i === d ? n : s)),
-            g.dtype,
-            g.device,
-            0,
-          ),
-        );
-      if (begin > 0) parts.push(zerosAlong(begin));
-      parts.push(g);
-      const after = x.shape[d] - begin - length;
-      if (after > 0) parts.push(zerosAlong(after));
-      return [
-        parts.length === 1
-          ? g
-          : wrap(
-              native.cat(
-                parts.map((p) => p.handle),
-                d,
-              ),
-            ),
-      ];
-    },
-    { savesOutput: false },
-  );
+  return record(out, 'narrow', [x], (g) => gradOf('narrow').grad(g, { input: x, dim: d, start: begin, length }), { savesOutput: false });
 }
 
 /** Python-style slice along `dim`: [start, end), negative indices from the end, clamped. */
@@ -232,20 +199,7 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
       d,
     ),
   );
-  return record(
-    out,
-    'cat',
-    xs,
-    (g) => {
-      let at = 0;
-      return xs.map((t) => {
-        const part = t.requiresGrad ? wrap(native.narrow(g.handle, d, at, t.shape[d])) : null;
-        at += t.shape[d];
-        return part;
-      });
-    },
-    { savesOutput: false },
-  );
+  return record(out, 'cat', xs, (g) => gradOf('cat').grad(g, { tensors: xs, dim: d }), { savesOutput: false });
 }
 
 export function stack(xs: Tensor[], dim = 0): Tensor {

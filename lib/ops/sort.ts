@@ -1,25 +1,15 @@
-/** Sorting along a dim: sort, argsort and topk (values and i64 indices), and their gradients. */
+/** Sorting along a dim: sort, argsort and topk (values and i64 indices); gradients in lib/ops/grads/sort.ts. */
 import { native } from '../native';
 import type { Tensor } from '../tensor';
 import { record } from '../dispatch/record';
 import { describe } from '../errors';
 import { checkTensor, normDim, rangeError, typeError, wrap } from './util';
 import type { ValuesIndices } from './reduce';
+import { gradOf } from './grads/table';
 
 function checkFlag(op: string, name: string, v: unknown): boolean {
   if (typeof v !== 'boolean') throw typeError(op, `${name} must be a boolean, got ${describe(v)}`);
   return v;
-}
-
-/** The gradient of values picked along `d` by `indices`: g added back at those positions. */
-function pickedGrad(x: Tensor, d: number, indices: Tensor, g: Tensor): Tensor {
-  if (x.ndim === 0) return g;
-  const zeros = wrap(native.full([...x.shape], g.dtype, g.device, 0));
-  return wrap(native.scatterAdd(zeros.handle, d, indices.handle, g.handle));
-}
-
-function sorted(op: string, x: Tensor, values: Tensor, indices: Tensor, d: number): ValuesIndices {
-  return { values: record(values, op, [x], (g) => [pickedGrad(x, d, indices, g)], { savesOutput: false, saves: [indices] }), indices };
 }
 
 /**
@@ -33,7 +23,10 @@ export function sort(x: Tensor, dim = -1, descending = false, stable = false): V
   checkFlag('sort', 'stable', stable);
   const d = normDim('sort', dim, x.ndim);
   const [v, i] = native.sort(x.handle, d, descending);
-  return sorted('sort', x, wrap(v), wrap(i), d);
+  const values = wrap(v),
+    indices = wrap(i);
+  record(values, 'sort', [x], (g) => gradOf('sort').grad(g, { input: x, dim: d, indices }), { savesOutput: false, saves: [indices] });
+  return { values, indices };
 }
 
 /** The indices (i64) that sort `x` along `dim`, as torch.argsort (stable). */
@@ -60,5 +53,8 @@ export function topk(x: Tensor, k: number, dim = -1, largest = true, sorted_ = t
   if (k < 0 || k > size)
     throw rangeError('topk', `k (${k}) must be in [0, ${size}] for dim ${dim} of shape [${x.shape.join(',')}]`, 'ERR_RANGE');
   const [v, i] = native.topk(x.handle, k, d, largest);
-  return sorted('topk', x, wrap(v), wrap(i), d);
+  const values = wrap(v),
+    indices = wrap(i);
+  record(values, 'topk', [x], (g) => gradOf('topk').grad(g, { input: x, dim: d, indices }), { savesOutput: false, saves: [indices] });
+  return { values, indices };
 }
