@@ -107,15 +107,6 @@ const GemmKernel<float>& sgemm_kernel() {
   return kGenericSgemm;
 }
 
-template <class T>
-struct GemmArgs {
-  int64_t m, n, k;
-  const T* a; int64_t lda; bool ta;
-  const T* b; int64_t ldb; bool tb;
-  T* c; int64_t ldc;
-  bool accumulate;  // C += op(A)·op(B) instead of C = op(A)·op(B)
-};
-
 // Packs rows [i0, i0+mc) × cols [p0, p0+kc) of op(A) into MR-row panels: panel[p*MR + i].
 template <class T>
 void pack_a(const GemmArgs<T>& g, const int64_t kMR, int64_t i0, int64_t mc, int64_t p0, int64_t kc, T* dst) {
@@ -342,6 +333,9 @@ void gemm_blocked(const GemmArgs<T>& g, const GemmKernel<T>& kern) {
     return;
   }
   if (g.m * g.n * g.k <= kSmallGemm && g.n <= kSmallGemmMaxN) return gemm_small(g);
+  if constexpr (std::is_same_v<T, float>) {
+    if (sgemv_rows(g)) return;
+  }
   const GemmSplit split = split_gemm(g.m, g.n, g.k, kMR, kNR);
   parallel_for(split.blocks(), 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {

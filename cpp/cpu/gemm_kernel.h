@@ -19,6 +19,22 @@ struct GemmKernel {
   const char* isa;
 };
 
+// One product of the driver: C[m, n] (ldc) (+)= op(A) · op(B), laid out as sgemm's (gemm.h).
+template <class T>
+struct GemmArgs {
+  int64_t m, n, k;
+  const T* a; int64_t lda; bool ta;
+  const T* b; int64_t ldb; bool tb;
+  T* c; int64_t ldc;
+  bool accumulate;  // C += op(A)·op(B) instead of C = op(A)·op(B)
+};
+
+// A C of at most this many rows is computed without packing, where AVX2 is there: sgemv_rows
+// (cpp/cpu/gemv.cc) does the product and returns true, or returns false and leaves it to the
+// packed GEMM. C gets each finished sum (added to it with `accumulate`), whatever K is.
+constexpr int64_t kGemvMaxRows = 4;
+bool sgemv_rows(const GemmArgs<float>& g);
+
 // Largest tile any kernel uses (edge tiles are computed in a buffer of this size).
 constexpr int64_t kMaxMR = 16, kMaxNR = 32;
 

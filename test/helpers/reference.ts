@@ -79,6 +79,3 @@ export function expectError(fn: () => unknown, ctor: ErrorConstructor, code: str
 export function raw(h: NewTensor): NativeTensor {
   return h as unknown as NativeTensor;
 }
-
-/** values() (./values.ts) under its old name, for test/ops/cpu_isa.test.ts while it is being edited (issue 37). */
-export { values as arr } from './values';

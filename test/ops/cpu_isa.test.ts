@@ -8,8 +8,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as fl from '../../lib/index';
-import { arr, close, refMatmul } from '../helpers/reference';
+import { close, refMatmul } from '../helpers/reference';
 import { assertFilePasses, runTsx } from '../helpers/rerun';
+import { values } from '../helpers/values';
 
 const ORDER = ['generic', 'avx2', 'avx512'];
 const info = fl.buildInfo();
@@ -37,7 +38,7 @@ function allTranspositions(m: number, n: number, k: number): void {
       b = fl.randn(tb ? [n, k] : [k, n]);
     const c = (ta ? a.T : a).matmul(tb ? b.T : b);
     assert.equal(c.shape, [m, n]);
-    close(arr(c), refMatmul(arr(a), arr(b), m, n, k, ta, tb), 2e-4 * Math.sqrt(k + 1), 1e-4, `C ta=${ta} tb=${tb}`);
+    close(values(c), refMatmul(values(a), values(b), m, n, k, ta, tb), 2e-4 * Math.sqrt(k + 1), 1e-4, `C ta=${ta} tb=${tb}`);
   }
 }
 
@@ -74,13 +75,46 @@ for (const [m, n, k] of [
 test(`small batched sgemm ${info.cpuIsa}: 12 heads of [16,24]·[24,16] match f64`, () => {
   const a = fl.randn([12, 16, 24]),
     b = fl.randn([12, 24, 16]);
-  const c = arr(a.matmul(b)),
-    av = arr(a),
-    bv = arr(b);
+  const c = values(a.matmul(b)),
+    av = values(a),
+    bv = values(b);
   for (let h = 0; h < 12; h++) {
     const ref = refMatmul(av.slice(h * 384, (h + 1) * 384), bv.slice(h * 384, (h + 1) * 384), 16, 16, 24, false, false);
     close(c.slice(h * 256, (h + 1) * 256), ref, 2e-4 * Math.sqrt(24), 1e-4, `head ${h}`);
   }
+});
+
+// A C of at most 4 rows skips packing where AVX2 is there (cpp/cpu/gemv.cc): op(B) = Bᵀ four rows at
+// a time with K tails under 8, between 8 and 16 and over 16, op(B) = B sixteen columns at a time
+// with ragged right edges, and products large enough to be split over the pool (a decoding step's
+// [1, 384] · [384, 1152], a vocabulary head's long N).
+for (const [m, n, k] of [
+  [1, 1152, 384],
+  [1, 1, 2049],
+  [2, 37, 23],
+  [3, 515, 700],
+  [4, 9, 5],
+  [4, 2000, 129],
+  [1, 50, 1],
+  [2, 20000, 12],
+]) {
+  test(`few-row sgemm ${info.cpuIsa} ${m}x${k}·${k}x${n}, all four transpositions, matches f64`, () => allTranspositions(m, n, k));
+}
+
+test(`few-row sgemm ${info.cpuIsa} adds into a gradient: a 3-output linear layer's weight gradient over two backward passes`, () => {
+  const x = fl.randn([300, 70]),
+    w = fl.randn([3, 70], { requiresGrad: true });
+  for (let pass = 0; pass < 2; pass++) x.matmul(w.T).sum().backward();
+  // d/dw of sum(x·wᵀ) is 1ᵀx for each output row; twice over.
+  const xs = values(x),
+    want: number[] = [];
+  for (let o = 0; o < 3; o++)
+    for (let p = 0; p < 70; p++) {
+      let s = 0;
+      for (let i = 0; i < 300; i++) s += xs[i * 70 + p];
+      want.push(2 * s);
+    }
+  close(values(w.grad as fl.Tensor), want, 2e-4 * Math.sqrt(300), 1e-4, 'w.grad');
 });
 
 const run = runTsx;
