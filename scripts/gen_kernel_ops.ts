@@ -261,7 +261,6 @@ function tsFunction(o: OpDecl): string[] {
   return out;
 }
 
-
 function tsFile(ops: readonly OpDecl[]): string {
   const list = kernelOps(ops);
   const bodies: string[] = [];

@@ -30,7 +30,14 @@ function walk(dir: string): string[] {
 
 const files = SOURCE_DIRS.filter((d) => existsSync(join(ROOT, d))).flatMap(walk);
 const fileSet = new Set([...files, 'CMakeLists.txt', 'package.json', 'biome.json', 'knip.json', 'tsconfig.json', 'LICENSE', 'README.md']);
-const dirSet = new Set(files.flatMap((f) => f.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
+const dirSet = new Set(
+  files.flatMap((f) =>
+    f
+      .split('/')
+      .slice(0, -1)
+      .map((_, i, parts) => parts.slice(0, i + 1).join('/')),
+  ),
+);
 const corpus = [...files.filter((f) => /\.(ts|cjs|cc|h|cu|cuh|inc|py|sh|txt|json|yaml)$/.test(f)), 'CMakeLists.txt', 'package.json']
   .map((f) => readFileSync(join(ROOT, f), 'utf8'))
   .join('\n');
@@ -76,7 +83,10 @@ function mentions(doc: string): { paths: Mention[]; links: Mention[]; names: Men
     // A code name: Foo, foo_bar, ns::name, fl.tril, t.logcumsumexp(), FLOCK_X(...).
     const name = /^(?:[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*)(?:\(.*\))?$/.exec(code);
     if (!name) continue;
-    const last = code.replace(/\(.*\)$/, '').split(/\.|::/).pop() as string;
+    const last = code
+      .replace(/\(.*\)$/, '')
+      .split(/\.|::/)
+      .pop() as string;
     if (last.length < 4 || !/[A-Z_]|[a-z][A-Z]/.test(last)) continue; // plain words are prose, not names
     names.push({ doc, text: last });
   }
