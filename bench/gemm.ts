@@ -1,9 +1,11 @@
 /**
- * SGEMM throughput on the CPU, C = A·B for square n×n f32 matrices, side by side with numpy
- * (bench/anchors/numpy_gemm.py, 2 threads) in the same command: flockml and numpy alternate round
- * by round, and each line gives both medians over the rounds and their ratio.
- *   npm run bench -- gemm [N ...] [--rounds R] [--no-anchor] [--openblas DIR]
- * One JSON line per size: {"bench":"gemm","n","isa","ms","gflops","anchor_ms","anchor_gflops",
+ * SGEMM throughput on the CPU, side by side with numpy (bench/anchors/numpy_gemm.py, 2 threads) in
+ * the same command: flockml and numpy alternate round by round, and each line gives both medians
+ * over the rounds and their ratio. A size N is C = A·B for square N×N f32 matrices; MxKxN is a
+ * linear layer's product x·Wᵀ, x [M, K] and W [N, K] (1x384x1152: a decoding step's batch-1 QKV
+ * projection, the weight read from cache round after round).
+ *   npm run bench -- gemm [N | MxKxN ...] [--rounds R] [--no-anchor] [--openblas DIR]
+ * One JSON line per size: {"bench":"gemm","n" or "shape","isa","ms","gflops","anchor_ms","anchor_gflops",
  * "ratio" (flockml's GFLOP/s over numpy's; > 1 is faster), "blas" (the library numpy loaded)}.
  * FLOCKML_CPU_ISA=avx2 measures the AVX2 path on an AVX-512 machine.
  */
@@ -14,7 +16,13 @@ import { flag } from './shared/args';
 
 const argv = process.argv.slice(2);
 const rounds = Number(flag('rounds') ?? 5);
-const sizes = argv.filter((a, i) => /^\d+$/.test(a) && !argv[i - 1]?.startsWith('--')).map(Number);
+const sizes = argv.filter((a, i) => /^\d+(x\d+x\d+)?$/.test(a) && !argv[i - 1]?.startsWith('--'));
+
+/** [M, K, N] of a size argument: N alone is the square N×N·N×N. */
+function dims(size: string): [number, number, number] {
+  const [m, k, n] = size.split('x').map(Number);
+  return k === undefined ? [m, m, m] : [m, k, n];
+}
 
 async function main(): Promise<void> {
   let anchor: Anchor | null = null;
@@ -27,33 +35,36 @@ async function main(): Promise<void> {
       blas = started.ready.blas;
     }
   }
-  for (const n of sizes.length ? sizes : [256, 512, 1024, 2048]) {
-    const a = fl.randn([n, n]),
-      b = fl.randn([n, n]);
+  for (const size of sizes.length ? sizes : ['256', '512', '1024', '2048']) {
+    const [m, k, n] = dims(size),
+      linear = size.includes('x');
+    const a = fl.randn([m, k]),
+      b = linear ? fl.randn([n, k]) : fl.randn([k, n]);
     const run = async (iters: number) => {
       const t0 = performance.now();
       for (let i = 0; i < iters; i++)
         fl.tidy(() => {
-          a.matmul(b);
+          a.matmul(linear ? b.T : b);
         });
       await fl.sync();
       return (performance.now() - t0) / iters;
     };
-    const iters = Math.max(3, Math.round(1e10 / (2 * n ** 3))); // ~0.1 s rounds
+    const flops = 2 * m * k * n;
+    const iters = Math.max(3, Math.round(1e10 / flops)); // ~0.1 s rounds
     await run(2); // warm-up: packing buffers, thread pool, page faults
-    if (anchor) await anchor.request(`${n} 2`);
+    if (anchor) await anchor.request(`${size} 2`);
     const ours: number[] = [],
       theirs: number[] = [];
     for (let r = 0; r < rounds; r++) {
       ours.push(await run(iters));
-      const line = anchor && (await anchor.request(`${n} ${iters}`));
+      const line = anchor && (await anchor.request(`${size} ${iters}`));
       if (anchor && !line) {
         console.log(JSON.stringify({ bench: 'gemm', impl: 'numpy', skipped: anchor.lastError() }));
         anchor = null;
       }
       if (line) theirs.push(Number(line.ms));
     }
-    const gflops = (ms: number) => +((2 * n ** 3) / (ms * 1e6)).toFixed(2);
+    const gflops = (ms: number) => +(flops / (ms * 1e6)).toFixed(2);
     const ms = median(ours),
       anchorMs = theirs.length ? median(theirs) : undefined;
     console.log(
@@ -61,7 +72,7 @@ async function main(): Promise<void> {
         bench: 'gemm',
         device: 'cpu',
         dtype: 'f32',
-        n,
+        ...(linear ? { shape: size } : { n }),
         threads: fl.getNumThreads(),
         isa: fl.buildInfo().sgemm,
         rounds,

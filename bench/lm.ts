@@ -15,7 +15,8 @@
  * one per figure and framework, then a summary with the ratios and the two goals (generation at
  * batch 1 ≥ 1.5x PyTorch for GPT-2; LoRA training ≥ PyTorch).
  *   npm run bench -- lm [--models gpt2,llama] [--rounds 3] [--steps 3] [--batch 8] [--context 128]
- *     [--prompt 16] [--new-tokens 128] [--vocab 8192] [--streams 4] [--torch-threads 1,2] [--no-anchor] [--no-serve]
+ *     [--prompt 16] [--new-tokens 128] [--vocab 8192] [--streams 4] [--threads N] [--torch-threads 1,2] [--no-anchor] [--no-serve]
+ * --threads sets flockml's intra-op threads (fl.setNumThreads; default every core).
  */
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +36,8 @@ const promptLen = numberFlag('prompt', 16);
 const newTokens = numberFlag('new-tokens', 128);
 const vocab = numberFlag('vocab', 8192);
 const streams = numberFlag('streams', 4);
+const threads = numberFlag('threads', 0);
+if (threads > 0) fl.setNumThreads(threads);
 const torchThreads = stringFlag('torch-threads', '1,2').split(',').map(Number);
 const positions = Math.max(512, promptLen + newTokens, context);
 for (const m of models) if (!(m in MODELS)) throw new RangeError(`--models: unknown model ${m} (gpt2, llama)`);
