@@ -2,7 +2,7 @@
  * SGEMM throughput on the CPU, side by side with numpy (bench/anchors/numpy_gemm.py, 2 threads) in
  * the same command: flockml and numpy alternate round by round, and each line gives both medians
  * over the rounds and their ratio. A size N is C = A·B for square N×N f32 matrices; MxKxN is a
- * linear layer's product x·Wᵀ, x [M, K] and W [N, K] (1x384x1152: a decoding step's batch-1 QKV
+ * linear layer's product x·Wᵀ (fl.nn.functional.linear), x [M, K] and W [N, K] (1x384x1152: a decoding step's batch-1 QKV
  * projection, the weight read from cache round after round).
  *   npm run bench -- gemm [N | MxKxN ...] [--rounds R] [--no-anchor] [--openblas DIR]
  * One JSON line per size: {"bench":"gemm","n" or "shape","isa","ms","gflops","anchor_ms","anchor_gflops",
@@ -44,7 +44,9 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       for (let i = 0; i < iters; i++)
         fl.tidy(() => {
-          a.matmul(linear ? b.T : b);
+          // The linear form hands the GEMM W with its transposed flag, as the models' layers do.
+          if (linear) fl.nn.functional.linear(a, b);
+          else a.matmul(b);
         });
       await fl.sync();
       return (performance.now() - t0) / iters;
