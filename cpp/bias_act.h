@@ -13,13 +13,20 @@ namespace flock {
 // The element-wise op each activation applies (none applies none: the caller skips it).
 constexpr UnaryOp bias_act_unary(BiasAct a) {
   switch (a) {
-    case BiasAct::relu: return UnaryOp::relu;
-    case BiasAct::gelu: return UnaryOp::gelu;
-    case BiasAct::gelu_tanh: return UnaryOp::gelu_tanh;
-    case BiasAct::silu: return UnaryOp::silu;
-    case BiasAct::tanh: return UnaryOp::tanh;
-    case BiasAct::sigmoid: return UnaryOp::sigmoid;
-    default: return UnaryOp::count;
+    case BiasAct::relu:
+      return UnaryOp::relu;
+    case BiasAct::gelu:
+      return UnaryOp::gelu;
+    case BiasAct::gelu_tanh:
+      return UnaryOp::gelu_tanh;
+    case BiasAct::silu:
+      return UnaryOp::silu;
+    case BiasAct::tanh:
+      return UnaryOp::tanh;
+    case BiasAct::sigmoid:
+      return UnaryOp::sigmoid;
+    default:
+      return UnaryOp::count;
   }
 }
 

@@ -29,7 +29,8 @@ Stream& Context::stream(Device d) {
   if (d.is_cpu()) {
     if (d.index == 0) return *cpu_[0];
     const int n = cpu_device_count();
-    if (d.index < 0 || d.index >= n) fail(Code::Device, "device ", d.str(), " is out of range: this process has ", n, " CPU devices");
+    if (d.index < 0 || d.index >= n)
+      fail(Code::Device, "device ", d.str(), " is out of range: this process has ", n, " CPU devices");
     std::lock_guard<std::mutex> lk(m_);
     auto& s = cpu_[d.index];
     if (!s) s = std::make_unique<cpu::CpuStream>(d.index);

@@ -46,7 +46,8 @@ int cpu_device_count() {
 }
 
 void set_cpu_device_count(int n) {
-  if (n < 1 || n > kMaxCpuDevices) fail(Code::Device, "setCpuDeviceCount: the count must be from 1 to ", kMaxCpuDevices, ", got ", n);
+  if (n < 1 || n > kMaxCpuDevices)
+    fail(Code::Device, "setCpuDeviceCount: the count must be from 1 to ", kMaxCpuDevices, ", got ", n);
   std::lock_guard<std::mutex> lk(g_count_mutex);
   if (g_cpu_devices > 0 && g_cpu_devices != n)
     fail(Code::Device, "setCpuDeviceCount: the CPU devices are already in use (", g_cpu_devices,

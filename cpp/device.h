@@ -32,7 +32,8 @@ struct Device {
 // How many virtual CPU devices this process has. The first call fixes the count (from
 // set_cpu_device_count, else FLOCKML_CPU_DEVICES, else 1); ERR_DEVICE for a bad FLOCKML_CPU_DEVICES.
 int cpu_device_count();
-// Sets the count before it is fixed (it takes precedence over FLOCKML_CPU_DEVICES); ERR_DEVICE once devices are in use or for n outside [1, 16].
+// Sets the count before it is fixed (it takes precedence over FLOCKML_CPU_DEVICES); ERR_DEVICE once devices are in use or for n
+// outside [1, 16].
 void set_cpu_device_count(int n);
 
 // Parses "cpu", "cpu:N", "cuda" and "cuda:N"; throws ERR_DEVICE on anything else and on a CPU
@@ -46,7 +47,8 @@ struct FailureAck {
   uint64_t id = 0;
   void acknowledge() const {
     uint64_t seen = acked->load(std::memory_order_acquire);
-    while (seen < id && !acked->compare_exchange_weak(seen, id, std::memory_order_acq_rel)) {}
+    while (seen < id && !acked->compare_exchange_weak(seen, id, std::memory_order_acq_rel)) {
+    }
   }
   bool acknowledged() const { return acked->load(std::memory_order_acquire) >= id; }
 };
@@ -57,7 +59,8 @@ struct StreamError {
   std::string message;
   std::shared_ptr<const FailureAck> ack;  // set when it reports a stream's failure
   StreamError() = default;
-  StreamError(Code c, std::string m, std::shared_ptr<const FailureAck> a = nullptr) : code(c), message(std::move(m)), ack(std::move(a)) {}
+  StreamError(Code c, std::string m, std::shared_ptr<const FailureAck> a = nullptr)
+      : code(c), message(std::move(m)), ack(std::move(a)) {}
   void acknowledge() const {
     if (ack) ack->acknowledge();
   }

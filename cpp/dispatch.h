@@ -22,15 +22,15 @@ struct KernelTable {
 // Declares a kernel family's signature and defines its table: one table per family in the whole
 // addon (an inline function's static is shared by every file that includes the declaration), so
 // a family needs no second list of definitions to stay in step with its declarations.
-#define FLOCK_DECLARE_KERNEL(family, signature)                  \
-  using family##_fn = signature;                                 \
-  inline KernelTable<family##_fn*>& family##_table() {           \
-    static KernelTable<family##_fn*> table{#family, {}};         \
-    return table;                                                \
+#define FLOCK_DECLARE_KERNEL(family, signature)          \
+  using family##_fn = signature;                         \
+  inline KernelTable<family##_fn*>& family##_table() {   \
+    static KernelTable<family##_fn*> table{#family, {}}; \
+    return table;                                        \
   }
 
-#define FLOCK_REGISTER_KERNEL(family, device, fn)                                       \
-  static const bool family##_##device##_registered =                                    \
+#define FLOCK_REGISTER_KERNEL(family, device, fn)    \
+  static const bool family##_##device##_registered = \
       (::flock::family##_table().fns[static_cast<int>(::flock::DeviceType::device)] = fn, true)
 
 }  // namespace flock

@@ -9,27 +9,62 @@
 
 namespace flock {
 
-enum class Code { Shape, DType, Device, Disposed, OOM, Cuda, Nccl, Timeout, PeerLost, Arg, Index, Range, CollectiveMismatch, IO, Internal, Format, PeerFailed };
+enum class Code {
+  Shape,
+  DType,
+  Device,
+  Disposed,
+  OOM,
+  Cuda,
+  Nccl,
+  Timeout,
+  PeerLost,
+  Arg,
+  Index,
+  Range,
+  CollectiveMismatch,
+  IO,
+  Internal,
+  Format,
+  PeerFailed
+};
 
 inline const char* code_name(Code c) {
   switch (c) {
-    case Code::Shape: return "ERR_SHAPE";
-    case Code::DType: return "ERR_DTYPE";
-    case Code::Device: return "ERR_DEVICE";
-    case Code::Disposed: return "ERR_DISPOSED";
-    case Code::OOM: return "ERR_OOM";
-    case Code::Cuda: return "ERR_CUDA";
-    case Code::Nccl: return "ERR_NCCL";
-    case Code::Timeout: return "ERR_TIMEOUT";
-    case Code::PeerLost: return "ERR_PEER_LOST";
-    case Code::Arg: return "ERR_ARG";
-    case Code::Index: return "ERR_INDEX";
-    case Code::Range: return "ERR_RANGE";
-    case Code::CollectiveMismatch: return "ERR_COLLECTIVE_MISMATCH";
-    case Code::IO: return "ERR_IO";
-    case Code::Internal: return "ERR_INTERNAL";
-    case Code::Format: return "ERR_FORMAT";
-    case Code::PeerFailed: return "ERR_PEER_FAILED";
+    case Code::Shape:
+      return "ERR_SHAPE";
+    case Code::DType:
+      return "ERR_DTYPE";
+    case Code::Device:
+      return "ERR_DEVICE";
+    case Code::Disposed:
+      return "ERR_DISPOSED";
+    case Code::OOM:
+      return "ERR_OOM";
+    case Code::Cuda:
+      return "ERR_CUDA";
+    case Code::Nccl:
+      return "ERR_NCCL";
+    case Code::Timeout:
+      return "ERR_TIMEOUT";
+    case Code::PeerLost:
+      return "ERR_PEER_LOST";
+    case Code::Arg:
+      return "ERR_ARG";
+    case Code::Index:
+      return "ERR_INDEX";
+    case Code::Range:
+      return "ERR_RANGE";
+    case Code::CollectiveMismatch:
+      return "ERR_COLLECTIVE_MISMATCH";
+    case Code::IO:
+      return "ERR_IO";
+    case Code::Internal:
+      return "ERR_INTERNAL";
+    case Code::Format:
+      return "ERR_FORMAT";
+    case Code::PeerFailed:
+      return "ERR_PEER_FAILED";
   }
   return "ERR_INTERNAL";
 }
@@ -40,9 +75,18 @@ inline const char* code_name(Code c) {
 enum class ErrorKind { Type, Range, Other };
 inline ErrorKind error_kind(Code c) {
   switch (c) {
-    case Code::DType: case Code::Device: case Code::Disposed: case Code::Arg: return ErrorKind::Type;
-    case Code::Shape: case Code::Index: case Code::Range: case Code::OOM: return ErrorKind::Range;
-    default: return ErrorKind::Other;
+    case Code::DType:
+    case Code::Device:
+    case Code::Disposed:
+    case Code::Arg:
+      return ErrorKind::Type;
+    case Code::Shape:
+    case Code::Index:
+    case Code::Range:
+    case Code::OOM:
+      return ErrorKind::Range;
+    default:
+      return ErrorKind::Other;
   }
 }
 
@@ -73,7 +117,9 @@ template <class... Parts>
   throw Error(c, o.str());
 }
 
-#define FLOCK_CHECK(cond, code, ...) \
-  do { if (!(cond)) ::flock::fail(::flock::Code::code, __VA_ARGS__); } while (0)
+#define FLOCK_CHECK(cond, code, ...)                              \
+  do {                                                            \
+    if (!(cond)) ::flock::fail(::flock::Code::code, __VA_ARGS__); \
+  } while (0)
 
 }  // namespace flock

@@ -54,14 +54,16 @@ std::shared_ptr<Event> record_event(Device d, const char* op) {
   require_cpu_stream(d, op);
   auto e = std::make_shared<Event>();
   // A control task: it runs on a failed stream too, and hands the failure on.
-  Context::current().stream(d).enqueue(op, [e] { e->set(current_task_failure()); }, true);
+  Context::current().stream(d).enqueue(
+      op, [e] { e->set(current_task_failure()); }, true);
   return e;
 }
 
 void wait_event(Device d, std::shared_ptr<Event> e, const char* op) {
   require_cpu_stream(d, op);
   if (e->query() && !e->failure()) return;
-  Context::current().stream(d).enqueue(op, [e] { e->wait(); }, true);
+  Context::current().stream(d).enqueue(
+      op, [e] { e->wait(); }, true);
 }
 
 }  // namespace flock

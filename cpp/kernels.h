@@ -44,11 +44,13 @@ FLOCK_DECLARE_KERNEL(unary, void(UnaryOp op, const Tensor& x, Tensor& out, doubl
 FLOCK_DECLARE_KERNEL(unary_backward, void(UnaryOp op, const Tensor& x, const Tensor& gy, Tensor& gx, double a, double b))
 FLOCK_DECLARE_KERNEL(binary, void(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out))
 FLOCK_DECLARE_KERNEL(where, void(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out))
-FLOCK_DECLARE_KERNEL(reduce, void(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64_t red, int64_t inner, double correction))
+FLOCK_DECLARE_KERNEL(reduce, void(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64_t red, int64_t inner,
+                                  double correction))
 FLOCK_DECLARE_KERNEL(matmul, void(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan& plan))
 FLOCK_DECLARE_KERNEL(softmax, void(const Tensor& x, Tensor& out, int64_t outer, int64_t dim, int64_t inner, bool log))
 FLOCK_DECLARE_KERNEL(strided_copy, void(const Tensor& src, Tensor& dst, const StridedCopy& plan))
-FLOCK_DECLARE_KERNEL(index_select, void(const Tensor& x, const Tensor& index, Tensor& out, int64_t outer, int64_t dim_size, int64_t inner))
+FLOCK_DECLARE_KERNEL(index_select,
+                     void(const Tensor& x, const Tensor& index, Tensor& out, int64_t outer, int64_t dim_size, int64_t inner))
 FLOCK_DECLARE_KERNEL(gather, void(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim))
 FLOCK_DECLARE_KERNEL(scatter_add, void(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim))
 // out (i64, [...index.shape, num_classes]) = 1 where the last coordinate is the class index, else 0.
@@ -66,7 +68,8 @@ FLOCK_DECLARE_KERNEL(random, void(RandomKind kind, Tensor& out, uint64_t seed, u
 // Cumulative sum (prod false) or product along n, from the end when `reverse`; out has x's dtype.
 FLOCK_DECLARE_KERNEL(scan, void(const Tensor& x, Tensor& out, int64_t outer, int64_t n, int64_t inner, bool prod, bool reverse))
 // The gradient of cumprod, exact where x has zeros (as torch's cumprod_backward).
-FLOCK_DECLARE_KERNEL(cumprod_backward, void(const Tensor& x, const Tensor& gy, Tensor& gx, int64_t outer, int64_t n, int64_t inner))
+FLOCK_DECLARE_KERNEL(cumprod_backward,
+                     void(const Tensor& x, const Tensor& gy, Tensor& gx, int64_t outer, int64_t n, int64_t inner))
 // Stable sort of each of `rows` contiguous rows of n: values (x's dtype) and indices (i64). NaN
 // sorts above +inf and -0 equals +0, as torch.sort.
 FLOCK_DECLARE_KERNEL(sort, void(const Tensor& x, Tensor& values, Tensor& indices, int64_t rows, int64_t n, bool descending))
@@ -74,7 +77,8 @@ FLOCK_DECLARE_KERNEL(sort, void(const Tensor& x, Tensor& values, Tensor& indices
 FLOCK_DECLARE_KERNEL(scatter, void(Tensor& out, const Tensor& index, const Tensor& src, int64_t dim))
 enum class ScatterReduceOp : int { sum, prod, mean, amax, amin, count };
 // out already holds the input; `count` (i64, out's shape) is scratch that mean uses.
-FLOCK_DECLARE_KERNEL(scatter_reduce, void(ScatterReduceOp op, Tensor& out, const Tensor& index, const Tensor& src, int64_t dim, bool include_self, Tensor& count))
+FLOCK_DECLARE_KERNEL(scatter_reduce, void(ScatterReduceOp op, Tensor& out, const Tensor& index, const Tensor& src, int64_t dim,
+                                          bool include_self, Tensor& count))
 // positions: i64 inclusive running count of mask (same numel as x and mask); out holds the picks.
 FLOCK_DECLARE_KERNEL(masked_select, void(const Tensor& x, const Tensor& mask, const Tensor& positions, Tensor& out))
 // out [count, ndim] i64: the coordinates of mask's true elements in row-major order.

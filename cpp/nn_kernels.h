@@ -67,25 +67,35 @@ FLOCK_DECLARE_KERNEL(avg_pool2d_forward, void(const Tensor& x, Tensor& y, const 
 FLOCK_DECLARE_KERNEL(avg_pool2d_backward, void(const Tensor& gy, Tensor& gx, const Pool2dGeom& g, bool adaptive))
 // Fused log-softmax + NLL over rows of [rows, classes] logits with integer targets; writes the
 // per-row loss and the row's logsumexp (kept for backward).
-FLOCK_DECLARE_KERNEL(cross_entropy_forward, void(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse, int64_t ignore_index, double smoothing))
-FLOCK_DECLARE_KERNEL(cross_entropy_backward, void(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, Tensor& glogits, int64_t ignore_index, double smoothing))
+FLOCK_DECLARE_KERNEL(cross_entropy_forward, void(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse,
+                                                 int64_t ignore_index, double smoothing))
+FLOCK_DECLARE_KERNEL(cross_entropy_backward, void(const Tensor& logits, const Tensor& target, const Tensor& lse,
+                                                  const Tensor& gloss, Tensor& glogits, int64_t ignore_index, double smoothing))
 // Layer normalisation of a [rows, d] view with the elementwise affine fused in: y = x̂·weight + bias,
 // x̂ the row shifted to zero mean and scaled to unit (biased) variance; weight and bias ([d], the
 // input's dtype) may each be null. Saves the per-row mean and 1/std for backward. Group norm runs
 // it with neither (its affine is per channel, not per element of a row).
-FLOCK_DECLARE_KERNEL(layer_norm_forward, void(const Tensor& x, const Tensor* weight, const Tensor* bias, Tensor& y, Tensor& mean, Tensor& rstd, double eps))
+FLOCK_DECLARE_KERNEL(layer_norm_forward, void(const Tensor& x, const Tensor* weight, const Tensor* bias, Tensor& y, Tensor& mean,
+                                              Tensor& rstd, double eps))
 // dx per row and, when gweight/gbias are given, their column sums over the rows in the same call.
-FLOCK_DECLARE_KERNEL(layer_norm_backward, void(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight, const Tensor& gy, Tensor& gx, Tensor* gweight, Tensor* gbias))
+FLOCK_DECLARE_KERNEL(layer_norm_backward, void(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight,
+                                               const Tensor& gy, Tensor& gx, Tensor* gweight, Tensor* gbias))
 // In-place multi-tensor optimizer steps: every parameter of a group in one queued call.
 // `max_v` (amsgrad's running maximum of v) is empty unless cfg.amsgrad. `masters` is empty for
 // f32/f64 params; for bf16/f16 params it holds their f32 master weights (llm.c style): grads are
 // read in the params' dtype, the masters and the f32 state are updated, and each param receives
 // its master rounded to its dtype, all in the same pass.
-FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m, std::vector<Tensor>& v, std::vector<Tensor>& max_v, std::vector<Tensor>& masters, const AdamConfig& cfg))
-FLOCK_DECLARE_KERNEL(sgd_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, std::vector<Tensor>& masters, const SgdConfig& cfg))
+FLOCK_DECLARE_KERNEL(adam_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m,
+                                     std::vector<Tensor>& v, std::vector<Tensor>& max_v, std::vector<Tensor>& masters,
+                                     const AdamConfig& cfg))
+FLOCK_DECLARE_KERNEL(sgd_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs,
+                                    std::vector<Tensor>& masters, const SgdConfig& cfg))
 // `grad_avg` is empty unless cfg.centered, `bufs` (momentum buffers) empty unless cfg.momentum > 0.
-FLOCK_DECLARE_KERNEL(rmsprop_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& square_avg, std::vector<Tensor>& grad_avg, std::vector<Tensor>& bufs, std::vector<Tensor>& masters, const RmspropConfig& cfg))
-FLOCK_DECLARE_KERNEL(adagrad_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& sums, std::vector<Tensor>& masters, const AdagradConfig& cfg))
+FLOCK_DECLARE_KERNEL(rmsprop_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                                        std::vector<Tensor>& square_avg, std::vector<Tensor>& grad_avg, std::vector<Tensor>& bufs,
+                                        std::vector<Tensor>& masters, const RmspropConfig& cfg))
+FLOCK_DECLARE_KERNEL(adagrad_step, void(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& sums,
+                                        std::vector<Tensor>& masters, const AdagradConfig& cfg))
 
 // Global gradient norm over a list of same-dtype tensors in one queued call: `acc` (0-d f64)
 // receives Σ|x|^p (max |x| for p = inf), `out` (0-d, the tensors' dtype) its p-th root.
@@ -110,9 +120,12 @@ struct AttnGeom {
   uint64_t seed, offset;
 };
 // `lse` (f64 for f64 inputs, f32 otherwise) receives each query row's logsumexp, kept for backward.
-FLOCK_DECLARE_KERNEL(attention_forward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g))
+FLOCK_DECLARE_KERNEL(attention_forward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out,
+                                             Tensor& lse, const AttnGeom& g))
 // Recomputes the scores tile by tile; `delta` ([bh, tq], lse's dtype) is scratch for rowsum(gout * out).
-FLOCK_DECLARE_KERNEL(attention_backward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g))
+FLOCK_DECLARE_KERNEL(attention_backward, void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
+                                              const Tensor& out, const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gq,
+                                              Tensor& gk, Tensor& gv, const AttnGeom& g))
 // Self-attention over one packed projection qkv ([n, len, 3·embed] when batch_first, else
 // [len, n, 3·embed]): head h's query, key and value are columns h·d, embed + h·d and 2·embed + h·d
 // of each row (d = embed / heads), and out ([n, len, embed] or [len, n, embed]) gets head h in
@@ -122,9 +135,12 @@ struct AttnPacked {
   int64_t heads, n, len, embed;
   bool batch_first;
 };
-FLOCK_DECLARE_KERNEL(attention_packed_forward, void(const Tensor& qkv, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g, const AttnPacked& p))
+FLOCK_DECLARE_KERNEL(attention_packed_forward, void(const Tensor& qkv, const Tensor* mask, Tensor& out, Tensor& lse,
+                                                    const AttnGeom& g, const AttnPacked& p))
 // The gradient of qkv, every element written (gqkv has qkv's shape).
-FLOCK_DECLARE_KERNEL(attention_packed_backward, void(const Tensor& qkv, const Tensor* mask, const Tensor& out, const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gqkv, const AttnGeom& g, const AttnPacked& p))
+FLOCK_DECLARE_KERNEL(attention_packed_backward,
+                     void(const Tensor& qkv, const Tensor* mask, const Tensor& out, const Tensor& lse, const Tensor& gout,
+                          Tensor& delta, Tensor& gqkv, const AttnGeom& g, const AttnPacked& p))
 // Gradient scaling (GradScaler.unscale_): every tensor of the list multiplied in place by
 // `inv_scale`, and `found_inf` (0-d f32, on the device) set to 1 if any value is inf or NaN — one
 // queued call per device, no host round trip.

@@ -13,7 +13,9 @@
 
 namespace flock {
 
-struct Philox4 { uint32_t v[4]; };
+struct Philox4 {
+  uint32_t v[4];
+};
 
 FLOCK_PHILOX_HD uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
   uint64_t p = static_cast<uint64_t>(a) * b;
@@ -29,7 +31,10 @@ FLOCK_PHILOX_HD Philox4 philox(uint64_t seed, uint64_t counter) {
     uint32_t lo0 = mulhilo(0xD2511F53u, c0, &hi0);
     uint32_t lo1 = mulhilo(0xCD9E8D57u, c2, &hi1);
     uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
-    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    c0 = n0;
+    c1 = n1;
+    c2 = n2;
+    c3 = n3;
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }

@@ -19,7 +19,7 @@ inline bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
 // One task on one stream: queued at `enqueue_ns` by host thread `host_thread`, ran [start_ns, end_ns).
 struct KernelRecord {
-  const char* op;  // a string literal from the op's front end
+  const char* op;      // a string literal from the op's front end
   std::string stream;  // "cpu", "cuda:0"
   int64_t enqueue_ns;
   int64_t start_ns;

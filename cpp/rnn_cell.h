@@ -20,16 +20,16 @@ constexpr int64_t rnn_saved(RnnMode m) { return m == RnnMode::lstm || m == RnnMo
 // gx, gh [rows, G] (G = gates · hidden) the input projection x·W_ihᵀ + b_ih and the hidden one
 // h_prev·W_hhᵀ; b_hh [G] or null; h_prev, h [rows, hidden]; c_prev, c the cell state (LSTM only,
 // else null); saved [rows, rnn_saved · hidden] or null (nothing is kept for backward).
-FLOCK_DECLARE_KERNEL(rnn_cell_forward, void(RnnMode mode, const Tensor& gx, const Tensor& gh, const Tensor* b_hh, const Tensor& h_prev,
-                                            const Tensor* c_prev, Tensor& h, Tensor* c, Tensor* saved))
+FLOCK_DECLARE_KERNEL(rnn_cell_forward, void(RnnMode mode, const Tensor& gx, const Tensor& gh, const Tensor* b_hh,
+                                            const Tensor& h_prev, const Tensor* c_prev, Tensor& h, Tensor* c, Tensor* saved))
 // The gradient of one step. dh = gy_h + gh_next (each optional) is the gradient of h; gy_c (LSTM,
 // optional) adds to the cell's. `carry` [rows, hidden] is read and then overwritten in place: LSTM
 // the cell gradient (in: of c, out: of c_prev), GRU the part of h_prev's gradient that skips the
 // GEMM (in: added to dh, out: dh · z); null for a plain RNN. dgx [rows, G] receives the gradient of
 // the pre-activations from x's side; dgh (GRU only, else null: the same as dgx) from h's side,
 // whose n part is scaled by r.
-FLOCK_DECLARE_KERNEL(rnn_cell_backward, void(RnnMode mode, const Tensor* gy_h, const Tensor* gy_c, const Tensor* gh_next, Tensor* carry,
-                                             const Tensor& h, const Tensor* c, const Tensor* c_prev, const Tensor& h_prev,
-                                             const Tensor* saved, Tensor& dgx, Tensor* dgh))
+FLOCK_DECLARE_KERNEL(rnn_cell_backward, void(RnnMode mode, const Tensor* gy_h, const Tensor* gy_c, const Tensor* gh_next,
+                                             Tensor* carry, const Tensor& h, const Tensor* c, const Tensor* c_prev,
+                                             const Tensor& h_prev, const Tensor* saved, Tensor& dgx, Tensor* dgh))
 
 }  // namespace flock

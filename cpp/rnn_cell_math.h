@@ -11,12 +11,19 @@
 namespace flock::rnn {
 
 struct StdFn {
-  template <class C> static FLOCK_HD C sigmoid(C x) { return C(1) / (C(1) + std::exp(-x)); }
-  template <class C> static FLOCK_HD C tanh(C x) { return std::tanh(x); }
+  template <class C>
+  static FLOCK_HD C sigmoid(C x) {
+    return C(1) / (C(1) + std::exp(-x));
+  }
+  template <class C>
+  static FLOCK_HD C tanh(C x) {
+    return std::tanh(x);
+  }
 };
 
 template <RnnMode M, class IO, class Fn, class T>
-FLOCK_HD void forward_unit(const T* gx, const T* gh, const T* bh, const T* hp, const T* cp, T* h, T* c, T* saved, int64_t H, int64_t j) {
+FLOCK_HD void forward_unit(const T* gx, const T* gh, const T* bh, const T* hp, const T* cp, T* h, T* c, T* saved, int64_t H,
+                           int64_t j) {
   using C = typename IO::C;
   // The pre-activation of gate k from both projections; for GRU's n gate the hidden part stays apart.
   auto xpart = [&](int64_t k) { return IO::load(gx[k * H + j]); };
@@ -88,11 +95,16 @@ FLOCK_HD void backward_unit(const T* gyh, const T* gyc, const T* ghn, T* carry, 
 template <class Fn>
 void with_mode(RnnMode m, Fn&& fn) {
   switch (m) {
-    case RnnMode::rnn_tanh: return fn(std::integral_constant<RnnMode, RnnMode::rnn_tanh>{});
-    case RnnMode::rnn_relu: return fn(std::integral_constant<RnnMode, RnnMode::rnn_relu>{});
-    case RnnMode::lstm: return fn(std::integral_constant<RnnMode, RnnMode::lstm>{});
-    case RnnMode::gru: return fn(std::integral_constant<RnnMode, RnnMode::gru>{});
-    default: fail(Code::Arg, "rnnCell: unknown mode");
+    case RnnMode::rnn_tanh:
+      return fn(std::integral_constant<RnnMode, RnnMode::rnn_tanh>{});
+    case RnnMode::rnn_relu:
+      return fn(std::integral_constant<RnnMode, RnnMode::rnn_relu>{});
+    case RnnMode::lstm:
+      return fn(std::integral_constant<RnnMode, RnnMode::lstm>{});
+    case RnnMode::gru:
+      return fn(std::integral_constant<RnnMode, RnnMode::gru>{});
+    default:
+      fail(Code::Arg, "rnnCell: unknown mode");
   }
 }
 

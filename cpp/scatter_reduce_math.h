@@ -17,28 +17,36 @@ namespace flock::scatter_math {
 template <class C>
 FLOCK_SCATTER_HD C combine(ScatterReduceOp op, C a, C b) {
   switch (op) {
-    case ScatterReduceOp::prod: return a * b;
+    case ScatterReduceOp::prod:
+      return a * b;
     case ScatterReduceOp::amax:
     case ScatterReduceOp::amin:
       if constexpr (std::is_floating_point_v<C>) {
         if (a != a || b != b) return a != a ? a : b;  // NaN propagates, as torch
       }
       return op == ScatterReduceOp::amax ? (b > a ? b : a) : (b < a ? b : a);
-    default: return a + b;
+    default:
+      return a + b;
   }
 }
 
 template <class C>
 FLOCK_SCATTER_HD C identity(ScatterReduceOp op) {
   switch (op) {
-    case ScatterReduceOp::prod: return C(1);
+    case ScatterReduceOp::prod:
+      return C(1);
     case ScatterReduceOp::amax:
-      if constexpr (std::is_floating_point_v<C>) return -INFINITY;
-      else return std::numeric_limits<C>::lowest();
+      if constexpr (std::is_floating_point_v<C>)
+        return -INFINITY;
+      else
+        return std::numeric_limits<C>::lowest();
     case ScatterReduceOp::amin:
-      if constexpr (std::is_floating_point_v<C>) return INFINITY;
-      else return std::numeric_limits<C>::max();
-    default: return C(0);
+      if constexpr (std::is_floating_point_v<C>)
+        return INFINITY;
+      else
+        return std::numeric_limits<C>::max();
+    default:
+      return C(0);
   }
 }
 

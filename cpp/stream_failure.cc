@@ -9,8 +9,8 @@ namespace {
 // thread_local pointer: a thread_local with a destructor (a shared_ptr, a std::function) is read
 // through a guarded wrapper call on every access, which cost a small op measurably.
 struct ThreadState {
-  int depth = 0;                        // open OpScopes
-  std::shared_ptr<OpOutputs> outputs;   // the current (or last) call's storages
+  int depth = 0;                       // open OpScopes
+  std::shared_ptr<OpOutputs> outputs;  // the current (or last) call's storages
   const StreamError* task_failure = nullptr;
   std::function<void(const StreamError&)> hook;
 };
@@ -38,8 +38,10 @@ OpScope::OpScope() {
   ThreadState& t = state();
   outer_ = t.depth++ == 0;
   if (!outer_ || !t.outputs) return;
-  if (t.outputs.use_count() == 1) t.outputs->storages.clear();
-  else t.outputs.reset();
+  if (t.outputs.use_count() == 1)
+    t.outputs->storages.clear();
+  else
+    t.outputs.reset();
 }
 
 OpScope::~OpScope() { --state().depth; }
@@ -68,7 +70,9 @@ void on_task_failure(std::function<void(const StreamError& mark)> fn) { state().
 
 std::function<void(const StreamError& mark)> take_task_failure_hook() { return std::exchange(state().hook, nullptr); }
 
-ControlTaskScope::ControlTaskScope(const StreamError* failure) : previous(state().task_failure) { state().task_failure = failure; }
+ControlTaskScope::ControlTaskScope(const StreamError* failure) : previous(state().task_failure) {
+  state().task_failure = failure;
+}
 ControlTaskScope::~ControlTaskScope() { state().task_failure = previous; }
 
 StreamFailure::StreamFailure() : acked_(std::make_shared<std::atomic<uint64_t>>(0)) {}

@@ -203,7 +203,8 @@ void* take(Device d, size_t n) {
   DeviceMemory& m = memory_of(d);
   const int64_t now = m.bytes.fetch_add(static_cast<int64_t>(n)) + static_cast<int64_t>(n);
   int64_t peak = m.peak.load();
-  while (now > peak && !m.peak.compare_exchange_weak(peak, now)) {}
+  while (now > peak && !m.peak.compare_exchange_weak(peak, now)) {
+  }
   return p;
 }
 

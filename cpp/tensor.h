@@ -46,7 +46,9 @@ struct Storage {
   }
   // Set when the task that was to write this storage failed or was dropped (stream_failure.h):
   // what reading it throws. Null while the storage is good.
-  const StreamError* failure() const { return failed_.load(std::memory_order_acquire) ? failure_.load(std::memory_order_acquire) : nullptr; }
+  const StreamError* failure() const {
+    return failed_.load(std::memory_order_acquire) ? failure_.load(std::memory_order_acquire) : nullptr;
+  }
   // The first mark wins; thread-safe.
   void mark_failed(const StreamError& e);
   // A write that covers the whole storage (fill_) makes it good again.
@@ -72,7 +74,10 @@ struct Tensor {
   Device device() const { return storage->device; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
   void* raw() const { return static_cast<char*>(storage->data()) + offset * static_cast<int64_t>(dtype_size(dtype)); }
-  template <class T> T* data() const { return static_cast<T*>(raw()); }
+  template <class T>
+  T* data() const {
+    return static_cast<T*>(raw());
+  }
 };
 
 // Checks a shape (non-negative, finite, product fits) and returns its element count.

@@ -32,7 +32,8 @@ template <class T>
 void unscale_typed(std::vector<Tensor>& ts, DType dtype, float* found_inf, double inv_scale, cudaStream_t s) {
   const std::vector<const std::vector<Tensor>*> lists{&ts};
   for_each_batch<T, 1>(lists, dtype, [&](const TensorBatch<T, 1>& b, int64_t blocks) {
-    FLOCK_LAUNCH(static_cast<unsigned>(blocks), kUnscaleThreads, 0, s, amp_unscale_kernel<T>)(b, found_inf, static_cast<float>(inv_scale));
+    FLOCK_LAUNCH(static_cast<unsigned>(blocks), kUnscaleThreads, 0, s, amp_unscale_kernel<T>)
+    (b, found_inf, static_cast<float>(inv_scale));
     check_launch("amp_unscale_kernel");
   });
 }

@@ -58,8 +58,8 @@ __device__ __forceinline__ int64_t key_end(const AttnGeom& g, int64_t i0) {
 
 // Loads keys and values j0 .. j0 + nj of batch-head b into the block's shared tiles, zero-padded.
 template <class T, class C, int KT, int MAXD>
-__device__ __forceinline__ void load_kv_tile(C (&ks)[KT][MAXD], C (&vs)[KT][MAXD], const T* k, const T* v, const AttnGeom& g, int64_t b,
-                                             int64_t j0, int nj) {
+__device__ __forceinline__ void load_kv_tile(C (&ks)[KT][MAXD], C (&vs)[KT][MAXD], const T* k, const T* v, const AttnGeom& g,
+                                             int64_t b, int64_t j0, int nj) {
   for (int e = threadIdx.x; e < KT * MAXD; e += blockDim.x) {
     const int c = e / MAXD, x = e % MAXD;
     ks[c][x] = c < nj && x < g.d ? Num<T>::load(k[(b * g.tk + j0 + c) * g.d + x]) : C(0);
@@ -68,8 +68,8 @@ __device__ __forceinline__ void load_kv_tile(C (&ks)[KT][MAXD], C (&vs)[KT][MAXD
 }
 
 template <class T, int MAXD>
-__global__ void attn_forward_kernel(const T* q, const T* k, const T* v, const void* mask, T* out, typename Num<T>::C* lse, AttnGeom g,
-                                    int64_t blocks_per_bh) {
+__global__ void attn_forward_kernel(const T* q, const T* k, const T* v, const void* mask, T* out, typename Num<T>::C* lse,
+                                    AttnGeom g, int64_t blocks_per_bh) {
   using C = typename Num<T>::C;
   constexpr int KT = tile_keys<C, MAXD>();
   __shared__ C ks[KT][MAXD];
@@ -186,8 +186,9 @@ __global__ void attn_dq_kernel(const T* q, const T* k, const T* v, const void* m
 
 // dK and dV: thread per key row, query/grad tiles in shared memory.
 template <class T, int MAXD>
-__global__ void attn_dkdv_kernel(const T* q, const T* k, const T* v, const void* mask, const T* gout, const typename Num<T>::C* lse,
-                                 const typename Num<T>::C* delta, T* gk, T* gv, AttnGeom g, int64_t blocks_per_bh) {
+__global__ void attn_dkdv_kernel(const T* q, const T* k, const T* v, const void* mask, const T* gout,
+                                 const typename Num<T>::C* lse, const typename Num<T>::C* delta, T* gk, T* gv, AttnGeom g,
+                                 int64_t blocks_per_bh) {
   using C = typename Num<T>::C;
   constexpr int QT = tile_keys<C, MAXD>();
   __shared__ C qs[QT][MAXD];
@@ -253,14 +254,20 @@ __global__ void attn_dkdv_kernel(const T* q, const T* k, const T* v, const void*
 template <class Fn>
 void with_head_size(const AttnGeom& g, const char* op, Fn&& fn) {
   const int64_t need = g.d > g.dv ? g.d : g.dv;
-  if (need <= 32) fn(std::integral_constant<int, 32>{});
-  else if (need <= 64) fn(std::integral_constant<int, 64>{});
-  else if (need <= 128) fn(std::integral_constant<int, 128>{});
-  else if (need <= 256) fn(std::integral_constant<int, 256>{});
-  else fail(Code::Shape, op, ": head size ", need, " is over the CUDA kernel's limit of 256");
+  if (need <= 32)
+    fn(std::integral_constant<int, 32>{});
+  else if (need <= 64)
+    fn(std::integral_constant<int, 64>{});
+  else if (need <= 128)
+    fn(std::integral_constant<int, 128>{});
+  else if (need <= 256)
+    fn(std::integral_constant<int, 256>{});
+  else
+    fail(Code::Shape, op, ": head size ", need, " is over the CUDA kernel's limit of 256");
 }
 
-void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g) {
+void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse,
+                            const AttnGeom& g) {
   const char* op = "scaledDotProductAttention";
   cudaStream_t s = current_stream();
   const int64_t blocks = ceil_div(g.tq, kRows);
@@ -269,37 +276,41 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, c
     using T = typename decltype(tag)::type;
     using C = typename Num<T>::C;
     with_head_size(g, op, [&](auto maxd) {
-      FLOCK_LAUNCH(static_cast<unsigned>(g.bh * blocks), kRows, 0, s, attn_forward_kernel<T, decltype(maxd)::value>)(
-          q.data<T>(), k.data<T>(), v.data<T>(), mask ? mask->raw() : nullptr, out.data<T>(), lse.data<C>(), g, blocks);
+      FLOCK_LAUNCH(static_cast<unsigned>(g.bh * blocks), kRows, 0, s, attn_forward_kernel<T, decltype(maxd)::value>)
+      (q.data<T>(), k.data<T>(), v.data<T>(), mask ? mask->raw() : nullptr, out.data<T>(), lse.data<C>(), g, blocks);
     });
   });
   check_launch("attn_forward_kernel");
 }
 
-void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
-                             const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g) {
+void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
+                             const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv,
+                             const AttnGeom& g) {
   const char* op = "scaledDotProductAttentionBackward";
   cudaStream_t s = current_stream();
   const int64_t qblocks = ceil_div(g.tq, kRows), kblocks = ceil_div(g.tk, kRows);
-  if (g.bh * (qblocks > kblocks ? qblocks : kblocks) > 0x7fffffff) fail(Code::Shape, op, ": batch × blocks exceeds the CUDA grid");
+  if (g.bh * (qblocks > kblocks ? qblocks : kblocks) > 0x7fffffff)
+    fail(Code::Shape, op, ": batch × blocks exceeds the CUDA grid");
   const void* mp = mask ? mask->raw() : nullptr;
   visit_float(q.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = typename Num<T>::C;
     if (g.bh * g.tq > 0) {
-      FLOCK_LAUNCH(grid_for(g.bh * g.tq), kThreads, 0, s, attn_delta_kernel<T>)(out.data<T>(), gout.data<T>(), delta.data<C>(), g.bh * g.tq, g.dv);
+      FLOCK_LAUNCH(grid_for(g.bh * g.tq), kThreads, 0, s, attn_delta_kernel<T>)
+      (out.data<T>(), gout.data<T>(), delta.data<C>(), g.bh * g.tq, g.dv);
       check_launch("attn_delta_kernel");
     }
     with_head_size(g, op, [&](auto maxd) {
       constexpr int D = decltype(maxd)::value;
       if (g.bh * qblocks > 0) {
-        FLOCK_LAUNCH(static_cast<unsigned>(g.bh * qblocks), kRows, 0, s, attn_dq_kernel<T, D>)(
-            q.data<T>(), k.data<T>(), v.data<T>(), mp, gout.data<T>(), lse.data<C>(), delta.data<C>(), gq.data<T>(), g, qblocks);
+        FLOCK_LAUNCH(static_cast<unsigned>(g.bh * qblocks), kRows, 0, s, attn_dq_kernel<T, D>)
+        (q.data<T>(), k.data<T>(), v.data<T>(), mp, gout.data<T>(), lse.data<C>(), delta.data<C>(), gq.data<T>(), g, qblocks);
         check_launch("attn_dq_kernel");
       }
       if (g.bh * kblocks > 0) {
-        FLOCK_LAUNCH(static_cast<unsigned>(g.bh * kblocks), kRows, 0, s, attn_dkdv_kernel<T, D>)(
-            q.data<T>(), k.data<T>(), v.data<T>(), mp, gout.data<T>(), lse.data<C>(), delta.data<C>(), gk.data<T>(), gv.data<T>(), g, kblocks);
+        FLOCK_LAUNCH(static_cast<unsigned>(g.bh * kblocks), kRows, 0, s, attn_dkdv_kernel<T, D>)
+        (q.data<T>(), k.data<T>(), v.data<T>(), mp, gout.data<T>(), lse.data<C>(), delta.data<C>(), gk.data<T>(), gv.data<T>(), g,
+         kblocks);
         check_launch("attn_dkdv_kernel");
       }
     });

@@ -43,7 +43,8 @@ __global__ void bias_act_forward_kernel(const T* x, const T* bias, T* y, int64_t
 }
 
 template <class T, int V>
-__global__ void bias_act_backward_kernel(const T* gy, const T* saved, const T* bias, T* gx, int64_t packs, int64_t n, BiasAct act) {
+__global__ void bias_act_backward_kernel(const T* gy, const T* saved, const T* bias, T* gx, int64_t packs, int64_t n,
+                                         BiasAct act) {
   using P = Pack<T, V>;
   using C = typename Num<T>::C;
   FLOCK_GRID_STRIDE(p, packs) {
@@ -72,8 +73,10 @@ void with_pack(DType dtype, int64_t n, std::initializer_list<const void*> ptrs, 
     constexpr int kWide = 16 / sizeof(T);
     bool wide = n % kWide == 0;
     for (const void* p : ptrs) wide = wide && aligned16(p);
-    if (wide) launch(tag, std::integral_constant<int, kWide>{});
-    else launch(tag, std::integral_constant<int, 1>{});
+    if (wide)
+      launch(tag, std::integral_constant<int, kWide>{});
+    else
+      launch(tag, std::integral_constant<int, 1>{});
   });
 }
 
@@ -85,7 +88,8 @@ void bias_act_cuda(const Tensor& x, const Tensor& bias, Tensor& y, BiasAct act) 
     using T = typename decltype(tag)::type;
     constexpr int V = decltype(width)::value;
     const int64_t packs = total / V;
-    FLOCK_LAUNCH(grid_for(packs), kThreads, 0, s, bias_act_forward_kernel<T, V>)(x.data<T>(), bias.data<T>(), y.data<T>(), packs, n, act);
+    FLOCK_LAUNCH(grid_for(packs), kThreads, 0, s, bias_act_forward_kernel<T, V>)
+    (x.data<T>(), bias.data<T>(), y.data<T>(), packs, n, act);
   });
   check_launch("bias_act_forward_kernel");
 }
@@ -99,8 +103,8 @@ void bias_act_backward_cuda(const Tensor& gy, const Tensor& saved, const Tensor*
     using T = typename decltype(tag)::type;
     constexpr int V = decltype(width)::value;
     const int64_t packs = total / V;
-    FLOCK_LAUNCH(grid_for(packs), kThreads, 0, s, bias_act_backward_kernel<T, V>)(gy.data<T>(), saved.data<T>(), static_cast<const T*>(bp),
-                                                                         gx.data<T>(), packs, n, act);
+    FLOCK_LAUNCH(grid_for(packs), kThreads, 0, s, bias_act_backward_kernel<T, V>)
+    (gy.data<T>(), saved.data<T>(), static_cast<const T*>(bp), gx.data<T>(), packs, n, act);
   });
   check_launch("bias_act_backward_kernel");
 }

@@ -29,7 +29,17 @@ struct IndexFault {
   long long value;
   long long limit;
 };
-enum IndexOp : int { kIndexSelect = 1, kGather = 2, kScatterAdd = 3, kCrossEntropy = 4, kOneHot = 5, kScatter = 6, kScatterReduce = 7, kMaskedSelect = 8, kNonzero = 9 };
+enum IndexOp : int {
+  kIndexSelect = 1,
+  kGather = 2,
+  kScatterAdd = 3,
+  kCrossEntropy = 4,
+  kOneHot = 5,
+  kScatter = 6,
+  kScatterReduce = 7,
+  kMaskedSelect = 8,
+  kNonzero = 9
+};
 IndexFault* current_index_fault();
 
 // The running task's pinned host buffer for host transfers: at least min(want, a cap of tens of
@@ -73,7 +83,7 @@ inline unsigned grid_for(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 8 ? 65535 * 8 : blocks));
 }
 
-#define FLOCK_GRID_STRIDE(i, n)                                                              \
+#define FLOCK_GRID_STRIDE(i, n)                                                          \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
@@ -91,7 +101,11 @@ template <>
 struct Num<bf16> {
   using C = float;
   __device__ __forceinline__ static float load(bf16 v) { return __bfloat162float(__ushort_as_bfloat16(v.bits)); }
-  __device__ __forceinline__ static bf16 store(float v) { bf16 r; r.bits = __bfloat16_as_ushort(__float2bfloat16(v)); return r; }
+  __device__ __forceinline__ static bf16 store(float v) {
+    bf16 r;
+    r.bits = __bfloat16_as_ushort(__float2bfloat16(v));
+    return r;
+  }
   __device__ __forceinline__ static double to_double(bf16 v) { return static_cast<double>(load(v)); }
   // Through float first, as the CPU's from_double does, so double rounding matches.
   __device__ __forceinline__ static bf16 from_double(double v) { return store(static_cast<float>(v)); }
@@ -100,7 +114,11 @@ template <>
 struct Num<f16> {
   using C = float;
   __device__ __forceinline__ static float load(f16 v) { return __half2float(__ushort_as_half(v.bits)); }
-  __device__ __forceinline__ static f16 store(float v) { f16 r; r.bits = __half_as_ushort(__float2half_rn(v)); return r; }
+  __device__ __forceinline__ static f16 store(float v) {
+    f16 r;
+    r.bits = __half_as_ushort(__float2half_rn(v));
+    return r;
+  }
   __device__ __forceinline__ static double to_double(f16 v) { return static_cast<double>(load(v)); }
   __device__ __forceinline__ static f16 from_double(double v) { return store(static_cast<float>(v)); }
 };
@@ -160,6 +178,8 @@ Broadcast<N> make_broadcast(const Shape& out, const std::array<const Shape*, N>&
 
 // Calls fn(type_tag<T>{}) for the dtype; same as visit_dtype, kept here so launchers read alike.
 template <class Fn>
-decltype(auto) visit(DType t, Fn&& fn) { return visit_dtype(t, std::forward<Fn>(fn)); }
+decltype(auto) visit(DType t, Fn&& fn) {
+  return visit_dtype(t, std::forward<Fn>(fn));
+}
 
 }  // namespace flock::cuda

@@ -95,8 +95,8 @@ __global__ void __launch_bounds__(kConvThreads) conv2d_forward_kernel(const T* _
 // Rows: input channels of the group; columns: (n, iy, ix); reduction over (o, i, j). A tap reads
 // gy[oy, ox] only where iy + ph − i·dh is a non-negative multiple of the stride inside the output.
 template <class T>
-__global__ void __launch_bounds__(kConvThreads) conv2d_backward_input_kernel(const T* __restrict__ gy, const T* __restrict__ w,
-                                                                             T* __restrict__ gx, ConvDims d) {
+__global__ void __launch_bounds__(kConvThreads)
+    conv2d_backward_input_kernel(const T* __restrict__ gy, const T* __restrict__ w, T* __restrict__ gx, ConvDims d) {
   __shared__ T As[kDepth][kTile + 1];
   __shared__ T Bs[kDepth][kTile + 1];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -163,9 +163,9 @@ __global__ void __launch_bounds__(kConvThreads) conv2d_backward_input_kernel(con
 // Rows: output channels of the group; columns: taps k; reduction over (n, oy, ox), cut into
 // `splits` slices of `chunk` columns. Slice s writes its partial tile to out + s·slice_stride.
 template <class T>
-__global__ void __launch_bounds__(kConvThreads) conv2d_backward_weight_kernel(const T* __restrict__ x, const T* __restrict__ gy,
-                                                                              T* __restrict__ out, ConvDims d, int splits,
-                                                                              int64_t chunk, int64_t slice_stride) {
+__global__ void __launch_bounds__(kConvThreads)
+    conv2d_backward_weight_kernel(const T* __restrict__ x, const T* __restrict__ gy, T* __restrict__ out, ConvDims d, int splits,
+                                  int64_t chunk, int64_t slice_stride) {
   __shared__ T As[kDepth][kTile + 1];
   __shared__ T Bs[kDepth][kTile + 1];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -242,14 +242,16 @@ __global__ void sum_slices_kernel(const T* __restrict__ parts, T* __restrict__ o
 }
 
 void expect(const Tensor& t, const Shape& shape, DType dtype, const char* op, const char* name) {
-  if (t.device().type != DeviceType::CUDA) fail(Code::Device, op, ": ", name, " is on ", t.device().str(), ", expected a CUDA device");
+  if (t.device().type != DeviceType::CUDA)
+    fail(Code::Device, op, ": ", name, " is on ", t.device().str(), ", expected a CUDA device");
   if (t.dtype != dtype) fail(Code::DType, op, ": ", name, " is ", dtype_name(t.dtype), ", expected ", dtype_name(dtype));
   if (t.shape != shape) fail(Code::Shape, op, ": ", name, " has shape ", shape_str(t.shape), ", expected ", shape_str(shape));
 }
 
 ConvDims dims_of(const Conv2dGeom& g, DType dtype, const char* op) {
   if (dtype != DType::f32 && dtype != DType::f64) fail(Code::DType, op, ": expected f32 or f64, got ", dtype_name(dtype));
-  if (g.groups < 1 || g.c % g.groups || g.oc % g.groups) fail(Code::Shape, op, ": channels ", g.c, " and ", g.oc, " are not divisible by groups ", g.groups);
+  if (g.groups < 1 || g.c % g.groups || g.oc % g.groups)
+    fail(Code::Shape, op, ": channels ", g.c, " and ", g.oc, " are not divisible by groups ", g.groups);
   // An empty kernel is allowed, as on the CPU: the reduction is empty and the output is the bias.
   if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0 || g.kh < 0 || g.kw < 0)
     fail(Code::Arg, op, ": stride and dilation must be ≥ 1, padding and kernel size ≥ 0");
@@ -262,13 +264,24 @@ ConvDims dims_of(const Conv2dGeom& g, DType dtype, const char* op) {
       g.ph > lim || g.pw > lim || g.dh > lim || g.dw > lim || ceil_div(ocg, kTile) > lim || ceil_div(cg, kTile) > lim)
     fail(Code::Shape, op, ": kernel of ", cg, "x", g.kh, "x", g.kw, " taps per output channel is too large");
   ConvDims d;
-  d.n = g.n; d.c = g.c; d.h = g.h; d.w = g.w; d.oc = g.oc; d.oh = g.oh; d.ow = g.ow;
-  d.kh = static_cast<int>(g.kh); d.kw = static_cast<int>(g.kw);
-  d.sh = static_cast<int>(g.sh); d.sw = static_cast<int>(g.sw);
-  d.ph = static_cast<int>(g.ph); d.pw = static_cast<int>(g.pw);
-  d.dh = static_cast<int>(g.dh); d.dw = static_cast<int>(g.dw);
+  d.n = g.n;
+  d.c = g.c;
+  d.h = g.h;
+  d.w = g.w;
+  d.oc = g.oc;
+  d.oh = g.oh;
+  d.ow = g.ow;
+  d.kh = static_cast<int>(g.kh);
+  d.kw = static_cast<int>(g.kw);
+  d.sh = static_cast<int>(g.sh);
+  d.sw = static_cast<int>(g.sw);
+  d.ph = static_cast<int>(g.ph);
+  d.pw = static_cast<int>(g.pw);
+  d.dh = static_cast<int>(g.dh);
+  d.dw = static_cast<int>(g.dw);
   d.groups = static_cast<int>(g.groups);
-  d.cg = static_cast<int>(cg); d.ocg = static_cast<int>(ocg);
+  d.cg = static_cast<int>(cg);
+  d.ocg = static_cast<int>(ocg);
   d.taps = d.kh * d.kw;
   d.k = d.cg * d.taps;
   return d;
@@ -278,7 +291,8 @@ dim3 tile_grid(int64_t cols, int64_t rows, int64_t zs, const char* op) {
   const int64_t bx = ceil_div(cols, kTile);
   if (bx > std::numeric_limits<int>::max()) fail(Code::Shape, op, ": ", cols, " output columns are more than one launch covers");
   // y and z are walked by loops in the kernels when they exceed the hardware limit.
-  return dim3(static_cast<unsigned>(std::max<int64_t>(bx, 1)), static_cast<unsigned>(std::clamp<int64_t>(ceil_div(rows, kTile), 1, kMaxGridYZ)),
+  return dim3(static_cast<unsigned>(std::max<int64_t>(bx, 1)),
+              static_cast<unsigned>(std::clamp<int64_t>(ceil_div(rows, kTile), 1, kMaxGridYZ)),
               static_cast<unsigned>(std::clamp<int64_t>(zs, 1, kMaxGridYZ)));
 }
 
@@ -292,10 +306,10 @@ void conv2d_forward_cuda(const Tensor& x, const Tensor& w, const Tensor* bias, T
   if (y.numel() == 0) return;
   const dim3 grid = tile_grid(g.n * g.oh * g.ow, d.ocg, d.groups, op);
   cudaStream_t s = current_stream();
-  if (x.dtype == DType::f64)
-    FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_forward_kernel<double>)(x.data<double>(), w.data<double>(), bias ? bias->data<double>() : nullptr, y.data<double>(), d);
-  else
-    FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_forward_kernel<float>)(x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr, y.data<float>(), d);
+  if (x.dtype == DType::f64) FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_forward_kernel<double>)
+  (x.data<double>(), w.data<double>(), bias ? bias->data<double>() : nullptr, y.data<double>(), d);
+  else FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_forward_kernel<float>)(
+      x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr, y.data<float>(), d);
   check_launch("conv2d_forward_kernel");
 }
 
@@ -308,10 +322,10 @@ void conv2d_backward_input_cuda(const Tensor& gy, const Tensor& w, Tensor& gx, c
   if (gx.numel() == 0) return;
   const dim3 grid = tile_grid(g.n * g.h * g.w, d.cg, d.groups, op);
   cudaStream_t s = current_stream();
-  if (gy.dtype == DType::f64)
-    FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_backward_input_kernel<double>)(gy.data<double>(), w.data<double>(), gx.data<double>(), d);
-  else
-    FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_backward_input_kernel<float>)(gy.data<float>(), w.data<float>(), gx.data<float>(), d);
+  if (gy.dtype == DType::f64) FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_backward_input_kernel<double>)
+  (gy.data<double>(), w.data<double>(), gx.data<double>(), d);
+  else FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_backward_input_kernel<float>)(gy.data<float>(), w.data<float>(),
+                                                                                   gx.data<float>(), d);
   check_launch("conv2d_backward_input_kernel");
 }
 
@@ -332,10 +346,12 @@ void backward_weight_typed(const Tensor& x, const Tensor& gy, Tensor& gw, const 
     out = parts.data<T>();
   }
   const dim3 grid = tile_grid(d.k, d.ocg, d.groups * splits, "conv2dBackwardWeight");
-  FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_backward_weight_kernel<T>)(x.data<T>(), gy.data<T>(), out, d, static_cast<int>(splits), chunk, wsize);
+  FLOCK_LAUNCH(grid, kConvThreads, 0, s, conv2d_backward_weight_kernel<T>)
+  (x.data<T>(), gy.data<T>(), out, d, static_cast<int>(splits), chunk, wsize);
   check_launch("conv2d_backward_weight_kernel");
   if (splits > 1) {
-    FLOCK_LAUNCH(grid_for(wsize), kThreads, 0, s, sum_slices_kernel<T>)(parts.data<T>(), gw.data<T>(), wsize, static_cast<int>(splits));
+    FLOCK_LAUNCH(grid_for(wsize), kThreads, 0, s, sum_slices_kernel<T>)
+    (parts.data<T>(), gw.data<T>(), wsize, static_cast<int>(splits));
     check_launch("sum_slices_kernel");
   }
   // `parts` is freed on this stream after the kernels that read it.
@@ -349,8 +365,10 @@ void conv2d_backward_weight_cuda(const Tensor& x, const Tensor& gy, Tensor& gw, 
   expect(gw, {g.oc, d.cg, g.kh, g.kw}, x.dtype, op, "weight grad");
   if (gw.numel() == 0) return;
   cudaStream_t s = current_stream();
-  if (x.dtype == DType::f64) backward_weight_typed<double>(x, gy, gw, d, s);
-  else backward_weight_typed<float>(x, gy, gw, d, s);
+  if (x.dtype == DType::f64)
+    backward_weight_typed<double>(x, gy, gw, d, s);
+  else
+    backward_weight_typed<float>(x, gy, gw, d, s);
 }
 
 }  // namespace

@@ -16,11 +16,20 @@ namespace {
 template <class F>
 void with_word(size_t bytes, F f) {
   switch (bytes) {
-    case 1: f(type_tag<uint8_t>{}); return;
-    case 2: f(type_tag<uint16_t>{}); return;
-    case 4: f(type_tag<uint32_t>{}); return;
-    case 8: f(type_tag<uint64_t>{}); return;
-    default: fail(Code::Internal, "copy: unsupported element size ", bytes);
+    case 1:
+      f(type_tag<uint8_t>{});
+      return;
+    case 2:
+      f(type_tag<uint16_t>{});
+      return;
+    case 4:
+      f(type_tag<uint32_t>{});
+      return;
+    case 8:
+      f(type_tag<uint64_t>{});
+      return;
+    default:
+      fail(Code::Internal, "copy: unsupported element size ", bytes);
   }
 }
 
@@ -45,8 +54,8 @@ __global__ void strided_copy_kernel(const W* src, W* dst, int64_t n, StridedPlan
 }
 
 template <class W>
-__global__ void index_select_kernel(const W* x, const void* index, bool wide, W* out, int64_t outer, int64_t n,
-                                    int64_t dim_size, int64_t inner, IndexFault* fault) {
+__global__ void index_select_kernel(const W* x, const void* index, bool wide, W* out, int64_t outer, int64_t n, int64_t dim_size,
+                                    int64_t inner, IndexFault* fault) {
   FLOCK_GRID_STRIDE(e, outer * n * inner) {
     const int64_t i = e % inner, j = (e / inner) % n, o = e / (inner * n);
     const int64_t k = read_index(index, wide, j);
@@ -104,7 +113,8 @@ __device__ __forceinline__ void atomic_accumulate(T* p, T v) {
 }
 
 template <class T>
-__global__ void scatter_add_kernel(T* out, const void* index, bool wide, const T* src, int64_t n, IndexPlan g, IndexFault* fault) {
+__global__ void scatter_add_kernel(T* out, const void* index, bool wide, const T* src, int64_t n, IndexPlan g,
+                                   IndexFault* fault) {
   FLOCK_GRID_STRIDE(e, n) {
     const int64_t k = read_index(index, wide, e);
     if (k < 0 || k >= g.data_dim) {
@@ -132,7 +142,8 @@ void strided_copy_cuda(const Tensor& src, Tensor& dst, const StridedCopy& p) {
   cudaStream_t s = current_stream();
   with_word(dtype_size(src.dtype), [&](auto tag) {
     using W = typename decltype(tag)::type;
-    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, strided_copy_kernel<W>)(static_cast<const W*>(src.raw()), static_cast<W*>(dst.raw()), n, plan);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, strided_copy_kernel<W>)
+    (static_cast<const W*>(src.raw()), static_cast<W*>(dst.raw()), n, plan);
   });
   check_launch("strided_copy_kernel");
 }
@@ -145,8 +156,9 @@ void index_select_cuda(const Tensor& x, const Tensor& index, Tensor& out, int64_
   IndexFault* fault = current_index_fault();
   with_word(dtype_size(x.dtype), [&](auto tag) {
     using W = typename decltype(tag)::type;
-    FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, index_select_kernel<W>)(static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64,
-                                                                static_cast<W*>(out.raw()), outer, n, dim_size, inner, fault);
+    FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, index_select_kernel<W>)
+    (static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64, static_cast<W*>(out.raw()), outer, n, dim_size,
+     inner, fault);
   });
   check_launch("index_select_kernel");
 }
@@ -159,8 +171,8 @@ void gather_cuda(const Tensor& x, const Tensor& index, Tensor& out, int64_t dim)
   IndexFault* fault = current_index_fault();
   with_word(dtype_size(x.dtype), [&](auto tag) {
     using W = typename decltype(tag)::type;
-    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, gather_kernel<W>)(static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64,
-                                                      static_cast<W*>(out.raw()), n, g, fault);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, gather_kernel<W>)
+    (static_cast<const W*>(x.raw()), index.raw(), index.dtype == DType::i64, static_cast<W*>(out.raw()), n, g, fault);
   });
   check_launch("gather_kernel");
 }
@@ -173,7 +185,8 @@ void scatter_add_cuda(Tensor& out, const Tensor& index, const Tensor& src, int64
   IndexFault* fault = current_index_fault();
   visit_numeric(out.dtype, "scatterAdd", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_add_kernel<T>)(out.data<T>(), index.raw(), index.dtype == DType::i64, src.data<T>(), n, g, fault);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_add_kernel<T>)
+    (out.data<T>(), index.raw(), index.dtype == DType::i64, src.data<T>(), n, g, fault);
   });
   check_launch("scatter_add_kernel");
 }
@@ -221,8 +234,8 @@ void one_hot_cuda(const Tensor& index, Tensor& out, int64_t num_classes) {
   if (n == 0) return;
   cudaStream_t s = current_stream();
   if (out.nbytes() > 0) check(cudaMemsetAsync(out.raw(), 0, out.nbytes(), s), "cudaMemsetAsync");
-  FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, one_hot_kernel)(index.raw(), index.dtype == DType::i64, out.data<int64_t>(), n, num_classes,
-                                                   current_index_fault());
+  FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, one_hot_kernel)
+  (index.raw(), index.dtype == DType::i64, out.data<int64_t>(), n, num_classes, current_index_fault());
   check_launch("one_hot_kernel");
 }
 

@@ -24,7 +24,6 @@ int device_count() {
   return n;
 }
 
-
 // A failed query leaves a sticky error that the next launch would report as its own: every
 // failure here is cleared where it occurs and reported in the result.
 std::string device_name(int index) {
@@ -61,7 +60,6 @@ std::string version() {
   }
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
-
 
 const bool registered = [] {
   GpuRuntime& rt = gpu_runtime();

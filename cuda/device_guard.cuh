@@ -24,8 +24,10 @@ inline void set_current_device(int device) {
 // The same for threads that own one device for life (a stream's notifier, a group's watcher): a
 // failure is cleared and left for the thread's first real call to report.
 inline void try_set_current_device(int device) noexcept {
-  if (cudaSetDevice(device) == cudaSuccess) t_current_device = device;
-  else cudaGetLastError();
+  if (cudaSetDevice(device) == cudaSuccess)
+    t_current_device = device;
+  else
+    cudaGetLastError();
 }
 
 class DeviceGuard {
@@ -37,13 +39,17 @@ class DeviceGuard {
       now = -1;
     }
     prev_ = t_current_device >= 0 ? now : -1;
-    if (now != device) set_current_device(device);
-    else t_current_device = device;
+    if (now != device)
+      set_current_device(device);
+    else
+      t_current_device = device;
   }
   ~DeviceGuard() {
     if (prev_ < 0 || prev_ == t_current_device) return;
-    if (cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
-    else t_current_device = prev_;
+    if (cudaSetDevice(prev_) != cudaSuccess)
+      cudaGetLastError();
+    else
+      t_current_device = prev_;
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;

@@ -20,8 +20,10 @@ __global__ void fill_kernel(T* out, int64_t n, T v) {
 template <class S, class D>
 __global__ void cast_kernel(const S* src, D* out, int64_t n) {
   FLOCK_GRID_STRIDE(i, n) {
-    if constexpr (std::is_same_v<D, bool>) out[i] = Num<S>::load(src[i]) != typename Num<S>::C(0);
-    else out[i] = Num<D>::from_double(Num<S>::to_double(src[i]));
+    if constexpr (std::is_same_v<D, bool>)
+      out[i] = Num<S>::load(src[i]) != typename Num<S>::C(0);
+    else
+      out[i] = Num<D>::from_double(Num<S>::to_double(src[i]));
   }
 }
 
@@ -135,7 +137,8 @@ void unary_cuda(UnaryOp op, const Tensor& x, Tensor& out, double a, double b) {
   visit_numeric(x.dtype, "unary", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = unary_c<T>;
-    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, unary_forward_kernel<T>)(op, x.data<T>(), out.data<T>(), n, static_cast<C>(a), static_cast<C>(b));
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, unary_forward_kernel<T>)
+    (op, x.data<T>(), out.data<T>(), n, static_cast<C>(a), static_cast<C>(b));
   });
   check_launch("unary_forward_kernel");
 }
@@ -147,8 +150,8 @@ void unary_backward_cuda(UnaryOp op, const Tensor& x, const Tensor& gy, Tensor& 
   visit_float(x.dtype, "unary_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = acc_t<T>;
-    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, unary_backward_kernel<T>)(op, x.data<T>(), gy.data<T>(), gx.data<T>(), n,
-                                                              static_cast<C>(a), static_cast<C>(b));
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, unary_backward_kernel<T>)
+    (op, x.data<T>(), gy.data<T>(), gx.data<T>(), n, static_cast<C>(a), static_cast<C>(b));
   });
   check_launch("unary_backward_kernel");
 }
@@ -164,11 +167,13 @@ void binary_cuda(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   visit(a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (cmp) {
-      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, binary_forward_kernel<T, bool>)(op, a.data<T>(), b.data<T>(), out.data<bool>(), n, bc, dense);
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, binary_forward_kernel<T, bool>)
+      (op, a.data<T>(), b.data<T>(), out.data<bool>(), n, bc, dense);
     } else if constexpr (std::is_same_v<T, bool>) {
       fail(Code::DType, "binary: arithmetic is not defined for bool tensors");
     } else {
-      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, binary_forward_kernel<T, T>)(op, a.data<T>(), b.data<T>(), out.data<T>(), n, bc, dense);
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, binary_forward_kernel<T, T>)
+      (op, a.data<T>(), b.data<T>(), out.data<T>(), n, bc, dense);
     }
   });
   check_launch("binary_forward_kernel");

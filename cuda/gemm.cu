@@ -31,7 +31,8 @@ struct GemmShape {
 // Stages a kTile×kDepth slice of A as [k][i] and of B as [k][j]; each mapping picks the index
 // that is contiguous in memory as the fast thread index, so global reads coalesce either way.
 template <class T, class Store>
-__device__ __forceinline__ void stage_a(const T* A, const GemmShape& s, int64_t row0, int64_t k0, int tid, int nthreads, Store put) {
+__device__ __forceinline__ void stage_a(const T* A, const GemmShape& s, int64_t row0, int64_t k0, int tid, int nthreads,
+                                        Store put) {
   for (int e = tid; e < kTile * kDepth; e += nthreads) {
     const int i = s.trans_a ? e % kTile : e / kDepth;
     const int kk = s.trans_a ? e / kTile : e % kDepth;
@@ -42,7 +43,8 @@ __device__ __forceinline__ void stage_a(const T* A, const GemmShape& s, int64_t 
 }
 
 template <class T, class Store>
-__device__ __forceinline__ void stage_b(const T* B, const GemmShape& s, int64_t col0, int64_t k0, int tid, int nthreads, Store put) {
+__device__ __forceinline__ void stage_b(const T* B, const GemmShape& s, int64_t col0, int64_t k0, int tid, int nthreads,
+                                        Store put) {
   for (int e = tid; e < kTile * kDepth; e += nthreads) {
     const int j = s.trans_b ? e / kDepth : e % kTile;
     const int kk = s.trans_b ? e % kDepth : e / kTile;
@@ -239,20 +241,30 @@ void matmul_cuda(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan
         GemmShape shape = base;
         shape.col_tile0 = c0;
         const unsigned cols = static_cast<unsigned>(std::min(kMaxGridY, col_tiles - c0));
-        FLOCK_LAUNCH(dim3(row_tiles, cols, count), threads, 0, s, kernel)(a.data<T>(), b.data<T>(), out.data<T>() + z0 * p.m * p.n, shape, offs);
+        FLOCK_LAUNCH(dim3(row_tiles, cols, count), threads, 0, s, kernel)
+        (a.data<T>(), b.data<T>(), out.data<T>() + z0 * p.m * p.n, shape, offs);
         check_launch("matmul_kernel");
       }
     });
   };
   switch (a.dtype) {
     case DType::f32:
-      if (p.allow_tf32) run(type_tag<float>{}, matmul_mma_kernel<float, Tf32Mma>, 128);
-      else run(type_tag<float>{}, matmul_simt_kernel<float>, 256);
+      if (p.allow_tf32)
+        run(type_tag<float>{}, matmul_mma_kernel<float, Tf32Mma>, 128);
+      else
+        run(type_tag<float>{}, matmul_simt_kernel<float>, 256);
       return;
-    case DType::f64: run(type_tag<double>{}, matmul_simt_kernel<double>, 256); return;
-    case DType::bf16: run(type_tag<bf16>{}, matmul_mma_kernel<bf16, Bf16Mma>, 128); return;
-    case DType::f16: run(type_tag<f16>{}, matmul_mma_kernel<f16, F16Mma>, 128); return;
-    default: fail(Code::DType, "matmul: expected a floating dtype (f32, f64, bf16, f16), got ", dtype_name(a.dtype));
+    case DType::f64:
+      run(type_tag<double>{}, matmul_simt_kernel<double>, 256);
+      return;
+    case DType::bf16:
+      run(type_tag<bf16>{}, matmul_mma_kernel<bf16, Bf16Mma>, 128);
+      return;
+    case DType::f16:
+      run(type_tag<f16>{}, matmul_mma_kernel<f16, F16Mma>, 128);
+      return;
+    default:
+      fail(Code::DType, "matmul: expected a floating dtype (f32, f64, bf16, f16), got ", dtype_name(a.dtype));
   }
 }
 

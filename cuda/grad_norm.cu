@@ -19,17 +19,23 @@ __global__ void grad_norm_partial_kernel(const __grid_constant__ TensorBatch<T, 
   double s = 0;
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     const double a = fabs(static_cast<double>(Num<T>::load(x[i])));
-    if (mode == 0) s = (a > s || a != a) ? a : s;
-    else if (mode == 2) s += a * a;
-    else if (mode == 1) s += a;
-    else s += pow(a, p);
+    if (mode == 0)
+      s = (a > s || a != a) ? a : s;
+    else if (mode == 2)
+      s += a * a;
+    else if (mode == 1)
+      s += a;
+    else
+      s += pow(a, p);
   }
   // NaN wins the max, as it would in a norm that propagates it.
   s = mode == 0 ? RowTeam<false>::all_reduce(s, [](double x, double y) { return (y > x || y != y) ? y : x; })
                 : RowTeam<false>::all_reduce(s, [](double x, double y) { return x + y; });
   if (threadIdx.x == 0) {
-    if (mode == 0) atomicMax(reinterpret_cast<unsigned long long*>(acc), static_cast<unsigned long long>(__double_as_longlong(s)));
-    else atomicAdd(acc, s);
+    if (mode == 0)
+      atomicMax(reinterpret_cast<unsigned long long*>(acc), static_cast<unsigned long long>(__double_as_longlong(s)));
+    else
+      atomicAdd(acc, s);
   }
 }
 

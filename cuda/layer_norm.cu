@@ -19,8 +19,9 @@ namespace flock::cuda {
 namespace {
 
 template <class T, bool kWarp>
-__global__ void layer_norm_forward_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ y,
-                                          T* __restrict__ mean, T* __restrict__ rstd, int64_t rows, int64_t d, double eps) {
+__global__ void layer_norm_forward_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                                          T* __restrict__ y, T* __restrict__ mean, T* __restrict__ rstd, int64_t rows, int64_t d,
+                                          double eps) {
   using Team = RowTeam<kWarp>;
   const auto add = [](double p, double q) { return p + q; };
   for (int64_t r = Team::first_row(); r < rows; r += Team::row_stride()) {
@@ -51,7 +52,8 @@ __global__ void layer_norm_forward_kernel(const T* __restrict__ x, const T* __re
 // dx = rstd · (g − mean(g) − x̂ · mean(g · x̂)), g = gy·w (gy without a weight), x̂ = (x − mean)·rstd.
 template <class T, bool kWarp>
 __global__ void layer_norm_backward_kernel(const T* __restrict__ x, const T* __restrict__ mean, const T* __restrict__ rstd,
-                                           const T* __restrict__ w, const T* __restrict__ gy, T* __restrict__ gx, int64_t rows, int64_t d) {
+                                           const T* __restrict__ w, const T* __restrict__ gy, T* __restrict__ gx, int64_t rows,
+                                           int64_t d) {
   using Team = RowTeam<kWarp>;
   const auto add = [](double p, double q) { return p + q; };
   for (int64_t r = Team::first_row(); r < rows; r += Team::row_stride()) {
@@ -77,7 +79,8 @@ __global__ void layer_norm_backward_kernel(const T* __restrict__ x, const T* __r
 // Block (column slice, row chunk): part[chunk][j] = Σ gy·x̂ and part[chunk][d + j] = Σ gy over the chunk.
 template <class T>
 __global__ void layer_norm_param_partials(const T* __restrict__ x, const T* __restrict__ mean, const T* __restrict__ rstd,
-                                          const T* __restrict__ gy, double* __restrict__ part, int64_t rows, int64_t d, int64_t per_chunk) {
+                                          const T* __restrict__ gy, double* __restrict__ part, int64_t rows, int64_t d,
+                                          int64_t per_chunk) {
   const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= d) return;
   const int64_t c = blockIdx.y, r0 = c * per_chunk, r1 = min(rows, r0 + per_chunk);
@@ -92,7 +95,8 @@ __global__ void layer_norm_param_partials(const T* __restrict__ x, const T* __re
 }
 
 template <class T>
-__global__ void layer_norm_param_sum(const double* __restrict__ part, T* __restrict__ gw, T* __restrict__ gb, int64_t chunks, int64_t d) {
+__global__ void layer_norm_param_sum(const double* __restrict__ part, T* __restrict__ gw, T* __restrict__ gb, int64_t chunks,
+                                     int64_t d) {
   FLOCK_GRID_STRIDE(j, d) {
     double sw = 0, sb = 0;
     for (int64_t c = 0; c < chunks; ++c) {
@@ -105,13 +109,15 @@ __global__ void layer_norm_param_sum(const double* __restrict__ part, T* __restr
 }
 
 void expect(const Tensor& t, const Shape& shape, DType dtype, const char* op, const char* name) {
-  if (t.device().type != DeviceType::CUDA) fail(Code::Device, op, ": ", name, " is on ", t.device().str(), ", expected a CUDA device");
+  if (t.device().type != DeviceType::CUDA)
+    fail(Code::Device, op, ": ", name, " is on ", t.device().str(), ", expected a CUDA device");
   if (t.dtype != dtype) fail(Code::DType, op, ": ", name, " is ", dtype_name(t.dtype), ", expected ", dtype_name(dtype));
   if (t.shape != shape) fail(Code::Shape, op, ": ", name, " has shape ", shape_str(t.shape), ", expected ", shape_str(shape));
 }
 
 void check_input(const Tensor& x, const char* op) {
-  if (x.dtype != DType::f32 && x.dtype != DType::f64) fail(Code::DType, op, ": input must be f32 or f64, got ", dtype_name(x.dtype));
+  if (x.dtype != DType::f32 && x.dtype != DType::f64)
+    fail(Code::DType, op, ": input must be f32 or f64, got ", dtype_name(x.dtype));
   if (x.dim() != 2) fail(Code::Shape, op, ": input must be [rows, d], got ", shape_str(x.shape));
 }
 
@@ -124,7 +130,8 @@ T* maybe(Tensor* t) {
   return t ? t->data<T>() : nullptr;
 }
 
-void layer_norm_forward_cuda(const Tensor& x, const Tensor* w, const Tensor* b, Tensor& y, Tensor& mean, Tensor& rstd, double eps) {
+void layer_norm_forward_cuda(const Tensor& x, const Tensor* w, const Tensor* b, Tensor& y, Tensor& mean, Tensor& rstd,
+                             double eps) {
   const char* op = "layerNorm";
   check_input(x, op);
   const int64_t rows = x.shape[0], d = x.shape[1];
@@ -140,20 +147,20 @@ void layer_norm_forward_cuda(const Tensor& x, const Tensor* w, const Tensor* b, 
   cudaStream_t s = current_stream();
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (l.warp)
-      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_forward_kernel<T, true>)(x.data<T>(), maybe<T>(w), maybe<T>(b), y.data<T>(), mean.data<T>(),
-                                                                         rstd.data<T>(), rows, d, eps);
-    else
-      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_forward_kernel<T, false>)(x.data<T>(), maybe<T>(w), maybe<T>(b), y.data<T>(), mean.data<T>(),
-                                                                          rstd.data<T>(), rows, d, eps);
+    if (l.warp) FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_forward_kernel<T, true>)
+    (x.data<T>(), maybe<T>(w), maybe<T>(b), y.data<T>(), mean.data<T>(), rstd.data<T>(), rows, d, eps);
+    else FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_forward_kernel<T, false>)(
+        x.data<T>(), maybe<T>(w), maybe<T>(b), y.data<T>(), mean.data<T>(), rstd.data<T>(), rows, d, eps);
   };
-  if (x.dtype == DType::f64) run(type_tag<double>{});
-  else run(type_tag<float>{});
+  if (x.dtype == DType::f64)
+    run(type_tag<double>{});
+  else
+    run(type_tag<float>{});
   check_launch("layer_norm_forward_kernel");
 }
 
-void layer_norm_backward_cuda(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* w, const Tensor& gy, Tensor& gx,
-                              Tensor* gw, Tensor* gb) {
+void layer_norm_backward_cuda(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* w, const Tensor& gy,
+                              Tensor& gx, Tensor* gw, Tensor* gb) {
   const char* op = "layerNormBackward";
   check_input(x, op);
   const int64_t rows = x.shape[0], d = x.shape[1];
@@ -175,25 +182,26 @@ void layer_norm_backward_cuda(const Tensor& x, const Tensor& mean, const Tensor&
   if (gw || gb) part = empty({chunks, 2 * d}, DType::f64, x.device(), op);
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (l.warp)
-      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_backward_kernel<T, true>)(x.data<T>(), mean.data<T>(), rstd.data<T>(), maybe<T>(w),
-                                                                          gy.data<T>(), gx.data<T>(), rows, d);
-    else
-      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_backward_kernel<T, false>)(x.data<T>(), mean.data<T>(), rstd.data<T>(), maybe<T>(w),
-                                                                           gy.data<T>(), gx.data<T>(), rows, d);
+    if (l.warp) FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_backward_kernel<T, true>)
+    (x.data<T>(), mean.data<T>(), rstd.data<T>(), maybe<T>(w), gy.data<T>(), gx.data<T>(), rows, d);
+    else FLOCK_LAUNCH(l.blocks, l.threads, 0, s, layer_norm_backward_kernel<T, false>)(
+        x.data<T>(), mean.data<T>(), rstd.data<T>(), maybe<T>(w), gy.data<T>(), gx.data<T>(), rows, d);
     check_launch("layer_norm_backward_kernel");
     if (!gw && !gb) return;
     const int64_t slices = ceil_div(d, kThreads);
     if (slices > 0x7fffffff) fail(Code::Shape, op, ": rows of ", d, " elements are too long for one launch");
     const dim3 grid(static_cast<unsigned>(slices), static_cast<unsigned>(chunks));
-    FLOCK_LAUNCH(grid, kThreads, 0, s, layer_norm_param_partials<T>)(x.data<T>(), mean.data<T>(), rstd.data<T>(), gy.data<T>(), part.data<double>(),
-                                                           rows, d, per_chunk);
+    FLOCK_LAUNCH(grid, kThreads, 0, s, layer_norm_param_partials<T>)
+    (x.data<T>(), mean.data<T>(), rstd.data<T>(), gy.data<T>(), part.data<double>(), rows, d, per_chunk);
     check_launch("layer_norm_param_partials");
-    FLOCK_LAUNCH(grid_for(d), kThreads, 0, s, layer_norm_param_sum<T>)(part.data<double>(), maybe<T>(gw), maybe<T>(gb), chunks, d);
+    FLOCK_LAUNCH(grid_for(d), kThreads, 0, s, layer_norm_param_sum<T>)
+    (part.data<double>(), maybe<T>(gw), maybe<T>(gb), chunks, d);
     check_launch("layer_norm_param_sum");
   };
-  if (x.dtype == DType::f64) run(type_tag<double>{});
-  else run(type_tag<float>{});
+  if (x.dtype == DType::f64)
+    run(type_tag<double>{});
+  else
+    run(type_tag<float>{});
   // `part` is freed on this stream after the kernels that read it.
 }
 

@@ -19,12 +19,14 @@ __device__ __forceinline__ int64_t target_at(const void* target, bool wide, int6
 
 // std::max as the CPU writes it, so a NaN logit is skipped by the max exactly as there.
 template <class T>
-__device__ __forceinline__ T cpu_max(T a, T b) { return a < b ? b : a; }
+__device__ __forceinline__ T cpu_max(T a, T b) {
+  return a < b ? b : a;
+}
 
 template <class T, bool kWarp>
-__global__ void cross_entropy_forward_kernel(const T* __restrict__ x, const void* __restrict__ target, bool wide, T* __restrict__ loss,
-                                             T* __restrict__ lse, int64_t rows, int64_t cls, int64_t ignore, T keep, T eps,
-                                             IndexFault* fault) {
+__global__ void cross_entropy_forward_kernel(const T* __restrict__ x, const void* __restrict__ target, bool wide,
+                                             T* __restrict__ loss, T* __restrict__ lse, int64_t rows, int64_t cls, int64_t ignore,
+                                             T keep, T eps, IndexFault* fault) {
   using Team = RowTeam<kWarp>;
   for (int64_t r = Team::first_row(); r < rows; r += Team::row_stride()) {
     const T* row = x + r * cls;
@@ -60,9 +62,9 @@ __global__ void cross_entropy_forward_kernel(const T* __restrict__ x, const void
 }
 
 template <class T>
-__global__ void cross_entropy_backward_kernel(const T* __restrict__ x, const void* __restrict__ target, bool wide, const T* __restrict__ lse,
-                                              const T* __restrict__ g, T* __restrict__ gx, int64_t rows, int64_t cls, int64_t ignore, T keep,
-                                              T smooth) {
+__global__ void cross_entropy_backward_kernel(const T* __restrict__ x, const void* __restrict__ target, bool wide,
+                                              const T* __restrict__ lse, const T* __restrict__ g, T* __restrict__ gx,
+                                              int64_t rows, int64_t cls, int64_t ignore, T keep, T smooth) {
   FLOCK_GRID_STRIDE(i, rows * cls) {
     const int64_t r = i / cls, c = i % cls;
     const int64_t t = target_at(target, wide, r);
@@ -78,22 +80,27 @@ __global__ void cross_entropy_backward_kernel(const T* __restrict__ x, const voi
 }
 
 void expect(const Tensor& t, const Shape& shape, DType dtype, const char* op, const char* name) {
-  if (t.device().type != DeviceType::CUDA) fail(Code::Device, op, ": ", name, " is on ", t.device().str(), ", expected a CUDA device");
+  if (t.device().type != DeviceType::CUDA)
+    fail(Code::Device, op, ": ", name, " is on ", t.device().str(), ", expected a CUDA device");
   if (t.dtype != dtype) fail(Code::DType, op, ": ", name, " is ", dtype_name(t.dtype), ", expected ", dtype_name(dtype));
   if (t.shape != shape) fail(Code::Shape, op, ": ", name, " has shape ", shape_str(t.shape), ", expected ", shape_str(shape));
 }
 
 // Checks the logits and targets; returns whether the targets are i64.
 bool check_inputs(const Tensor& logits, const Tensor& target, const char* op) {
-  if (logits.dtype != DType::f32 && logits.dtype != DType::f64) fail(Code::DType, op, ": input must be f32 or f64, got ", dtype_name(logits.dtype));
+  if (logits.dtype != DType::f32 && logits.dtype != DType::f64)
+    fail(Code::DType, op, ": input must be f32 or f64, got ", dtype_name(logits.dtype));
   if (logits.dim() != 2) fail(Code::Shape, op, ": input must be [rows, classes], got ", shape_str(logits.shape));
-  if (logits.device().type != DeviceType::CUDA) fail(Code::Device, op, ": input is on ", logits.device().str(), ", expected a CUDA device");
-  if (target.dtype != DType::i64 && target.dtype != DType::i32) fail(Code::DType, op, ": target must be i64 or i32, got ", dtype_name(target.dtype));
+  if (logits.device().type != DeviceType::CUDA)
+    fail(Code::Device, op, ": input is on ", logits.device().str(), ", expected a CUDA device");
+  if (target.dtype != DType::i64 && target.dtype != DType::i32)
+    fail(Code::DType, op, ": target must be i64 or i32, got ", dtype_name(target.dtype));
   expect(target, {logits.shape[0]}, target.dtype, op, "target");
   return target.dtype == DType::i64;
 }
 
-void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse, int64_t ignore, double smoothing) {
+void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& target, Tensor& loss, Tensor& lse, int64_t ignore,
+                                double smoothing) {
   const char* op = "crossEntropy";
   const bool wide = check_inputs(logits, target, op);
   const int64_t rows = logits.shape[0], cls = logits.shape[1];
@@ -108,20 +115,20 @@ void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& target, Tens
     using T = typename decltype(tag)::type;
     // (1 − ε) is rounded from double, as the CPU's T(1 - eps).
     const T keep = static_cast<T>(1 - smoothing), eps = static_cast<T>(smoothing);
-    if (l.warp)
-      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, cross_entropy_forward_kernel<T, true>)(logits.data<T>(), target.raw(), wide, loss.data<T>(), lse.data<T>(),
-                                                                          rows, cls, ignore, keep, eps, fault);
-    else
-      FLOCK_LAUNCH(l.blocks, l.threads, 0, s, cross_entropy_forward_kernel<T, false>)(logits.data<T>(), target.raw(), wide, loss.data<T>(), lse.data<T>(),
-                                                                           rows, cls, ignore, keep, eps, fault);
+    if (l.warp) FLOCK_LAUNCH(l.blocks, l.threads, 0, s, cross_entropy_forward_kernel<T, true>)
+    (logits.data<T>(), target.raw(), wide, loss.data<T>(), lse.data<T>(), rows, cls, ignore, keep, eps, fault);
+    else FLOCK_LAUNCH(l.blocks, l.threads, 0, s, cross_entropy_forward_kernel<T, false>)(
+        logits.data<T>(), target.raw(), wide, loss.data<T>(), lse.data<T>(), rows, cls, ignore, keep, eps, fault);
   };
-  if (logits.dtype == DType::f64) run(type_tag<double>{});
-  else run(type_tag<float>{});
+  if (logits.dtype == DType::f64)
+    run(type_tag<double>{});
+  else
+    run(type_tag<float>{});
   check_launch("cross_entropy_forward_kernel");
 }
 
-void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, Tensor& glogits,
-                                 int64_t ignore, double smoothing) {
+void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss,
+                                 Tensor& glogits, int64_t ignore, double smoothing) {
   const char* op = "crossEntropyBackward";
   const bool wide = check_inputs(logits, target, op);
   const int64_t rows = logits.shape[0], cls = logits.shape[1];
@@ -134,11 +141,13 @@ void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& target, con
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T keep = static_cast<T>(1 - smoothing), smooth = static_cast<T>(smoothing) / static_cast<T>(cls);
-    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, cross_entropy_backward_kernel<T>)(logits.data<T>(), target.raw(), wide, lse.data<T>(), gloss.data<T>(),
-                                                                      glogits.data<T>(), rows, cls, ignore, keep, smooth);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, cross_entropy_backward_kernel<T>)
+    (logits.data<T>(), target.raw(), wide, lse.data<T>(), gloss.data<T>(), glogits.data<T>(), rows, cls, ignore, keep, smooth);
   };
-  if (logits.dtype == DType::f64) run(type_tag<double>{});
-  else run(type_tag<float>{});
+  if (logits.dtype == DType::f64)
+    run(type_tag<double>{});
+  else
+    run(type_tag<float>{});
   check_launch("cross_entropy_backward_kernel");
 }
 

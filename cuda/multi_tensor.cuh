@@ -10,7 +10,7 @@
 
 namespace flock::cuda {
 
-constexpr int kMaxTensors = 48;  // keeps the parameter block near 2.3 KB, under the 4 KB classic limit
+constexpr int kMaxTensors = 48;         // keeps the parameter block near 2.3 KB, under the 4 KB classic limit
 constexpr int64_t kTensorChunk = 4096;  // elements per block
 
 // Up to kMaxTensors tensors of one dtype: list k of the step (params, grads, state...) in ptr[k].

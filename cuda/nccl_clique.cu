@@ -5,7 +5,10 @@
 namespace flock::dist::nccl_group {
 
 Clique::Clique(std::vector<int> devices, bool local)
-    : devices_(std::move(devices)), local_(local), members_(devices_.size()), queues_(devices_.size()),
+    : devices_(std::move(devices)),
+      local_(local),
+      members_(devices_.size()),
+      queues_(devices_.size()),
       launches_(std::make_shared<LaunchQueue>()) {
   launcher_ = std::thread([q = launches_] {
     for (;;) {
@@ -28,8 +31,10 @@ Clique::~Clique() {
     launches_->stopping = true;
   }
   launches_->cv.notify_all();
-  if (launcher_.get_id() == std::this_thread::get_id()) launcher_.detach();
-  else launcher_.join();
+  if (launcher_.get_id() == std::this_thread::get_id())
+    launcher_.detach();
+  else
+    launcher_.join();
 }
 
 void Clique::join(int rank, const std::shared_ptr<Nccl>& g) {
@@ -68,12 +73,13 @@ void Clique::post(int rank, Launch l, OncePtr done, uint32_t seq, cudaEvent_t st
     for (auto& w : members_) members.push_back(w.lock());
   }
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (!members[i]) return fail(StreamError{Code::Disposed, std::string(batch[i].launch.op) + ": a group of this process was destroyed"});
+    if (!members[i])
+      return fail(StreamError{Code::Disposed, std::string(batch[i].launch.op) + ": a group of this process was destroyed"});
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].launch.signature == batch[0].launch.signature) continue;
-    const std::string why = "the groups of this process issued different collectives: " + batch[0].launch.signature + " on rank 0 but " +
-                            batch[i].launch.signature + " on rank " + std::to_string(i);
+    const std::string why = "the groups of this process issued different collectives: " + batch[0].launch.signature +
+                            " on rank 0 but " + batch[i].launch.signature + " on rank " + std::to_string(i);
     for (size_t k = 0; k < batch.size(); ++k)
       members[k]->drop(batch[k].seq, StreamError{Code::Arg, std::string(batch[k].launch.op) + ": " + why});
     return;

@@ -20,13 +20,20 @@ void check_nccl(const nccl::Api& a, nccl::Result r, const char* what) {
 
 nccl::DataType nccl_type(DType t, const char* op) {
   switch (t) {
-    case DType::f32: return nccl::Float32;
-    case DType::f64: return nccl::Float64;
-    case DType::bf16: return nccl::Bfloat16;
-    case DType::f16: return nccl::Float16;
-    case DType::i32: return nccl::Int32;
-    case DType::i64: return nccl::Int64;
-    default: break;
+    case DType::f32:
+      return nccl::Float32;
+    case DType::f64:
+      return nccl::Float64;
+    case DType::bf16:
+      return nccl::Bfloat16;
+    case DType::f16:
+      return nccl::Float16;
+    case DType::i32:
+      return nccl::Int32;
+    case DType::i64:
+      return nccl::Int64;
+    default:
+      break;
   }
   fail(Code::DType, op, ": the nccl backend takes f32, f64, bf16, f16, i32 and i64 tensors, got ", dtype_name(t),
        "; cast it first");
@@ -34,19 +41,24 @@ nccl::DataType nccl_type(DType t, const char* op) {
 
 nccl::RedOp nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return nccl::Sum;
-    case ReduceOp::Avg: return nccl::Avg;
-    case ReduceOp::Max: return nccl::Max;
-    case ReduceOp::Min: return nccl::Min;
-    case ReduceOp::Prod: return nccl::Prod;
+    case ReduceOp::Sum:
+      return nccl::Sum;
+    case ReduceOp::Avg:
+      return nccl::Avg;
+    case ReduceOp::Max:
+      return nccl::Max;
+    case ReduceOp::Min:
+      return nccl::Min;
+    case ReduceOp::Prod:
+      return nccl::Prod;
   }
   return nccl::Sum;
 }
 
 void check_visible(int device) {
   const int n = gpu_device_count();
-  FLOCK_CHECK(device >= 0 && device < n && device < kMaxCudaDevices, Device, "nccl: device cuda:", device,
-              " is not available (", n, " CUDA devices found)");
+  FLOCK_CHECK(device >= 0 && device < n && device < kMaxCudaDevices, Device, "nccl: device cuda:", device, " is not available (",
+              n, " CUDA devices found)");
 }
 
 cudaEvent_t new_event() {
@@ -75,12 +87,12 @@ void check_overlap(const Tensor& small, const Tensor& big, int64_t at, const cha
               " (this rank's) of the output");
 }
 
-
 }  // namespace
 
 void Nccl::check_tensor(const Tensor& t, const char* op) const {
-  FLOCK_CHECK(!t.device().is_cpu(), Device, op, ": the nccl backend takes CUDA tensors, got one on cpu (move it with .to('cuda:",
-              device_, "'), or use the ring backend for CPU tensors)");
+  FLOCK_CHECK(!t.device().is_cpu(), Device, op,
+              ": the nccl backend takes CUDA tensors, got one on cpu (move it with .to('cuda:", device_,
+              "'), or use the ring backend for CPU tensors)");
   FLOCK_CHECK(t.device().index == device_, Device, op, ": this nccl group runs on cuda:", device_, " but the tensor is on ",
               t.device().str());
   nccl_type(t.dtype, op);
@@ -92,7 +104,8 @@ void Nccl::check_p2p(const Tensor& t, int peer, const char* op, const char* name
   check_tensor(t, op);
   check_rank(peer, op, name);
   FLOCK_CHECK(peer != rank_, Arg, op, ": ", name, " is this rank (", peer, ")");
-  FLOCK_CHECK(!clique_->local(), Arg, op, ": the groups of one process (initLocalGroups) do not send to each other; copy with tensor.to('cuda:N')");
+  FLOCK_CHECK(!clique_->local(), Arg, op,
+              ": the groups of one process (initLocalGroups) do not send to each other; copy with tensor.to('cuda:N')");
 }
 void Nccl::allreduce(Tensor t, ReduceOp op, Done done) {
   check_tensor(t, "allReduce");
@@ -100,9 +113,10 @@ void Nccl::allreduce(Tensor t, ReduceOp op, Done done) {
   const nccl::DataType dt = nccl_type(t.dtype, "allReduce");
   const size_t n = static_cast<size_t>(t.numel());
   Launch l{"allReduce", {t}, nullptr, sig("allReduce", n, t.dtype, static_cast<int>(op))};
-  if (n) l.call = [t, n, dt, op](const nccl::Api& a, nccl::Comm c, cudaStream_t s) {
-    return a.AllReduce(t.raw(), t.raw(), n, dt, nccl_op(op), c, s);
-  };
+  if (n)
+    l.call = [t, n, dt, op](const nccl::Api& a, nccl::Comm c, cudaStream_t s) {
+      return a.AllReduce(t.raw(), t.raw(), n, dt, nccl_op(op), c, s);
+    };
   submit(std::move(l), std::move(done));
 }
 
@@ -112,16 +126,18 @@ void Nccl::broadcast(Tensor t, int root, Done done) {
   const nccl::DataType dt = nccl_type(t.dtype, "broadcast");
   const size_t n = static_cast<size_t>(t.numel());
   Launch l{"broadcast", {t}, nullptr, sig("broadcast", n, t.dtype, root)};
-  if (n) l.call = [t, n, dt, root](const nccl::Api& a, nccl::Comm c, cudaStream_t s) {
-    return a.Broadcast(t.raw(), t.raw(), n, dt, root, c, s);
-  };
+  if (n)
+    l.call = [t, n, dt, root](const nccl::Api& a, nccl::Comm c, cudaStream_t s) {
+      return a.Broadcast(t.raw(), t.raw(), n, dt, root, c, s);
+    };
   submit(std::move(l), std::move(done));
 }
 
 void Nccl::allgather(Tensor in, Tensor out, Done done) {
   check_tensor(in, "allGather");
   check_tensor(out, "allGather");
-  FLOCK_CHECK(in.dtype == out.dtype, DType, "allGather: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
+  FLOCK_CHECK(in.dtype == out.dtype, DType, "allGather: input is ", dtype_name(in.dtype), " but output is ",
+              dtype_name(out.dtype));
   FLOCK_CHECK(out.numel() == in.numel() * size_, Shape, "allGather: output has ", out.numel(), " elements; expected ", size_,
               " x input (", in.numel(), ")");
   // NCCL's in-place form has the input at block `rank` of the output; any other overlap races.
@@ -129,16 +145,18 @@ void Nccl::allgather(Tensor in, Tensor out, Done done) {
   const nccl::DataType dt = nccl_type(in.dtype, "allGather");
   const size_t n = static_cast<size_t>(in.numel());
   Launch l{"allGather", {in, out}, nullptr, sig("allGather", n, in.dtype, 0)};
-  if (n) l.call = [in, out, n, dt](const nccl::Api& a, nccl::Comm c, cudaStream_t s) {
-    return a.AllGather(in.raw(), out.raw(), n, dt, c, s);
-  };
+  if (n)
+    l.call = [in, out, n, dt](const nccl::Api& a, nccl::Comm c, cudaStream_t s) {
+      return a.AllGather(in.raw(), out.raw(), n, dt, c, s);
+    };
   submit(std::move(l), std::move(done));
 }
 
 void Nccl::reduce_scatter(Tensor in, Tensor out, ReduceOp op, Done done) {
   check_tensor(in, "reduceScatter");
   check_tensor(out, "reduceScatter");
-  FLOCK_CHECK(in.dtype == out.dtype, DType, "reduceScatter: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
+  FLOCK_CHECK(in.dtype == out.dtype, DType, "reduceScatter: input is ", dtype_name(in.dtype), " but output is ",
+              dtype_name(out.dtype));
   FLOCK_CHECK(in.numel() == out.numel() * size_, Shape, "reduceScatter: input has ", in.numel(), " elements; expected ", size_,
               " x output (", out.numel(), ")");
   check_avg(op, in.dtype, "reduceScatter");
@@ -146,9 +164,10 @@ void Nccl::reduce_scatter(Tensor in, Tensor out, ReduceOp op, Done done) {
   const nccl::DataType dt = nccl_type(in.dtype, "reduceScatter");
   const size_t n = static_cast<size_t>(out.numel());
   Launch l{"reduceScatter", {in, out}, nullptr, sig("reduceScatter", n, in.dtype, static_cast<int>(op))};
-  if (n) l.call = [in, out, n, dt, op](const nccl::Api& a, nccl::Comm c, cudaStream_t s) {
-    return a.ReduceScatter(in.raw(), out.raw(), n, dt, nccl_op(op), c, s);
-  };
+  if (n)
+    l.call = [in, out, n, dt, op](const nccl::Api& a, nccl::Comm c, cudaStream_t s) {
+      return a.ReduceScatter(in.raw(), out.raw(), n, dt, nccl_op(op), c, s);
+    };
   submit(std::move(l), std::move(done));
 }
 
@@ -200,8 +219,10 @@ Nccl::~Nccl() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (watcher_.get_id() == std::this_thread::get_id()) watcher_.detach();
-  else watcher_.join();
+  if (watcher_.get_id() == std::this_thread::get_id())
+    watcher_.detach();
+  else
+    watcher_.join();
   try {
     cuda::DeviceGuard d(device_);
     // Aborted NCCL kernels exit soon after ncclCommAbort; give them a moment before giving up.
@@ -214,7 +235,8 @@ Nccl::~Nccl() {
       if (drained) cudaEventDestroy(f.finish);
       // The communication stream may still read these buffers: keeping them allocated for good
       // is the only safe choice left.
-      else new std::vector<Tensor>(std::move(f.tensors));
+      else
+        new std::vector<Tensor>(std::move(f.tensors));
     }
     cudaStreamDestroy(side_);  // its resources go once the work on it has drained
   } catch (const Error&) {
@@ -228,7 +250,8 @@ void Nccl::submit(Launch l, Done done) {
   uint32_t seq = 0;
   {
     std::lock_guard<std::mutex> lk(m_);
-    if (failed_) return (*once)(StreamError{failed_->code, std::string(l.op) + ": the process group failed earlier: " + failed_->message});
+    if (failed_)
+      return (*once)(StreamError{failed_->code, std::string(l.op) + ": the process group failed earlier: " + failed_->message});
     if (inflight_.size() >= cuda::StreamGate::kSlots)
       return (*once)(StreamError{Code::Arg, std::string(l.op) + ": more than " + std::to_string(cuda::StreamGate::kSlots) +
                                                 " collectives of one group are in flight; await some first"});
@@ -240,20 +263,24 @@ void Nccl::submit(Launch l, Done done) {
   cudaEvent_t start = nullptr;
   auto err = std::make_shared<std::optional<StreamError>>();
   Stream& compute = Context::current().stream(Device{DeviceType::CUDA, device_});
-  compute.enqueue(l.op, [this, seq, &start, err, op = l.op] {
-    try {
-      start = new_event();
-      cudaStream_t s = cuda::current_stream();
-      cuda::check(cudaEventRecord(start, s), "cudaEventRecord");
-      gate_.wait(s, seq);
-    } catch (const Error& e) {
-      *err = StreamError{e.code, std::string(op) + ": " + e.what()};
-    }
-  }, true);  // a control task: a failed stream still posts it, so the ranks stay in step
+  compute.enqueue(
+      l.op,
+      [this, seq, &start, err, op = l.op] {
+        try {
+          start = new_event();
+          cudaStream_t s = cuda::current_stream();
+          cuda::check(cudaEventRecord(start, s), "cudaEventRecord");
+          gate_.wait(s, seq);
+        } catch (const Error& e) {
+          *err = StreamError{e.code, std::string(op) + ": " + e.what()};
+        }
+      },
+      true);  // a control task: a failed stream still posts it, so the ranks stay in step
   if (!start || *err) {
     gate_.open(seq);  // its wait may be queued; nothing will ever launch it
     if (start) cudaEventDestroy(start);
-    const StreamError e = *err ? **err : StreamError{Code::Internal, std::string(l.op) + ": the compute stream did not run the post"};
+    const StreamError e =
+        *err ? **err : StreamError{Code::Internal, std::string(l.op) + ": the compute stream did not run the post"};
     (*once)(e);
     return fail_group(e);  // the gate wait may be queued: failing opens it
   }
@@ -321,8 +348,10 @@ void Nccl::fail_self(const StreamError& e) {
         try {
           cuda::DeviceGuard d(device_);
           cudaEvent_t ev = new_event();
-          if (cudaEventRecord(ev, side_) == cudaSuccess) f.finish = ev;
-          else cudaEventDestroy(ev);
+          if (cudaEventRecord(ev, side_) == cudaSuccess)
+            f.finish = ev;
+          else
+            cudaEventDestroy(ev);
         } catch (const Error&) {
         }
         cudaGetLastError();

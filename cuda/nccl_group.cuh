@@ -84,11 +84,11 @@ struct Launch {
 // A collective this group posted and the watcher has not seen finish.
 struct InFlight {
   const char* op = "";
-  uint32_t seq = 0;                        // its number at the group's gate
-  cudaEvent_t start = nullptr;             // on the compute stream, at the post
-  cudaEvent_t finish = nullptr;            // on the communication stream, after the NCCL call
+  uint32_t seq = 0;              // its number at the group's gate
+  cudaEvent_t start = nullptr;   // on the compute stream, at the post
+  cudaEvent_t finish = nullptr;  // on the communication stream, after the NCCL call
   std::vector<Tensor> tensors;
-  OncePtr done;                            // null once settled by a failure
+  OncePtr done;  // null once settled by a failure
   Clock::time_point posted;
   bool issued = false;                     // NCCL has been called (its kernels may run)
   bool launched = false;                   // `finish` recorded: the watcher may poll it

@@ -34,7 +34,8 @@ std::optional<StreamError> await_ready(const nccl::Api& a, const std::vector<ncc
       if (r != nccl::Success) return StreamError{Code::Nccl, what + " failed: " + a.GetErrorString(r)};
     }
     if (all) return std::nullopt;
-    if (g.failed()) return StreamError{Code::Disposed, what + ": the process group failed or was destroyed while it was being made"};
+    if (g.failed())
+      return StreamError{Code::Disposed, what + ": the process group failed or was destroyed while it was being made"};
     if (Clock::now() > deadline)
       return StreamError{Code::Timeout, what + " did not finish within " + std::to_string(timeout_ms) +
                                             " ms; a peer may not have joined (or joined with another id)"};
@@ -64,7 +65,8 @@ std::shared_ptr<ProcessGroup> init_rank(int rank, int size, int device, const Nc
         nccl::UniqueId uid;
         std::copy(id.begin(), id.end(), uid.internal);
         nccl::Config cfg = non_blocking();
-        const std::string what = "ncclCommInitRank on rank " + std::to_string(g->rank()) + " (cuda:" + std::to_string(g->device()) + ")";
+        const std::string what =
+            "ncclCommInitRank on rank " + std::to_string(g->rank()) + " (cuda:" + std::to_string(g->device()) + ")";
         const nccl::Result r = lib->CommInitRankConfig(&cs[0], g->size(), uid, g->rank(), &cfg);
         if (r != nccl::Success && r != nccl::InProgress) {
           abort_all(*lib, cs);
@@ -94,7 +96,8 @@ std::vector<std::shared_ptr<ProcessGroup>> init_all(const std::vector<int>& devi
   for (int i = 0; i < n; ++i) {
     check_visible(devices[i]);
     for (int j = 0; j < i; ++j)
-      FLOCK_CHECK(devices[j] != devices[i], Arg, "nccl: device cuda:", devices[i], " is listed twice (NCCL takes each device once)");
+      FLOCK_CHECK(devices[j] != devices[i], Arg, "nccl: device cuda:", devices[i],
+                  " is listed twice (NCCL takes each device once)");
   }
   const nccl::Api& a = api();
   auto clique = std::make_shared<Clique>(devices, true);

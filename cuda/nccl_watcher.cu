@@ -81,18 +81,20 @@ void Nccl::watch() {
         lk.unlock();
         const std::string missing = clique_->not_posted();
         lk.lock();
-        failure = StreamError{Code::Timeout, std::string(f.op) + where + " waited " + std::to_string(limit) + " ms for " +
-                                                 (missing.empty() ? std::string("its launch")
-                                                                  : missing + ", which never posted it; every group of one process must "
-                                                                              "issue the same collectives in the same order")};
+        failure = StreamError{Code::Timeout,
+                              std::string(f.op) + where + " waited " + std::to_string(limit) + " ms for " +
+                                  (missing.empty() ? std::string("its launch")
+                                                   : missing + ", which never posted it; every group of one process must "
+                                                               "issue the same collectives in the same order")};
       }
     } else if (busy && inflight_.front().began) {
       // The clock starts when the collective could start (its inputs were ready), so time spent
       // queued behind compute or earlier collectives is not counted against it.
       const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *inflight_.front().began).count();
       if (waited > limit)
-        failure = StreamError{Code::Timeout, std::string(inflight_.front().op) + where + " did not finish within " + std::to_string(limit) +
-                                                 " ms; a peer may have died or issued different collectives"};
+        failure =
+            StreamError{Code::Timeout, std::string(inflight_.front().op) + where + " did not finish within " +
+                                           std::to_string(limit) + " ms; a peer may have died or issued different collectives"};
     }
     lk.unlock();
 

@@ -21,15 +21,16 @@ constexpr int kOptimThreads = 256;
 template <class T>
 struct AdamScalars {
   T step_size, b1, b2, eps, wd, rbc2, decay, sign;  // sign: -1 for maximize
-  bool decoupled, l2;  // AdamW decays the weights; Adam with weight decay adds it to the gradient
-  bool amsgrad;        // list 4 holds the running maximum of exp_avg_sq
+  bool decoupled, l2;                               // AdamW decays the weights; Adam with weight decay adds it to the gradient
+  bool amsgrad;                                     // list 4 holds the running maximum of exp_avg_sq
 };
 
 // Lists: 0 params, 1 grads, 2 exp_avg, 3 exp_avg_sq, 4 max_exp_avg_sq (null without amsgrad).
 // __grid_constant__ lets the kernel index the table in parameter space instead of copying it to
 // local memory.
 template <class T>
-__global__ void __launch_bounds__(kOptimThreads) adam_step_kernel(const __grid_constant__ TensorBatch<T, 5> b, const AdamScalars<T> c) {
+__global__ void __launch_bounds__(kOptimThreads)
+    adam_step_kernel(const __grid_constant__ TensorBatch<T, 5> b, const AdamScalars<T> c) {
   int64_t begin, end;
   const int t = block_tensor(b, &begin, &end);
   T* __restrict__ p = b.ptr[0][t];
@@ -39,8 +40,10 @@ __global__ void __launch_bounds__(kOptimThreads) adam_step_kernel(const __grid_c
   T* __restrict__ mv = b.ptr[4][t];
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     T gi = c.sign * g[i], pi = p[i];
-    if (c.decoupled) pi *= c.decay;
-    else if (c.l2) gi += c.wd * pi;
+    if (c.decoupled)
+      pi *= c.decay;
+    else if (c.l2)
+      gi += c.wd * pi;
     const T mi = c.b1 * m[i] + (T(1) - c.b1) * gi;
     const T vi = c.b2 * v[i] + (T(1) - c.b2) * gi * gi;
     m[i] = mi;
@@ -63,7 +66,8 @@ struct SgdScalars {
 
 // Lists: 0 params, 1 grads, 2 momentum buffers (null without momentum).
 template <class T>
-__global__ void __launch_bounds__(kOptimThreads) sgd_step_kernel(const __grid_constant__ TensorBatch<T, 3> b, const SgdScalars<T> c) {
+__global__ void __launch_bounds__(kOptimThreads)
+    sgd_step_kernel(const __grid_constant__ TensorBatch<T, 3> b, const SgdScalars<T> c) {
   int64_t begin, end;
   const int t = block_tensor(b, &begin, &end);
   T* __restrict__ p = b.ptr[0][t];
@@ -112,12 +116,14 @@ __device__ __forceinline__ T rmsprop_update(T pi, T gi, T* sq, T* ga, T* buf, in
 
 // Lists: 0 params, 1 grads, 2 square_avg, 3 grad_avg (null unless centered), 4 momentum buffers (null without momentum).
 template <class T>
-__global__ void __launch_bounds__(kOptimThreads) rmsprop_step_kernel(const __grid_constant__ TensorBatch<T, 5> b, const RmspropScalars<T> c) {
+__global__ void __launch_bounds__(kOptimThreads)
+    rmsprop_step_kernel(const __grid_constant__ TensorBatch<T, 5> b, const RmspropScalars<T> c) {
   int64_t begin, end;
   const int t = block_tensor(b, &begin, &end);
   T* __restrict__ p = b.ptr[0][t];
   const T* __restrict__ g = b.ptr[1][t];
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) p[i] = rmsprop_update<T>(p[i], g[i], b.ptr[2][t], b.ptr[3][t], b.ptr[4][t], i, c);
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    p[i] = rmsprop_update<T>(p[i], g[i], b.ptr[2][t], b.ptr[3][t], b.ptr[4][t], i, c);
 }
 
 template <class T>
@@ -135,7 +141,8 @@ __device__ __forceinline__ T adagrad_update(T pi, T gi, T* sum, int64_t i, const
 
 // Lists: 0 params, 1 grads, 2 sums.
 template <class T>
-__global__ void __launch_bounds__(kOptimThreads) adagrad_step_kernel(const __grid_constant__ TensorBatch<T, 3> b, const AdagradScalars<T> c) {
+__global__ void __launch_bounds__(kOptimThreads)
+    adagrad_step_kernel(const __grid_constant__ TensorBatch<T, 3> b, const AdagradScalars<T> c) {
   int64_t begin, end;
   const int t = block_tensor(b, &begin, &end);
   T* __restrict__ p = b.ptr[0][t];
@@ -150,8 +157,10 @@ __device__ __forceinline__ L round_copy(float x, bool stochastic, uint64_t seed,
   if (!stochastic) return nearest;
   const Philox4 r = philox(seed, counter);
   L out;
-  if constexpr (std::is_same_v<L, bf16>) out.bits = bf16_bits_stochastic(x, r.v[word], nearest.bits);
-  else out.bits = f16_bits_stochastic(x, r.v[word], nearest.bits);
+  if constexpr (std::is_same_v<L, bf16>)
+    out.bits = bf16_bits_stochastic(x, r.v[word], nearest.bits);
+  else
+    out.bits = f16_bits_stochastic(x, r.v[word], nearest.bits);
   return out;
 }
 
@@ -165,7 +174,8 @@ struct CopyRound {
 // grads, 2 exp_avg, 3 exp_avg_sq, 4 max_exp_avg_sq (null without amsgrad), 5 the f32 masters.
 template <class L>
 __global__ void __launch_bounds__(kOptimThreads)
-    adam_master_kernel(const __grid_constant__ TensorBatch<float, 6> b, const AdamScalars<float> c, const __grid_constant__ CopyRound r) {
+    adam_master_kernel(const __grid_constant__ TensorBatch<float, 6> b, const AdamScalars<float> c,
+                       const __grid_constant__ CopyRound r) {
   int64_t begin, end;
   const int t = block_tensor(b, &begin, &end);
   L* __restrict__ copy = reinterpret_cast<L*>(b.ptr[0][t]);
@@ -176,8 +186,10 @@ __global__ void __launch_bounds__(kOptimThreads)
   float* __restrict__ p = b.ptr[5][t];
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     float gi = c.sign * Num<L>::load(g[i]), pi = p[i];
-    if (c.decoupled) pi *= c.decay;
-    else if (c.l2) gi += c.wd * pi;
+    if (c.decoupled)
+      pi *= c.decay;
+    else if (c.l2)
+      gi += c.wd * pi;
     const float mi = c.b1 * m[i] + (1.f - c.b1) * gi;
     const float vi = c.b2 * v[i] + (1.f - c.b2) * gi * gi;
     m[i] = mi;
@@ -197,7 +209,8 @@ __global__ void __launch_bounds__(kOptimThreads)
 // Lists: 0 the bf16/f16 params, 1 their grads, 2 momentum buffers (null without momentum), 3 masters.
 template <class L>
 __global__ void __launch_bounds__(kOptimThreads)
-    sgd_master_kernel(const __grid_constant__ TensorBatch<float, 4> b, const SgdScalars<float> c, const __grid_constant__ CopyRound r) {
+    sgd_master_kernel(const __grid_constant__ TensorBatch<float, 4> b, const SgdScalars<float> c,
+                      const __grid_constant__ CopyRound r) {
   int64_t begin, end;
   const int t = block_tensor(b, &begin, &end);
   L* __restrict__ copy = reinterpret_cast<L*>(b.ptr[0][t]);
@@ -223,7 +236,8 @@ __global__ void __launch_bounds__(kOptimThreads)
 // 4 momentum buffers (null without momentum), 5 the f32 masters.
 template <class L>
 __global__ void __launch_bounds__(kOptimThreads)
-    rmsprop_master_kernel(const __grid_constant__ TensorBatch<float, 6> b, const RmspropScalars<float> c, const __grid_constant__ CopyRound r) {
+    rmsprop_master_kernel(const __grid_constant__ TensorBatch<float, 6> b, const RmspropScalars<float> c,
+                          const __grid_constant__ CopyRound r) {
   int64_t begin, end;
   const int t = block_tensor(b, &begin, &end);
   L* __restrict__ copy = reinterpret_cast<L*>(b.ptr[0][t]);
@@ -240,7 +254,8 @@ __global__ void __launch_bounds__(kOptimThreads)
 // Lists: 0 the bf16/f16 params, 1 their grads, 2 sums, 3 the f32 masters.
 template <class L>
 __global__ void __launch_bounds__(kOptimThreads)
-    adagrad_master_kernel(const __grid_constant__ TensorBatch<float, 4> b, const AdagradScalars<float> c, const __grid_constant__ CopyRound r) {
+    adagrad_master_kernel(const __grid_constant__ TensorBatch<float, 4> b, const AdagradScalars<float> c,
+                          const __grid_constant__ CopyRound r) {
   int64_t begin, end;
   const int t = block_tensor(b, &begin, &end);
   L* __restrict__ copy = reinterpret_cast<L*>(b.ptr[0][t]);
@@ -284,15 +299,16 @@ void for_each_master_batch(const std::vector<const std::vector<Tensor>*>& lists,
 }
 
 // `state`: the list is f32 for bf16/f16 params (master weights and optimizer state), else the param's dtype.
-void check_list(const std::vector<Tensor>& params, const std::vector<Tensor>& list, const char* op, const char* name, bool state = true) {
+void check_list(const std::vector<Tensor>& params, const std::vector<Tensor>& list, const char* op, const char* name,
+                bool state = true) {
   if (list.size() != params.size()) fail(Code::Arg, op, ": ", list.size(), " ", name, " for ", params.size(), " params");
   for (size_t k = 0; k < params.size(); ++k) {
     const Tensor& p = params[k];
     const Tensor& t = list[k];
     const bool low = p.dtype == DType::bf16 || p.dtype == DType::f16;
     if (t.device() != p.device() || t.dtype != (state && low ? DType::f32 : p.dtype) || t.shape != p.shape)
-      fail(Code::Shape, op, ": ", name, " tensor ", k, " ", shape_str(t.shape), " ", dtype_name(t.dtype), " on ", t.device().str(),
-           " does not match param ", shape_str(p.shape), " ", dtype_name(p.dtype), " on ", p.device().str());
+      fail(Code::Shape, op, ": ", name, " tensor ", k, " ", shape_str(t.shape), " ", dtype_name(t.dtype), " on ",
+           t.device().str(), " does not match param ", shape_str(p.shape), " ", dtype_name(p.dtype), " on ", p.device().str());
   }
 }
 
@@ -303,7 +319,8 @@ void check_params(const std::vector<Tensor>& params, const char* op) {
       fail(Code::Device, op, ": param ", k, " is on ", p.device().str(), ", expected ", params[0].device().str());
     if (!is_floating(p.dtype)) fail(Code::DType, op, ": param ", k, " must be floating, got ", dtype_name(p.dtype));
     // Checked before anything launches, so a refused step leaves every param untouched.
-    if (ceil_div(p.numel(), kTensorChunk) > INT32_MAX) fail(Code::Shape, op, ": param ", k, " of ", p.numel(), " elements is larger than one launch covers");
+    if (ceil_div(p.numel(), kTensorChunk) > INT32_MAX)
+      fail(Code::Shape, op, ": param ", k, " of ", p.numel(), " elements is larger than one launch covers");
   }
 }
 
@@ -433,21 +450,25 @@ void adagrad_typed(const std::vector<const std::vector<Tensor>*>& lists, const A
 }
 
 template <class L>
-void rmsprop_master_typed(const std::vector<const std::vector<Tensor>*>& lists, DType dtype, const RmspropConfig& cfg, cudaStream_t s) {
+void rmsprop_master_typed(const std::vector<const std::vector<Tensor>*>& lists, DType dtype, const RmspropConfig& cfg,
+                          cudaStream_t s) {
   const RmspropScalars<float> c = rmsprop_scalars<float>(cfg);
   for_each_master_batch<L, 6>(lists, dtype, cfg.stochastic_rounding, cfg.seed, cfg.offset,
                               [&](const TensorBatch<float, 6>& b, int64_t blocks, const CopyRound& r) {
-                                FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, rmsprop_master_kernel<L>)(b, c, r);
+                                FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, rmsprop_master_kernel<L>)
+                                (b, c, r);
                                 check_launch("rmsprop_master_kernel");
                               });
 }
 
 template <class L>
-void adagrad_master_typed(const std::vector<const std::vector<Tensor>*>& lists, DType dtype, const AdagradConfig& cfg, cudaStream_t s) {
+void adagrad_master_typed(const std::vector<const std::vector<Tensor>*>& lists, DType dtype, const AdagradConfig& cfg,
+                          cudaStream_t s) {
   const AdagradScalars<float> c = adagrad_scalars<float>(cfg);
   for_each_master_batch<L, 4>(lists, dtype, cfg.stochastic_rounding, cfg.seed, cfg.offset,
                               [&](const TensorBatch<float, 4>& b, int64_t blocks, const CopyRound& r) {
-                                FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, adagrad_master_kernel<L>)(b, c, r);
+                                FLOCK_LAUNCH(static_cast<unsigned>(blocks), kOptimThreads, 0, s, adagrad_master_kernel<L>)
+                                (b, c, r);
                                 check_launch("adagrad_master_kernel");
                               });
 }
@@ -474,8 +495,8 @@ void adam_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grad
   adam_typed<double>(lists, cfg, s);
 }
 
-void sgd_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs, std::vector<Tensor>& masters,
-                   const SgdConfig& cfg) {
+void sgd_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& bufs,
+                   std::vector<Tensor>& masters, const SgdConfig& cfg) {
   const char* op = "sgdStep";
   check_params(params, op);
   check_list(params, grads, op, "grads", false);
@@ -493,8 +514,9 @@ void sgd_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads
   sgd_typed<double>(lists, cfg, s);
 }
 
-void rmsprop_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& square_avg, std::vector<Tensor>& grad_avg,
-                       std::vector<Tensor>& bufs, std::vector<Tensor>& masters, const RmspropConfig& cfg) {
+void rmsprop_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& square_avg,
+                       std::vector<Tensor>& grad_avg, std::vector<Tensor>& bufs, std::vector<Tensor>& masters,
+                       const RmspropConfig& cfg) {
   const char* op = "rmspropStep";
   check_params(params, op);
   check_list(params, grads, op, "grads", false);
@@ -516,8 +538,8 @@ void rmsprop_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& g
   rmsprop_typed<double>(lists, cfg, s);
 }
 
-void adagrad_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& sums, std::vector<Tensor>& masters,
-                       const AdagradConfig& cfg) {
+void adagrad_step_cuda(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& sums,
+                       std::vector<Tensor>& masters, const AdagradConfig& cfg) {
   const char* op = "adagradStep";
   check_params(params, op);
   check_list(params, grads, op, "grads", false);

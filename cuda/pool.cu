@@ -18,7 +18,9 @@ struct PoolDims {
   bool count_include_pad, adaptive;
 };
 
-struct Window { int64_t y0, y1, x0, x1, count; };
+struct Window {
+  int64_t y0, y1, x0, x1, count;
+};
 
 // Rows [y0, y1), cols [x0, x1) of output (oy, ox), clipped to the input, and its divisor.
 __device__ __forceinline__ Window avg_window(const PoolDims& d, int64_t oy, int64_t ox) {
@@ -30,8 +32,10 @@ __device__ __forceinline__ Window avg_window(const PoolDims& d, int64_t oy, int6
   int64_t y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
   int64_t y1 = min(y0 + d.kh, d.h + d.ph), x1 = min(x0 + d.kw, d.w + d.pw);
   const int64_t padded = (y1 - y0) * (x1 - x0);
-  y0 = max(y0, int64_t(0)); x0 = max(x0, int64_t(0));
-  y1 = min(y1, d.h); x1 = min(x1, d.w);
+  y0 = max(y0, int64_t(0));
+  x0 = max(x0, int64_t(0));
+  y1 = min(y1, d.h);
+  x1 = min(x1, d.w);
   return {y0, y1, x0, x1, d.count_include_pad ? padded : (y1 - y0) * (x1 - x0)};
 }
 
@@ -54,7 +58,10 @@ __global__ void max_pool2d_forward_kernel(const T* __restrict__ x, T* __restrict
         const int64_t pos = iy * d.w + ix;
         if (first < 0) first = pos;
         // The CPU's rule exactly: a NaN is taken and then kept (v > NaN is false), as in PyTorch.
-        if (v > best || v != v) { best = v; at = pos; }
+        if (v > best || v != v) {
+          best = v;
+          at = pos;
+        }
       }
     }
     if (at < 0) at = first;  // a window of -inf values points at its first element
@@ -66,7 +73,8 @@ __global__ void max_pool2d_forward_kernel(const T* __restrict__ x, T* __restrict
 // Outputs whose max window could hold input row iy: oy·s − p + i·dil = iy for some tap i. Taps
 // run from last to first so oy, and the order of the sum, ascends.
 template <class T>
-__global__ void max_pool2d_backward_kernel(const T* __restrict__ gy, const int64_t* __restrict__ idx, T* __restrict__ gx, PoolDims d) {
+__global__ void max_pool2d_backward_kernel(const T* __restrict__ gy, const int64_t* __restrict__ idx, T* __restrict__ gx,
+                                           PoolDims d) {
   const int64_t hw = d.h * d.w, ohw = d.oh * d.ow;
   FLOCK_GRID_STRIDE(e, d.planes * hw) {
     const int64_t p = e / hw, pos = e % hw, iy = pos / d.w, ix = pos % d.w;
@@ -140,7 +148,8 @@ __global__ void avg_pool2d_backward_kernel(const T* __restrict__ gy, T* __restri
 }
 
 void expect(const Tensor& t, const Shape& shape, DType dtype, const char* op, const char* name) {
-  if (t.device().type != DeviceType::CUDA) fail(Code::Device, op, ": ", name, " is on ", t.device().str(), ", expected a CUDA device");
+  if (t.device().type != DeviceType::CUDA)
+    fail(Code::Device, op, ": ", name, " is on ", t.device().str(), ", expected a CUDA device");
   if (t.dtype != dtype) fail(Code::DType, op, ": ", name, " is ", dtype_name(t.dtype), ", expected ", dtype_name(dtype));
   if (t.shape != shape) fail(Code::Shape, op, ": ", name, " has shape ", shape_str(t.shape), ", expected ", shape_str(shape));
 }
@@ -155,8 +164,10 @@ PoolDims dims_of(const Pool2dGeom& g, DType dtype, bool adaptive, const char* op
 
 template <class Fn>
 void by_dtype(DType t, Fn&& fn) {
-  if (t == DType::f64) fn(type_tag<double>{});
-  else fn(type_tag<float>{});
+  if (t == DType::f64)
+    fn(type_tag<double>{});
+  else
+    fn(type_tag<float>{});
 }
 
 void max_pool2d_forward_cuda(const Tensor& x, Tensor& y, Tensor& indices, const Pool2dGeom& g) {
@@ -186,7 +197,8 @@ void max_pool2d_backward_cuda(const Tensor& gy, const Tensor& indices, Tensor& g
   cudaStream_t s = current_stream();
   by_dtype(gy.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, max_pool2d_backward_kernel<T>)(gy.data<T>(), indices.data<int64_t>(), gx.data<T>(), d);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, max_pool2d_backward_kernel<T>)
+    (gy.data<T>(), indices.data<int64_t>(), gx.data<T>(), d);
   });
   check_launch("max_pool2d_backward_kernel");
 }

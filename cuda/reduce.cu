@@ -1,10 +1,9 @@
 // CUDA reductions over a [outer, red, inner] view, with the CPU's accumulation types and
-// semantics (including the f32 output of a bf16/f16 sum's stage): sums in the storage's arithmetic type (int64 for integers), prod/var/logsumexp in
-// double, NaN wins max/min, ties go to the first index, var is two-pass with a correction.
-// Rows (inner == 1) get a block each, reduced with warp shuffles; columns (inner > 1) get a
-// thread per output walking `red`, so neighbouring threads read neighbouring addresses.
-// Every serial sum a thread makes is cascaded (Cascade, as the CPU's cascade_columns): a serial f32
-// accumulator over 16,384 rows erred by 6e-6, a cascade by ~1e-7.
+// semantics (including the f32 output of a bf16/f16 sum's stage): sums in the storage's arithmetic type (int64 for integers),
+// prod/var/logsumexp in double, NaN wins max/min, ties go to the first index, var is two-pass with a correction. Rows (inner ==
+// 1) get a block each, reduced with warp shuffles; columns (inner > 1) get a thread per output walking `red`, so neighbouring
+// threads read neighbouring addresses. Every serial sum a thread makes is cascaded (Cascade, as the CPU's cascade_columns): a
+// serial f32 accumulator over 16,384 rows erred by 6e-6, a cascade by ~1e-7.
 #include <cmath>
 #include <type_traits>
 #include "common.cuh"
@@ -14,7 +13,8 @@
 namespace flock::cuda {
 namespace {
 
-template <class T> using sum_t = std::conditional_t<std::is_floating_point_v<acc_t<T>>, acc_t<T>, int64_t>;
+template <class T>
+using sum_t = std::conditional_t<std::is_floating_point_v<acc_t<T>>, acc_t<T>, int64_t>;
 
 // A thread's running sum, cascaded: level k takes kChunk terms, then is added into level k+1 and
 // restarts (a counter carrying a digit), so no accumulator holds more than kChunk terms and the
@@ -56,7 +56,9 @@ __device__ __forceinline__ bool better(bool is_max, C v, C best) {
 }
 
 template <class V>
-__device__ __forceinline__ V shfl_down(V v, int d) { return __shfl_down_sync(0xffffffffu, v, d); }
+__device__ __forceinline__ V shfl_down(V v, int d) {
+  return __shfl_down_sync(0xffffffffu, v, d);
+}
 __device__ __forceinline__ bool shfl_down(bool v, int d) { return __shfl_down_sync(0xffffffffu, static_cast<int>(v), d) != 0; }
 
 // Block-wide reduction of one value per thread; the result is valid in thread 0.
@@ -117,22 +119,34 @@ __device__ double reduce_row(ReduceOp op, const T* x, int64_t red, double correc
       int64_t idx = t0 < red ? t0 : red;  // idle threads hold an index past the end: they lose ties
       for (int64_t r = t0 + step; r < red; r += step) {
         const C v = Num<T>::load(x[r]);
-        if (better(is_max, v, best)) { best = v; idx = r; }
+        if (better(is_max, v, best)) {
+          best = v;
+          idx = r;
+        }
       }
       // Value and index travel together; a tie (or two NaNs) keeps the smaller index.
       for (int d = 16; d > 0; d >>= 1) {
         const C ov = shfl_down(best, d);
         const int64_t oi = shfl_down(idx, d);
-        if (better(is_max, ov, best) || (!better(is_max, best, ov) && oi < idx)) { best = ov; idx = oi; }
+        if (better(is_max, ov, best) || (!better(is_max, best, ov) && oi < idx)) {
+          best = ov;
+          idx = oi;
+        }
       }
       __shared__ C pv[32];
       __shared__ int64_t pi[32];
       const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-      if (lane == 0) { pv[warp] = best; pi[warp] = idx; }
+      if (lane == 0) {
+        pv[warp] = best;
+        pi[warp] = idx;
+      }
       __syncthreads();
       if (threadIdx.x == 0) {
         for (int w = 1; w < warps; ++w)
-          if (better(is_max, pv[w], best) || (!better(is_max, best, pv[w]) && pi[w] < idx)) { best = pv[w]; idx = pi[w]; }
+          if (better(is_max, pv[w], best) || (!better(is_max, best, pv[w]) && pi[w] < idx)) {
+            best = pv[w];
+            idx = pi[w];
+          }
       }
       *arg = idx;
       return static_cast<double>(best);
@@ -140,7 +154,8 @@ __device__ double reduce_row(ReduceOp op, const T* x, int64_t red, double correc
     case ReduceOp::var: {
       Cascade<double> s;
       for (int64_t r = t0; r < red; r += step) s.add(static_cast<double>(Num<T>::load(x[r])));
-      const double mean = block_share(block_reduce(s.total(), [](double a, double b) { return a + b; })) / static_cast<double>(red);
+      const double mean =
+          block_share(block_reduce(s.total(), [](double a, double b) { return a + b; })) / static_cast<double>(red);
       Cascade<double> c;
       for (int64_t r = t0; r < red; r += step) {
         const double d = static_cast<double>(Num<T>::load(x[r])) - mean;
@@ -159,7 +174,8 @@ __device__ double reduce_row(ReduceOp op, const T* x, int64_t red, double correc
       s = block_reduce(s, [](double a, double b) { return a + b; });
       return isinf(m) ? m : m + log(s);
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -169,17 +185,20 @@ __global__ void reduce_row_kernel(ReduceOp op, const T* x, void* out, int64_t ou
     int64_t arg = 0;
     const double v = reduce_row<T>(op, x + o * red, red, correction, &arg);
     if (threadIdx.x == 0) {
-      if (op == ReduceOp::argmax || op == ReduceOp::argmin) static_cast<int64_t*>(out)[o] = arg;
-      else if (wide) static_cast<float*>(out)[o] = static_cast<float>(v);
-      else static_cast<T*>(out)[o] = Num<T>::from_double(v);
+      if (op == ReduceOp::argmax || op == ReduceOp::argmin)
+        static_cast<int64_t*>(out)[o] = arg;
+      else if (wide)
+        static_cast<float*>(out)[o] = static_cast<float>(v);
+      else
+        static_cast<T*>(out)[o] = Num<T>::from_double(v);
     }
     __syncthreads();
   }
 }
 
 template <class T>
-__global__ void reduce_column_kernel(ReduceOp op, const T* x, void* out, int64_t outer, int64_t red, int64_t inner, double correction,
-                                     bool wide) {
+__global__ void reduce_column_kernel(ReduceOp op, const T* x, void* out, int64_t outer, int64_t red, int64_t inner,
+                                     double correction, bool wide) {
   using C = typename Num<T>::C;
   using S = sum_t<T>;
   FLOCK_GRID_STRIDE(j, outer * inner) {
@@ -209,7 +228,10 @@ __global__ void reduce_column_kernel(ReduceOp op, const T* x, void* out, int64_t
         C best = at(0);
         for (int64_t r = 1; r < red; ++r) {
           const C v = at(r);
-          if (better(is_max, v, best)) { best = v; idx = r; }
+          if (better(is_max, v, best)) {
+            best = v;
+            idx = r;
+          }
         }
         acc = static_cast<double>(best);
         break;
@@ -235,11 +257,15 @@ __global__ void reduce_column_kernel(ReduceOp op, const T* x, void* out, int64_t
         acc = isinf(m) ? m : m + log(acc);
         break;
       }
-      default: break;
+      default:
+        break;
     }
-    if (op == ReduceOp::argmax || op == ReduceOp::argmin) static_cast<int64_t*>(out)[j] = idx;
-    else if (wide) static_cast<float*>(out)[j] = static_cast<float>(acc);
-    else static_cast<T*>(out)[j] = Num<T>::from_double(acc);
+    if (op == ReduceOp::argmax || op == ReduceOp::argmin)
+      static_cast<int64_t*>(out)[j] = idx;
+    else if (wide)
+      static_cast<float*>(out)[j] = static_cast<float>(acc);
+    else
+      static_cast<T*>(out)[j] = Num<T>::from_double(acc);
   }
 }
 
@@ -248,10 +274,11 @@ void reduce_cuda(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64
   if (op >= ReduceOp::count) fail(Code::Arg, "reduce: unknown op");
   const bool is_arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
   if (red == 0 && (is_arg || op == ReduceOp::max || op == ReduceOp::min))
-    fail(Code::Shape, "reduce: cannot take ", is_arg ? "an arg" : "the ", op == ReduceOp::max || op == ReduceOp::argmax ? "max" : "min",
-         " of an empty dimension");
+    fail(Code::Shape, "reduce: cannot take ", is_arg ? "an arg" : "the ",
+         op == ReduceOp::max || op == ReduceOp::argmax ? "max" : "min", " of an empty dimension");
   // A stage of a bf16/f16 sum, mean or prod over scattered dims writes its f32 accumulator unrounded.
-  const bool low_sum = (x.dtype == DType::bf16 || x.dtype == DType::f16) && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
+  const bool low_sum =
+      (x.dtype == DType::bf16 || x.dtype == DType::f16) && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
   const DType want = is_arg ? DType::i64 : x.dtype;
   if (out.dtype != want && !(low_sum && out.dtype == DType::f32))
     fail(Code::DType, "reduce: output dtype ", dtype_name(out.dtype), " does not fit a ", dtype_name(x.dtype), " input");
@@ -265,7 +292,8 @@ void reduce_cuda(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64
       const int threads = red <= 32 ? 32 : red <= 64 ? 64 : red <= 128 ? 128 : kThreads;
       FLOCK_LAUNCH(blocks, threads, 0, s, reduce_row_kernel<T>)(op, x.data<T>(), out.raw(), outer, red, correction, wide);
     } else {
-      FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, reduce_column_kernel<T>)(op, x.data<T>(), out.raw(), outer, red, inner, correction, wide);
+      FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, reduce_column_kernel<T>)
+      (op, x.data<T>(), out.raw(), outer, red, inner, correction, wide);
     }
   });
   check_launch("reduce_kernel");

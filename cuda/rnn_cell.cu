@@ -26,8 +26,8 @@ __device__ __forceinline__ T* row(T* p, int64_t r, int64_t n) {
 }
 
 template <RnnMode M, class T>
-__global__ void rnn_cell_forward_kernel(const T* gx, const T* gh, const T* bh, const T* hp, const T* cp, T* h, T* c, T* saved, int64_t rows,
-                                        int64_t H, int64_t G, int64_t S) {
+__global__ void rnn_cell_forward_kernel(const T* gx, const T* gh, const T* bh, const T* hp, const T* cp, T* h, T* c, T* saved,
+                                        int64_t rows, int64_t H, int64_t G, int64_t S) {
   FLOCK_GRID_STRIDE(e, rows * H) {
     const int64_t r = e / H, j = e % H;
     rnn::forward_unit<M, DeviceIO<T>, rnn::StdFn>(gx + r * G, gh + r * G, bh, hp + r * H, row(cp, r, H), h + r * H, row(c, r, H),
@@ -36,12 +36,14 @@ __global__ void rnn_cell_forward_kernel(const T* gx, const T* gh, const T* bh, c
 }
 
 template <RnnMode M, class T>
-__global__ void rnn_cell_backward_kernel(const T* gyh, const T* gyc, const T* ghn, T* carry, const T* h, const T* c, const T* cp, const T* hp,
-                                         const T* saved, T* dgx, T* dgh, int64_t rows, int64_t H, int64_t G, int64_t S) {
+__global__ void rnn_cell_backward_kernel(const T* gyh, const T* gyc, const T* ghn, T* carry, const T* h, const T* c, const T* cp,
+                                         const T* hp, const T* saved, T* dgx, T* dgh, int64_t rows, int64_t H, int64_t G,
+                                         int64_t S) {
   FLOCK_GRID_STRIDE(e, rows * H) {
     const int64_t r = e / H, j = e % H;
-    rnn::backward_unit<M, DeviceIO<T>, rnn::StdFn>(row(gyh, r, H), row(gyc, r, H), row(ghn, r, H), row(carry, r, H), h + r * H, row(c, r, H),
-                                                   row(cp, r, H), hp + r * H, row(saved, r, S), dgx + r * G, row(dgh, r, G), H, j);
+    rnn::backward_unit<M, DeviceIO<T>, rnn::StdFn>(row(gyh, r, H), row(gyc, r, H), row(ghn, r, H), row(carry, r, H), h + r * H,
+                                                   row(c, r, H), row(cp, r, H), hp + r * H, row(saved, r, S), dgx + r * G,
+                                                   row(dgh, r, G), H, j);
   }
 }
 
@@ -54,8 +56,8 @@ T* mut(Tensor* t) {
   return t ? t->data<T>() : nullptr;
 }
 
-void rnn_cell_forward_cuda(RnnMode mode, const Tensor& gx, const Tensor& gh, const Tensor* b_hh, const Tensor& h_prev, const Tensor* c_prev,
-                           Tensor& h, Tensor* c, Tensor* saved) {
+void rnn_cell_forward_cuda(RnnMode mode, const Tensor& gx, const Tensor& gh, const Tensor* b_hh, const Tensor& h_prev,
+                           const Tensor* c_prev, Tensor& h, Tensor* c, Tensor* saved) {
   const int64_t rows = h.shape[0], H = h.shape[1], G = gx.shape[1], S = rnn_saved(mode) * H;
   if (rows * H == 0) return;
   cudaStream_t s = current_stream();
@@ -63,16 +65,17 @@ void rnn_cell_forward_cuda(RnnMode mode, const Tensor& gx, const Tensor& gh, con
     using T = typename decltype(tag)::type;
     rnn::with_mode(mode, [&](auto m) {
       constexpr RnnMode M = decltype(m)::value;
-      FLOCK_LAUNCH(grid_for(rows * H), kThreads, 0, s, rnn_cell_forward_kernel<M, T>)(gx.data<T>(), gh.data<T>(), ptr<T>(b_hh), h_prev.data<T>(),
-                                                                                       ptr<T>(c_prev), h.data<T>(), mut<T>(c), mut<T>(saved),
-                                                                                       rows, H, G, S);
+      FLOCK_LAUNCH(grid_for(rows * H), kThreads, 0, s, rnn_cell_forward_kernel<M, T>)
+      (gx.data<T>(), gh.data<T>(), ptr<T>(b_hh), h_prev.data<T>(), ptr<T>(c_prev), h.data<T>(), mut<T>(c), mut<T>(saved), rows, H,
+       G, S);
     });
   });
   check_launch("rnn_cell_forward_kernel");
 }
 
-void rnn_cell_backward_cuda(RnnMode mode, const Tensor* gy_h, const Tensor* gy_c, const Tensor* gh_next, Tensor* carry, const Tensor& h,
-                            const Tensor* c, const Tensor* c_prev, const Tensor& h_prev, const Tensor* saved, Tensor& dgx, Tensor* dgh) {
+void rnn_cell_backward_cuda(RnnMode mode, const Tensor* gy_h, const Tensor* gy_c, const Tensor* gh_next, Tensor* carry,
+                            const Tensor& h, const Tensor* c, const Tensor* c_prev, const Tensor& h_prev, const Tensor* saved,
+                            Tensor& dgx, Tensor* dgh) {
   const int64_t rows = h.shape[0], H = h.shape[1], G = dgx.shape[1], S = rnn_saved(mode) * H;
   if (rows * H == 0) return;
   cudaStream_t s = current_stream();
@@ -80,9 +83,9 @@ void rnn_cell_backward_cuda(RnnMode mode, const Tensor* gy_h, const Tensor* gy_c
     using T = typename decltype(tag)::type;
     rnn::with_mode(mode, [&](auto m) {
       constexpr RnnMode M = decltype(m)::value;
-      FLOCK_LAUNCH(grid_for(rows * H), kThreads, 0, s, rnn_cell_backward_kernel<M, T>)(
-          ptr<T>(gy_h), ptr<T>(gy_c), ptr<T>(gh_next), mut<T>(carry), h.data<T>(), ptr<T>(c), ptr<T>(c_prev), h_prev.data<T>(), ptr<T>(saved),
-          dgx.data<T>(), mut<T>(dgh), rows, H, G, S);
+      FLOCK_LAUNCH(grid_for(rows * H), kThreads, 0, s, rnn_cell_backward_kernel<M, T>)
+      (ptr<T>(gy_h), ptr<T>(gy_c), ptr<T>(gh_next), mut<T>(carry), h.data<T>(), ptr<T>(c), ptr<T>(c_prev), h_prev.data<T>(),
+       ptr<T>(saved), dgx.data<T>(), mut<T>(dgh), rows, H, G, S);
     });
   });
   check_launch("rnn_cell_backward_kernel");

@@ -12,7 +12,9 @@ constexpr int64_t kWarpRowMax = 1024;
 
 template <bool kWarp>
 struct RowTeam {
-  __device__ __forceinline__ static int rank() { return kWarp ? static_cast<int>(threadIdx.x & 31) : static_cast<int>(threadIdx.x); }
+  __device__ __forceinline__ static int rank() {
+    return kWarp ? static_cast<int>(threadIdx.x & 31) : static_cast<int>(threadIdx.x);
+  }
   __device__ __forceinline__ static int size() { return kWarp ? 32 : static_cast<int>(blockDim.x); }
   __device__ __forceinline__ static int64_t first_row() {
     return kWarp ? static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5) : static_cast<int64_t>(blockIdx.x);

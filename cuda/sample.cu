@@ -14,7 +14,8 @@ __device__ __forceinline__ float uniform_at(uint64_t seed, uint64_t offset, int6
 }
 
 template <class T>
-__global__ void multinomial_kernel(const T* probs, double* cdf, int64_t* out, int64_t c, int64_t num_samples, uint64_t seed, uint64_t offset) {
+__global__ void multinomial_kernel(const T* probs, double* cdf, int64_t* out, int64_t c, int64_t num_samples, uint64_t seed,
+                                   uint64_t offset) {
   const int64_t r = blockIdx.x;
   double* row = cdf + r * c;
   __shared__ double total;
@@ -32,8 +33,10 @@ __global__ void multinomial_kernel(const T* probs, double* cdf, int64_t* out, in
     int64_t lo = 0, hi = c - 1;
     while (lo < hi) {
       const int64_t mid = (lo + hi) / 2;
-      if (row[mid] > u) hi = mid;
-      else lo = mid + 1;
+      if (row[mid] > u)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     out[r * num_samples + s] = lo;
   }
@@ -56,8 +59,8 @@ void multinomial_cuda(const Tensor& probs, Tensor& out, int64_t num_samples, uin
   Tensor cdf = empty(probs.shape, DType::f64, probs.device(), "multinomial");  // freed on this stream after the kernel
   visit_float(probs.dtype, "multinomial", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    FLOCK_LAUNCH(static_cast<unsigned>(rows), kThreads, 0, s, multinomial_kernel<T>)(probs.data<T>(), cdf.data<double>(), out.data<int64_t>(), c,
-                                                                           num_samples, seed, offset);
+    FLOCK_LAUNCH(static_cast<unsigned>(rows), kThreads, 0, s, multinomial_kernel<T>)
+    (probs.data<T>(), cdf.data<double>(), out.data<int64_t>(), c, num_samples, seed, offset);
   });
   check_launch("multinomial_kernel");
 }

@@ -12,20 +12,27 @@ namespace {
 
 constexpr int kScanThreads = 512;
 
-template <class T> using scan_acc_t = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, int64_t>;
+template <class T>
+using scan_acc_t = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, int64_t>;
 
 template <class T, class A>
-__device__ __forceinline__ A load_acc(T v) { return static_cast<A>(Num<T>::load(v)); }
+__device__ __forceinline__ A load_acc(T v) {
+  return static_cast<A>(Num<T>::load(v));
+}
 
 template <class T, class A>
 __device__ __forceinline__ T store_acc(A v) {
-  if constexpr (std::is_floating_point_v<A>) return Num<T>::from_double(v);
-  else return static_cast<T>(v);
+  if constexpr (std::is_floating_point_v<A>)
+    return Num<T>::from_double(v);
+  else
+    return static_cast<T>(v);
 }
 
 struct Mul {
   template <class A>
-  __device__ __forceinline__ A operator()(A a, A b) const { return a * b; }
+  __device__ __forceinline__ A operator()(A a, A b) const {
+    return a * b;
+  }
 };
 
 template <class T>
@@ -41,8 +48,10 @@ __global__ void scan_rows_kernel(const T* x, T* out, int64_t n, bool prod, bool 
     const int64_t r = reverse ? n - 1 - s : s;
     const A v = s < n ? load_acc<T, A>(xr[r]) : (prod ? A(1) : A(0));
     A incl, total;
-    if (prod) BlockScan(temp).InclusiveScan(v, incl, Mul{}, total);
-    else BlockScan(temp).InclusiveSum(v, incl, total);
+    if (prod)
+      BlockScan(temp).InclusiveScan(v, incl, Mul{}, total);
+    else
+      BlockScan(temp).InclusiveSum(v, incl, total);
     if (s < n) orow[r] = store_acc<T, A>(prod ? carry * incl : carry + incl);
     carry = prod ? carry * total : carry + total;
     __syncthreads();  // `temp` is reused by the next tile
@@ -70,9 +79,11 @@ void scan_cuda(const Tensor& x, Tensor& out, int64_t outer, int64_t n, int64_t i
   visit_numeric(x.dtype, prod ? "cumprod" : "cumsum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (inner == 1 && n >= 64 && outer <= 0x7fffffff) {
-      FLOCK_LAUNCH(static_cast<unsigned>(outer), kScanThreads, 0, s, scan_rows_kernel<T>)(x.data<T>(), out.data<T>(), n, prod, reverse);
+      FLOCK_LAUNCH(static_cast<unsigned>(outer), kScanThreads, 0, s, scan_rows_kernel<T>)
+      (x.data<T>(), out.data<T>(), n, prod, reverse);
     } else {
-      FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, scan_lines_kernel<T>)(x.data<T>(), out.data<T>(), outer, n, inner, prod, reverse);
+      FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, scan_lines_kernel<T>)
+      (x.data<T>(), out.data<T>(), outer, n, inner, prod, reverse);
     }
   });
   check_launch("scan_kernel");
@@ -88,7 +99,10 @@ __global__ void cumprod_backward_kernel(const T* x, const T* gy, T* gx, double* 
     double p = 1;
     for (int64_t r = 0; r < n; ++r) {
       const double v = at(x, r);
-      if (v == 0) { z = r; break; }
+      if (v == 0) {
+        z = r;
+        break;
+      }
       p *= v;
       pre[base + r * inner] = p;
     }
@@ -117,8 +131,8 @@ void cumprod_backward_cuda(const Tensor& x, const Tensor& gy, Tensor& gx, int64_
   Tensor pre = empty(x.shape, DType::f64, x.device(), "cumprod");  // freed on this stream after the kernel
   visit_float(x.dtype, "cumprod", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, cumprod_backward_kernel<T>)(x.data<T>(), gy.data<T>(), gx.data<T>(), pre.data<double>(),
-                                                                              outer, n, inner);
+    FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, cumprod_backward_kernel<T>)
+    (x.data<T>(), gy.data<T>(), gx.data<T>(), pre.data<double>(), outer, n, inner);
   });
   check_launch("cumprod_backward_kernel");
 }

@@ -12,7 +12,8 @@ namespace flock::cuda {
 namespace {
 
 // The output offset of index element e, or -1 (reported once) when its value is out of range.
-__device__ __forceinline__ int64_t target(const IndexPlan& g, const void* index, bool wide, int64_t e, IndexFault* fault, int op) {
+__device__ __forceinline__ int64_t target(const IndexPlan& g, const void* index, bool wide, int64_t e, IndexFault* fault,
+                                          int op) {
   const int64_t k = read_index(index, wide, e);
   if (k < 0 || k >= g.data_dim) {
     if (fault) report_fault(fault, op, k, g.data_dim);
@@ -77,8 +78,8 @@ __global__ void scatter_identity_kernel(ScatterReduceOp op, T* out, const void* 
 }
 
 template <class T>
-__global__ void scatter_reduce_kernel(ScatterReduceOp op, T* out, const void* index, bool wide, const T* src, int64_t n, IndexPlan g,
-                                      unsigned long long* count, IndexFault* fault) {
+__global__ void scatter_reduce_kernel(ScatterReduceOp op, T* out, const void* index, bool wide, const T* src, int64_t n,
+                                      IndexPlan g, unsigned long long* count, IndexFault* fault) {
   using C = typename Num<T>::C;
   FLOCK_GRID_STRIDE(e, n) {
     const int64_t off = target(g, index, wide, e, fault, kScatterReduce);
@@ -89,9 +90,7 @@ __global__ void scatter_reduce_kernel(ScatterReduceOp op, T* out, const void* in
   }
 }
 
-__global__ void fill_count_kernel(int64_t* count, int64_t n, int64_t v) {
-  FLOCK_GRID_STRIDE(i, n) count[i] = v;
-}
+__global__ void fill_count_kernel(int64_t* count, int64_t n, int64_t v) { FLOCK_GRID_STRIDE(i, n) count[i] = v; }
 
 template <class T>
 __global__ void scatter_mean_kernel(T* out, const int64_t* count, int64_t n) {
@@ -117,10 +116,22 @@ void scatter_cuda(Tensor& out, const Tensor& index, const Tensor& src, int64_t d
   IndexFault* fault = current_index_fault();
   const bool wide = index.dtype == DType::i64;
   switch (dtype_size(out.dtype)) {
-    case 1: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint8_t>)(static_cast<uint8_t*>(out.raw()), index.raw(), wide, static_cast<const uint8_t*>(src.raw()), n, g, fault); break;
-    case 2: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint16_t>)(static_cast<uint16_t*>(out.raw()), index.raw(), wide, static_cast<const uint16_t*>(src.raw()), n, g, fault); break;
-    case 4: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint32_t>)(static_cast<uint32_t*>(out.raw()), index.raw(), wide, static_cast<const uint32_t*>(src.raw()), n, g, fault); break;
-    default: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint64_t>)(static_cast<uint64_t*>(out.raw()), index.raw(), wide, static_cast<const uint64_t*>(src.raw()), n, g, fault); break;
+    case 1:
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint8_t>)
+      (static_cast<uint8_t*>(out.raw()), index.raw(), wide, static_cast<const uint8_t*>(src.raw()), n, g, fault);
+      break;
+    case 2:
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint16_t>)
+      (static_cast<uint16_t*>(out.raw()), index.raw(), wide, static_cast<const uint16_t*>(src.raw()), n, g, fault);
+      break;
+    case 4:
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint32_t>)
+      (static_cast<uint32_t*>(out.raw()), index.raw(), wide, static_cast<const uint32_t*>(src.raw()), n, g, fault);
+      break;
+    default:
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_kernel<uint64_t>)
+      (static_cast<uint64_t*>(out.raw()), index.raw(), wide, static_cast<const uint64_t*>(src.raw()), n, g, fault);
+      break;
   }
   check_launch("scatter_kernel");
 }
@@ -147,7 +158,8 @@ void scatter_reduce_cuda(ScatterReduceOp op, Tensor& out, const Tensor& index, c
         check_launch("scatter_identity_kernel");
       }
       auto* cnt = mean ? reinterpret_cast<unsigned long long*>(count.raw()) : nullptr;
-      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_reduce_kernel<T>)(op, out.data<T>(), index.raw(), wide, src.data<T>(), n, g, cnt, fault);
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, scatter_reduce_kernel<T>)
+      (op, out.data<T>(), index.raw(), wide, src.data<T>(), n, g, cnt, fault);
       check_launch("scatter_reduce_kernel");
       if (mean) {
         FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, scatter_mean_kernel<T>)(out.data<T>(), count.data<int64_t>(), total);

@@ -12,7 +12,8 @@ struct SelectShape {
   int64_t size[kMaxDims];
 };
 
-__device__ __forceinline__ int64_t slot_of(const bool* mask, const int64_t* pos, int64_t i, int64_t count, IndexFault* fault, int op) {
+__device__ __forceinline__ int64_t slot_of(const bool* mask, const int64_t* pos, int64_t i, int64_t count, IndexFault* fault,
+                                           int op) {
   if (!mask[i]) return -1;
   const int64_t p = pos[i] - 1;
   if (p < 0 || p >= count) {
@@ -27,14 +28,16 @@ __device__ __forceinline__ int64_t slot_of(const bool* mask, const int64_t* pos,
 }
 
 template <class W>
-__global__ void masked_select_kernel(const W* x, const bool* mask, const int64_t* pos, W* out, int64_t n, int64_t count, IndexFault* fault) {
+__global__ void masked_select_kernel(const W* x, const bool* mask, const int64_t* pos, W* out, int64_t n, int64_t count,
+                                     IndexFault* fault) {
   FLOCK_GRID_STRIDE(i, n) {
     const int64_t p = slot_of(mask, pos, i, count, fault, kMaskedSelect);
     if (p >= 0) out[p] = x[i];
   }
 }
 
-__global__ void nonzero_kernel(const bool* mask, const int64_t* pos, int64_t* out, int64_t n, int64_t count, SelectShape sh, IndexFault* fault) {
+__global__ void nonzero_kernel(const bool* mask, const int64_t* pos, int64_t* out, int64_t n, int64_t count, SelectShape sh,
+                               IndexFault* fault) {
   FLOCK_GRID_STRIDE(i, n) {
     const int64_t p = slot_of(mask, pos, i, count, fault, kNonzero);
     if (p < 0) continue;
@@ -55,10 +58,22 @@ void masked_select_cuda(const Tensor& x, const Tensor& mask, const Tensor& posit
   const int64_t* p = positions.data<int64_t>();
   const int64_t c = out.numel();
   switch (dtype_size(x.dtype)) {
-    case 1: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint8_t>)(static_cast<const uint8_t*>(x.raw()), m, p, static_cast<uint8_t*>(out.raw()), n, c, fault); break;
-    case 2: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint16_t>)(static_cast<const uint16_t*>(x.raw()), m, p, static_cast<uint16_t*>(out.raw()), n, c, fault); break;
-    case 4: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint32_t>)(static_cast<const uint32_t*>(x.raw()), m, p, static_cast<uint32_t*>(out.raw()), n, c, fault); break;
-    default: FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint64_t>)(static_cast<const uint64_t*>(x.raw()), m, p, static_cast<uint64_t*>(out.raw()), n, c, fault); break;
+    case 1:
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint8_t>)
+      (static_cast<const uint8_t*>(x.raw()), m, p, static_cast<uint8_t*>(out.raw()), n, c, fault);
+      break;
+    case 2:
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint16_t>)
+      (static_cast<const uint16_t*>(x.raw()), m, p, static_cast<uint16_t*>(out.raw()), n, c, fault);
+      break;
+    case 4:
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint32_t>)
+      (static_cast<const uint32_t*>(x.raw()), m, p, static_cast<uint32_t*>(out.raw()), n, c, fault);
+      break;
+    default:
+      FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, masked_select_kernel<uint64_t>)
+      (static_cast<const uint64_t*>(x.raw()), m, p, static_cast<uint64_t*>(out.raw()), n, c, fault);
+      break;
   }
   check_launch("masked_select_kernel");
 }
@@ -72,8 +87,8 @@ void nonzero_cuda(const Tensor& mask, const Tensor& positions, Tensor& out) {
   for (int d = 0; d < sh.nd; ++d) sh.size[d] = mask.shape[d];
   cudaStream_t s = current_stream();
   IndexFault* fault = current_index_fault();
-  FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, nonzero_kernel)(mask.data<bool>(), positions.data<int64_t>(), out.data<int64_t>(), n, out.shape[0], sh,
-                                                  fault);
+  FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, nonzero_kernel)
+  (mask.data<bool>(), positions.data<int64_t>(), out.data<int64_t>(), n, out.shape[0], sh, fault);
   check_launch("nonzero_kernel");
 }
 

@@ -10,7 +10,8 @@ constexpr int kDepth = 16;  // reduction slice per shared-memory stage
 // Accumulates one staged slice: thread (ty, tx) owns rows ty+16r and cols tx+16q of the tile,
 // spread 16 apart so a warp's shared reads fall in distinct banks or broadcast.
 template <class T>
-__device__ __forceinline__ void tile_mma(const T (&As)[kDepth][kTile + 1], const T (&Bs)[kDepth][kTile + 1], T (&acc)[4][4], int tx, int ty) {
+__device__ __forceinline__ void tile_mma(const T (&As)[kDepth][kTile + 1], const T (&Bs)[kDepth][kTile + 1], T (&acc)[4][4],
+                                         int tx, int ty) {
 #pragma unroll
   for (int kk = 0; kk < kDepth; ++kk) {
     T av[4], bv[4];

@@ -12,7 +12,9 @@ namespace {
 
 // std::max(a, b) as the CPU writes it: (a < b) ? b : a, so NaN ordering matches.
 template <class C>
-__device__ __forceinline__ C cpu_max(C a, C b) { return a < b ? b : a; }
+__device__ __forceinline__ C cpu_max(C a, C b) {
+  return a < b ? b : a;
+}
 
 template <class C, class F>
 __device__ C block_all_reduce(C v, F f) {
@@ -85,7 +87,8 @@ void softmax_cuda(const Tensor& x, Tensor& out, int64_t outer, int64_t dim, int6
       const int threads = dim >= 1024 ? 512 : (dim >= 256 ? 256 : 128);
       FLOCK_LAUNCH(blocks, threads, 0, s, softmax_row_kernel<T>)(x.data<T>(), out.data<T>(), outer, dim, log);
     } else {
-      FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, softmax_column_kernel<T>)(x.data<T>(), out.data<T>(), outer, dim, inner, log);
+      FLOCK_LAUNCH(grid_for(outer * inner), kThreads, 0, s, softmax_column_kernel<T>)
+      (x.data<T>(), out.data<T>(), outer, dim, inner, log);
     }
   });
   check_launch("softmax_kernel");

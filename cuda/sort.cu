@@ -15,9 +15,12 @@ namespace {
 
 template <class T>
 __device__ __forceinline__ uint64_t key_of(T v) {
-  if constexpr (std::is_floating_point_v<acc_t<T>>) return sort_key_float(Num<T>::to_double(v));
-  else if constexpr (std::is_same_v<T, bool>) return v ? 1 : 0;
-  else return sort_key_int(static_cast<int64_t>(v));
+  if constexpr (std::is_floating_point_v<acc_t<T>>)
+    return sort_key_float(Num<T>::to_double(v));
+  else if constexpr (std::is_same_v<T, bool>)
+    return v ? 1 : 0;
+  else
+    return sort_key_int(static_cast<int64_t>(v));
 }
 
 template <class T>
@@ -79,7 +82,8 @@ void sort_cuda(const Tensor& x, Tensor& values, Tensor& indices, int64_t rows, i
           "sort: cub::DeviceSegmentedRadixSort");
   visit(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, sort_gather_kernel<T>)(x.data<T>(), cout, values.data<T>(), indices.data<int64_t>(), total, ni);
+    FLOCK_LAUNCH(grid_for(total), kThreads, 0, s, sort_gather_kernel<T>)
+    (x.data<T>(), cout, values.data<T>(), indices.data<int64_t>(), total, ni);
   });
   check_launch("sort_gather_kernel");
 }

@@ -256,19 +256,18 @@ class CudaStream final : public Stream {
       if (t1) cudaEventDestroy(t1);
       return;
     }
-    profiler::record_pending({op, "cuda:" + std::to_string(device_), enqueued_ns, 0, 0},
-                             [base, t0, t1](profiler::KernelRecord& r) {
-                               float ms0 = 0, ms1 = 0;
-                               bool ok = cudaEventSynchronize(t1) == cudaSuccess &&
-                                         cudaEventElapsedTime(&ms0, base->event, t0) == cudaSuccess &&
-                                         cudaEventElapsedTime(&ms1, base->event, t1) == cudaSuccess;
-                               if (!ok) cudaGetLastError();
-                               r.start_ns = base->host_ns + static_cast<int64_t>(double(ms0) * 1e6);
-                               r.end_ns = base->host_ns + static_cast<int64_t>(double(ms1) * 1e6);
-                               cudaEventDestroy(t0);
-                               cudaEventDestroy(t1);
-                               return ok;
-                             });
+    profiler::record_pending(
+        {op, "cuda:" + std::to_string(device_), enqueued_ns, 0, 0}, [base, t0, t1](profiler::KernelRecord& r) {
+          float ms0 = 0, ms1 = 0;
+          bool ok = cudaEventSynchronize(t1) == cudaSuccess && cudaEventElapsedTime(&ms0, base->event, t0) == cudaSuccess &&
+                    cudaEventElapsedTime(&ms1, base->event, t1) == cudaSuccess;
+          if (!ok) cudaGetLastError();
+          r.start_ns = base->host_ns + static_cast<int64_t>(double(ms0) * 1e6);
+          r.end_ns = base->host_ns + static_cast<int64_t>(double(ms1) * 1e6);
+          cudaEventDestroy(t0);
+          cudaEventDestroy(t1);
+          return ok;
+        });
   }
 
   std::shared_ptr<ClockBase> base_;
@@ -400,9 +399,14 @@ class CudaStream final : public Stream {
           err = StreamError{Code::Index, "oneHot: class index " + std::to_string(f.value) + " is out of range for numClasses " +
                                              std::to_string(f.limit)};
         } else if (!err && f.flag) {
-          const char* name = f.op == kGather ? "gather" : f.op == kScatterAdd ? "scatterAdd" : f.op == kCrossEntropy ? "crossEntropy"
-                             : f.op == kScatter ? "scatter" : f.op == kScatterReduce ? "scatterReduce"
-                             : f.op == kMaskedSelect ? "maskedSelect" : f.op == kNonzero ? "nonzero" : "indexSelect";
+          const char* name = f.op == kGather          ? "gather"
+                             : f.op == kScatterAdd    ? "scatterAdd"
+                             : f.op == kCrossEntropy  ? "crossEntropy"
+                             : f.op == kScatter       ? "scatter"
+                             : f.op == kScatterReduce ? "scatterReduce"
+                             : f.op == kMaskedSelect  ? "maskedSelect"
+                             : f.op == kNonzero       ? "nonzero"
+                                                      : "indexSelect";
           err = StreamError{Code::Index, std::string(name) + ": index " + std::to_string(f.value) +
                                              " is out of range for a dimension of size " + std::to_string(f.limit)};
         }
@@ -432,7 +436,7 @@ class CudaStream final : public Stream {
   std::deque<Job> jobs_;
   std::deque<Pending> pending_;
   std::vector<cudaEvent_t> free_events_;
-  StreamFailure failure_;  // m_ guards all but its lock-free reads
+  StreamFailure failure_;              // m_ guards all but its lock-free reads
   cudaEvent_t ready_point_ = nullptr;  // see when_ready
   int outstanding_ = 0;
   unsigned next_slot_ = 0;
@@ -496,4 +500,3 @@ IndexFault* current_index_fault() {
 }
 
 }  // namespace flock::cuda
-

@@ -74,12 +74,14 @@ StreamGate::StreamGate(int device) {
 StreamGate::~StreamGate() = default;  // the last holder of the words frees them
 
 void StreamGate::wait(cudaStream_t s, uint32_t seq) const {
-  check_cu(ops().wait(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32");
+  check_cu(ops().wait(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WAIT_VALUE_GEQ),
+           "cuStreamWaitValue32");
   note_gate_wait(GateWait{words_, seq});
 }
 
 void StreamGate::write(cudaStream_t s, uint32_t seq) const {
-  check_cu(ops().write(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue32");
+  check_cu(ops().write(s, reinterpret_cast<CUdeviceptr>(device_words_ + seq % kSlots), seq, CU_STREAM_WRITE_VALUE_DEFAULT),
+           "cuStreamWriteValue32");
 }
 
 void StreamGate::open(uint32_t seq) { __atomic_store_n(words_.get() + seq % StreamGate::kSlots, seq, __ATOMIC_RELEASE); }

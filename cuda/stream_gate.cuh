@@ -36,7 +36,7 @@ class StreamGate {
   void open(uint32_t seq);
 
  private:
-  std::shared_ptr<uint32_t> words_;  // pinned, mapped; shared with streams that queued a wait (GateWait)
+  std::shared_ptr<uint32_t> words_;   // pinned, mapped; shared with streams that queued a wait (GateWait)
   uint32_t* device_words_ = nullptr;  // the same words as the device addresses them
 };
 

@@ -24,14 +24,22 @@ void triangular_cuda(const Tensor& x, Tensor& out, int64_t diagonal, bool upper)
   cudaStream_t s = current_stream();
   auto run = [&](auto tag) {
     using W = typename decltype(tag)::type;
-    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, triangular_kernel<W>)(static_cast<const W*>(x.raw()), static_cast<W*>(out.raw()), n, rows,
-                                                          cols, diagonal, upper);
+    FLOCK_LAUNCH(grid_for(n), kThreads, 0, s, triangular_kernel<W>)
+    (static_cast<const W*>(x.raw()), static_cast<W*>(out.raw()), n, rows, cols, diagonal, upper);
   };
   switch (dtype_size(x.dtype)) {
-    case 1: run(type_tag<uint8_t>{}); break;
-    case 2: run(type_tag<uint16_t>{}); break;
-    case 4: run(type_tag<uint32_t>{}); break;
-    default: run(type_tag<uint64_t>{}); break;
+    case 1:
+      run(type_tag<uint8_t>{});
+      break;
+    case 2:
+      run(type_tag<uint16_t>{});
+      break;
+    case 4:
+      run(type_tag<uint32_t>{});
+      break;
+    default:
+      run(type_tag<uint64_t>{});
+      break;
   }
   check_launch("triangular_kernel");
 }

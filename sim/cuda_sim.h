@@ -83,9 +83,8 @@ inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize) {
 }
 template <class T>
 inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
-  return ::sim::detail::shuffle(mask, var, [&](int lane) {
-    return (lane & (width - 1)) < static_cast<int>(delta) ? -1 : lane - static_cast<int>(delta);
-  });
+  return ::sim::detail::shuffle(
+      mask, var, [&](int lane) { return (lane & (width - 1)) < static_cast<int>(delta) ? -1 : lane - static_cast<int>(delta); });
 }
 template <class T>
 inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
@@ -135,10 +134,10 @@ SIM_ATOMIC_RMW(atomicXor, __atomic_fetch_xor, unsigned)
 SIM_ATOMIC_RMW(atomicXor, __atomic_fetch_xor, unsigned long long)
 #undef SIM_ATOMIC_RMW
 
-#define SIM_ATOMIC_CAS(T)                                                              \
-  inline T atomicCAS(T* p, T compare, T v) {                                           \
+#define SIM_ATOMIC_CAS(T)                                                                   \
+  inline T atomicCAS(T* p, T compare, T v) {                                                \
     __atomic_compare_exchange_n(p, &compare, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
-    return compare;                                                                    \
+    return compare;                                                                         \
   }
 SIM_ATOMIC_CAS(int)
 SIM_ATOMIC_CAS(unsigned)
@@ -182,9 +181,13 @@ inline double atomicAdd(double* p, double v) {
 inline float atomicExch(float* p, float v) {
   return ::sim::detail::atomic_update_bits<float, uint32_t>(p, [v](float) { return v; });
 }
-#define SIM_ATOMIC_MINMAX(T)                                                                          \
-  inline T atomicMax(T* p, T v) { return ::sim::detail::atomic_update(p, [v](T x) { return x < v ? v : x; }); } \
-  inline T atomicMin(T* p, T v) { return ::sim::detail::atomic_update(p, [v](T x) { return v < x ? v : x; }); }
+#define SIM_ATOMIC_MINMAX(T)                                                    \
+  inline T atomicMax(T* p, T v) {                                               \
+    return ::sim::detail::atomic_update(p, [v](T x) { return x < v ? v : x; }); \
+  }                                                                             \
+  inline T atomicMin(T* p, T v) {                                               \
+    return ::sim::detail::atomic_update(p, [v](T x) { return v < x ? v : x; }); \
+  }
 SIM_ATOMIC_MINMAX(int)
 SIM_ATOMIC_MINMAX(unsigned)
 SIM_ATOMIC_MINMAX(long long)
@@ -209,7 +212,7 @@ inline float __uint_as_float(unsigned v) { return ::sim::detail::bits_as<float>(
 inline unsigned __float_as_uint(float v) { return ::sim::detail::bits_as<unsigned>(v); }
 
 // --- integer min/max as device code has them (int64_t is `long` here, so it gets its own) ---
-#define SIM_MINMAX(T)                                 \
+#define SIM_MINMAX(T)                              \
   inline T min(T a, T b) { return b < a ? b : a; } \
   inline T max(T a, T b) { return a < b ? b : a; }
 SIM_MINMAX(int)
@@ -222,7 +225,9 @@ SIM_MINMAX(unsigned long long)
 
 // --- loads, bit tricks and fast-math intrinsics (the CPU's libm stands in for the SFU) ---
 template <class T>
-inline T __ldg(const T* p) { return *p; }
+inline T __ldg(const T* p) {
+  return *p;
+}
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
 inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
 inline int __clz(int v) { return v ? __builtin_clz(static_cast<unsigned>(v)) : 32; }
@@ -273,7 +278,8 @@ struct BoundKernel {
         },
         params);
     auto k = kernel;
-    ::sim::launch(cfg, [k, params] { std::apply(k, params); }, std::move(pointers));
+    ::sim::launch(
+        cfg, [k, params] { std::apply(k, params); }, std::move(pointers));
   }
 };
 struct LaunchSite {
@@ -286,8 +292,7 @@ BoundKernel<P...> operator+(const LaunchSite& site, void (*kernel)(P...)) {
 }  // namespace sim::detail
 
 #ifndef FLOCK_LAUNCH
-#define FLOCK_LAUNCH(grid, block, shared, stream, ...)                                                      \
-  (::sim::detail::LaunchSite{::sim::LaunchCfg{dim3(grid), dim3(block), static_cast<size_t>(shared), stream, \
-                                              #__VA_ARGS__}} +                                              \
+#define FLOCK_LAUNCH(grid, block, shared, stream, ...)                                                                       \
+  (::sim::detail::LaunchSite{::sim::LaunchCfg{dim3(grid), dim3(block), static_cast<size_t>(shared), stream, #__VA_ARGS__}} + \
    __VA_ARGS__)
 #endif

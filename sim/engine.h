@@ -67,7 +67,7 @@ struct Block {
   bool aborting = false;  // a fault was found: parked threads unwind instead of continuing
   std::exception_ptr error;
 
-  std::string where() const;                 // "kernel K, block (x,y,z)"
+  std::string where() const;                  // "kernel K, block (x,y,z)"
   std::string thread_name(unsigned t) const;  // "thread (x,y,z)"
 };
 

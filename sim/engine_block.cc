@@ -111,9 +111,7 @@ void fiber_entry(fc::transfer_t t) {
   fiber_loop(w, *w.entering);
 }
 
-boost::context::protected_fixedsize_stack stack_allocator() {
-  return boost::context::protected_fixedsize_stack(stack_bytes());
-}
+boost::context::protected_fixedsize_stack stack_allocator() { return boost::context::protected_fixedsize_stack(stack_bytes()); }
 
 Fiber* idle_fiber(Worker& w) {
   if (!w.idle.empty()) {
@@ -134,12 +132,18 @@ Fiber* idle_fiber(Worker& w) {
 
 const char* op_name(detail::WarpOp op) {
   switch (op) {
-    case detail::WarpOp::Shuffle: return "a shuffle";
-    case detail::WarpOp::Vote: return "a vote";
-    case detail::WarpOp::Sync: return "__syncwarp";
-    case detail::WarpOp::MmaBf16: return "mma.sync (bf16)";
-    case detail::WarpOp::MmaF16: return "mma.sync (f16)";
-    case detail::WarpOp::MmaTf32: return "mma.sync (tf32)";
+    case detail::WarpOp::Shuffle:
+      return "a shuffle";
+    case detail::WarpOp::Vote:
+      return "a vote";
+    case detail::WarpOp::Sync:
+      return "__syncwarp";
+    case detail::WarpOp::MmaBf16:
+      return "mma.sync (bf16)";
+    case detail::WarpOp::MmaF16:
+      return "mma.sync (f16)";
+    case detail::WarpOp::MmaTf32:
+      return "mma.sync (tf32)";
   }
   return "a warp collective";
 }
@@ -157,8 +161,8 @@ std::string stuck_message(const Block& b) {
       const std::string waiting = std::to_string(__builtin_popcount(w.arrived)) + " lanes of warp " + std::to_string(wi) +
                                   " (first " + b.thread_name(first) + ") wait at " + op_name(w.op);
       if (b.threads[t].state == State::Done)
-        return "warp collective with exited lanes: " + waiting + " but lane " + std::to_string(lane) + " (" +
-               b.thread_name(t) + ") exited without reaching it";
+        return "warp collective with exited lanes: " + waiting + " but lane " + std::to_string(lane) + " (" + b.thread_name(t) +
+               ") exited without reaching it";
       return "deadlock: " + waiting + " while lane " + std::to_string(lane) + " (" + b.thread_name(t) +
              ") waits at __syncthreads";
     }
@@ -176,8 +180,8 @@ std::string stuck_message(const Block& b) {
 }  // namespace
 
 std::string Block::where() const {
-  return std::string("kernel ") + (cfg && cfg->kernel ? cfg->kernel : "?") + ", block (" + std::to_string(idx.x) +
-         "," + std::to_string(idx.y) + "," + std::to_string(idx.z) + ")";
+  return std::string("kernel ") + (cfg && cfg->kernel ? cfg->kernel : "?") + ", block (" + std::to_string(idx.x) + "," +
+         std::to_string(idx.y) + "," + std::to_string(idx.z) + ")";
 }
 
 std::string Block::thread_name(unsigned t) const {

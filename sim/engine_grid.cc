@@ -16,8 +16,7 @@ namespace sim {
 int validate_launch(const dim3& grid, const dim3& block, size_t shared_bytes) {
   constexpr int kInvalidConfiguration = 9;
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) return kInvalidConfiguration;
-  if (1ull * block.x * block.y * block.z > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64)
-    return kInvalidConfiguration;
+  if (1ull * block.x * block.y * block.z > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64) return kInvalidConfiguration;
   if (grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535) return kInvalidConfiguration;
   if (shared_bytes > 48 * 1024) return kInvalidConfiguration;
   return 0;
@@ -75,8 +74,10 @@ class Pool {
       std::lock_guard<std::mutex> lk(m_);
       jobs_.push_back(job);
     }
-    if (job->blocks - 1 >= helpers_) cv_.notify_all();
-    else for (uint64_t i = 1; i < job->blocks; ++i) cv_.notify_one();
+    if (job->blocks - 1 >= helpers_)
+      cv_.notify_all();
+    else
+      for (uint64_t i = 1; i < job->blocks; ++i) cv_.notify_one();
   }
 
  private:

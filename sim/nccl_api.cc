@@ -107,10 +107,10 @@ ncclResult_t resolve(cudaStream_t s, int device, rt::StreamPtr* out) {
 ncclResult_t check_buffer(const char* api, const char* what, const void* p, size_t bytes, int device) {
   if (!p) return warn(ncclInvalidArgument, "%s: %s is null", api, what);
   const auto a = rt::find_alloc(p);
-  if (!a || a->device < 0 || !a->live)
-    return warn(ncclInvalidArgument, "%s: %s %p is not device memory", api, what, p);
+  if (!a || a->device < 0 || !a->live) return warn(ncclInvalidArgument, "%s: %s %p is not device memory", api, what, p);
   if (a->device != device)
-    return warn(ncclInvalidArgument, "%s: %s %p is on cuda:%d but the communicator is on cuda:%d", api, what, p, a->device, device);
+    return warn(ncclInvalidArgument, "%s: %s %p is on cuda:%d but the communicator is on cuda:%d", api, what, p, a->device,
+                device);
   if (reinterpret_cast<uintptr_t>(p) + bytes > a->base + a->size)
     return warn(ncclInvalidArgument, "%s: %s %p holds fewer than the %zu bytes the call moves", api, what, p, bytes);
   return ncclSuccess;
@@ -128,8 +128,8 @@ ncclResult_t submit(const char* api, ncclComm_t comm, Call c, cudaStream_t strea
   if (reduces && (c.op < 0 || c.op >= ncclNumOps)) return warn(ncclInvalidArgument, "%s: op %d is not an ncclRedOp_t", api, c.op);
   const bool ranked = c.kind == Kind::Broadcast || is_p2p(c.kind);
   if (ranked && (c.peer < 0 || c.peer >= st->nranks()))
-    return warn(ncclInvalidArgument, "%s: %s %d is outside a communicator of %d ranks", api, c.kind == Kind::Broadcast ? "root" : "peer",
-                c.peer, st->nranks());
+    return warn(ncclInvalidArgument, "%s: %s %d is outside a communicator of %d ranks", api,
+                c.kind == Kind::Broadcast ? "root" : "peer", c.peer, st->nranks());
   if (c.count == 0) return ncclSuccess;
   const size_t n = static_cast<size_t>(st->nranks());
   if (c.count > SIZE_MAX / esz / n) return warn(ncclInvalidArgument, "%s: count %zu overflows", api, c.count);
@@ -153,8 +153,12 @@ ncclResult_t submit(const char* api, ncclComm_t comm, Call c, cudaStream_t strea
       r = check_buffer(api, "sendbuff", c.send, all, dev);
       if (!r) r = check_buffer(api, "recvbuff", c.recv, bytes, dev);
       break;
-    case Kind::Send: r = check_buffer(api, "sendbuff", c.send, bytes, dev); break;
-    case Kind::Recv: r = check_buffer(api, "recvbuff", c.recv, bytes, dev); break;
+    case Kind::Send:
+      r = check_buffer(api, "sendbuff", c.send, bytes, dev);
+      break;
+    case Kind::Recv:
+      r = check_buffer(api, "recvbuff", c.recv, bytes, dev);
+      break;
   }
   if (r != ncclSuccess) return r;
   rt::StreamPtr s;
@@ -191,15 +195,24 @@ FLOCK_NCCL_API ncclResult_t ncclGetVersion(int* version) {
 
 FLOCK_NCCL_API const char* ncclGetErrorString(ncclResult_t r) {
   switch (r) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (simulated NCCL; set NCCL_DEBUG=WARN for details)";
-    case ncclSystemError: return "unhandled system error (simulated NCCL; set NCCL_DEBUG=WARN for details)";
-    case ncclInternalError: return "internal error (simulated NCCL)";
-    case ncclInvalidArgument: return "invalid argument (simulated NCCL; set NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (simulated NCCL; set NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (simulated NCCL; set NCCL_DEBUG=WARN for details)";
+    case ncclSystemError:
+      return "unhandled system error (simulated NCCL; set NCCL_DEBUG=WARN for details)";
+    case ncclInternalError:
+      return "internal error (simulated NCCL)";
+    case ncclInvalidArgument:
+      return "invalid argument (simulated NCCL; set NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (simulated NCCL; set NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -217,8 +230,10 @@ FLOCK_NCCL_API ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 FLOCK_NCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* out, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
   if (!out) return warn(ncclInvalidArgument, "ncclCommInitRank: comm is null");
   *out = nullptr;
-  if (nranks < 1 || nranks > kMaxRanks) return warn(ncclInvalidArgument, "ncclCommInitRank: nranks %d is not 1..%d", nranks, kMaxRanks);
-  if (rank < 0 || rank >= nranks) return warn(ncclInvalidArgument, "ncclCommInitRank: rank %d is outside 0..%d", rank, nranks - 1);
+  if (nranks < 1 || nranks > kMaxRanks)
+    return warn(ncclInvalidArgument, "ncclCommInitRank: nranks %d is not 1..%d", nranks, kMaxRanks);
+  if (rank < 0 || rank >= nranks)
+    return warn(ncclInvalidArgument, "ncclCommInitRank: rank %d is outside 0..%d", rank, nranks - 1);
   bool blocking = true;  // NCCL's default
   if (config) {
     if (config->magic != kConfigMagic) return warn(ncclInvalidArgument, "ncclCommInitRankConfig: the config was not initialised");
@@ -240,8 +255,10 @@ FLOCK_NCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* out, int nranks, 
   GroupState& g = group();
   if (blocking) {
     // In a group NCCL defers a blocking init's wait to ncclGroupEnd (how ncclCommInitAll works).
-    if (g.depth > 0) g.blocking_inits.push_back(st);
-    else st->wait_joined();
+    if (g.depth > 0)
+      g.blocking_inits.push_back(st);
+    else
+      st->wait_joined();
     return ncclSuccess;
   }
   if (g.depth > 0) g.nonblocking_inits.push_back(st);
@@ -286,7 +303,8 @@ FLOCK_NCCL_API ncclResult_t ncclGroupEnd() {
 }
 
 FLOCK_NCCL_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
-  if (!comms || ndev < 1 || ndev > kMaxRanks) return warn(ncclInvalidArgument, "ncclCommInitAll: comms is null or ndev %d is not 1..%d", ndev, kMaxRanks);
+  if (!comms || ndev < 1 || ndev > kMaxRanks)
+    return warn(ncclInvalidArgument, "ncclCommInitAll: comms is null or ndev %d is not 1..%d", ndev, kMaxRanks);
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) return warn(ncclUnhandledCudaError, "ncclCommInitAll: no CUDA device");
   for (int i = 0; i < ndev; ++i) {
@@ -358,8 +376,8 @@ FLOCK_NCCL_API ncclResult_t ncclAllReduce(const void* send, void* recv, size_t c
   return submit("ncclAllReduce", comm, Call{Kind::AllReduce, send, recv, count, dtype, op, 0, 0}, stream);
 }
 
-FLOCK_NCCL_API ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t dtype, int root, ncclComm_t comm,
-                                          cudaStream_t stream) {
+FLOCK_NCCL_API ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t dtype, int root,
+                                          ncclComm_t comm, cudaStream_t stream) {
   return submit("ncclBroadcast", comm, Call{Kind::Broadcast, send, recv, count, dtype, 0, root, 0}, stream);
 }
 
@@ -368,15 +386,17 @@ FLOCK_NCCL_API ncclResult_t ncclAllGather(const void* send, void* recv, size_t s
   return submit("ncclAllGather", comm, Call{Kind::AllGather, send, recv, sendcount, dtype, 0, 0, 0}, stream);
 }
 
-FLOCK_NCCL_API ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t dtype, ncclRedOp_t op,
-                                              ncclComm_t comm, cudaStream_t stream) {
+FLOCK_NCCL_API ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t dtype,
+                                              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return submit("ncclReduceScatter", comm, Call{Kind::ReduceScatter, send, recv, recvcount, dtype, op, 0, 0}, stream);
 }
 
-FLOCK_NCCL_API ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm, cudaStream_t stream) {
+FLOCK_NCCL_API ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm,
+                                     cudaStream_t stream) {
   return submit("ncclSend", comm, Call{Kind::Send, send, nullptr, count, dtype, 0, peer, 0}, stream);
 }
 
-FLOCK_NCCL_API ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm, cudaStream_t stream) {
+FLOCK_NCCL_API ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t dtype, int peer, ncclComm_t comm,
+                                     cudaStream_t stream) {
   return submit("ncclRecv", comm, Call{Kind::Recv, nullptr, recv, count, dtype, 0, peer, 0}, stream);
 }

@@ -130,8 +130,12 @@ void Comm::collective(const Call& c) {
   const int me = rank_, n = nranks_;
   const size_t esz = dtype_size(c.dtype);
   const bool reduces = c.kind == Kind::AllReduce || c.kind == Kind::ReduceScatter;
-  h.desc[me] = OpDesc{static_cast<uint32_t>(c.kind), static_cast<uint32_t>(c.dtype), reduces ? static_cast<uint32_t>(c.op) : 0u,
-                      c.kind == Kind::Broadcast ? static_cast<uint32_t>(c.peer) : 0u, c.count, c.seq};
+  h.desc[me] = OpDesc{static_cast<uint32_t>(c.kind),
+                      static_cast<uint32_t>(c.dtype),
+                      reduces ? static_cast<uint32_t>(c.op) : 0u,
+                      c.kind == Kind::Broadcast ? static_cast<uint32_t>(c.peer) : 0u,
+                      c.count,
+                      c.seq};
   // Elements per round: a reduce-scatter stages one block per destination rank.
   const size_t per_round = c.kind == Kind::ReduceScatter ? kSlotBytes / (esz * size_t(n)) : kSlotBytes / esz;
   const auto* send = static_cast<const unsigned char*>(c.send);
@@ -144,14 +148,17 @@ void Comm::collective(const Call& c) {
     unsigned char* mine = seg_->slot(me);
     switch (c.kind) {
       case Kind::AllReduce:
-      case Kind::AllGather: std::memcpy(mine, send + off * esz, bytes); break;
+      case Kind::AllGather:
+        std::memcpy(mine, send + off * esz, bytes);
+        break;
       case Kind::Broadcast:
         if (me == c.peer) std::memcpy(mine, send + off * esz, bytes);
         break;
       case Kind::ReduceScatter:
         for (int j = 0; j < n; ++j) std::memcpy(mine + size_t(j) * bytes, send + (size_t(j) * c.count + off) * esz, bytes);
         break;
-      default: break;
+      default:
+        break;
     }
     if (!barrier()) return;
     if (first) {
@@ -159,8 +166,8 @@ void Comm::collective(const Call& c) {
       bool agree = true;
       for (int r = 0; r < n; ++r) {
         const OpDesc& d = h.desc[r];
-        agree = agree && d.kind == h.desc[0].kind && d.dtype == h.desc[0].dtype && d.op == h.desc[0].op && d.root == h.desc[0].root &&
-                d.count == h.desc[0].count;
+        agree = agree && d.kind == h.desc[0].kind && d.dtype == h.desc[0].dtype && d.op == h.desc[0].op &&
+                d.root == h.desc[0].root && d.count == h.desc[0].count;
       }
       if (!agree) {
         // Every rank sees the same descriptions, so all of them take this branch together.
@@ -175,7 +182,9 @@ void Comm::collective(const Call& c) {
         for (int r = 0; r < n; ++r) from[r] = seg_->slot(r);
         reduce(c.dtype, c.op, from.data(), n, len, recv + off * esz);
         break;
-      case Kind::Broadcast: std::memcpy(recv + off * esz, seg_->slot(c.peer), bytes); break;
+      case Kind::Broadcast:
+        std::memcpy(recv + off * esz, seg_->slot(c.peer), bytes);
+        break;
       case Kind::AllGather:
         for (int r = 0; r < n; ++r) std::memcpy(recv + (size_t(r) * c.count + off) * esz, seg_->slot(r), bytes);
         break;
@@ -183,7 +192,8 @@ void Comm::collective(const Call& c) {
         for (int r = 0; r < n; ++r) from[r] = seg_->slot(r) + size_t(me) * bytes;
         reduce(c.dtype, c.op, from.data(), n, len, recv + off * esz);
         break;
-      default: break;
+      default:
+        break;
     }
     if (!barrier()) return;
     off += len;

@@ -37,8 +37,8 @@ struct Call {
   void* recv;
   size_t count;  // AllGather: per rank (sendcount); ReduceScatter: per rank (recvcount)
   int dtype;
-  int op;    // reductions only
-  int peer;  // Broadcast: root; Send/Recv: the peer
+  int op;        // reductions only
+  int peer;      // Broadcast: root; Send/Recv: the peer
   uint64_t seq;  // collectives: this communicator's collective number
 };
 

@@ -73,19 +73,27 @@ template <class A>
 A combine(int op, A a, A b) {
   if constexpr (std::is_floating_point_v<A>) {
     switch (op) {
-      case ncclProd: return a * b;
-      case ncclMax: return std::fmax(a, b);
-      case ncclMin: return std::fmin(a, b);
-      default: return a + b;  // sum, avg
+      case ncclProd:
+        return a * b;
+      case ncclMax:
+        return std::fmax(a, b);
+      case ncclMin:
+        return std::fmin(a, b);
+      default:
+        return a + b;  // sum, avg
     }
   } else {
     // Integers wrap, as on the GPU: do the arithmetic unsigned (signed overflow is UB in C++).
     using U = std::make_unsigned_t<A>;
     switch (op) {
-      case ncclProd: return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
-      case ncclMax: return a < b ? b : a;
-      case ncclMin: return b < a ? b : a;
-      default: return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+      case ncclProd:
+        return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+      case ncclMax:
+        return a < b ? b : a;
+      case ncclMin:
+        return b < a ? b : a;
+      default:
+        return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
     }
   }
 }
@@ -108,32 +116,48 @@ void reduce_as(int op, const void* const* in, int ranks, size_t n, void* out) {
 size_t dtype_size(int dtype) {
   switch (dtype) {
     case ncclInt8:
-    case ncclUint8: return 1;
+    case ncclUint8:
+      return 1;
     case ncclFloat16:
-    case ncclBfloat16: return 2;
+    case ncclBfloat16:
+      return 2;
     case ncclInt32:
     case ncclUint32:
-    case ncclFloat32: return 4;
+    case ncclFloat32:
+      return 4;
     case ncclInt64:
     case ncclUint64:
-    case ncclFloat64: return 8;
-    default: return 0;
+    case ncclFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 void reduce(int dtype, int op, const void* const* in, int ranks, size_t n, void* out) {
   switch (dtype) {
-    case ncclInt8: return reduce_as<Plain<int8_t, int8_t>>(op, in, ranks, n, out);
-    case ncclUint8: return reduce_as<Plain<uint8_t, uint8_t>>(op, in, ranks, n, out);
-    case ncclInt32: return reduce_as<Plain<int32_t, int32_t>>(op, in, ranks, n, out);
-    case ncclUint32: return reduce_as<Plain<uint32_t, uint32_t>>(op, in, ranks, n, out);
-    case ncclInt64: return reduce_as<Plain<int64_t, int64_t>>(op, in, ranks, n, out);
-    case ncclUint64: return reduce_as<Plain<uint64_t, uint64_t>>(op, in, ranks, n, out);
-    case ncclFloat16: return reduce_as<Half>(op, in, ranks, n, out);
-    case ncclFloat32: return reduce_as<Plain<float, float>>(op, in, ranks, n, out);
-    case ncclFloat64: return reduce_as<Plain<double, double>>(op, in, ranks, n, out);
-    case ncclBfloat16: return reduce_as<BHalf>(op, in, ranks, n, out);
-    default: return;
+    case ncclInt8:
+      return reduce_as<Plain<int8_t, int8_t>>(op, in, ranks, n, out);
+    case ncclUint8:
+      return reduce_as<Plain<uint8_t, uint8_t>>(op, in, ranks, n, out);
+    case ncclInt32:
+      return reduce_as<Plain<int32_t, int32_t>>(op, in, ranks, n, out);
+    case ncclUint32:
+      return reduce_as<Plain<uint32_t, uint32_t>>(op, in, ranks, n, out);
+    case ncclInt64:
+      return reduce_as<Plain<int64_t, int64_t>>(op, in, ranks, n, out);
+    case ncclUint64:
+      return reduce_as<Plain<uint64_t, uint64_t>>(op, in, ranks, n, out);
+    case ncclFloat16:
+      return reduce_as<Half>(op, in, ranks, n, out);
+    case ncclFloat32:
+      return reduce_as<Plain<float, float>>(op, in, ranks, n, out);
+    case ncclFloat64:
+      return reduce_as<Plain<double, double>>(op, in, ranks, n, out);
+    case ncclBfloat16:
+      return reduce_as<BHalf>(op, in, ranks, n, out);
+    default:
+      return;
   }
 }
 

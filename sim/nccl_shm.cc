@@ -111,7 +111,8 @@ void unlink_unused_segments() {
 std::unique_ptr<Segment> Segment::open(const std::string& name, int nranks, std::string* why) {
   const int fd = shm_open(name.c_str(), O_RDWR, 0);
   if (fd < 0) {
-    *why = os_error("cannot open the rendezvous segment", name) + " (an id from an ended job, or one never made by ncclGetUniqueId)";
+    *why =
+        os_error("cannot open the rendezvous segment", name) + " (an id from an ended job, or one never made by ncclGetUniqueId)";
     return nullptr;
   }
   std::unique_ptr<Segment> s(new Segment);

@@ -30,11 +30,16 @@ bool classify(const void* p, size_t n, End* e) {
 cudaError_t check_kind(cudaMemcpyKind kind, const End& dst, const End& src) {
   const bool dst_dev_ok = dst.device || dst.pinned, src_dev_ok = src.device || src.pinned;
   switch (kind) {
-    case cudaMemcpyHostToHost: return (dst.device || src.device) ? cudaErrorInvalidValue : cudaSuccess;
-    case cudaMemcpyHostToDevice: return (src.device || !dst_dev_ok) ? cudaErrorInvalidValue : cudaSuccess;
-    case cudaMemcpyDeviceToHost: return (!src_dev_ok || dst.device) ? cudaErrorInvalidValue : cudaSuccess;
-    case cudaMemcpyDeviceToDevice: return (!src_dev_ok || !dst_dev_ok) ? cudaErrorInvalidValue : cudaSuccess;
-    case cudaMemcpyDefault: return cudaSuccess;
+    case cudaMemcpyHostToHost:
+      return (dst.device || src.device) ? cudaErrorInvalidValue : cudaSuccess;
+    case cudaMemcpyHostToDevice:
+      return (src.device || !dst_dev_ok) ? cudaErrorInvalidValue : cudaSuccess;
+    case cudaMemcpyDeviceToHost:
+      return (!src_dev_ok || dst.device) ? cudaErrorInvalidValue : cudaSuccess;
+    case cudaMemcpyDeviceToDevice:
+      return (!src_dev_ok || !dst_dev_ok) ? cudaErrorInvalidValue : cudaSuccess;
+    case cudaMemcpyDefault:
+      return cudaSuccess;
   }
   return cudaErrorInvalidMemcpyDirection;
 }

@@ -21,11 +21,24 @@ bool parse_bytes(const char* s, size_t* out) {
   if (end == s || v < 0) return false;
   double mult = 1;
   switch (std::toupper(static_cast<unsigned char>(*end))) {
-    case 'K': mult = 1024.0; ++end; break;
-    case 'M': mult = 1024.0 * 1024; ++end; break;
-    case 'G': mult = 1024.0 * 1024 * 1024; ++end; break;
-    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; ++end; break;
-    default: break;
+    case 'K':
+      mult = 1024.0;
+      ++end;
+      break;
+    case 'M':
+      mult = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'G':
+      mult = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    case 'T':
+      mult = 1024.0 * 1024 * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      break;
   }
   if (mult > 1 && (*end == 'i' || *end == 'I')) ++end;
   if (*end == 'B' || *end == 'b') ++end;
@@ -47,8 +60,10 @@ const Config& config() {
     if (const char* v = env("FLOCKML_CUDA_SIM_DEVICES")) {
       char* end = nullptr;
       const long n = std::strtol(v, &end, 10);
-      if (*end == '\0' && n >= 0 && n <= kMaxDevices) r.count = static_cast<int>(n);
-      else std::fprintf(stderr, "cuda sim: FLOCKML_CUDA_SIM_DEVICES=%s is not 0..%d; using %d\n", v, kMaxDevices, r.count);
+      if (*end == '\0' && n >= 0 && n <= kMaxDevices)
+        r.count = static_cast<int>(n);
+      else
+        std::fprintf(stderr, "cuda sim: FLOCKML_CUDA_SIM_DEVICES=%s is not 0..%d; using %d\n", v, kMaxDevices, r.count);
     }
     if (const char* v = env("FLOCKML_CUDA_SIM_MEMORY")) {
       if (!parse_bytes(v, &r.cap)) std::fprintf(stderr, "cuda sim: FLOCKML_CUDA_SIM_MEMORY=%s is not a size; using 4G\n", v);
@@ -75,30 +90,54 @@ Device* devices() {
 
 const char* base_string(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInitializationError: return "initialization error";
-    case cudaErrorCudartUnloading: return "driver shutting down";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
-    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
-    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorPeerAccessUnsupported: return "peer access is not supported between these two devices";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
-    case cudaErrorSymbolNotFound: return "named symbol not found";
-    case cudaErrorNotReady: return "device not ready";
-    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
-    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
-    case cudaErrorPeerAccessAlreadyEnabled: return "peer access is already enabled";
-    case cudaErrorPeerAccessNotEnabled: return "peer access has not been enabled";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
-    case cudaErrorNotPermitted: return "operation not permitted";
-    case cudaErrorNotSupported: return "operation not supported";
-    case cudaErrorUnknown: return "unknown error";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInitializationError:
+      return "initialization error";
+    case cudaErrorCudartUnloading:
+      return "driver shutting down";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer:
+      return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection:
+      return "invalid copy direction for memcpy";
+    case cudaErrorInsufficientDriver:
+      return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorPeerAccessUnsupported:
+      return "peer access is not supported between these two devices";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorIllegalState:
+      return "the operation cannot be performed in the present state";
+    case cudaErrorSymbolNotFound:
+      return "named symbol not found";
+    case cudaErrorNotReady:
+      return "device not ready";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
+    case cudaErrorLaunchOutOfResources:
+      return "too many resources requested for launch";
+    case cudaErrorPeerAccessAlreadyEnabled:
+      return "peer access is already enabled";
+    case cudaErrorPeerAccessNotEnabled:
+      return "peer access has not been enabled";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    case cudaErrorNotPermitted:
+      return "operation not permitted";
+    case cudaErrorNotSupported:
+      return "operation not supported";
+    case cudaErrorUnknown:
+      return "unknown error";
   }
   return nullptr;
 }
@@ -304,7 +343,8 @@ const char* cudaGetErrorString(cudaError_t e) {
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
 #define FLOCK_SIM_NAME(x) \
-  case x: return #x;
+  case x:                 \
+    return #x;
     FLOCK_SIM_NAME(cudaSuccess)
     FLOCK_SIM_NAME(cudaErrorInvalidValue)
     FLOCK_SIM_NAME(cudaErrorMemoryAllocation)

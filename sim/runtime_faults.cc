@@ -61,8 +61,7 @@ Schedule parse(const std::string& spec) {
     const bool hold = counted.size() > 5 && counted.compare(counted.size() - 5, 5, ":hold") == 0;
     if (hold) counted.resize(counted.size() - 5);
     const size_t colon = counted.rfind(':');
-    if (colon == std::string::npos || colon == 0)
-      throw std::invalid_argument("fault plan entry '" + entry + "' is not name:N");
+    if (colon == std::string::npos || colon == 0) throw std::invalid_argument("fault plan entry '" + entry + "' is not name:N");
     const std::string count = counted.substr(colon + 1);
     char* end = nullptr;
     const unsigned long n = std::strtoul(count.c_str(), &end, 10);
@@ -121,7 +120,6 @@ bool fault_due(const char* api) {
   }
   return failing != p.due.fail.end() && failing->second.count(n) != 0;
 }
-
 
 }  // namespace sim::rt
 

@@ -18,9 +18,8 @@ std::string foreign_pointer(const LaunchCfg& cfg, int device, const std::vector<
     auto a = rt::find_alloc(ptrs[i]);
     if (!a || rt::access_ok(device, *a)) continue;
     return std::string("kernel ") + (cfg.kernel ? cfg.kernel : "?") + " launched on cuda:" + std::to_string(device) +
-           " was given pointer argument " + std::to_string(i) + " (" + hex(ptrs[i]) + ") in cuda:" +
-           std::to_string(a->device) + " memory, and cuda:" + std::to_string(device) +
-           " has no peer access to cuda:" + std::to_string(a->device) +
+           " was given pointer argument " + std::to_string(i) + " (" + hex(ptrs[i]) + ") in cuda:" + std::to_string(a->device) +
+           " memory, and cuda:" + std::to_string(device) + " has no peer access to cuda:" + std::to_string(a->device) +
            " (cudaMemPoolSetAccess / cudaDeviceEnablePeerAccess)";
   }
   return "";

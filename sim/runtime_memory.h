@@ -22,10 +22,10 @@ struct Block {
 struct Pool {
   uint64_t release_threshold = 0;  // CUDA's default: give cached memory back at every sync
   size_t used = 0, reserved = 0, used_high = 0, reserved_high = 0;
-  size_t malloc_bytes = 0;                   // cudaMalloc memory, outside the pool
-  std::multimap<size_t, uintptr_t> spare;    // bytes -> base, for PendingFree and Cached blocks
-  bool access_from[kMaxDevices] = {};        // cudaMemPoolSetAccess grants
-  bool peer_enabled_to[kMaxDevices] = {};    // cudaDeviceEnablePeerAccess from this device
+  size_t malloc_bytes = 0;                 // cudaMalloc memory, outside the pool
+  std::multimap<size_t, uintptr_t> spare;  // bytes -> base, for PendingFree and Cached blocks
+  bool access_from[kMaxDevices] = {};      // cudaMemPoolSetAccess grants
+  bool peer_enabled_to[kMaxDevices] = {};  // cudaDeviceEnablePeerAccess from this device
 };
 
 struct Memory {

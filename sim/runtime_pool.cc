@@ -137,8 +137,10 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
     case cudaMemPoolAttrReservedMemHigh:
     case cudaMemPoolAttrUsedMemHigh:
       if (*static_cast<uint64_t*>(value) != 0) return record(cudaErrorInvalidValue);  // may only be reset
-      if (attr == cudaMemPoolAttrReservedMemHigh) p.reserved_high = p.reserved;
-      else p.used_high = p.used;
+      if (attr == cudaMemPoolAttrReservedMemHigh)
+        p.reserved_high = p.reserved;
+      else
+        p.used_high = p.used;
       return cudaSuccess;
     default:
       return record(cudaErrorInvalidValue);
@@ -158,12 +160,23 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
     case cudaMemPoolReuseAllowInternalDependencies:
       *static_cast<int*>(value) = 1;
       return cudaSuccess;
-    case cudaMemPoolAttrReleaseThreshold: v = p.release_threshold; break;
-    case cudaMemPoolAttrReservedMemCurrent: v = p.reserved; break;
-    case cudaMemPoolAttrReservedMemHigh: v = p.reserved_high; break;
-    case cudaMemPoolAttrUsedMemCurrent: v = p.used; break;
-    case cudaMemPoolAttrUsedMemHigh: v = p.used_high; break;
-    default: return record(cudaErrorInvalidValue);
+    case cudaMemPoolAttrReleaseThreshold:
+      v = p.release_threshold;
+      break;
+    case cudaMemPoolAttrReservedMemCurrent:
+      v = p.reserved;
+      break;
+    case cudaMemPoolAttrReservedMemHigh:
+      v = p.reserved_high;
+      break;
+    case cudaMemPoolAttrUsedMemCurrent:
+      v = p.used;
+      break;
+    case cudaMemPoolAttrUsedMemHigh:
+      v = p.used_high;
+      break;
+    default:
+      return record(cudaErrorInvalidValue);
   }
   *static_cast<uint64_t*>(value) = v;
   return cudaSuccess;
@@ -189,15 +202,15 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const cudaMemAccessDesc* de
     if (!valid_device(a.location.id)) return record(cudaErrorInvalidDevice);
     const bool owner = a.location.id == d;
     if (owner && a.flags != cudaMemAccessFlagsProtReadWrite) return record(cudaErrorInvalidValue);
-    if (!owner && a.flags != cudaMemAccessFlagsProtNone && !peer_capable(a.location.id, d))
-      return record(cudaErrorInvalidDevice);
+    if (!owner && a.flags != cudaMemAccessFlagsProtNone && !peer_capable(a.location.id, d)) return record(cudaErrorInvalidDevice);
     if (a.flags != cudaMemAccessFlagsProtNone && a.flags != cudaMemAccessFlagsProtRead &&
         a.flags != cudaMemAccessFlagsProtReadWrite)
       return record(cudaErrorInvalidValue);
   }
   std::lock_guard<std::mutex> lk(memory().m);
   for (size_t i = 0; i < count; ++i)
-    if (descs[i].location.id != d) memory().pools[d].access_from[descs[i].location.id] = descs[i].flags != cudaMemAccessFlagsProtNone;
+    if (descs[i].location.id != d)
+      memory().pools[d].access_from[descs[i].location.id] = descs[i].flags != cudaMemAccessFlagsProtNone;
   return cudaSuccess;
 }
 

@@ -16,10 +16,14 @@ uint64_t g_value_epoch = 0;  // bumped by every stream write
 
 bool satisfied(uint32_t now, uint32_t value, unsigned op) {
   switch (op) {
-    case CU_STREAM_WAIT_VALUE_GEQ: return static_cast<int32_t>(now - value) >= 0;  // cyclic
-    case CU_STREAM_WAIT_VALUE_EQ: return now == value;
-    case CU_STREAM_WAIT_VALUE_AND: return (now & value) != 0;
-    case CU_STREAM_WAIT_VALUE_NOR: return ~(now | value) != 0;
+    case CU_STREAM_WAIT_VALUE_GEQ:
+      return static_cast<int32_t>(now - value) >= 0;  // cyclic
+    case CU_STREAM_WAIT_VALUE_EQ:
+      return now == value;
+    case CU_STREAM_WAIT_VALUE_AND:
+      return (now & value) != 0;
+    case CU_STREAM_WAIT_VALUE_NOR:
+      return ~(now | value) != 0;
   }
   return true;
 }
@@ -102,8 +106,10 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsi
   *fn = nullptr;
   cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
   // The _v2 stream memory operations arrived in CUDA 11.7; flockml asks for 12000.
-  if (!std::strcmp(symbol, "cuStreamWaitValue32")) *fn = reinterpret_cast<void*>(&cuStreamWaitValue32);
-  else if (!std::strcmp(symbol, "cuStreamWriteValue32")) *fn = reinterpret_cast<void*>(&cuStreamWriteValue32);
+  if (!std::strcmp(symbol, "cuStreamWaitValue32"))
+    *fn = reinterpret_cast<void*>(&cuStreamWaitValue32);
+  else if (!std::strcmp(symbol, "cuStreamWriteValue32"))
+    *fn = reinterpret_cast<void*>(&cuStreamWriteValue32);
   if (*fn) {
     q = version >= 11070 ? cudaDriverEntryPointSuccess : cudaDriverEntryPointVersionNotSufficent;
     if (q != cudaDriverEntryPointSuccess) *fn = nullptr;

@@ -61,11 +61,11 @@ void enqueue_host_op(cudaStream_t stream, std::function<void()> op);
 
 // What tests and the bindings may ask of the simulated devices.
 struct DeviceStats {
-  bool context;           // a primary context exists on the device
-  size_t memory_cap;      // FLOCKML_CUDA_SIM_MEMORY (bytes)
-  size_t used;            // bytes in live allocations
-  size_t reserved;        // bytes held by the device's pool (used + cached)
-  int live_streams;       // streams created and not destroyed
+  bool context;       // a primary context exists on the device
+  size_t memory_cap;  // FLOCKML_CUDA_SIM_MEMORY (bytes)
+  size_t used;        // bytes in live allocations
+  size_t reserved;    // bytes held by the device's pool (used + cached)
+  int live_streams;   // streams created and not destroyed
 };
 int device_count();
 DeviceStats device_stats(int device);

@@ -56,7 +56,7 @@ class Addon : public Napi::Addon<Addon> {
 
   Context context;
   HandleTable handles;
-  MetaCache meta;  // the metadata of new handles
+  MetaCache meta;              // the metadata of new handles
   double* returned = nullptr;  // [metadata index, handle] of the latest wrap(); see tensor_handle.h
   Napi::Reference<Napi::Float64Array> returned_ref;
   // lib/errors.ts's classes, indexed by ErrorKind; set once by setErrorClasses.

@@ -78,7 +78,6 @@ Napi::Value AttentionPackedBackward(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-
 }  // namespace flock::js
 
 #include "../generated/register_attention.inc"

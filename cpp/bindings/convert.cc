@@ -18,21 +18,28 @@ Napi::Error make_js_error(Napi::Env env, Code code, const std::string& message) 
   return err;
 }
 
-void throw_js(Napi::Env env, Code code, const std::string& message) {
-  throw make_js_error(env, code, message);
-}
+void throw_js(Napi::Env env, Code code, const std::string& message) { throw make_js_error(env, code, message); }
 
 std::string describe(Napi::Value v) {
   switch (v.Type()) {
-    case napi_undefined: return "undefined";
-    case napi_null: return "null";
-    case napi_boolean: return "a boolean";
-    case napi_number: return "the number " + std::to_string(v.As<Napi::Number>().DoubleValue());
-    case napi_string: return "a string";
-    case napi_symbol: return "a symbol";
-    case napi_function: return "a function";
-    case napi_bigint: return "a bigint";
-    default: return v.IsArray() ? "an array" : "an object";
+    case napi_undefined:
+      return "undefined";
+    case napi_null:
+      return "null";
+    case napi_boolean:
+      return "a boolean";
+    case napi_number:
+      return "the number " + std::to_string(v.As<Napi::Number>().DoubleValue());
+    case napi_string:
+      return "a string";
+    case napi_symbol:
+      return "a symbol";
+    case napi_function:
+      return "a function";
+    case napi_bigint:
+      return "a bigint";
+    default:
+      return v.IsArray() ? "an array" : "an object";
   }
 }
 

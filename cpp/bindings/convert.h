@@ -9,7 +9,6 @@
 
 namespace flock::js {
 
-
 // The JS error for a core error: an instance of the class lib/errors.ts registered for the code's
 // kind (FlockTypeError, FlockRangeError, FlockError), carrying `code`.
 Napi::Error make_js_error(Napi::Env env, Code code, const std::string& message);
@@ -60,7 +59,8 @@ struct Args {
   DType dtype(size_t i) const;
   Device device(size_t i) const;
   // A name from `names`, or its index (lib/ops/call_shapes.ts passes the op codes' indices: no string to convert).
-  template <class E> E enumeration(size_t i, const char* name, const char* const* names, int count) const {
+  template <class E>
+  E enumeration(size_t i, const char* name, const char* const* names, int count) const {
     if (info[i].IsNumber()) {
       const double k = info[i].As<Napi::Number>().DoubleValue();
       if (!(k >= 0 && k < count && k == static_cast<double>(static_cast<int>(k))))

@@ -62,7 +62,6 @@ Napi::Value EventSync(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-
 }  // namespace flock::js
 
 #include "../generated/register_devices.inc"

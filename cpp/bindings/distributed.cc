@@ -103,28 +103,36 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, const char* op, Device
   Stream& stream = addon.context.stream(device);
   auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
   auto gate = ordered ? std::make_shared<Gate>() : nullptr;
-  Napi::Value promise = addon.promise_from(info.Env(), [&stream, stamp, gate, inputs, issue = std::move(issue)](Addon::Settle settle) {
-    settle = stamped(std::move(settle), stamp);
-    if (gate) settle = opening(gate, std::move(settle));
-    stream.notify([issue, settle, inputs](std::optional<StreamError> err) {
-      const std::optional<StreamError> failure = posted_failure(std::move(err), inputs);
-      ControlTaskScope scope(failure ? &*failure : nullptr);
-      try {
-        issue(settle);
-      } catch (const Error& e) {
-        settle(StreamError{e.code, e.what()});
-      }
-    });
-  }, stamp);
+  Napi::Value promise = addon.promise_from(
+      info.Env(),
+      [&stream, stamp, gate, inputs, issue = std::move(issue)](Addon::Settle settle) {
+        settle = stamped(std::move(settle), stamp);
+        if (gate) settle = opening(gate, std::move(settle));
+        stream.notify([issue, settle, inputs](std::optional<StreamError> err) {
+          const std::optional<StreamError> failure = posted_failure(std::move(err), inputs);
+          ControlTaskScope scope(failure ? &*failure : nullptr);
+          try {
+            issue(settle);
+          } catch (const Error& e) {
+            settle(StreamError{e.code, e.what()});
+          }
+        });
+      },
+      stamp);
   if (gate)  // a control task: later work waits for the collective even on a failed stream
-    stream.enqueue(op, [gate]() {
-      std::unique_lock<std::mutex> lk(gate->m);
-      gate->cv.wait(lk, [&] { return gate->done; });
-      if (!gate->error) return;
-      const StreamError e = *gate->error;
-      on_task_failure([settle = std::move(gate->settle), e](const StreamError& mark) { settle(StreamError{e.code, e.message, mark.ack}); });
-      throw Error(e.code, e.message);
-    }, true);
+    stream.enqueue(
+        op,
+        [gate]() {
+          std::unique_lock<std::mutex> lk(gate->m);
+          gate->cv.wait(lk, [&] { return gate->done; });
+          if (!gate->error) return;
+          const StreamError e = *gate->error;
+          on_task_failure([settle = std::move(gate->settle), e](const StreamError& mark) {
+            settle(StreamError{e.code, e.message, mark.ack});
+          });
+          throw Error(e.code, e.message);
+        },
+        true);
   return promise;
 }
 
@@ -136,8 +144,8 @@ Napi::Value after_compute(const Napi::CallbackInfo& info, const char* op, Device
 // stream (or from a failed tensor) aborts the communicator instead, so every rank's collective
 // fails (the watcher reports it within the group's timeout) and none applies the step; the group
 // must be made anew. In-process groups say it themselves (local_group.cc).
-Napi::Value collective(const Napi::CallbackInfo& info, const Args& a, size_t ordered_at, dist::ProcessGroup& g,
-                       Device device, std::vector<Tensor> inputs, std::function<void(dist::Done)> issue) {
+Napi::Value collective(const Napi::CallbackInfo& info, const Args& a, size_t ordered_at, dist::ProcessGroup& g, Device device,
+                       std::vector<Tensor> inputs, std::function<void(dist::Done)> issue) {
   const bool ordered = info.Length() > ordered_at && !info[ordered_at].IsUndefined() && a.boolean(ordered_at, "ordered");
   if (!g.orders_on_device()) return after_compute(info, a.op, device, ordered, std::move(inputs), std::move(issue));
   if (std::string(g.backend()) == "nccl") {
@@ -147,7 +155,9 @@ Napi::Value collective(const Napi::CallbackInfo& info, const Args& a, size_t ord
     }
   }
   auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
-  return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) { issue(stamped(std::move(settle), stamp)); }, stamp);
+  return Addon::of(info.Env())
+      .promise_from(
+          info.Env(), [&](Addon::Settle settle) { issue(stamped(std::move(settle), stamp)); }, stamp);
 }
 
 Napi::Value RingListen(const Napi::CallbackInfo& info) {
@@ -186,8 +196,10 @@ Napi::Value RingConnect(const Napi::CallbackInfo& info) {
   // The host index of each rank, for a group that spans hosts (hier_group.h).
   std::vector<int> host_of;
   if (info.Length() > 4 && !info[4].IsUndefined()) {
-    for (int64_t h : a.ints(4, "hostOf", 0, static_cast<int64_t>(ports.size()) - 1, 1u << 20)) host_of.push_back(static_cast<int>(h));
-    if (host_of.size() != ports.size()) fail(Code::Arg, "ringConnect: ", host_of.size(), " host indices but ", ports.size(), " ports");
+    for (int64_t h : a.ints(4, "hostOf", 0, static_cast<int64_t>(ports.size()) - 1, 1u << 20))
+      host_of.push_back(static_cast<int>(h));
+    if (host_of.size() != ports.size())
+      fail(Code::Arg, "ringConnect: ", host_of.size(), " host indices but ", ports.size(), " ports");
     if (shm.empty()) fail(Code::Arg, "ringConnect: hostOf needs a shmName");
   }
   return Addon::of(info.Env()).promise_from(info.Env(), [&](Addon::Settle settle) {
@@ -228,7 +240,8 @@ Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   auto g = group_arg(a, 0);
   Tensor in = a.tensor_even_failed(1, "input"), out = a.tensor_even_failed(2, "output");
   auto op = reduce_op(a, 3);
-  return collective(info, a, 4, *g, in.device(), {in}, [g, in, out, op](dist::Done d) { g->reduce_scatter(in, out, op, std::move(d)); });
+  return collective(info, a, 4, *g, in.device(), {in},
+                    [g, in, out, op](dist::Done d) { g->reduce_scatter(in, out, op, std::move(d)); });
 }
 
 Napi::Value Send(const Napi::CallbackInfo& info) {
@@ -300,16 +313,17 @@ Napi::Value NcclInitRank(const Napi::CallbackInfo& info) {
     fail(Code::Arg, "ncclInitRank: id must be a Uint8Array, got ", describe(idv));
   Napi::Uint8Array idarr = idv.As<Napi::Uint8Array>();
   dist::NcclId id;
-  if (idarr.ByteLength() != id.size()) fail(Code::Arg, "ncclInitRank: id must hold ", id.size(), " bytes, got ", idarr.ByteLength());
+  if (idarr.ByteLength() != id.size())
+    fail(Code::Arg, "ncclInitRank: id must hold ", id.size(), " bytes, got ", idarr.ByteLength());
   std::copy(idarr.Data(), idarr.Data() + id.size(), reinterpret_cast<uint8_t*>(id.data()));
   const int timeout = timeout_arg(a, 4);
   require_nccl("ncclInitRank");
-  if (device >= gpu_device_count()) fail(Code::Device, "ncclInitRank: no CUDA device ", device, " (", gpu_device_count(), " found)");
+  if (device >= gpu_device_count())
+    fail(Code::Device, "ncclInitRank: no CUDA device ", device, " (", gpu_device_count(), " found)");
   Napi::Env env = info.Env();
   std::shared_ptr<dist::ProcessGroup> g;
-  Napi::Promise ready = Addon::of(env).promise_from(env, [&](Addon::Settle settle) {
-    g = dist::nccl_backend().init_rank(rank, size, device, id, timeout, std::move(settle));
-  });
+  Napi::Promise ready = Addon::of(env).promise_from(
+      env, [&](Addon::Settle settle) { g = dist::nccl_backend().init_rank(rank, size, device, id, timeout, std::move(settle)); });
   Napi::Object o = Napi::Object::New(env);
   o.Set("group", wrap_group(env, g));
   o.Set("ready", ready);
@@ -331,9 +345,8 @@ Napi::Value NcclInitAll(const Napi::CallbackInfo& info) {
   }
   Napi::Env env = info.Env();
   std::vector<std::shared_ptr<dist::ProcessGroup>> gs;
-  Napi::Promise ready = Addon::of(env).promise_from(env, [&](Addon::Settle settle) {
-    gs = dist::nccl_backend().init_all(devices, timeout, std::move(settle));
-  });
+  Napi::Promise ready = Addon::of(env).promise_from(
+      env, [&](Addon::Settle settle) { gs = dist::nccl_backend().init_all(devices, timeout, std::move(settle)); });
   Napi::Array groups = Napi::Array::New(env, gs.size());
   for (uint32_t i = 0; i < gs.size(); ++i) groups.Set(i, wrap_group(env, gs[i]));
   Napi::Object o = Napi::Object::New(env);
@@ -388,14 +401,17 @@ Napi::Value ps_array_buffer(Napi::Env env, std::shared_ptr<dist::PsBuffer> b) {
     ps_buffers[b->data()] = b;
   }
   auto* hold = new std::shared_ptr<dist::PsBuffer>(b);
-  return Napi::ArrayBuffer::New(env, b->data(), b->size(), [](Napi::Env, void*, std::shared_ptr<dist::PsBuffer>* h) {
-    {
-      std::lock_guard<std::mutex> lock(ps_mutex);
-      auto it = ps_buffers.find((*h)->data());
-      if (it != ps_buffers.end() && it->second.lock() == *h) ps_buffers.erase(it);
-    }
-    delete h;
-  }, hold);
+  return Napi::ArrayBuffer::New(
+      env, b->data(), b->size(),
+      [](Napi::Env, void*, std::shared_ptr<dist::PsBuffer>* h) {
+        {
+          std::lock_guard<std::mutex> lock(ps_mutex);
+          auto it = ps_buffers.find((*h)->data());
+          if (it != ps_buffers.end() && it->second.lock() == *h) ps_buffers.erase(it);
+        }
+        delete h;
+      },
+      hold);
 }
 
 // psShmCreate(name, bytes) / psShmOpen(name, bytes): the mapped buffer as an ArrayBuffer.
@@ -439,9 +455,11 @@ Napi::Value PsReadInto(const Napi::CallbackInfo& info) {
   size_t at = offset;
   for (const Tensor& t : ts) {
     if (t.device() != ts[0].device())
-      fail(Code::Device, "ParameterServer: tensors on ", ts[0].device().str(), " and ", t.device().str(), " in one shared-memory copy");
+      fail(Code::Device, "ParameterServer: tensors on ", ts[0].device().str(), " and ", t.device().str(),
+           " in one shared-memory copy");
     if (t.nbytes() > b->size() - at)
-      fail(Code::Range, "ParameterServer: ", t.nbytes(), " bytes at offset ", at, " overrun a shared-memory buffer of ", b->size());
+      fail(Code::Range, "ParameterServer: ", t.nbytes(), " bytes at offset ", at, " overrun a shared-memory buffer of ",
+           b->size());
     at += t.nbytes();
   }
   size_t off = offset;
@@ -454,7 +472,6 @@ Napi::Value PsReadInto(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
-
 
 }  // namespace flock::js
 

@@ -79,7 +79,6 @@ Napi::Value FailAllocAfter(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-
 }  // namespace flock::js
 
 #include "../generated/register_failure.inc"

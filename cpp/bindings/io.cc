@@ -162,7 +162,7 @@ struct ReadJob {
   bool all = true;  // every tensor, else those named in `select`
   std::vector<std::string> select;
   io::Header header;
-  std::vector<size_t> chosen;  // indices into header.tensors, in result order
+  std::vector<size_t> chosen;   // indices into header.tensors, in result order
   std::vector<Tensor> tensors;  // CPU tensors holding the bytes read
   std::optional<StreamError> error;
   std::optional<Napi::Promise::Deferred> deferred;
@@ -285,7 +285,8 @@ Napi::Value Read(const Napi::CallbackInfo& info) {
   job->deferred.emplace(Napi::Promise::Deferred::New(env));
   Napi::Promise promise = job->deferred->Promise();
   // One thread-safe function per read: it keeps the process alive until the read settles.
-  auto tsfn = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "flockml.load", 0, 1);
+  auto tsfn =
+      Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "flockml.load", 0, 1);
   try {
     std::thread([job, tsfn]() mutable {
       run_read(*job, "load");
@@ -308,7 +309,6 @@ Napi::Value ReadSync(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
-
 
 }  // namespace flock::js
 

@@ -72,7 +72,8 @@ bool Addon::dispose(Napi::Env env, double handle) {
 
 Napi::Promise Addon::when_done(Napi::Env env, Device device, std::shared_ptr<std::vector<uint8_t>> bytes) {
   Stream& stream = context.stream(device);
-  return promise_from(env, [&stream](Settle settle) { stream.notify(std::move(settle)); }, std::move(bytes));
+  return promise_from(
+      env, [&stream](Settle settle) { stream.notify(std::move(settle)); }, std::move(bytes));
 }
 
 Napi::Promise Addon::promise_from(Napi::Env env, const std::function<void(Settle)>& start,

@@ -123,8 +123,9 @@ Napi::Value AdamStep(const Napi::CallbackInfo& info) {
   Args a{info, "adamStep"};
   auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), m = a.tensors(2, "expAvg"), v = a.tensors(3, "expAvgSq");
   auto mv = a.tensors(4, "maxExpAvgSq");
-  AdamConfig c{a.number(5, "lr"), a.number(6, "beta1"), a.number(7, "beta2"), a.number(8, "eps"), a.number(9, "weightDecay"),
-               a.integer(10, "step", 1, int64_t(1) << 52), a.boolean(11, "decoupled"), a.boolean(12, "amsgrad"), a.boolean(13, "maximize")};
+  AdamConfig c{a.number(5, "lr"),          a.number(6, "beta1"),       a.number(7, "beta2"),
+               a.number(8, "eps"),         a.number(9, "weightDecay"), a.integer(10, "step", 1, int64_t(1) << 52),
+               a.boolean(11, "decoupled"), a.boolean(12, "amsgrad"),   a.boolean(13, "maximize")};
   auto masters = a.tensors(14, "masters");
   c.stochastic_rounding = a.boolean(15, "stochasticRounding");
   c.seed = static_cast<uint64_t>(a.integer(16, "seed", 0, kMaxSafe));
@@ -136,7 +137,7 @@ Napi::Value AdamStep(const Napi::CallbackInfo& info) {
 Napi::Value SgdStep(const Napi::CallbackInfo& info) {
   Args a{info, "sgdStep"};
   auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), b = a.tensors(2, "momentumBuffers");
-  SgdConfig c{a.number(3, "lr"), a.number(4, "momentum"), a.number(5, "dampening"), a.number(6, "weightDecay"),
+  SgdConfig c{a.number(3, "lr"),        a.number(4, "momentum"),   a.number(5, "dampening"), a.number(6, "weightDecay"),
               a.boolean(7, "nesterov"), a.boolean(8, "firstStep"), a.boolean(9, "maximize")};
   auto masters = a.tensors(10, "masters");
   c.stochastic_rounding = a.boolean(11, "stochasticRounding");
@@ -150,8 +151,8 @@ Napi::Value RmspropStep(const Napi::CallbackInfo& info) {
   Args a{info, "rmspropStep"};
   auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), sq = a.tensors(2, "squareAvg"), ga = a.tensors(3, "gradAvg");
   auto b = a.tensors(4, "momentumBuffers");
-  RmspropConfig c{a.number(5, "lr"), a.number(6, "alpha"), a.number(7, "eps"), a.number(8, "weightDecay"), a.number(9, "momentum"),
-                  a.boolean(10, "centered"), a.boolean(11, "maximize")};
+  RmspropConfig c{a.number(5, "lr"),       a.number(6, "alpha"),      a.number(7, "eps"),       a.number(8, "weightDecay"),
+                  a.number(9, "momentum"), a.boolean(10, "centered"), a.boolean(11, "maximize")};
   auto masters = a.tensors(12, "masters");
   c.stochastic_rounding = a.boolean(13, "stochasticRounding");
   c.seed = static_cast<uint64_t>(a.integer(14, "seed", 0, kMaxSafe));
@@ -163,8 +164,12 @@ Napi::Value RmspropStep(const Napi::CallbackInfo& info) {
 Napi::Value AdagradStep(const Napi::CallbackInfo& info) {
   Args a{info, "adagradStep"};
   auto p = a.tensors(0, "params"), g = a.tensors(1, "grads"), sums = a.tensors(2, "sums");
-  AdagradConfig c{a.number(3, "lr"), a.number(4, "lrDecay"), a.number(5, "eps"), a.number(6, "weightDecay"),
-                  a.integer(7, "step", 1, int64_t(1) << 52), a.boolean(8, "maximize")};
+  AdagradConfig c{a.number(3, "lr"),
+                  a.number(4, "lrDecay"),
+                  a.number(5, "eps"),
+                  a.number(6, "weightDecay"),
+                  a.integer(7, "step", 1, int64_t(1) << 52),
+                  a.boolean(8, "maximize")};
   auto masters = a.tensors(9, "masters");
   c.stochastic_rounding = a.boolean(10, "stochasticRounding");
   c.seed = static_cast<uint64_t>(a.integer(11, "seed", 0, kMaxSafe));
@@ -174,7 +179,6 @@ Napi::Value AdagradStep(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
-
 
 }  // namespace flock::js
 

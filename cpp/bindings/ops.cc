@@ -29,8 +29,8 @@ Napi::Value MatmulInto(const Napi::CallbackInfo& info) {
   Tensor out = a.tensor(4, "out");
   const bool lowered = present(a, 5);
   const DType compute = lowered ? a.dtype(5) : DType::f32;
-  return Napi::Boolean::New(info.Env(), ops::matmul_into(a.tensor(0, "a"), a.tensor(1, "b"), a.boolean(2, "transA"), a.boolean(3, "transB"),
-                                                         lowered ? &compute : nullptr, out));
+  return Napi::Boolean::New(info.Env(), ops::matmul_into(a.tensor(0, "a"), a.tensor(1, "b"), a.boolean(2, "transA"),
+                                                         a.boolean(3, "transB"), lowered ? &compute : nullptr, out));
 }
 
 }  // namespace

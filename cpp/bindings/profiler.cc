@@ -58,7 +58,6 @@ Napi::Value RangePop(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-
 }  // namespace flock::js
 
 #include "../generated/register_profiler.inc"

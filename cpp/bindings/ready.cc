@@ -77,7 +77,6 @@ Napi::Value StreamInlineTasks(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-
 }  // namespace flock::js
 
 #include "../generated/register_ready.inc"

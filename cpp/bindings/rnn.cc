@@ -41,8 +41,9 @@ Napi::Value RnnBackward(const Napi::CallbackInfo& info) {
   const bool has_saved = present(a, 3);
   Tensor saved = has_saved ? a.tensor(3, "saved") : Tensor{};
   Tensor w = a.tensor(4, "weightHh");
-  ops::RnnGrads r = ops::rnn_backward(mode, g, states, has_saved ? &saved : nullptr, w, a.boolean(5, "reverse"), a.boolean(6, "wantWeight"),
-                                      a.boolean(7, "wantBias"), a.boolean(8, "wantH0"), a.boolean(9, "wantC0"));
+  ops::RnnGrads r =
+      ops::rnn_backward(mode, g, states, has_saved ? &saved : nullptr, w, a.boolean(5, "reverse"), a.boolean(6, "wantWeight"),
+                        a.boolean(7, "wantBias"), a.boolean(8, "wantH0"), a.boolean(9, "wantC0"));
   Napi::Array arr = Napi::Array::New(info.Env(), 5);
   arr.Set(0u, wrap(info, r.dgx));
   arr.Set(1u, wrap(info, r.dw_hh));
@@ -53,7 +54,6 @@ Napi::Value RnnBackward(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
-
 
 }  // namespace flock::js
 

@@ -128,7 +128,6 @@ Napi::Value PoolRegionStress(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-
 }  // namespace flock::js
 
 #include "../generated/register_stream_stress.inc"

@@ -104,7 +104,8 @@ Napi::Value SyncTime(const Napi::CallbackInfo& info) {
   Addon& addon = Addon::of(info.Env());
   Stream& stream = addon.context.stream(a.device(0));
   auto stamp = std::make_shared<std::vector<uint8_t>>(sizeof(double));
-  return addon.promise_from(info.Env(), [&stream, stamp](Addon::Settle settle) { stream.notify(stamped(std::move(settle), stamp)); }, stamp);
+  return addon.promise_from(
+      info.Env(), [&stream, stamp](Addon::Settle settle) { stream.notify(stamped(std::move(settle), stamp)); }, stamp);
 }
 
 Napi::Value SyncSync(const Napi::CallbackInfo& info) {
@@ -226,7 +227,6 @@ Napi::Value SetAllowTf32(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
-
 
 }  // namespace flock::js
 

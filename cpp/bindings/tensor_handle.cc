@@ -63,7 +63,8 @@ uint32_t MetaCache::index_of(Napi::Env env, const Tensor& t) {
   Entry& e = entries_[index];
   if (e.used && e.device_slot == slot && e.dtype == t.dtype && e.shape == t.shape) return index;
   Napi::Array shape = Napi::Array::New(env, t.shape.size());
-  for (size_t i = 0; i < t.shape.size(); ++i) shape.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(t.shape[i])));
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    shape.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(t.shape[i])));
   shape.Freeze();
   Napi::Object meta = Napi::Object::New(env);
   meta.Set("shape", shape);

@@ -47,7 +47,8 @@ struct Scorer {
 };
 
 template <class T, class L>
-void forward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const Tensor* mask, Tensor& outt, Tensor& lset, const AttnGeom& g) {
+void forward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const Tensor* mask, Tensor& outt, Tensor& lset,
+                   const AttnGeom& g) {
   using C = acc_t<T>;
   const T* q = qt.data<T>();
   const T* k = kt.data<T>();
@@ -111,8 +112,9 @@ void forward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const T
 }
 
 template <class T, class L>
-void backward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const Tensor* mask, const Tensor& outt, const Tensor& lset,
-                    const Tensor& goutt, Tensor& deltat, Tensor& gqt, Tensor& gkt, Tensor& gvt, const AttnGeom& g) {
+void backward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const Tensor* mask, const Tensor& outt,
+                    const Tensor& lset, const Tensor& goutt, Tensor& deltat, Tensor& gqt, Tensor& gkt, Tensor& gvt,
+                    const AttnGeom& g) {
   using C = acc_t<T>;
   const T* q = qt.data<T>();
   const T* k = kt.data<T>();
@@ -125,7 +127,8 @@ void backward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const 
   T* gk = gkt.data<T>();
   T* gv = gvt.data<T>();
   parallel_for(g.bh, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<C> qs(g.tq * g.d), gos(g.tq * g.dv), dq(g.tq * g.d), ks(kKeys * g.d), vs(kKeys * g.dv), dk(kKeys * g.d), dv(kKeys * g.dv);
+    std::vector<C> qs(g.tq * g.d), gos(g.tq * g.dv), dq(g.tq * g.d), ks(kKeys * g.d), vs(kKeys * g.dv), dk(kKeys * g.d),
+        dv(kKeys * g.dv);
     Scorer<T, C> sc{g, mask ? mask->raw() : nullptr};
     AttnDropper<C> drop(g);
     const C ninf = -std::numeric_limits<C>::infinity();
@@ -177,13 +180,15 @@ void backward_typed(const Tensor& qt, const Tensor& kt, const Tensor& vt, const 
   });
 }
 
-void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g) {
+void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse,
+                           const AttnGeom& g) {
   if (q.dtype != DType::f64) return attention_forward_f32(q, k, v, mask, out, lse, g);
   forward_typed<double, double>(q, k, v, mask, out, lse, g);
 }
 
-void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
-                            const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g) {
+void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
+                            const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv,
+                            const AttnGeom& g) {
   if (q.dtype != DType::f64) return attention_backward_f32(q, k, v, mask, out, lse, gout, delta, gq, gk, gv, g);
   backward_typed<double, double>(q, k, v, mask, out, lse, gout, delta, gq, gk, gv, g);
 }

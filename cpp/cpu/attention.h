@@ -34,7 +34,8 @@ struct AttnDropper {
 // and gv are f32, bf16 or f16 (all one dtype), lse and delta f32.
 void attention_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, Tensor& out, Tensor& lse,
                            const AttnGeom& g);
-void attention_backward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
-                            const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g);
+void attention_backward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
+                            const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv,
+                            const AttnGeom& g);
 
 }  // namespace flock::cpu

@@ -123,8 +123,8 @@ struct TileMask {
 // Loads keys [j0, j0 + nj) of batch b: kt transposed and zero-padded to kK, kr (optional) and
 // vs row-major, vt (optional) transposed and zero-padded.
 template <class T>
-FLOCK_ATTN_INLINE void load_tile(const T* k, const Lay& lk, const T* v, const Lay& lv, const AttnGeom& g, int64_t b, int64_t j0, int64_t nj,
-                                 float* kt, float* kr, float* vs, float* vt) {
+FLOCK_ATTN_INLINE void load_tile(const T* k, const Lay& lk, const T* v, const Lay& lv, const AttnGeom& g, int64_t b, int64_t j0,
+                                 int64_t nj, float* kt, float* kr, float* vs, float* vt) {
   const int64_t d = g.d, dv = g.dv;
   for (int64_t x = 0; x < d * kK; ++x) kt[x] = 0;
   if (vt)
@@ -232,7 +232,14 @@ struct BwdArgs {
 struct BwdScratch {
   std::vector<float> qs, dos, dq, kt, kr, vt, dk, dv;
   explicit BwdScratch(const AttnGeom& g)
-      : qs(g.tq * g.d), dos(g.tq * g.dv), dq(g.tq * g.d), kt(g.d * kK), kr(kK * g.d), vt(g.dv * kK), dk(kK * g.d), dv(kK * g.dv) {}
+      : qs(g.tq * g.d),
+        dos(g.tq * g.dv),
+        dq(g.tq * g.d),
+        kt(g.d * kK),
+        kr(kK * g.d),
+        vt(g.dv * kK),
+        dk(kK * g.d),
+        dv(kK * g.dv) {}
 };
 
 // One task: every key tile of batch b, and inside each, the query rows that may see it.
@@ -328,10 +335,14 @@ void backward_typed(const BwdArgs<T>& a) {
 template <class Fn>
 void visit_f32_computed(DType t, const char* op, Fn&& fn) {
   switch (t) {
-    case DType::f32: return fn(type_tag<float>{});
-    case DType::bf16: return fn(type_tag<bf16>{});
-    case DType::f16: return fn(type_tag<f16>{});
-    default: fail(Code::DType, op, ": expected f32, bf16 or f16, got ", dtype_name(t));
+    case DType::f32:
+      return fn(type_tag<float>{});
+    case DType::bf16:
+      return fn(type_tag<bf16>{});
+    case DType::f16:
+      return fn(type_tag<f16>{});
+    default:
+      fail(Code::DType, op, ": expected f32, bf16 or f16, got ", dtype_name(t));
   }
 }
 
@@ -341,14 +352,15 @@ void attention_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, co
                            const AttnGeom& g) {
   visit_f32_computed(q.dtype, "scaledDotProductAttention", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    forward_typed<T>(FwdArgs<T>{q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<float>(), mask ? mask->raw() : nullptr, g,
-                                (g.tq + kR - 1) / kR, contiguous(g.tq, g.d), contiguous(g.tk, g.d), contiguous(g.tk, g.dv),
-                                contiguous(g.tq, g.dv)});
+    forward_typed<T>(FwdArgs<T>{q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<float>(),
+                                mask ? mask->raw() : nullptr, g, (g.tq + kR - 1) / kR, contiguous(g.tq, g.d),
+                                contiguous(g.tk, g.d), contiguous(g.tk, g.dv), contiguous(g.tq, g.dv)});
   });
 }
 
-void attention_backward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
-                            const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv, const AttnGeom& g) {
+void attention_backward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
+                            const Tensor& lse, const Tensor& gout, Tensor& delta, Tensor& gq, Tensor& gk, Tensor& gv,
+                            const AttnGeom& g) {
   visit_f32_computed(q.dtype, "scaledDotProductAttentionBackward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     backward_typed<T>(BwdArgs<T>{q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), gout.data<T>(), lse.data<float>(),
@@ -372,25 +384,26 @@ PackedLays packed_lays(const AttnPacked& p, int64_t d) {
           Lay{p.heads, on, d, orow, 0}};
 }
 
-void attention_packed_forward_cpu(const Tensor& qkv, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g, const AttnPacked& p) {
+void attention_packed_forward_cpu(const Tensor& qkv, const Tensor* mask, Tensor& out, Tensor& lse, const AttnGeom& g,
+                                  const AttnPacked& p) {
   const PackedLays l = packed_lays(p, g.d);
   visit_f32_computed(qkv.dtype, "scaledDotProductAttention", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* base = qkv.data<T>();
-    forward_typed<T>(FwdArgs<T>{base, base, base, out.data<T>(), lse.data<float>(), mask ? mask->raw() : nullptr, g, (g.tq + kR - 1) / kR,
-                                l.q, l.k, l.v, l.o});
+    forward_typed<T>(FwdArgs<T>{base, base, base, out.data<T>(), lse.data<float>(), mask ? mask->raw() : nullptr, g,
+                                (g.tq + kR - 1) / kR, l.q, l.k, l.v, l.o});
   });
 }
 
-void attention_packed_backward_cpu(const Tensor& qkv, const Tensor* mask, const Tensor& out, const Tensor& lse, const Tensor& gout,
-                                   Tensor& delta, Tensor& gqkv, const AttnGeom& g, const AttnPacked& p) {
+void attention_packed_backward_cpu(const Tensor& qkv, const Tensor* mask, const Tensor& out, const Tensor& lse,
+                                   const Tensor& gout, Tensor& delta, Tensor& gqkv, const AttnGeom& g, const AttnPacked& p) {
   const PackedLays l = packed_lays(p, g.d);
   visit_f32_computed(qkv.dtype, "scaledDotProductAttentionBackward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* base = qkv.data<T>();
     T* gbase = gqkv.data<T>();
-    backward_typed<T>(BwdArgs<T>{base, base, base, out.data<T>(), gout.data<T>(), lse.data<float>(), delta.data<float>(), gbase, gbase, gbase,
-                                 mask ? mask->raw() : nullptr, g, l.q, l.k, l.v, l.o});
+    backward_typed<T>(BwdArgs<T>{base, base, base, out.data<T>(), gout.data<T>(), lse.data<float>(), delta.data<float>(), gbase,
+                                 gbase, gbase, mask ? mask->raw() : nullptr, g, l.q, l.k, l.v, l.o});
   });
 }
 

@@ -8,7 +8,8 @@ namespace flock::cpu {
 void bf16_narrow_cvtne(const float* src, bf16* dst, int64_t n) { bf16_narrow_add_cvtne(src, 0.0f, dst, n); }
 
 // With add = 0 nothing is added, so a -0 stays -0.
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_narrow_add_cvtne(const float* src, float add, bf16* dst, int64_t n) {
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_narrow_add_cvtne(const float* src, float add, bf16* dst,
+                                                                                  int64_t n) {
   uint16_t* d = reinterpret_cast<uint16_t*>(dst);
   const bool plus = add != 0.0f;
   const __m512 addend = _mm512_set1_ps(add);
@@ -33,7 +34,8 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_narrow_add_cvtn
 // cleared: exact for subnormals too, so no fallback is needed.
 __attribute__((target("avx512f"))) void bf16_round_f32(const float* src, float* dst, int64_t n) {
   const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), abs_mask = _mm512_set1_epi32(0x7fffffff);
-  const __m512i inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x00400000), high = _mm512_set1_epi32(int(0xffff0000u));
+  const __m512i inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x00400000),
+                high = _mm512_set1_epi32(int(0xffff0000u));
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 live = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
     const __m512i u = _mm512_maskz_loadu_epi32(live, src + i);

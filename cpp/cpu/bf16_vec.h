@@ -45,8 +45,10 @@ void bf16_round_f32(const float* src, float* dst, int64_t n);
 
 // bf16_narrow, or bf16_narrow_cvtne when `cvtne` (cpu_bf16_convert(), read once by the caller).
 FLOCK_BF16_INLINE void bf16_store(const float* src, bf16* dst, int64_t n, bool cvtne) {
-  if (cvtne) bf16_narrow_cvtne(src, dst, n);
-  else bf16_narrow(src, dst, n);
+  if (cvtne)
+    bf16_narrow_cvtne(src, dst, n);
+  else
+    bf16_narrow(src, dst, n);
 }
 
 }  // namespace flock::cpu

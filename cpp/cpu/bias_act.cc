@@ -19,29 +19,43 @@ template <class Fn>
 void with_act(BiasAct act, Fn&& fn) {
   using A = BiasAct;
   switch (act) {
-    case A::none: return fn(std::integral_constant<A, A::none>{});
-    case A::relu: return fn(std::integral_constant<A, A::relu>{});
-    case A::gelu: return fn(std::integral_constant<A, A::gelu>{});
-    case A::gelu_tanh: return fn(std::integral_constant<A, A::gelu_tanh>{});
-    case A::silu: return fn(std::integral_constant<A, A::silu>{});
-    case A::tanh: return fn(std::integral_constant<A, A::tanh>{});
-    case A::sigmoid: return fn(std::integral_constant<A, A::sigmoid>{});
-    default: fail(Code::Arg, "biasAct: unknown activation");
+    case A::none:
+      return fn(std::integral_constant<A, A::none>{});
+    case A::relu:
+      return fn(std::integral_constant<A, A::relu>{});
+    case A::gelu:
+      return fn(std::integral_constant<A, A::gelu>{});
+    case A::gelu_tanh:
+      return fn(std::integral_constant<A, A::gelu_tanh>{});
+    case A::silu:
+      return fn(std::integral_constant<A, A::silu>{});
+    case A::tanh:
+      return fn(std::integral_constant<A, A::tanh>{});
+    case A::sigmoid:
+      return fn(std::integral_constant<A, A::sigmoid>{});
+    default:
+      fail(Code::Arg, "biasAct: unknown activation");
   }
 }
 
 template <BiasAct A, class C>
 inline __attribute__((always_inline)) C activate(C v) {
-  if constexpr (A == BiasAct::none) return v;
-  else if constexpr (A == BiasAct::gelu && std::is_same_v<C, float>) return fastmath::gelu_f(v);
-  else return math::unary<C>(bias_act_unary(A), v, C(0), C(0));
+  if constexpr (A == BiasAct::none)
+    return v;
+  else if constexpr (A == BiasAct::gelu && std::is_same_v<C, float>)
+    return fastmath::gelu_f(v);
+  else
+    return math::unary<C>(bias_act_unary(A), v, C(0), C(0));
 }
 
 template <BiasAct A, class C>
 inline __attribute__((always_inline)) C derivative(C v) {
-  if constexpr (A == BiasAct::none) return C(1);
-  else if constexpr (A == BiasAct::gelu && std::is_same_v<C, float>) return fastmath::gelu_grad_f(v);
-  else return math::unary_derivative<C>(bias_act_unary(A), v, C(0), C(0));
+  if constexpr (A == BiasAct::none)
+    return C(1);
+  else if constexpr (A == BiasAct::gelu && std::is_same_v<C, float>)
+    return fastmath::gelu_grad_f(v);
+  else
+    return math::unary_derivative<C>(bias_act_unary(A), v, C(0), C(0));
 }
 
 // parallel_for over rows, compiled per instruction set when the compute type is f32.
@@ -76,13 +90,15 @@ void bias_act_cpu(const Tensor& x, const Tensor& bias, Tensor& y, BiasAct act) {
     T* yp = y.data<T>();
     with_act(act, [&](auto a) {
       constexpr BiasAct kAct = decltype(a)::value;
-      for_rows<C>(rows, row_grain(n), [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const T* xr = xp + r * n;
-          T* yr = yp + r * n;
-          for (int64_t j = 0; j < n; ++j) yr[j] = static_cast<T>(activate<kAct, C>(static_cast<C>(xr[j]) + static_cast<C>(bp[j])));
-        }
-      });
+      for_rows<C>(
+          rows, row_grain(n), [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
+            for (int64_t r = r0; r < r1; ++r) {
+              const T* xr = xp + r * n;
+              T* yr = yp + r * n;
+              for (int64_t j = 0; j < n; ++j)
+                yr[j] = static_cast<T>(activate<kAct, C>(static_cast<C>(xr[j]) + static_cast<C>(bp[j])));
+            }
+          });
     });
   });
 }
@@ -98,19 +114,21 @@ void bias_act_backward_cpu(const Tensor& gy, const Tensor& saved, const Tensor* 
     T* op = gx.data<T>();
     with_act(act, [&](auto a) {
       constexpr BiasAct kAct = decltype(a)::value;
-      for_rows<C>(rows, row_grain(n), [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const T* g = gp + r * n;
-          const T* s = sp + r * n;
-          T* o = op + r * n;
-          if (bp) {
-            for (int64_t j = 0; j < n; ++j)
-              o[j] = static_cast<T>(static_cast<C>(g[j]) * derivative<kAct, C>(static_cast<C>(s[j]) + static_cast<C>(bp[j])));
-          } else {
-            for (int64_t j = 0; j < n; ++j) o[j] = static_cast<T>(static_cast<C>(g[j]) * derivative<kAct, C>(static_cast<C>(s[j])));
-          }
-        }
-      });
+      for_rows<C>(
+          rows, row_grain(n), [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
+            for (int64_t r = r0; r < r1; ++r) {
+              const T* g = gp + r * n;
+              const T* s = sp + r * n;
+              T* o = op + r * n;
+              if (bp) {
+                for (int64_t j = 0; j < n; ++j)
+                  o[j] = static_cast<T>(static_cast<C>(g[j]) * derivative<kAct, C>(static_cast<C>(s[j]) + static_cast<C>(bp[j])));
+              } else {
+                for (int64_t j = 0; j < n; ++j)
+                  o[j] = static_cast<T>(static_cast<C>(g[j]) * derivative<kAct, C>(static_cast<C>(s[j])));
+              }
+            }
+          });
     });
   });
 }

@@ -29,10 +29,12 @@ namespace {
 
 constexpr int64_t kColumnBytes = int64_t(32) << 20;
 
-inline void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb, float* c, int64_t ldc) {
+inline void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb,
+                 float* c, int64_t ldc) {
   sgemm(m, n, k, a, lda, ta, b, ldb, tb, c, ldc);
 }
-inline void gemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool ta, const double* b, int64_t ldb, bool tb, double* c, int64_t ldc) {
+inline void gemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool ta, const double* b, int64_t ldb, bool tb,
+                 double* c, int64_t ldc) {
   dgemm(m, n, k, a, lda, ta, b, ldb, tb, c, ldc);
 }
 
@@ -163,7 +165,8 @@ Algo forced_algo() {
     if (s == "images") return Algo::images;
     if (s == "batched") return Algo::batched;
     if (s == "winograd") return Algo::winograd;
-    if (!s.empty() && s != "auto") fail(Code::Arg, "conv2d: FLOCKML_CONV_ALGO=", s, " is not one of auto, images, batched, winograd");
+    if (!s.empty() && s != "auto")
+      fail(Code::Arg, "conv2d: FLOCKML_CONV_ALGO=", s, " is not one of auto, images, batched, winograd");
     return Algo::automatic;
   }();
   return algo;
@@ -239,29 +242,42 @@ void backward_weight_images(const float* x, const float* gy, float* gw, const Co
         float* dst = partials + t * size + gi * p.ocg * p.kk;
         const float* b = columns(x + (i * g.c + gi * p.cg) * g.h * g.w, col, p, g);
         const float* gyi = gy + (i * g.oc + gi * p.ocg) * p.ohw;
-        if (transposed) sgemm_serial(p.kk, p.ocg, p.ohw, b, p.ohw, false, gyi, p.ohw, true, dst, p.ocg, i > i0);
-        else sgemm_serial(p.ocg, p.kk, p.ohw, gyi, p.ohw, false, b, p.ohw, true, dst, p.kk, i > i0);
+        if (transposed)
+          sgemm_serial(p.kk, p.ocg, p.ohw, b, p.ohw, false, gyi, p.ohw, true, dst, p.ocg, i > i0);
+        else
+          sgemm_serial(p.ocg, p.kk, p.ohw, gyi, p.ohw, false, b, p.ohw, true, dst, p.kk, i > i0);
       }
   });
   sum_partials(partials, parts, size, p.ocg, p.kk, transposed, [&](int64_t j, float acc) { gw[j] = acc; });
 }
 
 void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Conv2dGeom& g) {
-  if (x.dtype == DType::f64) forward_typed<double>(x, w, b, y, g);
-  else if (use_winograd(g)) winograd_forward(x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), g);
-  else if (use_images(g)) forward_images(x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), g);
-  else forward_typed<float>(x, w, b, y, g);
+  if (x.dtype == DType::f64)
+    forward_typed<double>(x, w, b, y, g);
+  else if (use_winograd(g))
+    winograd_forward(x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), g);
+  else if (use_images(g))
+    forward_images(x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), g);
+  else
+    forward_typed<float>(x, w, b, y, g);
 }
 void conv2d_backward_input_cpu(const Tensor& gy, const Tensor& w, Tensor& gx, const Conv2dGeom& g) {
-  if (gy.dtype == DType::f64) backward_input_typed<double>(gy, w, gx, g);
-  else if (use_winograd(g)) winograd_backward_input(gy.data<float>(), w.data<float>(), gx.data<float>(), g);
-  else if (use_images(g)) backward_input_images(gy.data<float>(), w.data<float>(), gx.data<float>(), g);
-  else backward_input_typed<float>(gy, w, gx, g);
+  if (gy.dtype == DType::f64)
+    backward_input_typed<double>(gy, w, gx, g);
+  else if (use_winograd(g))
+    winograd_backward_input(gy.data<float>(), w.data<float>(), gx.data<float>(), g);
+  else if (use_images(g))
+    backward_input_images(gy.data<float>(), w.data<float>(), gx.data<float>(), g);
+  else
+    backward_input_typed<float>(gy, w, gx, g);
 }
 void conv2d_backward_weight_cpu(const Tensor& x, const Tensor& gy, Tensor& gw, const Conv2dGeom& g) {
-  if (x.dtype == DType::f64) backward_weight_typed<double>(x, gy, gw, g);
-  else if (use_images(g)) backward_weight_images(x.data<float>(), gy.data<float>(), gw.data<float>(), g);
-  else backward_weight_typed<float>(x, gy, gw, g);
+  if (x.dtype == DType::f64)
+    backward_weight_typed<double>(x, gy, gw, g);
+  else if (use_images(g))
+    backward_weight_images(x.data<float>(), gy.data<float>(), gw.data<float>(), g);
+  else
+    backward_weight_typed<float>(x, gy, gw, g);
 }
 
 }  // namespace

@@ -182,7 +182,8 @@ void forward_images(const u16* x, const u16* w, const u16* bias, u16* y, const C
         bf16_gemm_tiles(p.ocg, p.ohw, p.kk, w + gi * p.ocg * p.kk, p.kk, false, pointwise(g) ? xi : col, p.ohw, false,
                         [&](int64_t r0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
                           for (int64_t r = 0; r < rows; ++r)
-                            bf16_narrow_add_cvtne(tile + r * kBf16TileCols, bg ? widen(bg[r0 + r]) : 0.0f, as_bf16(yi + (r0 + r) * p.ohw + j0), cols);
+                            bf16_narrow_add_cvtne(tile + r * kBf16TileCols, bg ? widen(bg[r0 + r]) : 0.0f,
+                                                  as_bf16(yi + (r0 + r) * p.ohw + j0), cols);
                         });
       }
   });
@@ -200,7 +201,8 @@ void backward_input_images(const u16* gy, const u16* w, u16* gx, const Conv2dGeo
         // col = Wᵀ · gy ([kk, ocg] · [ocg, OHW]) in f32, folded back into the image (for 1×1 it is
         // the image), rounded once.
         const u16* gyi = gy + (i * g.oc + gi * p.ocg) * p.ohw;
-        bf16_gemm_f32(p.kk, p.ohw, p.ocg, w + gi * p.ocg * p.kk, p.kk, true, gyi, p.ohw, false, pointwise(g) ? img : col, p.ohw, false);
+        bf16_gemm_f32(p.kk, p.ohw, p.ocg, w + gi * p.ocg * p.kk, p.kk, true, gyi, p.ohw, false, pointwise(g) ? img : col, p.ohw,
+                      false);
         if (!pointwise(g)) col2im(col, p.ohw, img, p.cg, g);
         bf16_narrow_cvtne(img, as_bf16(gx + (i * g.c + gi * p.cg) * g.h * g.w), plane);
       }
@@ -230,8 +232,10 @@ void backward_weight_images(const u16* x, const u16* gy, u16* gw, const Conv2dGe
         }
         const u16* gyi = with_stride(gy + (i * g.oc + gi * p.ocg) * p.ohw, p.ocg, p.ohw, ld, gym);
         float* dst = partials + t * size + gi * p.ocg * p.kk;
-        if (transposed) bf16_gemm_f32(p.kk, p.ocg, ld, cols, ld, false, gyi, ld, true, dst, p.ocg, i > i0);
-        else bf16_gemm_f32(p.ocg, p.kk, ld, gyi, ld, false, cols, ld, true, dst, p.kk, i > i0);
+        if (transposed)
+          bf16_gemm_f32(p.kk, p.ocg, ld, cols, ld, false, gyi, ld, true, dst, p.ocg, i > i0);
+        else
+          bf16_gemm_f32(p.ocg, p.kk, ld, gyi, ld, false, cols, ld, true, dst, p.kk, i > i0);
       }
   });
   sum_partials(partials, parts, size, p.ocg, p.kk, transposed, [&](int64_t j, float acc) { gw[j] = bf16(acc).bits; });

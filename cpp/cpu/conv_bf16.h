@@ -6,7 +6,8 @@
 
 namespace flock {
 
-FLOCK_DECLARE_KERNEL(conv2d_forward_bf16, void(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Conv2dGeom& g))
+FLOCK_DECLARE_KERNEL(conv2d_forward_bf16,
+                     void(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, const Conv2dGeom& g))
 FLOCK_DECLARE_KERNEL(conv2d_backward_input_bf16, void(const Tensor& gy, const Tensor& w, Tensor& gx, const Conv2dGeom& g))
 FLOCK_DECLARE_KERNEL(conv2d_backward_weight_bf16, void(const Tensor& x, const Tensor& gy, Tensor& gw, const Conv2dGeom& g))
 

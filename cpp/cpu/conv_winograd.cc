@@ -54,7 +54,8 @@ struct Domain {
 };
 
 // Bᵀ·d·B of every tile of channel plane x ([h, w]) into the columns from `col` of channel ci.
-void transform_input(const Conv3x3& s, const float* x, int64_t tiles_h, int64_t tiles_w, const Domain& v, int64_t ci, int64_t col) {
+void transform_input(const Conv3x3& s, const float* x, int64_t tiles_h, int64_t tiles_w, const Domain& v, int64_t ci,
+                     int64_t col) {
   const int64_t wp = 2 * tiles_w + 2;  // the padded columns the tiles of a row read
   thread_local AlignedBuffer<float> rows_buf;
   float* d = rows_buf.reserve(static_cast<size_t>(8 * wp));
@@ -87,14 +88,16 @@ void transform_input(const Conv3x3& s, const float* x, int64_t tiles_h, int64_t 
 }
 
 // Aᵀ·M·A (+ bias) of every tile of output channel o, from the columns from `col`, into plane y ([oh, ow]).
-void transform_output(const Conv3x3& s, const Domain& m, int64_t o, int64_t col, int64_t tiles_h, int64_t tiles_w, float bias, float* y) {
+void transform_output(const Conv3x3& s, const Domain& m, int64_t o, int64_t col, int64_t tiles_h, int64_t tiles_w, float bias,
+                      float* y) {
   thread_local AlignedBuffer<float> rows_buf;
   float* r = rows_buf.reserve(static_cast<size_t>(10 * tiles_w));  // Aᵀ·M: 2 rows × 4 columns per tile, then 2 output rows
   float* out = r + 8 * tiles_w;
   for (int64_t ty = 0; ty < tiles_h; ++ty) {
     const float* src = m.base + o * m.ld + col + ty * tiles_w;
     for (int q = 0; q < 4; ++q) {  // Aᵀ·M down the columns
-      const float *m0 = src + q * m.plane, *m1 = src + (4 + q) * m.plane, *m2 = src + (8 + q) * m.plane, *m3 = src + (12 + q) * m.plane;
+      const float *m0 = src + q * m.plane, *m1 = src + (4 + q) * m.plane, *m2 = src + (8 + q) * m.plane,
+                  *m3 = src + (12 + q) * m.plane;
       float *r0 = r + q * tiles_w, *r1 = r + (4 + q) * tiles_w;
       for (int64_t t = 0; t < tiles_w; ++t) {
         r0[t] = m0[t] + m1[t] + m2[t];
@@ -134,12 +137,14 @@ void convolve(const Conv3x3& s, const float* x, const float* u, const float* bia
     });
     parallel_for(16, 1, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p)
-        sgemm_serial(s.oc, ld, s.c, u + p * s.oc * s.c, s.c, false, v.base + p * v.plane, ld, false, m.base + p * m.plane, ld, false);
+        sgemm_serial(s.oc, ld, s.c, u + p * s.oc * s.c, s.c, false, v.base + p * v.plane, ld, false, m.base + p * m.plane, ld,
+                     false);
     });
     parallel_for(nc * s.oc, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t j = b0; j < b1; ++j) {
         const int64_t img = j / s.oc, o = j % s.oc;
-        transform_output(s, m, o, img * tiles, tiles_h, tiles_w, bias ? bias[o] : 0.0f, y + ((n0 + img) * s.oc + o) * s.oh * s.ow);
+        transform_output(s, m, o, img * tiles, tiles_h, tiles_w, bias ? bias[o] : 0.0f,
+                         y + ((n0 + img) * s.oc + o) * s.oh * s.ow);
       }
     });
   }
@@ -155,7 +160,8 @@ void winograd_forward(const float* x, const float* w, const float* bias, float* 
   const Conv3x3 s{g.n, g.c, g.h, g.w, g.oc, g.oh, g.ow, g.ph, g.pw};
   thread_local AlignedBuffer<float> u_buf;
   float* u = u_buf.reserve(static_cast<size_t>(16 * g.oc * g.c));
-  transform_kernels(s, [&](int64_t o, int64_t i, int r, int q) { return w[(o * g.c + i) * 9 + r * 3 + q]; }, u);
+  transform_kernels(
+      s, [&](int64_t o, int64_t i, int r, int q) { return w[(o * g.c + i) * 9 + r * 3 + q]; }, u);
   convolve(s, x, u, bias, y);
 }
 
@@ -164,7 +170,8 @@ void winograd_backward_input(const float* gy, const float* w, float* gx, const C
   const Conv3x3 s{g.n, g.oc, g.oh, g.ow, g.c, g.h, g.w, 2 - g.ph, 2 - g.pw};
   thread_local AlignedBuffer<float> u_buf;
   float* u = u_buf.reserve(static_cast<size_t>(16 * g.oc * g.c));
-  transform_kernels(s, [&](int64_t c, int64_t o, int r, int q) { return w[(o * g.c + c) * 9 + (2 - r) * 3 + (2 - q)]; }, u);
+  transform_kernels(
+      s, [&](int64_t c, int64_t o, int r, int q) { return w[(o * g.c + c) * 9 + (2 - r) * 3 + (2 - q)]; }, u);
   convolve(s, gy, u, nullptr, gx);
 }
 

@@ -20,10 +20,18 @@ void copy_run(const char* s, int64_t ss, char* d, int64_t ds, int64_t n) {
 
 void copy_strided_run(const char* s, int64_t ss, char* d, int64_t ds, int64_t n, size_t es) {
   switch (es) {
-    case 1: copy_run<uint8_t>(s, ss, d, ds, n); break;
-    case 2: copy_run<uint16_t>(s, ss, d, ds, n); break;
-    case 4: copy_run<uint32_t>(s, ss, d, ds, n); break;
-    default: copy_run<uint64_t>(s, ss, d, ds, n); break;
+    case 1:
+      copy_run<uint8_t>(s, ss, d, ds, n);
+      break;
+    case 2:
+      copy_run<uint16_t>(s, ss, d, ds, n);
+      break;
+    case 4:
+      copy_run<uint32_t>(s, ss, d, ds, n);
+      break;
+    default:
+      copy_run<uint64_t>(s, ss, d, ds, n);
+      break;
   }
 }
 
@@ -83,10 +91,18 @@ void transpose_copy(const char* sp, char* dp, const StridedCopy& p, int64_t nd, 
       const char* s = sp + so * static_cast<int64_t>(es);
       char* d = dp + dof * static_cast<int64_t>(es);
       switch (es) {
-        case 1: transpose_tiles<uint8_t>(s, ld_src, d, ld_dst, n, cols, t); break;
-        case 2: transpose_tiles<uint16_t>(s, ld_src, d, ld_dst, n, cols, t); break;
-        case 4: transpose_words(s, ld_src, d, ld_dst, n, cols); break;
-        default: transpose_tiles<uint64_t>(s, ld_src, d, ld_dst, n, cols, t); break;
+        case 1:
+          transpose_tiles<uint8_t>(s, ld_src, d, ld_dst, n, cols, t);
+          break;
+        case 2:
+          transpose_tiles<uint16_t>(s, ld_src, d, ld_dst, n, cols, t);
+          break;
+        case 4:
+          transpose_words(s, ld_src, d, ld_dst, n, cols);
+          break;
+        default:
+          transpose_tiles<uint64_t>(s, ld_src, d, ld_dst, n, cols, t);
+          break;
       }
     }
   });
@@ -197,7 +213,8 @@ void one_hot_cpu(const Tensor& index, Tensor& out, int64_t num_classes) {
   };
   // Every index is checked before anything is written, so a bad one leaves no partial output.
   for (int64_t i = 0; i < n; ++i)
-    if (at(i) < 0 || at(i) >= num_classes) fail(Code::Index, "oneHot: class index ", at(i), " is out of range for numClasses ", num_classes);
+    if (at(i) < 0 || at(i) >= num_classes)
+      fail(Code::Index, "oneHot: class index ", at(i), " is out of range for numClasses ", num_classes);
   int64_t* op = out.data<int64_t>();
   std::memset(op, 0, out.nbytes());
   parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) {

@@ -22,7 +22,9 @@ void with_op(int op, Fn&& fn, std::integer_sequence<int, I...>) {
   ((op == I ? (fn(std::integral_constant<int, I>{}), true) : false) || ...);
 }
 template <int Count, class Fn>
-void with_op(int op, Fn&& fn) { with_op(op, std::forward<Fn>(fn), std::make_integer_sequence<int, Count>{}); }
+void with_op(int op, Fn&& fn) {
+  with_op(op, std::forward<Fn>(fn), std::make_integer_sequence<int, Count>{});
+}
 
 constexpr int64_t kChunk = 512;
 
@@ -30,7 +32,8 @@ constexpr int64_t kChunk = 512;
 // Always inlined, so it compiles under the instruction set of the FLOCK_ISA_PARALLEL_FOR body
 // that calls it.
 template <class F>
-inline __attribute__((always_inline)) void bf16_blocks2(const bf16* a, const bf16* b, bf16* o, int64_t s, int64_t e, bool cvtne, F f) {
+inline __attribute__((always_inline)) void bf16_blocks2(const bf16* a, const bf16* b, bf16* o, int64_t s, int64_t e, bool cvtne,
+                                                        F f) {
   float xa[kChunk], xb[kChunk];
   for (int64_t c = s; c < e; c += kChunk) {
     const int64_t m = std::min(kChunk, e - c);
@@ -44,13 +47,17 @@ inline __attribute__((always_inline)) void bf16_blocks2(const bf16* a, const bf1
 // unary / derivative in f32: GELU from vec_math.h (vectorisable), the rest from scalar_math.h.
 template <UnaryOp kOp>
 inline __attribute__((always_inline)) float unary_f32(float x, float a, float b) {
-  if constexpr (kOp == UnaryOp::gelu) return fastmath::gelu_f(x);
-  else return math::unary<float>(kOp, x, a, b);
+  if constexpr (kOp == UnaryOp::gelu)
+    return fastmath::gelu_f(x);
+  else
+    return math::unary<float>(kOp, x, a, b);
 }
 template <UnaryOp kOp>
 inline __attribute__((always_inline)) float derivative_f32(float x, float a, float b) {
-  if constexpr (kOp == UnaryOp::gelu) return fastmath::gelu_grad_f(x);
-  else return math::unary_derivative<float>(kOp, x, a, b);
+  if constexpr (kOp == UnaryOp::gelu)
+    return fastmath::gelu_grad_f(x);
+  else
+    return math::unary_derivative<float>(kOp, x, a, b);
 }
 
 void fill_cpu(Tensor& out, double value) {
@@ -173,11 +180,14 @@ void unary_backward_cpu(UnaryOp op, const Tensor& x, const Tensor& gy, Tensor& g
       } else if constexpr (std::is_same_v<T, bf16>) {
         const bool cvtne = cpu_bf16_convert();
         FLOCK_ISA_PARALLEL_FOR(x.numel(), kElementGrain, s, e, {
-          bf16_blocks2(gp, xp, o, s, e, cvtne, [&](float g, float xv) __attribute__((always_inline)) { return g * derivative_f32<kOp>(xv, ca, cb); });
+          bf16_blocks2(
+              gp, xp, o, s, e,
+              cvtne, [&](float g, float xv) __attribute__((always_inline)) { return g * derivative_f32<kOp>(xv, ca, cb); });
         });
       } else if constexpr (std::is_same_v<C, float> && kOp == UnaryOp::gelu) {
         parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) o[i] = static_cast<T>(static_cast<C>(gp[i]) * fastmath::gelu_grad_f(static_cast<C>(xp[i])));
+          for (int64_t i = s; i < e; ++i)
+            o[i] = static_cast<T>(static_cast<C>(gp[i]) * fastmath::gelu_grad_f(static_cast<C>(xp[i])));
         });
       } else {
         parallel_for(x.numel(), kElementGrain, [&](int64_t s, int64_t e) {
@@ -196,21 +206,21 @@ void binary_loop(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   O* o = out.data<O>();
   broadcast_for<2>(out.shape, {&a.shape, &b.shape}, kElementGrain,
                    [&](int64_t oo, int64_t n, std::array<int64_t, 2> off, std::array<int64_t, 2> st) {
-    const T* x = ap + off[0];
-    const T* y = bp + off[1];
-    O* z = o + oo;
-    if (st[0] == 1 && st[1] == 1) {
-      for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
-    } else if (st[0] == 1 && st[1] == 0) {
-      const T yv = y[0];
-      for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], yv);
-    } else if (st[0] == 0 && st[1] == 1) {
-      const T xv = x[0];
-      for (int64_t i = 0; i < n; ++i) z[i] = f(xv, y[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) z[i] = f(x[i * st[0]], y[i * st[1]]);
-    }
-  });
+                     const T* x = ap + off[0];
+                     const T* y = bp + off[1];
+                     O* z = o + oo;
+                     if (st[0] == 1 && st[1] == 1) {
+                       for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
+                     } else if (st[0] == 1 && st[1] == 0) {
+                       const T yv = y[0];
+                       for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], yv);
+                     } else if (st[0] == 0 && st[1] == 1) {
+                       const T xv = x[0];
+                       for (int64_t i = 0; i < n; ++i) z[i] = f(xv, y[i]);
+                     } else {
+                       for (int64_t i = 0; i < n; ++i) z[i] = f(x[i * st[0]], y[i * st[1]]);
+                     }
+                   });
 }
 
 void binary_cpu(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
@@ -242,12 +252,15 @@ void binary_cpu(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
             bf16* op_ = out.data<bf16>();
             const bool cvtne = cpu_bf16_convert();
             FLOCK_ISA_PARALLEL_FOR(out.numel(), kElementGrain, s, e, {
-              bf16_blocks2(ap, bp, op_, s, e, cvtne, [](float u, float v) __attribute__((always_inline)) { return math::binary<float>(kOp, u, v); });
+              bf16_blocks2(
+                  ap, bp, op_, s, e, cvtne,
+                  [](float u, float v) __attribute__((always_inline)) { return math::binary<float>(kOp, u, v); });
             });
             return;
           }
         }
-        binary_loop<T, T>(a, b, out, [](T x, T y) { return static_cast<T>(math::binary<C>(kOp, static_cast<C>(x), static_cast<C>(y))); });
+        binary_loop<T, T>(a, b, out,
+                          [](T x, T y) { return static_cast<T>(math::binary<C>(kOp, static_cast<C>(x), static_cast<C>(y))); });
       }
     });
   });
@@ -262,9 +275,9 @@ void where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out
     T* o = out.data<T>();
     broadcast_for<3>(out.shape, {&cond.shape, &a.shape, &b.shape}, kElementGrain,
                      [&](int64_t oo, int64_t n, std::array<int64_t, 3> off, std::array<int64_t, 3> st) {
-      for (int64_t i = 0; i < n; ++i)
-        o[oo + i] = cp[off[0] + i * st[0]] ? ap[off[1] + i * st[1]] : bp[off[2] + i * st[2]];
-    });
+                       for (int64_t i = 0; i < n; ++i)
+                         o[oo + i] = cp[off[0] + i * st[0]] ? ap[off[1] + i * st[1]] : bp[off[2] + i * st[2]];
+                     });
   });
 }
 

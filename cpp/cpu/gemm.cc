@@ -38,22 +38,34 @@ void micro_generic(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, bool a
     for (int64_t j = 0; j < kNR; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
-__attribute__((target("avx2,fma")))
-void micro_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate) {
+__attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                                                    bool accumulate) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
   __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
   // The C tile is written at the end: start pulling its rows into cache now.
   for (int r = 0; r < kMR; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
-#define FLOCK_K_STEP(a, b)                                                                                       \
-  do {                                                                                                         \
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps((b) + 8);                                         \
-    __m256 av = _mm256_broadcast_ss((a) + 0); c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01); \
-    av = _mm256_broadcast_ss((a) + 1); c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);  \
-    av = _mm256_broadcast_ss((a) + 2); c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);  \
-    av = _mm256_broadcast_ss((a) + 3); c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);  \
-    av = _mm256_broadcast_ss((a) + 4); c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);  \
-    av = _mm256_broadcast_ss((a) + 5); c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);  \
+#define FLOCK_K_STEP(a, b)                                             \
+  do {                                                                 \
+    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps((b) + 8); \
+    __m256 av = _mm256_broadcast_ss((a) + 0);                          \
+    c00 = _mm256_fmadd_ps(av, b0, c00);                                \
+    c01 = _mm256_fmadd_ps(av, b1, c01);                                \
+    av = _mm256_broadcast_ss((a) + 1);                                 \
+    c10 = _mm256_fmadd_ps(av, b0, c10);                                \
+    c11 = _mm256_fmadd_ps(av, b1, c11);                                \
+    av = _mm256_broadcast_ss((a) + 2);                                 \
+    c20 = _mm256_fmadd_ps(av, b0, c20);                                \
+    c21 = _mm256_fmadd_ps(av, b1, c21);                                \
+    av = _mm256_broadcast_ss((a) + 3);                                 \
+    c30 = _mm256_fmadd_ps(av, b0, c30);                                \
+    c31 = _mm256_fmadd_ps(av, b1, c31);                                \
+    av = _mm256_broadcast_ss((a) + 4);                                 \
+    c40 = _mm256_fmadd_ps(av, b0, c40);                                \
+    c41 = _mm256_fmadd_ps(av, b1, c41);                                \
+    av = _mm256_broadcast_ss((a) + 5);                                 \
+    c50 = _mm256_fmadd_ps(av, b0, c50);                                \
+    c51 = _mm256_fmadd_ps(av, b1, c51);                                \
   } while (0)
   // Four k steps per iteration: fewer loop branches, and the prefetch runs ahead of the panels.
   int64_t p = 0;
@@ -74,15 +86,15 @@ void micro_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ld
   }
 #undef FLOCK_K_STEP
   // Written out, not a lambda: a lambda would not inherit this function's target ISA.
-#define FLOCK_PUT_ROW(row, lo, hi)                                  \
-  do {                                                              \
-    __m256 l_ = (lo), h_ = (hi);                                    \
-    if (accumulate) {                                               \
-      l_ = _mm256_add_ps(l_, _mm256_loadu_ps(row));                 \
-      h_ = _mm256_add_ps(h_, _mm256_loadu_ps((row) + 8));           \
-    }                                                               \
-    _mm256_storeu_ps(row, l_);                                      \
-    _mm256_storeu_ps((row) + 8, h_);                                \
+#define FLOCK_PUT_ROW(row, lo, hi)                        \
+  do {                                                    \
+    __m256 l_ = (lo), h_ = (hi);                          \
+    if (accumulate) {                                     \
+      l_ = _mm256_add_ps(l_, _mm256_loadu_ps(row));       \
+      h_ = _mm256_add_ps(h_, _mm256_loadu_ps((row) + 8)); \
+    }                                                     \
+    _mm256_storeu_ps(row, l_);                            \
+    _mm256_storeu_ps((row) + 8, h_);                      \
   } while (0)
   FLOCK_PUT_ROW(c, c00, c01);
   FLOCK_PUT_ROW(c + ldc, c10, c11);
@@ -100,9 +112,12 @@ const GemmKernel<double> kGenericDgemm{micro_generic<double>, kMR, kNR, 256, 96,
 const GemmKernel<float>& sgemm_kernel() {
   static const GemmKernel<float> avx512 = sgemm_avx512_kernel();
   switch (cpu_isa()) {
-    case Isa::avx512: return avx512;
-    case Isa::avx2: return kAvx2Sgemm;
-    case Isa::generic: break;
+    case Isa::avx512:
+      return avx512;
+    case Isa::avx2:
+      return kAvx2Sgemm;
+    case Isa::generic:
+      break;
   }
   return kGenericSgemm;
 }
@@ -242,56 +257,58 @@ void small_rows(const GemmArgs<T>& g, const T* b, int64_t ldb) {
 // The vector kernels' body: V is the register type, W its width, then its zero, masked load and
 // store of the first w lanes, fused multiply-add, broadcast and add. Accumulating adds each finished
 // sum to C, as adding the product afterwards would, rather than starting the sum from C.
-#define FLOCK_SMALL_GEMM_BODY(V, W, ZERO, LOAD, STORE, FMA, SET1, ADD)                              \
-  const auto at = [&](int64_t i, int64_t p) { return g.ta ? g.a[p * g.lda + i] : g.a[i * g.lda + p]; }; \
-  for (int64_t j0 = 0; j0 < g.n; j0 += W) {                                                         \
-    const int64_t w = std::min<int64_t>(W, g.n - j0);                                               \
-    int64_t i = 0;                                                                                  \
-    /* Eight rows at a time: eight independent FMA chains keep both FMA pipes busy. */              \
-    for (; i + 8 <= g.m; i += 8) {                                                                  \
-      float* c = g.c + i * g.ldc + j0;                                                              \
-      V acc[8];                                                                                     \
-      for (int r = 0; r < 8; ++r) acc[r] = ZERO;                                                   \
-      for (int64_t p = 0; p < g.k; ++p) {                                                           \
-        const V bv = LOAD(b + p * ldb + j0, w);                                                     \
-        for (int r = 0; r < 8; ++r) acc[r] = FMA(SET1(at(i + r, p)), bv, acc[r]);                   \
-      }                                                                                             \
+#define FLOCK_SMALL_GEMM_BODY(V, W, ZERO, LOAD, STORE, FMA, SET1, ADD)                                                  \
+  const auto at = [&](int64_t i, int64_t p) { return g.ta ? g.a[p * g.lda + i] : g.a[i * g.lda + p]; };                 \
+  for (int64_t j0 = 0; j0 < g.n; j0 += W) {                                                                             \
+    const int64_t w = std::min<int64_t>(W, g.n - j0);                                                                   \
+    int64_t i = 0;                                                                                                      \
+    /* Eight rows at a time: eight independent FMA chains keep both FMA pipes busy. */                                  \
+    for (; i + 8 <= g.m; i += 8) {                                                                                      \
+      float* c = g.c + i * g.ldc + j0;                                                                                  \
+      V acc[8];                                                                                                         \
+      for (int r = 0; r < 8; ++r) acc[r] = ZERO;                                                                        \
+      for (int64_t p = 0; p < g.k; ++p) {                                                                               \
+        const V bv = LOAD(b + p * ldb + j0, w);                                                                         \
+        for (int r = 0; r < 8; ++r) acc[r] = FMA(SET1(at(i + r, p)), bv, acc[r]);                                       \
+      }                                                                                                                 \
       for (int r = 0; r < 8; ++r) STORE(c + r * g.ldc, g.accumulate ? ADD(LOAD(c + r * g.ldc, w), acc[r]) : acc[r], w); \
-    }                                                                                               \
-    for (; i + 4 <= g.m; i += 4) {                                                                  \
-      float* c = g.c + i * g.ldc + j0;                                                              \
-      V c0 = ZERO, c1 = ZERO, c2 = ZERO, c3 = ZERO;                                                 \
-      for (int64_t p = 0; p < g.k; ++p) {                                                           \
-        const V bv = LOAD(b + p * ldb + j0, w);                                                     \
-        c0 = FMA(SET1(at(i, p)), bv, c0);                                                           \
-        c1 = FMA(SET1(at(i + 1, p)), bv, c1);                                                       \
-        c2 = FMA(SET1(at(i + 2, p)), bv, c2);                                                       \
-        c3 = FMA(SET1(at(i + 3, p)), bv, c3);                                                       \
-      }                                                                                             \
-      STORE(c, g.accumulate ? ADD(LOAD(c, w), c0) : c0, w); \
-      STORE(c + g.ldc, g.accumulate ? ADD(LOAD(c + g.ldc, w), c1) : c1, w); \
-      STORE(c + 2 * g.ldc, g.accumulate ? ADD(LOAD(c + 2 * g.ldc, w), c2) : c2, w); \
-      STORE(c + 3 * g.ldc, g.accumulate ? ADD(LOAD(c + 3 * g.ldc, w), c3) : c3, w); \
-    }                                                                                               \
-    for (; i < g.m; ++i) {                                                                          \
-      float* c = g.c + i * g.ldc + j0;                                                              \
-      V c0 = ZERO;                                                                                  \
-      for (int64_t p = 0; p < g.k; ++p) c0 = FMA(SET1(at(i, p)), LOAD(b + p * ldb + j0, w), c0);    \
-      STORE(c, g.accumulate ? ADD(LOAD(c, w), c0) : c0, w); \
-    }                                                                                               \
+    }                                                                                                                   \
+    for (; i + 4 <= g.m; i += 4) {                                                                                      \
+      float* c = g.c + i * g.ldc + j0;                                                                                  \
+      V c0 = ZERO, c1 = ZERO, c2 = ZERO, c3 = ZERO;                                                                     \
+      for (int64_t p = 0; p < g.k; ++p) {                                                                               \
+        const V bv = LOAD(b + p * ldb + j0, w);                                                                         \
+        c0 = FMA(SET1(at(i, p)), bv, c0);                                                                               \
+        c1 = FMA(SET1(at(i + 1, p)), bv, c1);                                                                           \
+        c2 = FMA(SET1(at(i + 2, p)), bv, c2);                                                                           \
+        c3 = FMA(SET1(at(i + 3, p)), bv, c3);                                                                           \
+      }                                                                                                                 \
+      STORE(c, g.accumulate ? ADD(LOAD(c, w), c0) : c0, w);                                                             \
+      STORE(c + g.ldc, g.accumulate ? ADD(LOAD(c + g.ldc, w), c1) : c1, w);                                             \
+      STORE(c + 2 * g.ldc, g.accumulate ? ADD(LOAD(c + 2 * g.ldc, w), c2) : c2, w);                                     \
+      STORE(c + 3 * g.ldc, g.accumulate ? ADD(LOAD(c + 3 * g.ldc, w), c3) : c3, w);                                     \
+    }                                                                                                                   \
+    for (; i < g.m; ++i) {                                                                                              \
+      float* c = g.c + i * g.ldc + j0;                                                                                  \
+      V c0 = ZERO;                                                                                                      \
+      for (int64_t p = 0; p < g.k; ++p) c0 = FMA(SET1(at(i, p)), LOAD(b + p * ldb + j0, w), c0);                        \
+      STORE(c, g.accumulate ? ADD(LOAD(c, w), c0) : c0, w);                                                             \
+    }                                                                                                                   \
   }
 
 #define FLOCK_LOAD512(p, w) _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (w)) - 1), p)
 #define FLOCK_STORE512(p, v, w) _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << (w)) - 1), v)
 FLOCK_TARGET_AVX512 void small_rows_avx512(const GemmArgs<float>& g, const float* b, int64_t ldb) {
-  FLOCK_SMALL_GEMM_BODY(__m512, 16, _mm512_setzero_ps(), FLOCK_LOAD512, FLOCK_STORE512, _mm512_fmadd_ps, _mm512_set1_ps, _mm512_add_ps)
+  FLOCK_SMALL_GEMM_BODY(__m512, 16, _mm512_setzero_ps(), FLOCK_LOAD512, FLOCK_STORE512, _mm512_fmadd_ps, _mm512_set1_ps,
+                        _mm512_add_ps)
 }
 
 #define FLOCK_MASK256(w) _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(w)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 #define FLOCK_LOAD256(p, w) ((w) == 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, FLOCK_MASK256(w)))
 #define FLOCK_STORE256(p, v, w) ((w) == 8 ? _mm256_storeu_ps(p, v) : _mm256_maskstore_ps(p, FLOCK_MASK256(w), v))
 __attribute__((target("avx2,fma"))) void small_rows_avx2(const GemmArgs<float>& g, const float* b, int64_t ldb) {
-  FLOCK_SMALL_GEMM_BODY(__m256, 8, _mm256_setzero_ps(), FLOCK_LOAD256, FLOCK_STORE256, _mm256_fmadd_ps, _mm256_set1_ps, _mm256_add_ps)
+  FLOCK_SMALL_GEMM_BODY(__m256, 8, _mm256_setzero_ps(), FLOCK_LOAD256, FLOCK_STORE256, _mm256_fmadd_ps, _mm256_set1_ps,
+                        _mm256_add_ps)
 }
 #undef FLOCK_SMALL_GEMM_BODY
 #undef FLOCK_LOAD512
@@ -314,9 +331,12 @@ void gemm_small(const GemmArgs<T>& g) {
   }
   if constexpr (std::is_same_v<T, float>) {
     switch (cpu_isa()) {
-      case Isa::avx512: return small_rows_avx512(g, b, ldb);
-      case Isa::avx2: return small_rows_avx2(g, b, ldb);
-      case Isa::generic: break;
+      case Isa::avx512:
+        return small_rows_avx512(g, b, ldb);
+      case Isa::avx2:
+        return small_rows_avx2(g, b, ldb);
+      case Isa::generic:
+        break;
     }
   }
   small_rows(g, b, ldb);
@@ -371,8 +391,8 @@ GemmSplit split_gemm(int64_t m, int64_t n, int64_t k, int64_t mr, int64_t nr) {
   return s;
 }
 
-void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
-           const float* b, int64_t ldb, bool trans_b, float* c, int64_t ldc, bool accumulate) {
+void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b, int64_t ldb, bool trans_b,
+           float* c, int64_t ldc, bool accumulate) {
   gemm_blocked<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, accumulate}, sgemm_kernel());
 }
 
@@ -389,8 +409,8 @@ void sgemm_serial(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
   gemm_serial<float>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, accumulate}, sgemm_kernel());
 }
 
-void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
-           const double* b, int64_t ldb, bool trans_b, double* c, int64_t ldc, bool accumulate) {
+void dgemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a, const double* b, int64_t ldb,
+           bool trans_b, double* c, int64_t ldc, bool accumulate) {
   gemm_blocked<double>({m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, accumulate}, kGenericDgemm);
 }
 
@@ -407,27 +427,29 @@ void matmul_cpu(const Tensor& a, const Tensor& b, Tensor& out, const MatmulPlan&
     if (!bf16_gemm_available()) fail(Code::Internal, "matmul: rounding to bf16 in the GEMM needs AVX512_BF16");
     const auto operand = [](const Tensor& t, int64_t offset, int64_t ld, bool trans) {
       const bool f32 = t.dtype == DType::f32;
-      const void* p0 = f32 ? static_cast<const void*>(t.data<float>() + offset) : static_cast<const void*>(t.data<bf16>() + offset);
+      const void* p0 =
+          f32 ? static_cast<const void*>(t.data<float>() + offset) : static_cast<const void*>(t.data<bf16>() + offset);
       return Bf16Operand{p0, ld, trans, f32};
     };
     const bool c_f32 = out.dtype == DType::f32;
     for (int64_t i = 0; i < batch; ++i) {
-      void* c = c_f32 ? static_cast<void*>(out.data<float>() + i * p.m * p.n) : static_cast<void*>(out.data<bf16>() + i * p.m * p.n);
-      bf16_gemm_rounding(p.m, p.n, p.k, operand(a, p.a_offsets[i], lda, p.trans_a), operand(b, p.b_offsets[i], ldb, p.trans_b), c, p.n,
-                         c_f32, p.accumulate);
+      void* c =
+          c_f32 ? static_cast<void*>(out.data<float>() + i * p.m * p.n) : static_cast<void*>(out.data<bf16>() + i * p.m * p.n);
+      bf16_gemm_rounding(p.m, p.n, p.k, operand(a, p.a_offsets[i], lda, p.trans_a), operand(b, p.b_offsets[i], ldb, p.trans_b), c,
+                         p.n, c_f32, p.accumulate);
     }
     return;
   }
   switch (a.dtype) {
     case DType::f32:
       for (int64_t i = 0; i < batch; ++i)
-        sgemm(p.m, p.n, p.k, a.data<float>() + p.a_offsets[i], lda, p.trans_a, b.data<float>() + p.b_offsets[i], ldb,
-              p.trans_b, out.data<float>() + i * p.m * p.n, p.n, p.accumulate);
+        sgemm(p.m, p.n, p.k, a.data<float>() + p.a_offsets[i], lda, p.trans_a, b.data<float>() + p.b_offsets[i], ldb, p.trans_b,
+              out.data<float>() + i * p.m * p.n, p.n, p.accumulate);
       return;
     case DType::f64:
       for (int64_t i = 0; i < batch; ++i)
-        dgemm(p.m, p.n, p.k, a.data<double>() + p.a_offsets[i], lda, p.trans_a, b.data<double>() + p.b_offsets[i], ldb,
-              p.trans_b, out.data<double>() + i * p.m * p.n, p.n, p.accumulate);
+        dgemm(p.m, p.n, p.k, a.data<double>() + p.a_offsets[i], lda, p.trans_a, b.data<double>() + p.b_offsets[i], ldb, p.trans_b,
+              out.data<double>() + i * p.m * p.n, p.n, p.accumulate);
       return;
     case DType::bf16:
       if (bf16_gemm_available()) {

@@ -48,7 +48,8 @@ struct Operand {
 alignas(64) const uint16_t kZeros[32] = {};
 
 // dst[2j] = r0[j], dst[2j + 1] = r1[j] for j < 16 (0 for j ≥ cols): two K rows of a panel as pairs.
-__attribute__((target("avx512f,avx512bw"))) void interleave_rows(const uint16_t* r0, const uint16_t* r1, int64_t cols, uint16_t* dst) {
+__attribute__((target("avx512f,avx512bw"))) void interleave_rows(const uint16_t* r0, const uint16_t* r1, int64_t cols,
+                                                                 uint16_t* dst) {
   // Lane 2j takes element j of the first source, lane 2j + 1 element j of the second (index 32 + j).
   alignas(64) static const uint16_t idx[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
                                                8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
@@ -207,13 +208,13 @@ Bf16Operand bits(const uint16_t* p, int64_t ld, bool trans) { return {p, ld, tra
 
 bool bf16_gemm_available() { return g_has_bf16; }
 
-void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
-               uint16_t* c, int64_t ldc) {
+void bf16_gemm(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb,
+               bool trans_b, uint16_t* c, int64_t ldc) {
   bf16_gemm_rounding(m, n, k, bits(a, lda, trans_a), bits(b, ldb, trans_b), c, ldc, false);
 }
 
-void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, void* c, int64_t ldc, bool c_f32,
-                        bool accumulate) {
+void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, const Bf16Operand& b, void* c, int64_t ldc,
+                        bool c_f32, bool accumulate) {
   if (accumulate && !c_f32) fail(Code::Internal, "matmul: accumulating into a bf16 C is not supported");
   run(m, n, k, a, b, [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
     for (int64_t i = 0; i < rows; ++i) {
@@ -233,22 +234,23 @@ void bf16_gemm_rounding(int64_t m, int64_t n, int64_t k, const Bf16Operand& a, c
   });
 }
 
-void bf16_gemm_tiles(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb,
-                     bool trans_b, const Bf16TileStore& store) {
+void bf16_gemm_tiles(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b,
+                     int64_t ldb, bool trans_b, const Bf16TileStore& store) {
   run(m, n, k, bits(a, lda, trans_a), bits(b, ldb, trans_b), store);
 }
 
-void bf16_gemm_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb, bool trans_b,
-                   float* c, int64_t ldc, bool accumulate) {
-  run(m, n, k, bits(a, lda, trans_a), bits(b, ldb, trans_b), [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
-    for (int64_t i = 0; i < rows; ++i) {
-      float* dst = c + (i0 + i) * ldc + j0;
-      if (accumulate)
-        for (int64_t j = 0; j < cols; ++j) dst[j] += tile[i * kNR + j];
-      else
-        std::memcpy(dst, tile + i * kNR, sizeof(float) * cols);
-    }
-  });
+void bf16_gemm_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, bool trans_a, const uint16_t* b, int64_t ldb,
+                   bool trans_b, float* c, int64_t ldc, bool accumulate) {
+  run(m, n, k, bits(a, lda, trans_a), bits(b, ldb, trans_b),
+      [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols, const float* tile) {
+        for (int64_t i = 0; i < rows; ++i) {
+          float* dst = c + (i0 + i) * ldc + j0;
+          if (accumulate)
+            for (int64_t j = 0; j < cols; ++j) dst[j] += tile[i * kNR + j];
+          else
+            std::memcpy(dst, tile + i * kNR, sizeof(float) * cols);
+        }
+      });
 }
 
 }  // namespace flock::cpu

@@ -14,7 +14,7 @@ using MicroKernel = void (*)(int64_t kc, const T* a, const T* b, T* c, int64_t l
 template <class T>
 struct GemmKernel {
   MicroKernel<T> micro;
-  int64_t mr, nr;  // register tile
+  int64_t mr, nr;      // register tile
   int64_t kc, mc, nc;  // K slice (L1/L2), rows of A packed at a time (L2), columns of B packed at a time (L3)
   const char* isa;
 };
@@ -23,9 +23,14 @@ struct GemmKernel {
 template <class T>
 struct GemmArgs {
   int64_t m, n, k;
-  const T* a; int64_t lda; bool ta;
-  const T* b; int64_t ldb; bool tb;
-  T* c; int64_t ldc;
+  const T* a;
+  int64_t lda;
+  bool ta;
+  const T* b;
+  int64_t ldb;
+  bool tb;
+  T* c;
+  int64_t ldc;
   bool accumulate;  // C += op(A)·op(B) instead of C = op(A)·op(B)
 };
 

@@ -10,21 +10,22 @@ namespace {
 // T is float, or uint32_t for pairs of bf16 (moved as bits: the AVX2 loads and stores below may
 // alias any type).
 template <class T>
-void pack_transposed_scalar(const T* src, int64_t ld, int64_t rows, int64_t width, int64_t p0, int64_t kc, T* d, int64_t dstride) {
+void pack_transposed_scalar(const T* src, int64_t ld, int64_t rows, int64_t width, int64_t p0, int64_t kc, T* d,
+                            int64_t dstride) {
   for (int64_t r = 0; r < width; ++r)
     for (int64_t p = p0; p < kc; ++p) d[p * dstride + r] = r < rows ? src[r * ld + p] : T(0);
 }
 
 template <class T>
-__attribute__((target("avx2")))
-void pack_transposed_avx2(const T* src_t, int64_t ld, int64_t rows, int64_t width, int64_t kc, T* d_t, int64_t dstride) {
+__attribute__((target("avx2"))) void pack_transposed_avx2(const T* src_t, int64_t ld, int64_t rows, int64_t width, int64_t kc,
+                                                          T* d_t, int64_t dstride) {
   const float* src = reinterpret_cast<const float*>(src_t);
   float* d = reinterpret_cast<float*>(d_t);
   const __m256 zero = _mm256_setzero_ps();
   const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(width)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   int64_t p = 0;
   for (; p + 8 <= kc; p += 8) {
-#define FLOCK_ROW(r) ((r) < rows ? _mm256_loadu_ps(src + (r) * ld + p) : zero)
+#define FLOCK_ROW(r) ((r) < rows ? _mm256_loadu_ps(src + (r)*ld + p) : zero)
     const __m256 r0 = FLOCK_ROW(0), r1 = FLOCK_ROW(1), r2 = FLOCK_ROW(2), r3 = FLOCK_ROW(3);
     const __m256 r4 = FLOCK_ROW(4), r5 = FLOCK_ROW(5), r6 = FLOCK_ROW(6), r7 = FLOCK_ROW(7);
 #undef FLOCK_ROW

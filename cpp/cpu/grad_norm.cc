@@ -55,7 +55,8 @@ void grad_norm_cpu(const std::vector<Tensor>& ts, Tensor& acc, Tensor& out, doub
 
 void clip_by_norm_cpu(std::vector<Tensor>& ts, const Tensor& total, double max_norm) {
   double norm = 0;
-  visit_float(total.dtype, "clipGradNorm", [&](auto tag) { norm = static_cast<double>(*total.data<typename decltype(tag)::type>()); });
+  visit_float(total.dtype, "clipGradNorm",
+              [&](auto tag) { norm = static_cast<double>(*total.data<typename decltype(tag)::type>()); });
   // As PyTorch's clamp(max=1): a NaN norm gives a NaN coefficient and NaN gradients, not silence.
   const double raw = max_norm / (norm + 1e-6), coef = raw > 1.0 ? 1.0 : raw;
   if (coef == 1.0) return;

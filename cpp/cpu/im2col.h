@@ -63,8 +63,10 @@ inline void copy_run(void* dst, const void* src, size_t n) {
     std::memcpy(d, s, n);
   } else if (n >= 16) {
     size_t k = 0;
-    for (; k + 16 <= n; k += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
-    if (k < n) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n - 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + n - 16)));
+    for (; k + 16 <= n; k += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k)));
+    if (k < n)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n - 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + n - 16)));
   } else if (n >= 8) {
     copy_ends<uint64_t>(d, s, n);
   } else if (n >= 4) {
@@ -105,7 +107,8 @@ void im2col(const T* x, T* col, int64_t ld, int64_t channels, const Conv2dGeom& 
           }
           const T* src = plane + iy * w;
           for (int64_t ox = 0; ox < lo; ++ox) dst[ox] = T(0);
-          if (sw == 1) copy_run(dst + lo, src + lo + off, sizeof(T) * (hi - lo));
+          if (sw == 1)
+            copy_run(dst + lo, src + lo + off, sizeof(T) * (hi - lo));
           else
             for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[ox * sw + off];
           for (int64_t ox = hi; ox < ow; ++ox) dst[ox] = T(0);

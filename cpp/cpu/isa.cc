@@ -17,10 +17,14 @@ Choice choose() {
   if (!forced || !*forced) return {widest, {}};
   const std::string want = forced;
   Isa isa;
-  if (want == "generic") isa = Isa::generic;
-  else if (want == "avx2") isa = Isa::avx2;
-  else if (want == "avx512") isa = Isa::avx512;
-  else return {widest, "FLOCKML_CPU_ISA=" + want + " is not an instruction set flockml knows (generic, avx2, avx512)"};
+  if (want == "generic")
+    isa = Isa::generic;
+  else if (want == "avx2")
+    isa = Isa::avx2;
+  else if (want == "avx512")
+    isa = Isa::avx512;
+  else
+    return {widest, "FLOCKML_CPU_ISA=" + want + " is not an instruction set flockml knows (generic, avx2, avx512)"};
   if (static_cast<int>(isa) > static_cast<int>(widest))
     return {widest, "FLOCKML_CPU_ISA=" + want + " but this CPU supports at most " + isa_name(widest)};
   return {isa, {}};
@@ -63,9 +67,12 @@ bool cpu_bf16_convert() {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::avx512: return "avx512";
-    case Isa::avx2: return "avx2";
-    case Isa::generic: return "generic";
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::generic:
+      return "generic";
   }
   return "generic";
 }

@@ -53,8 +53,8 @@ void forward(const Tensor& xt, const Tensor* wt, const Tensor* bt, Tensor& yt, T
 // With g = gy·w (gy when there is no weight) and x̂ = (x − mean)·rstd:
 //   dx = rstd · (g − mean(g) − x̂ · mean(g · x̂)),  dweight = Σ_rows gy · x̂,  dbias = Σ_rows gy.
 template <class T, bool kW, bool kP>
-void backward(const Tensor& xt, const Tensor& meant, const Tensor& rstdt, const Tensor* wt, const Tensor& gyt, Tensor& gxt, Tensor* gwt,
-              Tensor* gbt) {
+void backward(const Tensor& xt, const Tensor& meant, const Tensor& rstdt, const Tensor* wt, const Tensor& gyt, Tensor& gxt,
+              Tensor* gwt, Tensor* gbt) {
   const int64_t rows = xt.shape[0], d = xt.shape[1];
   const T* x = xt.data<T>();
   const T* mean = meant.data<T>();
@@ -119,30 +119,42 @@ void backward(const Tensor& xt, const Tensor& meant, const Tensor& rstdt, const 
 
 template <class T>
 void forward_typed(const Tensor& x, const Tensor* w, const Tensor* b, Tensor& y, Tensor& mean, Tensor& rstd, double eps) {
-  if (w && b) forward<T, true, true>(x, w, b, y, mean, rstd, eps);
-  else if (w) forward<T, true, false>(x, w, b, y, mean, rstd, eps);
-  else if (b) forward<T, false, true>(x, w, b, y, mean, rstd, eps);
-  else forward<T, false, false>(x, w, b, y, mean, rstd, eps);
+  if (w && b)
+    forward<T, true, true>(x, w, b, y, mean, rstd, eps);
+  else if (w)
+    forward<T, true, false>(x, w, b, y, mean, rstd, eps);
+  else if (b)
+    forward<T, false, true>(x, w, b, y, mean, rstd, eps);
+  else
+    forward<T, false, false>(x, w, b, y, mean, rstd, eps);
 }
 
 template <class T>
-void backward_typed(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* w, const Tensor& gy, Tensor& gx, Tensor* gw,
-                    Tensor* gb) {
+void backward_typed(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* w, const Tensor& gy, Tensor& gx,
+                    Tensor* gw, Tensor* gb) {
   const bool p = gw || gb;
-  if (w && p) backward<T, true, true>(x, mean, rstd, w, gy, gx, gw, gb);
-  else if (w) backward<T, true, false>(x, mean, rstd, w, gy, gx, gw, gb);
-  else if (p) backward<T, false, true>(x, mean, rstd, w, gy, gx, gw, gb);
-  else backward<T, false, false>(x, mean, rstd, w, gy, gx, gw, gb);
+  if (w && p)
+    backward<T, true, true>(x, mean, rstd, w, gy, gx, gw, gb);
+  else if (w)
+    backward<T, true, false>(x, mean, rstd, w, gy, gx, gw, gb);
+  else if (p)
+    backward<T, false, true>(x, mean, rstd, w, gy, gx, gw, gb);
+  else
+    backward<T, false, false>(x, mean, rstd, w, gy, gx, gw, gb);
 }
 
 void forward_cpu(const Tensor& x, const Tensor* w, const Tensor* b, Tensor& y, Tensor& mean, Tensor& rstd, double eps) {
-  if (x.dtype == DType::f64) forward_typed<double>(x, w, b, y, mean, rstd, eps);
-  else forward_typed<float>(x, w, b, y, mean, rstd, eps);
+  if (x.dtype == DType::f64)
+    forward_typed<double>(x, w, b, y, mean, rstd, eps);
+  else
+    forward_typed<float>(x, w, b, y, mean, rstd, eps);
 }
-void backward_cpu(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* w, const Tensor& gy, Tensor& gx, Tensor* gw,
-                  Tensor* gb) {
-  if (x.dtype == DType::f64) backward_typed<double>(x, mean, rstd, w, gy, gx, gw, gb);
-  else backward_typed<float>(x, mean, rstd, w, gy, gx, gw, gb);
+void backward_cpu(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* w, const Tensor& gy, Tensor& gx,
+                  Tensor* gw, Tensor* gb) {
+  if (x.dtype == DType::f64)
+    backward_typed<double>(x, mean, rstd, w, gy, gx, gw, gb);
+  else
+    backward_typed<float>(x, mean, rstd, w, gy, gx, gw, gb);
 }
 
 }  // namespace

@@ -24,20 +24,21 @@ void logcumsumexp_typed(const Tensor& x, Tensor& out, int64_t outer, int64_t n, 
   // One job per (outer, block of inner columns): the block's running values walk n in memory order.
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  parallel_for(outer * blocks, std::max<int64_t>(1, 512 / std::max<int64_t>(1, n * std::min(inner, kBlock))), [&](int64_t b0, int64_t b1) {
-    double acc[kBlock];
-    for (int64_t job = b0; job < b1; ++job) {
-      const int64_t o = job / blocks, i0 = (job % blocks) * kBlock, w = std::min(kBlock, inner - i0);
-      std::fill(acc, acc + w, -std::numeric_limits<double>::infinity());
-      for (int64_t r = 0; r < n; ++r) {
-        const int64_t base = (o * n + r) * inner + i0;
-        for (int64_t i = 0; i < w; ++i) {
-          acc[i] = log_add_exp(acc[i], static_cast<double>(static_cast<acc_t<T>>(xp[base + i])));
-          op[base + i] = from_double<T>(acc[i]);
-        }
-      }
-    }
-  });
+  parallel_for(outer * blocks, std::max<int64_t>(1, 512 / std::max<int64_t>(1, n * std::min(inner, kBlock))),
+               [&](int64_t b0, int64_t b1) {
+                 double acc[kBlock];
+                 for (int64_t job = b0; job < b1; ++job) {
+                   const int64_t o = job / blocks, i0 = (job % blocks) * kBlock, w = std::min(kBlock, inner - i0);
+                   std::fill(acc, acc + w, -std::numeric_limits<double>::infinity());
+                   for (int64_t r = 0; r < n; ++r) {
+                     const int64_t base = (o * n + r) * inner + i0;
+                     for (int64_t i = 0; i < w; ++i) {
+                       acc[i] = log_add_exp(acc[i], static_cast<double>(static_cast<acc_t<T>>(xp[base + i])));
+                       op[base + i] = from_double<T>(acc[i]);
+                     }
+                   }
+                 }
+               });
 }
 
 void logcumsumexp_cpu(const Tensor& x, Tensor& out, int64_t dim) {

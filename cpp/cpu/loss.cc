@@ -28,18 +28,25 @@ void forward(const Tensor& lt, const Tensor& tt, Tensor& losst, Tensor& lset, in
   // Targets are checked here on the stream thread: errors must not be thrown from pool workers.
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t t = target_at<T>(tt, r);
-    if (t != ignore && (t < 0 || t >= cls)) fail(Code::Index, "crossEntropy: target ", t, " is out of range for ", cls, " classes");
+    if (t != ignore && (t < 0 || t >= cls))
+      fail(Code::Index, "crossEntropy: target ", t, " is out of range for ", cls, " classes");
   }
   parallel_for(rows, row_grain(cls), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* row = x + r * cls;
       T mx = -std::numeric_limits<T>::infinity(), sum = 0, total = 0;
       for (int64_t c = 0; c < cls; ++c) mx = std::max(mx, row[c]);
-      for (int64_t c = 0; c < cls; ++c) { sum += std::exp(row[c] - mx); total += row[c]; }
+      for (int64_t c = 0; c < cls; ++c) {
+        sum += std::exp(row[c] - mx);
+        total += row[c];
+      }
       const T l = mx + std::log(sum);
       lse[r] = l;
       const int64_t t = target_at<T>(tt, r);
-      if (t == ignore) { loss[r] = 0; continue; }
+      if (t == ignore) {
+        loss[r] = 0;
+        continue;
+      }
       loss[r] = l - T(1 - eps) * row[t] - T(eps) * total / T(cls);
     }
   });
@@ -56,7 +63,10 @@ void backward(const Tensor& lt, const Tensor& tt, const Tensor& lset, const Tens
     for (int64_t r = b; r < e; ++r) {
       T* out = gx + r * cls;
       const int64_t t = target_at<T>(tt, r);
-      if (t == ignore) { std::fill(out, out + cls, T(0)); continue; }
+      if (t == ignore) {
+        std::fill(out, out + cls, T(0));
+        continue;
+      }
       const T* row = x + r * cls;
       const T gr = g[r], smooth = T(eps) / T(cls);
       for (int64_t c = 0; c < cls; ++c) out[c] = gr * (std::exp(row[c] - lse[r]) - smooth);
@@ -66,10 +76,16 @@ void backward(const Tensor& lt, const Tensor& tt, const Tensor& lset, const Tens
 }
 
 void forward_cpu(const Tensor& l, const Tensor& t, Tensor& loss, Tensor& lse, int64_t ignore, double eps) {
-  if (l.dtype == DType::f64) forward<double>(l, t, loss, lse, ignore, eps); else forward<float>(l, t, loss, lse, ignore, eps);
+  if (l.dtype == DType::f64)
+    forward<double>(l, t, loss, lse, ignore, eps);
+  else
+    forward<float>(l, t, loss, lse, ignore, eps);
 }
 void backward_cpu(const Tensor& l, const Tensor& t, const Tensor& lse, const Tensor& g, Tensor& gx, int64_t ignore, double eps) {
-  if (l.dtype == DType::f64) backward<double>(l, t, lse, g, gx, ignore, eps); else backward<float>(l, t, lse, g, gx, ignore, eps);
+  if (l.dtype == DType::f64)
+    backward<double>(l, t, lse, g, gx, ignore, eps);
+  else
+    backward<float>(l, t, lse, g, gx, ignore, eps);
 }
 
 }  // namespace

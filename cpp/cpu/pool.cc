@@ -38,7 +38,8 @@ inline T select_bits(int64_t mask, T a, T b) {
 // on real activations, and written as ?: the compiler makes it a branch that mispredicts half
 // the time (5x slower here). The output is the input at the argmax, its own bits.
 template <class T, int KH_, int KW_>
-void max_plane_inside(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW, int64_t SH, int64_t SW, int64_t kh, int64_t kw) {
+void max_plane_inside(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW, int64_t SH, int64_t SW, int64_t kh,
+                      int64_t kw) {
   using A = acc_t<T>;
   const int64_t KH = KH_ ? KH_ : kh, KW = KW_ ? KW_ : kw;
   for (int64_t oy = 0; oy < OH; ++oy) {
@@ -92,8 +93,8 @@ inline void max2x2_rows(const float* plane, float* yp, int64_t* ip, int64_t W, i
   }
 }
 
-__attribute__((target("avx2,fma")))
-void max2x2_avx2(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
+__attribute__((target("avx2,fma"))) void max2x2_avx2(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH,
+                                                     int64_t OW) {
   max2x2_rows(plane, yp, ip, W, OH, OW);
 }
 void max2x2_generic(const float* plane, float* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
@@ -103,8 +104,8 @@ void max2x2_generic(const float* plane, float* yp, int64_t* ip, int64_t W, int64
 // Inputs 2·ox … 2·ox + 2·count − 1 of a row as its even and odd columns, in f32 (a function, not
 // a lambda: lambdas do not take the target attribute).
 template <class T>
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-inline void split_columns(const T* row, int64_t count, __m512& even, __m512& odd) {
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) inline void split_columns(const T* row, int64_t count, __m512& even,
+                                                                                        __m512& odd) {
   const __mmask16 all = 0xFFFF;
   const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   if constexpr (std::is_same_v<T, float>) {
@@ -127,10 +128,11 @@ inline void split_columns(const T* row, int64_t count, __m512& even, __m512& odd
 // mask. The maximum's bits are the input's own. Offsets run in 32 bits (the caller checks the
 // plane fits). Same order and NaN rule as max_plane_inside.
 template <class T>
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-void max2x2_masked(const T* plane, T* yp, int64_t* ip, int64_t W, int64_t OH, int64_t OW) {
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) void max2x2_masked(const T* plane, T* yp, int64_t* ip, int64_t W,
+                                                                                 int64_t OH, int64_t OW) {
   const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(static_cast<int>(W)), diag = _mm512_set1_epi32(static_cast<int>(W + 1));
+  const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(static_cast<int>(W)),
+                diag = _mm512_set1_epi32(static_cast<int>(W + 1));
   const __mmask16 all = 0xFFFF;  // the masked forms: GCC 12 warns on the unmasked ones' undefined source
   for (int64_t oy = 0; oy < OH; ++oy) {
     const T* r0 = plane + 2 * oy * W;
@@ -178,9 +180,12 @@ Max2x2<T> max2x2_kernel() {
     return cpu_isa() == Isa::avx512 ? max2x2_masked<bf16> : nullptr;
   } else {
     switch (cpu_isa()) {
-      case Isa::avx512: return max2x2_masked<float>;
-      case Isa::avx2: return max2x2_avx2;
-      case Isa::generic: break;
+      case Isa::avx512:
+        return max2x2_masked<float>;
+      case Isa::avx2:
+        return max2x2_avx2;
+      case Isa::generic:
+        break;
     }
     return max2x2_generic;
   }
@@ -214,9 +219,12 @@ void max_forward(const Tensor& xt, Tensor& yt, Tensor& it, const Pool2dGeom& geo
       }
       if (inside) {
         // Window sizes known at compile time for the usual 2×2 and 3×3 pools (unrolled).
-        if (KH == 2 && KW == 2) max_plane_inside<T, 2, 2>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);
-        else if (KH == 3 && KW == 3) max_plane_inside<T, 3, 3>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);
-        else max_plane_inside<T, 0, 0>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);
+        if (KH == 2 && KW == 2)
+          max_plane_inside<T, 2, 2>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);
+        else if (KH == 3 && KW == 3)
+          max_plane_inside<T, 3, 3>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);
+        else
+          max_plane_inside<T, 0, 0>(plane, yp, ip, W, OH, OW, SH, SW, KH, KW);
         continue;
       }
       for (int64_t oy = 0; oy < OH; ++oy) {
@@ -265,7 +273,8 @@ void per_grad_plane(T* gx, const Pool2dGeom& g, Body body) {
       } else {
         wide.assign(static_cast<size_t>(g.h * g.w), 0.0f);
         body(p, wide.data());
-        if constexpr (std::is_same_v<T, bf16>) bf16_store(wide.data(), plane, g.h * g.w, cvtne);
+        if constexpr (std::is_same_v<T, bf16>)
+          bf16_store(wide.data(), plane, g.h * g.w, cvtne);
         else
           for (int64_t k = 0; k < g.h * g.w; ++k) plane[k] = T(wide[k]);
       }
@@ -313,7 +322,9 @@ void max_backward(const Tensor& gyt, const Tensor& it, Tensor& gxt, const Pool2d
 }
 
 // The window of output (oy, ox): rows [y0, y1), cols [x0, x1) clipped to the input, and the divisor.
-struct Window { int64_t y0, y1, x0, x1, count; };
+struct Window {
+  int64_t y0, y1, x0, x1, count;
+};
 
 inline Window window(const Pool2dGeom& g, bool adaptive, int64_t oy, int64_t ox) {
   if (adaptive) {
@@ -325,8 +336,10 @@ inline Window window(const Pool2dGeom& g, bool adaptive, int64_t oy, int64_t ox)
   int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
   int64_t y1 = std::min(y0 + g.kh, g.h + g.ph), x1 = std::min(x0 + g.kw, g.w + g.pw);
   const int64_t padded = (y1 - y0) * (x1 - x0);
-  y0 = std::max<int64_t>(y0, 0); x0 = std::max<int64_t>(x0, 0);
-  y1 = std::min(y1, g.h); x1 = std::min(x1, g.w);
+  y0 = std::max<int64_t>(y0, 0);
+  x0 = std::max<int64_t>(x0, 0);
+  y1 = std::min(y1, g.h);
+  x1 = std::min(x1, g.w);
   return {y0, y1, x0, x1, g.count_include_pad ? padded : (y1 - y0) * (x1 - x0)};
 }
 

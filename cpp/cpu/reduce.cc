@@ -29,7 +29,8 @@ constexpr int64_t kChunk = 16;
 constexpr int kLevels = 16;  // kChunk^16 terms: more than any tensor holds
 
 // Accumulation type: double for f64, float otherwise (ints accumulate in their own type, as torch).
-template <class T> using sum_t = std::conditional_t<std::is_floating_point_v<acc_t<T>>, acc_t<T>, int64_t>;
+template <class T>
+using sum_t = std::conditional_t<std::is_floating_point_v<acc_t<T>>, acc_t<T>, int64_t>;
 
 // Levels a cascade over n terms uses: 1 + floor(log_kChunk(n)).
 FLOCK_REDUCE_INLINE int cascade_levels(int64_t n) {
@@ -89,8 +90,10 @@ FLOCK_REDUCE_INLINE void cascade_block(int64_t red, int64_t width, S* out, Value
 
 template <class S, class Value>
 FLOCK_REDUCE_INLINE void cascade_columns(int64_t red, int64_t w, S* out, Value&& value) {
-  if (w == kBlock) cascade_block<kBlock>(red, w, out, value);
-  else cascade_block<0>(red, w, out, value);
+  if (w == kBlock)
+    cascade_block<kBlock>(red, w, out, value);
+  else
+    cascade_block<0>(red, w, out, value);
 }
 
 // A cascaded sum of one contiguous row: kLanes interleaved sums (so the loop vectorises, in one
@@ -138,83 +141,97 @@ void reduce_typed(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int6
   const bool is_arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
   const bool wide = !is_arg && out.dtype != x.dtype;
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  parallel_for(outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, red * std::min(inner, kBlock))), [&](int64_t b0, int64_t b1) {
-    double acc[kBlock], aux[kBlock];
-    int64_t idx[kBlock];
-    for (int64_t job = b0; job < b1; ++job) {
-      const int64_t o = job / blocks, i0 = (job % blocks) * kBlock, w = std::min(kBlock, inner - i0);
-      const T* base = xp + o * red * inner + i0;
-      auto at = [&](int64_t r, int64_t i) { return static_cast<C>(base[r * inner + i]); };
-      switch (op) {
-        case ReduceOp::sum:
-        case ReduceOp::mean: {
-          if (inner == 1) {
-            acc[0] = static_cast<double>(row_sum<S>(base, red));
-          } else {
-            S s[kBlock];
-            cascade_columns<S>(red, w, s, [&](int64_t r, int64_t i) FLOCK_LAMBDA_INLINE { return static_cast<S>(at(r, i)); });
-            for (int64_t i = 0; i < w; ++i) acc[i] = static_cast<double>(s[i]);
-          }
-          if (op == ReduceOp::mean)
-            for (int64_t i = 0; i < w; ++i) acc[i] /= static_cast<double>(red);
-          break;
-        }
-        case ReduceOp::prod: {
-          for (int64_t i = 0; i < w; ++i) acc[i] = 1;
-          for (int64_t r = 0; r < red; ++r)
-            for (int64_t i = 0; i < w; ++i) acc[i] *= static_cast<double>(at(r, i));
-          break;
-        }
-        case ReduceOp::max:
-        case ReduceOp::min:
-        case ReduceOp::argmax:
-        case ReduceOp::argmin: {
-          if (red == 0) fail(Code::Shape, "reduce: cannot take ", is_arg ? "an arg" : "the ", op == ReduceOp::max || op == ReduceOp::argmax ? "max" : "min", " of an empty dimension");
-          C best[kBlock];
-          for (int64_t i = 0; i < w; ++i) { best[i] = at(0, i); idx[i] = 0; }
-          for (int64_t r = 1; r < red; ++r)
-            for (int64_t i = 0; i < w; ++i) {
-              C v = at(r, i);
-              if (better(op, v, best[i])) { best[i] = v; idx[i] = r; }
-            }
-          for (int64_t i = 0; i < w; ++i) acc[i] = static_cast<double>(best[i]);
-          break;
-        }
-        case ReduceOp::var: {
-          cascade_columns<double>(red, w, aux, [&](int64_t r, int64_t i) FLOCK_LAMBDA_INLINE { return static_cast<double>(at(r, i)); });
-          for (int64_t i = 0; i < w; ++i) aux[i] /= static_cast<double>(red);
-          cascade_columns<double>(red, w, acc, [&](int64_t r, int64_t i) FLOCK_LAMBDA_INLINE {
-            const double d = static_cast<double>(at(r, i)) - aux[i];
-            return d * d;
-          });
-          const double denom = std::max(0.0, static_cast<double>(red) - correction);
-          for (int64_t i = 0; i < w; ++i) acc[i] = denom > 0 ? acc[i] / denom : std::numeric_limits<double>::quiet_NaN();
-          break;
-        }
-        case ReduceOp::logsumexp: {
-          for (int64_t i = 0; i < w; ++i) aux[i] = -std::numeric_limits<double>::infinity();
-          for (int64_t r = 0; r < red; ++r)
-            for (int64_t i = 0; i < w; ++i) aux[i] = std::max(aux[i], static_cast<double>(at(r, i)));
-          for (int64_t i = 0; i < w; ++i) acc[i] = 0;
-          for (int64_t r = 0; r < red; ++r)
-            for (int64_t i = 0; i < w; ++i) acc[i] += std::isinf(aux[i]) ? 0.0 : std::exp(static_cast<double>(at(r, i)) - aux[i]);
-          for (int64_t i = 0; i < w; ++i) acc[i] = std::isinf(aux[i]) ? aux[i] : aux[i] + std::log(acc[i]);
-          break;
-        }
-        default: fail(Code::Arg, "reduce: unknown op");
-      }
-      if (is_arg) {
-        int64_t* dst = out.data<int64_t>() + o * inner + i0;
-        for (int64_t i = 0; i < w; ++i) dst[i] = idx[i];
-      } else if (wide) {  // a stage of a bf16/f16 reduction: the f32 accumulator, unrounded
-        float* dst = out.data<float>() + o * inner + i0;
-        for (int64_t i = 0; i < w; ++i) dst[i] = static_cast<float>(acc[i]);
-      } else {
-        T* dst = out.data<T>() + o * inner + i0;
-        for (int64_t i = 0; i < w; ++i) dst[i] = from_double<T>(acc[i]);
-      }
-    }
-  });
+  parallel_for(outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, red * std::min(inner, kBlock))),
+               [&](int64_t b0, int64_t b1) {
+                 double acc[kBlock], aux[kBlock];
+                 int64_t idx[kBlock];
+                 for (int64_t job = b0; job < b1; ++job) {
+                   const int64_t o = job / blocks, i0 = (job % blocks) * kBlock, w = std::min(kBlock, inner - i0);
+                   const T* base = xp + o * red * inner + i0;
+                   auto at = [&](int64_t r, int64_t i) { return static_cast<C>(base[r * inner + i]); };
+                   switch (op) {
+                     case ReduceOp::sum:
+                     case ReduceOp::mean: {
+                       if (inner == 1) {
+                         acc[0] = static_cast<double>(row_sum<S>(base, red));
+                       } else {
+                         S s[kBlock];
+                         cascade_columns<S>(red, w, s,
+                                            [&](int64_t r, int64_t i) FLOCK_LAMBDA_INLINE { return static_cast<S>(at(r, i)); });
+                         for (int64_t i = 0; i < w; ++i) acc[i] = static_cast<double>(s[i]);
+                       }
+                       if (op == ReduceOp::mean)
+                         for (int64_t i = 0; i < w; ++i) acc[i] /= static_cast<double>(red);
+                       break;
+                     }
+                     case ReduceOp::prod: {
+                       for (int64_t i = 0; i < w; ++i) acc[i] = 1;
+                       for (int64_t r = 0; r < red; ++r)
+                         for (int64_t i = 0; i < w; ++i) acc[i] *= static_cast<double>(at(r, i));
+                       break;
+                     }
+                     case ReduceOp::max:
+                     case ReduceOp::min:
+                     case ReduceOp::argmax:
+                     case ReduceOp::argmin: {
+                       if (red == 0)
+                         fail(Code::Shape, "reduce: cannot take ", is_arg ? "an arg" : "the ",
+                              op == ReduceOp::max || op == ReduceOp::argmax ? "max" : "min", " of an empty dimension");
+                       C best[kBlock];
+                       for (int64_t i = 0; i < w; ++i) {
+                         best[i] = at(0, i);
+                         idx[i] = 0;
+                       }
+                       for (int64_t r = 1; r < red; ++r)
+                         for (int64_t i = 0; i < w; ++i) {
+                           C v = at(r, i);
+                           if (better(op, v, best[i])) {
+                             best[i] = v;
+                             idx[i] = r;
+                           }
+                         }
+                       for (int64_t i = 0; i < w; ++i) acc[i] = static_cast<double>(best[i]);
+                       break;
+                     }
+                     case ReduceOp::var: {
+                       cascade_columns<double>(
+                           red, w, aux, [&](int64_t r, int64_t i) FLOCK_LAMBDA_INLINE { return static_cast<double>(at(r, i)); });
+                       for (int64_t i = 0; i < w; ++i) aux[i] /= static_cast<double>(red);
+                       cascade_columns<double>(red, w, acc, [&](int64_t r, int64_t i) FLOCK_LAMBDA_INLINE {
+                         const double d = static_cast<double>(at(r, i)) - aux[i];
+                         return d * d;
+                       });
+                       const double denom = std::max(0.0, static_cast<double>(red) - correction);
+                       for (int64_t i = 0; i < w; ++i)
+                         acc[i] = denom > 0 ? acc[i] / denom : std::numeric_limits<double>::quiet_NaN();
+                       break;
+                     }
+                     case ReduceOp::logsumexp: {
+                       for (int64_t i = 0; i < w; ++i) aux[i] = -std::numeric_limits<double>::infinity();
+                       for (int64_t r = 0; r < red; ++r)
+                         for (int64_t i = 0; i < w; ++i) aux[i] = std::max(aux[i], static_cast<double>(at(r, i)));
+                       for (int64_t i = 0; i < w; ++i) acc[i] = 0;
+                       for (int64_t r = 0; r < red; ++r)
+                         for (int64_t i = 0; i < w; ++i)
+                           acc[i] += std::isinf(aux[i]) ? 0.0 : std::exp(static_cast<double>(at(r, i)) - aux[i]);
+                       for (int64_t i = 0; i < w; ++i) acc[i] = std::isinf(aux[i]) ? aux[i] : aux[i] + std::log(acc[i]);
+                       break;
+                     }
+                     default:
+                       fail(Code::Arg, "reduce: unknown op");
+                   }
+                   if (is_arg) {
+                     int64_t* dst = out.data<int64_t>() + o * inner + i0;
+                     for (int64_t i = 0; i < w; ++i) dst[i] = idx[i];
+                   } else if (wide) {  // a stage of a bf16/f16 reduction: the f32 accumulator, unrounded
+                     float* dst = out.data<float>() + o * inner + i0;
+                     for (int64_t i = 0; i < w; ++i) dst[i] = static_cast<float>(acc[i]);
+                   } else {
+                     T* dst = out.data<T>() + o * inner + i0;
+                     for (int64_t i = 0; i < w; ++i) dst[i] = from_double<T>(acc[i]);
+                   }
+                 }
+               });
 }
 
 // f32 sum and mean, compiled per instruction set (the cascade is always_inline, so each copy has its
@@ -222,24 +239,28 @@ void reduce_typed(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int6
 // reduce_typed, so the bits match it on every ISA.
 void sum_f32(const float* xp, float* op, int64_t outer, int64_t red, int64_t inner, bool mean) {
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  FLOCK_ISA_PARALLEL_FOR(outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, red * std::min(inner, kBlock))), b0, b1, {
-    for (int64_t job = b0; job < b1; ++job) {
-      const int64_t o = job / blocks, i0 = (job % blocks) * kBlock, w = std::min(kBlock, inner - i0);
-      const float* base = xp + o * red * inner + i0;
-      float s[kBlock];
-      if (inner == 1) s[0] = row_sum<float>(base, red);
-      else cascade_columns<float>(red, w, s, [&](int64_t r, int64_t i) FLOCK_LAMBDA_INLINE { return base[r * inner + i]; });
-      float* dst = op + o * inner + i0;
-      for (int64_t i = 0; i < w; ++i)
-        dst[i] = mean ? static_cast<float>(static_cast<double>(s[i]) / static_cast<double>(red)) : s[i];
-    }
-  });
+  FLOCK_ISA_PARALLEL_FOR(
+      outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, red * std::min(inner, kBlock))), b0, b1, {
+        for (int64_t job = b0; job < b1; ++job) {
+          const int64_t o = job / blocks, i0 = (job % blocks) * kBlock, w = std::min(kBlock, inner - i0);
+          const float* base = xp + o * red * inner + i0;
+          float s[kBlock];
+          if (inner == 1)
+            s[0] = row_sum<float>(base, red);
+          else
+            cascade_columns<float>(red, w, s, [&](int64_t r, int64_t i) FLOCK_LAMBDA_INLINE { return base[r * inner + i]; });
+          float* dst = op + o * inner + i0;
+          for (int64_t i = 0; i < w; ++i)
+            dst[i] = mean ? static_cast<float>(static_cast<double>(s[i]) / static_cast<double>(red)) : s[i];
+        }
+      });
 }
 
 void reduce_cpu(ReduceOp op, const Tensor& x, Tensor& out, int64_t outer, int64_t red, int64_t inner, double correction) {
   if (outer * inner == 0) return;
   const bool is_arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
-  const bool low_sum = (x.dtype == DType::bf16 || x.dtype == DType::f16) && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
+  const bool low_sum =
+      (x.dtype == DType::bf16 || x.dtype == DType::f16) && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
   const DType want = is_arg ? DType::i64 : x.dtype;
   if (out.dtype != want && !(low_sum && out.dtype == DType::f32))
     fail(Code::DType, "reduce: output dtype ", dtype_name(out.dtype), " does not fit a ", dtype_name(x.dtype), " input");

@@ -46,8 +46,8 @@ T* mut(Tensor* t) {
   return t ? t->data<T>() : nullptr;
 }
 
-void rnn_cell_forward_cpu(RnnMode mode, const Tensor& gx, const Tensor& gh, const Tensor* b_hh, const Tensor& h_prev, const Tensor* c_prev,
-                          Tensor& h, Tensor* c, Tensor* saved) {
+void rnn_cell_forward_cpu(RnnMode mode, const Tensor& gx, const Tensor& gh, const Tensor* b_hh, const Tensor& h_prev,
+                          const Tensor* c_prev, Tensor& h, Tensor* c, Tensor* saved) {
   const int64_t rows = h.shape[0], H = h.shape[1], G = gx.shape[1], S = rnn_saved(mode) * H;
   visit_float(gx.dtype, "rnnCell", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -56,35 +56,40 @@ void rnn_cell_forward_cpu(RnnMode mode, const Tensor& gx, const Tensor& gh, cons
     T *out = h.data<T>(), *cout = mut<T>(c), *sp = mut<T>(saved);
     rnn::with_mode(mode, [&](auto m) {
       constexpr RnnMode M = decltype(m)::value;
-      for_rows<C>(rows, H, [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t j = 0; j < H; ++j)
-            rnn::forward_unit<M, HostIO<T>, FnFor<T>>(xp + r * G, hp + r * G, bp, pp + r * H, cpp ? cpp + r * H : nullptr, out + r * H,
-                                                      cout ? cout + r * H : nullptr, sp ? sp + r * S : nullptr, H, j);
-      });
+      for_rows<C>(
+          rows, H, [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
+            for (int64_t r = r0; r < r1; ++r)
+              for (int64_t j = 0; j < H; ++j)
+                rnn::forward_unit<M, HostIO<T>, FnFor<T>>(xp + r * G, hp + r * G, bp, pp + r * H, cpp ? cpp + r * H : nullptr,
+                                                          out + r * H, cout ? cout + r * H : nullptr, sp ? sp + r * S : nullptr,
+                                                          H, j);
+          });
     });
   });
 }
 
-void rnn_cell_backward_cpu(RnnMode mode, const Tensor* gy_h, const Tensor* gy_c, const Tensor* gh_next, Tensor* carry, const Tensor& h,
-                           const Tensor* c, const Tensor* c_prev, const Tensor& h_prev, const Tensor* saved, Tensor& dgx, Tensor* dgh) {
+void rnn_cell_backward_cpu(RnnMode mode, const Tensor* gy_h, const Tensor* gy_c, const Tensor* gh_next, Tensor* carry,
+                           const Tensor& h, const Tensor* c, const Tensor* c_prev, const Tensor& h_prev, const Tensor* saved,
+                           Tensor& dgx, Tensor* dgh) {
   const int64_t rows = h.shape[0], H = h.shape[1], G = dgx.shape[1], S = rnn_saved(mode) * H;
   visit_float(h.dtype, "rnnCellBackward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = acc_t<T>;
-    const T *gyh = ptr<T>(gy_h), *gyc = ptr<T>(gy_c), *ghn = ptr<T>(gh_next), *hp = h.data<T>(), *cp = ptr<T>(c), *cpp = ptr<T>(c_prev);
+    const T *gyh = ptr<T>(gy_h), *gyc = ptr<T>(gy_c), *ghn = ptr<T>(gh_next), *hp = h.data<T>(), *cp = ptr<T>(c),
+            *cpp = ptr<T>(c_prev);
     const T *pp = h_prev.data<T>(), *sp = ptr<T>(saved);
     T *cr = mut<T>(carry), *dx = dgx.data<T>(), *dh = mut<T>(dgh);
     auto row = [](auto* p, int64_t r, int64_t n) { return p ? p + r * n : nullptr; };
     rnn::with_mode(mode, [&](auto m) {
       constexpr RnnMode M = decltype(m)::value;
-      for_rows<C>(rows, H, [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t j = 0; j < H; ++j)
-            rnn::backward_unit<M, HostIO<T>, FnFor<T>>(row(gyh, r, H), row(gyc, r, H), row(ghn, r, H), row(cr, r, H), hp + r * H,
-                                                       row(cp, r, H), row(cpp, r, H), pp + r * H, row(sp, r, S), dx + r * G, row(dh, r, G),
-                                                       H, j);
-      });
+      for_rows<C>(
+          rows, H, [&](int64_t r0, int64_t r1) __attribute__((always_inline)) {
+            for (int64_t r = r0; r < r1; ++r)
+              for (int64_t j = 0; j < H; ++j)
+                rnn::backward_unit<M, HostIO<T>, FnFor<T>>(row(gyh, r, H), row(gyc, r, H), row(ghn, r, H), row(cr, r, H),
+                                                           hp + r * H, row(cp, r, H), row(cpp, r, H), pp + r * H, row(sp, r, S),
+                                                           dx + r * G, row(dh, r, G), H, j);
+          });
     });
   });
 }

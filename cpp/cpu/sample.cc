@@ -25,14 +25,20 @@ void multinomial_cpu(const Tensor& probs, Tensor& out, int64_t num_samples, uint
       std::vector<double> cdf(static_cast<size_t>(c));
       for (int64_t r = r0; r < r1; ++r) {
         double total = 0;
-        for (int64_t i = 0; i < c; ++i) { total += to_double(pp[r * c + i]); cdf[i] = total; }
+        for (int64_t i = 0; i < c; ++i) {
+          total += to_double(pp[r * c + i]);
+          cdf[i] = total;
+        }
         for (int64_t s = 0; s < num_samples; ++s) {
           const double u = static_cast<double>(uniform_at(seed, offset, r * num_samples + s)) * total;
           // The first category whose running sum exceeds u (zero-probability ones never do).
           int64_t lo = 0, hi = c - 1;
           while (lo < hi) {
             const int64_t mid = (lo + hi) / 2;
-            if (cdf[mid] > u) hi = mid; else lo = mid + 1;
+            if (cdf[mid] > u)
+              hi = mid;
+            else
+              lo = mid + 1;
           }
           op[r * num_samples + s] = lo;
         }
@@ -73,10 +79,11 @@ void multinomial_check_cpu(const Tensor& probs, int64_t num_samples, bool replac
         total += p;
         positive += p > 0;
       }
-      if (!(total > 0)) fail(Code::Range, "multinomial: every row of probabilities must have a positive sum (row ", r, " sums to 0)");
+      if (!(total > 0))
+        fail(Code::Range, "multinomial: every row of probabilities must have a positive sum (row ", r, " sums to 0)");
       if (!replacement && positive < num_samples)
-        fail(Code::Range, "multinomial: cannot draw ", num_samples, " samples without replacement: row ", r, " has only ", positive,
-             " non-zero probabilities");
+        fail(Code::Range, "multinomial: cannot draw ", num_samples, " samples without replacement: row ", r, " has only ",
+             positive, " non-zero probabilities");
     }
   });
 }

@@ -72,7 +72,8 @@ void scatter_reduce_cpu(ScatterReduceOp op, Tensor& out, const Tensor& index, co
           for (int64_t i = b; i < e; ++i) {
             if (cnt[i] <= 1) continue;
             const C v = static_cast<C>(op_[i]);
-            if constexpr (std::is_floating_point_v<C>) op_[i] = static_cast<T>(v / static_cast<C>(cnt[i]));
+            if constexpr (std::is_floating_point_v<C>)
+              op_[i] = static_cast<T>(v / static_cast<C>(cnt[i]));
             else {  // floor division, as torch's integer mean
               const int64_t a = static_cast<int64_t>(v), q = a / cnt[i];
               op_[i] = static_cast<T>(q - ((a % cnt[i] != 0 && a < 0) ? 1 : 0));

@@ -23,10 +23,17 @@ void softmax_typed(const Tensor& x, Tensor& out, int64_t outer, int64_t dim, int
       const T* src = xp + o * dim * inner + i;
       T* dst = op + o * dim * inner + i;
       C mx = -std::numeric_limits<C>::infinity();
-      for (int64_t d = 0; d < dim; ++d) { tmp[d] = static_cast<C>(src[d * inner]); mx = std::max(mx, tmp[d]); }
+      for (int64_t d = 0; d < dim; ++d) {
+        tmp[d] = static_cast<C>(src[d * inner]);
+        mx = std::max(mx, tmp[d]);
+      }
       if (std::isinf(mx) && mx < 0) mx = 0;  // a row of -inf stays -inf / NaN-free where possible
       C sum = 0;
-      for (int64_t d = 0; d < dim; ++d) { C ev = std::exp(tmp[d] - mx); sum += ev; if (!log) tmp[d] = ev; }
+      for (int64_t d = 0; d < dim; ++d) {
+        C ev = std::exp(tmp[d] - mx);
+        sum += ev;
+        if (!log) tmp[d] = ev;
+      }
       if (log) {
         const C lse = mx + std::log(sum);
         for (int64_t d = 0; d < dim; ++d) dst[d * inner] = static_cast<T>(tmp[d] - lse);

@@ -12,9 +12,12 @@ namespace {
 
 template <class T>
 uint64_t key_of(T v) {
-  if constexpr (std::is_floating_point_v<acc_t<T>>) return sort_key_float(static_cast<double>(static_cast<acc_t<T>>(v)));
-  else if constexpr (std::is_same_v<T, bool>) return v ? 1 : 0;
-  else return sort_key_int(static_cast<int64_t>(v));
+  if constexpr (std::is_floating_point_v<acc_t<T>>)
+    return sort_key_float(static_cast<double>(static_cast<acc_t<T>>(v)));
+  else if constexpr (std::is_same_v<T, bool>)
+    return v ? 1 : 0;
+  else
+    return sort_key_int(static_cast<int64_t>(v));
 }
 
 void sort_cpu(const Tensor& x, Tensor& values, Tensor& indices, int64_t rows, int64_t n, bool descending) {

@@ -74,7 +74,7 @@ bool CpuStream::run_inline(const char* op, const std::function<void()>& task) {
     Task t{op, task, profiler::enabled() ? profiler::now_ns() : 0, nullptr, false, true};
     {
       SerialScope serial;  // microseconds of work: never wait for an intra-op pool another stream holds
-      run(t);  // a failure is recorded before the gate opens, so the next sync point reports it
+      run(t);              // a failure is recorded before the gate opens, so the next sync point reports it
     }
     // Only the gate's holder writes the count: a plain store, not a locked add.
     inline_tasks_.store(inline_tasks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -92,14 +92,17 @@ bool CpuStream::run_inline(const char* op, const std::function<void()>& task) {
 
 void CpuStream::notify(std::function<void(std::optional<StreamError>)> done) {
   const uint64_t acked = failure_.acked();
-  enqueue("sync", [this, acked, done = std::move(done)] {
-    std::optional<StreamError> err;
-    {
-      std::lock_guard<std::mutex> lk(m_);
-      err = failure_.for_sync(acked);
-    }
-    done(std::move(err));
-  }, true);
+  enqueue(
+      "sync",
+      [this, acked, done = std::move(done)] {
+        std::optional<StreamError> err;
+        {
+          std::lock_guard<std::mutex> lk(m_);
+          err = failure_.for_sync(acked);
+        }
+        done(std::move(err));
+      },
+      true);
 }
 
 std::optional<StreamError> CpuStream::failure() {

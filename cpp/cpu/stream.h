@@ -36,7 +36,7 @@ class CpuStream final : public Stream {
   struct Task {
     const char* op;
     std::function<void()> fn;
-    int64_t enqueued_ns = 0;  // nonzero only when queued while profiling
+    int64_t enqueued_ns = 0;             // nonzero only when queued while profiling
     std::shared_ptr<OpOutputs> outputs;  // what the op call that queued it made
     bool control = false;
     bool inline_run = false;  // run by run_inline, on the thread of the op call (outputs: OpScope::current())
@@ -63,8 +63,8 @@ class CpuStream final : public Stream {
   int device_;
   std::string name_;  // "cpu", "cpu:1": the stream's name in profiles
   bool stopping_ = false;
-  bool worker_idle_ = false;    // only then does enqueue need to wake the worker
-  bool count_fixed_ = false;    // an inline task has fixed the CPU device count (touched only by the gate's holder)
+  bool worker_idle_ = false;  // only then does enqueue need to wake the worker
+  bool count_fixed_ = false;  // an inline task has fixed the CPU device count (touched only by the gate's holder)
   // The inline gate. kOpen: the worker is parked with nothing queued and not stopping, so a caller
   // may take the gate (kInline) and run a task itself; the worker starts nothing while a caller holds
   // it. A task queued meanwhile marks it kInlinePending, and the holder then wakes the worker.
@@ -72,8 +72,8 @@ class CpuStream final : public Stream {
   enum Gate : int { kClosed, kOpen, kInline, kInlinePending };
   std::atomic<int> gate_{kClosed};
   std::atomic<uint64_t> inline_tasks_{0};  // run by enqueue_small on the calling thread
-  int producers_waiting_ = 0;   // only then does the worker need to signal free space
-  StreamFailure failure_;  // m_ guards all but its lock-free reads
+  int producers_waiting_ = 0;              // only then does the worker need to signal free space
+  StreamFailure failure_;                  // m_ guards all but its lock-free reads
   std::thread worker_;
 };
 

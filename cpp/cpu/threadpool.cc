@@ -73,7 +73,10 @@ class Pool {
   // region closed and goes back to waiting, instead of holding the caller until it is scheduled.
   void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
     grain = std::max<int64_t>(1, grain);
-    if (t_in_parallel || threads_ == 1 || n <= grain) { fn(0, n); return; }
+    if (t_in_parallel || threads_ == 1 || n <= grain) {
+      fn(0, n);
+      return;
+    }
     std::lock_guard<std::mutex> job(job_mutex_);  // one parallel region at a time across streams
     int64_t chunks = std::min<int64_t>((n + grain - 1) / grain, threads_ * 4);
     chunk_ = (n + chunks - 1) / chunks;
@@ -127,7 +130,8 @@ class Pool {
   void worker_loop() {
     uint64_t seen = 0;
     for (;;) {
-      spin_until([&] { return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; });
+      spin_until(
+          [&] { return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; });
       {
         std::unique_lock<std::mutex> lk(m_);
         cv_.wait(lk, [&] { return stopping_.load() || generation_.load() != seen; });

@@ -23,10 +23,10 @@ struct CallHeader {
   // may use the result. Not part of same_call: every rank still runs the collective to its end,
   // keeping the byte streams in step, and then fails it (ERR_PEER_FAILED on the others).
   uint8_t failed = 0;
-  int32_t root = 0;    // broadcast
+  int32_t root = 0;         // broadcast
   int32_t failed_code = 0;  // that rank's error code (flock::Code) when `failed`
-  int64_t count = 0;   // elements; per rank for allGather and reduceScatter
-  int64_t seq = 0;     // collectives: number in the group, from 1; send: number on this pair, from 1
+  int64_t count = 0;        // elements; per rank for allGather and reduceScatter
+  int64_t seq = 0;          // collectives: number in the group, from 1; send: number on this pair, from 1
 };
 static_assert(sizeof(CallHeader) == 32, "call headers are 32 bytes on the wire");
 
@@ -35,9 +35,7 @@ inline bool same_call(const CallHeader& a, const CallHeader& b) {
          a.count == b.count && a.seq == b.seq;
 }
 
-inline bool is_call(const CallHeader& h) {
-  return h.magic == kCallMagic && h.call >= Call::AllReduce && h.call <= Call::Send;
-}
+inline bool is_call(const CallHeader& h) { return h.magic == kCallMagic && h.call >= Call::AllReduce && h.call <= Call::Send; }
 
 // `allReduce(f32, 1000 elements)`, the reduce op named when not the default or when `reduce` says so.
 inline std::string describe(const CallHeader& h, bool reduce) {

@@ -29,8 +29,10 @@ class CommThread {
       stopping_ = true;
     }
     cv_.notify_one();
-    if (worker_.get_id() == std::this_thread::get_id()) worker_.detach();  // last owner dropped on this thread
-    else worker_.join();
+    if (worker_.get_id() == std::this_thread::get_id())
+      worker_.detach();  // last owner dropped on this thread
+    else
+      worker_.join();
   }
 
  private:

@@ -16,9 +16,9 @@ namespace flock::dist {
 struct ControlPlane::Note {
   enum Kind : int32_t { Report = 1, Query = 2, Progress = 3, Bye = 4, Failed = 5 };
   int32_t kind = 0;
-  int32_t code = 0;      // Report: a flock::Code
-  int64_t value = 0;     // Progress: collectives started
-  char text[240] = {};   // Report: the message, NUL-terminated
+  int32_t code = 0;     // Report: a flock::Code
+  int64_t value = 0;    // Progress: collectives started
+  char text[240] = {};  // Report: the message, NUL-terminated
 };
 
 namespace {
@@ -37,7 +37,14 @@ std::string list_ranks(const std::vector<int>& ranks) {
 }  // namespace
 
 ControlPlane::ControlPlane(int rank, int size)
-    : rank_(rank), size_(size), fds_(size, -1), partial_(size), gone_(size, 0), bye_(size, 0), explained_(size, 0), progress_(size, -1) {}
+    : rank_(rank),
+      size_(size),
+      fds_(size, -1),
+      partial_(size),
+      gone_(size, 0),
+      bye_(size, 0),
+      explained_(size, 0),
+      progress_(size, -1) {}
 
 void ControlPlane::goodbye() {
   if (!thread_.joinable() || said_goodbye_.exchange(true)) return;
@@ -56,7 +63,8 @@ ControlPlane::~ControlPlane() {
     goodbye();
     stop_ = true;
     const uint64_t one = 1;
-    if (::write(wake_fd_, &one, sizeof one) < 0) {}  // the thread also polls stop_ between waits
+    if (::write(wake_fd_, &one, sizeof one) < 0) {
+    }  // the thread also polls stop_ between waits
     thread_.join();
   }
   for (int& fd : fds_) close_fd(fd);
@@ -212,11 +220,17 @@ ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq,
   if (leaving_) return {local, false};  // this rank is destroying the group; it has said goodbye
   if (auto dead = lost(); !dead.empty())
     return {StreamError{Code::PeerLost, list_ranks(dead) + (dead.size() == 1 ? " was" : " were") +
-                                            " lost (its process ended or its connections broke)"}, false};
-  if (report_) return {StreamError{report_->second.code, report_->second.message + " (reported by rank " + std::to_string(report_->first) + ")"}, false};
+                                            " lost (its process ended or its connections broke)"},
+            false};
+  if (report_)
+    return {
+        StreamError{report_->second.code, report_->second.message + " (reported by rank " + std::to_string(report_->first) + ")"},
+        false};
   const std::vector<int> left = ranks_where([&](int r) { return bye_[r] != 0; });
   if (!left.empty())
-    return {StreamError{local.code, local.message + "; " + list_ranks(left) + (left.size() == 1 ? " has" : " have") + " destroyed the process group"}, true};
+    return {StreamError{local.code, local.message + "; " + list_ranks(left) + (left.size() == 1 ? " has" : " have") +
+                                        " destroyed the process group"},
+            true};
   if (local.code != Code::Timeout || seq <= 0) return {local, true};
 
   // Everyone alive: find who never joined collective `seq` (the others are waiting on it).
@@ -238,8 +252,9 @@ ControlPlane::Cause ControlPlane::explain(const StreamError& local, int64_t seq,
   const std::vector<int> behind = ranks_where([&](int r) { return progress_[r] >= 0 && progress_[r] < seq; });
   std::string why;
   if (!behind.empty())
-    why = list_ranks(behind) + " stopped answering: after " + std::to_string(timeout_ms) + " ms " + (behind.size() == 1 ? "it had" : "they had") +
-          " not joined collective #" + std::to_string(seq) + " of this group (" + op + ")";
+    why = list_ranks(behind) + " stopped answering: after " + std::to_string(timeout_ms) + " ms " +
+          (behind.size() == 1 ? "it had" : "they had") + " not joined collective #" + std::to_string(seq) + " of this group (" +
+          op + ")";
   if (!silent.empty())
     why += (why.empty() ? "" : "; ") + list_ranks(silent) + " stopped answering: no reply on the control connection within " +
            std::to_string(kQueryMs) + " ms";

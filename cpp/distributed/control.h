@@ -75,12 +75,12 @@ class ControlPlane {
   std::mutex send_m_;  // whole notes only: the comm thread, this thread and the destructor all send
   std::mutex m_;
   std::condition_variable cv_;
-  std::vector<char> gone_;  // peer closed without a goodbye
-  std::vector<char> bye_;   // peer said goodbye
-  std::vector<char> explained_;  // peer said it failed (report() or failed()): its end is not a cause
+  std::vector<char> gone_;                             // peer closed without a goodbye
+  std::vector<char> bye_;                              // peer said goodbye
+  std::vector<char> explained_;                        // peer said it failed (report() or failed()): its end is not a cause
   std::optional<std::pair<int, StreamError>> report_;  // first report received, and from whom
-  std::vector<int64_t> progress_;  // answers to our query, -1 until answered
-  bool leaving_ = false;  // goodbye() ran: explain() stops waiting on the others
+  std::vector<int64_t> progress_;                      // answers to our query, -1 until answered
+  bool leaving_ = false;                               // goodbye() ran: explain() stops waiting on the others
 };
 
 }  // namespace flock::dist

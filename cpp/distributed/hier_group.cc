@@ -73,8 +73,10 @@ void HierGroup::allgather(const CallHeader& h, const char* in, char* out, size_t
   char* buf = scratch_.data();
   // This host's blocks, in place in the host-by-host layout (`in` may be this rank's block of `out`).
   char* mine = buf + off[host_] * es;
-  if (local_) local_->allgather(h, in, mine, m, es);
-  else if (m) std::memcpy(mine, in, m * es);
+  if (local_)
+    local_->allgather(h, in, mine, m, es);
+  else if (m)
+    std::memcpy(mine, in, m * es);
   if (leader()) {
     tcp_.tcp_all_gather(leaders_, buf, es, off, len);
     for (size_t g = 0; g < hosts_.size(); ++g)

@@ -76,9 +76,9 @@ class HierGroup {
   const int rank_, size_;
   std::vector<std::vector<int>> hosts_;  // the group ranks on each host, ascending
   std::vector<int> host_of_;
-  int host_ = 0;                         // this rank's host
-  int local_index_ = 0;                  // this rank's place among its host's ranks
-  std::vector<int> leaders_;             // each host's lowest rank, host by host
+  int host_ = 0;              // this rank's host
+  int local_index_ = 0;       // this rank's place among its host's ranks
+  std::vector<int> leaders_;  // each host's lowest rank, host by host
   std::unique_ptr<ShmGroup> local_;
   TcpSteps& tcp_;
   std::vector<char> scratch_;

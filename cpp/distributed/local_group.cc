@@ -26,7 +26,7 @@ struct Post {
   Kind kind = Kind::Barrier;
   ReduceOp op = ReduceOp::Sum;
   int root = 0;
-  Tensor in, out;  // in-place collectives use `in` only
+  Tensor in, out;                      // in-place collectives use `in` only
   std::optional<StreamError> failure;  // posted by a failed stream (stream_failure.h)
 };
 
@@ -36,7 +36,7 @@ struct Round {
   std::vector<Post> posts;
   std::vector<std::array<bool, kPhases>> reached;  // [member][phase]
   std::array<int, kPhases> count{};
-  int inner = 0;  // allReduce/reduce: members done reducing their slice
+  int inner = 0;                     // allReduce/reduce: members done reducing their slice
   std::optional<StreamError> error;  // fails every member (mismatch, out of memory, timeout)
   std::unique_ptr<char[]> scratch;   // the reduction, for allReduce and reduce
   int handed_out = 0;                // members that took this round from the clique
@@ -67,9 +67,8 @@ void reduce_slice(char* dst, const std::vector<const char*>& srcs, size_t off, s
 }
 
 void parallel_copy(char* dst, const char* src, size_t bytes) {
-  cpu::parallel_for(static_cast<int64_t>(bytes), kGrain * 8, [&](int64_t b, int64_t e) {
-    std::memcpy(dst + b, src + b, static_cast<size_t>(e - b));
-  });
+  cpu::parallel_for(static_cast<int64_t>(bytes), kGrain * 8,
+                    [&](int64_t b, int64_t e) { std::memcpy(dst + b, src + b, static_cast<size_t>(e - b)); });
 }
 
 std::string describe_post(const Post& p) {
@@ -122,11 +121,13 @@ class Clique {
     if (round.failed_member >= 0) {
       const Post& mine = round.posts[m];
       if (mine.failure)
-        return StreamError{mine.failure->code, std::string(op) + " on " + devices_[m].str() + ": not applied: " + mine.failure->message,
+        return StreamError{mine.failure->code,
+                           std::string(op) + " on " + devices_[m].str() + ": not applied: " + mine.failure->message,
                            mine.failure->ack};
       const Post& theirs = round.posts[round.failed_member];
-      return StreamError{Code::PeerFailed, std::string(op) + " on " + name_ + ": " + devices_[round.failed_member].str() + " failed earlier: " +
-                                               theirs.failure->message + "; no device applies collective #" + std::to_string(round.seq)};
+      return StreamError{Code::PeerFailed, std::string(op) + " on " + name_ + ": " + devices_[round.failed_member].str() +
+                                               " failed earlier: " + theirs.failure->message +
+                                               "; no device applies collective #" + std::to_string(round.seq)};
     }
     std::optional<StreamError> err = work(m, round);
     std::unique_lock<std::mutex> lk(m_);
@@ -150,7 +151,8 @@ class Clique {
  private:
   // Counts member `m` into `phase` and waits for the others, at most timeout_ms. The last to
   // arrive at phase 0 checks that the posts match and sets up the round.
-  std::optional<StreamError> arrive(std::unique_lock<std::mutex>& lk, Round& round, int m, int phase, const char* op, int timeout_ms) {
+  std::optional<StreamError> arrive(std::unique_lock<std::mutex>& lk, Round& round, int m, int phase, const char* op,
+                                    int timeout_ms) {
     if (broken_) return broken_;
     if (round.error) return round.error;
     round.reached[m][phase] = true;
@@ -192,10 +194,10 @@ class Clique {
         if (p.kind == Kind::Broadcast || p.kind == Kind::Reduce) same = same && p.root == p0.root;
       }
       if (!same) {
-        round.error = StreamError{Code::CollectiveMismatch, "collective mismatch on " + name_ + ": " + devices_[0].str() +
-                                                                " called " + describe_post(p0) + " as collective #" +
-                                                                std::to_string(round.seq) + ", " + devices_[k].str() +
-                                                                " called " + describe_post(p)};
+        round.error =
+            StreamError{Code::CollectiveMismatch, "collective mismatch on " + name_ + ": " + devices_[0].str() + " called " +
+                                                      describe_post(p0) + " as collective #" + std::to_string(round.seq) + ", " +
+                                                      devices_[k].str() + " called " + describe_post(p)};
         return;
       }
     }
@@ -216,8 +218,10 @@ class Clique {
     const int k = size();
     try {
       switch (mine.kind) {
-        case Kind::Barrier: break;
-        case Kind::AllReduce: case Kind::Reduce: {
+        case Kind::Barrier:
+          break;
+        case Kind::AllReduce:
+        case Kind::Reduce: {
           std::vector<const char*> srcs;
           for (const Post& p : round.posts) srcs.push_back(static_cast<const char*>(p.in.raw()));
           const auto [off, len] = slice(static_cast<size_t>(mine.in.numel()), k, m);
@@ -232,7 +236,8 @@ class Clique {
         }
         case Kind::Broadcast:
           if (m != mine.root)
-            parallel_copy(static_cast<char*>(mine.in.raw()), static_cast<const char*>(round.posts[mine.root].in.raw()), mine.in.nbytes());
+            parallel_copy(static_cast<char*>(mine.in.raw()), static_cast<const char*>(round.posts[mine.root].in.raw()),
+                          mine.in.nbytes());
           break;
         case Kind::AllGather: {
           char* dst = static_cast<char*>(mine.out.raw());
@@ -304,18 +309,20 @@ class Member final : public LocalCpuGroup {
   void allgather(Tensor in, Tensor out, Done done) override {
     check(in, "allGather");
     check(out, "allGather");
-    FLOCK_CHECK(in.dtype == out.dtype, DType, "allGather: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
-    FLOCK_CHECK(out.numel() == in.numel() * size(), Shape, "allGather: output has ", out.numel(), " elements; a group of ", size(),
-                " needs ", size(), " x ", in.numel(), " = ", in.numel() * size());
+    FLOCK_CHECK(in.dtype == out.dtype, DType, "allGather: input is ", dtype_name(in.dtype), " but output is ",
+                dtype_name(out.dtype));
+    FLOCK_CHECK(out.numel() == in.numel() * size(), Shape, "allGather: output has ", out.numel(), " elements; a group of ",
+                size(), " needs ", size(), " x ", in.numel(), " = ", in.numel() * size());
     post({Kind::AllGather, ReduceOp::Sum, 0, in, out, std::nullopt}, std::move(done));
   }
   void reduce_scatter(Tensor in, Tensor out, ReduceOp op, Done done) override {
     check(in, "reduceScatter");
     check(out, "reduceScatter");
     check_op(in, op, "reduceScatter");
-    FLOCK_CHECK(in.dtype == out.dtype, DType, "reduceScatter: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
-    FLOCK_CHECK(in.numel() == out.numel() * size(), Shape, "reduceScatter: input has ", in.numel(), " elements; a group of ", size(),
-                " needs ", size(), " x ", out.numel(), " = ", out.numel() * size());
+    FLOCK_CHECK(in.dtype == out.dtype, DType, "reduceScatter: input is ", dtype_name(in.dtype), " but output is ",
+                dtype_name(out.dtype));
+    FLOCK_CHECK(in.numel() == out.numel() * size(), Shape, "reduceScatter: input has ", in.numel(), " elements; a group of ",
+                size(), " needs ", size(), " x ", out.numel(), " = ", out.numel() * size());
     post({Kind::ReduceScatter, op, 0, in, out, std::nullopt}, std::move(done));
   }
   void send(Tensor, int, Done) override {
@@ -352,27 +359,34 @@ class Member final : public LocalCpuGroup {
     const int m = rank_, timeout = timeout_ms_.load();
     const char* op = kKindNames[static_cast<int>(p.kind)];
     // A control task: it runs on a failed stream too, so the other members learn of the failure.
-    Context::current().stream(device()).enqueue(op, [c, round, m, timeout, p = std::move(p), done = std::move(done)]() mutable {
-      if (const StreamError* f = current_task_failure()) p.failure = *f;
-      else if (const StreamError* g = p.in.storage ? p.in.storage->failure() : nullptr) p.failure = *g;
-      std::optional<StreamError> err;
-      try {
-        err = c->run(m, *round, std::move(p), timeout);
-      } catch (const Error& e) {
-        err = StreamError{e.code, e.what()};
-      } catch (const std::exception& e) {
-        err = StreamError{Code::Internal, e.what()};
-      }
-      // A peer failed: the work queued after this on the device (the step that would use the
-      // result) is dropped, as on the failed device itself; the Work rejects once that failure has
-      // begun, carrying its acknowledgement.
-      if (err && err->code == Code::PeerFailed) {
-        const StreamError e = *err;
-        on_task_failure([done = std::move(done), e](const StreamError& mark) { done(StreamError{e.code, e.message, mark.ack}); });
-        throw Error(e.code, e.message);
-      }
-      done(std::move(err));
-    }, true);
+    Context::current().stream(device()).enqueue(
+        op,
+        [c, round, m, timeout, p = std::move(p), done = std::move(done)]() mutable {
+          if (const StreamError* f = current_task_failure())
+            p.failure = *f;
+          else if (const StreamError* g = p.in.storage ? p.in.storage->failure() : nullptr)
+            p.failure = *g;
+          std::optional<StreamError> err;
+          try {
+            err = c->run(m, *round, std::move(p), timeout);
+          } catch (const Error& e) {
+            err = StreamError{e.code, e.what()};
+          } catch (const std::exception& e) {
+            err = StreamError{Code::Internal, e.what()};
+          }
+          // A peer failed: the work queued after this on the device (the step that would use the
+          // result) is dropped, as on the failed device itself; the Work rejects once that failure has
+          // begun, carrying its acknowledgement.
+          if (err && err->code == Code::PeerFailed) {
+            const StreamError e = *err;
+            on_task_failure([done = std::move(done), e](const StreamError& mark) {
+              done(StreamError{e.code, e.message, mark.ack});
+            });
+            throw Error(e.code, e.message);
+          }
+          done(std::move(err));
+        },
+        true);
   }
 
   std::shared_ptr<Clique> clique_;
@@ -385,7 +399,9 @@ class Member final : public LocalCpuGroup {
 std::vector<std::shared_ptr<LocalCpuGroup>> make_local_cpu_groups(const std::vector<Device>& devices, int timeout_ms) {
   if (devices.empty()) fail(Code::Arg, "initLocalGroups: devices must list at least one CPU device");
   for (size_t i = 0; i < devices.size(); ++i) {
-    if (!devices[i].is_cpu()) fail(Code::Device, "initLocalGroups: ", devices[i].str(), " is not a CPU device; CPU and CUDA devices cannot share a local group");
+    if (!devices[i].is_cpu())
+      fail(Code::Device, "initLocalGroups: ", devices[i].str(),
+           " is not a CPU device; CPU and CUDA devices cannot share a local group");
     for (size_t j = 0; j < i; ++j)
       if (devices[j] == devices[i]) fail(Code::Arg, "initLocalGroups: device ", devices[i].str(), " is listed twice");
   }

@@ -6,13 +6,33 @@
 
 namespace flock::dist::nccl {
 
-enum Result { Success = 0, UnhandledCudaError = 1, SystemError = 2, InternalError = 3, InvalidArgument = 4,
-              InvalidUsage = 5, RemoteError = 6, InProgress = 7 };
-enum DataType { Int8 = 0, Uint8 = 1, Int32 = 2, Uint32 = 3, Int64 = 4, Uint64 = 5, Float16 = 6, Float32 = 7,
-                Float64 = 8, Bfloat16 = 9 };
+enum Result {
+  Success = 0,
+  UnhandledCudaError = 1,
+  SystemError = 2,
+  InternalError = 3,
+  InvalidArgument = 4,
+  InvalidUsage = 5,
+  RemoteError = 6,
+  InProgress = 7
+};
+enum DataType {
+  Int8 = 0,
+  Uint8 = 1,
+  Int32 = 2,
+  Uint32 = 3,
+  Int64 = 4,
+  Uint64 = 5,
+  Float16 = 6,
+  Float32 = 7,
+  Float64 = 8,
+  Bfloat16 = 9
+};
 enum RedOp { Sum = 0, Prod = 1, Max = 2, Min = 3, Avg = 4 };
 
-struct UniqueId { char internal[128]; };
+struct UniqueId {
+  char internal[128];
+};
 
 // ncclConfig_t as NCCL 2.14 declared it (ncclConfig_v21400): a header NCCL checks (size, magic,
 // version) and the fields of that release. NCCL reads only what `size` and `version` say the

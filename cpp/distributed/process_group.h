@@ -56,7 +56,8 @@ struct PeerAddress {
 class RingGroup : public ProcessGroup {
  public:
   // `name` identifies the group in error messages ("group 1 (ranks 0, 2)").
-  static std::shared_ptr<RingGroup> listen(int rank, int size, const std::string& bind_host, int timeout_ms, std::string name = "");
+  static std::shared_ptr<RingGroup> listen(int rank, int size, const std::string& bind_host, int timeout_ms,
+                                           std::string name = "");
   virtual int port() const = 0;
   // `shm_name` non-empty: every rank is on this host, and collectives go through the shared-memory
   // segment of that name (rank 0 creates it) instead of TCP. With `host_of` (the host index of
@@ -84,8 +85,7 @@ struct NcclBackend {
   std::shared_ptr<ProcessGroup> (*init_rank)(int rank, int size, int device, const NcclId& id, int timeout_ms,
                                              Done ready) = nullptr;
   // One group member per device, all driven by this process (ncclCommInitAll): rank i on devices[i].
-  std::vector<std::shared_ptr<ProcessGroup>> (*init_all)(const std::vector<int>& devices, int timeout_ms,
-                                                         Done ready) = nullptr;
+  std::vector<std::shared_ptr<ProcessGroup>> (*init_all)(const std::vector<int>& devices, int timeout_ms, Done ready) = nullptr;
 };
 NcclBackend& nccl_backend();
 

@@ -51,7 +51,8 @@ std::shared_ptr<PsBuffer> PsBuffer::open(const std::string& name, size_t bytes) 
   const int fd = flock_sys::shm_open_rw(name.c_str(), false);
   if (fd < 0) io_fail("opening", name, errno);
   const flock_sys::Mapping m = flock_sys::map_shared(fd, bytes, false);
-  if (!m.base && m.err == 0) fail(Code::IO, "parameter server: shared memory '", name, "' has ", m.size, " bytes, expected ", bytes);
+  if (!m.base && m.err == 0)
+    fail(Code::IO, "parameter server: shared memory '", name, "' has ", m.size, " bytes, expected ", bytes);
   if (!m.base) io_fail(m.step, name, m.err);
   return std::shared_ptr<PsBuffer>(new PsBuffer(m.base, bytes));
 }

@@ -11,17 +11,24 @@ template <class T>
 void reduce_typed(T* dst, const T* src, size_t n, ReduceOp op) {
   using A = acc_t<T>;
   switch (op) {
-    case ReduceOp::Sum: case ReduceOp::Avg:
+    case ReduceOp::Sum:
+    case ReduceOp::Avg:
       for (size_t i = 0; i < n; ++i) dst[i] = T(static_cast<A>(dst[i]) + static_cast<A>(src[i]));
       break;
     case ReduceOp::Prod:
       for (size_t i = 0; i < n; ++i) dst[i] = T(static_cast<A>(dst[i]) * static_cast<A>(src[i]));
       break;
     case ReduceOp::Max:
-      for (size_t i = 0; i < n; ++i) { A a = dst[i], b = src[i]; dst[i] = T(b > a || b != b ? b : a); }
+      for (size_t i = 0; i < n; ++i) {
+        A a = dst[i], b = src[i];
+        dst[i] = T(b > a || b != b ? b : a);
+      }
       break;
     case ReduceOp::Min:
-      for (size_t i = 0; i < n; ++i) { A a = dst[i], b = src[i]; dst[i] = T(b < a || b != b ? b : a); }
+      for (size_t i = 0; i < n; ++i) {
+        A a = dst[i], b = src[i];
+        dst[i] = T(b < a || b != b ? b : a);
+      }
       break;
   }
 }

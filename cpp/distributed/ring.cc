@@ -46,7 +46,8 @@ int check_rank_in_world(int rank, int size) {
 class Ring final : public RingGroup, private TcpRing {
  public:
   Ring(int rank, int size, const std::string& host, int timeout_ms, std::string name)
-      : TcpRing(check_rank_in_world(rank, size), size, timeout_ms), name_(name.empty() ? "this process group" : std::move(name)),
+      : TcpRing(check_rank_in_world(rank, size), size, timeout_ms),
+        name_(name.empty() ? "this process group" : std::move(name)),
         ctrl_(rank, size) {
     listen_fd_ = tcp_listen(host, &port_, 2 * size + 8);
     sends_.resize(size);
@@ -69,126 +70,151 @@ class Ring final : public RingGroup, private TcpRing {
 
   void connect(std::vector<PeerAddress> peers, std::string shm_name, std::vector<int> host_of, Done done) override {
     FLOCK_CHECK(static_cast<int>(peers.size()) == size_, Arg, "ring: expected ", size_, " peer addresses, got ", peers.size());
-    FLOCK_CHECK(host_of.empty() || static_cast<int>(host_of.size()) == size_, Arg, "ring: expected ", size_, " host indices, got ",
-                host_of.size());
+    FLOCK_CHECK(host_of.empty() || static_cast<int>(host_of.size()) == size_, Arg, "ring: expected ", size_,
+                " host indices, got ", host_of.size());
     // One host after all: the plain shared-memory group.
     if (std::all_of(host_of.begin(), host_of.end(), [&](int h) { return h == host_of[0]; })) host_of.clear();
-    run("connect", std::move(done), [this, peers = std::move(peers), shm_name = std::move(shm_name), host_of = std::move(host_of)] {
-      // Two connections per pair, data (channel 0) and control (1). Dial the higher ranks (their
-      // listen backlog takes us before they accept), then accept the lower ones: no ordering
-      // between ranks can deadlock.
-      for (int r = rank_ + 1; r < size_; ++r)
-        for (int32_t channel : {0, 1}) {
-          Link l{tcp_connect(peers[r].host, peers[r].port, timeout_ms_, r), r};
-          if (channel) ctrl_.adopt(r, l.fd);
-          else links_[r].fd = l.fd;
-          const int32_t hello[4] = {static_cast<int32_t>(kMagic), rank_, size_, channel};
-          write_exact(l, hello, sizeof hello, timeout_ms_);
-        }
-      for (int k = 0; k < 2 * rank_; ++k) {
-        Link l{tcp_accept(listen_fd_, timeout_ms_), -1};
-        int32_t hello[4];
-        try {
-          read_exact(l, hello, sizeof hello, timeout_ms_);
-        } catch (...) {
-          close_fd(l.fd);
-          throw;
-        }
-        const bool ours = static_cast<uint32_t>(hello[0]) == kMagic && hello[2] == size_ && hello[1] >= 0 && hello[1] < rank_ &&
-                          (hello[3] == 0 || hello[3] == 1);
-        const bool fresh = ours && (hello[3] == 1 ? ctrl_.adopt(hello[1], l.fd) : links_[hello[1]].fd < 0);
-        if (!fresh) {
-          close_fd(l.fd);
-          fail(Code::Arg, "ring: a connection on port ", port_, " did not identify as a lower rank of this group");
-        }
-        if (hello[3] == 0) links_[hello[1]].fd = l.fd;
-      }
-      // Same host: collectives go through shared memory (shm_group.h); the links stay for the rest.
-      // Several hosts: shared memory within each, TCP between them (hier_group.h).
-      auto check = [this](int from, const CallHeader& h) {
-        theirs_ = h;
-        check_call(from);
-      };
-      if (!shm_name.empty() && size_ > 1 && host_of.empty()) shm_ = ShmGroup::join(shm_name, rank_, size_, links_, timeout_ms_, check);
-      if (!shm_name.empty() && size_ > 1 && !host_of.empty()) {
-        std::vector<Link> local;  // this host's ranks' links, this rank's own (no connection) among them
-        int me = 0;
-        for (int r = 0; r < size_; ++r)
-          if (host_of[r] == host_of[rank_]) {
-            if (r == rank_) me = static_cast<int>(local.size());
-            local.push_back(links_[r]);
+    run("connect", std::move(done),
+        [this, peers = std::move(peers), shm_name = std::move(shm_name), host_of = std::move(host_of)] {
+          // Two connections per pair, data (channel 0) and control (1). Dial the higher ranks (their
+          // listen backlog takes us before they accept), then accept the lower ones: no ordering
+          // between ranks can deadlock.
+          for (int r = rank_ + 1; r < size_; ++r)
+            for (int32_t channel : {0, 1}) {
+              Link l{tcp_connect(peers[r].host, peers[r].port, timeout_ms_, r), r};
+              if (channel)
+                ctrl_.adopt(r, l.fd);
+              else
+                links_[r].fd = l.fd;
+              const int32_t hello[4] = {static_cast<int32_t>(kMagic), rank_, size_, channel};
+              write_exact(l, hello, sizeof hello, timeout_ms_);
+            }
+          for (int k = 0; k < 2 * rank_; ++k) {
+            Link l{tcp_accept(listen_fd_, timeout_ms_), -1};
+            int32_t hello[4];
+            try {
+              read_exact(l, hello, sizeof hello, timeout_ms_);
+            } catch (...) {
+              close_fd(l.fd);
+              throw;
+            }
+            const bool ours = static_cast<uint32_t>(hello[0]) == kMagic && hello[2] == size_ && hello[1] >= 0 &&
+                              hello[1] < rank_ && (hello[3] == 0 || hello[3] == 1);
+            const bool fresh = ours && (hello[3] == 1 ? ctrl_.adopt(hello[1], l.fd) : links_[hello[1]].fd < 0);
+            if (!fresh) {
+              close_fd(l.fd);
+              fail(Code::Arg, "ring: a connection on port ", port_, " did not identify as a lower rank of this group");
+            }
+            if (hello[3] == 0) links_[hello[1]].fd = l.fd;
           }
-        std::unique_ptr<ShmGroup> seg;
-        if (local.size() > 1)
-          seg = ShmGroup::join(shm_name + "-h" + std::to_string(host_of[rank_]), me, static_cast<int>(local.size()), local, timeout_ms_, check);
-        hier_ = std::make_unique<HierGroup>(rank_, host_of, std::move(seg), *static_cast<TcpSteps*>(this));
-      }
-      for (auto& l : links_)
-        if (l.fd >= 0) set_nonblocking(l.fd);
-      close_fd(listen_fd_);
-      ctrl_.start();
-    });
+          // Same host: collectives go through shared memory (shm_group.h); the links stay for the rest.
+          // Several hosts: shared memory within each, TCP between them (hier_group.h).
+          auto check = [this](int from, const CallHeader& h) {
+            theirs_ = h;
+            check_call(from);
+          };
+          if (!shm_name.empty() && size_ > 1 && host_of.empty())
+            shm_ = ShmGroup::join(shm_name, rank_, size_, links_, timeout_ms_, check);
+          if (!shm_name.empty() && size_ > 1 && !host_of.empty()) {
+            std::vector<Link> local;  // this host's ranks' links, this rank's own (no connection) among them
+            int me = 0;
+            for (int r = 0; r < size_; ++r)
+              if (host_of[r] == host_of[rank_]) {
+                if (r == rank_) me = static_cast<int>(local.size());
+                local.push_back(links_[r]);
+              }
+            std::unique_ptr<ShmGroup> seg;
+            if (local.size() > 1)
+              seg = ShmGroup::join(shm_name + "-h" + std::to_string(host_of[rank_]), me, static_cast<int>(local.size()), local,
+                                   timeout_ms_, check);
+            hier_ = std::make_unique<HierGroup>(rank_, host_of, std::move(seg), *static_cast<TcpSteps*>(this));
+          }
+          for (auto& l : links_)
+            if (l.fd >= 0) set_nonblocking(l.fd);
+          close_fd(listen_fd_);
+          ctrl_.start();
+        });
   }
 
   void allreduce(Tensor t, ReduceOp op, Done done) override {
     check_cpu(t, "allreduce");
-    if (op == ReduceOp::Avg && !is_floating(t.dtype)) fail(Code::DType, "allreduce: avg needs a floating dtype, got ", dtype_name(t.dtype));
-    run("allreduce", std::move(done), [this, t, op] {
-      const size_t n = static_cast<size_t>(t.numel());
-      if (auto* s = shm()) return s->allreduce(mine_, static_cast<char*>(t.raw()), n, t.dtype, op);
-      if (auto* s = hier()) return s->allreduce(mine_, static_cast<char*>(t.raw()), n, t.dtype, op);
-      ring_allreduce(static_cast<char*>(t.raw()), n, t.dtype, op);
-    }, header(Call::AllReduce, t.dtype, t.numel(), op));
+    if (op == ReduceOp::Avg && !is_floating(t.dtype))
+      fail(Code::DType, "allreduce: avg needs a floating dtype, got ", dtype_name(t.dtype));
+    run(
+        "allreduce", std::move(done),
+        [this, t, op] {
+          const size_t n = static_cast<size_t>(t.numel());
+          if (auto* s = shm()) return s->allreduce(mine_, static_cast<char*>(t.raw()), n, t.dtype, op);
+          if (auto* s = hier()) return s->allreduce(mine_, static_cast<char*>(t.raw()), n, t.dtype, op);
+          ring_allreduce(static_cast<char*>(t.raw()), n, t.dtype, op);
+        },
+        header(Call::AllReduce, t.dtype, t.numel(), op));
   }
 
   void reduce_scatter(Tensor in, Tensor out, ReduceOp op, Done done) override {
     check_cpu(in, "reduceScatter");
     check_cpu(out, "reduceScatter");
-    FLOCK_CHECK(in.dtype == out.dtype, DType, "reduceScatter: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
+    FLOCK_CHECK(in.dtype == out.dtype, DType, "reduceScatter: input is ", dtype_name(in.dtype), " but output is ",
+                dtype_name(out.dtype));
     FLOCK_CHECK(in.numel() == out.numel() * size_, Shape, "reduceScatter: input has ", in.numel(), " elements; expected ", size_,
                 " x output (", out.numel(), ")");
-    if (op == ReduceOp::Avg && !is_floating(in.dtype)) fail(Code::DType, "reduceScatter: avg needs a floating dtype, got ", dtype_name(in.dtype));
-    run("reduceScatter", std::move(done), [this, in, out, op] {
-      const size_t m = static_cast<size_t>(out.numel()), es = esize(in);
-      if (auto* s = shm()) return s->reduce_scatter(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, in.dtype, op);
-      if (auto* s = hier()) return s->reduce_scatter(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, in.dtype, op);
-      std::vector<size_t> off(size_), len(size_, m);
-      for (int k = 0; k < size_; ++k) off[k] = k * m;
-      std::vector<char> scratch(in.nbytes());  // the input is not ours to overwrite
-      if (!scratch.empty()) std::memcpy(scratch.data(), in.raw(), in.nbytes());
-      reduce_scatter_steps(scratch.data(), in.dtype, op, off, len);
-      if (m) std::memcpy(out.raw(), scratch.data() + off[rank_] * es, m * es);
-      if (op == ReduceOp::Avg) scale_into(out.raw(), m, out.dtype, 1.0 / size_);
-    }, header(Call::ReduceScatter, out.dtype, out.numel(), op));
+    if (op == ReduceOp::Avg && !is_floating(in.dtype))
+      fail(Code::DType, "reduceScatter: avg needs a floating dtype, got ", dtype_name(in.dtype));
+    run(
+        "reduceScatter", std::move(done),
+        [this, in, out, op] {
+          const size_t m = static_cast<size_t>(out.numel()), es = esize(in);
+          if (auto* s = shm())
+            return s->reduce_scatter(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, in.dtype, op);
+          if (auto* s = hier())
+            return s->reduce_scatter(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, in.dtype, op);
+          std::vector<size_t> off(size_), len(size_, m);
+          for (int k = 0; k < size_; ++k) off[k] = k * m;
+          std::vector<char> scratch(in.nbytes());  // the input is not ours to overwrite
+          if (!scratch.empty()) std::memcpy(scratch.data(), in.raw(), in.nbytes());
+          reduce_scatter_steps(scratch.data(), in.dtype, op, off, len);
+          if (m) std::memcpy(out.raw(), scratch.data() + off[rank_] * es, m * es);
+          if (op == ReduceOp::Avg) scale_into(out.raw(), m, out.dtype, 1.0 / size_);
+        },
+        header(Call::ReduceScatter, out.dtype, out.numel(), op));
   }
 
   void allgather(Tensor in, Tensor out, Done done) override {
     check_cpu(in, "allGather");
     check_cpu(out, "allGather");
-    FLOCK_CHECK(in.dtype == out.dtype, DType, "allGather: input is ", dtype_name(in.dtype), " but output is ", dtype_name(out.dtype));
+    FLOCK_CHECK(in.dtype == out.dtype, DType, "allGather: input is ", dtype_name(in.dtype), " but output is ",
+                dtype_name(out.dtype));
     FLOCK_CHECK(out.numel() == in.numel() * size_, Shape, "allGather: output has ", out.numel(), " elements; expected ", size_,
                 " x input (", in.numel(), ")");
-    run("allGather", std::move(done), [this, in, out] {
-      const size_t m = static_cast<size_t>(in.numel()), es = esize(in);
-      if (auto* s = shm()) return s->allgather(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, es);
-      if (auto* s = hier()) return s->allgather(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, es);
-      std::vector<size_t> off(size_), len(size_, m);
-      for (int k = 0; k < size_; ++k) off[k] = k * m;
-      char* base = static_cast<char*>(out.raw());
-      if (m) std::memmove(base + off[rank_] * es, in.raw(), m * es);
-      all_gather_steps(base, es, off, len);
-    }, header(Call::AllGather, in.dtype, in.numel()));
+    run(
+        "allGather", std::move(done),
+        [this, in, out] {
+          const size_t m = static_cast<size_t>(in.numel()), es = esize(in);
+          if (auto* s = shm())
+            return s->allgather(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, es);
+          if (auto* s = hier())
+            return s->allgather(mine_, static_cast<const char*>(in.raw()), static_cast<char*>(out.raw()), m, es);
+          std::vector<size_t> off(size_), len(size_, m);
+          for (int k = 0; k < size_; ++k) off[k] = k * m;
+          char* base = static_cast<char*>(out.raw());
+          if (m) std::memmove(base + off[rank_] * es, in.raw(), m * es);
+          all_gather_steps(base, es, off, len);
+        },
+        header(Call::AllGather, in.dtype, in.numel()));
   }
 
   void broadcast(Tensor t, int root, Done done) override {
     check_cpu(t, "broadcast");
     check_rank(root, "broadcast", "root");
-    run("broadcast", std::move(done), [this, t, root] {
-      if (size_ == 1) return;
-      if (auto* s = shm()) return s->broadcast(mine_, static_cast<char*>(t.raw()), t.nbytes(), root);
-      if (auto* s = hier()) return s->broadcast(mine_, static_cast<char*>(t.raw()), t.nbytes(), root);
-      ring_broadcast(static_cast<char*>(t.raw()), t.nbytes(), root);
-    }, header(Call::Broadcast, t.dtype, t.numel(), ReduceOp::Sum, root));
+    run(
+        "broadcast", std::move(done),
+        [this, t, root] {
+          if (size_ == 1) return;
+          if (auto* s = shm()) return s->broadcast(mine_, static_cast<char*>(t.raw()), t.nbytes(), root);
+          if (auto* s = hier()) return s->broadcast(mine_, static_cast<char*>(t.raw()), t.nbytes(), root);
+          ring_broadcast(static_cast<char*>(t.raw()), t.nbytes(), root);
+        },
+        header(Call::Broadcast, t.dtype, t.numel(), ReduceOp::Sum, root));
   }
 
   void send(Tensor t, int dst, Done done) override {
@@ -217,19 +243,25 @@ class Ring final : public RingGroup, private TcpRing {
       want.seq = ++recvs_[src];
       int at = 0;
       ShmGroup* s = pipe_to(src, &at);
-      if (s) s->pipe_read(at, &got, sizeof got);
-      else exchange(&links_[src], nullptr, 0, &links_[src], &got, sizeof got, timeout_ms_);
+      if (s)
+        s->pipe_read(at, &got, sizeof got);
+      else
+        exchange(&links_[src], nullptr, 0, &links_[src], &got, sizeof got, timeout_ms_);
       if (!same_call(got, want)) {
         const bool p2p = is_call(got) && got.call == Call::Send;
         std::string theirs = describe(got, false);
-        if (is_call(got)) theirs += p2p ? " as its message #" + std::to_string(got.seq) + " to rank " + std::to_string(rank_) : " as collective #" + std::to_string(got.seq);
+        if (is_call(got))
+          theirs += p2p ? " as its message #" + std::to_string(got.seq) + " to rank " + std::to_string(rank_)
+                        : " as collective #" + std::to_string(got.seq);
         std::string mine = "recv" + describe(want, false).substr(4) + " from rank " + std::to_string(src);
         if (!p2p || got.seq != want.seq) mine += " as its message #" + std::to_string(want.seq) + " from there";
-        fail(Code::CollectiveMismatch, p2p ? "send/recv mismatch on " : "collective mismatch on ", name_, ": rank ", src, " called ", theirs,
-             ", rank ", rank_, " called ", mine);
+        fail(Code::CollectiveMismatch, p2p ? "send/recv mismatch on " : "collective mismatch on ", name_, ": rank ", src,
+             " called ", theirs, ", rank ", rank_, " called ", mine);
       }
-      if (s) s->pipe_read(at, t.raw(), t.nbytes());
-      else exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_);
+      if (s)
+        s->pipe_read(at, t.raw(), t.nbytes());
+      else
+        exchange(&links_[src], nullptr, 0, &links_[src], t.raw(), t.nbytes(), timeout_ms_);
       if (got.failed) {  // read to the end, so the link stays in step; run() fails the recv
         peer_failed_ = src;
         peer_code_ = got.failed_code;
@@ -238,11 +270,14 @@ class Ring final : public RingGroup, private TcpRing {
   }
 
   void barrier(Done done) override {
-    run("barrier", std::move(done), [this] {
-      if (auto* s = shm()) return s->barrier(mine_);
-      if (auto* s = hier()) return s->barrier(mine_);
-      ring_barrier();
-    }, header(Call::Barrier, DType::i32, 0));
+    run(
+        "barrier", std::move(done),
+        [this] {
+          if (auto* s = shm()) return s->barrier(mine_);
+          if (auto* s = hier()) return s->barrier(mine_);
+          ring_barrier();
+        },
+        header(Call::Barrier, DType::i32, 0));
   }
 
   // Destruction (or pgDestroy): peers are told this rank leaves on purpose before its
@@ -271,9 +306,6 @@ class Ring final : public RingGroup, private TcpRing {
     return hier_.get();
   }
 
-
-
-
   static CallHeader header(Call call, DType dt, int64_t count, ReduceOp op = ReduceOp::Sum, int root = 0) {
     CallHeader h;
     h.call = call;
@@ -283,8 +315,6 @@ class Ring final : public RingGroup, private TcpRing {
     h.count = count;
     return h;
   }
-
-
 
   // The header `from` sent (the predecessor's, or a doubling partner's) against this rank's:
   // ERR_COLLECTIVE_MISMATCH naming both calls, lower rank first.
@@ -319,10 +349,6 @@ class Ring final : public RingGroup, private TcpRing {
     FLOCK_CHECK(std::string(name) == "root" || r != rank_, Arg, op, ": ", name, " is this rank (", r, ")");
   }
 
-
-
-
-
   // Queues `body` on the communication thread. After any failure the byte streams between ranks
   // are out of step, so the group aborts (its peers see the connections close and fail fast
   // instead of waiting out their timeouts) and all later work fails with the first error.
@@ -339,7 +365,8 @@ class Ring final : public RingGroup, private TcpRing {
       std::optional<StreamError> err;
       {
         std::lock_guard<std::mutex> lk(m_);
-        if (failed_) err = StreamError{failed_->code, std::string(op) + ": the process group failed earlier: " + failed_->message};
+        if (failed_)
+          err = StreamError{failed_->code, std::string(op) + ": the process group failed earlier: " + failed_->message};
       }
       if (!err) {
         const int64_t seq = call ? ++seq_ : 0;
@@ -366,14 +393,15 @@ class Ring final : public RingGroup, private TcpRing {
           err = StreamError{Code::Internal, e.what()};
         }
         unsent_ = false;
-        if (err) fail_group(op, seq, &*err);
+        if (err)
+          fail_group(op, seq, &*err);
         else if (own)
           err = StreamError{own->code, std::string(op) + " on rank " + std::to_string(rank_) + ": not applied: " + own->message,
                             own->ack};
         else if (peer_failed_ >= 0)
           err = StreamError{Code::PeerFailed, std::string(op) + " on rank " + std::to_string(rank_) +
-                                                  (seq ? " (collective #" + std::to_string(seq) + ")" : std::string()) + ": rank " +
-                                                  std::to_string(peer_failed_) + " failed earlier (" +
+                                                  (seq ? " (collective #" + std::to_string(seq) + ")" : std::string()) +
+                                                  ": rank " + std::to_string(peer_failed_) + " failed earlier (" +
                                                   code_name(static_cast<Code>(peer_code_)) + "); its data is not applied here"};
       }
       done(std::move(err));
@@ -424,8 +452,10 @@ class Ring final : public RingGroup, private TcpRing {
     }
     ControlPlane::Cause cause{*err, true};
     if (err->code == Code::PeerLost || err->code == Code::Timeout) cause = ctrl_.explain(*err, seq, op, timeout_ms_);
-    if (cause.first_hand) ctrl_.report(cause.error);  // before the data connections close below
-    else ctrl_.failed();
+    if (cause.first_hand)
+      ctrl_.report(cause.error);  // before the data connections close below
+    else
+      ctrl_.failed();
     *err = StreamError{cause.error.code, std::string(op) + " on rank " + std::to_string(rank_) + ": " + cause.error.message};
     {
       std::lock_guard<std::mutex> lk(m_);
@@ -444,12 +474,12 @@ class Ring final : public RingGroup, private TcpRing {
   // The lowest rank whose header said its post had failed (-1: none), and its error code; comm thread only.
   int peer_failed_ = -1;
   int32_t peer_code_ = 0;
-  std::optional<StreamError> own_;  // the running job's own failure (run()); comm thread only
+  std::optional<StreamError> own_;      // the running job's own failure (run()); comm thread only
   std::vector<int64_t> sends_, recvs_;  // messages sent to / received from each rank; comm thread only
   ControlPlane ctrl_;
-  std::unique_ptr<ShmGroup> shm_;  // set by connect when every rank is on this host
+  std::unique_ptr<ShmGroup> shm_;    // set by connect when every rank is on this host
   std::unique_ptr<HierGroup> hier_;  // set by connect when the ranks span hosts and share some
-  CommThread comm_;  // last: its thread stops before the links it uses are torn down
+  CommThread comm_;                  // last: its thread stops before the links it uses are torn down
 };
 
 }  // namespace

@@ -68,11 +68,18 @@ std::unique_ptr<ShmGroup> ShmGroup::join(const std::string& name, int rank, int 
     write_exact(links[0], &status, sizeof status, t);
     if (failed) std::rethrow_exception(failed);
   }
-  return std::unique_ptr<ShmGroup>(new ShmGroup(std::move(*seg), rank, std::move(fds), std::move(ids), timeout_ms, std::move(check)));
+  return std::unique_ptr<ShmGroup>(
+      new ShmGroup(std::move(*seg), rank, std::move(fds), std::move(ids), timeout_ms, std::move(check)));
 }
 
-ShmGroup::ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, std::vector<int> ids, const std::atomic<int>& timeout_ms, Check check)
-    : seg_(std::move(seg)), rank_(rank), size_(seg_.size()), fds_(std::move(fds)), ids_(std::move(ids)), timeout_ms_(timeout_ms),
+ShmGroup::ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, std::vector<int> ids, const std::atomic<int>& timeout_ms,
+                   Check check)
+    : seg_(std::move(seg)),
+      rank_(rank),
+      size_(seg_.size()),
+      fds_(std::move(fds)),
+      ids_(std::move(ids)),
+      timeout_ms_(timeout_ms),
       check_(std::move(check)) {}
 
 void ShmGroup::begin(const CallHeader& h) {
@@ -83,7 +90,8 @@ void ShmGroup::begin(const CallHeader& h) {
 
 void ShmGroup::sync() {
   seg_.post(rank_, ++step_);
-  seg_.wait_all(step_, timeout_ms_.load(), [this] { alive(); }, ids_);
+  seg_.wait_all(
+      step_, timeout_ms_.load(), [this] { alive(); }, ids_);
   // Every header is in the segment by the first barrier, so every rank checks them all: each one
   // that disagrees with another fails with the mismatch itself, not with the loss of a peer that
   // saw it first and left.
@@ -122,9 +130,11 @@ void ShmGroup::alive(int peer) const {
 
 void ShmGroup::pipe_wait(int peer, const std::function<bool()>& ready, const char* what, const char* call) {
   const int t = timeout_ms_.load();
-  seg_.wait_until(ready, t, [&] { alive(peer); }, [&] {
-    fail(Code::Timeout, "rank ", ids_[peer], " ", what, " for ", t, " ms (is it alive and calling the matching ", call, "?)");
-  });
+  seg_.wait_until(
+      ready, t, [&] { alive(peer); },
+      [&] {
+        fail(Code::Timeout, "rank ", ids_[peer], " ", what, " for ", t, " ms (is it alive and calling the matching ", call, "?)");
+      });
 }
 
 void ShmGroup::pipe_write(int peer, const void* p, size_t n) {
@@ -135,7 +145,8 @@ void ShmGroup::pipe_write(int peer, const void* p, size_t n) {
   uint64_t w = q->written.load(std::memory_order_relaxed);  // only this rank moves it
   while (n > 0) {
     uint64_t room = 0;
-    pipe_wait(peer, [&] { return (room = cap - (w - q->read.load(std::memory_order_acquire))) > 0; }, "took nothing", "recv");
+    pipe_wait(
+        peer, [&] { return (room = cap - (w - q->read.load(std::memory_order_acquire))) > 0; }, "took nothing", "recv");
     const size_t at = w % cap, k = std::min({n, static_cast<size_t>(room), cap - at});
     std::memcpy(ring + at, src, k);
     w += k;
@@ -154,7 +165,8 @@ void ShmGroup::pipe_read(int peer, void* p, size_t n) {
   uint64_t r = q->read.load(std::memory_order_relaxed);  // only this rank moves it
   while (n > 0) {
     uint64_t ready = 0;
-    pipe_wait(peer, [&] { return (ready = q->written.load(std::memory_order_acquire) - r) > 0; }, "sent nothing", "send");
+    pipe_wait(
+        peer, [&] { return (ready = q->written.load(std::memory_order_acquire) - r) > 0; }, "sent nothing", "send");
     const size_t at = r % cap, k = std::min({n, static_cast<size_t>(ready), cap - at});
     std::memcpy(dst, ring + at, k);
     r += k;
@@ -245,8 +257,10 @@ void ShmGroup::allgather(const CallHeader& h, const char* in, char* out, size_t 
     sync();
     for (int j = 0; j < size_; ++j) {
       char* o = out + (j * m + base) * es;
-      if (j != rank_) std::memcpy(o, half(j, round_), c * es);
-      else std::memmove(o, in + base * es, c * es);  // `in` may be this rank's block of `out`
+      if (j != rank_)
+        std::memcpy(o, half(j, round_), c * es);
+      else
+        std::memmove(o, in + base * es, c * es);  // `in` may be this rank's block of `out`
     }
   }
   finish();

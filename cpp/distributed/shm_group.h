@@ -68,14 +68,14 @@ class ShmGroup {
  private:
   ShmGroup(ShmSegment seg, int rank, std::vector<int> fds, std::vector<int> ids, const std::atomic<int>& timeout_ms, Check check);
   void begin(const CallHeader& h);
-  void sync();    // post the next step and wait for every rank's; the first of a call checks headers
-  void finish();  // at least one barrier after the header check
-  void alive() const;  // throws ERR_PEER_LOST when a peer's connection has closed (it died, or left)
+  void sync();                 // post the next step and wait for every rank's; the first of a call checks headers
+  void finish();               // at least one barrier after the header check
+  void alive() const;          // throws ERR_PEER_LOST when a peer's connection has closed (it died, or left)
   void alive(int peer) const;  // the same for one peer
   void pipe_wait(int peer, const std::function<bool()>& ready, const char* what, const char* call);
   int last_peer() const { return rank_ == size_ - 1 ? size_ - 2 : size_ - 1; }
   size_t chunk_bytes() const { return seg_.slot_bytes() / 2; }  // what one round moves per rank
-  char* half(int rank, uint64_t round) const;  // the half of `rank`'s slot round `round` (over all calls) uses
+  char* half(int rank, uint64_t round) const;                   // the half of `rank`'s slot round `round` (over all calls) uses
 
   ShmSegment seg_;
   const int rank_, size_;
@@ -83,9 +83,9 @@ class ShmGroup {
   const std::vector<int> ids_;  // the group rank of each member, for checks and messages
   const std::atomic<int>& timeout_ms_;
   const Check check_;
-  uint64_t step_ = 0;  // this rank's last posted step
-  int64_t seq_ = 0;    // the running call's number (its header slot)
-  int syncs_ = 0;      // barriers so far in the running call
+  uint64_t step_ = 0;   // this rank's last posted step
+  int64_t seq_ = 0;     // the running call's number (its header slot)
+  int syncs_ = 0;       // barriers so far in the running call
   uint64_t round_ = 0;  // rounds so far, over all calls: which half of each slot is in use
 };
 

@@ -130,7 +130,8 @@ ShmSegment ShmSegment::open(const std::string& name, int size, uint64_t nonce) {
   }
   const size_t bytes = total_bytes(size);
   const flock_sys::Mapping m = flock_sys::map_shared(fd, bytes, false);
-  if (!m.base && m.err == 0) fail(Code::IO, "shared-memory transport: segment '", name, "' has ", m.size, " bytes, expected ", bytes);
+  if (!m.base && m.err == 0)
+    fail(Code::IO, "shared-memory transport: segment '", name, "' has ", m.size, " bytes, expected ", bytes);
   if (!m.base) sys_fail(m.step, name, m.err);
   ShmSegment seg(m.base, bytes, size);
   const Layout* l = seg.layout();
@@ -178,10 +179,11 @@ int ShmSegment::first_behind(uint64_t v) const {
 }
 
 void ShmSegment::wait_all(uint64_t v, int timeout_ms, const std::function<void()>& alive, const std::vector<int>& ids) {
-  wait_until([&] { return first_behind(v) < 0; }, timeout_ms, alive, [&] {
-    fail(Code::Timeout, "rank ", ids[std::max(0, first_behind(v))], " sent nothing for ", timeout_ms,
-         " ms (is it alive and running the same collectives?)");
-  });
+  wait_until([&] { return first_behind(v) < 0; }, timeout_ms, alive,
+             [&] {
+               fail(Code::Timeout, "rank ", ids[std::max(0, first_behind(v))], " sent nothing for ", timeout_ms,
+                    " ms (is it alive and running the same collectives?)");
+             });
 }
 
 void ShmSegment::wait_until(const std::function<bool()>& ready, int timeout_ms, const std::function<void()>& alive,

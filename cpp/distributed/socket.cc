@@ -36,7 +36,8 @@ int port_of(int fd) {
   sockaddr_storage sa{};
   socklen_t len = sizeof sa;
   getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  return ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+  return ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
 }
 
 void tune(int fd) {
@@ -45,7 +46,8 @@ void tune(int fd) {
 }
 
 [[noreturn]] void lost(int peer, const char* what, int err) {
-  fail(Code::PeerLost, "lost connection to rank ", peer, " (", what, err ? std::string(": ") + std::strerror(err) : std::string(), ")");
+  fail(Code::PeerLost, "lost connection to rank ", peer, " (", what, err ? std::string(": ") + std::strerror(err) : std::string(),
+       ")");
 }
 
 }  // namespace
@@ -56,13 +58,18 @@ int tcp_listen(const std::string& host, int* port, int backlog) {
   // back to IPv4 where the kernel has no IPv6.
   std::vector<addrinfo*> order;
   for (addrinfo* a = res; a; a = a->ai_next) {
-    if (a->ai_family == AF_INET6) order.insert(order.begin(), a);
-    else order.push_back(a);
+    if (a->ai_family == AF_INET6)
+      order.insert(order.begin(), a);
+    else
+      order.push_back(a);
   }
   int fd = -1, err = 0;
   for (addrinfo* a : order) {
     fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) { err = errno; continue; }
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
     int one = 1, zero = 0;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (a->ai_family == AF_INET6 && host.empty()) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
@@ -102,7 +109,8 @@ int tcp_connect(const std::string& host, int port, int timeout_ms, int peer) {
 int tcp_accept(int listen_fd, int timeout_ms) {
   pollfd p{listen_fd, POLLIN, 0};
   int rc;
-  do rc = poll(&p, 1, timeout_ms); while (rc < 0 && errno == EINTR);
+  do rc = poll(&p, 1, timeout_ms);
+  while (rc < 0 && errno == EINTR);
   if (rc == 0) fail(Code::Timeout, "no peer connected within ", timeout_ms, " ms");
   int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) fail(Code::Internal, "accept: ", std::strerror(errno));
@@ -121,11 +129,16 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-void exchange(const Link* out, const void* send, size_t send_len, const Link* in, void* recv, size_t recv_len,
-              int timeout_ms, const std::function<void(size_t)>& on_recv, const Lead* lead) {
+void exchange(const Link* out, const void* send, size_t send_len, const Link* in, void* recv, size_t recv_len, int timeout_ms,
+              const std::function<void(size_t)>& on_recv, const Lead* lead) {
   char* rp = static_cast<char*>(recv);
-  exchange(out, send, send_len, in, recv_len, [&](size_t got, size_t* room) { *room = recv_len - got; return rp + got; }, timeout_ms,
-           on_recv, lead);
+  exchange(
+      out, send, send_len, in, recv_len,
+      [&](size_t got, size_t* room) {
+        *room = recv_len - got;
+        return rp + got;
+      },
+      timeout_ms, on_recv, lead);
 }
 
 void exchange(const Link* out, const void* send, size_t send_len, const Link* in, size_t recv_len, const RecvWindow& window,
@@ -141,10 +154,18 @@ void exchange(const Link* out, const void* send, size_t send_len, const Link* in
   while (sent < send_len || got < recv_len) {
     pollfd p[2];
     int np = 0, si = -1, ri = -1;
-    if (sent < send_len) { p[np] = {out->fd, POLLOUT, 0}; si = np++; }
+    if (sent < send_len) {
+      p[np] = {out->fd, POLLOUT, 0};
+      si = np++;
+    }
     if (got < recv_len) {
-      if (si >= 0 && in->fd == out->fd) { p[si].events |= POLLIN; ri = si; }
-      else { p[np] = {in->fd, POLLIN, 0}; ri = np++; }
+      if (si >= 0 && in->fd == out->fd) {
+        p[si].events |= POLLIN;
+        ri = si;
+      } else {
+        p[np] = {in->fd, POLLIN, 0};
+        ri = np++;
+      }
     }
     int rc = poll(p, np, timeout_ms);
     if (rc < 0 && errno == EINTR) continue;

@@ -36,8 +36,8 @@ struct Lead {
 
 // Sends `send_len` bytes on `out` while receiving `recv_len` bytes from `in`. `on_recv(total)` is
 // called as bytes arrive so the caller can reduce completed chunks while the rest streams in.
-void exchange(const Link* out, const void* send, size_t send_len, const Link* in, void* recv, size_t recv_len,
-              int timeout_ms, const std::function<void(size_t)>& on_recv = nullptr, const Lead* lead = nullptr);
+void exchange(const Link* out, const void* send, size_t send_len, const Link* in, void* recv, size_t recv_len, int timeout_ms,
+              const std::function<void(size_t)>& on_recv = nullptr, const Lead* lead = nullptr);
 
 // Where the bytes of a received message go: for byte `got` of the message, the address to write
 // it at, with *room set to how many bytes may follow there (at least 1). Lets a caller stage a

@@ -67,12 +67,12 @@ void TcpRing::tcp_allreduce(const std::vector<int>& ring, char* data, size_t n, 
 }
 
 void TcpRing::tcp_reduce_scatter(const std::vector<int>& ring, char* base, DType dt, ReduceOp op, const std::vector<size_t>& off,
-                        const std::vector<size_t>& len) {
+                                 const std::vector<size_t>& len) {
   over(ring, [&] { reduce_scatter_steps(base, dt, op, off, len); });
 }
 
 void TcpRing::tcp_all_gather(const std::vector<int>& ring, char* base, size_t es, const std::vector<size_t>& off,
-                    const std::vector<size_t>& len) {
+                             const std::vector<size_t>& len) {
   over(ring, [&] { all_gather_steps(base, es, off, len); });
 }
 
@@ -161,7 +161,8 @@ void TcpRing::split(size_t n, std::vector<size_t>* off, std::vector<size_t>* len
 // Over the view: after size-1 steps, segment `vpos_` of `base` holds the reduction over all ranks. Received
 // bytes land in a one-chunk staging buffer that stays in cache and are folded into `base` as each
 // chunk completes (receiving whole segments into a large buffer made every write miss cache).
-void TcpRing::reduce_scatter_steps(char* base, DType dt, ReduceOp op, const std::vector<size_t>& off, const std::vector<size_t>& len) {
+void TcpRing::reduce_scatter_steps(char* base, DType dt, ReduceOp op, const std::vector<size_t>& off,
+                                   const std::vector<size_t>& len) {
   const int v = vsize();
   if (v == 1) return;
   const size_t es = dtype_size(dt);
@@ -195,7 +196,8 @@ void TcpRing::all_gather_steps(char* base, size_t es, const std::vector<size_t>&
   const Link& prev = vlink(-1);
   for (int s = 0; s < v - 1; ++s) {
     const int sk = mod(vpos_ - s, v), rk = mod(vpos_ - s - 1, v);
-    exchange(&next, base + off[sk] * es, len[sk] * es, &prev, base + off[rk] * es, len[rk] * es, timeout_ms_, nullptr, take_lead(&next, &prev));
+    exchange(&next, base + off[sk] * es, len[sk] * es, &prev, base + off[rk] * es, len[rk] * es, timeout_ms_, nullptr,
+             take_lead(&next, &prev));
   }
 }
 

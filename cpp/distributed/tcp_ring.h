@@ -31,7 +31,7 @@ class TcpRing : public TcpSteps {
   // The ranks the steps run over: every rank, or (a phase of hier_group.h) one per host.
   int vsize() const { return static_cast<int>(view_.size()); }
   int vrank(int k) const { return view_[mod(vpos_ + k, vsize())]; }  // k places on from this rank
-  int view_rank(int k) const { return view_[k]; }                   // the k-th rank of the view
+  int view_rank(int k) const { return view_[k]; }                    // the k-th rank of the view
   const Link& vlink(int k) const { return links_[vrank(k)]; }
   void reset_view();
   // Runs `steps` over `ring` with the running call's header leading them.

@@ -40,7 +40,7 @@ class AtomicFile {
   std::string path_, tmp_;
   const char* op_;
   int fd_ = -1;
-  bool direct_ = false;  // O_DIRECT is on: every put() is whole blocks from aligned memory
+  bool direct_ = false;    // O_DIRECT is on: every put() is whole blocks from aligned memory
   char* stage_ = nullptr;  // kStageBytes, block-aligned; while direct_, bytes not yet put
   size_t staged_ = 0;
   uint64_t offset_ = 0;  // bytes put so far

@@ -44,7 +44,10 @@ class Parser {
     if (c == '{') {
       v.kind = Json::Kind::Object;
       ++i_;
-      if (peek() == '}') { ++i_; return v; }
+      if (peek() == '}') {
+        ++i_;
+        return v;
+      }
       std::unordered_set<std::string> seen;
       for (;;) {
         if (peek() != '"') error("expected a member name");
@@ -52,7 +55,10 @@ class Parser {
         if (!seen.insert(key).second) error("duplicate name \"" + key + "\"");
         expect(':');
         v.members.emplace_back(std::move(key), value(depth + 1));
-        if (peek() == ',') { ++i_; continue; }
+        if (peek() == ',') {
+          ++i_;
+          continue;
+        }
         expect('}');
         return v;
       }
@@ -60,10 +66,16 @@ class Parser {
     if (c == '[') {
       v.kind = Json::Kind::Array;
       ++i_;
-      if (peek() == ']') { ++i_; return v; }
+      if (peek() == ']') {
+        ++i_;
+        return v;
+      }
       for (;;) {
         v.items.push_back(value(depth + 1));
-        if (peek() == ',') { ++i_; continue; }
+        if (peek() == ',') {
+          ++i_;
+          continue;
+        }
         expect(']');
         return v;
       }
@@ -73,9 +85,21 @@ class Parser {
       v.text = string();
       return v;
     }
-    if (c == 't') { literal("true"); v.kind = Json::Kind::Bool; v.boolean = true; return v; }
-    if (c == 'f') { literal("false"); v.kind = Json::Kind::Bool; return v; }
-    if (c == 'n') { literal("null"); return v; }
+    if (c == 't') {
+      literal("true");
+      v.kind = Json::Kind::Bool;
+      v.boolean = true;
+      return v;
+    }
+    if (c == 'f') {
+      literal("false");
+      v.kind = Json::Kind::Bool;
+      return v;
+    }
+    if (c == 'n') {
+      literal("null");
+      return v;
+    }
     if (c == '-' || (c >= '0' && c <= '9')) return number();
     error(std::string("unexpected character '") + c + "'");
   }
@@ -85,9 +109,13 @@ class Parser {
     v.kind = Json::Kind::Number;
     const size_t start = i_;
     bool plain = true;  // digits only
-    if (s_[i_] == '-') { plain = false; ++i_; }
+    if (s_[i_] == '-') {
+      plain = false;
+      ++i_;
+    }
     if (i_ >= n_ || s_[i_] < '0' || s_[i_] > '9') error("malformed number");
-    while (i_ < n_ && ((s_[i_] >= '0' && s_[i_] <= '9') || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E' || s_[i_] == '+' || s_[i_] == '-')) {
+    while (i_ < n_ && ((s_[i_] >= '0' && s_[i_] <= '9') || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E' || s_[i_] == '+' ||
+                       s_[i_] == '-')) {
       if (s_[i_] < '0' || s_[i_] > '9') plain = false;
       ++i_;
     }
@@ -111,10 +139,14 @@ class Parser {
     for (int k = 0; k < 4; ++k, ++i_) {
       const char h = s_[i_];
       x <<= 4;
-      if (h >= '0' && h <= '9') x |= static_cast<unsigned>(h - '0');
-      else if (h >= 'a' && h <= 'f') x |= static_cast<unsigned>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') x |= static_cast<unsigned>(h - 'A' + 10);
-      else error("malformed \\u escape");
+      if (h >= '0' && h <= '9')
+        x |= static_cast<unsigned>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        x |= static_cast<unsigned>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        x |= static_cast<unsigned>(h - 'A' + 10);
+      else
+        error("malformed \\u escape");
     }
     return x;
   }
@@ -145,18 +177,37 @@ class Parser {
       const char c = s_[i_++];
       if (c == '"') return out;
       if (static_cast<unsigned char>(c) < 0x20) error("control character in a string");
-      if (c != '\\') { out += c; continue; }
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
       if (i_ >= n_) error("unterminated string");
       const char e = s_[i_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           unsigned cp = hex4();
           if (cp >= 0xd800 && cp < 0xdc00) {  // a surrogate pair
@@ -171,7 +222,8 @@ class Parser {
           put_utf8(out, cp);
           break;
         }
-        default: error("invalid escape in a string");
+        default:
+          error("invalid escape in a string");
       }
     }
   }
@@ -197,15 +249,24 @@ size_t invalid_utf8(const char* text, size_t n) {
     // forms, no surrogates, nothing above U+10FFFF).
     size_t len = 0;
     unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) len = 1;
-    else if (c == 0xE0) len = 2, lo = 0xA0;
-    else if (c >= 0xE1 && c <= 0xEC) len = 2;
-    else if (c == 0xED) len = 2, hi = 0x9F;
-    else if (c >= 0xEE && c <= 0xEF) len = 2;
-    else if (c == 0xF0) len = 3, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) len = 3;
-    else if (c == 0xF4) len = 3, hi = 0x8F;
-    else return i;
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 1;
+    else if (c == 0xE0)
+      len = 2, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC)
+      len = 2;
+    else if (c == 0xED)
+      len = 2, hi = 0x9F;
+    else if (c >= 0xEE && c <= 0xEF)
+      len = 2;
+    else if (c == 0xF0)
+      len = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+      len = 3;
+    else if (c == 0xF4)
+      len = 3, hi = 0x8F;
+    else
+      return i;
     if (i + len >= n) return i;  // cut short
     if (s[i + 1] < lo || s[i + 1] > hi) return i;
     for (size_t k = 2; k <= len; ++k)
@@ -220,10 +281,16 @@ void append_json_string(std::string& out, const std::string& s) {
   out += '"';
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
-    if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
-    else if (u < 0x20) { out += "\\u00"; out += hex[u >> 4]; out += hex[u & 15]; }
-    else out += c;
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (u < 0x20) {
+      out += "\\u00";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else
+      out += c;
   }
   out += '"';
 }

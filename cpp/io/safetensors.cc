@@ -48,7 +48,8 @@ SafetensorsReader::SafetensorsReader(const std::string& path, const char* op) : 
     if (n > kMaxHeaderBytes)
       bad("header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxHeaderBytes) + " bytes");
     if (n > file_bytes_ - 8)
-      bad("truncated: the header is " + std::to_string(n) + " bytes but only " + std::to_string(file_bytes_ - 8) + " follow the length");
+      bad("truncated: the header is " + std::to_string(n) + " bytes but only " + std::to_string(file_bytes_ - 8) +
+          " follow the length");
     std::string json(static_cast<size_t>(n), '\0');
     if (!pread_all(fd_, json.data(), json.size(), 8)) bad("truncated while reading the header");
     header_.header_bytes = n;
@@ -80,7 +81,8 @@ void SafetensorsReader::parse(const char* text, size_t n) {
   }
   auto as_uint = [&](const Json& v, const std::string& tensor, const char* field) {
     if (v.kind != Json::Kind::Number || !v.is_uint)
-      bad("tensor " + quoted(tensor) + ": " + field + " must hold non-negative integers, got " + (v.kind == Json::Kind::Number ? v.text : "a non-number"));
+      bad("tensor " + quoted(tensor) + ": " + field + " must hold non-negative integers, got " +
+          (v.kind == Json::Kind::Number ? v.text : "a non-number"));
     return v.uint;
   };
   for (const auto& [name, entry] : doc.members) {
@@ -95,9 +97,12 @@ void SafetensorsReader::parse(const char* text, size_t n) {
     if (entry.kind != Json::Kind::Object) bad("tensor " + quoted(name) + ": entry must be an object");
     const Json *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
     for (const auto& [k, v] : entry.members) {
-      if (k == "dtype") dtype = &v;
-      else if (k == "shape") shape = &v;
-      else if (k == "data_offsets") offsets = &v;
+      if (k == "dtype")
+        dtype = &v;
+      else if (k == "shape")
+        shape = &v;
+      else if (k == "data_offsets")
+        offsets = &v;
     }
     if (!dtype || !shape || !offsets) bad("tensor " + quoted(name) + ": entry needs dtype, shape and data_offsets");
     TensorInfo t;
@@ -105,16 +110,23 @@ void SafetensorsReader::parse(const char* text, size_t n) {
     if (dtype->kind != Json::Kind::String) bad("tensor " + quoted(name) + ": dtype must be a string");
     bool known = false;
     for (const auto& d : kFormatDTypes)
-      if (dtype->text == d.name) { t.dtype = d.dtype; known = true; }
-    if (!known) bad("tensor " + quoted(name) + ": unsupported dtype '" + dtype->text + "' (flockml reads F32, F64, BF16, F16, I32, I64, U8, BOOL)");
+      if (dtype->text == d.name) {
+        t.dtype = d.dtype;
+        known = true;
+      }
+    if (!known)
+      bad("tensor " + quoted(name) + ": unsupported dtype '" + dtype->text +
+          "' (flockml reads F32, F64, BF16, F16, I32, I64, U8, BOOL)");
     if (shape->kind != Json::Kind::Array) bad("tensor " + quoted(name) + ": shape must be an array");
-    if (shape->items.size() > 16) bad("tensor " + quoted(name) + ": " + std::to_string(shape->items.size()) + " dimensions (at most 16 are supported)");
+    if (shape->items.size() > 16)
+      bad("tensor " + quoted(name) + ": " + std::to_string(shape->items.size()) + " dimensions (at most 16 are supported)");
     for (const Json& d : shape->items) {
       const uint64_t s = as_uint(d, name, "shape");
       if (s > (uint64_t(1) << 48)) bad("tensor " + quoted(name) + ": dimension " + std::to_string(s) + " is too large");
       t.shape.push_back(static_cast<int64_t>(s));
     }
-    if (offsets->kind != Json::Kind::Array || offsets->items.size() != 2) bad("tensor " + quoted(name) + ": data_offsets must be [begin, end]");
+    if (offsets->kind != Json::Kind::Array || offsets->items.size() != 2)
+      bad("tensor " + quoted(name) + ": data_offsets must be [begin, end]");
     t.begin = as_uint(offsets->items[0], name, "data_offsets");
     t.end = as_uint(offsets->items[1], name, "data_offsets");
     header_.tensors.push_back(std::move(t));
@@ -130,12 +142,16 @@ void SafetensorsReader::validate() {
       if (d != 0 && bytes > UINT64_MAX / d) bad("tensor " + quoted(t.name) + ": shape " + shape_str(t.shape) + " overflows");
       bytes *= d;
     }
-    if (t.begin > t.end) bad("tensor " + quoted(t.name) + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "] end before they begin");
+    if (t.begin > t.end)
+      bad("tensor " + quoted(t.name) + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+          "] end before they begin");
     if (t.end - t.begin != bytes)
       bad("tensor " + quoted(t.name) + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "] hold " +
-          std::to_string(t.end - t.begin) + " bytes, but " + format_dtype_name(t.dtype) + " " + shape_str(t.shape) + " needs " + std::to_string(bytes));
+          std::to_string(t.end - t.begin) + " bytes, but " + format_dtype_name(t.dtype) + " " + shape_str(t.shape) + " needs " +
+          std::to_string(bytes));
     if (t.end > data)
-      bad("truncated: tensor " + quoted(t.name) + " ends at data byte " + std::to_string(t.end) + " but the file holds " + std::to_string(data) + " bytes of data");
+      bad("truncated: tensor " + quoted(t.name) + " ends at data byte " + std::to_string(t.end) + " but the file holds " +
+          std::to_string(data) + " bytes of data");
   }
   // Sorted by range, the tensors must tile [0, data) exactly: each starts where the last ended.
   std::vector<const TensorInfo*> order;
@@ -148,10 +164,11 @@ void SafetensorsReader::validate() {
   const TensorInfo* prev = nullptr;
   for (const TensorInfo* t : order) {
     if (t->begin < at)
-      bad("tensor " + quoted(t->name) + ": data_offsets [" + std::to_string(t->begin) + ", " + std::to_string(t->end) + "] overlap tensor " +
-          quoted(prev->name) + " [" + std::to_string(prev->begin) + ", " + std::to_string(prev->end) + "]");
+      bad("tensor " + quoted(t->name) + ": data_offsets [" + std::to_string(t->begin) + ", " + std::to_string(t->end) +
+          "] overlap tensor " + quoted(prev->name) + " [" + std::to_string(prev->begin) + ", " + std::to_string(prev->end) + "]");
     if (t->begin > at)
-      bad("tensor " + quoted(t->name) + ": data begins at byte " + std::to_string(t->begin) + ", leaving a gap after byte " + std::to_string(at));
+      bad("tensor " + quoted(t->name) + ": data begins at byte " + std::to_string(t->begin) + ", leaving a gap after byte " +
+          std::to_string(at));
     at = t->end;
     prev = t;
   }
@@ -191,7 +208,8 @@ std::string make_header(const std::vector<WriteEntry>& entries, const Metadata& 
   }
   json += '}';
   json.append((data_align - (8 + json.size()) % data_align) % data_align, ' ');  // data starts on a multiple of data_align
-  if (json.size() > kMaxHeaderBytes) fail(Code::Arg, op, ": the header would be ", json.size(), " bytes, over the format's limit of ", kMaxHeaderBytes);
+  if (json.size() > kMaxHeaderBytes)
+    fail(Code::Arg, op, ": the header would be ", json.size(), " bytes, over the format's limit of ", kMaxHeaderBytes);
   return json;
 }
 

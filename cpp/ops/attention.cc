@@ -20,7 +20,8 @@ void mask_geometry(const Tensor& q, const Tensor* mask, AttnGeom& g, const char*
 
 // Fills the shape part of `g` from q, k, v (and the mask's) and checks them.
 void attn_geometry(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, AttnGeom& g, const char* op) {
-  if (!is_float(q.dtype)) fail(Code::DType, op, ": query must be a floating tensor (f32, f64, bf16, f16), got ", dtype_name(q.dtype));
+  if (!is_float(q.dtype))
+    fail(Code::DType, op, ": query must be a floating tensor (f32, f64, bf16, f16), got ", dtype_name(q.dtype));
   if (q.dim() != 3) fail(Code::Shape, op, ": query must be 3-D [batch, seq, dim], got ", shape_str(q.shape));
   check_like(k, q, op, "key");
   check_like(v, q, op, "value");
@@ -46,15 +47,20 @@ void mask_geometry(const Tensor& q, const Tensor* mask, AttnGeom& g, const char*
     return;
   }
   check_same_device(*mask, q, op);
-  if (mask->dtype == DType::boolean) g.mask_kind = 1;
-  else if (mask->dtype == q.dtype) g.mask_kind = 2;
-  else fail(Code::DType, op, ": attnMask must be bool or the query's dtype ", dtype_name(q.dtype), ", got ", dtype_name(mask->dtype));
+  if (mask->dtype == DType::boolean)
+    g.mask_kind = 1;
+  else if (mask->dtype == q.dtype)
+    g.mask_kind = 2;
+  else
+    fail(Code::DType, op, ": attnMask must be bool or the query's dtype ", dtype_name(q.dtype), ", got ",
+         dtype_name(mask->dtype));
   if (mask->dim() != 3) fail(Code::Shape, op, ": attnMask must be 3-D here, got ", shape_str(mask->shape));
   const int64_t mb = mask->shape[0], mq = mask->shape[1], mk = mask->shape[2];
   if ((mq != 1 && mq != g.tq) || (mk != 1 && mk != g.tk))
     fail(Code::Shape, op, ": attnMask ", shape_str(mask->shape), " does not broadcast to [", g.tq, ", ", g.tk, "]");
   if (g.mask_div < 1 || g.mask_mod != mb || mb < 1 || g.bh % (g.mask_div * g.mask_mod) != 0)
-    fail(Code::Shape, op, ": attnMask batch ", mb, " with divisor ", g.mask_div, " and period ", g.mask_mod, " does not fit batch ", g.bh);
+    fail(Code::Shape, op, ": attnMask batch ", mb, " with divisor ", g.mask_div, " and period ", g.mask_mod,
+         " does not fit batch ", g.bh);
   g.mask_batch = mq * mk;
   g.mask_sq = mq == 1 ? 0 : mk;
   g.mask_sk = mk == 1 ? 0 : 1;
@@ -96,8 +102,8 @@ std::vector<Tensor> attention_forward(const Tensor& q, const Tensor& k, const Te
   return {out, lse};
 }
 
-std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
-                                       const Tensor& gout, AttnGeom g) {
+std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
+                                       const Tensor& lse, const Tensor& gout, AttnGeom g) {
   const char* op = "scaledDotProductAttentionBackward";
   attn_geometry(q, k, v, mask, g, op);
   check_same_device(out, q, op);
@@ -105,10 +111,11 @@ std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const T
   check_same_device(gout, q, op);
   const Shape os{g.bh, g.tq, g.dv};
   if (out.shape != os || gout.shape != os || out.dtype != q.dtype || gout.dtype != q.dtype)
-    fail(Code::Shape, op, ": output and its gradient must be ", shape_str(os), " ", dtype_name(q.dtype), ", got ", shape_str(out.shape), " and ",
-         shape_str(gout.shape));
+    fail(Code::Shape, op, ": output and its gradient must be ", shape_str(os), " ", dtype_name(q.dtype), ", got ",
+         shape_str(out.shape), " and ", shape_str(gout.shape));
   if (lse.shape != Shape{g.bh, g.tq} || lse.dtype != lse_dtype(q.dtype))
-    fail(Code::Shape, op, ": logsumexp must be [", g.bh, ", ", g.tq, "] ", dtype_name(lse_dtype(q.dtype)), ", got ", shape_str(lse.shape));
+    fail(Code::Shape, op, ": logsumexp must be [", g.bh, ", ", g.tq, "] ", dtype_name(lse_dtype(q.dtype)), ", got ",
+         shape_str(lse.shape));
   Tensor gq = empty(q.shape, q.dtype, q.device(), op);
   Tensor gk = empty(k.shape, k.dtype, k.device(), op);
   Tensor gv = empty(v.shape, v.dtype, v.device(), op);
@@ -136,16 +143,16 @@ std::vector<Tensor> attention_packed_forward(const Tensor& qkv, int64_t heads, b
   return {out, lse};
 }
 
-Tensor attention_packed_backward(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, const Tensor& out, const Tensor& lse,
-                                 const Tensor& gout, AttnGeom g) {
+Tensor attention_packed_backward(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, const Tensor& out,
+                                 const Tensor& lse, const Tensor& gout, AttnGeom g) {
   const char* op = "scaledDotProductAttentionBackward";
   const AttnPacked p = packed_geometry(qkv, heads, batch_first, mask, g, op);
   auto kernel = attention_packed_backward_table().get(qkv.device());
   for (const Tensor* t : {&out, &lse, &gout}) check_same_device(*t, qkv, op);
   const Shape os = packed_out_shape(p);
   if (out.shape != os || gout.shape != os || out.dtype != qkv.dtype || gout.dtype != qkv.dtype)
-    fail(Code::Shape, op, ": output and its gradient must be ", shape_str(os), " ", dtype_name(qkv.dtype), ", got ", shape_str(out.shape),
-         " and ", shape_str(gout.shape));
+    fail(Code::Shape, op, ": output and its gradient must be ", shape_str(os), " ", dtype_name(qkv.dtype), ", got ",
+         shape_str(out.shape), " and ", shape_str(gout.shape));
   if (lse.shape != Shape{g.bh, g.tq} || lse.dtype != DType::f32)
     fail(Code::Shape, op, ": logsumexp must be [", g.bh, ", ", g.tq, "] f32, got ", shape_str(lse.shape));
   Tensor gqkv = empty(qkv.shape, qkv.dtype, qkv.device(), op);

@@ -13,10 +13,13 @@ void check_operand(const Tensor& x, const Tensor& t, const char* op, const char*
 }
 
 void check_bias(const Tensor& x, const Tensor& bias, const char* op, bool any_dtype = false) {
-  if (any_dtype) check_same_device(x, bias, op);
-  else check_operand(x, bias, op, "bias");
+  if (any_dtype)
+    check_same_device(x, bias, op);
+  else
+    check_operand(x, bias, op, "bias");
   if (bias.dim() != 1 || bias.shape[0] != x.shape[1])
-    fail(Code::Shape, op, ": bias ", shape_str(bias.shape), " does not match input ", shape_str(x.shape), " (expected [", x.shape[1], "])");
+    fail(Code::Shape, op, ": bias ", shape_str(bias.shape), " does not match input ", shape_str(x.shape), " (expected [",
+         x.shape[1], "])");
 }
 
 void check_input(const Tensor& x, BiasAct act, const char* op) {
@@ -40,7 +43,9 @@ Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act, bool in_place)
   // In place, each element is read and then written by the same thread: the kernels allow it.
   Tensor y = in_place ? x : empty(x.shape, x.dtype, x.device(), "biasAct");
   auto kernel = bias_act_table().get(x.device());
-  if (y.numel() > 0) enqueue("biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); }, act_work(act, y.numel()));
+  if (y.numel() > 0)
+    enqueue(
+        "biasAct", x.device(), [=]() mutable { kernel(x, bias, y, act); }, act_work(act, y.numel()));
   return y;
 }
 
@@ -58,7 +63,9 @@ Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bi
   Tensor gx = empty(gy.shape, gy.dtype, gy.device(), "biasActBackward");
   auto kernel = bias_act_backward_table().get(gy.device());
   if (gx.numel() > 0)
-    enqueue("biasActBackward", gy.device(), [=]() mutable { kernel(gy, saved, has_bias ? &b : nullptr, gx, act); }, act_work(act, gx.numel()));
+    enqueue(
+        "biasActBackward", gy.device(), [=]() mutable { kernel(gy, saved, has_bias ? &b : nullptr, gx, act); },
+        act_work(act, gx.numel()));
   return gx;
 }
 

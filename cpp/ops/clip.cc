@@ -12,8 +12,10 @@ void check_list(const std::vector<Tensor>& ts, const char* op) {
   for (size_t k = 0; k < ts.size(); ++k) {
     const Tensor& t = ts[k];
     if (!is_floating(t.dtype)) fail(Code::DType, op, ": tensor ", k, " must be floating, got ", dtype_name(t.dtype));
-    if (t.device() != ts[0].device()) fail(Code::Device, op, ": tensor ", k, " is on ", t.device().str(), ", tensor 0 on ", ts[0].device().str());
-    if (t.dtype != ts[0].dtype) fail(Code::DType, op, ": tensor ", k, " is ", dtype_name(t.dtype), ", tensor 0 ", dtype_name(ts[0].dtype));
+    if (t.device() != ts[0].device())
+      fail(Code::Device, op, ": tensor ", k, " is on ", t.device().str(), ", tensor 0 on ", ts[0].device().str());
+    if (t.dtype != ts[0].dtype)
+      fail(Code::DType, op, ": tensor ", k, " is ", dtype_name(t.dtype), ", tensor 0 ", dtype_name(ts[0].dtype));
   }
 }
 
@@ -32,7 +34,8 @@ Tensor grad_norm(std::vector<Tensor> ts, double p) {
 
 void clip_by_norm(std::vector<Tensor> ts, const Tensor& total, double max_norm) {
   check_list(ts, "clipByNorm");
-  if (!(max_norm >= 0) || std::isinf(max_norm)) fail(Code::Range, "clipByNorm: maxNorm must be a finite number ≥ 0, got ", max_norm);
+  if (!(max_norm >= 0) || std::isinf(max_norm))
+    fail(Code::Range, "clipByNorm: maxNorm must be a finite number ≥ 0, got ", max_norm);
   if (total.numel() != 1 || total.dtype != ts[0].dtype || total.device() != ts[0].device())
     fail(Code::Shape, "clipByNorm: the norm must be a one-element ", dtype_name(ts[0].dtype), " tensor on ", ts[0].device().str(),
          ", got ", shape_str(total.shape), " ", dtype_name(total.dtype), " on ", total.device().str());

@@ -36,9 +36,20 @@ void enqueue(const char* op, Device device, std::function<void()> work) {
 
 int64_t unary_work(UnaryOp op, int64_t n) {
   switch (op) {
-    case UnaryOp::isnan: case UnaryOp::isinf: case UnaryOp::isfinite: case UnaryOp::neg: case UnaryOp::abs:
-    case UnaryOp::sign: case UnaryOp::relu: case UnaryOp::clamp: case UnaryOp::leaky_relu: case UnaryOp::square:
-    case UnaryOp::floor: case UnaryOp::ceil: case UnaryOp::round: case UnaryOp::logical_not:
+    case UnaryOp::isnan:
+    case UnaryOp::isinf:
+    case UnaryOp::isfinite:
+    case UnaryOp::neg:
+    case UnaryOp::abs:
+    case UnaryOp::sign:
+    case UnaryOp::relu:
+    case UnaryOp::clamp:
+    case UnaryOp::leaky_relu:
+    case UnaryOp::square:
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+    case UnaryOp::logical_not:
       return n;
     default:
       return n * kSlowElement;

@@ -11,10 +11,17 @@ namespace {
 void check_fill_value(DType dtype, double value, const char* op) {
   double lo = 0, hi = 0;
   switch (dtype) {
-    case DType::i32: lo = -2147483648.0, hi = 2147483647.0; break;
-    case DType::i64: lo = -9223372036854775808.0, hi = 9223372036854774784.0; break;  // the last double below 2^63
-    case DType::u8: lo = 0, hi = 255; break;
-    default: return;
+    case DType::i32:
+      lo = -2147483648.0, hi = 2147483647.0;
+      break;
+    case DType::i64:
+      lo = -9223372036854775808.0, hi = 9223372036854774784.0;
+      break;  // the last double below 2^63
+    case DType::u8:
+      lo = 0, hi = 255;
+      break;
+    default:
+      return;
   }
   const double t = std::trunc(value);
   if (!(t >= lo && t <= hi)) fail(Code::Range, op, ": value ", num_str(value), " is out of range for ", dtype_name(dtype));
@@ -23,7 +30,8 @@ void check_fill_value(DType dtype, double value, const char* op) {
 void launch_fill(const char* op, Tensor out, double value) {
   check_fill_value(out.dtype, value, op);
   auto kernel = fill_table().get(out.device());
-  enqueue(op, out.device(), [out, value, kernel]() mutable { kernel(out, value); }, out.numel());
+  enqueue(
+      op, out.device(), [out, value, kernel]() mutable { kernel(out, value); }, out.numel());
 }
 
 }  // namespace
@@ -44,7 +52,8 @@ Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype
   if (device.is_cpu()) {
     std::memcpy(out.raw(), data, bytes);  // a fresh storage: no queued work can touch it yet
   } else {
-    auto staged = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
+    auto staged =
+        std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
     auto kernel = copy_from_host_table().get(out.device());
     enqueue("tensor", device, [out, staged, kernel]() mutable { kernel(staged->data(), out); });
   }
@@ -75,8 +84,12 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype, Device dev
   return out;
 }
 
-Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, uint64_t seed, uint64_t offset, double a, double b) {
-  const char* op = kind == RandomKind::uniform ? "rand" : kind == RandomKind::normal ? "randn" : kind == RandomKind::randint ? "randint" : "bernoulli";
+Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, uint64_t seed, uint64_t offset, double a,
+              double b) {
+  const char* op = kind == RandomKind::uniform   ? "rand"
+                   : kind == RandomKind::normal  ? "randn"
+                   : kind == RandomKind::randint ? "randint"
+                                                 : "bernoulli";
   if (!std::isfinite(a) || !std::isfinite(b)) fail(Code::Arg, op, ": parameters must be finite");
   if ((kind == RandomKind::uniform || kind == RandomKind::normal) && !is_floating(dtype))
     fail(Code::DType, op, ": expected a floating dtype, got ", dtype_name(dtype));

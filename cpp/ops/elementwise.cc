@@ -9,9 +9,15 @@ namespace {
 
 bool unary_needs_float(UnaryOp op) {
   switch (op) {
-    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::sign: case UnaryOp::relu: case UnaryOp::clamp:
-    case UnaryOp::square: return false;
-    default: return true;
+    case UnaryOp::neg:
+    case UnaryOp::abs:
+    case UnaryOp::sign:
+    case UnaryOp::relu:
+    case UnaryOp::clamp:
+    case UnaryOp::square:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -26,7 +32,8 @@ Tensor unary(UnaryOp op, const Tensor& x, double a, double b) {
     fail(Code::DType, "unary: this op needs a floating dtype, got ", dtype_name(x.dtype), " of shape ", shape_str(x.shape));
   Tensor out = empty(x.shape, unary_is_predicate(op) ? DType::boolean : x.dtype, x.device(), "unary");
   auto kernel = unary_table().get(x.device());
-  enqueue("unary", x.device(), [op, x, out, a, b, kernel]() mutable { kernel(op, x, out, a, b); }, unary_work(op, out.numel()));
+  enqueue(
+      "unary", x.device(), [op, x, out, a, b, kernel]() mutable { kernel(op, x, out, a, b); }, unary_work(op, out.numel()));
   return out;
 }
 
@@ -35,12 +42,14 @@ Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& gy, double a, d
   if (unary_is_predicate(op)) fail(Code::Arg, "unary_backward: isnan, isinf and isfinite have no derivative");
   check_same_device(x, gy, "unary_backward");
   if (!is_floating(x.dtype) || x.dtype != gy.dtype)
-    fail(Code::DType, "unary_backward: expected matching floating dtypes, got ", dtype_name(x.dtype), " and ", dtype_name(gy.dtype));
+    fail(Code::DType, "unary_backward: expected matching floating dtypes, got ", dtype_name(x.dtype), " and ",
+         dtype_name(gy.dtype));
   if (x.shape != gy.shape)
     fail(Code::Shape, "unary_backward: input ", shape_str(x.shape), " and gradient ", shape_str(gy.shape), " differ");
   Tensor gx = empty(x.shape, x.dtype, x.device(), "unary_backward");
   auto kernel = unary_backward_table().get(x.device());
-  enqueue("unary_backward", x.device(), [=]() mutable { kernel(op, x, gy, gx, a, b); }, unary_work(op, gx.numel()));
+  enqueue(
+      "unary_backward", x.device(), [=]() mutable { kernel(op, x, gy, gx, a, b); }, unary_work(op, gx.numel()));
   return gx;
 }
 
@@ -50,11 +59,13 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (a.dtype != b.dtype)
     fail(Code::DType, "binary: dtypes ", dtype_name(a.dtype), " and ", dtype_name(b.dtype), " differ (shapes ",
          shape_str(a.shape), " and ", shape_str(b.shape), ")");
-  if (!binary_is_comparison(op) && a.dtype == DType::boolean) fail(Code::DType, "binary: arithmetic is not defined for bool tensors");
+  if (!binary_is_comparison(op) && a.dtype == DType::boolean)
+    fail(Code::DType, "binary: arithmetic is not defined for bool tensors");
   Shape shape = broadcast_shapes(a.shape, b.shape, "binary");
   Tensor out = empty(shape, binary_is_comparison(op) ? DType::boolean : a.dtype, a.device(), "binary");
   auto kernel = binary_table().get(a.device());
-  enqueue("binary", a.device(), [op, a, b, out, kernel]() mutable { kernel(op, a, b, out); }, binary_work(op, out.numel()));
+  enqueue(
+      "binary", a.device(), [op, a, b, out, kernel]() mutable { kernel(op, a, b, out); }, binary_work(op, out.numel()));
   return out;
 }
 
@@ -71,7 +82,8 @@ bool binary_(BinaryOp op, Tensor& self, const Tensor& b) {
   if (self.storage == b.storage && (self.offset != b.offset || self.shape != b.shape)) return false;
   Tensor out = self;
   auto kernel = binary_table().get(self.device());
-  enqueue("binary_", self.device(), [op, self, b, out, kernel]() mutable { kernel(op, self, b, out); }, binary_work(op, out.numel()));
+  enqueue(
+      "binary_", self.device(), [op, self, b, out, kernel]() mutable { kernel(op, self, b, out); }, binary_work(op, out.numel()));
   return true;
 }
 
@@ -83,14 +95,16 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape, a.shape, "where"), b.shape, "where");
   Tensor out = empty(shape, a.dtype, a.device(), "where");
   auto kernel = where_table().get(a.device());
-  enqueue("where", a.device(), [cond, a, b, out, kernel]() mutable { kernel(cond, a, b, out); }, 4 * out.numel());
+  enqueue(
+      "where", a.device(), [cond, a, b, out, kernel]() mutable { kernel(cond, a, b, out); }, 4 * out.numel());
   return out;
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
   Tensor out = empty(x.shape, dtype, x.device(), "cast");
   auto kernel = cast_table().get(x.device());
-  enqueue("cast", x.device(), [x, out, kernel]() mutable { kernel(x, out); }, 2 * out.numel());
+  enqueue(
+      "cast", x.device(), [x, out, kernel]() mutable { kernel(x, out); }, 2 * out.numel());
   return out;
 }
 
@@ -98,11 +112,13 @@ Tensor clone(const Tensor& x) { return cast(x, x.dtype); }
 
 void copy_(Tensor& dst, const Tensor& src) {
   check_same_device(dst, src, "copy_");
-  if (dst.dtype != src.dtype) fail(Code::DType, "copy_: dtypes ", dtype_name(dst.dtype), " and ", dtype_name(src.dtype), " differ");
+  if (dst.dtype != src.dtype)
+    fail(Code::DType, "copy_: dtypes ", dtype_name(dst.dtype), " and ", dtype_name(src.dtype), " differ");
   if (dst.shape != src.shape) fail(Code::Shape, "copy_: shapes ", shape_str(dst.shape), " and ", shape_str(src.shape), " differ");
   Tensor d = dst;
   auto kernel = cast_table().get(d.device());
-  enqueue("copy_", dst.device(), [d, src, kernel]() mutable { kernel(src, d); }, 2 * d.numel());
+  enqueue(
+      "copy_", dst.device(), [d, src, kernel]() mutable { kernel(src, d); }, 2 * d.numel());
 }
 
 Tensor to_device(const Tensor& x, Device device) {
@@ -126,7 +142,8 @@ Tensor to_device(const Tensor& x, Device device) {
 void copy_to_host(const Tensor& x, std::shared_ptr<std::vector<uint8_t>> dst) {
   if (dst->size() != x.nbytes()) fail(Code::Internal, "copy_to_host: buffer size mismatch");
   auto kernel = copy_to_host_table().get(x.device());
-  enqueue("data", x.device(), [x, dst, kernel]() { kernel(x, dst->data()); }, x.numel());
+  enqueue(
+      "data", x.device(), [x, dst, kernel]() { kernel(x, dst->data()); }, x.numel());
 }
 
 }  // namespace flock::ops

@@ -61,7 +61,8 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   // Refused at the call (the kernels add numbers; torch's logical or on bool is not implemented).
   if (x.dtype == DType::boolean) fail(Code::DType, "scatterAdd: not defined for bool tensors");
   if (index.shape != src.shape)
-    fail(Code::Shape, "scatterAdd: index ", shape_str(index.shape), " and src ", shape_str(src.shape), " must have the same shape");
+    fail(Code::Shape, "scatterAdd: index ", shape_str(index.shape), " and src ", shape_str(src.shape),
+         " must have the same shape");
   dim = check_gather_shapes(x, dim, index, "scatterAdd");
   Tensor out = clone(x);
   if (index.numel() == 0) return out;

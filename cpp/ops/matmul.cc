@@ -59,7 +59,8 @@ Tensor run(const Tensor& a, const Tensor& b, MatmulPlan p, const Shape& out_shap
   const int64_t work = static_cast<int64_t>(p.a_offsets.size()) * p.m * p.n * p.k;
   if (out.numel() == 0) return out;
   auto kernel = matmul_table().get(a.device());
-  enqueue("matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, work / 8);
+  enqueue(
+      "matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, work / 8);
   return out;
 }
 
@@ -109,15 +110,16 @@ bool matmul_into(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, c
   check_same_device(a, b, "matmul");
   check_same_device(a, out, "matmul");
   if (a.dim() != 2 || b.dim() != 2 || out.dim() != 2)
-    fail(Code::Shape, "matmul: accumulating needs 2-D operands and out, got ", shape_str(a.shape), " @ ", shape_str(b.shape), " into ",
-         shape_str(out.shape));
+    fail(Code::Shape, "matmul: accumulating needs 2-D operands and out, got ", shape_str(a.shape), " @ ", shape_str(b.shape),
+         " into ", shape_str(out.shape));
   Shape out_shape;
   MatmulPlan p = plan(a, b, trans_a, trans_b, out_shape);
   if (out.shape != out_shape)
     fail(Code::Shape, "matmul: the product ", shape_str(out_shape), " cannot be added into ", shape_str(out.shape));
   if (compute == nullptr) {
     check_plain_dtypes(a, b);
-    if (out.dtype != a.dtype) fail(Code::DType, "matmul: a product of ", dtype_name(a.dtype), " cannot be added into ", dtype_name(out.dtype));
+    if (out.dtype != a.dtype)
+      fail(Code::DType, "matmul: a product of ", dtype_name(a.dtype), " cannot be added into ", dtype_name(out.dtype));
   } else {
     check_lowered_dtypes(*compute, a.dtype, b.dtype, out.dtype);
   }
@@ -136,7 +138,8 @@ bool matmul_into(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, c
   if (out.numel() == 0) return true;
   const int64_t work = p.m * p.n * p.k;
   auto kernel = matmul_table().get(a.device());
-  enqueue("matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, work / 8);
+  enqueue(
+      "matmul", a.device(), [a, b, out, p = std::move(p), kernel]() mutable { kernel(a, b, out, p); }, work / 8);
   return true;
 }
 

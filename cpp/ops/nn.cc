@@ -8,7 +8,8 @@ namespace flock::ops {
 namespace {
 
 void check_float(const Tensor& t, const char* op, const char* name) {
-  if (!is_floating(t.dtype)) fail(Code::DType, op, ": ", name, " must be floating (f32, f64, bf16, f16), got ", dtype_name(t.dtype));
+  if (!is_floating(t.dtype))
+    fail(Code::DType, op, ": ", name, " must be floating (f32, f64, bf16, f16), got ", dtype_name(t.dtype));
 }
 
 bool is_low(DType t) { return t == DType::bf16 || t == DType::f16; }
@@ -39,11 +40,13 @@ Conv2dGeom conv_geom(const Shape& xs, const Shape& ws, const Conv2dArgs& a, cons
   if (g.c % g.groups || g.oc % g.groups)
     fail(Code::Shape, op, ": input channels ", g.c, " and output channels ", g.oc, " must be divisible by groups ", g.groups);
   if (ws[1] * g.groups != g.c)
-    fail(Code::Shape, op, ": weight ", shape_str(ws), " expects ", ws[1] * g.groups, " input channels, input ", shape_str(xs), " has ", g.c);
+    fail(Code::Shape, op, ": weight ", shape_str(ws), " expects ", ws[1] * g.groups, " input channels, input ", shape_str(xs),
+         " has ", g.c);
   g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
   g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
   if (g.h + 2 * g.ph < g.dh * (g.kh - 1) + 1 || g.w + 2 * g.pw < g.dw * (g.kw - 1) + 1)
-    fail(Code::Shape, op, ": kernel ", g.kh, "x", g.kw, " (dilation ", g.dh, "x", g.dw, ") is larger than the padded input ", shape_str(xs));
+    fail(Code::Shape, op, ": kernel ", g.kh, "x", g.kw, " (dilation ", g.dh, "x", g.dw, ") is larger than the padded input ",
+         shape_str(xs));
   return g;
 }
 
@@ -106,7 +109,8 @@ Tensor conv2d_backward_input(const Tensor& gy, const Tensor& w, const Shape& inp
   check_shape(gy, {g.n, g.oc, g.oh, g.ow}, "conv2dBackwardInput", "grad");
   Tensor gx = empty(input_shape, gy.dtype, gy.device(), "conv2dBackwardInput");
   if (gx.numel() == 0) return gx;
-  auto kernel = bf16_conv(gy) ? conv2d_backward_input_bf16_table().get(gy.device()) : conv2d_backward_input_table().get(gy.device());
+  auto kernel =
+      bf16_conv(gy) ? conv2d_backward_input_bf16_table().get(gy.device()) : conv2d_backward_input_table().get(gy.device());
   enqueue("conv2dBackwardInput", gy.device(), [=]() mutable { kernel(gy, w, gx, g); });
   return gx;
 }
@@ -119,7 +123,8 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& gy, const Shape& we
   check_shape(gy, {g.n, g.oc, g.oh, g.ow}, "conv2dBackwardWeight", "grad");
   Tensor gw = empty(weight_shape, x.dtype, x.device(), "conv2dBackwardWeight");
   if (gw.numel() == 0) return gw;
-  auto kernel = bf16_conv(x) ? conv2d_backward_weight_bf16_table().get(x.device()) : conv2d_backward_weight_table().get(x.device());
+  auto kernel =
+      bf16_conv(x) ? conv2d_backward_weight_bf16_table().get(x.device()) : conv2d_backward_weight_table().get(x.device());
   enqueue("conv2dBackwardWeight", x.device(), [=]() mutable { kernel(x, gy, gw, g); });
   return gw;
 }
@@ -209,9 +214,11 @@ void check_ce(const Tensor& logits, const Tensor& target, const char* op) {
   check_float(logits, op, "input");
   check_same_device(logits, target, op);
   if (logits.dim() != 2) fail(Code::Shape, op, ": input must be [rows, classes], got ", shape_str(logits.shape));
-  if (target.dtype != DType::i64 && target.dtype != DType::i32) fail(Code::DType, op, ": target must be i64 or i32 class indices, got ", dtype_name(target.dtype));
+  if (target.dtype != DType::i64 && target.dtype != DType::i32)
+    fail(Code::DType, op, ": target must be i64 or i32 class indices, got ", dtype_name(target.dtype));
   if (target.dim() != 1 || target.shape[0] != logits.shape[0])
-    fail(Code::Shape, op, ": target ", shape_str(target.shape), " must be [", logits.shape[0], "] for input ", shape_str(logits.shape));
+    fail(Code::Shape, op, ": target ", shape_str(target.shape), " must be [", logits.shape[0], "] for input ",
+         shape_str(logits.shape));
   if (logits.shape[1] == 0) fail(Code::Shape, op, ": input has no classes");
 }
 }  // namespace
@@ -227,11 +234,14 @@ std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& ta
   Tensor lse = empty({logits.shape[0]}, logits.dtype, logits.device(), "crossEntropy");
   auto kernel = cross_entropy_forward_table().get(logits.device());
   if (logits.shape[0] > 0)
-    enqueue("crossEntropy", logits.device(), [=]() mutable { kernel(logits, target, loss, lse, ignore_index, smoothing); }, 16 * logits.numel());
+    enqueue(
+        "crossEntropy", logits.device(), [=]() mutable { kernel(logits, target, loss, lse, ignore_index, smoothing); },
+        16 * logits.numel());
   return {loss, lse};
 }
 
-Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, int64_t ignore_index, double smoothing) {
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss,
+                              int64_t ignore_index, double smoothing) {
   check_ce(logits, target, "crossEntropyBackward");
   if (is_low(logits.dtype)) {
     check_same_device(logits, gloss, "crossEntropyBackward");
@@ -243,7 +253,9 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const 
   Tensor gx = empty(logits.shape, logits.dtype, logits.device(), "crossEntropyBackward");
   auto kernel = cross_entropy_backward_table().get(logits.device());
   if (gx.numel() > 0)
-    enqueue("crossEntropyBackward", logits.device(), [=]() mutable { kernel(logits, target, lse, gloss, gx, ignore_index, smoothing); }, 16 * gx.numel());
+    enqueue(
+        "crossEntropyBackward", logits.device(),
+        [=]() mutable { kernel(logits, target, lse, gloss, gx, ignore_index, smoothing); }, 16 * gx.numel());
   return gx;
 }
 
@@ -281,14 +293,15 @@ std::vector<Tensor> layer_norm_forward(const Tensor& x, const Tensor* weight, co
   return {y, mean, rstd};
 }
 
-LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight, const Tensor& gy,
-                                   bool want_weight, bool want_bias) {
+LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight,
+                                   const Tensor& gy, bool want_weight, bool want_bias) {
   const char* op = "layerNormBackward";
   check_float(x, op, "input");
   if (is_low(x.dtype)) {
     check_same_device(x, gy, op);
     const Tensor w32 = weight ? wide(*weight) : Tensor{};
-    LayerNormGrads r = layer_norm_backward(wide(x), wide(mean), wide(rstd), weight ? &w32 : nullptr, wide(gy), want_weight, want_bias);
+    LayerNormGrads r =
+        layer_norm_backward(wide(x), wide(mean), wide(rstd), weight ? &w32 : nullptr, wide(gy), want_weight, want_bias);
     r.gx = narrow_to(r.gx, x.dtype);
     if (r.gweight) r.gweight = narrow_to(*r.gweight, weight->dtype);
     if (r.gbias) r.gbias = narrow_to(*r.gbias, x.dtype);
@@ -308,7 +321,9 @@ LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Te
   const std::optional<Tensor> w = weight ? std::optional<Tensor>(*weight) : std::nullopt;
   std::optional<Tensor> gw, gb;
   // With no rows the column sums are empty sums: zeros, as PyTorch gives.
-  auto param_grad = [&] { return x.shape[0] == 0 ? full({x.shape[1]}, x.dtype, x.device(), 0.0) : empty({x.shape[1]}, x.dtype, x.device(), op); };
+  auto param_grad = [&] {
+    return x.shape[0] == 0 ? full({x.shape[1]}, x.dtype, x.device(), 0.0) : empty({x.shape[1]}, x.dtype, x.device(), op);
+  };
   if (want_weight) gw = param_grad();
   if (want_bias) gb = param_grad();
   r.gweight = gw;
@@ -316,21 +331,24 @@ LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Te
   Tensor gx = r.gx;
   auto kernel = layer_norm_backward_table().get(x.device());
   if (x.numel() > 0)
-    enqueue(op, x.device(), [=]() mutable { kernel(x, mean, rstd, w ? &*w : nullptr, gy, gx, gw ? &*gw : nullptr, gb ? &*gb : nullptr); });
+    enqueue(op, x.device(),
+            [=]() mutable { kernel(x, mean, rstd, w ? &*w : nullptr, gy, gx, gw ? &*gw : nullptr, gb ? &*gb : nullptr); });
   return r;
 }
 
 namespace {
 // Every list entry k matches param k's shape and device; `state_dtype` is the dtype the f32/f64
 // state has (the param's own) or f32 for the masters and state of bf16/f16 params.
-void check_list(const std::vector<Tensor>& params, const std::vector<Tensor>& list, bool state, const char* op, const char* name) {
+void check_list(const std::vector<Tensor>& params, const std::vector<Tensor>& list, bool state, const char* op,
+                const char* name) {
   for (size_t k = 0; k < params.size(); ++k) {
     const Tensor& p = params[k];
     const Tensor& t = list[k];
     const DType want = state && is_low(p.dtype) ? DType::f32 : p.dtype;
     if (t.dtype != want || t.device() != p.device() || t.shape != p.shape)
-      fail(Code::Shape, op, ": ", name, " tensor ", k, " ", shape_str(t.shape), " ", dtype_name(t.dtype), " on ", t.device().str(),
-           " does not match param ", shape_str(p.shape), " ", dtype_name(p.dtype), " (expected ", dtype_name(want), ")");
+      fail(Code::Shape, op, ": ", name, " tensor ", k, " ", shape_str(t.shape), " ", dtype_name(t.dtype), " on ",
+           t.device().str(), " does not match param ", shape_str(p.shape), " ", dtype_name(p.dtype), " (expected ",
+           dtype_name(want), ")");
   }
 }
 
@@ -362,12 +380,13 @@ void check_params(const std::vector<Tensor>& params, const std::vector<Tensor>& 
 }
 }  // namespace
 
-void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, std::vector<Tensor> max_v,
-               std::vector<Tensor> masters, const AdamConfig& cfg) {
+void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v,
+               std::vector<Tensor> max_v, std::vector<Tensor> masters, const AdamConfig& cfg) {
   if (grads.size() != params.size() || m.size() != params.size() || v.size() != params.size())
     fail(Code::Arg, "adamStep: params, grads, exp_avg and exp_avg_sq must have equal lengths");
   if (max_v.size() != (cfg.amsgrad ? params.size() : 0))
-    fail(Code::Arg, "adamStep: amsgrad needs one max_exp_avg_sq per param (and none without it), got ", max_v.size(), " for ", params.size());
+    fail(Code::Arg, "adamStep: amsgrad needs one max_exp_avg_sq per param (and none without it), got ", max_v.size(), " for ",
+         params.size());
   check_params(params, masters, "adamStep");
   check_list(params, grads, false, "adamStep", "grad");
   check_list(params, m, true, "adamStep", "exp_avg");
@@ -376,10 +395,12 @@ void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vecto
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = adam_step_table().get(dev);
-  enqueue("adamStep", dev, [=]() mutable { kernel(params, grads, m, v, max_v, masters, cfg); }, 8 * total_numel(params));
+  enqueue(
+      "adamStep", dev, [=]() mutable { kernel(params, grads, m, v, max_v, masters, cfg); }, 8 * total_numel(params));
 }
 
-void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters, const SgdConfig& cfg) {
+void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters,
+              const SgdConfig& cfg) {
   if (grads.size() != params.size() || (!bufs.empty() && bufs.size() != params.size()))
     fail(Code::Arg, "sgdStep: params, grads and momentum buffers must have equal lengths");
   check_params(params, masters, "sgdStep");
@@ -388,18 +409,21 @@ void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = sgd_step_table().get(dev);
-  enqueue("sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, masters, cfg); }, 3 * total_numel(params));
+  enqueue(
+      "sgdStep", dev, [=]() mutable { kernel(params, grads, bufs, masters, cfg); }, 3 * total_numel(params));
 }
 
-void rmsprop_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> square_avg, std::vector<Tensor> grad_avg,
-                  std::vector<Tensor> bufs, std::vector<Tensor> masters, const RmspropConfig& cfg) {
+void rmsprop_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> square_avg,
+                  std::vector<Tensor> grad_avg, std::vector<Tensor> bufs, std::vector<Tensor> masters, const RmspropConfig& cfg) {
   const char* op = "rmspropStep";
   if (grads.size() != params.size() || square_avg.size() != params.size())
     fail(Code::Arg, op, ": params, grads and square_avg must have equal lengths");
   if (grad_avg.size() != (cfg.centered ? params.size() : 0))
-    fail(Code::Arg, op, ": centered needs one grad_avg per param (and none without it), got ", grad_avg.size(), " for ", params.size());
+    fail(Code::Arg, op, ": centered needs one grad_avg per param (and none without it), got ", grad_avg.size(), " for ",
+         params.size());
   if (bufs.size() != (cfg.momentum > 0 ? params.size() : 0))
-    fail(Code::Arg, op, ": momentum > 0 needs one momentum buffer per param (and none without it), got ", bufs.size(), " for ", params.size());
+    fail(Code::Arg, op, ": momentum > 0 needs one momentum buffer per param (and none without it), got ", bufs.size(), " for ",
+         params.size());
   check_params(params, masters, op);
   check_list(params, grads, false, op, "grad");
   check_list(params, square_avg, true, op, "square_avg");
@@ -408,13 +432,15 @@ void rmsprop_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::ve
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = rmsprop_step_table().get(dev);
-  enqueue(op, dev, [=]() mutable { kernel(params, grads, square_avg, grad_avg, bufs, masters, cfg); }, 6 * total_numel(params));
+  enqueue(
+      op, dev, [=]() mutable { kernel(params, grads, square_avg, grad_avg, bufs, masters, cfg); }, 6 * total_numel(params));
 }
 
 void adagrad_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> sums, std::vector<Tensor> masters,
                   const AdagradConfig& cfg) {
   const char* op = "adagradStep";
-  if (grads.size() != params.size() || sums.size() != params.size()) fail(Code::Arg, op, ": params, grads and sums must have equal lengths");
+  if (grads.size() != params.size() || sums.size() != params.size())
+    fail(Code::Arg, op, ": params, grads and sums must have equal lengths");
   if (cfg.step < 1) fail(Code::Arg, op, ": step must be ≥ 1, got ", cfg.step);
   check_params(params, masters, op);
   check_list(params, grads, false, op, "grad");
@@ -422,7 +448,8 @@ void adagrad_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::ve
   if (params.empty()) return;
   const Device dev = params[0].device();
   auto kernel = adagrad_step_table().get(dev);
-  enqueue(op, dev, [=]() mutable { kernel(params, grads, sums, masters, cfg); }, 4 * total_numel(params));
+  enqueue(
+      op, dev, [=]() mutable { kernel(params, grads, sums, masters, cfg); }, 4 * total_numel(params));
 }
 
 }  // namespace flock::ops

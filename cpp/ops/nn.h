@@ -30,7 +30,8 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& gy, const Shape& input_shape);
 
 // Returns {per-row loss, per-row logsumexp}.
 std::vector<Tensor> cross_entropy_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index, double smoothing);
-Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss, int64_t ignore_index, double smoothing);
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, const Tensor& gloss,
+                              int64_t ignore_index, double smoothing);
 
 // Layer norm of each row of x [rows, d], affine fused (weight, bias [d] may be null); returns
 // {y, mean [rows], rstd [rows]}.
@@ -40,8 +41,8 @@ struct LayerNormGrads {
   Tensor gx;
   std::optional<Tensor> gweight, gbias;
 };
-LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight, const Tensor& gy,
-                                   bool want_weight, bool want_bias);
+LayerNormGrads layer_norm_backward(const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight,
+                                   const Tensor& gy, bool want_weight, bool want_bias);
 
 // y = act(x + bias) for x [rows, n] and bias [n].
 // act(x + bias) by rows; with `in_place`, written into x's storage (the result aliases x).
@@ -50,11 +51,12 @@ Tensor bias_act(const Tensor& x, const Tensor& bias, BiasAct act, bool in_place 
 Tensor bias_act_backward(const Tensor& gy, const Tensor& saved, const Tensor* bias, BiasAct act);
 
 // `masters`: empty, or the f32 master weights of bf16/f16 params (see nn_kernels.h).
-void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v, std::vector<Tensor> max_v,
-               std::vector<Tensor> masters, const AdamConfig& cfg);
-void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters, const SgdConfig& cfg);
-void rmsprop_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> square_avg, std::vector<Tensor> grad_avg,
-                  std::vector<Tensor> bufs, std::vector<Tensor> masters, const RmspropConfig& cfg);
+void adam_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> m, std::vector<Tensor> v,
+               std::vector<Tensor> max_v, std::vector<Tensor> masters, const AdamConfig& cfg);
+void sgd_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> bufs, std::vector<Tensor> masters,
+              const SgdConfig& cfg);
+void rmsprop_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> square_avg,
+                  std::vector<Tensor> grad_avg, std::vector<Tensor> bufs, std::vector<Tensor> masters, const RmspropConfig& cfg);
 void adagrad_step(std::vector<Tensor> params, std::vector<Tensor> grads, std::vector<Tensor> sums, std::vector<Tensor> masters,
                   const AdagradConfig& cfg);
 // GradScaler.unscale_: every tensor times inv_scale in place; `found_inf` (0-d f32) set to 1 on inf/NaN.

@@ -20,7 +20,8 @@ void fill_(Tensor& self, double value);
 Tensor from_host(const void* data, size_t bytes, const Shape& shape, DType dtype, Device device);
 Tensor arange(double start, double end, double step, DType dtype, Device device);
 Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device);
-Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, uint64_t seed, uint64_t offset, double a, double b);
+Tensor random(RandomKind kind, const Shape& shape, DType dtype, Device device, uint64_t seed, uint64_t offset, double a,
+              double b);
 // i64 [...index.shape, num_classes]; a class index outside [0, num_classes) rejects the next sync
 // point with ERR_INDEX (the values are only known when the kernel reads them).
 Tensor one_hot(const Tensor& index, int64_t num_classes);
@@ -112,12 +113,12 @@ namespace flock::ops {
 // Fused scaled dot-product attention on 3-D views (see AttnGeom in nn_kernels.h; the shape fields
 // of `g` are filled here from the tensors). Forward returns {out, logsumexp}; backward {gq, gk, gv}.
 std::vector<Tensor> attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, AttnGeom g);
-std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out, const Tensor& lse,
-                                       const Tensor& gout, AttnGeom g);
+std::vector<Tensor> attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, const Tensor& out,
+                                       const Tensor& lse, const Tensor& gout, AttnGeom g);
 // Packed self-attention (AttnPacked in nn_kernels.h): forward {out, logsumexp}, backward {gqkv}.
 std::vector<Tensor> attention_packed_forward(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, AttnGeom g);
-Tensor attention_packed_backward(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, const Tensor& out, const Tensor& lse,
-                                 const Tensor& gout, AttnGeom g);
+Tensor attention_packed_backward(const Tensor& qkv, int64_t heads, bool batch_first, const Tensor* mask, const Tensor& out,
+                                 const Tensor& lse, const Tensor& gout, AttnGeom g);
 // Scans, sorts, scatters, selections and samples (scan.cc, sort.cc, scatter.cc, select.cc, sample.cc)
 // cumsum (prod false) / cumprod along dim, from the end when `reverse`; integers and bool give i64.
 Tensor scan(const Tensor& x, int64_t dim, bool prod, bool reverse);
@@ -126,7 +127,8 @@ Tensor cumprod_backward(const Tensor& x, const Tensor& gy, int64_t dim);
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, const char* op = "sort");
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
-Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduceOp op, bool include_self);
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduceOp op,
+                      bool include_self);
 // `count`: the number of true elements of the (broadcast) mask, counted by the caller.
 Tensor masked_select(const Tensor& x, const Tensor& mask, int64_t count);
 Tensor nonzero(const Tensor& mask, int64_t count);

@@ -28,16 +28,20 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x, Shape dims, bool keepdim, doubl
   }
   Shape out_shape;
   for (int64_t d = 0; d < nd; ++d) {
-    if (!reduced[d]) out_shape.push_back(x.shape[d]);
-    else if (keepdim) out_shape.push_back(1);
+    if (!reduced[d])
+      out_shape.push_back(x.shape[d]);
+    else if (keepdim)
+      out_shape.push_back(1);
   }
   // Scattered dims of a reduction that composes (a sum of sums, a max of maxes): one pass per run
   // of adjacent dims, innermost first, instead of a strided copy that gathers them (a conv's bias
   // gradient, sum over [0, 2, 3], runs 10x faster this way).
   std::sort(dims.begin(), dims.end());
-  const bool composes = op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::prod;
+  const bool composes =
+      op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::prod;
   // bf16/f16 sums, means and products can write their f32 accumulator.
-  const bool widens = (x.dtype == DType::bf16 || x.dtype == DType::f16) && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
+  const bool widens =
+      (x.dtype == DType::bf16 || x.dtype == DType::f16) && (op == ReduceOp::sum || op == ReduceOp::mean || op == ReduceOp::prod);
   wide = wide && widens;
   if (composes && x.numel() > 0 && !dims.empty() && dims.back() - dims.front() + 1 != static_cast<int64_t>(dims.size())) {
     // Those keep f32 partials between the stages (the first stage reads the low-precision input
@@ -57,7 +61,8 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x, Shape dims, bool keepdim, doubl
   Tensor out = empty(out_shape, out_dtype, x.device(), "reduce");
   if (nd == 0) {  // a scalar reduces to itself (var of one element with correction is NaN, as torch)
     auto kernel = reduce_table().get(x.device());
-    enqueue("reduce", x.device(), [=]() mutable { kernel(op, x, out, 1, 1, 1, correction); }, 1);
+    enqueue(
+        "reduce", x.device(), [=]() mutable { kernel(op, x, out, 1, 1, 1, correction); }, 1);
     return out;
   }
   Tensor src = x;
@@ -70,14 +75,23 @@ Tensor reduce_impl(ReduceOp op, const Tensor& x, Shape dims, bool keepdim, doubl
   } else {
     std::vector<int64_t> perm;
     for (int64_t d = 0; d < nd; ++d)
-      if (!reduced[d]) { perm.push_back(d); outer *= x.shape[d]; }
-    for (int64_t d : dims) { perm.push_back(d); red *= x.shape[d]; }
+      if (!reduced[d]) {
+        perm.push_back(d);
+        outer *= x.shape[d];
+      }
+    for (int64_t d : dims) {
+      perm.push_back(d);
+      red *= x.shape[d];
+    }
     src = permute(x, perm);
   }
-  if (red == 0 && (op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax || op == ReduceOp::argmin) && outer * inner > 0)
+  if (red == 0 && (op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax || op == ReduceOp::argmin) &&
+      outer * inner > 0)
     fail(Code::Shape, "reduce: cannot take max/min/argmax/argmin over an empty dimension of shape ", shape_str(x.shape));
   auto kernel = reduce_table().get(src.device());
-  enqueue("reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); }, op == ReduceOp::logsumexp ? x.numel() * kSlowElement : x.numel());
+  enqueue(
+      "reduce", x.device(), [=]() mutable { kernel(op, src, out, outer, red, inner, correction); },
+      op == ReduceOp::logsumexp ? x.numel() * kSlowElement : x.numel());
   return out;
 }
 
@@ -96,7 +110,8 @@ Tensor softmax(const Tensor& x, int64_t dim, bool log) {
   Tensor out = empty(x.shape, x.dtype, x.device(), "softmax");
   if (x.numel() == 0) return out;
   auto kernel = softmax_table().get(x.device());
-  enqueue(log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); }, 16 * x.numel());
+  enqueue(
+      log ? "logSoftmax" : "softmax", x.device(), [=]() mutable { kernel(x, out, outer, n, inner, log); }, 16 * x.numel());
   return out;
 }
 

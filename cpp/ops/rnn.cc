@@ -36,8 +36,8 @@ int64_t cell_work(RnnMode mode, int64_t rows, int64_t hidden) { return rows * hi
 
 }  // namespace
 
-std::vector<Tensor> rnn_forward(RnnMode mode, const Tensor& gx, const Tensor& w_hh, const Tensor* b_hh, const Tensor& h0, const Tensor* c0,
-                                bool reverse, bool save) {
+std::vector<Tensor> rnn_forward(RnnMode mode, const Tensor& gx, const Tensor& w_hh, const Tensor* b_hh, const Tensor& h0,
+                                const Tensor* c0, bool reverse, bool save) {
   check_mode(mode);
   if (!is_floating(gx.dtype)) fail(Code::DType, kOp, ": expected a floating dtype, got ", dtype_name(gx.dtype));
   if (gx.dim() != 3) fail(Code::Shape, kOp, ": the input projection must be 3-D [T, B, G], got ", shape_str(gx.shape));
@@ -46,7 +46,8 @@ std::vector<Tensor> rnn_forward(RnnMode mode, const Tensor& gx, const Tensor& w_
   if (T < 1) fail(Code::Shape, kOp, ": the sequence is empty (input ", shape_str(gx.shape), ")");
   const bool lstm = mode == RnnMode::lstm;
   check_like(gx, w_hh, "weight_hh", Shape{rnn_gates(mode) * H, H});
-  if (G != rnn_gates(mode) * H) fail(Code::Shape, kOp, ": input projection ", shape_str(gx.shape), " does not match weight_hh ", shape_str(w_hh.shape));
+  if (G != rnn_gates(mode) * H)
+    fail(Code::Shape, kOp, ": input projection ", shape_str(gx.shape), " does not match weight_hh ", shape_str(w_hh.shape));
   if (b_hh) check_like(gx, *b_hh, "bias_hh", Shape{G});
   check_like(gx, h0, "h0", Shape{B, H});
   if (lstm != (c0 != nullptr)) fail(Code::Arg, kOp, lstm ? ": LSTM needs c0" : ": only LSTM takes c0");
@@ -88,8 +89,8 @@ std::vector<Tensor> rnn_forward(RnnMode mode, const Tensor& gx, const Tensor& w_
   return {states, saved};
 }
 
-RnnGrads rnn_backward(RnnMode mode, const Tensor& gstates, const Tensor& states, const Tensor* saved, const Tensor& w_hh, bool reverse,
-                      bool want_w, bool want_b, bool want_h0, bool want_c0) {
+RnnGrads rnn_backward(RnnMode mode, const Tensor& gstates, const Tensor& states, const Tensor* saved, const Tensor& w_hh,
+                      bool reverse, bool want_w, bool want_b, bool want_h0, bool want_c0) {
   check_mode(mode);
   const bool lstm = mode == RnnMode::lstm, gru = mode == RnnMode::gru;
   if (states.dim() != (lstm ? 4 : 3) || (lstm && states.shape[0] != 2))

@@ -5,8 +5,10 @@
 namespace flock::ops {
 
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, uint64_t seed, uint64_t offset) {
-  if (!is_floating(probs.dtype)) fail(Code::DType, "multinomial: probabilities must be floating point, got ", dtype_name(probs.dtype));
-  if (probs.dim() != 2) fail(Code::Shape, "multinomial: expected probabilities of shape [rows, categories], got ", shape_str(probs.shape));
+  if (!is_floating(probs.dtype))
+    fail(Code::DType, "multinomial: probabilities must be floating point, got ", dtype_name(probs.dtype));
+  if (probs.dim() != 2)
+    fail(Code::Shape, "multinomial: expected probabilities of shape [rows, categories], got ", shape_str(probs.shape));
   const int64_t rows = probs.shape[0], c = probs.shape[1];
   if (c == 0) fail(Code::Shape, "multinomial: no categories to draw from in ", shape_str(probs.shape));
   if (num_samples <= 0) fail(Code::Range, "multinomial: numSamples must be positive, got ", num_samples);

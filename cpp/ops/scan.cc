@@ -36,8 +36,8 @@ Tensor cumprod_backward(const Tensor& x, const Tensor& gy, int64_t dim) {
   check_same_device(x, gy, "cumprod");
   if (!is_floating(x.dtype)) fail(Code::DType, "cumprod: the gradient needs a floating dtype, got ", dtype_name(x.dtype));
   if (gy.dtype != x.dtype || gy.shape != x.shape)
-    fail(Code::Shape, "cumprod: gradient ", dtype_name(gy.dtype), shape_str(gy.shape), " does not match input ", dtype_name(x.dtype),
-         shape_str(x.shape));
+    fail(Code::Shape, "cumprod: gradient ", dtype_name(gy.dtype), shape_str(gy.shape), " does not match input ",
+         dtype_name(x.dtype), shape_str(x.shape));
   dim = normalize_dim(dim, x.dim(), "cumprod");
   Tensor gx = empty(x.shape, x.dtype, x.device(), "cumprod");
   const Lines l = lines_of(x, dim);

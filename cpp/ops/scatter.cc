@@ -14,8 +14,8 @@ Tensor scatter_source(const Tensor& x, int64_t& dim, const Tensor& index, const 
     fail(Code::DType, op, ": index must be i64 or i32, got ", dtype_name(index.dtype));
   if (src.dtype != x.dtype) fail(Code::DType, op, ": src is ", dtype_name(src.dtype), ", input is ", dtype_name(x.dtype));
   if (index.dim() != x.dim() || src.dim() != x.dim())
-    fail(Code::Shape, op, ": index ", shape_str(index.shape), " and src ", shape_str(src.shape), " must have as many dims as input ",
-         shape_str(x.shape));
+    fail(Code::Shape, op, ": index ", shape_str(index.shape), " and src ", shape_str(src.shape),
+         " must have as many dims as input ", shape_str(x.shape));
   dim = normalize_dim(dim, x.dim(), op);
   Tensor cut = src;
   for (int64_t d = 0; d < x.dim(); ++d) {
@@ -42,7 +42,8 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   return out;
 }
 
-Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduceOp op, bool include_self) {
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduceOp op,
+                      bool include_self) {
   if (op >= ScatterReduceOp::count) fail(Code::Arg, "scatterReduce: unknown reduce");
   if (x.dtype == DType::boolean) fail(Code::DType, "scatterReduce: not defined for bool tensors");
   const Tensor s = scatter_source(x, dim, index, src, "scatterReduce");

@@ -15,7 +15,8 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
 void launch_copy(const char* op, const Tensor& src, Tensor& dst, StridedCopy plan) {
   Tensor d = dst;
   auto kernel = strided_copy_table().get(src.device());
-  enqueue(op, src.device(), [src, d, plan, kernel]() mutable { kernel(src, d, plan); }, 4 * d.numel());
+  enqueue(
+      op, src.device(), [src, d, plan, kernel]() mutable { kernel(src, d, plan); }, 4 * d.numel());
 }
 
 }  // namespace
@@ -51,7 +52,8 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   const int64_t size = x.shape[dim];
   if (start < 0) start += size;
   if (start < 0 || length < 0 || start + length > size)
-    fail(Code::Index, "narrow: range [", start, ", ", start + length, ") is out of bounds for dim ", dim, " of shape ", shape_str(x.shape));
+    fail(Code::Index, "narrow: range [", start, ", ", start + length, ") is out of bounds for dim ", dim, " of shape ",
+         shape_str(x.shape));
   Shape shape = x.shape;
   shape[dim] = length;
   bool leading = true;  // all dims before `dim` are 1: the slice is one contiguous block
@@ -83,7 +85,10 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   const auto st = contiguous_strides(x.shape);
   Shape shape(static_cast<size_t>(nd));
   std::vector<int64_t> src_st(static_cast<size_t>(nd));
-  for (int64_t i = 0; i < nd; ++i) { shape[i] = x.shape[perm[i]]; src_st[i] = st[perm[i]]; }
+  for (int64_t i = 0; i < nd; ++i) {
+    shape[i] = x.shape[perm[i]];
+    src_st[i] = st[perm[i]];
+  }
   bool identity = true;
   for (int64_t i = 0; i < nd; ++i) identity = identity && (perm[i] == i || x.shape[perm[i]] == 1);
   if (identity) return reshape(x, shape);
@@ -123,10 +128,13 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   for (size_t i = 0; i < xs.size(); ++i) {
     const Tensor& t = xs[i];
     check_same_device(first, t, "cat");
-    if (t.dtype != first.dtype) fail(Code::DType, "cat: tensor ", i, " is ", dtype_name(t.dtype), ", expected ", dtype_name(first.dtype));
+    if (t.dtype != first.dtype)
+      fail(Code::DType, "cat: tensor ", i, " is ", dtype_name(t.dtype), ", expected ", dtype_name(first.dtype));
     bool ok = t.dim() == first.dim();
     for (int64_t d = 0; ok && d < t.dim(); ++d) ok = d == dim || t.shape[d] == first.shape[d];
-    if (!ok) fail(Code::Shape, "cat: tensor ", i, " has shape ", shape_str(t.shape), ", incompatible with ", shape_str(first.shape), " along dim ", dim);
+    if (!ok)
+      fail(Code::Shape, "cat: tensor ", i, " has shape ", shape_str(t.shape), ", incompatible with ", shape_str(first.shape),
+           " along dim ", dim);
     total += t.shape[dim];
   }
   shape[dim] = total;
@@ -134,8 +142,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   const auto out_st = contiguous_strides(shape);
   int64_t at = 0;
   for (const Tensor& t : xs) {
-    if (t.numel() > 0)
-      launch_copy("cat", t, out, StridedCopy{t.shape, contiguous_strides(t.shape), out_st, 0, at * out_st[dim]});
+    if (t.numel() > 0) launch_copy("cat", t, out, StridedCopy{t.shape, contiguous_strides(t.shape), out_st, 0, at * out_st[dim]});
     at += t.shape[dim];
   }
   return out;

@@ -26,7 +26,8 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, co
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
   dim = normalize_dim(dim, x.dim(), "topk");
   const int64_t size = x.dim() ? x.shape[dim] : 1;
-  if (k < 0 || k > size) fail(Code::Range, "topk: k (", k, ") must be in [0, ", size, "] for dim ", dim, " of shape ", shape_str(x.shape));
+  if (k < 0 || k > size)
+    fail(Code::Range, "topk: k (", k, ") must be in [0, ", size, "] for dim ", dim, " of shape ", shape_str(x.shape));
   auto [values, indices] = sort(x, dim, largest, "topk");
   if (x.dim() == 0) return {values, indices};
   return {narrow(values, dim, 0, k), narrow(indices, dim, 0, k)};

@@ -34,13 +34,13 @@ namespace {
 
 int passed = 0, failed = 0;
 std::mutex report_m;
-#define CHECK(cond)                                                                   \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      std::lock_guard<std::mutex> lk(report_m);                                       \
-      std::printf("  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
-      throw std::runtime_error("check failed");                                      \
-    }                                                                                 \
+#define CHECK(cond)                                                 \
+  do {                                                              \
+    if (!(cond)) {                                                  \
+      std::lock_guard<std::mutex> lk(report_m);                     \
+      std::printf("  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      throw std::runtime_error("check failed");                     \
+    }                                                               \
   } while (0)
 
 // Runs `fn`, expecting a KernelFault whose message contains every one of `needles`.
@@ -125,8 +125,7 @@ __global__ void vote_kernel(unsigned* out) {
   out[threadIdx.x] = lane == 0 ? b : static_cast<unsigned>(any * 2 + all);
 }
 
-__global__ void atomics_kernel(int* i, float* f, double* d, unsigned long long* u, int* mx, unsigned short* h,
-                               unsigned* bits) {
+__global__ void atomics_kernel(int* i, float* f, double* d, unsigned long long* u, int* mx, unsigned short* h, unsigned* bits) {
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   atomicAdd(i, 1);
   atomicAdd(f, 1.0f);
@@ -151,9 +150,15 @@ __global__ void mma_kernel(const uint32_t* a, const uint32_t* b, float* d) {
   M::run(acc, aw, bw);
   for (int i = 0; i < 4; ++i) dw[i] = acc[i];
 }
-struct Bf16Op { static void run(float* d, const uint32_t* a, const uint32_t* b) { sim::mma_m16n8k16_bf16(d, a, b); } };
-struct F16Op { static void run(float* d, const uint32_t* a, const uint32_t* b) { sim::mma_m16n8k16_f16(d, a, b); } };
-struct Tf32Op { static void run(float* d, const uint32_t* a, const uint32_t* b) { sim::mma_m16n8k8_tf32(d, a, b); } };
+struct Bf16Op {
+  static void run(float* d, const uint32_t* a, const uint32_t* b) { sim::mma_m16n8k16_bf16(d, a, b); }
+};
+struct F16Op {
+  static void run(float* d, const uint32_t* a, const uint32_t* b) { sim::mma_m16n8k16_f16(d, a, b); }
+};
+struct Tf32Op {
+  static void run(float* d, const uint32_t* a, const uint32_t* b) { sim::mma_m16n8k8_tf32(d, a, b); }
+};
 
 __global__ void divergent_kernel(int* out) {
   if (threadIdx.x < 32) __syncthreads();
@@ -164,12 +169,16 @@ __global__ void exited_lanes_kernel(int* out) {
   out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1, 1);
 }
 __global__ void deadlock_kernel(int* out) {
-  if (threadIdx.x == 0) __syncthreads();
-  else out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);
+  if (threadIdx.x == 0)
+    __syncthreads();
+  else
+    out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);
 }
 __global__ void mixed_collectives_kernel(int* out) {
-  if (threadIdx.x & 1) __syncwarp();
-  else out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);
+  if (threadIdx.x & 1)
+    __syncwarp();
+  else
+    out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);
 }
 __global__ void partial_mma_kernel(float* d) {
   const uint32_t a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
@@ -505,18 +514,33 @@ void test_mma_layouts() {
 
 void test_fault_detection() {
   std::vector<int> out(64);
-  CHECK(faults_with([&] { FLOCK_LAUNCH(2, 64, 0, nullptr, divergent_kernel)(out.data()); },
-                    {"divergent_kernel", "divergent __syncthreads", "block (0,0,0)"}));
-  CHECK(faults_with([&] { FLOCK_LAUNCH(1, 64, 0, nullptr, exited_lanes_kernel)(out.data()); },
-                    {"exited_lanes_kernel", "exited without reaching it"}));
-  CHECK(faults_with([&] { FLOCK_LAUNCH(1, 32, 0, nullptr, deadlock_kernel)(out.data()); },
-                    {"deadlock_kernel", "deadlock"}));
-  CHECK(faults_with([&] { FLOCK_LAUNCH(1, 32, 0, nullptr, mixed_collectives_kernel)(out.data()); },
-                    {"mixed_collectives_kernel", "different warp collectives"}));
+  CHECK(faults_with(
+      [&] {
+        FLOCK_LAUNCH(2, 64, 0, nullptr, divergent_kernel)
+        (out.data());
+      },
+      {"divergent_kernel", "divergent __syncthreads", "block (0,0,0)"}));
+  CHECK(faults_with(
+      [&] {
+        FLOCK_LAUNCH(1, 64, 0, nullptr, exited_lanes_kernel)
+        (out.data());
+      },
+      {"exited_lanes_kernel", "exited without reaching it"}));
+  CHECK(faults_with([&] { FLOCK_LAUNCH(1, 32, 0, nullptr, deadlock_kernel)(out.data()); }, {"deadlock_kernel", "deadlock"}));
+  CHECK(faults_with(
+      [&] {
+        FLOCK_LAUNCH(1, 32, 0, nullptr, mixed_collectives_kernel)
+        (out.data());
+      },
+      {"mixed_collectives_kernel", "different warp collectives"}));
   float d[4] = {};
   CHECK(faults_with([&] { FLOCK_LAUNCH(1, 32, 0, nullptr, partial_mma_kernel)(d); }, {"partial_mma_kernel", "exited"}));
-  CHECK(faults_with([&] { FLOCK_LAUNCH(1, 16, 0, nullptr, partial_mma_kernel)(d); },
-                    {"partial_mma_kernel", "fewer than 32 lanes"}));
+  CHECK(faults_with(
+      [&] {
+        FLOCK_LAUNCH(1, 16, 0, nullptr, partial_mma_kernel)
+        (d);
+      },
+      {"partial_mma_kernel", "fewer than 32 lanes"}));
   bool threw = false;
   try {
     FLOCK_LAUNCH(4, 64, 0, nullptr, throwing_kernel)(out.data());
@@ -607,8 +631,8 @@ void test_block_scan() {
   std::vector<long long> in(n), incl(n), excl(n), prods(n), totals(2);
   std::mt19937 rng(3);
   for (auto& v : in) v = static_cast<long long>(rng() % 1000);
-  FLOCK_LAUNCH(1, n, 0, nullptr, block_scan_kernel<long long, n>)(in.data(), incl.data(), excl.data(), totals.data(),
-                                                                 prods.data());
+  FLOCK_LAUNCH(1, n, 0, nullptr, block_scan_kernel<long long, n>)
+  (in.data(), incl.data(), excl.data(), totals.data(), prods.data());
   long long run = 0, prod = 1;
   for (int t = 0; t < n; ++t) {
     CHECK(excl[t] == run);
@@ -630,12 +654,12 @@ void test_radix_sort() {
     vals[i] = i;
   }
   size_t bytes = 0;
-  CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.data(), kout.data(), vals.data(), vout.data(), n, 8, 64,
-                                        nullptr) == cudaSuccess);
+  CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.data(), kout.data(), vals.data(), vout.data(), n, 8, 64, nullptr) ==
+        cudaSuccess);
   CHECK(bytes > 0);
   std::vector<char> temp(bytes);
-  CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, keys.data(), kout.data(), vals.data(), vout.data(), n, 8,
-                                        64, nullptr) == cudaSuccess);
+  CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, keys.data(), kout.data(), vals.data(), vout.data(), n, 8, 64,
+                                        nullptr) == cudaSuccess);
   for (int i = 1; i < n; ++i) {
     CHECK((kout[i - 1] >> 8) <= (kout[i] >> 8));
     if ((kout[i - 1] >> 8) == (kout[i] >> 8)) CHECK(vout[i - 1] < vout[i]);  // stable
@@ -646,8 +670,8 @@ void test_radix_sort() {
   for (int s = 0; s <= 10; ++s) off.push_back(s * 100);
   std::vector<float> fk(n), fout(n);
   for (int i = 0; i < n; ++i) fk[i] = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 7.0f;
-  CHECK(cub::DeviceSegmentedRadixSort::SortPairs(temp.data(), bytes, fk.data(), fout.data(), vals.data(), vout.data(),
-                                                 n, 10, off.data(), off.data() + 1, 0, 32, nullptr) == cudaSuccess);
+  CHECK(cub::DeviceSegmentedRadixSort::SortPairs(temp.data(), bytes, fk.data(), fout.data(), vals.data(), vout.data(), n, 10,
+                                                 off.data(), off.data() + 1, 0, 32, nullptr) == cudaSuccess);
   for (int s = 0; s < 10; ++s)
     for (int i = s * 100 + 1; i < (s + 1) * 100; ++i) {
       CHECK(fout[i - 1] <= fout[i]);

@@ -25,17 +25,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 int g_failed_checks = 0;
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
+#define CHECK(cond)                                                                     \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
       std::fprintf(stderr, "  check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      ++g_failed_checks;                                                       \
-    }                                                                          \
+      ++g_failed_checks;                                                                \
+    }                                                                                   \
   } while (0)
 #define CHECK_OK(call) CHECK((call) == ncclSuccess)
 
-const ncclDataType_t kTypes[] = {ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64,
-                                 ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16};
+const ncclDataType_t kTypes[] = {ncclInt8,   ncclUint8,   ncclInt32,   ncclUint32,  ncclInt64,
+                                 ncclUint64, ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16};
 const ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
 
 bool is_unsigned(ncclDataType_t t) { return t == ncclUint8 || t == ncclUint32 || t == ncclUint64; }
@@ -56,15 +56,33 @@ double f16_value(uint16_t b) {
 }
 void put(ncclDataType_t t, void* base, size_t i, double v) {
   switch (t) {
-    case ncclInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
-    case ncclUint8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
-    case ncclInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case ncclUint32: static_cast<uint32_t*>(base)[i] = static_cast<uint32_t>(v); break;
-    case ncclInt64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
-    case ncclUint64: static_cast<uint64_t*>(base)[i] = static_cast<uint64_t>(v); break;
-    case ncclFloat16: static_cast<uint16_t*>(base)[i] = f16_bits(v); break;
-    case ncclFloat32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case ncclFloat64: static_cast<double*>(base)[i] = v; break;
+    case ncclInt8:
+      static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v);
+      break;
+    case ncclUint8:
+      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v);
+      break;
+    case ncclInt32:
+      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+      break;
+    case ncclUint32:
+      static_cast<uint32_t*>(base)[i] = static_cast<uint32_t>(v);
+      break;
+    case ncclInt64:
+      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
+      break;
+    case ncclUint64:
+      static_cast<uint64_t*>(base)[i] = static_cast<uint64_t>(v);
+      break;
+    case ncclFloat16:
+      static_cast<uint16_t*>(base)[i] = f16_bits(v);
+      break;
+    case ncclFloat32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case ncclFloat64:
+      static_cast<double*>(base)[i] = v;
+      break;
     case ncclBfloat16: {
       const float f = static_cast<float>(v);
       uint32_t b;
@@ -72,34 +90,46 @@ void put(ncclDataType_t t, void* base, size_t i, double v) {
       static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(b >> 16);
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 double get(ncclDataType_t t, const void* base, size_t i) {
   switch (t) {
-    case ncclInt8: return static_cast<const int8_t*>(base)[i];
-    case ncclUint8: return static_cast<const uint8_t*>(base)[i];
-    case ncclInt32: return static_cast<const int32_t*>(base)[i];
-    case ncclUint32: return static_cast<const uint32_t*>(base)[i];
-    case ncclInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
-    case ncclUint64: return static_cast<double>(static_cast<const uint64_t*>(base)[i]);
-    case ncclFloat16: return f16_value(static_cast<const uint16_t*>(base)[i]);
-    case ncclFloat32: return static_cast<const float*>(base)[i];
-    case ncclFloat64: return static_cast<const double*>(base)[i];
+    case ncclInt8:
+      return static_cast<const int8_t*>(base)[i];
+    case ncclUint8:
+      return static_cast<const uint8_t*>(base)[i];
+    case ncclInt32:
+      return static_cast<const int32_t*>(base)[i];
+    case ncclUint32:
+      return static_cast<const uint32_t*>(base)[i];
+    case ncclInt64:
+      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case ncclUint64:
+      return static_cast<double>(static_cast<const uint64_t*>(base)[i]);
+    case ncclFloat16:
+      return f16_value(static_cast<const uint16_t*>(base)[i]);
+    case ncclFloat32:
+      return static_cast<const float*>(base)[i];
+    case ncclFloat64:
+      return static_cast<const double*>(base)[i];
     case ncclBfloat16: {
       const uint32_t b = uint32_t(static_cast<const uint16_t*>(base)[i]) << 16;
       float f;
       std::memcpy(&f, &b, 4);
       return f;
     }
-    default: return NAN;
+    default:
+      return NAN;
   }
 }
 
 // Small values whose sums, products (of up to 4 ranks) and averages (over 2 or 4) are exact in
 // every type.
 double value(ncclDataType_t t, int r, size_t i) {
-  return is_unsigned(t) ? static_cast<double>((r * 5 + i * 3) % 4) : static_cast<double>(static_cast<int>((r * 5 + i * 3) % 7) - 3);
+  return is_unsigned(t) ? static_cast<double>((r * 5 + i * 3) % 4)
+                        : static_cast<double>(static_cast<int>((r * 5 + i * 3) % 7) - 3);
 }
 double reference(ncclDataType_t t, ncclRedOp_t op, int n, size_t i) {
   double acc = value(t, 0, i);
@@ -196,7 +226,8 @@ void allreduce_in_place_and_larger_than_a_slot() {
     b.push_back(std::make_unique<Buf>(r, count * 4));
     b[r]->upload(host_values(ncclFloat32, r, count));
   }
-  for (int r = 0; r < n; ++r) CHECK_OK(ncclAllReduce(b[r]->dev, b[r]->dev, count, ncclFloat32, ncclSum, c.comms[r], c.streams[r]));
+  for (int r = 0; r < n; ++r)
+    CHECK_OK(ncclAllReduce(b[r]->dev, b[r]->dev, count, ncclFloat32, ncclSum, c.comms[r], c.streams[r]));
   c.sync();
   for (int r = 0; r < n; ++r) {
     const auto h = b[r]->download();
@@ -322,14 +353,15 @@ void argument_checks() {
   CHECK(ncclAllReduce(nullptr, a.dev, 16, ncclFloat32, ncclSum, comm, s) == ncclInvalidArgument);
   CHECK(ncclAllReduce(a.dev, a.dev, 16, static_cast<ncclDataType_t>(42), ncclSum, comm, s) == ncclInvalidArgument);
   CHECK(ncclAllReduce(a.dev, a.dev, 16, ncclFloat32, static_cast<ncclRedOp_t>(9), comm, s) == ncclInvalidArgument);
-  CHECK(ncclAllReduce(a.dev, a.dev, 17, ncclFloat32, ncclSum, comm, s) == ncclInvalidArgument);  // past the allocation
+  CHECK(ncclAllReduce(a.dev, a.dev, 17, ncclFloat32, ncclSum, comm, s) == ncclInvalidArgument);        // past the allocation
   CHECK(ncclAllReduce(host.data(), a.dev, 16, ncclFloat32, ncclSum, comm, s) == ncclInvalidArgument);  // host memory
-  CHECK(ncclAllReduce(b.dev, b.dev, 16, ncclFloat32, ncclSum, comm, s) == ncclInvalidArgument);  // another device's memory
-  CHECK(ncclAllReduce(a.dev, a.dev, 16, ncclFloat32, ncclSum, comm, c.streams[1]) == ncclInvalidArgument);  // another device's stream
+  CHECK(ncclAllReduce(b.dev, b.dev, 16, ncclFloat32, ncclSum, comm, s) == ncclInvalidArgument);        // another device's memory
+  CHECK(ncclAllReduce(a.dev, a.dev, 16, ncclFloat32, ncclSum, comm, c.streams[1]) ==
+        ncclInvalidArgument);  // another device's stream
   CHECK(ncclAllReduce(a.dev, a.dev, 16, ncclFloat32, ncclSum, nullptr, s) == ncclInvalidArgument);
   CHECK(ncclBroadcast(a.dev, a.dev, 16, ncclFloat32, 2, comm, s) == ncclInvalidArgument);
   CHECK(ncclSend(a.dev, 16, ncclFloat32, -1, comm, s) == ncclInvalidArgument);
-  CHECK(ncclAllGather(a.dev, a.dev, 16, ncclFloat32, comm, s) == ncclInvalidArgument);  // recv needs 2 * 16
+  CHECK(ncclAllGather(a.dev, a.dev, 16, ncclFloat32, comm, s) == ncclInvalidArgument);      // recv needs 2 * 16
   CHECK(ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comm, s) == ncclSuccess);  // nothing to do
   ncclResult_t st = ncclInternalError;
   CHECK_OK(ncclCommGetAsyncError(comm, &st));

@@ -21,20 +21,20 @@ namespace {
 int g_passed = 0, g_failed = 0;
 bool g_current_ok = true;
 
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::printf("  FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond);      \
-      g_current_ok = false;                                                 \
-    }                                                                       \
+#define CHECK(cond)                                                   \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      std::printf("  FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      g_current_ok = false;                                           \
+    }                                                                 \
   } while (0)
-#define CHECK_EQ(a, b)                                                                                 \
-  do {                                                                                                 \
-    const long long va_ = static_cast<long long>(a), vb_ = static_cast<long long>(b);                  \
-    if (va_ != vb_) {                                                                                  \
+#define CHECK_EQ(a, b)                                                                                \
+  do {                                                                                                \
+    const long long va_ = static_cast<long long>(a), vb_ = static_cast<long long>(b);                 \
+    if (va_ != vb_) {                                                                                 \
       std::printf("  FAILED %s:%d: %s == %s (%lld vs %lld)\n", __FILE__, __LINE__, #a, #b, va_, vb_); \
-      g_current_ok = false;                                                                            \
-    }                                                                                                  \
+      g_current_ok = false;                                                                           \
+    }                                                                                                 \
   } while (0)
 
 using Clock = std::chrono::steady_clock;
@@ -135,7 +135,10 @@ void test_stream_order() {
   cudaStream_t s;
   CHECK_EQ(cudaStreamCreate(&s), cudaSuccess);
   std::vector<int> seen;
-  kernel(s, [&] { sleep_ms(30); seen.push_back(1); });
+  kernel(s, [&] {
+    sleep_ms(30);
+    seen.push_back(1);
+  });
   sim::enqueue_host_op(s, [&] { seen.push_back(2); });
   kernel(s, [&] { seen.push_back(3); });
   CHECK_EQ(cudaStreamQuery(s), cudaErrorNotReady);
@@ -146,7 +149,10 @@ void test_stream_order() {
   CHECK_EQ(sim::device_stats(0).live_streams, 1);
   // Destroy with work pending: it still runs.
   std::atomic<bool> ran{false};
-  kernel(s, [&] { sleep_ms(20); ran = true; });
+  kernel(s, [&] {
+    sleep_ms(20);
+    ran = true;
+  });
   CHECK_EQ(cudaStreamDestroy(s), cudaSuccess);
   CHECK_EQ(sim::device_stats(0).live_streams, 0);
   CHECK_EQ(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
@@ -166,7 +172,10 @@ void test_events() {
   std::atomic<int> flag{0};
   int seen = -1;
   CHECK_EQ(cudaEventRecord(e0, a), cudaSuccess);
-  kernel(a, [&] { sleep_ms(40); flag = 1; });
+  kernel(a, [&] {
+    sleep_ms(40);
+    flag = 1;
+  });
   CHECK_EQ(cudaEventRecord(e1, a), cudaSuccess);
   CHECK_EQ(cudaEventRecord(nt, a), cudaSuccess);
   CHECK_EQ(cudaStreamWaitEvent(b, e1, 0), cudaSuccess);
@@ -213,14 +222,20 @@ void test_legacy_stream() {
   // Legacy work waits for earlier blocking-stream work...
   std::atomic<int> x{0};
   int seen_legacy = -1;
-  kernel(blocking, [&] { sleep_ms(40); x = 1; });
+  kernel(blocking, [&] {
+    sleep_ms(40);
+    x = 1;
+  });
   kernel(nullptr, [&] { seen_legacy = x.load(); });
   CHECK_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
   CHECK_EQ(seen_legacy, 1);
   // ...and later blocking-stream work waits for it.
   std::atomic<int> z{0};
   int seen_blocking = -1;
-  kernel(cudaStreamLegacy, [&] { sleep_ms(40); z = 1; });
+  kernel(cudaStreamLegacy, [&] {
+    sleep_ms(40);
+    z = 1;
+  });
   kernel(blocking, [&] { seen_blocking = z.load(); });
   CHECK_EQ(cudaStreamSynchronize(blocking), cudaSuccess);
   CHECK_EQ(seen_blocking, 1);
@@ -260,7 +275,10 @@ void test_host_func() {
   cudaStreamCreate(&s);
   cudaError_t inside[3] = {cudaSuccess, cudaSuccess, cudaSuccess};
   std::vector<int> order;
-  kernel(s, [&] { sleep_ms(20); order.push_back(1); });
+  kernel(s, [&] {
+    sleep_ms(20);
+    order.push_back(1);
+  });
   CHECK_EQ(cudaLaunchHostFunc(s, host_fn, inside), cudaSuccess);
   sim::enqueue_host_op(s, [&] { order.push_back(2); });
   CHECK_EQ(cudaLaunchHostFunc(s, nullptr, nullptr), cudaErrorInvalidValue);
@@ -372,7 +390,7 @@ void test_stream_ordered_pool() {
     gate(s1, &open);
     void *p = nullptr, *q = nullptr, *r = nullptr;
     CHECK_EQ(cudaMallocAsync(&p, mb, s1), cudaSuccess);
-    CHECK_EQ(cudaFreeAsync(p, s1), cudaSuccess);  // pending behind the gate
+    CHECK_EQ(cudaFreeAsync(p, s1), cudaSuccess);            // pending behind the gate
     CHECK_EQ(cudaFreeAsync(p, s1), cudaErrorInvalidValue);  // double free
     CHECK_EQ(cudaMallocAsync(&q, mb, s2), cudaSuccess);
     CHECK(q != p);  // another stream cannot have it before the free executes
@@ -515,7 +533,8 @@ void test_peer_access() {
       cudaSetDevice(2);
       cudaStream_t s2;
       cudaStreamCreate(&s2);
-      kernel(s2, [] {}, {nullptr, p1}, "reads_peer_kernel");
+      kernel(
+          s2, [] {}, {nullptr, p1}, "reads_peer_kernel");
       CHECK_EQ(cudaStreamSynchronize(s2), cudaErrorIllegalAddress);
       const std::string msg = cudaGetErrorString(cudaErrorIllegalAddress);
       CHECK(msg.find("reads_peer_kernel") != std::string::npos);

@@ -11,11 +11,13 @@ enum BlockScanAlgorithm { BLOCK_SCAN_RAKING, BLOCK_SCAN_RAKING_MEMOIZE, BLOCK_SC
 
 struct Sum {
   template <class T>
-  T operator()(const T& a, const T& b) const { return a + b; }
+  T operator()(const T& a, const T& b) const {
+    return a + b;
+  }
 };
 
-template <class T, int BLOCK_DIM_X, BlockScanAlgorithm ALGORITHM = BLOCK_SCAN_RAKING, int BLOCK_DIM_Y = 1,
-          int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0>
+template <class T, int BLOCK_DIM_X, BlockScanAlgorithm ALGORITHM = BLOCK_SCAN_RAKING, int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1,
+          int LEGACY_PTX_ARCH = 0>
 class BlockScan {
   static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
 
@@ -27,13 +29,22 @@ class BlockScan {
 
   explicit BlockScan(TempStorage& temp) : items_(reinterpret_cast<T*>(temp.raw)) {}
 
-  void InclusiveSum(T input, T& output) { T total; InclusiveScan(input, output, Sum{}, total); }
+  void InclusiveSum(T input, T& output) {
+    T total;
+    InclusiveScan(input, output, Sum{}, total);
+  }
   void InclusiveSum(T input, T& output, T& block_aggregate) { InclusiveScan(input, output, Sum{}, block_aggregate); }
-  void ExclusiveSum(T input, T& output) { T total; ExclusiveScan(input, output, T(0), Sum{}, total); }
+  void ExclusiveSum(T input, T& output) {
+    T total;
+    ExclusiveScan(input, output, T(0), Sum{}, total);
+  }
   void ExclusiveSum(T input, T& output, T& block_aggregate) { ExclusiveScan(input, output, T(0), Sum{}, block_aggregate); }
 
   template <class Op>
-  void InclusiveScan(T input, T& output, Op op) { T total; InclusiveScan(input, output, op, total); }
+  void InclusiveScan(T input, T& output, Op op) {
+    T total;
+    InclusiveScan(input, output, op, total);
+  }
   template <class Op>
   void InclusiveScan(T input, T& output, Op op, T& block_aggregate) {
     const int i = rank();
@@ -49,7 +60,10 @@ class BlockScan {
   }
 
   template <class Op>
-  void ExclusiveScan(T input, T& output, T initial, Op op) { T total; ExclusiveScan(input, output, initial, op, total); }
+  void ExclusiveScan(T input, T& output, T initial, Op op) {
+    T total;
+    ExclusiveScan(input, output, initial, op, total);
+  }
   template <class Op>
   void ExclusiveScan(T input, T& output, T initial, Op op, T& block_aggregate) {
     const int i = rank();
@@ -73,9 +87,7 @@ class BlockScan {
   }
 
  private:
-  static int rank() {
-    return static_cast<int>(threadIdx.x + BLOCK_DIM_X * (threadIdx.y + BLOCK_DIM_Y * threadIdx.z));
-  }
+  static int rank() { return static_cast<int>(threadIdx.x + BLOCK_DIM_X * (threadIdx.y + BLOCK_DIM_Y * threadIdx.z)); }
   T* items_;
 };
 

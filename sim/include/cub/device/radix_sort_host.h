@@ -13,8 +13,9 @@
 namespace sim::cub_sort {
 
 template <class K>
-using UnsignedBits = std::conditional_t<sizeof(K) == 1, uint8_t, std::conditional_t<sizeof(K) == 2, uint16_t,
-                     std::conditional_t<sizeof(K) == 4, uint32_t, uint64_t>>>;
+using UnsignedBits =
+    std::conditional_t<sizeof(K) == 1, uint8_t,
+                       std::conditional_t<sizeof(K) == 2, uint16_t, std::conditional_t<sizeof(K) == 4, uint32_t, uint64_t>>>;
 
 template <class K>
 UnsignedBits<K> radix_bits(K key, int begin_bit, int end_bit) {
@@ -22,8 +23,10 @@ UnsignedBits<K> radix_bits(K key, int begin_bit, int end_bit) {
   U u;
   std::memcpy(&u, &key, sizeof(K));
   constexpr U top = static_cast<U>(U(1) << (sizeof(K) * 8 - 1));
-  if constexpr (std::is_floating_point_v<K>) u = (u & top) ? static_cast<U>(~u) : static_cast<U>(u | top);
-  else if constexpr (std::is_signed_v<K>) u = static_cast<U>(u ^ top);
+  if constexpr (std::is_floating_point_v<K>)
+    u = (u & top) ? static_cast<U>(~u) : static_cast<U>(u | top);
+  else if constexpr (std::is_signed_v<K>)
+    u = static_cast<U>(u ^ top);
   const int width = end_bit - begin_bit;
   if (width <= 0) return 0;
   u = static_cast<U>(u >> begin_bit);
@@ -33,8 +36,8 @@ UnsignedBits<K> radix_bits(K key, int begin_bit, int end_bit) {
 
 // Sorts items [begin, end) of keys_in/values_in into the same positions of keys_out/values_out.
 template <class K, class V>
-void sort_run(const K* keys_in, K* keys_out, const V* values_in, V* values_out, int64_t begin, int64_t end,
-              int begin_bit, int end_bit) {
+void sort_run(const K* keys_in, K* keys_out, const V* values_in, V* values_out, int64_t begin, int64_t end, int begin_bit,
+              int end_bit) {
   if (end <= begin) return;
   std::vector<int64_t> order(static_cast<size_t>(end - begin));
   std::iota(order.begin(), order.end(), begin);
