@@ -201,16 +201,7 @@ void adagrad_one(T* __restrict pp, const G* __restrict gp, Tensor& sum, G* copy,
 // their masters (the kernel's front end has checked which applies).
 template <class Fn>
 void visit_param(const Tensor& p, Fn&& fn) {
-  switch (p.dtype) {
-    case DType::f64:
-      return fn(type_tag<double>{});
-    case DType::bf16:
-      return fn(type_tag<bf16>{});
-    case DType::f16:
-      return fn(type_tag<f16>{});
-    default:
-      return fn(type_tag<float>{});
-  }
+  visit_float(p.dtype, "optimizer step", std::forward<Fn>(fn));
 }
 
 void adam_cpu(std::vector<Tensor>& ps, const std::vector<Tensor>& gs, std::vector<Tensor>& ms, std::vector<Tensor>& vs,
