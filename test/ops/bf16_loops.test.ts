@@ -1,6 +1,6 @@
 /**
- * The bf16 element-wise loops compiled per instruction set (cpp/cpu/elementwise.cc with
- * cpp/cpu/bf16_vec.h): f32 <-> bf16 casts bit for bit against a plain-JS round-to-nearest-even
+ * The bf16 element-wise loops compiled per instruction set (cpp/cpu/elementwise.cc, unary_bf16.cc
+ * and binary_bf16.cc with cpp/cpu/bf16_vec.h): f32 <-> bf16 casts bit for bit against a plain-JS round-to-nearest-even
  * (ties, subnormals, NaN payloads, overflow to inf), and bf16 unary ops, their derivatives and
  * same-shape binary ops against the same op computed in f32 and rounded once — which is what the
  * scalar bf16 path computes. Lengths straddle the 16-lane blocks and the 512-value chunks. The

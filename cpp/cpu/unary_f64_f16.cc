@@ -1,0 +1,11 @@
+// The unary kernel and its derivative for f64 and f16 (unary_loops.h; why one file per dtype: elementwise.h).
+#include "unary_loops.h"
+
+namespace flock::cpu {
+
+template void unary_typed<double>(UnaryOp, const Tensor&, Tensor&, double, double);
+template void unary_backward_typed<double>(UnaryOp, const Tensor&, const Tensor&, Tensor&, double, double);
+template void unary_typed<f16>(UnaryOp, const Tensor&, Tensor&, double, double);
+template void unary_backward_typed<f16>(UnaryOp, const Tensor&, const Tensor&, Tensor&, double, double);
+
+}  // namespace flock::cpu
