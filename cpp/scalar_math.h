@@ -1,18 +1,11 @@
-// Scalar formulas shared by the CPU and CUDA kernels, so both backends compute the same thing.
-// Each unary op has its value and its derivative (d out / d x, given x).
+// The unary ops' scalar formulas, shared by the CPU and CUDA kernels, so both backends compute the
+// same thing: each op's value and its derivative (d out / d x, given x). The binary ops' are in
+// binary_math.h, so a new code of either family recompiles only its own kernels.
 #pragma once
 #include <cmath>
 #include "kernels.h"
+#include "host_device.h"
 #include "generated/unary_codes.h"
-#include "generated/binary_codes.h"
-
-#ifdef __CUDACC__
-#define FLOCK_HD __host__ __device__ __forceinline__
-#else
-// Always inlined: kernels call these with a compile-time op, and only once inlined does the switch
-// fold away and the loop around it vectorise.
-#define FLOCK_HD inline __attribute__((always_inline))
-#endif
 
 namespace flock::math {
 
@@ -171,56 +164,6 @@ FLOCK_HD bool predicate(UnaryOp op, T x) {
       return x - x != x - x && x == x;  // inf - inf is NaN; NaN itself is excluded
     case UnaryOp::isfinite:
       return x - x == x - x;
-    default:
-      return false;
-  }
-}
-
-template <class T>
-FLOCK_HD T binary(BinaryOp op, T x, T y) {
-  switch (op) {
-    case BinaryOp::add:
-      return x + y;
-    case BinaryOp::sub:
-      return x - y;
-    case BinaryOp::mul:
-      return x * y;
-    case BinaryOp::div:
-      return x / y;
-    case BinaryOp::pow:
-      return static_cast<T>(std::pow(x, y));
-    case BinaryOp::maximum:
-      return (x != x) ? x : (x > y ? x : y);  // NaN propagates, as in torch.maximum
-    case BinaryOp::minimum:
-      return (x != x) ? x : (x < y ? x : y);
-    case BinaryOp::hypot: {  // integer operands (never sent: the op promotes them) compute in double
-      using F = std::conditional_t<std::is_integral_v<T>, double, T>;
-      return static_cast<T>(std::hypot(static_cast<F>(x), static_cast<F>(y)));
-    }
-    default:
-      return T(0);
-  }
-}
-
-template <class T>
-FLOCK_HD bool compare(BinaryOp op, T x, T y) {
-  switch (op) {
-    case BinaryOp::eq:
-      return x == y;
-    case BinaryOp::ne:
-      return x != y;
-    case BinaryOp::lt:
-      return x < y;
-    case BinaryOp::le:
-      return x <= y;
-    case BinaryOp::gt:
-      return x > y;
-    case BinaryOp::ge:
-      return x >= y;
-    case BinaryOp::logical_and:
-      return (x != T(0)) && (y != T(0));
-    case BinaryOp::logical_or:
-      return (x != T(0)) || (y != T(0));
     default:
       return false;
   }

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include "common.cuh"
 #include "kernels.h"
+#include "binary_math.h"
 #include "scalar_math.h"
 #include "generated/unary_codes.h"
 #include "generated/binary_codes.h"

@@ -4,7 +4,7 @@
 // rounded once.
 #pragma once
 #include "../error.h"
-#include "../scalar_math.h"
+#include "../binary_math.h"
 #include "elementwise.h"
 #include "loops.h"
 #include "../generated/binary_codes.h"
